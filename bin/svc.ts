@@ -1,0 +1,39 @@
+import { Command, CommanderError } from 'commander';
+import { EXIT } from '../src/cli/context.js';
+import { packageVersion } from '../src/lib/version.js';
+import { agentsCommand } from '../src/resources/agents/command.js';
+import { initCommand, openapiCommand, serveCommand, statusCommand, stopCommand } from '../src/resources/system/command.js';
+import { teamsCommand } from '../src/resources/teams/command.js';
+
+const program = new Command('svc')
+  .description('Control plane for teams of AI coding agents. Every command but init and serve talks to the daemon over HTTP.')
+  .version(packageVersion())
+  .option('--project <dir>', 'project directory (default: nearest project.json upwards, or SVC_PROJECT)')
+  .option('--url <url>', 'daemon URL (default: from .svc/daemon.json, or SVC_URL)')
+  .option('--api-key <key>', 'API key (default: SERVICE_API_KEY, then .svc/local.key)')
+  .option('--json', 'print JSON instead of tables')
+  .showHelpAfterError()
+  .exitOverride();
+
+for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), openapiCommand()]) {
+  program.addCommand(cmd);
+}
+
+// Usage errors exit 2 everywhere (commander's default is 1, which we keep for API errors).
+function exitOverrideAll(cmd: Command): void {
+  cmd.exitOverride();
+  cmd.commands.forEach(exitOverrideAll);
+}
+exitOverrideAll(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    const benign = ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code);
+    process.exitCode = benign ? EXIT.ok : EXIT.usage;
+  } else {
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    process.exitCode = EXIT.api;
+  }
+}

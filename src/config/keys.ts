@@ -1,0 +1,15 @@
+import type { KeyEntry } from '../kernel/auth.js';
+import { sha256 } from '../kernel/auth.js';
+import type { ProjectConfig } from './schema.js';
+
+/** Every key that opens the API now: project.json entries, SERVICE_API_KEY, and .svc/local.key. */
+export function buildKeys(config: ProjectConfig, serviceApiKey: string | undefined, localKey: string | undefined): KeyEntry[] {
+  const keys: KeyEntry[] = config.apiKeys.map((k, i) => {
+    if (typeof k === 'string') return { name: `apiKeys[${i}]`, digest: sha256(k), source: 'project.json' };
+    const digest = k.key !== undefined ? sha256(k.key) : Buffer.from(k.sha256!, 'hex');
+    return { name: k.name, digest, grants: k.grants, source: 'project.json' };
+  });
+  if (serviceApiKey) keys.push({ name: 'SERVICE_API_KEY', digest: sha256(serviceApiKey), source: 'SERVICE_API_KEY' });
+  if (localKey) keys.push({ name: 'local', digest: sha256(localKey), source: 'local.key' });
+  return keys;
+}

@@ -1,0 +1,62 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { KNOWN_TOP_LEVEL, ProjectConfigSchema, type ProjectConfig } from './schema.js';
+
+export const CONFIG_FILE = 'project.json';
+
+/** The nearest directory upwards from `start` that holds project.json, or null. */
+export function findProjectRoot(start: string): string | null {
+  let dir = resolve(start);
+  for (;;) {
+    if (existsSync(join(dir, CONFIG_FILE))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) return null;
+    dir = parent;
+  }
+}
+
+export type LoadResult =
+  | { ok: true; config: ProjectConfig; warnings: string[] }
+  | { ok: false; issues: { path: string; message: string }[] };
+
+/** Parses and validates project.json text; never throws. */
+export function parseConfig(text: string, root: string): LoadResult {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    return { ok: false, issues: [{ path: '(file)', message: `not valid JSON: ${(err as Error).message}` }] };
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return { ok: false, issues: [{ path: '(file)', message: 'project.json must hold a JSON object' }] };
+  }
+  const r = ProjectConfigSchema.safeParse(raw);
+  if (!r.success) {
+    return {
+      ok: false,
+      issues: r.error.issues.map((i) => ({
+        path: i.path.length ? i.path.join('.') : '(root)',
+        message: i.code === 'unrecognized_keys' ? `unknown keys: ${i.keys.join(', ')}` : i.message,
+      })),
+    };
+  }
+  const warnings = Object.keys(raw)
+    .filter((k) => !KNOWN_TOP_LEVEL.includes(k))
+    .map((k) => `unknown top-level key "${k}" is ignored`);
+  const config = { ...r.data, name: r.data.name ?? basename(root) };
+  return { ok: true, config, warnings };
+}
+
+export function loadConfig(root: string): LoadResult {
+  let text: string;
+  try {
+    text = readFileSync(join(root, CONFIG_FILE), 'utf8');
+  } catch (err) {
+    return { ok: false, issues: [{ path: '(file)', message: `cannot read ${CONFIG_FILE}: ${(err as Error).message}` }] };
+  }
+  return parseConfig(text, root);
+}
+
+export function formatIssues(issues: { path: string; message: string }[]): string {
+  return issues.map((i) => `${i.path}: ${i.message}`).join('; ');
+}

@@ -1,0 +1,67 @@
+import { z } from 'zod';
+
+// project.json. Nested objects are strict so a typo (`server.prot`) is reported with its path;
+// unknown top-level keys only warn, so a file written for a newer svc still loads.
+
+export const GrantSchema = z.strictObject({
+  resource: z.string().min(1).max(128).describe('Database name, UUID, or "*" for every database.'),
+  tables: z.array(z.string().min(1)).optional(),
+  actions: z.array(z.enum(['read', 'write', 'manage'])).min(1),
+});
+
+export const ApiKeyObjectSchema = z
+  .strictObject({
+    name: z.string().min(1).max(64),
+    key: z.string().min(16, 'a key must be at least 16 characters').optional(),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'sha256 must be 64 hex characters')
+      .optional(),
+    grants: z.array(GrantSchema).optional(),
+  })
+  .refine((k) => (k.key === undefined) !== (k.sha256 === undefined), {
+    message: 'give exactly one of "key" or "sha256"',
+  });
+
+export const ApiKeySchema = z.union([z.string().min(16, 'a key must be at least 16 characters'), ApiKeyObjectSchema]);
+
+export const ProviderSchema = z.strictObject({
+  baseUrl: z.url().optional(),
+  apiKey: z.string().optional(),
+  apiKeyEnv: z.string().optional(),
+  models: z.array(z.string()).optional(),
+});
+
+export const ProjectConfigSchema = z.object({
+  name: z.string().min(1).max(128).optional(),
+  server: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: z.int().min(0).max(65535).default(7420),
+      allowedHosts: z.array(z.string().min(1)).default([]),
+      allowedOrigins: z.array(z.string().min(1)).default([]),
+      maxBodyBytes: z.int().min(1024).max(256 * 1024 * 1024).default(1_048_576),
+    })
+    .prefault({}),
+  apiKeys: z.array(ApiKeySchema).default([]),
+  providers: z.record(z.string(), ProviderSchema).default({}),
+  data: z
+    .strictObject({
+      provider: z.enum(['sqlite', 'postgres']).default('sqlite'),
+      url: z.string().optional(),
+    })
+    .prefault({}),
+  webhooks: z
+    .strictObject({
+      timeoutMs: z.int().min(100).max(60_000).default(10_000),
+      retryBaseMs: z.int().min(10).max(3_600_000).default(5_000),
+      concurrency: z.int().min(1).max(256).default(16),
+    })
+    .prefault({}),
+  skillsDir: z.string().min(1).default('skills'),
+});
+
+export type ProjectConfig = z.output<typeof ProjectConfigSchema>;
+export type ApiKeyConfig = z.output<typeof ApiKeySchema>;
+
+export const KNOWN_TOP_LEVEL = Object.keys(ProjectConfigSchema.shape);

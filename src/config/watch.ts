@@ -1,0 +1,25 @@
+import { watch } from 'chokidar';
+import { join } from 'node:path';
+import { CONFIG_FILE, loadConfig, type LoadResult } from './load.js';
+
+/**
+ * Watches project.json and reports each settled change. Editors save in bursts (truncate, write,
+ * rename), so changes are debounced briefly; the result is reported whether valid or not and the
+ * caller decides what to keep.
+ */
+export function watchConfig(root: string, onChange: (result: LoadResult) => void, debounceMs = 75): { close(): Promise<void> } {
+  const file = join(root, CONFIG_FILE);
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => onChange(loadConfig(root)), debounceMs);
+  };
+  const watcher = watch(file, { ignoreInitial: true, atomic: true });
+  watcher.on('add', schedule).on('change', schedule).on('unlink', schedule);
+  return {
+    async close() {
+      clearTimeout(timer);
+      await watcher.close();
+    },
+  };
+}

@@ -1,0 +1,194 @@
+import { appendFileSync, chmodSync, renameSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { App } from './app.js';
+import { buildKeys } from './config/keys.js';
+import { formatIssues, loadConfig } from './config/load.js';
+import type { ProjectConfig } from './config/schema.js';
+import { watchConfig } from './config/watch.js';
+import { STATE_MIGRATIONS } from './db/migrations.js';
+import { openDatabase, stmt } from './db/open.js';
+import { EventLog } from './events/outbox.js';
+import type { KeyEntry } from './kernel/auth.js';
+import { createLogger, errorFields, type Logger } from './kernel/log.js';
+import { createHttpServer } from './kernel/server.js';
+import { ensurePrivateDir } from './lib/files.js';
+import { uuidv4 } from './lib/ids.js';
+import { packageVersion } from './lib/version.js';
+import { ROUTES } from './routes.js';
+import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
+
+export interface DaemonOptions {
+  root: string;
+  /** Override project.json's server.host / server.port (the CLI's --host / --port). 0 = ephemeral. */
+  host?: string;
+  port?: number;
+  /** Environment to read SERVICE_API_KEY and friends from (tests pass their own). */
+  env?: NodeJS.ProcessEnv;
+  /** Where log lines go; default stdout plus .svc/logs/daemon.log. */
+  log?: Logger;
+  /** Validate every response against its schema (on in tests). */
+  checkResponses?: boolean;
+}
+
+export interface Daemon {
+  app: App;
+  host: string;
+  port: number;
+  url: string;
+  /** Resolves once the daemon has shut down, whoever asked. */
+  closed: Promise<void>;
+  close(): Promise<void>;
+}
+
+const SHUTDOWN_GRACE_MS = 5_000;
+const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
+
+function fileLogger(dir: string): (line: string) => void {
+  ensurePrivateDir(dir);
+  const file = join(dir, 'daemon.log');
+  try {
+    if (statSync(file).size > LOG_ROTATE_BYTES) renameSync(file, `${file}.1`);
+  } catch {
+    // no log yet
+  }
+  return (line) => {
+    try {
+      appendFileSync(file, line, { mode: 0o600 });
+    } catch {
+      // A full disk must not take the daemon down with it.
+    }
+  };
+}
+
+export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
+  const env = opts.env ?? process.env;
+  const root = opts.root;
+  const paths = statePaths(root);
+
+  const loaded = loadConfig(root);
+  if (!loaded.ok) throw new Error(`project.json is invalid: ${formatIssues(loaded.issues)}`);
+  let config: ProjectConfig = loaded.config;
+
+  ensurePrivateDir(paths.dir);
+  const toFile = fileLogger(paths.logs);
+  const log =
+    opts.log ??
+    createLogger((line) => {
+      process.stdout.write(line);
+      toFile(line);
+    });
+  for (const w of loaded.warnings) log.warn('project.json', { warning: w });
+
+  const localKey = ensureLocalKey(root);
+  let keys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
+
+  const db = openDatabase(paths.db, STATE_MIGRATIONS);
+  for (const suffix of ['', '-wal', '-shm']) {
+    try {
+      chmodSync(paths.db + suffix, 0o600);
+    } catch {
+      // -wal/-shm appear on first write
+    }
+  }
+  let projectId = (stmt(db, "SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string } | undefined)?.value;
+  if (!projectId) {
+    projectId = uuidv4();
+    stmt(db, "INSERT INTO meta (key, value) VALUES ('projectId', ?)").run(projectId);
+  }
+  const events = new EventLog(db);
+
+  let listening = { host: opts.host ?? config.server.host, port: opts.port ?? config.server.port };
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((r) => (resolveClosed = r));
+  let closing: Promise<void> | undefined;
+
+  const app: App = {
+    root,
+    stateDir: paths.dir,
+    projectId,
+    version: packageVersion(),
+    startedAt: new Date(),
+    db,
+    events,
+    log,
+    config: () => config,
+    address: () => listening,
+    requestShutdown: () => void close(),
+  };
+
+  const http = createHttpServer({
+    app,
+    routes: ROUTES,
+    settings: () => config.server,
+    keys: () => keys,
+    log,
+    checkResponses: opts.checkResponses,
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      db.close();
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new Error(`port ${listening.port} on ${listening.host} is in use; is another svc running? Try --port 0 for any free port.`)
+          : err,
+      );
+    };
+    http.server.once('error', onError);
+    http.server.listen(listening.port, listening.host, () => {
+      http.server.off('error', onError);
+      resolve();
+    });
+  });
+  const addr = http.server.address();
+  if (addr && typeof addr === 'object') listening = { host: listening.host, port: addr.port };
+  const urlHost = listening.host.includes(':') ? `[${listening.host}]` : listening.host;
+  const url = `http://${urlHost}:${listening.port}`;
+
+  writeDaemonInfo(root, {
+    pid: process.pid,
+    host: listening.host,
+    port: listening.port,
+    url,
+    startedAt: app.startedAt.toISOString(),
+    version: app.version,
+  });
+
+  const watcher = watchConfig(root, (result) => {
+    if (!result.ok) {
+      log.error('project.json change refused; the last good config stays in force', { issues: result.issues });
+      events.write(() => events.emit('config:invalid', { issues: result.issues }));
+      return;
+    }
+    const before = config.server;
+    config = result.config;
+    keys = buildKeys(config, env.SERVICE_API_KEY, localKey);
+    for (const w of result.warnings) log.warn('project.json', { warning: w });
+    if (before.host !== config.server.host || before.port !== config.server.port) {
+      log.warn('server.host and server.port apply at the next restart', { host: config.server.host, port: config.server.port });
+    }
+    log.info('project.json reloaded', { keys: keys.length });
+    events.write(() => events.emit('config:reloaded', { warnings: result.warnings }));
+  });
+
+  async function close(): Promise<void> {
+    closing ??= (async () => {
+      log.info('shutting down');
+      await watcher.close().catch(() => undefined);
+      await http.close(SHUTDOWN_GRACE_MS);
+      try {
+        db.pragma('wal_checkpoint(TRUNCATE)');
+        db.close();
+      } catch (err) {
+        log.error('closing the state database failed', errorFields(err));
+      }
+      removeDaemonInfo(root, process.pid);
+      log.info('stopped');
+      resolveClosed();
+    })();
+    return closing;
+  }
+
+  log.info('listening', { url, project: config.name, root, version: app.version });
+  return { app, host: listening.host, port: listening.port, url, closed, close };
+}

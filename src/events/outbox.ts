@@ -1,0 +1,104 @@
+import { stmt, type DB } from '../db/open.js';
+import { eventDef, type EventData, type EventName } from './registry.js';
+
+export interface StoredEvent {
+  /** The durable sequence number: the SSE id, never reset across restarts. */
+  id: number;
+  name: EventName;
+  data: Record<string, unknown>;
+  timestamp: string;
+}
+
+export type Listener = (event: StoredEvent) => void;
+
+interface Row {
+  id: number;
+  name: string;
+  data: string;
+  created_at: string;
+}
+
+const toEvent = (r: Row): StoredEvent => ({ id: r.id, name: r.name as EventName, data: JSON.parse(r.data), timestamp: r.created_at });
+
+/**
+ * The transactional outbox. A change and the events describing it are written by `write()` in one
+ * SQLite transaction; listeners (SSE, webhooks) hear of the events only after that transaction
+ * has committed, so nobody is told of a change that was rolled back.
+ */
+export class EventLog {
+  private pending: StoredEvent[] | null = null;
+  private readonly listeners = new Set<Listener>();
+
+  constructor(private readonly db: DB) {}
+
+  write<T>(fn: () => T): T {
+    if (this.pending) {
+      // Nested: a savepoint. Events of a rolled-back savepoint must not be published.
+      const mark = this.pending.length;
+      try {
+        return this.db.transaction(fn)();
+      } catch (err) {
+        this.pending.length = mark;
+        throw err;
+      }
+    }
+    this.pending = [];
+    let committed: StoredEvent[];
+    let result: T;
+    try {
+      result = this.db.transaction(fn)();
+      committed = this.pending;
+    } finally {
+      this.pending = null;
+    }
+    for (const e of committed) this.publish(e);
+    return result;
+  }
+
+  /** Appends an event inside the current write(); its data is checked against the registry. */
+  emit<N extends EventName>(name: N, data: EventData<N>): void {
+    if (!this.pending) throw new Error(`event ${name} emitted outside a write() transaction`);
+    const def = eventDef(name);
+    if (!def) throw new Error(`unknown event ${name}`);
+    const parsed = def.data.parse(data) as Record<string, unknown>;
+    const timestamp = new Date().toISOString();
+    const info = stmt(this.db, 'INSERT INTO events (name, data, created_at) VALUES (?, ?, ?)').run(name, JSON.stringify(parsed), timestamp);
+    this.pending.push({ id: Number(info.lastInsertRowid), name, data: parsed, timestamp });
+  }
+
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Events after `afterId`, oldest first, for Last-Event-ID replay. */
+  since(afterId: number, limit: number): StoredEvent[] {
+    return (stmt(this.db, 'SELECT id, name, data, created_at FROM events WHERE id > ? ORDER BY id LIMIT ?').all(afterId, limit) as Row[]).map(toEvent);
+  }
+
+  /** The oldest event still kept, or null when the log is empty. */
+  oldestId(): number | null {
+    const r = stmt(this.db, 'SELECT MIN(id) AS id FROM events').get() as { id: number | null };
+    return r.id;
+  }
+
+  lastId(): number {
+    const r = stmt(this.db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'").get() as { seq: number } | undefined;
+    return r?.seq ?? 0;
+  }
+
+  /** Drops events older than the retention window; ids are never reused (AUTOINCREMENT). */
+  prune(olderThan: Date): number {
+    return stmt(this.db, 'DELETE FROM events WHERE created_at < ?').run(olderThan.toISOString()).changes;
+  }
+
+  private publish(e: StoredEvent): void {
+    for (const l of this.listeners) {
+      try {
+        l(e);
+      } catch {
+        // One broken listener must not stop the others or the writer.
+      }
+    }
+  }
+}

@@ -1,0 +1,182 @@
+import { z } from 'zod';
+
+// The one event registry. SSE frames, webhook bodies, the public catalog and docs/events.md all
+// come from these definitions; an event not defined here cannot be emitted.
+
+const taskState = z.enum(['draft', 'pending', 'assigned', 'in_progress', 'review', 'awaiting_approval', 'done', 'failed']);
+const missionRef = { missionId: z.string(), name: z.string() };
+
+interface EventDef {
+  description: string;
+  data: z.ZodObject;
+}
+
+interface CategoryDef {
+  description: string;
+  events: Record<string, EventDef>;
+}
+
+function ev(description: string, shape: z.ZodRawShape): EventDef {
+  // Loose objects: consumers must accept fields added later, and producers may add fields after
+  // the documented ones (task:transition's data is {taskId, from, to} plus anything extra).
+  return { description, data: z.looseObject(shape) };
+}
+
+export const CATEGORIES = {
+  task: {
+    description: 'The task board: creation, edits, state changes and claims.',
+    events: {
+      created: ev('A task was created.', { taskId: z.string(), title: z.string(), status: taskState, assignTo: z.string().nullable(), missionId: z.string().nullable() }),
+      updated: ev('Fields of a task other than its state were changed.', { taskId: z.string(), fields: z.array(z.string()) }),
+      transition: ev('A task changed state, whoever caused it.', { taskId: z.string(), from: taskState, to: taskState, reason: z.string().optional() }),
+      removed: ev('A task was deleted.', { taskId: z.string() }),
+      claimed: ev('An agent claimed a task and started it.', { taskId: z.string(), agent: z.string() }),
+    },
+  },
+  mission: {
+    description: 'Missions: plans of tasks and their lifecycle.',
+    events: {
+      created: ev('A mission and its tasks were created.', { ...missionRef, taskIds: z.array(z.string()) }),
+      started: ev('A mission started: its draft tasks became pending.', missionRef),
+      paused: ev('A mission was paused.', missionRef),
+      resumed: ev('A paused mission was resumed.', missionRef),
+      completed: ev('Every task of a mission is done.', missionRef),
+      failed: ev('A task of the mission failed with no retries left.', { ...missionRef, taskId: z.string().optional() }),
+      cancelled: ev('A mission was cancelled.', missionRef),
+      deleted: ev('A mission was deleted (with its tasks when cascade was asked).', { ...missionRef, cascade: z.boolean() }),
+    },
+  },
+  approval: {
+    description: 'Human approvals that gate work.',
+    events: {
+      requested: ev('An approval was requested.', { approvalId: z.string(), taskId: z.string().nullable(), missionId: z.string().nullable(), title: z.string(), requestedBy: z.string() }),
+      resolved: ev('An approval was approved, rejected or timed out.', {
+        approvalId: z.string(),
+        taskId: z.string().nullable(),
+        status: z.enum(['approved', 'rejected']),
+        resolvedBy: z.string().nullable(),
+        timedOut: z.boolean(),
+      }),
+    },
+  },
+  agent: {
+    description: 'Agents: their creation, configuration and removal.',
+    events: {
+      created: ev('An agent was created.', { name: z.string() }),
+      updated: ev('An agent was updated; `fields` names what changed.', { name: z.string(), fields: z.array(z.string()) }),
+      removed: ev('An agent was removed.', { name: z.string() }),
+    },
+  },
+  team: {
+    description: 'Teams of agents.',
+    events: {
+      created: ev('A team was created.', { name: z.string() }),
+      renamed: ev('A team was renamed; its agents followed.', { oldName: z.string(), name: z.string() }),
+      removed: ev('A team was removed.', { name: z.string() }),
+    },
+  },
+  skill: {
+    description: 'Skills (SKILL.md folders) and their assignment to agents.',
+    events: {
+      created: ev('A skill appeared or was written.', { name: z.string() }),
+      removed: ev('A skill was removed.', { name: z.string() }),
+      assigned: ev('A skill was assigned to an agent.', { skill: z.string(), agent: z.string() }),
+      unassigned: ev('A skill was unassigned from an agent.', { skill: z.string(), agent: z.string() }),
+    },
+  },
+  vault: {
+    description: 'Per-agent credentials. Events never carry credential values.',
+    events: {
+      saved: ev('A credential entry was created or replaced.', { agent: z.string(), service: z.string(), type: z.string(), keys: z.array(z.string()) }),
+      removed: ev('A credential entry was removed.', { agent: z.string(), service: z.string() }),
+    },
+  },
+  data: {
+    description: 'Application databases.',
+    events: {
+      created: ev('A database was created.', { id: z.string(), name: z.string() }),
+      deleted: ev('A database was deleted.', { id: z.string(), name: z.string() }),
+      migrated: ev('A migration was applied to a database.', { id: z.string(), name: z.string(), migrationId: z.string(), schemaVersion: z.int() }),
+    },
+  },
+  webhook: {
+    description: 'Webhook endpoints.',
+    events: {
+      disabled: ev('A webhook was disabled (its endpoint answered 410 Gone).', { webhookId: z.string(), url: z.string(), reason: z.string() }),
+      test: ev('A test event sent with POST /v1/webhooks/{id}/test.', { webhookId: z.string() }),
+    },
+  },
+  completion: {
+    description: 'Chat completions through /v1/chat/completions.',
+    events: {
+      finished: ev('A chat completion finished.', {
+        sessionId: z.string().nullable(),
+        agent: z.string().nullable(),
+        model: z.string(),
+        finishReason: z.string().nullable(),
+        usage: z.looseObject({ prompt_tokens: z.int().optional(), completion_tokens: z.int().optional(), total_tokens: z.int().optional() }).nullable(),
+        durationMs: z.number(),
+      }),
+    },
+  },
+  session: {
+    description: 'Chat sessions.',
+    events: {
+      started: ev('A chat session was started.', { sessionId: z.string(), agent: z.string().nullable() }),
+    },
+  },
+  config: {
+    description: 'project.json reloads.',
+    events: {
+      reloaded: ev('A valid project.json change was applied.', { warnings: z.array(z.string()) }),
+      invalid: ev('A project.json change was refused; the last good config stays in force.', { issues: z.array(z.object({ path: z.string(), message: z.string() })) }),
+    },
+  },
+} as const satisfies Record<string, CategoryDef>;
+
+type Categories = typeof CATEGORIES;
+type Names<C extends keyof Categories> = C extends string ? `${C}:${Extract<keyof Categories[C]['events'], string>}` : never;
+export type EventName = Names<keyof Categories>;
+
+type DefOf<N extends EventName> = N extends `${infer C}:${infer A}`
+  ? C extends keyof Categories
+    ? A extends keyof Categories[C]['events']
+      ? Categories[C]['events'][A]
+      : never
+    : never
+  : never;
+
+export type EventData<N extends EventName> = DefOf<N> extends { data: infer S extends z.ZodType } ? z.input<S> : never;
+
+export const EVENT_NAMES: EventName[] = Object.entries(CATEGORIES).flatMap(([c, def]) =>
+  Object.keys(def.events).map((a) => `${c}:${a}` as EventName),
+);
+
+export function eventDef(name: string): EventDef | undefined {
+  const [c, a] = name.split(':');
+  const cat = (CATEGORIES as Record<string, CategoryDef>)[c ?? ''];
+  return cat?.events[a ?? ''];
+}
+
+export function isEventName(name: string): name is EventName {
+  return eventDef(name) !== undefined;
+}
+
+export interface CatalogCategory {
+  category: string;
+  description: string;
+  events: { name: string; description: string; dataSchema: Record<string, unknown> }[];
+}
+
+/** The public catalog: every event with its description and the JSON Schema of its data. */
+export function catalog(): CatalogCategory[] {
+  return Object.entries(CATEGORIES).map(([category, def]) => ({
+    category,
+    description: def.description,
+    events: Object.entries(def.events as Record<string, EventDef>).map(([action, e]) => {
+      const dataSchema = z.toJSONSchema(e.data, { target: 'draft-2020-12', io: 'output' }) as Record<string, unknown>;
+      delete dataSchema.$schema;
+      return { name: `${category}:${action}`, description: e.description, dataSchema };
+    }),
+  }));
+}

@@ -1,0 +1,31 @@
+// One JSON object per line. Callers pass fields, never request bodies or headers; the request
+// logger in server.ts records only id, method, path (without the query string), status and ms.
+
+export type Level = 'debug' | 'info' | 'warn' | 'error';
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export function createLogger(write: (line: string) => void, min: Level = 'info'): Logger {
+  const emit = (level: Level, msg: string, fields?: Record<string, unknown>) => {
+    if (ORDER[level] < ORDER[min]) return;
+    write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n');
+  };
+  return {
+    debug: (m, f) => emit('debug', m, f),
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+  };
+}
+
+export function errorFields(err: unknown): Record<string, unknown> {
+  if (err instanceof Error) return { error: err.message, stack: err.stack };
+  return { error: String(err) };
+}

@@ -1,0 +1,68 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { z } from 'zod';
+import type { Principal } from './auth.js';
+
+// A route is data: one object holds everything the router, the validator, the handler types and
+// the OpenAPI builder need. Handlers return the `data` payload; the kernel wraps the envelope.
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+type Schema = z.ZodType;
+type Out<S> = S extends Schema ? z.output<S> : undefined;
+type In<S> = S extends Schema ? z.input<S> : undefined;
+
+export interface HandlerContext<App, P, Q, B> {
+  app: App;
+  params: Out<P>;
+  query: Out<Q>;
+  body: Out<B>;
+  principal: Principal | null;
+  requestId: string;
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Adds a response header (e.g. X-Next-Cursor) to the success response. */
+  setHeader(name: string, value: string): void;
+  /** Overrides the route's success status for this response (e.g. 202 instead of 201). */
+  setStatus(status: number): void;
+}
+
+/** Returned by a handler that wrote the response itself (the SSE stream). */
+export const RAW_RESPONSE = Symbol('raw-response');
+
+export interface RouteDef<App, P extends Schema | undefined, Q extends Schema | undefined, B extends Schema | undefined, R extends Schema> {
+  method: Method;
+  /** OpenAPI-style template: /api/v1/agents/{name} */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  /** 'key' (default) needs a bearer key; 'public' needs none. */
+  auth?: 'key' | 'public';
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Schema of `data` in the success envelope. */
+  response: R;
+  /** Success status, 200 unless said. */
+  status?: number;
+  /** Content type of a response the handler streams itself (documented, not enveloped). */
+  rawContentType?: string;
+  description?: string;
+  handler(ctx: HandlerContext<App, P, Q, B>): In<R> | typeof RAW_RESPONSE | Promise<In<R> | typeof RAW_RESPONSE>;
+}
+
+// Erased form the router stores; the typed form only exists where a route is written.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute<App> = RouteDef<App, any, any, any, any>;
+
+/** Returns a `route()` helper bound to the application context type, so handlers see `ctx.app` typed. */
+export function routeDefiner<App>() {
+  return function route<
+    R extends Schema,
+    P extends Schema | undefined = undefined,
+    Q extends Schema | undefined = undefined,
+    B extends Schema | undefined = undefined,
+  >(def: RouteDef<App, P, Q, B, R>): AnyRoute<App> {
+    return def as AnyRoute<App>;
+  };
+}

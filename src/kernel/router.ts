@@ -1,0 +1,72 @@
+import type { AnyRoute, Method } from './route.js';
+
+interface Compiled<App> {
+  route: AnyRoute<App>;
+  segments: string[];
+  /** Static segments rank above parameters, so /agents/teams wins over /agents/{name}. */
+  rank: number;
+}
+
+export type Match<App> =
+  | { kind: 'found'; route: AnyRoute<App>; params: Record<string, string> }
+  | { kind: 'method'; allow: Method[] }
+  | { kind: 'none' };
+
+export class Router<App> {
+  private readonly compiled: Compiled<App>[];
+
+  constructor(routes: AnyRoute<App>[]) {
+    const seen = new Set<string>();
+    for (const r of routes) {
+      const key = `${r.method} ${r.path}`;
+      if (seen.has(key)) throw new Error(`route defined twice: ${key}`);
+      seen.add(key);
+    }
+    const ids = new Set<string>();
+    for (const r of routes) {
+      if (ids.has(r.operationId)) throw new Error(`operationId used twice: ${r.operationId}`);
+      ids.add(r.operationId);
+    }
+    this.compiled = routes
+      .map((route) => {
+        const segments = route.path.split('/').filter(Boolean);
+        const rank = segments.reduce((n, s, i) => n + (s.startsWith('{') ? 0 : 2 ** (segments.length - i)), 0);
+        return { route, segments, rank };
+      })
+      .sort((a, b) => b.rank - a.rank);
+  }
+
+  match(method: string, pathname: string): Match<App> {
+    let parts: string[];
+    try {
+      parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
+    } catch {
+      return { kind: 'none' };
+    }
+    const allow: Method[] = [];
+    let found: { route: AnyRoute<App>; params: Record<string, string> } | undefined;
+    for (const c of this.compiled) {
+      const params = matchSegments(c.segments, parts);
+      if (!params) continue;
+      if (c.route.method === method) {
+        found ??= { route: c.route, params };
+      } else if (!allow.includes(c.route.method)) {
+        allow.push(c.route.method);
+      }
+    }
+    if (found) return { kind: 'found', ...found };
+    if (allow.length) return { kind: 'method', allow };
+    return { kind: 'none' };
+  }
+}
+
+function matchSegments(template: string[], parts: string[]): Record<string, string> | null {
+  if (template.length !== parts.length) return null;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < template.length; i++) {
+    const t = template[i]!;
+    if (t.startsWith('{')) params[t.slice(1, -1)] = parts[i]!;
+    else if (t !== parts[i]) return null;
+  }
+  return params;
+}

@@ -1,0 +1,216 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { z } from 'zod';
+import { authenticate, bearerToken, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
+import { NO_BODY, readJsonBody } from './body.js';
+import { AppError, toErrorResponse, type ErrorDetail } from './errors.js';
+import { hostAllowed, originAllowed } from './guards.js';
+import { errorFields, type Logger } from './log.js';
+import { RAW_RESPONSE, type AnyRoute } from './route.js';
+import { Router } from './router.js';
+import { uuidv7 } from '../lib/ids.js';
+
+export interface HttpSettings {
+  allowedHosts: string[];
+  allowedOrigins: string[];
+  maxBodyBytes: number;
+}
+
+export interface HttpOptions<App> {
+  app: App;
+  routes: AnyRoute<App>[];
+  /** Read on every request, so a project.json reload applies at once. */
+  settings(): HttpSettings;
+  keys(): readonly KeyEntry[];
+  log: Logger;
+  /** Check every success payload against the route's response schema (on in tests). */
+  checkResponses?: boolean;
+  limiter?: FailureLimiter;
+}
+
+export interface HttpServer {
+  server: Server;
+  /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
+  close(graceMs: number): Promise<void>;
+}
+
+const CORS_HEADERS = 'Authorization, Content-Type, Last-Event-ID, X-Session-Id, X-Request-Id';
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    ...headers,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+export function zodDetails(where: string, error: z.ZodError): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  for (const issue of error.issues) {
+    const base = [where, ...issue.path.map(String)].join('.');
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) details.push({ path: `${base}.${key}`, message: 'Unknown property; it is not allowed here.' });
+    } else {
+      details.push({ path: base, message: issue.message });
+    }
+  }
+  return details;
+}
+
+function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string, details: ErrorDetail[]): T {
+  if (!schema) return undefined as T;
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  details.push(...zodDetails(where, r.error));
+  return undefined as T;
+}
+
+function queryObject(search: URLSearchParams): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of search) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}
+
+export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
+  const router = new Router(opts.routes);
+  const limiter = opts.limiter ?? new FailureLimiter();
+  const inflight = new Set<ServerResponse>();
+
+  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+    const settings = opts.settings();
+
+    // Guards come first: nothing about a request from a rebinding or foreign page is processed.
+    if (!hostAllowed(req.headers.host, settings.allowedHosts)) {
+      throw new AppError('forbidden', 'Host header not allowed; add it to server.allowedHosts in project.json to serve it.');
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined) {
+      if (!originAllowed(origin, settings.allowedOrigins)) {
+        throw new AppError('forbidden', 'Origin not allowed; add it to server.allowedOrigins in project.json to allow it.');
+      }
+      res.setHeader('Access-Control-Allow-Origin', origin);
+      res.setHeader('Vary', 'Origin');
+      res.setHeader('Access-Control-Expose-Headers', 'X-Request-Id, X-Next-Cursor, Idempotent-Replayed');
+      if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
+        res.writeHead(204, {
+          'Access-Control-Allow-Methods': 'GET, POST, PATCH, PUT, DELETE',
+          'Access-Control-Allow-Headers': CORS_HEADERS,
+          'Access-Control-Max-Age': '600',
+        });
+        res.end();
+        return;
+      }
+    }
+
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const match = router.match(req.method ?? 'GET', url.pathname);
+    if (match.kind === 'none') throw new AppError('not_found', `No route for ${req.method} ${url.pathname}.`);
+    if (match.kind === 'method') {
+      throw new AppError('method_not_allowed', `${req.method} is not allowed on ${url.pathname}; allowed: ${match.allow.join(', ')}.`, {
+        headers: { Allow: match.allow.join(', ') },
+      });
+    }
+    const route = match.route;
+
+    let principal: Principal | null = null;
+    if (route.auth !== 'public') {
+      principal = authenticate(opts.keys(), bearerToken(req));
+      if (!principal) {
+        const wait = limiter.fail(req.socket.remoteAddress ?? 'unknown');
+        if (wait > 0) {
+          throw new AppError('rate_limited', `Too many failed authentications; retry in ${wait} s.`, { headers: { 'Retry-After': String(wait) } });
+        }
+        const why = req.headers.authorization ? 'The API key is not valid.' : 'Missing API key: send Authorization: Bearer <key>.';
+        throw new AppError('unauthorized', why, { headers: { 'WWW-Authenticate': 'Bearer' } });
+      }
+    }
+
+    const details: ErrorDetail[] = [];
+    const params = validate(route.params, match.params, 'params', details);
+    const query = validate(route.query, queryObject(url.searchParams), 'query', details);
+    let body: unknown;
+    if (route.body) {
+      const raw = await readJsonBody(req, settings.maxBodyBytes);
+      if (raw === NO_BODY) details.push({ path: 'body', message: 'A JSON body is required.' });
+      else body = validate(route.body, raw, 'body', details);
+    }
+    if (details.length) {
+      const summary = details.map((d) => `${d.path}: ${d.message}`).join('; ');
+      throw new AppError('invalid_request', `Invalid request: ${summary}`, { details });
+    }
+
+    const headers: Record<string, string> = {};
+    let status = route.status ?? 200;
+    const result = await route.handler({
+      app: opts.app,
+      params,
+      query,
+      body,
+      principal,
+      requestId,
+      req,
+      res,
+      setHeader: (n, v) => {
+        headers[n] = v;
+      },
+      setStatus: (s) => {
+        status = s;
+      },
+    });
+    if (result === RAW_RESPONSE) return;
+    let data = result === undefined ? null : result;
+    if (opts.checkResponses) {
+      const r = route.response.safeParse(data);
+      if (!r.success) {
+        throw new Error(`response of ${route.operationId} does not match its schema: ${JSON.stringify(r.error.issues)}`);
+      }
+      data = r.data;
+    }
+    sendJson(res, status, { ok: true, data }, headers);
+  }
+
+  const server = createServer((req, res) => {
+    const started = process.hrtime.bigint();
+    const requestId = uuidv7();
+    res.setHeader('X-Request-Id', requestId);
+    inflight.add(res);
+    res.on('close', () => {
+      inflight.delete(res);
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      // The path is logged without its query string: a key pasted into ?apiKey= must not reach the log.
+      const path = (req.url ?? '/').split('?')[0];
+      opts.log.info('request', { id: requestId, method: req.method, path, status: res.statusCode, ms: Math.round(ms * 10) / 10 });
+    });
+    handle(req, res, requestId).catch((err: unknown) => {
+      const { status, body, headers, known } = toErrorResponse(err);
+      if (!known) opts.log.error('unhandled error', { id: requestId, method: req.method, ...errorFields(err) });
+      // A refused oversized body is not read further; close the connection rather than drain it.
+      if (status === 413) headers.Connection = 'close';
+      sendJson(res, status, body, headers);
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+
+  return {
+    server,
+    async close(graceMs: number) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + graceMs;
+      while (inflight.size > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+        server.closeIdleConnections();
+      }
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import type { App } from '../../app.js';
+import { AppError } from '../../kernel/errors.js';
+import { nowIso } from '../../lib/time.js';
+import { teamExists } from '../teams/service.js';
+import type { Agent, AgentFieldName, AgentFields, AgentInput, AgentPatchInput } from './schema.js';
+import * as store from './store.js';
+
+export { agentExists, getAgent, listAgents } from './store.js';
+
+export function requireAgent(app: App, name: string): Agent {
+  const agent = store.getAgent(app.db, name);
+  if (!agent) throw new AppError('not_found', `Agent "${name}" not found.`);
+  return agent;
+}
+
+/** The references an agent holds must point at things that exist and must not loop. */
+function checkReferences(app: App, name: string, fields: AgentFields): void {
+  if (fields.team !== undefined && !teamExists(app.db, fields.team)) {
+    throw new AppError('unprocessable', `team: team "${fields.team}" does not exist; create it with POST /api/v1/agents/teams.`, {
+      details: [{ path: 'body.team', message: `team "${fields.team}" does not exist` }],
+    });
+  }
+  if (fields.reportsTo === undefined) return;
+  const chain = [name];
+  let next: string | null | undefined = fields.reportsTo;
+  while (next) {
+    if (next === name) {
+      chain.push(next);
+      throw new AppError('unprocessable', `reportsTo: this would form a cycle: ${chain.join(' → ')}.`, {
+        details: [{ path: 'body.reportsTo', message: `forms a cycle: ${chain.join(' → ')}` }],
+      });
+    }
+    const parent = store.reportsToOf(app.db, next);
+    if (parent === undefined) {
+      throw new AppError('unprocessable', `reportsTo: agent "${next}" does not exist.`, {
+        details: [{ path: 'body.reportsTo', message: `agent "${next}" does not exist` }],
+      });
+    }
+    chain.push(next);
+    next = parent;
+  }
+}
+
+export function createAgent(app: App, input: AgentInput): Agent {
+  return app.events.write(() => {
+    const { name, ...fields } = input;
+    if (store.agentExists(app.db, name)) throw new AppError('conflict', `Agent "${name}" already exists.`);
+    checkReferences(app, name, fields);
+    store.insertAgent(app.db, name, fields, nowIso());
+    app.events.emit('agent:created', { name });
+    return store.getAgent(app.db, name)!;
+  });
+}
+
+export function updateAgent(app: App, name: string, patch: AgentPatchInput): void {
+  app.events.write(() => {
+    const current = requireAgent(app, name);
+    const merged: AgentFields = fieldsOf(current);
+    const changed: string[] = [];
+    for (const [k, v] of Object.entries(patch) as [AgentFieldName, unknown][]) {
+      if (v === undefined) continue;
+      changed.push(k);
+      if (v === null) delete merged[k];
+      else (merged as Record<string, unknown>)[k] = v;
+    }
+    if (!changed.length) return;
+    checkReferences(app, name, {
+      team: patch.team ?? undefined,
+      reportsTo: patch.reportsTo ?? undefined,
+    });
+    store.replaceAgentFields(app.db, name, merged, nowIso());
+    app.events.emit('agent:updated', { name, fields: changed });
+  });
+}
+
+export function removeAgent(app: App, name: string): void {
+  app.events.write(() => {
+    requireAgent(app, name);
+    const reports = store.namesReportingTo(app.db, name);
+    if (reports.length) {
+      throw new AppError('conflict', `Agent "${name}" cannot be removed while agents report to it: ${reports.join(', ')}.`);
+    }
+    store.deleteAgent(app.db, name);
+    app.events.emit('agent:removed', { name });
+  });
+}
+
+/** The stored (non-default) fields of an agent, as a patch base. */
+function fieldsOf(agent: Agent): AgentFields {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(agent)) {
+    if (k === 'name' || k === 'createdAt' || k === 'updatedAt') continue;
+    if (v === null || (Array.isArray(v) && v.length === 0)) continue;
+    out[k] = v;
+  }
+  return out as AgentFields;
+}
+
+/** Names of agents in a team: how the teams resource learns whether a team is in use. */
+export const agentsInTeam = (app: App, team: string): string[] => store.namesInTeam(app.db, team);

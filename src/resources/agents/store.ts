@@ -1,0 +1,89 @@
+import { stmt, type DB } from '../../db/open.js';
+import { LIST_FIELDS, type Agent, type AgentFields } from './schema.js';
+
+interface Row {
+  name: string;
+  team: string | null;
+  reports_to: string | null;
+  fields: string;
+  created_at: string;
+  updated_at: string;
+}
+
+const COLUMNS = 'name, team, reports_to, fields, created_at, updated_at';
+
+export function toAgent(r: Row): Agent {
+  const f = JSON.parse(r.fields) as AgentFields;
+  const out: Agent = {
+    name: r.name,
+    role: f.role ?? null,
+    model: f.model ?? null,
+    allowedTools: [],
+    allowedPaths: [],
+    systemPrompt: f.systemPrompt ?? null,
+    skills: [],
+    maxTurns: f.maxTurns ?? null,
+    maxConcurrency: f.maxConcurrency ?? null,
+    identity: f.identity ?? null,
+    reportsTo: r.reports_to,
+    reasoning: f.reasoning ?? null,
+    assignedLoops: [],
+    defaultLoop: f.defaultLoop ?? null,
+    browserProfile: f.browserProfile ?? null,
+    emailAllowedDomains: [],
+    team: r.team,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+  for (const k of LIST_FIELDS) (out[k] as string[]) = (f[k] as string[] | undefined) ?? [];
+  return out;
+}
+
+/** team and reportsTo live in their own columns (foreign keys); the rest is one JSON object. */
+function split(fields: AgentFields): { team: string | null; reportsTo: string | null; rest: string } {
+  const { team, reportsTo, ...rest } = fields;
+  return { team: team ?? null, reportsTo: reportsTo ?? null, rest: JSON.stringify(rest) };
+}
+
+export function getAgent(db: DB, name: string): Agent | null {
+  const r = stmt(db, `SELECT ${COLUMNS} FROM agents WHERE name = ?`).get(name) as Row | undefined;
+  return r ? toAgent(r) : null;
+}
+
+export function listAgents(db: DB, filter: { team?: string } = {}): Agent[] {
+  const rows = filter.team
+    ? stmt(db, `SELECT ${COLUMNS} FROM agents WHERE team = ? ORDER BY name`).all(filter.team)
+    : stmt(db, `SELECT ${COLUMNS} FROM agents ORDER BY name`).all();
+  return (rows as Row[]).map(toAgent);
+}
+
+export function insertAgent(db: DB, name: string, fields: AgentFields, now: string): void {
+  const s = split(fields);
+  stmt(db, `INSERT INTO agents (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(name, s.team, s.reportsTo, s.rest, now, now);
+}
+
+export function replaceAgentFields(db: DB, name: string, fields: AgentFields, now: string): void {
+  const s = split(fields);
+  stmt(db, 'UPDATE agents SET team = ?, reports_to = ?, fields = ?, updated_at = ? WHERE name = ?').run(s.team, s.reportsTo, s.rest, now, name);
+}
+
+export function deleteAgent(db: DB, name: string): boolean {
+  return stmt(db, 'DELETE FROM agents WHERE name = ?').run(name).changes > 0;
+}
+
+export function reportsToOf(db: DB, name: string): string | null | undefined {
+  const r = stmt(db, 'SELECT reports_to FROM agents WHERE name = ?').get(name) as { reports_to: string | null } | undefined;
+  return r ? r.reports_to : undefined;
+}
+
+export function namesReportingTo(db: DB, name: string): string[] {
+  return (stmt(db, 'SELECT name FROM agents WHERE reports_to = ? ORDER BY name').all(name) as { name: string }[]).map((r) => r.name);
+}
+
+export function namesInTeam(db: DB, team: string): string[] {
+  return (stmt(db, 'SELECT name FROM agents WHERE team = ? ORDER BY name').all(team) as { name: string }[]).map((r) => r.name);
+}
+
+export function agentExists(db: DB, name: string): boolean {
+  return stmt(db, 'SELECT 1 FROM agents WHERE name = ?').get(name) !== undefined;
+}

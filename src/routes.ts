@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { route, type App } from './app.js';
+import { buildOpenApi } from './kernel/openapi.js';
+import { RAW_RESPONSE as RAW, type AnyRoute } from './kernel/route.js';
+import { agentRoutes } from './resources/agents/routes.js';
+import { systemRoutes } from './resources/system/routes.js';
+import { teamRoutes } from './resources/teams/routes.js';
+
+// The whole API, top to bottom. A route group not listed here does not exist.
+
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...teamRoutes, ...agentRoutes];
+
+const openApiRoute = route({
+  method: 'GET',
+  path: '/openapi.json',
+  operationId: 'getOpenApi',
+  summary: 'This OpenAPI 3.1.0 document (no auth)',
+  tag: 'System',
+  auth: 'public',
+  rawContentType: 'application/json',
+  response: z.unknown(),
+  handler: ({ res }) => {
+    const text = JSON.stringify(openApiDocument());
+    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+    return RAW;
+  },
+});
+
+export const ROUTES: AnyRoute<App>[] = [...apiRoutes, openApiRoute];
+
+let cached: Record<string, unknown> | undefined;
+
+export function openApiDocument(): Record<string, unknown> {
+  cached ??= buildOpenApi(ROUTES, {
+    title: 'svc',
+    description: 'Local control plane for teams of AI coding agents: tasks, missions, agents, skills, approvals, vault, application databases, events and webhooks.',
+  });
+  return cached;
+}

@@ -1,0 +1,120 @@
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { startDaemon, type Daemon } from '../src/daemon.js';
+import { createLogger } from '../src/kernel/log.js';
+import { readLocalKey } from '../src/state-dir.js';
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface TestDaemon {
+  root: string;
+  url: string;
+  port: number;
+  key: string;
+  daemon: Daemon;
+  logs: string[];
+  api<T = any>(method: string, path: string, opts?: { body?: unknown; key?: string | null; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  /** Rewrites project.json (merged over the test's base config). */
+  writeConfig(config: unknown): void;
+  close(): Promise<void>;
+}
+
+export function makeProject(config: Record<string, unknown> = {}, files: Record<string, string> = {}): string {
+  const root = mkdtempSync(join(tmpdir(), 'svc-test-'));
+  writeFileSync(join(root, 'project.json'), JSON.stringify({ name: 'test-project', ...config }, null, 2));
+  for (const [p, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, p)), { recursive: true });
+    writeFileSync(join(root, p), content);
+  }
+  return root;
+}
+
+/** The real daemon, in this process, on 127.0.0.1 port 0, in a fresh temp project. */
+export async function startTestDaemon(
+  opts: { config?: Record<string, unknown>; env?: Record<string, string>; files?: Record<string, string>; root?: string; keepRoot?: boolean } = {},
+): Promise<TestDaemon> {
+  const root = opts.root ?? makeProject(opts.config, opts.files);
+  const logs: string[] = [];
+  const daemon = await startDaemon({
+    root,
+    host: '127.0.0.1',
+    port: 0,
+    env: opts.env ?? {},
+    log: createLogger((l) => logs.push(l), 'debug'),
+    checkResponses: true,
+  });
+  const key = readLocalKey(root)!;
+  const url = daemon.url;
+  return {
+    root,
+    url,
+    port: daemon.port,
+    key,
+    daemon,
+    logs,
+    async api(method, path, o = {}) {
+      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      const k = o.key === undefined ? key : o.key;
+      if (k !== null) headers.authorization = `Bearer ${k}`;
+      let body: string | undefined;
+      if (o.body !== undefined) {
+        body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await fetch(url + path, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // not JSON: keep the text
+      }
+      return { status: res.status, headers: res.headers, body: parsed as any };
+    },
+    writeConfig(config) {
+      writeFileSync(join(root, 'project.json'), typeof config === 'string' ? config : JSON.stringify(config, null, 2));
+    },
+    async close() {
+      await daemon.close();
+      if (!opts.keepRoot) rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A request with full control of headers (fetch forbids setting Host). */
+export function rawRequest(
+  url: string,
+  opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer },
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: u.hostname, port: u.port, method: opts.method ?? 'GET', path: opts.path ?? '/', headers: opts.headers, setHost: !opts.headers?.host },
+      (res) => {
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (data += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+      },
+    );
+    req.on('error', reject);
+    if (opts.body !== undefined) req.write(opts.body);
+    req.end();
+  });
+}
+
+/** Polls `check` until it returns true (for things that happen asynchronously, like a config reload). */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 3000, stepMs = 25): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
