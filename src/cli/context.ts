@@ -36,13 +36,13 @@ export function projectRoot(opts: GlobalOptions): string | null {
 export function cliContext(cmd: Command): CliContext {
   const opts = cmd.optsWithGlobals<GlobalOptions>();
   const root = projectRoot(opts);
-  let url = opts.url ?? process.env.SVC_URL;
+  let url = opts.url || process.env.SVC_URL || undefined;
   if (!url && root) url = readDaemonInfo(root)?.url;
   if (!url && root) {
     const c = loadConfig(root);
     if (c.ok) url = `http://${c.config.server.host}:${c.config.server.port}`;
   }
   url ??= 'http://127.0.0.1:7420';
-  const apiKey = opts.apiKey ?? process.env.SERVICE_API_KEY ?? (root ? readLocalKey(root) : undefined);
+  const apiKey = opts.apiKey || process.env.SERVICE_API_KEY || (root ? readLocalKey(root) : undefined);
   return { json: Boolean(opts.json), root, client: new SvcClient({ url, apiKey }) };
 }

@@ -43,18 +43,16 @@ export class Router<App> {
     } catch {
       return { kind: 'none' };
     }
+    // The most specific path template that matches decides the Allow list of a 405.
+    let bestPath: string | undefined;
     const allow: Method[] = [];
-    let found: { route: AnyRoute<App>; params: Record<string, string> } | undefined;
     for (const c of this.compiled) {
       const params = matchSegments(c.segments, parts);
       if (!params) continue;
-      if (c.route.method === method) {
-        found ??= { route: c.route, params };
-      } else if (!allow.includes(c.route.method)) {
-        allow.push(c.route.method);
-      }
+      if (c.route.method === method) return { kind: 'found', route: c.route, params };
+      bestPath ??= c.route.path;
+      if (c.route.path === bestPath) allow.push(c.route.method);
     }
-    if (found) return { kind: 'found', ...found };
     if (allow.length) return { kind: 'method', allow };
     return { kind: 'none' };
   }

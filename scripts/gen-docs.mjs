@@ -1,0 +1,11 @@
+// Regenerates docs/openapi.json and docs/events.md from the route list and the event registry.
+// Run with `npm run docs` (it builds first); tests fail when the committed copies drift.
+import { writeFileSync } from 'node:fs';
+
+const root = new URL('../', import.meta.url);
+const { openApiDocument } = await import(new URL('dist/src/routes.js', root).href);
+writeFileSync(new URL('docs/openapi.json', root), JSON.stringify(openApiDocument(), null, 2) + '\n');
+
+const events = await import(new URL('dist/src/events/docs.js', root).href).catch(() => null);
+if (events) writeFileSync(new URL('docs/events.md', root), events.eventsMarkdown());
+console.log('wrote docs/openapi.json' + (events ? ' and docs/events.md' : ''));

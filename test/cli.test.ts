@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { svc } from './cli-helpers.js';
+import { startTestDaemon, type TestDaemon } from './harness.js';
+
+let d: TestDaemon;
+let run: (...args: string[]) => ReturnType<typeof svc>;
+beforeAll(async () => {
+  d = await startTestDaemon();
+  // The CLI finds the daemon and the key from the project's .svc/, as a user's would.
+  run = (...args) => svc(args, { cwd: d.root });
+});
+afterAll(async () => {
+  await d.close();
+});
+
+describe('svc agents and teams', () => {
+  it('adds, lists, shows, sets and removes', async () => {
+    expect((await run('teams', 'add', 'core', '-d', 'Core team')).code).toBe(0);
+    const add = await run('agents', 'add', 'alice', '--role', 'dev', '--model', 'openai/gpt-4o', '--team', 'core', '--max-turns', '5', '--tool', 'git', '--tool', 'npm');
+    expect(add.code, add.stderr).toBe(0);
+    expect(add.stdout).toContain('created agent alice');
+
+    const ls = await run('agents', 'ls');
+    expect(ls.stdout.split('\n')[0]).toMatch(/^NAME\s+ROLE\s+MODEL\s+TEAM\s+REPORTS TO$/);
+    expect(ls.stdout).toMatch(/alice\s+dev\s+openai\/gpt-4o\s+core/);
+
+    const json = await run('agents', 'ls', '--json');
+    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ name: 'alice', allowedTools: ['git', 'npm'], maxTurns: 5 })]);
+
+    expect((await run('agents', 'set', 'alice', '--reasoning', 'high', '--unset', 'team')).code).toBe(0);
+    const shown = JSON.parse((await run('agents', 'show', 'alice', '--json')).stdout);
+    expect(shown).toMatchObject({ reasoning: 'high', team: null, role: 'dev' });
+
+    const human = await run('agents', 'show', 'alice');
+    expect(human.stdout).toMatch(/reasoning\s+high/);
+
+    expect((await run('teams', 'rename', 'core', 'platform')).code).toBe(0);
+    const teams = JSON.parse((await run('teams', 'ls', '--json')).stdout);
+    expect(teams).toEqual([expect.objectContaining({ name: 'platform', description: 'Core team' })]);
+
+    expect((await run('agents', 'rm', 'alice')).code).toBe(0);
+    expect((await run('teams', 'rm', 'platform')).code).toBe(0);
+    expect(JSON.parse((await run('agents', 'ls', '--json')).stdout)).toEqual([]);
+  });
+
+  it('exits 1 with the code and message on an API error', async () => {
+    const r = await run('agents', 'add', 'bob', '--max-turns', '0');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('invalid_request');
+    expect(r.stderr).toContain('body.maxTurns');
+    const nf = await run('agents', 'show', 'nobody');
+    expect(nf.code).toBe(1);
+    expect(nf.stderr).toMatch(/not_found \(404\): Agent "nobody" not found/);
+  });
+
+  it('exits 2 on a usage error', async () => {
+    expect((await run('agents', 'add')).code).toBe(2);
+    expect((await run('agents', 'add', 'x', '--max-turns', 'many')).code).toBe(2);
+    expect((await run('agents', 'add', 'x', '--reasoning', 'extreme')).code).toBe(2);
+    expect((await run('agents', 'set', 'x')).code).toBe(2);
+    expect((await run('no-such-command')).code).toBe(2);
+  });
+
+  it('exits 3 with a hint when no daemon answers', async () => {
+    const r = await svc(['agents', 'ls', '--url', 'http://127.0.0.1:9', '--api-key', 'whatever-0123456789']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('svc serve');
+  });
+
+  it('uses --url and --api-key over what the project says', async () => {
+    const bad = await svc(['agents', 'ls', '--url', d.url, '--api-key', 'wrong-key-0123456789']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('unauthorized');
+    const good = await svc(['agents', 'ls', '--json', '--url', d.url, '--api-key', d.key]);
+    expect(good.code).toBe(0);
+  });
+
+  it('prints help and version with exit 0', async () => {
+    const help = await svc(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('agents');
+    expect((await svc(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+});

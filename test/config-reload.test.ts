@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
+
+let d: TestDaemon;
+const base = { name: 'reload' };
+const status = async (key: string) => (await d.api('GET', '/api/v1/agents', { key })).status;
+
+beforeAll(async () => {
+  d = await startTestDaemon({ config: base });
+});
+afterAll(async () => {
+  await d.close();
+});
+
+describe('project.json hot reload', () => {
+  it('a key added to project.json works without a restart', async () => {
+    expect(await status('new-key-0123456789ab')).toBe(401);
+    d.writeConfig({ ...base, apiKeys: ['new-key-0123456789ab'] });
+    await eventually(async () => (await status('new-key-0123456789ab')) === 200, 2000);
+  });
+
+  it('a removed key stops working', async () => {
+    d.writeConfig({ ...base, apiKeys: [] });
+    await eventually(async () => (await status('new-key-0123456789ab')) === 401, 2000);
+  });
+
+  it('an invalid field is logged with its path and the last good config keeps serving', async () => {
+    d.writeConfig({ ...base, apiKeys: ['kept-key-0123456789ab'] });
+    await eventually(async () => (await status('kept-key-0123456789ab')) === 200, 2000);
+    d.logs.length = 0;
+    d.writeConfig({ ...base, apiKeys: [], server: { port: 'not-a-port' } });
+    await eventually(() => d.logs.some((l) => l.includes('change refused')), 2000);
+    const line = JSON.parse(d.logs.find((l) => l.includes('change refused'))!);
+    expect(line.issues).toEqual([expect.objectContaining({ path: 'server.port' })]);
+    expect(await status('kept-key-0123456789ab')).toBe(200);
+  });
+
+  it('broken JSON is logged and the last good config keeps serving', async () => {
+    d.logs.length = 0;
+    d.writeConfig('{ "name": "reload", "apiKeys": [');
+    await eventually(() => d.logs.some((l) => l.includes('change refused')), 2000);
+    expect(d.logs.find((l) => l.includes('change refused'))).toContain('not valid JSON');
+    expect(await status('kept-key-0123456789ab')).toBe(200);
+    const events = d.daemon.app.events.since(0, 1000).map((e) => e.name);
+    expect(events).toContain('config:invalid');
+    expect(events).toContain('config:reloaded');
+  });
+
+  it('warns about unknown top-level keys but applies the rest', async () => {
+    d.logs.length = 0;
+    d.writeConfig({ ...base, apiKeys: ['third-key-0123456789a'], futureFeature: true });
+    await eventually(async () => (await status('third-key-0123456789a')) === 200, 2000);
+    expect(d.logs.some((l) => l.includes('unknown top-level key \\"futureFeature\\"'))).toBe(true);
+    expect(readFileSync(join(d.root, 'project.json'), 'utf8')).toContain('futureFeature');
+  });
+});

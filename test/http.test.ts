@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
+
+let d: TestDaemon;
+beforeAll(async () => {
+  d = await startTestDaemon({
+    config: {
+      apiKeys: ['plain-key-0123456789', { name: 'hashed', sha256: 'a'.repeat(64) }, { name: 'ci', key: 'object-key-0123456789' }],
+      server: { allowedHosts: ['svc.internal'], allowedOrigins: ['http://localhost:5173'], maxBodyBytes: 2048 },
+    },
+    env: { SERVICE_API_KEY: 'env-key-0123456789abcdef' },
+  });
+});
+afterAll(async () => {
+  await d.close();
+});
+
+describe('authentication', () => {
+  const cases: [string, Record<string, string>, string, number][] = [
+    ['no key', {}, '/api/v1/agents', 401],
+    ['wrong key', { authorization: 'Bearer wrong-key-0123456789' }, '/api/v1/agents', 401],
+    ['key only in the query string', {}, '/api/v1/agents?apiKey=plain-key-0123456789', 401],
+    ['other scheme', { authorization: 'Basic cGxhaW4ta2V5' }, '/api/v1/agents', 401],
+    ['plain string key from project.json', { authorization: 'Bearer plain-key-0123456789' }, '/api/v1/agents', 200],
+    ['object key from project.json', { authorization: 'Bearer object-key-0123456789' }, '/api/v1/agents', 200],
+    ['SERVICE_API_KEY', { authorization: 'Bearer env-key-0123456789abcdef' }, '/api/v1/agents', 200],
+    ['public health check', {}, '/healthz', 200],
+    ['public openapi', {}, '/openapi.json', 200],
+  ];
+  it.each(cases)('%s', async (_n, headers, path, status) => {
+    const res = await fetch(d.url + path, { headers });
+    expect(res.status).toBe(status);
+    if (status === 401) {
+      expect(await res.json()).toMatchObject({ ok: false, code: 'unauthorized' });
+      expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    }
+  });
+
+  it('accepts the local key generated in .svc/local.key', async () => {
+    expect(d.key).toMatch(/^svc_/);
+    expect((await d.api('GET', '/api/v1/agents')).status).toBe(200);
+  });
+
+  it('accepts a key configured only by its sha256', async () => {
+    const { createHash } = await import('node:crypto');
+    const key = 'hashed-secret-0123456789';
+    const sha = createHash('sha256').update(key).digest('hex');
+    const other = await startTestDaemon({ config: { apiKeys: [{ name: 'h', sha256: sha }] } });
+    try {
+      expect((await other.api('GET', '/api/v1/agents', { key })).status).toBe(200);
+      expect((await other.api('GET', '/api/v1/agents', { key: sha })).status).toBe(401);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('answers 429 after 20 failed authentications a minute, and still admits a valid key', async () => {
+    const other = await startTestDaemon();
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 22; i++) statuses.push((await other.api('GET', '/api/v1/agents', { key: `bad-${i}` })).status);
+      expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
+      expect(statuses.slice(20)).toEqual([429, 429]);
+      const limited = await other.api('GET', '/api/v1/agents', { key: null });
+      expect(limited.status).toBe(429);
+      expect(limited.body.code).toBe('rate_limited');
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await other.api('GET', '/api/v1/agents')).status).toBe(200);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('host and origin guards', () => {
+  const auth = () => ({ authorization: `Bearer ${d.key}` });
+  it.each([
+    ['localhost', `localhost:${0}`, 200],
+    ['127.0.0.1 any port', '127.0.0.1:9', 200],
+    ['[::1]', '[::1]:7420', 200],
+    ['allowed host', 'svc.internal', 200],
+    ['rebinding name', 'evil.example.com', 403],
+    ['rebinding name with port', 'evil.example.com:7420', 403],
+    ['private address', '192.168.1.10', 403],
+  ] as const)('Host %s', async (_n, host, status) => {
+    const res = await rawRequest(d.url, { path: '/api/v1/agents', headers: { ...auth(), host } });
+    expect(res.status).toBe(status);
+    if (status === 403) expect(JSON.parse(res.body)).toMatchObject({ ok: false, code: 'forbidden' });
+  });
+
+  it('refuses a foreign Origin even with a valid key', async () => {
+    const res = await rawRequest(d.url, { path: '/api/v1/agents', headers: { ...auth(), origin: 'https://evil.example.com' } });
+    expect(res.status).toBe(403);
+    expect(JSON.parse(res.body).code).toBe('forbidden');
+  });
+
+  it('serves an allowed Origin with CORS headers', async () => {
+    const res = await rawRequest(d.url, { path: '/api/v1/agents', headers: { ...auth(), origin: 'http://localhost:5173' } });
+    expect(res.status).toBe(200);
+    expect(res.headers['access-control-allow-origin']).toBe('http://localhost:5173');
+  });
+
+  it('answers CORS preflight only for allowed origins', async () => {
+    const pre = { 'access-control-request-method': 'POST' };
+    const ok = await rawRequest(d.url, { method: 'OPTIONS', path: '/api/v1/agents', headers: { ...pre, origin: 'http://localhost:5173' } });
+    expect(ok.status).toBe(204);
+    expect(ok.headers['access-control-allow-headers']).toContain('Authorization');
+    const bad = await rawRequest(d.url, { method: 'OPTIONS', path: '/api/v1/agents', headers: { ...pre, origin: 'https://evil.example.com' } });
+    expect(bad.status).toBe(403);
+  });
+});
+
+describe('request handling', () => {
+  it('puts X-Request-Id on every response, success or failure', async () => {
+    for (const [path, key] of [['/api/v1/agents', undefined], ['/nope', undefined], ['/api/v1/agents', null]] as const) {
+      const res = await d.api('GET', path, { key });
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+
+  it('answers an unknown path 404 and a wrong method 405, in the envelope', async () => {
+    const nf = await d.api('GET', '/api/v1/nothing-here');
+    expect(nf.status).toBe(404);
+    expect(nf.body).toMatchObject({ ok: false, code: 'not_found' });
+    const na = await d.api('PUT', '/api/v1/agents');
+    expect(na.status).toBe(405);
+    expect(na.body).toMatchObject({ ok: false, code: 'method_not_allowed' });
+    expect(na.headers.get('allow')).toBe('GET, POST');
+  });
+
+  it('refuses malformed JSON with 400', async () => {
+    const res = await d.api('POST', '/api/v1/agents', { body: '{"name": "x",' });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('invalid_request');
+    expect(res.body.error).toMatch(/Malformed JSON/);
+  });
+
+  it('refuses a non-JSON body with 415', async () => {
+    const res = await d.api('POST', '/api/v1/agents', { body: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(res.status).toBe(415);
+    expect(res.body.code).toBe('unsupported_media_type');
+  });
+
+  it('requires a body where the route takes one', async () => {
+    const res = await d.api('POST', '/api/v1/agents');
+    expect(res.status).toBe(400);
+    expect(res.body.details).toEqual([{ path: 'body', message: 'A JSON body is required.' }]);
+  });
+
+  it('refuses a body over maxBodyBytes with 413 by Content-Length, before reading it', async () => {
+    const big = JSON.stringify({ name: 'x', systemPrompt: 'y'.repeat(5000) });
+    const res = await d.api('POST', '/api/v1/agents', { body: big });
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe('payload_too_large');
+  });
+
+  it('refuses a chunked body as soon as it passes the limit', async () => {
+    const { request } = await import('node:http');
+    const u = new URL(d.url);
+    const result = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/agents', headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+        let b = '';
+        res.on('data', (c) => (b += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: b }));
+      });
+      req.on('error', reject);
+      // 4 KiB in small chunks; the server answers once 2 KiB have arrived.
+      req.write('{"name":"x","systemPrompt":"');
+      for (let i = 0; i < 8; i++) req.write('z'.repeat(512));
+      req.end('"}');
+    });
+    expect(result.status).toBe(413);
+    expect(JSON.parse(result.body).code).toBe('payload_too_large');
+  });
+
+  it('validates query strings strictly, naming the field', async () => {
+    const res = await d.api('GET', '/api/v1/agents?tema=x');
+    expect(res.status).toBe(400);
+    expect(res.body.details).toEqual([{ path: 'query.tema', message: expect.any(String) }]);
+  });
+
+  it('logs one line per request with id, method, path, status and ms — never the key or the body', async () => {
+    d.logs.length = 0;
+    const secretBody = { name: 'logged-agent', systemPrompt: 'BODY-MARKER-123' };
+    const res = await d.api('POST', '/api/v1/agents?apiKey=QUERY-MARKER-456', { body: secretBody });
+    const id = res.headers.get('x-request-id');
+    await new Promise((r) => setTimeout(r, 20));
+    const lines = d.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+    const line = lines.find((l) => l.id === id);
+    expect(line).toMatchObject({ method: 'POST', path: '/api/v1/agents', status: expect.any(Number), ms: expect.any(Number) });
+    const all = d.logs.join('\n');
+    expect(all).not.toContain('BODY-MARKER-123');
+    expect(all).not.toContain('QUERY-MARKER-456');
+    expect(all).not.toContain(d.key);
+  });
+});
