@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { EXIT } from '../src/cli/context.js';
 import { packageVersion } from '../src/lib/version.js';
 import { agentsCommand } from '../src/resources/agents/command.js';
+import { skillsCommand } from '../src/resources/skills/command.js';
 import { initCommand, openapiCommand, serveCommand, statusCommand, stopCommand } from '../src/resources/system/command.js';
 import { teamsCommand } from '../src/resources/teams/command.js';
 
@@ -15,7 +16,7 @@ const program = new Command('svc')
   .showHelpAfterError()
   .exitOverride();
 
-for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), openapiCommand()]) {
+for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), openapiCommand()]) {
   program.addCommand(cmd);
 }
 

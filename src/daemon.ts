@@ -15,6 +15,7 @@ import { ensurePrivateDir } from './lib/files.js';
 import { uuidv4 } from './lib/ids.js';
 import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
+import { startSkills } from './resources/skills/live-index.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 
 export interface DaemonOptions {
@@ -145,6 +146,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const urlHost = listening.host.includes(':') ? `[${listening.host}]` : listening.host;
   const url = `http://${urlHost}:${listening.port}`;
 
+  // Indexed before daemon.json appears, so a CLI that finds the daemon finds its skills.
+  const skills = await startSkills(app);
+
   writeDaemonInfo(root, {
     pid: process.pid,
     host: listening.host,
@@ -175,6 +179,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     closing ??= (async () => {
       log.info('shutting down');
       await watcher.close().catch(() => undefined);
+      await skills.close().catch(() => undefined);
       await http.close(SHUTDOWN_GRACE_MS);
       try {
         db.pragma('wal_checkpoint(TRUNCATE)');

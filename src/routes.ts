@@ -3,12 +3,13 @@ import { route, type App } from './app.js';
 import { buildOpenApi } from './kernel/openapi.js';
 import { RAW_RESPONSE as RAW, type AnyRoute } from './kernel/route.js';
 import { agentRoutes } from './resources/agents/routes.js';
+import { skillRoutes } from './resources/skills/routes.js';
 import { systemRoutes } from './resources/system/routes.js';
 import { teamRoutes } from './resources/teams/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...teamRoutes, ...agentRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...teamRoutes, ...agentRoutes, ...skillRoutes];
 
 const openApiRoute = route({
   method: 'GET',

@@ -98,3 +98,14 @@ function fieldsOf(agent: Agent): AgentFields {
 
 /** Names of agents in a team: how the teams resource learns whether a team is in use. */
 export const agentsInTeam = (app: App, team: string): string[] => store.namesInTeam(app.db, team);
+
+/**
+ * Replaces an agent's skills list, inside the caller's app.events.write(). It emits nothing: the
+ * skills resource describes the change as skill:assigned / skill:unassigned.
+ */
+export function setAgentSkills(app: App, name: string, skills: string[]): void {
+  const fields = fieldsOf(requireAgent(app, name));
+  if (skills.length) fields.skills = skills;
+  else delete fields.skills;
+  store.replaceAgentFields(app.db, name, fields, nowIso());
+}
