@@ -5,6 +5,7 @@ import { agentsCommand } from '../src/resources/agents/command.js';
 import { skillsCommand } from '../src/resources/skills/command.js';
 import { initCommand, openapiCommand, serveCommand, statusCommand, stopCommand } from '../src/resources/system/command.js';
 import { teamsCommand } from '../src/resources/teams/command.js';
+import { vaultCommand } from '../src/resources/vault/command.js';
 
 const program = new Command('svc')
   .description('Control plane for teams of AI coding agents. Every command but init and serve talks to the daemon over HTTP.')
@@ -16,7 +17,7 @@ const program = new Command('svc')
   .showHelpAfterError()
   .exitOverride();
 
-for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), openapiCommand()]) {
+for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), vaultCommand(), openapiCommand()]) {
   program.addCommand(cmd);
 }
 

@@ -3,6 +3,7 @@ import type { DB } from './db/open.js';
 import type { EventLog } from './events/outbox.js';
 import type { Logger } from './kernel/log.js';
 import { routeDefiner } from './kernel/route.js';
+import type { Vault } from './resources/vault/service.js';
 
 /** What every handler can reach: the daemon's shared services, built once in daemon.ts. */
 export interface App {
@@ -14,6 +15,10 @@ export interface App {
   db: DB;
   events: EventLog;
   log: Logger;
+  /** The daemon's environment (process.env, or what a test passed). */
+  env: NodeJS.ProcessEnv;
+  /** The open credential vault: its master key's location and derived keys. */
+  vault: Vault;
   /** The config in force now; a reload replaces it, so read it per use, never cache it. */
   config(): ProjectConfig;
   /** Where the daemon listens (known once it is listening). */

@@ -16,6 +16,7 @@ import { uuidv4 } from './lib/ids.js';
 import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
 import { startSkills } from './resources/skills/live-index.js';
+import { openVault } from './resources/vault/service.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 
 export interface DaemonOptions {
@@ -97,6 +98,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     stmt(db, "INSERT INTO meta (key, value) VALUES ('projectId', ?)").run(projectId);
   }
   const events = new EventLog(db);
+  let vault;
+  try {
+    vault = await openVault({ db, projectId, env, log });
+  } catch (err) {
+    db.close();
+    throw err;
+  }
 
   let listening = { host: opts.host ?? config.server.host, port: opts.port ?? config.server.port };
   let resolveClosed!: () => void;
@@ -112,6 +120,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     db,
     events,
     log,
+    env,
+    vault,
     config: () => config,
     address: () => listening,
     requestShutdown: () => void close(),

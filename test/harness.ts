@@ -45,7 +45,8 @@ export async function startTestDaemon(
     root,
     host: '127.0.0.1',
     port: 0,
-    env: opts.env ?? {},
+    // The vault's master key: no OS keychain and no key file in the real home unless a test asks.
+    env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(root, '.user-config'), ...opts.env },
     log: createLogger((l) => logs.push(l), 'debug'),
     checkResponses: true,
   });

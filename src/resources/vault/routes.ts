@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { route } from '../../app.js';
+import { Removed } from '../common.js';
+import { RotateKeyIn, RotateKeyOut, VaultEntryIn, VaultEntryOut, VaultEntryParams, VaultListQuery, VaultSavedOut } from './schema.js';
+import * as vault from './service.js';
+
+const tag = 'Vault';
+
+export const vaultRoutes = [
+  route({
+    method: 'POST',
+    path: '/api/v1/vault/entries',
+    operationId: 'saveVaultEntry',
+    summary: 'Save a vault entry (creates or replaces the entry of agent + service)',
+    description: 'The credentials are sealed with AES-256-GCM; the answer, the listing and the events carry only their key names.',
+    tag,
+    body: VaultEntryIn,
+    response: VaultSavedOut,
+    handler: ({ app, body }) => vault.saveEntry(app, body),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/v1/vault/entries',
+    operationId: 'listVaultEntries',
+    summary: 'List vault entries by agent and service, without values',
+    tag,
+    query: VaultListQuery,
+    response: z.array(VaultEntryOut),
+    handler: ({ app, query, setHeader }) => {
+      const page = vault.listEntries(app, query);
+      if (page.next) setHeader('X-Next-Cursor', page.next);
+      return page.entries;
+    },
+  }),
+  route({
+    method: 'DELETE',
+    path: '/api/v1/vault/entries/{agent}/{service}',
+    operationId: 'deleteVaultEntry',
+    summary: 'Remove a vault entry',
+    tag,
+    params: VaultEntryParams,
+    response: Removed,
+    handler: ({ app, params }) => {
+      vault.removeEntry(app, params.agent, params.service);
+      return { removed: true as const };
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/v1/vault/rotate-key',
+    operationId: 'rotateVaultKey',
+    summary: 'Re-seal every entry under a new master key, in one transaction',
+    tag,
+    body: RotateKeyIn,
+    response: RotateKeyOut,
+    handler: ({ app, body }) => vault.rotateKey(app, body.newKey),
+  }),
+];
