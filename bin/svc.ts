@@ -4,6 +4,7 @@ import { packageVersion } from '../src/lib/version.js';
 import { agentsCommand } from '../src/resources/agents/command.js';
 import { skillsCommand } from '../src/resources/skills/command.js';
 import { initCommand, openapiCommand, serveCommand, statusCommand, stopCommand } from '../src/resources/system/command.js';
+import { tasksCommand } from '../src/resources/tasks/command.js';
 import { teamsCommand } from '../src/resources/teams/command.js';
 import { vaultCommand } from '../src/resources/vault/command.js';
 
@@ -17,7 +18,7 @@ const program = new Command('svc')
   .showHelpAfterError()
   .exitOverride();
 
-for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), vaultCommand(), openapiCommand()]) {
+for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), tasksCommand(), skillsCommand(), vaultCommand(), openapiCommand()]) {
   program.addCommand(cmd);
 }
 

@@ -5,12 +5,13 @@ import { RAW_RESPONSE as RAW, type AnyRoute } from './kernel/route.js';
 import { agentRoutes } from './resources/agents/routes.js';
 import { skillRoutes } from './resources/skills/routes.js';
 import { systemRoutes } from './resources/system/routes.js';
+import { taskRoutes } from './resources/tasks/routes.js';
 import { teamRoutes } from './resources/teams/routes.js';
 import { vaultRoutes } from './resources/vault/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...teamRoutes, ...agentRoutes, ...skillRoutes, ...vaultRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...skillRoutes, ...vaultRoutes];
 
 const openApiRoute = route({
   method: 'GET',

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { route } from '../../app.js';
+import { Removed } from '../common.js';
+import { ClaimIn, TaskIdParam, TaskIn, TaskListQuery, TaskOut, TaskPatch, TransitionIn } from './schema.js';
+import * as tasks from './service.js';
+
+const tag = 'Tasks';
+const base = '/api/v1/tasks';
+const item = `${base}/{taskId}`;
+
+/** GET /api/v1/tasks and the reference's reconciliation path share everything but path and id. */
+const listRoute = (path: string, operationId: string, summary: string) =>
+  route({
+    method: 'GET',
+    path,
+    operationId,
+    summary,
+    tag,
+    query: TaskListQuery,
+    response: z.array(TaskOut),
+    description: 'Newest first. Filters combine with AND. When more tasks follow, the X-Next-Cursor header holds the cursor of the next page.',
+    handler: ({ app, query, setHeader }) => {
+      const page = tasks.listTasks(app, query);
+      if (page.nextCursor) setHeader('X-Next-Cursor', page.nextCursor);
+      return page.tasks;
+    },
+  });
+
+export const taskRoutes = [
+  listRoute(base, 'listTasks', 'List tasks (filter by status, assignTo, missionId; cursor)'),
+  // The reference names this path for reconciling state after an SSE reconnect.
+  listRoute('/v1/tasks', 'listTasksForReconciliation', 'List tasks at the reference reconciliation path (same as GET /api/v1/tasks)'),
+  route({
+    method: 'POST',
+    path: base,
+    operationId: 'createTask',
+    summary: 'Create a task (pending, or draft with draft: true)',
+    tag,
+    status: 201,
+    body: TaskIn,
+    response: TaskOut,
+    handler: ({ app, body }) => tasks.createTask(app, body),
+  }),
+  route({
+    method: 'GET',
+    path: item,
+    operationId: 'getTask',
+    summary: 'Show a task',
+    tag,
+    params: TaskIdParam,
+    response: TaskOut,
+    handler: ({ app, params }) => tasks.requireTask(app, params.taskId),
+  }),
+  route({
+    method: 'PATCH',
+    path: item,
+    operationId: 'updateTask',
+    summary: 'Update a task; never its status (a missing field is kept, null clears it)',
+    tag,
+    params: TaskIdParam,
+    body: TaskPatch,
+    response: TaskOut,
+    handler: ({ app, params, body }) => tasks.updateTask(app, params.taskId, body),
+  }),
+  route({
+    method: 'POST',
+    path: `${item}/transition`,
+    operationId: 'transitionTask',
+    summary: 'Move a task to another state (409 invalid_transition for a move the state machine forbids)',
+    tag,
+    params: TaskIdParam,
+    body: TransitionIn,
+    response: TaskOut,
+    handler: ({ app, params, body }) => tasks.transitionTask(app, params.taskId, body.to, body),
+  }),
+  route({
+    method: 'POST',
+    path: `${item}/claim`,
+    operationId: 'claimTask',
+    summary: 'An agent claims a pending or assigned task and starts it (atomic; 409 if another agent holds it)',
+    description: 'The agent must exist (else 422 unprocessable). A pending task passes through assigned, so two task:transition events fire.',
+    tag,
+    params: TaskIdParam,
+    body: ClaimIn,
+    response: TaskOut,
+    handler: ({ app, params, body }) => tasks.claimTask(app, params.taskId, body.agent),
+  }),
+  route({
+    method: 'POST',
+    path: `${item}/retry`,
+    operationId: 'retryTask',
+    summary: 'Send a failed task back to pending, counting one retry (409 once maxRetries are used)',
+    tag,
+    params: TaskIdParam,
+    response: TaskOut,
+    handler: ({ app, params }) => tasks.retryTask(app, params.taskId),
+  }),
+  route({
+    method: 'DELETE',
+    path: item,
+    operationId: 'deleteTask',
+    summary: 'Delete a task (tasks depending on it lose that dependency)',
+    tag,
+    params: TaskIdParam,
+    response: Removed,
+    handler: ({ app, params }) => {
+      tasks.removeTask(app, params.taskId);
+      return { removed: true as const };
+    },
+  }),
+];

@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { UUID_RE } from '../../lib/ids.js';
+import { Timestamp } from '../common.js';
+import { TASK_STATES } from './state.js';
+
+export const TaskStatus = z.enum(TASK_STATES);
+
+/** Named levels rather than numbers: they read the same in the API, the CLI and events. */
+export const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
+export const Priority = z.enum(PRIORITIES).describe('low | normal | high | urgent; default normal.');
+
+export const DEFAULT_MAX_RETRIES = 3;
+
+const title = z.string().trim().min(1).max(500);
+const description = z.string().max(100_000);
+const agentRef = z.string().min(1).max(64).describe('Name of an existing agent.');
+const missionId = z.string().min(1).max(128);
+const dependsOn = z
+  .array(z.string().min(1).max(128))
+  .max(100)
+  .describe('Ids of existing tasks that must be done before this one can enter in_progress.');
+const labels = z.array(z.string().trim().min(1).max(64)).max(50);
+const maxRetries = z.int().min(0).max(100).describe('How many times a failed task may be retried (failed → pending).');
+const sideEffects = z
+  .boolean()
+  .describe('The task acts outside the project (deploys, sends mail, spends money): clients should ask for an approval before running it.');
+
+export const TaskIn = z.strictObject({
+  title,
+  description: description.optional(),
+  assignTo: agentRef.optional(),
+  missionId: missionId.optional().describe('Mission the task belongs to (set at creation only).'),
+  dependsOn: dependsOn.optional(),
+  priority: Priority.optional(),
+  labels: labels.optional(),
+  maxRetries: maxRetries.optional().describe(`Default ${DEFAULT_MAX_RETRIES}.`),
+  sideEffects: sideEffects.optional().describe('Default false.'),
+  draft: z.boolean().optional().describe('Create the task as draft instead of pending.'),
+});
+export type TaskInput = z.output<typeof TaskIn>;
+
+// The state never changes through PATCH; naming it gets a message that says where to go instead.
+const noStatus = z.never({ error: 'status cannot be changed with PATCH; use POST /api/v1/tasks/{taskId}/transition' });
+
+export const TaskPatch = z.strictObject({
+  title: title.optional(),
+  description: description.nullable().optional(),
+  assignTo: agentRef.nullable().optional(),
+  dependsOn: dependsOn.nullable().optional(),
+  priority: Priority.optional(),
+  labels: labels.nullable().optional(),
+  maxRetries: maxRetries.optional(),
+  sideEffects: sideEffects.optional(),
+  status: noStatus.optional(),
+});
+export type TaskPatchInput = z.output<typeof TaskPatch>;
+
+export const TransitionIn = z.strictObject({
+  to: TaskStatus,
+  reason: z.string().max(2000).optional().describe('Why; carried in the task:transition event.'),
+  expectedFrom: TaskStatus.optional().describe('Refuse (409 conflict) unless the task is in this state now.'),
+  result: z.unknown().optional().describe('Any JSON value, stored as the task result; only with to = review, done or failed.'),
+});
+
+export const ClaimIn = z.strictObject({ agent: agentRef });
+
+export const TaskIdParam = z.strictObject({ taskId: z.string().min(1).max(128) });
+
+export const TaskListQuery = z.strictObject({
+  status: TaskStatus.optional(),
+  assignTo: z.string().min(1).max(64).optional(),
+  missionId: z.string().min(1).max(128).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z
+    .string()
+    .regex(UUID_RE, 'must be a cursor from X-Next-Cursor')
+    .optional()
+    .describe('The X-Next-Cursor header of the previous page.'),
+});
+export type TaskListFilter = z.output<typeof TaskListQuery>;
+
+export const TaskOut = z.object({
+  id: z.string(),
+  title: z.string(),
+  description: z.string().nullable(),
+  assignTo: z.string().nullable(),
+  missionId: z.string().nullable(),
+  dependsOn: z.array(z.string()),
+  status: TaskStatus,
+  priority: Priority,
+  labels: z.array(z.string()),
+  retries: z.int(),
+  maxRetries: z.int(),
+  sideEffects: z.boolean(),
+  result: z.unknown().describe('Set by a transition to review, done or failed; null until then.'),
+  revisionCount: z.int().describe('How many times the task was sent back for revision (approval rejected).'),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type Task = z.output<typeof TaskOut>;

@@ -1,0 +1,228 @@
+import { stmt, type DB } from '../../db/open.js';
+import type { Task } from './schema.js';
+import type { TaskState } from './state.js';
+
+interface Row {
+  id: string;
+  title: string;
+  description: string | null;
+  assign_to: string | null;
+  mission_id: string | null;
+  status: TaskState;
+  priority: Task['priority'];
+  labels: string;
+  retries: number;
+  max_retries: number;
+  side_effects: number;
+  result: string | null;
+  revision_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+const COLUMNS =
+  'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, created_at, updated_at';
+
+function toTask(r: Row, dependsOn: string[]): Task {
+  return {
+    id: r.id,
+    title: r.title,
+    description: r.description,
+    assignTo: r.assign_to,
+    missionId: r.mission_id,
+    dependsOn,
+    status: r.status,
+    priority: r.priority,
+    labels: JSON.parse(r.labels) as string[],
+    retries: r.retries,
+    maxRetries: r.max_retries,
+    sideEffects: r.side_effects === 1,
+    result: r.result === null ? null : JSON.parse(r.result),
+    revisionCount: r.revision_count,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** Rows to tasks, with every row's dependencies read in one query. */
+function hydrate(db: DB, rows: Row[]): Task[] {
+  if (!rows.length) return [];
+  const deps = new Map<string, string[]>();
+  const edges = stmt(
+    db,
+    'SELECT task_id, depends_on FROM task_dependencies WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id, position',
+  ).all(JSON.stringify(rows.map((r) => r.id))) as { task_id: string; depends_on: string }[];
+  for (const e of edges) {
+    let list = deps.get(e.task_id);
+    if (!list) deps.set(e.task_id, (list = []));
+    list.push(e.depends_on);
+  }
+  return rows.map((r) => toTask(r, deps.get(r.id) ?? []));
+}
+
+export function getTask(db: DB, id: string): Task | null {
+  const r = stmt(db, `SELECT ${COLUMNS} FROM tasks WHERE id = ?`).get(id) as Row | undefined;
+  return r ? hydrate(db, [r])[0]! : null;
+}
+
+export interface ListFilter {
+  status?: TaskState;
+  assignTo?: string;
+  missionId?: string;
+  /** Only ids below this one (the previous page's last id). */
+  before?: string;
+  limit: number;
+}
+
+/**
+ * Newest first by id (uuidv7, so creation order). One statement per combination of filters, each
+ * served by an index on (filter column, id) so a page costs the same with 100,000 tasks as with 10.
+ */
+export function listTasks(db: DB, f: ListFilter): Task[] {
+  const q = listQuery(f);
+  return hydrate(db, stmt(db, q.sql).all(...q.args) as Row[]);
+}
+
+/** The list statement for a filter (exported so a test can check its query plan). */
+export function listQuery(f: ListFilter): { sql: string; args: unknown[] } {
+  const conditions: [string, unknown][] = [
+    ['status = ?', f.status],
+    ['assign_to = ?', f.assignTo],
+    ['mission_id = ?', f.missionId],
+    ['id < ?', f.before],
+  ];
+  const used = conditions.filter(([, v]) => v !== undefined);
+  const where = used.map(([c]) => c);
+  const args = used.map(([, v]) => v);
+  const sql = `SELECT ${COLUMNS} FROM tasks ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
+  return { sql, args: [...args, f.limit] };
+}
+
+/** All tasks of a mission, oldest first (a mission holds a bounded plan, not an open-ended list). */
+export function listMissionTasks(db: DB, missionId: string): Task[] {
+  return hydrate(db, stmt(db, `SELECT ${COLUMNS} FROM tasks WHERE mission_id = ? ORDER BY id`).all(missionId) as Row[]);
+}
+
+export interface NewTask {
+  id: string;
+  title: string;
+  description: string | null;
+  assignTo: string | null;
+  missionId: string | null;
+  status: TaskState;
+  priority: Task['priority'];
+  labels: string[];
+  maxRetries: number;
+  sideEffects: boolean;
+  now: string;
+}
+
+export function insertTask(db: DB, t: NewTask): void {
+  stmt(
+    db,
+    `INSERT INTO tasks (id, title, description, assign_to, mission_id, status, priority, labels, max_retries, side_effects, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(t.id, t.title, t.description, t.assignTo, t.missionId, t.status, t.priority, JSON.stringify(t.labels), t.maxRetries, t.sideEffects ? 1 : 0, t.now, t.now);
+}
+
+/** The editable fields (never status), written whole from the merged task. */
+export function updateFields(db: DB, t: Task, now: string): void {
+  stmt(db, 'UPDATE tasks SET title = ?, description = ?, assign_to = ?, priority = ?, labels = ?, max_retries = ?, side_effects = ?, updated_at = ? WHERE id = ?').run(
+    t.title,
+    t.description,
+    t.assignTo,
+    t.priority,
+    JSON.stringify(t.labels),
+    t.maxRetries,
+    t.sideEffects ? 1 : 0,
+    now,
+    t.id,
+  );
+}
+
+export interface StatusChange {
+  retry: boolean;
+  /** JSON text of the new result; undefined keeps the current one. */
+  result?: string | null;
+  /** Feedback appended to the description on a revision (approval rejected). */
+  revision?: string;
+  now: string;
+}
+
+/** Compare-and-set on the status: false when the task is no longer in `from`. */
+export function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c: StatusChange): boolean {
+  const info = stmt(
+    db,
+    `UPDATE tasks SET status = ?, retries = retries + ?,
+       result = CASE WHEN ? THEN ? ELSE result END,
+       description = CASE WHEN ? IS NULL THEN description WHEN description IS NULL OR description = '' THEN ? ELSE description || char(10) || char(10) || ? END,
+       revision_count = revision_count + ?,
+       updated_at = ?
+     WHERE id = ? AND status = ?`,
+  ).run(
+    to,
+    c.retry ? 1 : 0,
+    c.result !== undefined ? 1 : 0,
+    c.result ?? null,
+    c.revision ?? null,
+    c.revision ?? null,
+    c.revision ?? null,
+    c.revision !== undefined ? 1 : 0,
+    c.now,
+    id,
+    from,
+  );
+  return info.changes === 1;
+}
+
+export function setAssignee(db: DB, id: string, agent: string, now: string): void {
+  stmt(db, 'UPDATE tasks SET assign_to = ?, updated_at = ? WHERE id = ?').run(agent, now, id);
+}
+
+export function touch(db: DB, id: string, now: string): void {
+  stmt(db, 'UPDATE tasks SET updated_at = ? WHERE id = ?').run(now, id);
+}
+
+export function deleteTask(db: DB, id: string): boolean {
+  return stmt(db, 'DELETE FROM tasks WHERE id = ?').run(id).changes > 0;
+}
+
+export function replaceDependencies(db: DB, id: string, dependsOn: string[]): void {
+  stmt(db, 'DELETE FROM task_dependencies WHERE task_id = ?').run(id);
+  const ins = stmt(db, 'INSERT INTO task_dependencies (task_id, depends_on, position) VALUES (?, ?, ?)');
+  dependsOn.forEach((d, i) => ins.run(id, d, i));
+}
+
+/** Which of `ids` name no task. */
+export function missingTaskIds(db: DB, ids: string[]): string[] {
+  const rows = stmt(db, 'SELECT value FROM json_each(?) WHERE value NOT IN (SELECT id FROM tasks)').all(JSON.stringify(ids)) as { value: string }[];
+  return rows.map((r) => r.value);
+}
+
+/** Dependencies of a task that are not done yet. */
+export function openDependencies(db: DB, id: string): string[] {
+  const rows = stmt(
+    db,
+    `SELECT d.depends_on AS id FROM task_dependencies d JOIN tasks t ON t.id = d.depends_on
+     WHERE d.task_id = ? AND t.status <> 'done' ORDER BY d.position`,
+  ).all(id) as { id: string }[];
+  return rows.map((r) => r.id);
+}
+
+/** Tasks that depend on `id`. */
+export function dependentsOf(db: DB, id: string): string[] {
+  return (stmt(db, 'SELECT task_id FROM task_dependencies WHERE depends_on = ? ORDER BY task_id').all(id) as { task_id: string }[]).map((r) => r.task_id);
+}
+
+/** Whether `target` is reachable from any of `from` by following dependencies (a cycle check). */
+export function dependsTransitively(db: DB, from: string[], target: string): boolean {
+  return (
+    stmt(
+      db,
+      `WITH RECURSIVE reach(id) AS (
+         SELECT value FROM json_each(?)
+         UNION SELECT d.depends_on FROM task_dependencies d JOIN reach r ON d.task_id = r.id
+       ) SELECT 1 FROM reach WHERE id = ? LIMIT 1`,
+    ).get(JSON.stringify(from), target) !== undefined
+  );
+}

@@ -1,0 +1,96 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestDaemon, type TestDaemon } from './harness.js';
+
+const run = promisify(execFile);
+const repo = fileURLToPath(new URL('..', import.meta.url));
+
+let d: TestDaemon;
+beforeAll(async () => {
+  // The CLI runs from dist/; build it (async, so the in-process daemon is not blocked meanwhile).
+  await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo });
+  d = await startTestDaemon();
+  expect((await d.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
+}, 120_000);
+afterAll(async () => {
+  await d?.close();
+});
+
+/** Runs `svc` as a child process; never throws, so exit codes can be asserted. */
+async function svc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run('node', ['bin/svc', '--url', d.url, '--api-key', d.key, ...args], { cwd: repo, env: { ...process.env, NO_COLOR: '1' } });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('svc tasks', () => {
+  it('adds, lists, shows, edits, moves, claims, retries and removes', async () => {
+    const add = await svc('tasks', 'add', 'ship the CLI', '--priority', 'high', '--label', 'cli', '--json');
+    expect(add.code, add.stderr).toBe(0);
+    const task = JSON.parse(add.stdout);
+    expect(task).toMatchObject({ title: 'ship the CLI', status: 'pending', priority: 'high', labels: ['cli'] });
+
+    const ls = await svc('tasks', 'ls');
+    expect(ls.code).toBe(0);
+    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+PRIORITY\s+ASSIGNEE\s+TITLE/);
+    expect(ls.stdout).toContain(task.id);
+    expect(ls.stdout).toContain('ship the CLI');
+
+    const lsJson = await svc('tasks', 'ls', '--status', 'pending', '--json');
+    expect(JSON.parse(lsJson.stdout).map((x: { id: string }) => x.id)).toContain(task.id);
+
+    const edit = await svc('tasks', 'edit', task.id, '--title', 'ship the tasks CLI', '--unset', 'labels');
+    expect(edit.code, edit.stderr).toBe(0);
+    expect(edit.stdout).toContain('title, labels');
+
+    const show = await svc('tasks', 'show', task.id);
+    expect(show.stdout).toMatch(/title\s+ship the tasks CLI/);
+    expect(show.stdout).toMatch(/status\s+pending/);
+
+    const claim = await svc('tasks', 'claim', task.id, '--agent', 'ana');
+    expect(claim.code, claim.stderr).toBe(0);
+    expect(claim.stdout).toContain('claimed by ana (in_progress)');
+
+    const illegal = await svc('tasks', 'mv', task.id, 'done');
+    expect(illegal.code).toBe(1);
+    expect(illegal.stderr).toContain('invalid_transition');
+    expect(illegal.stderr).toContain('from in_progress to done');
+
+    const fail = await svc('tasks', 'mv', task.id, 'failed', '--result', '{"exit":1}', '--json');
+    expect(fail.code, fail.stderr).toBe(0);
+    expect(JSON.parse(fail.stdout)).toMatchObject({ status: 'failed', result: { exit: 1 } });
+
+    const retry = await svc('tasks', 'retry', task.id);
+    expect(retry.code, retry.stderr).toBe(0);
+    expect(retry.stdout).toContain('retry 1 of 3');
+
+    const rm = await svc('tasks', 'rm', task.id, '--json');
+    expect(JSON.parse(rm.stdout)).toEqual({ removed: true });
+    const gone = await svc('tasks', 'show', task.id);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain('not_found');
+  });
+
+  it('prints the next-page hint on stderr so --json stays one document', async () => {
+    for (let i = 0; i < 3; i++) expect((await svc('tasks', 'add', `page ${i}`, '--mission', 'm-cli')).code).toBe(0);
+    const page = await svc('tasks', 'ls', '--mission', 'm-cli', '--limit', '2', '--json');
+    expect(JSON.parse(page.stdout)).toHaveLength(2);
+    const next = /--cursor (\S+)/.exec(page.stderr)?.[1];
+    expect(next).toBeDefined();
+    const last = await svc('tasks', 'ls', '--mission', 'm-cli', '--limit', '2', '--cursor', next!, '--json');
+    expect(JSON.parse(last.stdout).map((x: { title: string }) => x.title)).toEqual(['page 0']);
+    expect(last.stderr).not.toContain('--cursor');
+  });
+
+  it('refuses usage errors with exit 2 before any request', async () => {
+    expect((await svc('tasks', 'mv', 'some-id', 'started')).code).toBe(2);
+    expect((await svc('tasks', 'claim', 'some-id')).code).toBe(2);
+    expect((await svc('tasks', 'edit', 'some-id')).code).toBe(2);
+  });
+});
