@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -6,6 +8,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    env: { NO_COLOR: '1' },
+    // Daemons started by tests, in-process or as child processes, never touch the user's keychain or
+    // ~/.config: the vault's master key falls back to a file under a temp dir.
+    env: { NO_COLOR: '1', SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(tmpdir(), 'svc-test-user-config') },
   },
 });

@@ -34,6 +34,10 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new AppError('invalid_request', `Malformed JSON body: ${(err as Error).message}`);
+    // V8's message quotes the body around the error; the body may hold a secret, so only the position is kept.
+    const at = /position (\d+)/.exec((err as Error).message)?.[1];
+    throw new AppError('invalid_request', `Malformed JSON body${at ? ` (at position ${at})` : ''}.`, {
+      details: [{ path: 'body', message: 'not valid JSON' }],
+    });
   }
 }
