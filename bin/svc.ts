@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { EXIT } from '../src/cli/context.js';
+import { eventsCommand } from '../src/events/command.js';
 import { packageVersion } from '../src/lib/version.js';
 import { agentsCommand } from '../src/resources/agents/command.js';
 import { skillsCommand } from '../src/resources/skills/command.js';
@@ -18,7 +19,7 @@ const program = new Command('svc')
   .showHelpAfterError()
   .exitOverride();
 
-for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), tasksCommand(), skillsCommand(), vaultCommand(), openapiCommand()]) {
+for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), vaultCommand(), eventsCommand(), openapiCommand()]) {
   program.addCommand(cmd);
 }
 

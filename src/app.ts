@@ -1,6 +1,7 @@
 import type { ProjectConfig } from './config/schema.js';
 import type { DB } from './db/open.js';
 import type { EventLog } from './events/outbox.js';
+import type { SseHub } from './events/sse.js';
 import type { Logger } from './kernel/log.js';
 import { routeDefiner } from './kernel/route.js';
 import type { Vault } from './resources/vault/service.js';
@@ -14,6 +15,7 @@ export interface App {
   startedAt: Date;
   db: DB;
   events: EventLog;
+  streams: SseHub;
   log: Logger;
   /** The daemon's environment (process.env, or what a test passed). */
   env: NodeJS.ProcessEnv;

@@ -8,6 +8,7 @@ import { watchConfig } from './config/watch.js';
 import { STATE_MIGRATIONS } from './db/migrations.js';
 import { openDatabase, stmt } from './db/open.js';
 import { EventLog } from './events/outbox.js';
+import { DEFAULT_SSE_LIMITS, SseHub, type SseLimits } from './events/sse.js';
 import type { KeyEntry } from './kernel/auth.js';
 import { createLogger, errorFields, type Logger } from './kernel/log.js';
 import { createHttpServer } from './kernel/server.js';
@@ -30,6 +31,8 @@ export interface DaemonOptions {
   log?: Logger;
   /** Validate every response against its schema (on in tests). */
   checkResponses?: boolean;
+  /** SSE heartbeat and backlog limits (tests shorten them). */
+  sse?: Partial<SseLimits>;
 }
 
 export interface Daemon {
@@ -43,6 +46,8 @@ export interface Daemon {
 }
 
 const SHUTDOWN_GRACE_MS = 5_000;
+/** Events older than this are pruned from the log; Last-Event-ID replay reaches this far back. */
+export const EVENT_RETENTION_MS = 24 * 60 * 60 * 1000;
 const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
 
 function fileLogger(dir: string): (line: string) => void {
@@ -98,6 +103,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     stmt(db, "INSERT INTO meta (key, value) VALUES ('projectId', ?)").run(projectId);
   }
   const events = new EventLog(db);
+  const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse });
+  const prune = () => {
+    const n = events.prune(new Date(Date.now() - EVENT_RETENTION_MS));
+    if (n) log.info('pruned old events', { count: n });
+  };
+  prune();
+  const pruneTimer = setInterval(prune, 60 * 60 * 1000);
+  pruneTimer.unref();
   let vault;
   try {
     vault = await openVault({ db, projectId, env, log });
@@ -119,6 +132,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     startedAt: new Date(),
     db,
     events,
+    streams,
     log,
     env,
     vault,
@@ -177,6 +191,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const before = config.server;
     config = result.config;
     keys = buildKeys(config, env.SERVICE_API_KEY, localKey);
+    const revoked = streams.revoke(new Set(keys.map((k) => k.digest.toString('hex'))));
+    if (revoked) log.info('closed event streams of removed keys', { count: revoked });
     for (const w of result.warnings) log.warn('project.json', { warning: w });
     if (before.host !== config.server.host || before.port !== config.server.port) {
       log.warn('server.host and server.port apply at the next restart', { host: config.server.host, port: config.server.port });
@@ -188,7 +204,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   async function close(): Promise<void> {
     closing ??= (async () => {
       log.info('shutting down');
+      clearInterval(pruneTimer);
       await watcher.close().catch(() => undefined);
+      streams.closeAll();
       await skills.close().catch(() => undefined);
       await http.close(SHUTDOWN_GRACE_MS);
       try {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { route, type App } from './app.js';
+import { eventRoutes } from './events/routes.js';
 import { buildOpenApi } from './kernel/openapi.js';
 import { RAW_RESPONSE as RAW, type AnyRoute } from './kernel/route.js';
 import { agentRoutes } from './resources/agents/routes.js';
@@ -11,7 +12,7 @@ import { vaultRoutes } from './resources/vault/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...skillRoutes, ...vaultRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...skillRoutes, ...vaultRoutes];
 
 const openApiRoute = route({
   method: 'GET',

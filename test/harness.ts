@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { startDaemon, type Daemon } from '../src/daemon.js';
+import { startDaemon, type Daemon, type DaemonOptions } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { readLocalKey } from '../src/state-dir.js';
 
@@ -37,7 +37,14 @@ export function makeProject(config: Record<string, unknown> = {}, files: Record<
 
 /** The real daemon, in this process, on 127.0.0.1 port 0, in a fresh temp project. */
 export async function startTestDaemon(
-  opts: { config?: Record<string, unknown>; env?: Record<string, string>; files?: Record<string, string>; root?: string; keepRoot?: boolean } = {},
+  opts: {
+    config?: Record<string, unknown>;
+    env?: Record<string, string>;
+    files?: Record<string, string>;
+    root?: string;
+    keepRoot?: boolean;
+    sse?: DaemonOptions['sse'];
+  } = {},
 ): Promise<TestDaemon> {
   const root = opts.root ?? makeProject(opts.config, opts.files);
   const logs: string[] = [];
@@ -49,6 +56,7 @@ export async function startTestDaemon(
     env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(root, '.user-config'), ...opts.env },
     log: createLogger((l) => logs.push(l), 'debug'),
     checkResponses: true,
+    sse: opts.sse,
   });
   const key = readLocalKey(root)!;
   const url = daemon.url;

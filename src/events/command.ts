@@ -1,0 +1,74 @@
+import { Command } from 'commander';
+import { fail } from '../cli/action.js';
+import { cliContext } from '../cli/context.js';
+import { style } from '../cli/output.js';
+import { ApiError } from '../client/client.js';
+import { streamEvents, type SseMessage } from '../client/sse.js';
+
+/** One readable line: local time, name, then the event's scalar fields as key=value. */
+export function formatEvent(m: SseMessage, now = new Date()): string {
+  let data: Record<string, unknown> = {};
+  try {
+    data = JSON.parse(m.data) as Record<string, unknown>;
+  } catch {
+    // show it raw below
+  }
+  const fields = Object.entries(data)
+    .filter(([, v]) => v !== null && v !== undefined && (typeof v !== 'object' || Array.isArray(v)))
+    .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
+    .join(' ');
+  const time = now.toTimeString().slice(0, 8);
+  return `${style.dim(time)}  ${style.bold(m.event.padEnd(20))} ${fields}`;
+}
+
+export function eventsCommand(): Command {
+  const cmd = new Command('events').description('Watch the live event stream');
+  cmd
+    .command('tail')
+    .description('Print events as they happen; reconnects (with Last-Event-ID) when the daemon restarts')
+    .option('--filter <names>', 'comma-separated names or prefixes, e.g. task:,completion:')
+    .action(async function (this: Command, o: { filter?: string }) {
+      const abort = new AbortController();
+      const stop = () => abort.abort();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      let lastEventId: string | undefined;
+      let delay = 250;
+      let warned = false;
+      while (!abort.signal.aborted) {
+        // Re-read .svc/daemon.json each time: a restarted daemon may listen on another port.
+        const ctx = cliContext(this);
+        try {
+          await streamEvents(
+            ctx.client,
+            (m) => {
+              lastEventId = m.id ?? lastEventId;
+              delay = 250;
+              if (warned) {
+                process.stderr.write('reconnected\n');
+                warned = false;
+              }
+              if (ctx.json) process.stdout.write(JSON.stringify({ id: m.id ? Number(m.id) : null, event: m.event, data: JSON.parse(m.data) }) + '\n');
+              else process.stdout.write(formatEvent(m) + '\n');
+            },
+            { filter: o.filter, lastEventId, signal: abort.signal },
+          );
+        } catch (err) {
+          if (err instanceof ApiError) {
+            fail(err);
+            break;
+          }
+          if (!warned) {
+            process.stderr.write(`the daemon is not answering; retrying (Ctrl-C to stop)\n`);
+            warned = true;
+          }
+        }
+        if (abort.signal.aborted) break;
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    });
+  return cmd;
+}

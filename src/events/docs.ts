@@ -1,0 +1,32 @@
+import { catalog } from './registry.js';
+
+/** docs/events.md, generated from the registry (`npm run docs`); a test keeps the committed copy current. */
+export function eventsMarkdown(): string {
+  const out: string[] = [
+    '# Events',
+    '',
+    'Generated from `src/events/registry.ts` by `npm run docs`; do not edit by hand.',
+    '',
+    'Every state change appends an event to the durable log in the same transaction as the change, then',
+    'fans it out to the SSE stream (`GET /v1/events`) and to webhooks. The same list, with JSON Schemas,',
+    'is served without auth at `GET /v1/events/catalog`.',
+    '',
+    'SSE frames: `id` is the durable sequence number (it never resets across restarts), `event` the name,',
+    '`data` the JSON below. Filters: `filter=task:,completion:` (prefixes), `task:*`, exact names, `*`.',
+    'Send `Last-Event-ID` on reconnect to replay what you missed within the 24-hour retention window.',
+    '',
+  ];
+  for (const c of catalog()) {
+    out.push(`## ${c.category}`, '', c.description, '', '| event | data | description |', '| --- | --- | --- |');
+    for (const e of c.events) {
+      const props = (e.dataSchema.properties ?? {}) as Record<string, unknown>;
+      const required = new Set((e.dataSchema.required as string[] | undefined) ?? []);
+      const fields = Object.keys(props)
+        .map((k) => (required.has(k) ? `\`${k}\`` : `\`${k}?\``))
+        .join(', ');
+      out.push(`| \`${e.name}\` | ${fields} | ${e.description.replace(/\|/g, '\\|')} |`);
+    }
+    out.push('');
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/open.js';
+import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
+import { compileFilter } from '../../src/events/filter.js';
+import { EventLog, type StoredEvent } from '../../src/events/outbox.js';
+import { SseParser, type SseMessage } from '../../src/client/sse.js';
+import { formatEvent } from '../../src/events/command.js';
+
+describe('compileFilter', () => {
+  const names = ['task:created', 'task:transition', 'completion:finished', 'agent:created', 'team:renamed'];
+  it.each([
+    [undefined, names],
+    ['', names],
+    ['*', names],
+    ['task:', ['task:created', 'task:transition']],
+    ['task:*', ['task:created', 'task:transition']],
+    ['task:,completion:', ['task:created', 'task:transition', 'completion:finished']],
+    ['agent:created, team:renamed', ['agent:created', 'team:renamed']],
+    ['task:transition,task:', ['task:created', 'task:transition']],
+  ])('%s', (filter, expected) => {
+    const m = compileFilter(filter);
+    expect(names.filter(m)).toEqual(expected);
+  });
+  it.each(['tasks:', 'task:nope', 'nope', 'task'])('refuses %s naming it', (filter) => {
+    expect(() => compileFilter(filter)).toThrow(new RegExp(filter));
+  });
+});
+
+describe('EventLog (outbox)', () => {
+  const setup = () => {
+    const db = openDatabase(':memory:', STATE_MIGRATIONS);
+    const log = new EventLog(db);
+    const heard: StoredEvent[] = [];
+    log.subscribe((e) => heard.push(e));
+    return { db, log, heard };
+  };
+
+  it('publishes events only after their transaction commits', () => {
+    const { log, heard } = setup();
+    log.write(() => {
+      log.emit('team:created', { name: 'a' });
+      expect(heard).toEqual([]);
+    });
+    expect(heard.map((e) => e.name)).toEqual(['team:created']);
+    expect(log.since(0, 10)).toHaveLength(1);
+  });
+
+  it('writes and publishes nothing when the transaction throws', () => {
+    const { log, heard } = setup();
+    expect(() =>
+      log.write(() => {
+        log.emit('team:created', { name: 'a' });
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
+    expect(heard).toEqual([]);
+    expect(log.since(0, 10)).toEqual([]);
+  });
+
+  it('drops the events of a nested write that rolls back, keeping the outer ones', () => {
+    const { log, heard } = setup();
+    log.write(() => {
+      log.emit('team:created', { name: 'outer' });
+      try {
+        log.write(() => {
+          log.emit('team:created', { name: 'inner' });
+          throw new Error('inner fails');
+        });
+      } catch {
+        // the outer transaction goes on
+      }
+    });
+    expect(heard.map((e) => e.data.name)).toEqual(['outer']);
+    expect(log.since(0, 10).map((e) => e.data.name)).toEqual(['outer']);
+  });
+
+  it('refuses an event outside write() and data that does not match its schema', () => {
+    const { log } = setup();
+    expect(() => log.emit('team:created', { name: 'x' })).toThrow(/outside/);
+    expect(() => log.write(() => log.emit('task:transition', { taskId: 't', from: 'pending', to: 'flying' } as never))).toThrow();
+  });
+
+  it('never reuses an id after pruning', () => {
+    const { log } = setup();
+    log.write(() => log.emit('team:created', { name: 'a' }));
+    log.write(() => log.emit('team:created', { name: 'b' }));
+    expect(log.prune(new Date(Date.now() + 1000))).toBe(2);
+    log.write(() => log.emit('team:created', { name: 'c' }));
+    expect(log.since(0, 10).map((e) => e.id)).toEqual([3]);
+    expect(log.oldestId()).toBe(3);
+  });
+});
+
+describe('SseParser', () => {
+  it('parses frames split anywhere, comments, multi-line data and CRLF', () => {
+    const got: SseMessage[] = [];
+    const comments: string[] = [];
+    const p = new SseParser((m) => got.push(m), (c) => comments.push(c));
+    const text = 'retry: 2000\n\n: ping\n\nid: 7\r\nevent: task:created\r\ndata: {"a":1}\r\n\r\nid: 8\nevent: x:y\ndata: line1\ndata: line2\n\n';
+    for (const ch of text) p.push(ch);
+    expect(comments).toEqual(['ping']);
+    expect(got).toEqual([
+      { id: '7', event: 'task:created', data: '{"a":1}' },
+      { id: '8', event: 'x:y', data: 'line1\nline2' },
+    ]);
+  });
+});
+
+describe('formatEvent', () => {
+  it('shows the time, the name and the scalar fields', () => {
+    const line = formatEvent({ id: '1', event: 'task:transition', data: '{"taskId":"t1","from":"pending","to":"assigned","nested":{"x":1}}' }, new Date(2026, 0, 1, 9, 8, 7));
+    expect(line).toBe('09:08:07  task:transition      taskId=t1 from=pending to=assigned');
+  });
+});
