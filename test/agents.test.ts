@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from './harness.js';
+import { runCase, type ApiCase } from './scenarios.js';
 
 let d: TestDaemon;
 beforeAll(async () => {
@@ -9,23 +10,8 @@ afterAll(async () => {
   await d.close();
 });
 
-const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
-const lastEventId = () => d.daemon.app.events.lastId();
-
-interface Case {
-  name: string;
-  method: string;
-  path: string;
-  body?: unknown;
-  status: number;
-  data?: unknown;
-  code?: string;
-  detailPath?: string;
-  events?: { name: string; data?: Record<string, unknown> }[];
-}
-
 // Order matters: each case runs against the state the previous ones left.
-const cases: Case[] = [
+const cases: ApiCase[] = [
   { name: 'add team', method: 'POST', path: '/api/v1/agents/teams', body: { name: 'core', description: 'Core team' }, status: 201, data: { added: true }, events: [{ name: 'team:created', data: { name: 'core' } }] },
   { name: 'team description optional', method: 'POST', path: '/api/v1/agents/teams', body: { name: 'ops' }, status: 201, data: { added: true }, events: [{ name: 'team:created' }] },
   { name: 'duplicate team', method: 'POST', path: '/api/v1/agents/teams', body: { name: 'core', description: 'again' }, status: 409, code: 'conflict', events: [] },
@@ -61,22 +47,7 @@ const cases: Case[] = [
 
 describe('agents and teams', () => {
   it.each(cases.map((c, i) => [i, c.name, c] as const))('%i %s', async (_i, _n, c) => {
-    const before = lastEventId();
-    const res = await d.api(c.method, c.path, { body: c.body });
-    expect(res.status, JSON.stringify(res.body)).toBe(c.status);
-    if (c.status < 400) {
-      expect(res.body.ok).toBe(true);
-      if ('data' in c) expect(res.body.data).toEqual(c.data);
-    } else {
-      expect(res.body).toMatchObject({ ok: false, code: c.code });
-      expect(typeof res.body.error).toBe('string');
-      if (c.detailPath) expect(res.body.details.map((x: { path: string }) => x.path)).toContain(c.detailPath);
-    }
-    if (c.events) {
-      const fired = eventsAfter(before);
-      expect(fired.map((e) => e.name)).toEqual(c.events.map((e) => e.name));
-      c.events.forEach((e, i) => e.data && expect(fired[i]!.data).toEqual(e.data));
-    }
+    await runCase(d, c);
   });
 
   it('agents follow a team rename', async () => {

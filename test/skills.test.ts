@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSkillFile, renderSkillFile } from '../src/resources/skills/parse.js';
 import { svc } from './cli-helpers.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
+import { runCase, type ApiCase } from './scenarios.js';
 
 const skillMd = (name: string, description: string, extra = '', body = `# ${name}\n\nDo the ${name} thing.\n`) =>
   `---\nname: ${name}\ndescription: ${description}\n${extra}---\n\n${body}`;
@@ -104,19 +105,8 @@ describe('skills API', () => {
     });
   });
 
-  interface Case {
-    name: string;
-    method: string;
-    path: string;
-    body?: unknown;
-    status: number;
-    data?: unknown;
-    code?: string;
-    detailPath?: string;
-    events: { name: string; data?: Record<string, unknown> }[];
-  }
   // Order matters: each case runs against the state the previous ones left.
-  const cases: Case[] = [
+  const cases: ApiCase[] = [
     { name: 'assign', method: 'POST', path: '/api/v1/skills/deploy/assign', body: { agent: 'dev' }, status: 200, data: { skill: 'deploy', agent: 'dev' }, events: [{ name: 'skill:assigned', data: { skill: 'deploy', agent: 'dev' } }] },
     { name: 'assign twice is a no-op', method: 'POST', path: '/api/v1/skills/deploy/assign', body: { agent: 'dev' }, status: 200, data: { skill: 'deploy', agent: 'dev' }, events: [] },
     { name: 'assign a second skill', method: 'POST', path: '/api/v1/skills/review/assign', body: { agent: 'dev' }, status: 200, data: { skill: 'review', agent: 'dev' }, events: [{ name: 'skill:assigned', data: { skill: 'review', agent: 'dev' } }] },
@@ -143,23 +133,7 @@ describe('skills API', () => {
   ];
 
   it.each(cases.map((c, i) => [i, c.name, c] as const))('%i %s', async (_i, _n, c) => {
-    const before = lastEventId();
-    const res = await d.api(c.method, c.path, { body: c.body });
-    expect(res.status, JSON.stringify(res.body)).toBe(c.status);
-    if (c.status < 400) {
-      expect(res.body.ok).toBe(true);
-      if ('data' in c) {
-        expect(res.body.data).toEqual(c.data);
-        expect(Object.keys(res.body.data)).toEqual(Object.keys(c.data as object));
-      }
-    } else {
-      expect(res.body).toMatchObject({ ok: false, code: c.code });
-      expect(typeof res.body.error).toBe('string');
-      if (c.detailPath) expect(res.body.details.map((x: { path: string }) => x.path)).toContain(c.detailPath);
-    }
-    const fired = eventsAfter(before);
-    expect(fired.map((e) => e.name)).toEqual(c.events.map((e) => e.name));
-    c.events.forEach((e, i) => e.data && expect(fired[i]!.data).toEqual(e.data));
+    await runCase(d, c);
   });
 
   it('assignment lives in the agent and shows in the listing', async () => {

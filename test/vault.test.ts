@@ -8,6 +8,7 @@ import { AppError } from '../src/kernel/errors.js';
 import { openEntry } from '../src/resources/vault/service.js';
 import { serve, svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
+import { runCase, type ApiCase } from './scenarios.js';
 
 const hexKey = () => randomBytes(32).toString('hex');
 const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
@@ -51,23 +52,11 @@ describe('vault API', () => {
     await d.close();
   });
 
-  const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
 
-  interface Case {
-    name: string;
-    method: string;
-    path: string;
-    body?: unknown;
-    status: number;
-    data?: unknown;
-    code?: string;
-    detailPath?: string;
-    events: { name: string; data?: Record<string, unknown> }[];
-  }
   const entry = (over: Record<string, unknown> = {}) => ({ agent: 'dev', service: 'github', type: 'api_key', credentials: { token: 't1' }, label: 'GitHub', ...over });
 
   // Order matters: each case runs against the state the previous ones left.
-  const cases: Case[] = [
+  const cases: ApiCase[] = [
     {
       name: 'save',
       method: 'POST',
@@ -129,20 +118,7 @@ describe('vault API', () => {
   ];
 
   it.each(cases.map((c, i) => [i, c.name, c] as const))('%i %s', async (_i, _n, c) => {
-    const before = d.daemon.app.events.lastId();
-    const res = await d.api(c.method, c.path, { body: c.body });
-    expect(res.status, JSON.stringify(res.body)).toBe(c.status);
-    if (c.status < 400) {
-      expect(res.body.ok).toBe(true);
-      if ('data' in c) expect(res.body.data).toEqual(c.data);
-    } else {
-      expect(res.body).toMatchObject({ ok: false, code: c.code });
-      expect(typeof res.body.error).toBe('string');
-      if (c.detailPath) expect(res.body.details.map((x: { path: string }) => x.path)).toContain(c.detailPath);
-    }
-    const fired = eventsAfter(before);
-    expect(fired.map((e) => e.name)).toEqual(c.events.map((e) => e.name));
-    c.events.forEach((e, i) => e.data && expect(fired[i]!.data).toEqual(e.data));
+    await runCase(d, c);
   });
 
   it('lists entries by agent and service with key names and times, never values', async () => {
