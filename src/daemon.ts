@@ -141,6 +141,16 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     requestShutdown: () => void close(),
   };
 
+  // Background parts that live as long as the daemon, started before it listens so that no request
+  // (not even a shutdown) can find them half-started; closed in reverse order.
+  const workers: { close(): Promise<void> | void }[] = [];
+  try {
+    workers.push(await startSkills(app));
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+
   const http = createHttpServer({
     app,
     routes: ROUTES,
@@ -152,6 +162,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
   await new Promise<void>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
+      for (const w of workers.reverse()) void w.close();
       db.close();
       reject(
         err.code === 'EADDRINUSE'
@@ -169,9 +180,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   if (addr && typeof addr === 'object') listening = { host: listening.host, port: addr.port };
   const urlHost = listening.host.includes(':') ? `[${listening.host}]` : listening.host;
   const url = `http://${urlHost}:${listening.port}`;
-
-  // Indexed before daemon.json appears, so a CLI that finds the daemon finds its skills.
-  const skills = await startSkills(app);
 
   writeDaemonInfo(root, {
     pid: process.pid,
@@ -207,8 +215,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       clearInterval(pruneTimer);
       await watcher.close().catch(() => undefined);
       streams.closeAll();
-      await skills.close().catch(() => undefined);
       await http.close(SHUTDOWN_GRACE_MS);
+      for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
       try {
         db.pragma('wal_checkpoint(TRUNCATE)');
         db.close();
