@@ -29,6 +29,20 @@ export function onTaskTransition(listener: TransitionListener): () => void {
   return () => listeners.delete(listener);
 }
 
+/** Decides whether a legal move may happen now; throws an AppError to refuse it. */
+export type TransitionGuard = (app: App, task: Task, to: TaskState) => void;
+
+const guards = new Set<TransitionGuard>();
+
+/**
+ * Lets another resource veto a move the state machine allows (a paused mission's tasks may not
+ * start). Guards run inside the transition's transaction, before anything is written.
+ */
+export function beforeTaskTransition(guard: TransitionGuard): () => void {
+  guards.add(guard);
+  return () => guards.delete(guard);
+}
+
 export function getTask(app: App, id: string): Task | null {
   return store.getTask(app.db, id);
 }
@@ -135,6 +149,16 @@ export function removeTask(app: App, id: string): void {
   });
 }
 
+/** Takes a task out of its mission (the mission is being deleted without its tasks). */
+export function detachTaskFromMission(app: App, id: string): void {
+  app.events.write(() => {
+    const task = requireTask(app, id);
+    if (task.missionId === null) return;
+    store.setMissionId(app.db, id, null, nowIso());
+    app.events.emit('task:updated', { taskId: id, fields: ['missionId'] });
+  });
+}
+
 export interface TransitionOptions {
   reason?: string;
   /** Refuse with 409 conflict unless the task is in this state (optimistic concurrency). */
@@ -156,6 +180,7 @@ function step(app: App, task: Task, to: TaskState, o: TransitionOptions): Task {
     maxRetries: task.maxRetries,
   });
   if (!check.ok) throw new AppError(check.code, `Task ${task.id}: ${check.reason}`);
+  for (const g of guards) g(app, task, to);
   const changed = store.setStatus(app.db, task.id, from, to, {
     retry: check.retry,
     result: o.result === undefined ? undefined : JSON.stringify(o.result),

@@ -179,6 +179,10 @@ export function setAssignee(db: DB, id: string, agent: string, now: string): voi
   stmt(db, 'UPDATE tasks SET assign_to = ?, updated_at = ? WHERE id = ?').run(agent, now, id);
 }
 
+export function setMissionId(db: DB, id: string, missionId: string | null, now: string): void {
+  stmt(db, 'UPDATE tasks SET mission_id = ?, updated_at = ? WHERE id = ?').run(missionId, now, id);
+}
+
 export function touch(db: DB, id: string, now: string): void {
   stmt(db, 'UPDATE tasks SET updated_at = ? WHERE id = ?').run(now, id);
 }
