@@ -5,7 +5,12 @@ let d: TestDaemon;
 beforeAll(async () => {
   d = await startTestDaemon({
     config: {
-      apiKeys: ['plain-key-0123456789', { name: 'hashed', sha256: 'a'.repeat(64) }, { name: 'ci', key: 'object-key-0123456789' }],
+      apiKeys: [
+        'plain-key-0123456789',
+        { name: 'hashed', sha256: 'a'.repeat(64) },
+        { name: 'ci', key: 'object-key-0123456789' },
+        { name: 'reports', key: 'granted-key-0123456789', grants: [{ resource: 'reports', actions: ['read'] }] },
+      ],
       server: { allowedHosts: ['svc.internal'], allowedOrigins: ['http://localhost:5173'], maxBodyBytes: 2048 },
     },
     env: { SERVICE_API_KEY: 'env-key-0123456789abcdef' },
@@ -34,6 +39,15 @@ describe('authentication', () => {
       expect(await res.json()).toMatchObject({ ok: false, code: 'unauthorized' });
       expect(res.headers.get('www-authenticate')).toBe('Bearer');
     }
+  });
+
+  it('denies a key with grants everything but the application-database routes its grants name', async () => {
+    for (const [method, path] of [['GET', '/api/v1/agents'], ['POST', '/api/v1/shutdown'], ['GET', '/api/v1/vault/entries'], ['GET', '/v1/events']] as const) {
+      const res = await d.api(method, path, { key: 'granted-key-0123456789' });
+      expect(res.status, path).toBe(403);
+      expect(res.body.code).toBe('forbidden');
+    }
+    expect((await d.api('GET', '/healthz', { key: 'granted-key-0123456789' })).status).toBe(200);
   });
 
   it('accepts the local key generated in .svc/local.key', async () => {
@@ -173,6 +187,39 @@ describe('request handling', () => {
     });
     expect(result.status).toBe(413);
     expect(JSON.parse(result.body).code).toBe('payload_too_large');
+  });
+
+  it('refuses a body sent to an endpoint that takes none, but lets an empty object through', async () => {
+    const withBody = await d.api('POST', '/api/v1/shutdown', { body: { now: true } });
+    expect(withBody.status).toBe(400);
+    expect(withBody.body.details).toEqual([{ path: 'body', message: 'This endpoint takes no body.' }]);
+    const form = await d.api('DELETE', '/api/v1/agents/nobody', { body: 'x=1', headers: { 'content-type': 'text/plain' } });
+    expect(form.status).toBe(415);
+    // The empty object passes and the request reaches the handler (which answers 404 for the missing agent).
+    const emptyDelete = await d.api('DELETE', '/api/v1/agents/nobody', { body: {} });
+    expect(emptyDelete.status).toBe(404);
+  });
+
+  it('answers 400 for a request target that is not a valid path', async () => {
+    const res = await rawRequest(d.url, { path: 'http://[bad/x', headers: { authorization: `Bearer ${d.key}` } });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body).code).toBe('invalid_request');
+  });
+
+  it('logs a request the client abandoned as 499, not as a server error', async () => {
+    const { request } = await import('node:http');
+    const u = new URL(d.url);
+    d.logs.length = 0;
+    await new Promise<void>((resolve) => {
+      const req = request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/agents', headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'content-length': '100' } });
+      req.on('error', () => resolve());
+      req.write('{"name":');
+      setTimeout(() => req.destroy(), 50);
+      setTimeout(resolve, 200);
+    });
+    const { eventually } = await import('./harness.js');
+    await eventually(() => d.logs.some((l) => l.includes('"status":499')));
+    expect(d.logs.some((l) => l.includes('unhandled error'))).toBe(false);
   });
 
   it('validates query strings strictly, naming the field', async () => {

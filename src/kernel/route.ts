@@ -38,6 +38,11 @@ export interface RouteDef<App, P extends Schema | undefined, Q extends Schema | 
   tag: string;
   /** 'key' (default) needs a bearer key; 'public' needs none. */
   auth?: 'key' | 'public';
+  /**
+   * 'full' (default): only full-access keys. 'data': keys with grants may call it too, and the
+   * handler checks their grants for the database named (DESIGN section 4).
+   */
+  scope?: 'full' | 'data';
   params?: P;
   query?: Q;
   body?: B;

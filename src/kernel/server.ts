@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { authenticate, bearerToken, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
 import { NO_BODY, readJsonBody } from './body.js';
@@ -79,6 +80,26 @@ function queryObject(search: URLSearchParams): Record<string, string | string[]>
   return out;
 }
 
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+const isEmptyObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+
+/**
+ * In tests every success payload is checked against its route's response schema, and must not
+ * carry fields the schema does not declare: the payload is sent as the handler returned it, so a
+ * stray field (a secret, a raw column) would otherwise reach clients while the docs never show it.
+ */
+function checkResponse<App>(route: AnyRoute<App>, data: unknown): void {
+  const r = route.response.safeParse(data);
+  if (!r.success) throw new Error(`response of ${route.operationId} does not match its schema: ${JSON.stringify(r.error.issues)}`);
+  const sent = JSON.parse(JSON.stringify(data ?? null)) as unknown;
+  const declared = JSON.parse(JSON.stringify(r.data ?? null)) as unknown;
+  if (!isDeepStrictEqual(sent, declared)) throw new Error(`response of ${route.operationId} carries fields its schema does not declare`);
+}
+
 export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const router = new Router(opts.routes);
   const limiter = opts.limiter ?? new FailureLimiter();
@@ -110,7 +131,12 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       }
     }
 
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      throw new AppError('invalid_request', 'The request target is not a valid URL path.');
+    }
     const match = router.match(req.method ?? 'GET', url.pathname);
     if (match.kind === 'none') throw new AppError('not_found', `No route for ${req.method} ${url.pathname}.`);
     if (match.kind === 'method') {
@@ -131,6 +157,11 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
         const why = req.headers.authorization ? 'The API key is not valid.' : 'Missing API key: send Authorization: Bearer <key>.';
         throw new AppError('unauthorized', why, { headers: { 'WWW-Authenticate': 'Bearer' } });
       }
+      // A key with grants is denied by default: its grants name application databases, so it may
+      // call only the routes that check those grants, never manage agents, the vault or the daemon.
+      if (principal.grants !== undefined && route.scope !== 'data') {
+        throw new AppError('forbidden', 'This key is limited by its grants to application databases; use a full-access key for this endpoint.');
+      }
     }
 
     const details: ErrorDetail[] = [];
@@ -141,6 +172,11 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       const raw = await readJsonBody(req, settings.maxBodyBytes);
       if (raw === NO_BODY) details.push({ path: 'body', message: 'A JSON body is required.' });
       else body = validate(route.body, raw, 'body', details);
+    } else if (hasBody(req)) {
+      // Strict everywhere: a body sent where none is taken is a client mistake worth reporting.
+      // An empty object is let through, since many clients send `{}` with every POST.
+      const raw = await readJsonBody(req, settings.maxBodyBytes);
+      if (raw !== NO_BODY && !isEmptyObject(raw)) details.push({ path: 'body', message: 'This endpoint takes no body.' });
     }
     if (details.length) {
       const summary = details.map((d) => `${d.path}: ${d.message}`).join('; ');
@@ -166,14 +202,8 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       },
     });
     if (result === RAW_RESPONSE) return;
-    let data = result === undefined ? null : result;
-    if (opts.checkResponses) {
-      const r = route.response.safeParse(data);
-      if (!r.success) {
-        throw new Error(`response of ${route.operationId} does not match its schema: ${JSON.stringify(r.error.issues)}`);
-      }
-      data = r.data;
-    }
+    const data = result === undefined ? null : result;
+    if (opts.checkResponses) checkResponse(route, data);
     sendJson(res, status, { ok: true, data }, headers);
   }
 
@@ -187,9 +217,12 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       // The path is logged without its query string: a key pasted into ?apiKey= must not reach the log.
       const path = (req.url ?? '/').split('?')[0];
-      opts.log.info('request', { id: requestId, method: req.method, path, status: res.statusCode, ms: Math.round(ms * 10) / 10 });
+      // 499 (nginx's "client closed request"): the client went away before the answer was sent.
+      const status = res.writableFinished ? res.statusCode : 499;
+      opts.log.info('request', { id: requestId, method: req.method, path, status, ms: Math.round(ms * 10) / 10 });
     });
     handle(req, res, requestId).catch((err: unknown) => {
+      if (res.destroyed) return; // the client went away; nobody is left to answer
       const { status, body, headers, known } = toErrorResponse(err);
       if (!known) opts.log.error('unhandled error', { id: requestId, method: req.method, ...errorFields(err) });
       // A refused oversized body is not read further; close the connection rather than drain it.
