@@ -233,6 +233,31 @@ describe('skills folder lifecycle', () => {
   });
 });
 
+describe('skills and symbolic links', () => {
+  it('never follows a link: a linked SKILL.md or skill folder is listed with an error and its target is not served', async () => {
+    const { symlinkSync } = await import('node:fs');
+    const e = await startTestDaemon({ files: { 'outside/secret.md': skillMd('secret', 'TOP-SECRET-TARGET'), 'outside/dir/SKILL.md': skillMd('dir', 'TOP-SECRET-DIR') } });
+    try {
+      mkdirSync(join(e.root, 'skills', 'linked-file'), { recursive: true });
+      symlinkSync(join(e.root, 'outside', 'secret.md'), join(e.root, 'skills', 'linked-file', 'SKILL.md'));
+      symlinkSync('/proc/self/environ', join(e.root, 'skills', 'linked-file', 'ENV.md'));
+      symlinkSync(join(e.root, 'outside', 'dir'), join(e.root, 'skills', 'linked-dir'));
+      await eventually(async () => ((await e.api('GET', '/api/v1/skills')).body.data as unknown[]).length === 2, 1000);
+      const list = (await e.api('GET', '/api/v1/skills')).body.data as { name: string; error?: string }[];
+      expect(list.map((x) => [x.name, x.error])).toEqual([
+        ['linked-dir', expect.stringMatching(/symbolic link/)],
+        ['linked-file', expect.stringMatching(/symbolic link/)],
+      ]);
+      for (const name of ['linked-file', 'linked-dir']) {
+        const shown = await e.api('GET', `/api/v1/skills/${name}`);
+        expect(JSON.stringify(shown.body)).not.toContain('TOP-SECRET');
+      }
+    } finally {
+      await e.close();
+    }
+  });
+});
+
 describe('svc skills (CLI)', () => {
   const run = (...args: string[]) => svc(['--url', d.url, '--api-key', d.key, ...args]);
 
