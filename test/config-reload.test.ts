@@ -18,31 +18,34 @@ describe('project.json hot reload', () => {
   it('a key added to project.json works without a restart', async () => {
     expect(await status('new-key-0123456789ab')).toBe(401);
     d.writeConfig({ ...base, apiKeys: ['new-key-0123456789ab'] });
-    await eventually(async () => (await status('new-key-0123456789ab')) === 200, 2000);
+    await eventually(async () => (await status('new-key-0123456789ab')) === 200, 1000);
   });
 
   it('a removed key stops working', async () => {
     d.writeConfig({ ...base, apiKeys: [] });
-    await eventually(async () => (await status('new-key-0123456789ab')) === 401, 2000);
+    await eventually(async () => (await status('new-key-0123456789ab')) === 401, 1000);
   });
 
   it('an invalid field is logged with its path and the last good config keeps serving', async () => {
     d.writeConfig({ ...base, apiKeys: ['kept-key-0123456789ab'] });
-    await eventually(async () => (await status('kept-key-0123456789ab')) === 200, 2000);
+    await eventually(async () => (await status('kept-key-0123456789ab')) === 200, 1000);
     d.logs.length = 0;
     d.writeConfig({ ...base, apiKeys: [], server: { port: 'not-a-port' } });
-    await eventually(() => d.logs.some((l) => l.includes('change refused')), 2000);
+    await eventually(() => d.logs.some((l) => l.includes('change refused')), 1000);
     const line = JSON.parse(d.logs.find((l) => l.includes('change refused'))!);
     expect(line.issues).toEqual([expect.objectContaining({ path: 'server.port' })]);
     expect(await status('kept-key-0123456789ab')).toBe(200);
   });
 
-  it('broken JSON is logged and the last good config keeps serving', async () => {
+  it('broken JSON is logged and the last good config keeps serving, without quoting the file', async () => {
     d.logs.length = 0;
-    d.writeConfig('{ "name": "reload", "apiKeys": [');
-    await eventually(() => d.logs.some((l) => l.includes('change refused')), 2000);
+    d.writeConfig('{ "name": "reload", "apiKeys": ["kept-key-0123456789ab", sk-LEAKME-9876543210] }');
+    await eventually(() => d.logs.some((l) => l.includes('change refused')), 1000);
     expect(d.logs.find((l) => l.includes('change refused'))).toContain('not valid JSON');
     expect(await status('kept-key-0123456789ab')).toBe(200);
+    // V8's parse error quotes the text around the fault: here, a key. None of it may be repeated.
+    expect(d.logs.join('\n')).not.toContain('LEAKME');
+    expect(JSON.stringify(d.daemon.app.events.since(0, 1000))).not.toContain('LEAKME');
     const events = d.daemon.app.events.since(0, 1000).map((e) => e.name);
     expect(events).toContain('config:invalid');
     expect(events).toContain('config:reloaded');
@@ -51,7 +54,7 @@ describe('project.json hot reload', () => {
   it('warns about unknown top-level keys but applies the rest', async () => {
     d.logs.length = 0;
     d.writeConfig({ ...base, apiKeys: ['third-key-0123456789a'], futureFeature: true });
-    await eventually(async () => (await status('third-key-0123456789a')) === 200, 2000);
+    await eventually(async () => (await status('third-key-0123456789a')) === 200, 1000);
     expect(d.logs.some((l) => l.includes('unknown top-level key \\"futureFeature\\"'))).toBe(true);
     expect(readFileSync(join(d.root, 'project.json'), 'utf8')).toContain('futureFeature');
   });

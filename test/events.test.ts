@@ -138,7 +138,7 @@ describe('stream lifecycle', () => {
       const kept = await collect(r.url, { key: 'kept-key-0123456789abc' });
       const local = await collect(r.url, { key: r.key });
       r.writeConfig({ name: 'test-project', apiKeys: ['kept-key-0123456789abc'] });
-      await revoked.until((x) => x.ended, 1500);
+      await revoked.until((x) => x.ended, 1000);
       expect(kept.ended).toBe(false);
       expect(local.ended).toBe(false);
       kept.close();

@@ -146,7 +146,7 @@ describe('request handling', () => {
     const res = await d.api('POST', '/api/v1/agents', { body: '{"name": "x", "systemPrompt": "SECRET-IN-BODY" oops}' });
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('invalid_request');
-    expect(res.body.error).toMatch(/^Malformed JSON body \(at position \d+\)\.$/);
+    expect(res.body.error).toMatch(/^Malformed JSON body: not valid JSON \(at position \d+\)\.$/);
     // The parser's own message quotes the body; none of it may be echoed.
     expect(JSON.stringify(res.body)).not.toContain('SECRET-IN-BODY');
   });

@@ -159,18 +159,18 @@ describe('skills API', () => {
     const before = lastEventId();
     mkdirSync(skillDir('outside'));
     writeFileSync(join(skillDir('outside'), 'SKILL.md'), skillMd('outside', 'First words'));
-    await eventually(async () => (await listSkills()).some((s) => s.name === 'outside'), 2000);
+    await eventually(async () => (await listSkills()).some((s) => s.name === 'outside'), 1000);
     expect((await d.api('GET', '/api/v1/skills/outside')).body.data).toMatchObject({ description: 'First words', content: '# outside\n\nDo the outside thing.\n' });
 
     writeFileSync(join(skillDir('outside'), 'SKILL.md'), skillMd('outside', 'Second words', '', 'new body\n'));
-    await eventually(async () => (await d.api('GET', '/api/v1/skills/outside')).body.data.description === 'Second words', 2000);
+    await eventually(async () => (await d.api('GET', '/api/v1/skills/outside')).body.data.description === 'Second words', 1000);
     expect((await d.api('GET', '/api/v1/skills/outside')).body.data.content).toBe('new body\n');
 
     writeFileSync(join(skillDir('outside'), 'SKILL.md'), 'no front matter any more\n');
-    await eventually(async () => /no YAML front matter/.test((await d.api('GET', '/api/v1/skills/outside')).body.data.error ?? ''), 2000);
+    await eventually(async () => /no YAML front matter/.test((await d.api('GET', '/api/v1/skills/outside')).body.data.error ?? ''), 1000);
 
     rmSync(skillDir('outside'), { recursive: true });
-    await eventually(async () => (await d.api('GET', '/api/v1/skills/outside')).status === 404, 2000);
+    await eventually(async () => (await d.api('GET', '/api/v1/skills/outside')).status === 404, 1000);
     expect(skillEvents(before)).toEqual([
       { name: 'skill:created', data: { name: 'outside' } },
       { name: 'skill:removed', data: { name: 'outside' } },
@@ -184,7 +184,7 @@ describe('skills API', () => {
     // The watcher handles changes in order: once it reports this marker it has seen the API's writes too.
     mkdirSync(skillDir('marker'));
     writeFileSync(join(skillDir('marker'), 'SKILL.md'), skillMd('marker', 'm'));
-    await eventually(() => skillEvents(before).some((e) => e.data.name === 'marker'), 2000);
+    await eventually(() => skillEvents(before).some((e) => e.data.name === 'marker'), 1000);
     expect(skillEvents(before)).toEqual([
       { name: 'skill:created', data: { name: 'once' } },
       { name: 'skill:removed', data: { name: 'lint' } },
@@ -208,19 +208,19 @@ describe('skills folder lifecycle', () => {
     expect(await names()).toEqual([]);
     mkdirSync(join(e.root, 'skills', 'late'), { recursive: true });
     writeFileSync(join(e.root, 'skills', 'late', 'SKILL.md'), skillMd('late', 'Came later'));
-    await eventually(async () => (await names()).includes('late'), 2000);
+    await eventually(async () => (await names()).includes('late'), 1000);
 
     rmSync(join(e.root, 'skills'), { recursive: true });
-    await eventually(async () => (await names()).length === 0, 2000);
+    await eventually(async () => (await names()).length === 0, 1000);
     mkdirSync(join(e.root, 'skills', 'again'), { recursive: true });
     writeFileSync(join(e.root, 'skills', 'again', 'SKILL.md'), skillMd('again', 'Back'));
-    await eventually(async () => (await names()).includes('again'), 2000);
+    await eventually(async () => (await names()).includes('again'), 1000);
   });
 
   it('follows skillsDir when project.json changes it', async () => {
     const before = e.daemon.app.events.lastId();
     e.writeConfig({ name: 'test-project', skillsDir: 'other' });
-    await eventually(async () => JSON.stringify(await names()) === '["alpha"]', 3000);
+    await eventually(async () => JSON.stringify(await names()) === '["alpha"]', 1000);
     const fired = e.daemon.app.events.since(before, 100).filter((x) => x.name.startsWith('skill:'));
     expect(fired.map((x) => [x.name, x.data.name])).toEqual([
       ['skill:created', 'alpha'],
@@ -229,7 +229,7 @@ describe('skills folder lifecycle', () => {
     // And watches the new folder.
     mkdirSync(join(e.root, 'other', 'beta'));
     writeFileSync(join(e.root, 'other', 'beta', 'SKILL.md'), skillMd('beta', 'b'));
-    await eventually(async () => (await names()).includes('beta'), 2000);
+    await eventually(async () => (await names()).includes('beta'), 1000);
   });
 });
 

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { parseJson } from '../lib/json.js';
 import { KNOWN_TOP_LEVEL, ProjectConfigSchema, type ProjectConfig } from './schema.js';
 
 export const CONFIG_FILE = 'project.json';
@@ -21,12 +22,9 @@ export type LoadResult =
 
 /** Parses and validates project.json text; never throws. */
 export function parseConfig(text: string, root: string): LoadResult {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    return { ok: false, issues: [{ path: '(file)', message: `not valid JSON: ${(err as Error).message}` }] };
-  }
+  const parsed = parseJson(text);
+  if (!parsed.ok) return { ok: false, issues: [{ path: '(file)', message: parsed.error }] };
+  const raw = parsed.value;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return { ok: false, issues: [{ path: '(file)', message: 'project.json must hold a JSON object' }] };
   }

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { parseJson } from '../lib/json.js';
 import { AppError } from './errors.js';
 
 /** Marker for "the request carried no body", distinct from a JSON null. */
@@ -30,14 +31,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     chunks.push(chunk);
   }
   if (size === 0) return NO_BODY;
-  const text = Buffer.concat(chunks, size).toString('utf8');
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    // V8's message quotes the body around the error; the body may hold a secret, so only the position is kept.
-    const at = /position (\d+)/.exec((err as Error).message)?.[1];
-    throw new AppError('invalid_request', `Malformed JSON body${at ? ` (at position ${at})` : ''}.`, {
-      details: [{ path: 'body', message: 'not valid JSON' }],
-    });
-  }
+  const parsed = parseJson(Buffer.concat(chunks, size).toString('utf8'));
+  if (!parsed.ok) throw new AppError('invalid_request', `Malformed JSON body: ${parsed.error}.`, { details: [{ path: 'body', message: parsed.error }] });
+  return parsed.value;
 }
