@@ -3,6 +3,8 @@ import { EXIT } from '../src/cli/context.js';
 import { eventsCommand } from '../src/events/command.js';
 import { packageVersion } from '../src/lib/version.js';
 import { agentsCommand } from '../src/resources/agents/command.js';
+import { missionsCommand } from '../src/resources/missions/command.js';
+import { playbooksCommand } from '../src/resources/playbooks/command.js';
 import { skillsCommand } from '../src/resources/skills/command.js';
 import { initCommand, openapiCommand, serveCommand, statusCommand, stopCommand } from '../src/resources/system/command.js';
 import { tasksCommand } from '../src/resources/tasks/command.js';
@@ -19,7 +21,7 @@ const program = new Command('svc')
   .showHelpAfterError()
   .exitOverride();
 
-for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), vaultCommand(), eventsCommand(), openapiCommand()]) {
+for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), missionsCommand(), playbooksCommand(), vaultCommand(), eventsCommand(), openapiCommand()]) {
   program.addCommand(cmd);
 }
 

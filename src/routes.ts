@@ -4,6 +4,8 @@ import { eventRoutes } from './events/routes.js';
 import { buildOpenApi } from './kernel/openapi.js';
 import { RAW_RESPONSE as RAW, type AnyRoute } from './kernel/route.js';
 import { agentRoutes } from './resources/agents/routes.js';
+import { missionRoutes } from './resources/missions/routes.js';
+import { playbookRoutes } from './resources/playbooks/routes.js';
 import { skillRoutes } from './resources/skills/routes.js';
 import { systemRoutes } from './resources/system/routes.js';
 import { taskRoutes } from './resources/tasks/routes.js';
@@ -12,7 +14,7 @@ import { vaultRoutes } from './resources/vault/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...skillRoutes, ...vaultRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes];
 
 const openApiRoute = route({
   method: 'GET',

@@ -1,0 +1,117 @@
+import { Command, Option } from 'commander';
+import { action, parseIntOption } from '../../cli/action.js';
+import { readDataFile } from '../../cli/data-file.js';
+import { emit, keyValues, style, table } from '../../cli/output.js';
+import { seg } from '../../client/client.js';
+import type { Task } from '../tasks/schema.js';
+import { TASK_STATES } from '../tasks/state.js';
+import { MISSION_STATES, type Mission, type MissionDetail, type Progress } from './schema.js';
+
+const path = (id: string) => `/api/v1/missions/${seg(id)}`;
+
+const done = (p: Progress) => `${p.done}/${p.total}`;
+
+export const missionTable = (missions: Mission[]) =>
+  table(
+    missions,
+    [
+      { header: 'ID', value: (m) => m.id },
+      { header: 'STATUS', value: (m) => m.status },
+      { header: 'DONE', value: (m) => done(m.progress) },
+      { header: 'DEADLINE', value: (m) => m.deadline },
+      { header: 'NAME', value: (m) => m.name },
+    ],
+    'no missions; add one with `svc missions add <file.json|file.yaml>`',
+  );
+
+/** Only the states that hold tasks, so the line stays short: "pending 2 · done 1 (1/3 done)". */
+export function progressLine(p: Progress): string {
+  const parts = TASK_STATES.filter((s) => p[s] > 0).map((s) => `${s} ${p[s]}`);
+  return `${parts.join(' · ') || 'no tasks'} (${done(p)} done)`;
+}
+
+export const taskList = (tasks: Task[]) =>
+  table(
+    tasks,
+    [
+      { header: 'ID', value: (t) => t.id },
+      { header: 'STATUS', value: (t) => t.status },
+      { header: 'ASSIGNEE', value: (t) => t.assignTo },
+      { header: 'TITLE', value: (t) => t.title },
+    ],
+    'no tasks',
+  );
+
+function showMission(m: MissionDetail): string {
+  const { tasks, taskIds: _ids, progress, ...fields } = m;
+  return keyValues({ ...fields, progress: progressLine(progress) }) + '\n' + taskList(tasks);
+}
+
+export function missionsCommand(): Command {
+  const cmd = new Command('missions').description('Plans of tasks: create, follow and steer missions');
+
+  cmd
+    .command('ls')
+    .description('List missions, newest first')
+    .addOption(new Option('--status <state>', 'only missions in this state').choices([...MISSION_STATES]))
+    .option('--limit <n>', 'page size (1-200, default 50)', parseIntOption('--limit'))
+    .option('--cursor <cursor>', 'page to show (printed after a full page)')
+    .action(
+      action(async (ctx, o: { status?: string; limit?: number; cursor?: string }) => {
+        const res = await ctx.client.call<Mission[]>('GET', '/api/v1/missions', { query: { status: o.status, limit: o.limit, cursor: o.cursor } });
+        emit(ctx.json, res.data, () => missionTable(res.data));
+        const next = res.headers['x-next-cursor'];
+        if (typeof next === 'string') process.stderr.write(style.dim(`more: svc missions ls --cursor ${next}\n`));
+      }),
+    );
+
+  cmd
+    .command('add <file>')
+    .description('Create a mission and its tasks from a JSON or YAML file: {name, goal?, deadline?, tasks: [{title, dependsOn: [titles], ...}]}')
+    .action(
+      action(async (ctx, file: string) => {
+        const m = await ctx.client.post<MissionDetail>('/api/v1/missions', readDataFile(file));
+        emit(ctx.json, m, () => `created mission ${m.id} (${m.status}) with ${m.tasks.length} tasks; start it with \`svc missions start ${m.id}\`\n`);
+      }),
+    );
+
+  cmd
+    .command('show <id>')
+    .description('Show a mission, its progress per task state and its tasks')
+    .action(
+      action(async (ctx, id: string) => {
+        const m = await ctx.client.get<MissionDetail>(path(id));
+        emit(ctx.json, m, () => showMission(m));
+      }),
+    );
+
+  for (const [name, description] of [
+    ['start', 'Start a draft mission (its tasks become pending)'],
+    ['pause', 'Pause an active mission (its tasks cannot start until it resumes)'],
+    ['resume', 'Resume a paused mission'],
+    ['cancel', 'Cancel a draft, active or paused mission'],
+  ] as const) {
+    cmd
+      .command(`${name} <id>`)
+      .description(description)
+      .action(
+        action(async (ctx, id: string) => {
+          const m = await ctx.client.post<Mission>(`${path(id)}/${name}`);
+          emit(ctx.json, m, () => `mission ${m.id} is now ${m.status}: ${progressLine(m.progress)}\n`);
+        }),
+      );
+  }
+
+  cmd
+    .command('rm <id>')
+    .description('Delete a mission; its tasks stay on the board, detached, unless --cascade')
+    .option('--cascade', 'remove its tasks too')
+    .action(
+      action(async (ctx, id: string, o: { cascade?: boolean }) => {
+        const r = await ctx.client.delete<{ removed: true }>(path(id), o.cascade ? { cascade: 'true' } : undefined);
+        emit(ctx.json, r, () => `removed mission ${id}${o.cascade ? ' and its tasks' : ' (its tasks stay, without a mission)'}\n`);
+      }),
+    );
+
+  return cmd;
+}

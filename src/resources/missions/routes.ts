@@ -1,0 +1,88 @@
+import { route } from '../../app.js';
+import { z } from 'zod';
+import { Removed } from '../common.js';
+import { DeleteQuery, MissionDetailOut, MissionIdParam, MissionIn, MissionListQuery, MissionOut } from './schema.js';
+import * as missions from './service.js';
+
+const tag = 'Missions';
+const base = '/api/v1/missions';
+const item = `${base}/{missionId}`;
+
+const SUMMARIES: Record<missions.MissionAction, string> = {
+  start: 'Start a draft mission: it becomes active and its draft tasks pending',
+  pause: 'Pause an active mission (its tasks cannot enter in_progress until it resumes)',
+  resume: 'Resume a paused mission',
+  cancel: 'Cancel a draft, active or paused mission (its tasks stay as they are and cannot enter in_progress)',
+};
+
+const actionRoute = (action: missions.MissionAction) =>
+  route({
+    method: 'POST',
+    path: `${item}/${action}`,
+    operationId: `${action}Mission`,
+    summary: SUMMARIES[action],
+    description: `Legal from: ${missions.MISSION_ACTIONS[action].from.join(', ')}. Any other state → 409 invalid_transition naming both states.`,
+    tag,
+    params: MissionIdParam,
+    response: MissionOut,
+    handler: ({ app, params }) => missions.moveMission(app, params.missionId, action),
+  });
+
+export const missionRoutes = [
+  route({
+    method: 'GET',
+    path: base,
+    operationId: 'listMissions',
+    summary: 'List missions, newest first, with task progress counts (filter by status; cursor)',
+    description: 'When more missions follow, the X-Next-Cursor header holds the cursor of the next page.',
+    tag,
+    query: MissionListQuery,
+    response: z.array(MissionOut),
+    handler: ({ app, query, setHeader }) => {
+      const page = missions.listMissions(app, query);
+      if (page.nextCursor) setHeader('X-Next-Cursor', page.nextCursor);
+      return page.missions;
+    },
+  }),
+  route({
+    method: 'POST',
+    path: base,
+    operationId: 'createMission',
+    summary: 'Create a mission and its tasks (draft) in one transaction',
+    description:
+      'dependsOn names other tasks of the mission by title. Duplicate titles, unknown titles, unknown assignees and dependency cycles → 422 unprocessable (a cycle is named: "a → b → a").',
+    tag,
+    status: 201,
+    body: MissionIn,
+    response: MissionDetailOut,
+    handler: ({ app, body }) => missions.createMission(app, body),
+  }),
+  route({
+    method: 'GET',
+    path: item,
+    operationId: 'getMission',
+    summary: 'Show a mission with its tasks and progress counts per task state',
+    tag,
+    params: MissionIdParam,
+    response: MissionDetailOut,
+    handler: ({ app, params }) => missions.getMission(app, params.missionId),
+  }),
+  actionRoute('start'),
+  actionRoute('pause'),
+  actionRoute('resume'),
+  actionRoute('cancel'),
+  route({
+    method: 'DELETE',
+    path: item,
+    operationId: 'deleteMission',
+    summary: 'Delete a mission (?cascade=true removes its tasks; otherwise they stay, detached)',
+    tag,
+    params: MissionIdParam,
+    query: DeleteQuery,
+    response: Removed,
+    handler: ({ app, params, query }) => {
+      missions.deleteMission(app, params.missionId, query.cascade);
+      return { removed: true as const };
+    },
+  }),
+];

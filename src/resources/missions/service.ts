@@ -1,0 +1,180 @@
+import type { App } from '../../app.js';
+import { AppError, type ErrorDetail } from '../../kernel/errors.js';
+import { uuidv7 } from '../../lib/ids.js';
+import { nowIso } from '../../lib/time.js';
+import { agentExists } from '../agents/service.js';
+import type { Task } from '../tasks/schema.js';
+import {
+  beforeTaskTransition,
+  createTask,
+  detachTaskFromMission,
+  listMissionTasks,
+  onTaskTransition,
+  removeTask,
+  transitionTask,
+  type TaskTransition,
+} from '../tasks/service.js';
+import { TASK_STATES, type TaskState } from '../tasks/state.js';
+import { planTasks } from './plan.js';
+import type { Mission, MissionDetail, MissionInput, MissionListFilter, MissionRecord, MissionState, Progress } from './schema.js';
+import * as store from './store.js';
+
+/** The moves a client asks for; completed and failed only ever follow from task transitions. */
+export const MISSION_ACTIONS = {
+  start: { from: ['draft'], to: 'active', event: 'mission:started' },
+  pause: { from: ['active'], to: 'paused', event: 'mission:paused' },
+  resume: { from: ['paused'], to: 'active', event: 'mission:resumed' },
+  cancel: { from: ['draft', 'active', 'paused'], to: 'cancelled', event: 'mission:cancelled' },
+} as const satisfies Record<string, { from: MissionState[]; to: MissionState; event: string }>;
+export type MissionAction = keyof typeof MISSION_ACTIONS;
+
+/** A mission whose tasks can still move: task outcomes decide its end only in these states. */
+const RUNNING: MissionState[] = ['active', 'paused'];
+
+function progressOf(tasks: Task[]): Progress {
+  const p = Object.fromEntries([['total', tasks.length], ...TASK_STATES.map((s) => [s, 0])]) as Progress;
+  for (const t of tasks) p[t.status]++;
+  return p;
+}
+
+function toMission(m: MissionRecord, tasks: Task[]): Mission {
+  return {
+    id: m.id,
+    name: m.name,
+    goal: m.goal,
+    status: m.status,
+    taskIds: tasks.map((t) => t.id),
+    deadline: m.deadline,
+    progress: progressOf(tasks),
+    createdAt: m.createdAt,
+    updatedAt: m.updatedAt,
+  };
+}
+
+function requireRecord(app: App, id: string): MissionRecord {
+  const m = store.getMission(app.db, id);
+  if (!m) throw new AppError('not_found', `Mission "${id}" not found.`);
+  return m;
+}
+
+export function getMission(app: App, id: string): MissionDetail {
+  const m = requireRecord(app, id);
+  const tasks = listMissionTasks(app, id);
+  return { ...toMission(m, tasks), tasks };
+}
+
+export function listMissions(app: App, q: MissionListFilter): { missions: Mission[]; nextCursor: string | null } {
+  const rows = store.listMissions(app.db, { status: q.status, before: q.cursor, limit: q.limit + 1 });
+  const more = rows.length > q.limit;
+  const page = more ? rows.slice(0, q.limit) : rows;
+  return { missions: page.map((m) => toMission(m, listMissionTasks(app, m.id))), nextCursor: more ? page[page.length - 1]!.id : null };
+}
+
+/**
+ * Creates the mission and all its tasks (draft, dependencies resolved from titles) in one
+ * transaction: any failure leaves nothing behind. `at` is where the body sits, for error paths.
+ */
+export function createMission(app: App, input: MissionInput, at = 'body'): MissionDetail {
+  return app.events.write(() => {
+    const plan = planTasks(input.tasks, `${at}.tasks`);
+    const unknown: ErrorDetail[] = [];
+    input.tasks.forEach((t, i) => {
+      if (t.assignTo && !agentExists(app.db, t.assignTo)) unknown.push({ path: `${at}.tasks.${i}.assignTo`, message: `agent "${t.assignTo}" does not exist` });
+    });
+    if (unknown.length) throw new AppError('unprocessable', `Mission tasks: ${unknown.map((u) => u.message).join('; ')}.`, { details: unknown });
+
+    const id = uuidv7();
+    const now = nowIso();
+    store.insertMission(app.db, {
+      id,
+      name: input.name,
+      goal: input.goal ?? null,
+      status: 'draft',
+      deadline: input.deadline === undefined ? null : new Date(input.deadline).toISOString(),
+      createdAt: now,
+      updatedAt: now,
+    });
+    const taskIds: string[] = [];
+    for (const i of plan.order) {
+      const { dependsOn: _titles, ...fields } = input.tasks[i]!;
+      const task = createTask(app, { ...fields, missionId: id, dependsOn: plan.deps[i]!.map((j) => taskIds[j]!), draft: true });
+      taskIds[i] = task.id;
+    }
+    const mission = getMission(app, id);
+    app.events.emit('mission:created', { missionId: id, name: input.name, taskIds: mission.taskIds });
+    return mission;
+  });
+}
+
+/** start, pause, resume or cancel; any other move is 409 invalid_transition naming both states. */
+export function moveMission(app: App, id: string, action: MissionAction): Mission {
+  return app.events.write(() => {
+    const m = requireRecord(app, id);
+    const move = MISSION_ACTIONS[action];
+    if (!(move.from as readonly MissionState[]).includes(m.status)) {
+      const allowed = (Object.keys(MISSION_ACTIONS) as MissionAction[]).filter((a) => (MISSION_ACTIONS[a].from as readonly MissionState[]).includes(m.status));
+      const hint = allowed.length ? `from ${m.status} a mission may: ${allowed.join(', ')}` : `${m.status} is final`;
+      throw new AppError('invalid_transition', `Mission ${id} cannot ${action}: a mission cannot move from ${m.status} to ${move.to}; ${hint}.`);
+    }
+    if (!store.setStatus(app.db, id, m.status, move.to, nowIso())) {
+      throw new AppError('conflict', `Mission ${id} changed state while moving from ${m.status} to ${move.to}; read it and try again.`);
+    }
+    app.events.emit(move.event, { missionId: id, name: m.name });
+    if (action === 'start') {
+      for (const t of listMissionTasks(app, id)) if (t.status === 'draft') transitionTask(app, t.id, 'pending', { reason: 'mission started' });
+    }
+    return toMission(requireRecord(app, id), listMissionTasks(app, id));
+  });
+}
+
+/**
+ * Deletes a mission. With cascade its tasks are removed (newest first, so dependents go before
+ * what they depend on); without, they stay on the board with missionId cleared.
+ */
+export function deleteMission(app: App, id: string, cascade: boolean): void {
+  app.events.write(() => {
+    const m = requireRecord(app, id);
+    const tasks = listMissionTasks(app, id);
+    if (cascade) for (const t of [...tasks].reverse()) removeTask(app, t.id);
+    else for (const t of tasks) detachTaskFromMission(app, t.id);
+    store.deleteMission(app.db, id);
+    app.events.emit('mission:deleted', { missionId: id, name: m.name, cascade });
+  });
+}
+
+/** Completion and failure follow from task transitions, inside the transition's transaction. */
+function onTransition(app: App, { task, to }: TaskTransition): void {
+  if (!task.missionId || (to !== 'done' && to !== 'failed')) return;
+  const m = store.getMission(app.db, task.missionId);
+  if (!m || !RUNNING.includes(m.status)) return;
+  const now = nowIso();
+  if (to === 'done') {
+    if (!listMissionTasks(app, m.id).every((t) => t.status === 'done')) return;
+    store.setStatus(app.db, m.id, m.status, 'completed', now);
+    app.events.emit('mission:completed', { missionId: m.id, name: m.name });
+  } else if (task.retries >= task.maxRetries) {
+    store.setStatus(app.db, m.id, m.status, 'failed', now);
+    app.events.emit('mission:failed', { missionId: m.id, name: m.name, taskId: task.id });
+  }
+}
+
+/**
+ * A mission's tasks wait for it: they leave draft only once it has started, and they may start
+ * work (enter in_progress) only while it is active, not while it is draft, paused or over.
+ */
+function guardTransition(app: App, task: Task, to: TaskState): void {
+  if (!task.missionId) return;
+  const m = store.getMission(app.db, task.missionId);
+  if (!m) return;
+  if (task.status === 'draft' && m.status === 'draft') {
+    throw new AppError('conflict', `Task ${task.id} cannot move from draft to ${to}: its mission ${m.id} is still draft; start the mission to release its tasks.`);
+  }
+  if (to === 'in_progress' && m.status !== 'active') {
+    const hint = m.status === 'paused' ? '; resume the mission first' : '';
+    throw new AppError('conflict', `Task ${task.id} cannot move from ${task.status} to in_progress: its mission ${m.id} is ${m.status}${hint}.`);
+  }
+}
+
+// Registered once per process; each call receives the daemon's App, so several daemons share them.
+onTaskTransition(onTransition);
+beforeTaskTransition(guardTransition);

@@ -1,0 +1,390 @@
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findCycle, planTasks } from '../src/resources/missions/plan.js';
+import { startTestDaemon, type TestDaemon } from './harness.js';
+import { runCase, type ApiCase, type ExpectedEvent } from './scenarios.js';
+
+let d: TestDaemon;
+beforeAll(async () => {
+  d = await startTestDaemon();
+  expect((await d.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
+});
+afterAll(async () => {
+  await d.close();
+});
+
+const M = '/api/v1/missions';
+const lastEventId = () => d.daemon.app.events.lastId();
+const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
+
+const zero = { draft: 0, pending: 0, assigned: 0, in_progress: 0, review: 0, awaiting_approval: 0, done: 0, failed: 0 };
+const progress = (counts: Partial<typeof zero>) => {
+  const p = { ...zero, ...counts };
+  return { total: Object.values(p).reduce((a, b) => a + b, 0), ...p };
+};
+
+async function createMission(body: Record<string, unknown>): Promise<any> {
+  const res = await d.api('POST', M, { body });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data;
+}
+
+async function move(taskId: string, ...states: string[]): Promise<void> {
+  for (const to of states) {
+    const res = await d.api('POST', `/api/v1/tasks/${taskId}/transition`, { body: { to } });
+    expect(res.status, `${to}: ${JSON.stringify(res.body)}`).toBe(200);
+  }
+}
+
+const byTitle = (m: any): Record<string, any> => Object.fromEntries(m.tasks.map((t: any) => [t.title, t]));
+
+describe('planTasks (pure)', () => {
+  it('orders dependencies first and keeps the written order otherwise', () => {
+    expect(planTasks([{ title: 'a' }, { title: 'b', dependsOn: ['a'] }]).order).toEqual([0, 1]);
+    expect(planTasks([{ title: 'c', dependsOn: ['b'] }, { title: 'b', dependsOn: ['a'] }, { title: 'a' }, { title: 'd' }]).order).toEqual([2, 1, 0, 3]);
+    expect(planTasks([{ title: 'a' }, { title: 'b', dependsOn: ['a', 'a'] }]).deps).toEqual([[], [0]]);
+  });
+
+  it.each([
+    ['self', [[0]], [0, 0]],
+    ['two', [[1], [0]], [0, 1, 0]],
+    ['three, entered late', [[], [2], [3], [1]], [1, 2, 3, 1]],
+    ['none', [[], [0], [0, 1]], null],
+  ])('findCycle: %s', (_n, deps, cycle) => {
+    expect(findCycle(deps as number[][])).toEqual(cycle);
+  });
+});
+
+// Mission ids and task ids made by earlier cases.
+const ids: Record<string, string> = {};
+const tasks: Record<string, Record<string, any>> = {};
+const m = (key: string, suffix = '') => `${M}/${ids[key]}${suffix}`;
+const ev = (name: string, key: string, name_: string, extra: Record<string, unknown> = {}): ExpectedEvent => ({ name, data: { missionId: ids[key], name: name_, ...extra } });
+const released = (key: string, ...titles: string[]): ExpectedEvent[] =>
+  titles.map((t) => ({ name: 'task:transition', data: { taskId: tasks[key]![t].id, from: 'draft', to: 'pending', reason: 'mission started' } }));
+
+interface Case extends ApiCase {
+  save?: string;
+}
+
+const SHIP = {
+  name: 'ship v1',
+  goal: 'release the first version',
+  deadline: '2030-01-01T12:00:00+02:00',
+  tasks: [
+    { title: 'design', description: 'sketch it' },
+    { title: 'build', dependsOn: ['design'], assignTo: 'ana', priority: 'high', labels: ['code'] },
+    { title: 'release', dependsOn: ['build', 'design'], maxRetries: 0 },
+  ],
+};
+
+const created = (key: string, name: string, titles: string[]) => (): ExpectedEvent[] => [
+  ...titles.map((t) => ({ name: 'task:created', data: { taskId: tasks[key]![t].id, title: t, status: 'draft', assignTo: tasks[key]![t].assignTo, missionId: ids[key] } })),
+  ev('mission:created', key, name, { taskIds: titles.map((t) => tasks[key]![t].id) }),
+];
+
+const cases: Case[] = [
+  {
+    name: 'create a mission with its tasks (draft, dependsOn resolved)',
+    method: 'POST',
+    path: M,
+    body: SHIP,
+    status: 201,
+    save: 'ship',
+    dataMatches: () => ({
+      id: ids.ship,
+      name: 'ship v1',
+      goal: 'release the first version',
+      status: 'draft',
+      deadline: '2030-01-01T10:00:00.000Z',
+      taskIds: ['design', 'build', 'release'].map((t) => tasks.ship![t].id),
+      progress: progress({ draft: 3 }),
+    }),
+    events: created('ship', 'ship v1', ['design', 'build', 'release']),
+  },
+  {
+    name: 'tasks listed out of dependency order are created dependencies first',
+    method: 'POST',
+    path: M,
+    body: { name: 'reordered', tasks: [{ title: 'second', dependsOn: ['first'] }, { title: 'first' }] },
+    status: 201,
+    save: 'reordered',
+    dataMatches: { progress: progress({ draft: 2 }) },
+    events: created('reordered', 'reordered', ['first', 'second']),
+  },
+  { name: 'a mission with no tasks', method: 'POST', path: M, body: { name: 'empty' }, status: 201, save: 'empty', dataMatches: { taskIds: [], goal: null, deadline: null, progress: progress({}) } },
+  {
+    name: 'duplicate titles → 422 naming the title',
+    method: 'POST',
+    path: M,
+    body: { name: 'dup', tasks: [{ title: 'a' }, { title: 'b' }, { title: 'a' }] },
+    status: 422,
+    code: 'unprocessable',
+    detailPath: 'body.tasks.2.title',
+    message: /duplicate title "a"/,
+    events: [],
+  },
+  {
+    name: 'unknown dependency title → 422',
+    method: 'POST',
+    path: M,
+    body: { name: 'unknown', tasks: [{ title: 'a' }, { title: 'b', dependsOn: ['a', 'ghost'] }] },
+    status: 422,
+    code: 'unprocessable',
+    detailPath: 'body.tasks.1.dependsOn.1',
+    message: /no task titled "ghost"/,
+    events: [],
+  },
+  {
+    name: 'a cycle → 422 naming the cycle',
+    method: 'POST',
+    path: M,
+    body: { name: 'cycle', tasks: [{ title: 'a', dependsOn: ['b'] }, { title: 'b', dependsOn: ['c'] }, { title: 'c', dependsOn: ['a'] }, { title: 'd' }] },
+    status: 422,
+    code: 'unprocessable',
+    detailPath: 'body.tasks.0.dependsOn',
+    message: /dependency cycle: a → b → c → a/,
+    events: [],
+  },
+  { name: 'a task depending on itself is a cycle', method: 'POST', path: M, body: { name: 'self', tasks: [{ title: 'x', dependsOn: ['x'] }] }, status: 422, code: 'unprocessable', message: /x → x/, events: [] },
+  { name: 'unknown assignee → 422', method: 'POST', path: M, body: { name: 'who', tasks: [{ title: 'x', assignTo: 'ghost' }] }, status: 422, code: 'unprocessable', detailPath: 'body.tasks.0.assignTo', events: [] },
+  { name: 'name is required', method: 'POST', path: M, body: { tasks: [] }, status: 400, code: 'invalid_request', detailPath: 'body.name', events: [] },
+  { name: 'task bodies are strict', method: 'POST', path: M, body: { name: 'x', tasks: [{ title: 'x', colour: 'red' }] }, status: 400, code: 'invalid_request', detailPath: 'body.tasks.0.colour', events: [] },
+  { name: 'a task of a mission gets no missionId of its own', method: 'POST', path: M, body: { name: 'x', tasks: [{ title: 'x', missionId: 'm' }] }, status: 400, code: 'invalid_request', detailPath: 'body.tasks.0.missionId', events: [] },
+  { name: 'deadline must be ISO 8601', method: 'POST', path: M, body: { name: 'x', deadline: 'tomorrow' }, status: 400, code: 'invalid_request', detailPath: 'body.deadline', events: [] },
+  {
+    name: 'show: tasks and progress',
+    method: 'GET',
+    path: () => m('ship'),
+    status: 200,
+    dataMatches: () => ({ status: 'draft', progress: progress({ draft: 3 }), tasks: ['design', 'build', 'release'].map((t) => ({ id: tasks.ship![t].id, status: 'draft' })) }),
+    events: [],
+  },
+  { name: 'show unknown', method: 'GET', path: `${M}/nope`, status: 404, code: 'not_found', events: [] },
+  {
+    name: 'a draft mission holds its tasks in draft',
+    method: 'POST',
+    path: () => `/api/v1/tasks/${tasks.ship!.design.id}/transition`,
+    body: { to: 'pending' },
+    status: 409,
+    code: 'conflict',
+    message: /still draft; start the mission/,
+    events: [],
+  },
+  { name: 'pause a draft mission', method: 'POST', path: () => m('ship', '/pause'), status: 409, code: 'invalid_transition', message: /from draft to paused/, events: [] },
+  { name: 'resume a draft mission', method: 'POST', path: () => m('ship', '/resume'), status: 409, code: 'invalid_transition', message: /from draft to active/, events: [] },
+  {
+    name: 'start: active, draft tasks → pending',
+    method: 'POST',
+    path: () => m('ship', '/start'),
+    status: 200,
+    dataMatches: { status: 'active', progress: progress({ pending: 3 }) },
+    events: () => [ev('mission:started', 'ship', 'ship v1'), ...released('ship', 'design', 'build', 'release')],
+  },
+  { name: 'start twice', method: 'POST', path: () => m('ship', '/start'), status: 409, code: 'invalid_transition', message: /from active to active/, events: [] },
+  { name: 'resume an active mission', method: 'POST', path: () => m('ship', '/resume'), status: 409, code: 'invalid_transition', message: /from active to active/, events: [] },
+  { name: 'pause', method: 'POST', path: () => m('ship', '/pause'), status: 200, dataMatches: { status: 'paused' }, events: () => [ev('mission:paused', 'ship', 'ship v1')] },
+  { name: 'pause twice', method: 'POST', path: () => m('ship', '/pause'), status: 409, code: 'invalid_transition', message: /from paused to paused/, events: [] },
+  {
+    name: "a paused mission's tasks cannot be claimed (nothing half done)",
+    method: 'POST',
+    path: () => `/api/v1/tasks/${tasks.ship!.design.id}/claim`,
+    body: { agent: 'ana' },
+    status: 409,
+    code: 'conflict',
+    message: /mission .* is paused; resume the mission first/,
+    events: [],
+  },
+  { name: 'resume', method: 'POST', path: () => m('ship', '/resume'), status: 200, dataMatches: { status: 'active' }, events: () => [ev('mission:resumed', 'ship', 'ship v1')] },
+  { name: 'start the empty mission', method: 'POST', path: () => m('empty', '/start'), status: 200, dataMatches: { status: 'active' }, events: () => [ev('mission:started', 'empty', 'empty')] },
+  { name: 'cancel an active mission', method: 'POST', path: () => m('empty', '/cancel'), status: 200, dataMatches: { status: 'cancelled' }, events: () => [ev('mission:cancelled', 'empty', 'empty')] },
+  { name: 'cancel a draft mission', method: 'POST', path: () => m('reordered', '/cancel'), status: 200, dataMatches: { status: 'cancelled', progress: progress({ draft: 2 }) }, events: () => [ev('mission:cancelled', 'reordered', 'reordered')] },
+  { name: 'cancel twice', method: 'POST', path: () => m('reordered', '/cancel'), status: 409, code: 'invalid_transition', message: /from cancelled to cancelled/, events: [] },
+  { name: 'start a cancelled mission', method: 'POST', path: () => m('reordered', '/start'), status: 409, code: 'invalid_transition', message: /from cancelled to active/, events: [] },
+  { name: 'action on an unknown mission', method: 'POST', path: `${M}/nope/start`, status: 404, code: 'not_found', events: [] },
+];
+
+describe('missions', () => {
+  it.each(cases.map((c, i) => [i, c.name, c] as const))('%i %s', async (_i, _n, c) => {
+    await runCase(d, {
+      ...c,
+      onSuccess: (data) => {
+        if (!c.save) return;
+        ids[c.save] = data.id;
+        tasks[c.save] = byTitle(data);
+      },
+    });
+  });
+
+  it('created tasks carry the mission, their fields and dependencies resolved to ids', () => {
+    const t = tasks.ship!;
+    expect(t.design).toMatchObject({ status: 'draft', missionId: ids.ship, description: 'sketch it', dependsOn: [] });
+    expect(t.build).toMatchObject({ missionId: ids.ship, dependsOn: [t.design.id], assignTo: 'ana', priority: 'high', labels: ['code'] });
+    expect(t.release).toMatchObject({ dependsOn: [t.build.id, t.design.id], maxRetries: 0 });
+    expect(tasks.reordered!.second.dependsOn).toEqual([tasks.reordered!.first.id]);
+  });
+
+  it('a refused mission leaves no task behind', async () => {
+    const before = (await d.api('GET', '/api/v1/tasks?limit=200')).body.data.length;
+    const res = await d.api('POST', M, { body: { name: 'half', tasks: [{ title: 'ok' }, { title: 'bad', assignTo: 'ghost' }] } });
+    expect(res.status).toBe(422);
+    expect((await d.api('GET', '/api/v1/tasks?limit=200')).body.data.length).toBe(before);
+  });
+
+  it('completes by itself when the last task is done (through the task transition endpoint)', async () => {
+    const t = tasks.ship!;
+    await move(t.design.id, 'assigned', 'in_progress', 'review', 'done');
+    await move(t.build.id, 'assigned', 'in_progress', 'review');
+    expect((await d.api('GET', m('ship'))).body.data).toMatchObject({ status: 'active', progress: progress({ done: 1, review: 1, pending: 1 }) });
+    await move(t.build.id, 'done');
+    await move(t.release.id, 'assigned', 'in_progress', 'review');
+
+    const before = lastEventId();
+    await move(t.release.id, 'done');
+    expect(eventsAfter(before)).toEqual([
+      { name: 'task:transition', data: { taskId: t.release.id, from: 'review', to: 'done' } },
+      { name: 'mission:completed', data: { missionId: ids.ship, name: 'ship v1' } },
+    ]);
+    expect((await d.api('GET', m('ship'))).body.data).toMatchObject({ status: 'completed', progress: progress({ done: 3 }) });
+    await runCase(d, { name: 'completed is final', method: 'POST', path: m('ship', '/cancel'), status: 409, code: 'invalid_transition', message: /from completed to cancelled/, events: [] });
+  });
+});
+
+describe('failure', () => {
+  it.each([
+    { maxRetries: 0, failuresBeforeMissionFails: 1 },
+    { maxRetries: 1, failuresBeforeMissionFails: 2 },
+  ])('a task failing with no retries left fails the mission (maxRetries $maxRetries)', async ({ maxRetries, failuresBeforeMissionFails }) => {
+    const mission = await createMission({ name: `fragile ${maxRetries}`, tasks: [{ title: 'risky', maxRetries }, { title: 'other' }] });
+    const risky = byTitle(mission).risky;
+    await d.api('POST', `${M}/${mission.id}/start`);
+    for (let n = 1; n <= failuresBeforeMissionFails; n++) {
+      if (n > 1) await move(risky.id, 'pending');
+      await move(risky.id, 'assigned', 'in_progress');
+      const before = lastEventId();
+      await move(risky.id, 'failed');
+      const last = n === failuresBeforeMissionFails;
+      expect(eventsAfter(before)).toEqual([
+        { name: 'task:transition', data: { taskId: risky.id, from: 'in_progress', to: 'failed' } },
+        ...(last ? [{ name: 'mission:failed', data: { missionId: mission.id, name: `fragile ${maxRetries}`, taskId: risky.id } }] : []),
+      ]);
+      expect((await d.api('GET', `${M}/${mission.id}`)).body.data.status).toBe(last ? 'failed' : 'active');
+    }
+    const start = await d.api('POST', `/api/v1/tasks/${byTitle(mission).other.id}/claim`, { body: { agent: 'ana' } });
+    expect(start.status).toBe(409);
+    expect(start.body.error).toMatch(/mission .* is failed/);
+  });
+});
+
+describe('delete', () => {
+  it.each([false, true])('cascade=%s', async (cascade) => {
+    const mission = await createMission({ name: `doomed ${cascade}`, tasks: [{ title: 'a' }, { title: 'b', dependsOn: ['a'] }] });
+    const [a, b] = mission.taskIds as string[];
+    const before = lastEventId();
+    const res = await d.api('DELETE', `${M}/${mission.id}${cascade ? '?cascade=true' : ''}`);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ removed: true });
+    const taskEvents = cascade
+      ? [b, a].map((taskId) => ({ name: 'task:removed', data: { taskId } }))
+      : [a, b].map((taskId) => ({ name: 'task:updated', data: { taskId, fields: ['missionId'] } }));
+    expect(eventsAfter(before)).toEqual([...taskEvents, { name: 'mission:deleted', data: { missionId: mission.id, name: `doomed ${cascade}`, cascade } }]);
+    expect((await d.api('GET', `${M}/${mission.id}`)).status).toBe(404);
+    for (const id of [a, b]) {
+      const t = await d.api('GET', `/api/v1/tasks/${id}`);
+      if (cascade) expect(t.status).toBe(404);
+      else expect(t.body.data).toMatchObject({ missionId: null, status: 'draft' });
+    }
+    // Detached tasks are free of the (gone) mission's draft hold.
+    if (!cascade) await move(a!, 'pending');
+  });
+
+  it.each([
+    ['unknown mission', `${M}/nope`, 404, 'not_found'],
+    ['cascade must be true or false', `${M}/nope?cascade=yes`, 400, 'invalid_request'],
+  ])('%s', async (_n, path, status, code) => {
+    const res = await d.api('DELETE', path);
+    expect(res.status).toBe(status);
+    expect(res.body.code).toBe(code);
+  });
+});
+
+describe('listing', () => {
+  it('pages newest first with X-Next-Cursor and filters by status', async () => {
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await createMission({ name: `page ${i}`, tasks: [{ title: 'only' }] })).id);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await d.api('GET', `${M}?status=draft&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      for (const x of res.body.data) expect(x).toMatchObject({ status: 'draft', progress: progress({ draft: 1 }) });
+      seen.push(...res.body.data.map((x: { id: string }) => x.id));
+      cursor = res.headers.get('x-next-cursor');
+    } while (cursor);
+    expect(seen.slice(0, 5)).toEqual([...made].reverse());
+    const all = (await d.api('GET', M)).body.data.map((x: { id: string }) => x.id);
+    expect(all.indexOf(made[4])).toBeLessThan(all.indexOf(ids.ship));
+    expect((await d.api('GET', `${M}?status=completed`)).body.data.map((x: { id: string }) => x.id)).toEqual([ids.ship]);
+    expect((await d.api('GET', `${M}?limit=0`)).status).toBe(400);
+  });
+});
+
+describe('svc missions (CLI)', () => {
+  const run = promisify(execFile);
+  const repo = fileURLToPath(new URL('..', import.meta.url));
+  async function svc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      const r = await run('node', ['bin/svc', '--url', d.url, '--api-key', d.key, ...args], { cwd: repo, env: { ...process.env, NO_COLOR: '1' } });
+      return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  }
+
+  beforeAll(async () => {
+    await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo });
+  }, 120_000);
+
+  it('adds from YAML, lists, shows progress, starts, pauses, resumes, cancels and removes', async () => {
+    const file = join(d.root, 'mission.yaml');
+    writeFileSync(file, ['name: from yaml', 'goal: try the CLI', 'tasks:', '  - title: one', '  - title: two', '    dependsOn: [one]', ''].join('\n'));
+    const add = await svc('missions', 'add', file, '--json');
+    expect(add.code, add.stderr).toBe(0);
+    const mission = JSON.parse(add.stdout);
+    expect(mission).toMatchObject({ name: 'from yaml', status: 'draft', progress: progress({ draft: 2 }) });
+    expect(mission.tasks[1].dependsOn).toEqual([mission.tasks[0].id]);
+
+    const ls = await svc('missions', 'ls');
+    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+DONE\s+DEADLINE\s+NAME/);
+    expect(ls.stdout).toMatch(new RegExp(`${mission.id}\\s+draft\\s+0/2`));
+
+    const start = await svc('missions', 'start', mission.id);
+    expect(start.code, start.stderr).toBe(0);
+    expect(start.stdout).toContain('is now active: pending 2 (0/2 done)');
+
+    const show = await svc('missions', 'show', mission.id);
+    expect(show.stdout).toMatch(/status\s+active/);
+    expect(show.stdout).toMatch(/progress\s+pending 2 \(0\/2 done\)/);
+    expect(show.stdout).toContain(mission.tasks[0].id);
+
+    expect((await svc('missions', 'pause', mission.id)).stdout).toContain('is now paused');
+    const again = await svc('missions', 'pause', mission.id);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/invalid_transition \(409\).*from paused to paused/);
+    expect((await svc('missions', 'resume', mission.id)).stdout).toContain('is now active');
+    expect((await svc('missions', 'cancel', mission.id)).stdout).toContain('is now cancelled');
+
+    const rm = await svc('missions', 'rm', mission.id, '--cascade');
+    expect(rm.code, rm.stderr).toBe(0);
+    expect(rm.stdout).toContain('and its tasks');
+    expect((await d.api('GET', `/api/v1/tasks/${mission.tasks[0].id}`)).status).toBe(404);
+
+    const missing = await svc('missions', 'add', join(d.root, 'nope.json'));
+    expect(missing.code).toBe(2);
+  });
+});
