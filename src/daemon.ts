@@ -67,6 +67,17 @@ function fileLogger(dir: string): (line: string) => void {
   };
 }
 
+/** Wraps a timer or watcher callback: a failure there is logged, it must never take the daemon down. */
+function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A) => void): (...args: A) => void {
+  return (...args) => {
+    try {
+      fn(...args);
+    } catch (err) {
+      log.error(`${what} failed`, errorFields(err));
+    }
+  };
+}
+
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const env = opts.env ?? process.env;
   const root = opts.root;
@@ -104,13 +115,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }
   const events = new EventLog(db);
   const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse });
-  const prune = () => {
+  const prune = guarded(log, 'pruning old events', () => {
     const n = events.prune(new Date(Date.now() - EVENT_RETENTION_MS));
     if (n) log.info('pruned old events', { count: n });
-  };
+  });
   prune();
-  const pruneTimer = setInterval(prune, 60 * 60 * 1000);
-  pruneTimer.unref();
   let vault;
   try {
     vault = await openVault({ db, projectId, env, log });
@@ -147,6 +156,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   try {
     workers.push(await startSkills(app));
   } catch (err) {
+    for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
     db.close();
     throw err;
   }
@@ -176,6 +186,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       resolve();
     });
   });
+  // After listening, a server error (EMFILE on accept…) is logged, never fatal.
+  http.server.on('error', (err) => log.error('http server error', errorFields(err)));
+  const pruneTimer = setInterval(prune, 60 * 60 * 1000);
+  pruneTimer.unref();
   const addr = http.server.address();
   if (addr && typeof addr === 'object') listening = { host: listening.host, port: addr.port };
   const urlHost = listening.host.includes(':') ? `[${listening.host}]` : listening.host;
@@ -190,7 +204,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     version: app.version,
   });
 
-  const watcher = watchConfig(root, (result) => {
+  const watcher = watchConfig(root, guarded(log, 'applying a project.json change', (result) => {
     if (!result.ok) {
       log.error('project.json change refused; the last good config stays in force', { issues: result.issues });
       events.write(() => events.emit('config:invalid', { issues: result.issues }));
@@ -207,7 +221,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     }
     log.info('project.json reloaded', { keys: keys.length });
     events.write(() => events.emit('config:reloaded', { warnings: result.warnings }));
-  });
+  }), (err) => log.error('watching project.json failed; edits will not apply until restart', errorFields(err)));
 
   async function close(): Promise<void> {
     closing ??= (async () => {

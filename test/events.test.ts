@@ -129,6 +129,30 @@ describe('replay', () => {
   });
 });
 
+describe('retention', () => {
+  it('prunes events older than 24 hours at start, and tells a replaying client what it can no longer get', async () => {
+    const one = await startTestDaemon({ keepRoot: true });
+    const { app } = one.daemon;
+    for (const name of ['old-1', 'old-2', 'fresh']) app.events.write(() => app.events.emit('team:created', { name }));
+    const [o1, o2] = app.events.since(0, 10).filter((e) => e.data.name !== 'fresh');
+    // Age the first two past the window, as if the daemon had been running for a day.
+    app.db.prepare('UPDATE events SET created_at = ? WHERE id IN (?, ?)').run(new Date(Date.now() - 25 * 3600 * 1000).toISOString(), o1!.id, o2!.id);
+    await one.close();
+    const two = await startTestDaemon({ root: one.root });
+    try {
+      const kept = two.daemon.app.events.since(0, 10).map((e) => e.data.name);
+      expect(kept).toEqual(['fresh']);
+      const c = await collect(two.url, { key: two.key, lastEventId: 0, filter: 'team:' });
+      await c.until((x) => x.messages.length === 1);
+      expect(c.messages[0]!.data).toBe('{"name":"fresh"}');
+      expect(c.comments.some((t) => /past the retention window/.test(t))).toBe(true);
+      c.close();
+    } finally {
+      await two.close();
+    }
+  });
+});
+
 describe('stream lifecycle', () => {
   it('closes the streams of a key removed from project.json within a second', async () => {
     const key = 'revocable-key-0123456789';

@@ -7,7 +7,12 @@ import { CONFIG_FILE, loadConfig, type LoadResult } from './load.js';
  * rename), so changes are debounced briefly; the result is reported whether valid or not and the
  * caller decides what to keep.
  */
-export function watchConfig(root: string, onChange: (result: LoadResult) => void, debounceMs = 75): { close(): Promise<void> } {
+export function watchConfig(
+  root: string,
+  onChange: (result: LoadResult) => void,
+  onError: (err: unknown) => void,
+  debounceMs = 75,
+): { close(): Promise<void> } {
   const file = join(root, CONFIG_FILE);
   let timer: NodeJS.Timeout | undefined;
   const schedule = () => {
@@ -15,7 +20,8 @@ export function watchConfig(root: string, onChange: (result: LoadResult) => void
     timer = setTimeout(() => onChange(loadConfig(root)), debounceMs);
   };
   const watcher = watch(file, { ignoreInitial: true, atomic: true });
-  watcher.on('add', schedule).on('change', schedule).on('unlink', schedule);
+  // chokidar emits 'error' (EMFILE, ENOSPC, EACCES); unhandled, Node would throw it.
+  watcher.on('add', schedule).on('change', schedule).on('unlink', schedule).on('error', onError);
   return {
     async close() {
       clearTimeout(timer);

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { AppError } from '../kernel/errors.js';
 import type { EventMatcher } from './filter.js';
 import type { EventLog, StoredEvent } from './outbox.js';
 
@@ -40,6 +41,7 @@ interface Stream {
 export class SseHub {
   private readonly streams = new Set<Stream>();
   private readonly unsubscribe: () => void;
+  private closed = false;
 
   constructor(
     private readonly log: EventLog,
@@ -55,6 +57,8 @@ export class SseHub {
   }
 
   open(res: ServerResponse, opts: { keyId: string; matches: EventMatcher; lastEventId?: number }): void {
+    // Shutting down: a stream opened now would hear nothing and hold its connection until the grace period ends.
+    if (this.closed) throw new AppError('unavailable', 'The daemon is shutting down; reconnect shortly.');
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-cache, no-transform',
@@ -104,6 +108,7 @@ export class SseHub {
   }
 
   closeAll(): void {
+    this.closed = true;
     for (const s of this.streams) {
       s.res.end();
       this.drop(s);
