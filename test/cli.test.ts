@@ -82,3 +82,28 @@ describe('svc agents and teams', () => {
     expect((await svc(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });
+
+describe('finding the daemon', () => {
+  it('outside any project, says so instead of calling whatever listens on the default port', async () => {
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const r = await svc(['agents', 'ls'], { cwd: mkdtempSync(`${tmpdir()}/svc-noproj-`) });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('svc init');
+  });
+
+  it('in a project whose daemon is not running, exits 3 with the hint to start it', async () => {
+    const { makeProject } = await import('./harness.js');
+    const r = await svc(['status'], { cwd: makeProject() });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('svc serve');
+  });
+
+  it('prints each invalid field once, and errors as JSON with --json', async () => {
+    const r = await run('agents', 'add', 'bob', '--max-turns', '0');
+    expect(r.stderr.match(/body\.maxTurns/g)).toHaveLength(1);
+    const j = await run('--json', 'agents', 'show', 'ghost');
+    expect(j.code).toBe(1);
+    expect(JSON.parse(j.stderr)).toMatchObject({ ok: false, code: 'not_found', status: 404 });
+  });
+});

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { SvcClient } from '../client/client.js';
-import { findProjectRoot, loadConfig } from '../config/load.js';
+import { findProjectRoot } from '../config/load.js';
 import { readDaemonInfo, readLocalKey } from '../state-dir.js';
 
 export interface GlobalOptions {
@@ -29,20 +29,46 @@ export function projectRoot(opts: GlobalOptions): string | null {
   return findProjectRoot(process.cwd());
 }
 
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Nothing to talk to: not in a project, or its daemon is not running. Exit 3 with a hint. */
+export class NoDaemonError extends Error {}
+
 /**
- * Finds the daemon and the key: --url, SVC_URL, then .svc/daemon.json, then project.json's
- * server address; --api-key, SERVICE_API_KEY, then .svc/local.key.
+ * Finds the daemon and the key: --url or SVC_URL, else the project's .svc/daemon.json (written by
+ * the running daemon, removed when it stops); --api-key, SERVICE_API_KEY, then .svc/local.key.
+ * There is deliberately no fallback to a default port: another project's daemon may be there, and
+ * it would answer this project's commands (or refuse its key).
  */
 export function cliContext(cmd: Command): CliContext {
   const opts = cmd.optsWithGlobals<GlobalOptions>();
   const root = projectRoot(opts);
-  let url = opts.url || process.env.SVC_URL || undefined;
-  if (!url && root) url = readDaemonInfo(root)?.url;
-  if (!url && root) {
-    const c = loadConfig(root);
-    if (c.ok) url = `http://${c.config.server.host}:${c.config.server.port}`;
+  const explicitUrl = opts.url || process.env.SVC_URL || undefined;
+  let url = explicitUrl;
+  if (!url) {
+    if (!root) throw new NoDaemonError('no project.json here or in any parent directory.\nhint: run `svc init` to create one, or pass --project DIR or --url URL.');
+    const info = readDaemonInfo(root);
+    if (!info || !pidAlive(info.pid)) throw new NoDaemonError(`no svc daemon is running for the project in ${root}.\nhint: start it with \`svc serve\`.`);
+    url = info.url;
   }
-  url ??= 'http://127.0.0.1:7420';
-  const apiKey = opts.apiKey || process.env.SERVICE_API_KEY || (root ? readLocalKey(root) : undefined);
+  let apiKey = opts.apiKey || process.env.SERVICE_API_KEY || undefined;
+  // The project's local key goes only to its own daemon, or to an explicit loopback URL.
+  if (!apiKey && root && (!explicitUrl || isLoopbackUrl(explicitUrl))) apiKey = readLocalKey(root);
   return { json: Boolean(opts.json), root, client: new SvcClient({ url, apiKey }) };
+}
+
+function isLoopbackUrl(url: string): boolean {
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+    return host === 'localhost' || host === '::1' || host.startsWith('127.');
+  } catch {
+    return false;
+  }
 }

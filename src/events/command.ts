@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { fail } from '../cli/action.js';
-import { cliContext } from '../cli/context.js';
+import { cliContext, type GlobalOptions } from '../cli/context.js';
 import { style } from '../cli/output.js';
 import { ApiError } from '../client/client.js';
 import { streamEvents, type SseMessage } from '../client/sse.js';
@@ -32,13 +32,14 @@ export function eventsCommand(): Command {
       const stop = () => abort.abort();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+      const json = Boolean(this.optsWithGlobals<GlobalOptions>().json);
       let lastEventId: string | undefined;
       let delay = 250;
       let warned = false;
       while (!abort.signal.aborted) {
-        // Re-read .svc/daemon.json each time: a restarted daemon may listen on another port.
-        const ctx = cliContext(this);
         try {
+          // Re-read .svc/daemon.json each time: a restarted daemon may listen on another port.
+          const ctx = cliContext(this);
           await streamEvents(
             ctx.client,
             (m) => {
@@ -48,14 +49,14 @@ export function eventsCommand(): Command {
                 process.stderr.write('reconnected\n');
                 warned = false;
               }
-              if (ctx.json) process.stdout.write(JSON.stringify({ id: m.id ? Number(m.id) : null, event: m.event, data: JSON.parse(m.data) }) + '\n');
+              if (json) process.stdout.write(JSON.stringify({ id: m.id ? Number(m.id) : null, event: m.event, data: JSON.parse(m.data) }) + '\n');
               else process.stdout.write(formatEvent(m) + '\n');
             },
             { filter: o.filter, lastEventId, signal: abort.signal },
           );
         } catch (err) {
           if (err instanceof ApiError) {
-            fail(err);
+            fail(err, json);
             break;
           }
           if (!warned) {

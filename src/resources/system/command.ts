@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { action, parseIntOption } from '../../cli/action.js';
+import { action, localAction, parseIntOption } from '../../cli/action.js';
 import { projectRoot, UsageError, type GlobalOptions } from '../../cli/context.js';
 import { emit, keyValues, printJson } from '../../cli/output.js';
 import { UnreachableError } from '../../client/client.js';
@@ -25,7 +25,7 @@ export function initCommand(): Command {
     .description('Write a starter project.json here (and ignore .svc/ in .gitignore)')
     .option('--name <name>', 'project name (default: the directory name)')
     .action(
-      action(async (_ctx, o: { name?: string }) => {
+      localAction(async (o: { name?: string }) => {
         const dir = resolve(process.cwd());
         const file = join(dir, CONFIG_FILE);
         if (existsSync(file)) throw new UsageError(`${file} already exists`);
