@@ -3,6 +3,7 @@ import { EXIT } from '../src/cli/context.js';
 import { eventsCommand } from '../src/events/command.js';
 import { packageVersion } from '../src/lib/version.js';
 import { agentsCommand } from '../src/resources/agents/command.js';
+import { approvalsCommand } from '../src/resources/approvals/command.js';
 import { missionsCommand } from '../src/resources/missions/command.js';
 import { playbooksCommand } from '../src/resources/playbooks/command.js';
 import { skillsCommand } from '../src/resources/skills/command.js';
@@ -21,7 +22,7 @@ const program = new Command('svc')
   .showHelpAfterError()
   .exitOverride();
 
-for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), missionsCommand(), playbooksCommand(), vaultCommand(), eventsCommand(), openapiCommand()]) {
+for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), missionsCommand(), playbooksCommand(), vaultCommand(), approvalsCommand(), eventsCommand(), openapiCommand()]) {
   program.addCommand(cmd);
 }
 

@@ -16,6 +16,7 @@ import { ensurePrivateDir } from './lib/files.js';
 import { uuidv4 } from './lib/ids.js';
 import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
+import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { startSkills } from './resources/skills/live-index.js';
 import { openVault } from './resources/vault/service.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
@@ -155,6 +156,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const workers: { close(): Promise<void> | void }[] = [];
   try {
     workers.push(await startSkills(app));
+    workers.push(startApprovalTimeouts(app));
   } catch (err) {
     for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
     db.close();

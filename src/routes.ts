@@ -4,6 +4,7 @@ import { eventRoutes } from './events/routes.js';
 import { buildOpenApi } from './kernel/openapi.js';
 import { RAW_RESPONSE as RAW, type AnyRoute } from './kernel/route.js';
 import { agentRoutes } from './resources/agents/routes.js';
+import { approvalRoutes } from './resources/approvals/routes.js';
 import { missionRoutes } from './resources/missions/routes.js';
 import { playbookRoutes } from './resources/playbooks/routes.js';
 import { skillRoutes } from './resources/skills/routes.js';
@@ -14,7 +15,7 @@ import { vaultRoutes } from './resources/vault/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes];
 
 const openApiRoute = route({
   method: 'GET',

@@ -1,0 +1,118 @@
+import { Command, Option } from 'commander';
+import { userInfo } from 'node:os';
+import { action, parseIntOption } from '../../cli/action.js';
+import { emit, keyValues, style, table } from '../../cli/output.js';
+import { seg } from '../../client/client.js';
+import { APPROVAL_STATUSES, type Approval } from './schema.js';
+
+const path = (id: string) => `/api/v1/approvals/${seg(id)}`;
+
+/** A short age for people: 45s, 3m, 2h, 5d. */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 48 * 3600) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+function timeoutCell(a: Approval, now: number): string | null {
+  if (a.timedOut) return 'timed out';
+  if (a.status !== 'pending' || a.expiresAt === null) return null;
+  return `${a.timeoutAction} in ${formatAge(Date.parse(a.expiresAt) - now)}`;
+}
+
+/** The table, with pending rows (the ones waiting on a person) highlighted on a TTY. */
+export function approvalTable(approvals: Approval[], now: number = Date.now()): string {
+  const text = table(
+    approvals,
+    [
+      { header: 'ID', value: (a) => a.id },
+      { header: 'STATUS', value: (a) => a.status },
+      { header: 'AGE', value: (a) => formatAge(now - Date.parse(a.createdAt)) },
+      { header: 'TASK', value: (a) => a.taskId },
+      { header: 'REQUESTED BY', value: (a) => a.requestedBy },
+      { header: 'TIMEOUT', value: (a) => timeoutCell(a, now) },
+      { header: 'TITLE', value: (a) => a.title },
+    ],
+    'no approval requests',
+  );
+  if (!approvals.length) return text;
+  // Colour whole lines after layout, so escape codes never count towards column widths.
+  const lines = text.split('\n');
+  approvals.forEach((a, i) => {
+    if (a.status === 'pending') lines[i + 1] = style.yellow(lines[i + 1]!);
+  });
+  return lines.join('\n');
+}
+
+const show = (a: Approval) => keyValues({ ...a, payload: a.payload === null ? null : JSON.stringify(a.payload) });
+
+/** Who decides, when --by is not given: the person at the keyboard. */
+function defaultResolver(): string | undefined {
+  try {
+    return userInfo().username || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function approvalsCommand(): Command {
+  const cmd = new Command('approvals').description('Human decisions that gate work');
+
+  cmd
+    .command('ls')
+    .description('List approval requests, newest first (pending ones highlighted, with their age)')
+    .addOption(new Option('--status <status>', 'only requests in this status').choices([...APPROVAL_STATUSES]))
+    .option('--task <taskId>', 'only requests for this task')
+    .option('--limit <n>', 'page size (1-200, default 50)', parseIntOption('--limit'))
+    .option('--cursor <cursor>', 'page to show (printed after a full page)')
+    .action(
+      action(async (ctx, o: { status?: string; task?: string; limit?: number; cursor?: string }) => {
+        const res = await ctx.client.call<Approval[]>('GET', '/api/v1/approvals', {
+          query: { status: o.status, taskId: o.task, limit: o.limit, cursor: o.cursor },
+        });
+        emit(ctx.json, res.data, () => approvalTable(res.data));
+        const next = res.headers['x-next-cursor'];
+        if (typeof next === 'string') process.stderr.write(style.dim(`more: svc approvals ls --cursor ${next}\n`));
+      }),
+    );
+
+  cmd
+    .command('show <id>')
+    .description('Show an approval request')
+    .action(
+      action(async (ctx, id: string) => {
+        const a = await ctx.client.get<Approval>(path(id));
+        emit(ctx.json, a, () => show(a));
+      }),
+    );
+
+  cmd
+    .command('approve <id>')
+    .description('Approve a pending request (its task goes to assigned, or done when it was in review)')
+    .option('--note <text>', 'a note kept with the decision')
+    .option('--by <name>', 'who decides (default: your user name)')
+    .action(
+      action(async (ctx, id: string, o: { note?: string; by?: string }) => {
+        const by = o.by ?? defaultResolver();
+        const a = await ctx.client.post<Approval>(`${path(id)}/approve`, { ...(o.note !== undefined ? { note: o.note } : {}), ...(by ? { resolvedBy: by } : {}) });
+        emit(ctx.json, a, () => `approved ${a.id}${a.taskId ? ` (task ${a.taskId})` : ''}\n`);
+      }),
+    );
+
+  cmd
+    .command('reject <id>')
+    .description('Reject a pending request; the feedback is appended to its task, which goes back to pending')
+    .requiredOption('--feedback <text>', 'what to change')
+    .option('--by <name>', 'who decides (default: your user name)')
+    .action(
+      action(async (ctx, id: string, o: { feedback: string; by?: string }) => {
+        const by = o.by ?? defaultResolver();
+        const a = await ctx.client.post<Approval>(`${path(id)}/reject`, { feedback: o.feedback, ...(by ? { resolvedBy: by } : {}) });
+        emit(ctx.json, a, () => `rejected ${a.id}${a.taskId ? ` (task ${a.taskId} is pending again)` : ''}\n`);
+      }),
+    );
+
+  return cmd;
+}

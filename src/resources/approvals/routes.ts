@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { route } from '../../app.js';
+import { ApprovalIdParam, ApprovalIn, ApprovalListQuery, ApprovalOut, ApproveIn, RejectIn } from './schema.js';
+import * as approvals from './service.js';
+
+const tag = 'Approvals';
+const base = '/api/v1/approvals';
+const item = `${base}/{approvalId}`;
+
+export const approvalRoutes = [
+  route({
+    method: 'GET',
+    path: base,
+    operationId: 'listApprovals',
+    summary: 'List approval requests, newest first (filter by status, taskId; cursor)',
+    description: 'Always an array, empty when there are none. When more follow, the X-Next-Cursor header holds the cursor of the next page.',
+    tag,
+    query: ApprovalListQuery,
+    response: z.array(ApprovalOut),
+    handler: ({ app, query, setHeader }) => {
+      const page = approvals.listApprovals(app, query);
+      if (page.nextCursor) setHeader('X-Next-Cursor', page.nextCursor);
+      return page.approvals;
+    },
+  }),
+  route({
+    method: 'POST',
+    path: base,
+    operationId: 'requestApproval',
+    summary: 'Request an approval; a task named moves to awaiting_approval',
+    description:
+      'An unknown taskId is 422. A task that cannot move to awaiting_approval is 409 invalid_transition; a task that already has a pending approval is 409 conflict. timeoutAction (default reject) decides the request when timeoutSeconds have passed, also across daemon restarts.',
+    tag,
+    status: 201,
+    body: ApprovalIn,
+    response: ApprovalOut,
+    handler: ({ app, body }) => approvals.requestApproval(app, body),
+  }),
+  route({
+    method: 'GET',
+    path: item,
+    operationId: 'getApproval',
+    summary: 'Show an approval request',
+    tag,
+    params: ApprovalIdParam,
+    response: ApprovalOut,
+    handler: ({ app, params }) => approvals.requireApproval(app, params.approvalId),
+  }),
+  route({
+    method: 'POST',
+    path: `${item}/approve`,
+    operationId: 'approveApproval',
+    summary: 'Approve a pending request: its task → assigned, or done when requested from review (409 if already decided)',
+    description: 'If the task is no longer awaiting approval (moved by hand or deleted), the decision is recorded and the task is left as it is.',
+    tag,
+    params: ApprovalIdParam,
+    body: ApproveIn,
+    response: ApprovalOut,
+    handler: ({ app, params, body, principal }) =>
+      approvals.approve(app, params.approvalId, { note: body.note, resolvedBy: body.resolvedBy ?? principal?.name ?? null }),
+  }),
+  route({
+    method: 'POST',
+    path: `${item}/reject`,
+    operationId: 'rejectApproval',
+    summary: 'Reject a pending request with feedback: its task → pending, feedback appended, revisionCount + 1 (409 if already decided)',
+    description: 'If the task is no longer awaiting approval (moved by hand or deleted), the decision is recorded and the task is left as it is.',
+    tag,
+    params: ApprovalIdParam,
+    body: RejectIn,
+    response: ApprovalOut,
+    handler: ({ app, params, body, principal }) =>
+      approvals.reject(app, params.approvalId, { feedback: body.feedback, resolvedBy: body.resolvedBy ?? principal?.name ?? null }),
+  }),
+];

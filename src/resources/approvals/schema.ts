@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { UUID_RE } from '../../lib/ids.js';
+import { Timestamp } from '../common.js';
+import { TaskStatus } from '../tasks/schema.js';
+
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected'] as const;
+export const ApprovalStatus = z.enum(APPROVAL_STATUSES);
+export type ApprovalStatus = z.output<typeof ApprovalStatus>;
+
+export const TIMEOUT_ACTIONS = ['approve', 'reject'] as const;
+export const TimeoutAction = z.enum(TIMEOUT_ACTIONS);
+export type TimeoutAction = z.output<typeof TimeoutAction>;
+
+/** A year: long enough for any human gate, short enough that expires_at stays a sane date. */
+export const MAX_TIMEOUT_SECONDS = 365 * 24 * 60 * 60;
+
+const who = z.string().trim().min(1).max(128);
+const id = z.string().min(1).max(128);
+
+export const ApprovalIn = z
+  .strictObject({
+    taskId: id.optional().describe('Task to gate: it moves to awaiting_approval (409 invalid_transition if it cannot).'),
+    missionId: id.optional().describe('Mission the request concerns; taken from the task when omitted.'),
+    requestedBy: who.describe('Who asks: an agent name, "orchestrator", a person.'),
+    title: z.string().trim().min(1).max(500),
+    reason: z.string().max(10_000).optional(),
+    payload: z.unknown().optional().describe('Any JSON value the approver should see (a diff, a command, an amount).'),
+    timeoutSeconds: z.int().min(1).max(MAX_TIMEOUT_SECONDS).optional().describe('Decide automatically with timeoutAction after this long.'),
+    timeoutAction: TimeoutAction.optional().describe('What a timeout decides; default reject. Only with timeoutSeconds.'),
+  })
+  .superRefine((v, ctx) => {
+    if (v.timeoutAction !== undefined && v.timeoutSeconds === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['timeoutAction'], message: 'only allowed together with timeoutSeconds' });
+    }
+  });
+export type ApprovalInput = z.output<typeof ApprovalIn>;
+
+export const ApproveIn = z.strictObject({
+  note: z.string().max(10_000).optional(),
+  resolvedBy: who.optional().describe('Who decides; default the name of the API key used.'),
+});
+export type ApproveInput = z.output<typeof ApproveIn>;
+
+export const RejectIn = z.strictObject({
+  feedback: z.string().trim().min(1).max(10_000).describe('Appended to the task description; the task goes back to pending.'),
+  resolvedBy: who.optional().describe('Who decides; default the name of the API key used.'),
+});
+export type RejectInput = z.output<typeof RejectIn>;
+
+export const ApprovalIdParam = z.strictObject({ approvalId: z.string().min(1).max(128) });
+
+export const ApprovalListQuery = z.strictObject({
+  status: ApprovalStatus.optional(),
+  taskId: id.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z
+    .string()
+    .regex(UUID_RE, 'must be a cursor from X-Next-Cursor')
+    .optional()
+    .describe('The X-Next-Cursor header of the previous page.'),
+});
+export type ApprovalListFilter = z.output<typeof ApprovalListQuery>;
+
+export const ApprovalOut = z.object({
+  id: z.string(),
+  taskId: z.string().nullable(),
+  missionId: z.string().nullable(),
+  requestedBy: z.string(),
+  title: z.string(),
+  reason: z.string().nullable(),
+  payload: z.unknown().describe('As given; null when none.'),
+  status: ApprovalStatus,
+  timeoutAction: TimeoutAction.nullable().describe('What a timeout decides; null without a timeout.'),
+  expiresAt: Timestamp.nullable().describe('When a pending request is decided by timeoutAction; null without a timeout.'),
+  taskFrom: TaskStatus.nullable().describe('The task state when the approval was requested; approve returns a task from review to done.'),
+  note: z.string().nullable(),
+  feedback: z.string().nullable(),
+  resolvedBy: z.string().nullable().describe('"timeout" when decided by the timeout.'),
+  resolvedAt: Timestamp.nullable(),
+  timedOut: z.boolean(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type Approval = z.output<typeof ApprovalOut>;

@@ -1,0 +1,169 @@
+import type { App } from '../../app.js';
+import { AppError } from '../../kernel/errors.js';
+import { uuidv7 } from '../../lib/ids.js';
+import { nowIso } from '../../lib/time.js';
+import { getTask, transitionTask } from '../tasks/service.js';
+import type { TaskState } from '../tasks/state.js';
+import type { Approval, ApprovalInput, ApprovalListFilter } from './schema.js';
+import * as store from './store.js';
+
+/** resolvedBy of a request decided by its timeout. */
+export const TIMEOUT_RESOLVER = 'timeout';
+
+export function getApproval(app: App, id: string): Approval | null {
+  return store.getApproval(app.db, id);
+}
+
+export function requireApproval(app: App, id: string): Approval {
+  const a = store.getApproval(app.db, id);
+  if (!a) throw new AppError('not_found', `Approval "${id}" not found.`);
+  return a;
+}
+
+export function listApprovals(app: App, q: ApprovalListFilter): { approvals: Approval[]; nextCursor: string | null } {
+  const rows = store.listApprovals(app.db, { status: q.status, taskId: q.taskId, before: q.cursor, limit: q.limit + 1 });
+  const more = rows.length > q.limit;
+  const approvals = more ? rows.slice(0, q.limit) : rows;
+  return { approvals, nextCursor: more ? approvals[approvals.length - 1]!.id : null };
+}
+
+function unprocessable(path: string, message: string): AppError {
+  return new AppError('unprocessable', `${path.replace(/^body\./, '')}: ${message}.`, { details: [{ path, message }] });
+}
+
+/**
+ * Records a pending request and, when it names a task, moves the task to awaiting_approval in the
+ * same transaction (task:transition fires; a task that cannot move there is 409 invalid_transition).
+ */
+export function requestApproval(app: App, input: ApprovalInput): Approval {
+  return app.events.write(() => {
+    const task = input.taskId === undefined ? null : getTask(app, input.taskId);
+    // A reference in the body, like an unknown assignTo on a task: 422, keeping 404 for paths.
+    if (input.taskId !== undefined && !task) throw unprocessable('body.taskId', `task "${input.taskId}" does not exist`);
+    if (task && input.missionId !== undefined && task.missionId !== null && task.missionId !== input.missionId) {
+      throw unprocessable('body.missionId', `task ${task.id} belongs to mission ${task.missionId}, not ${input.missionId}`);
+    }
+    if (task && task.status !== 'awaiting_approval') {
+      // Only possible when the task was moved out of awaiting_approval by hand: one gate at a time.
+      const waiting = store.pendingForTask(app.db, task.id);
+      if (waiting) throw new AppError('conflict', `Task ${task.id} already has pending approval ${waiting}; decide that one first.`);
+    }
+    const id = uuidv7();
+    const now = nowIso();
+    const timeout = input.timeoutSeconds;
+    store.insertApproval(app.db, {
+      id,
+      taskId: task?.id ?? null,
+      missionId: input.missionId ?? task?.missionId ?? null,
+      requestedBy: input.requestedBy,
+      title: input.title,
+      reason: input.reason ?? null,
+      payload: input.payload === undefined ? null : JSON.stringify(input.payload),
+      timeoutAction: timeout === undefined ? null : (input.timeoutAction ?? 'reject'),
+      expiresAt: timeout === undefined ? null : new Date(Date.parse(now) + timeout * 1000).toISOString(),
+      taskFrom: task?.status ?? null,
+      now,
+    });
+    app.events.emit('approval:requested', {
+      approvalId: id,
+      taskId: task?.id ?? null,
+      missionId: input.missionId ?? task?.missionId ?? null,
+      title: input.title,
+      requestedBy: input.requestedBy,
+    });
+    if (task) transitionTask(app, task.id, 'awaiting_approval', { reason: `approval ${id} requested by ${input.requestedBy}`, expectedFrom: task.status });
+    return store.getApproval(app.db, id)!;
+  });
+}
+
+interface Decision {
+  status: 'approved' | 'rejected';
+  note?: string;
+  feedback?: string;
+  resolvedBy: string | null;
+  timedOut: boolean;
+}
+
+/** Where a decision sends the task: approve → assigned (done when requested from review); reject → pending. */
+export function taskTarget(status: Decision['status'], taskFrom: TaskState | null): TaskState {
+  if (status === 'rejected') return 'pending';
+  return taskFrom === 'review' ? 'done' : 'assigned';
+}
+
+function revisionText(a: Approval, d: Decision): string {
+  if (d.timedOut) return `Approval "${a.title}" timed out with no decision and was rejected automatically.`;
+  return `Approval "${a.title}" rejected${d.resolvedBy ? ` by ${d.resolvedBy}` : ''}: ${d.feedback}`;
+}
+
+/**
+ * Resolves a pending approval and moves its task, in one transaction. When the task is no longer
+ * awaiting approval (moved by hand, or deleted) the decision is still recorded and the task is left
+ * as it is: the human's answer must not be lost, and a timeout must not fail forever.
+ */
+function decide(app: App, a: Approval, d: Decision): Approval {
+  const now = nowIso();
+  const changed = store.resolveApproval(app.db, a.id, {
+    status: d.status,
+    note: d.note ?? null,
+    feedback: d.feedback ?? null,
+    resolvedBy: d.resolvedBy,
+    timedOut: d.timedOut,
+    now,
+  });
+  if (!changed) throw alreadyDecided(store.getApproval(app.db, a.id)!);
+  app.events.emit('approval:resolved', { approvalId: a.id, taskId: a.taskId, status: d.status, resolvedBy: d.resolvedBy, timedOut: d.timedOut });
+  if (a.taskId !== null) {
+    const task = getTask(app, a.taskId);
+    if (task?.status === 'awaiting_approval') {
+      const verb = d.timedOut ? `timed out (${d.status})` : `${d.status}${d.resolvedBy ? ` by ${d.resolvedBy}` : ''}`;
+      transitionTask(app, task.id, taskTarget(d.status, a.taskFrom), {
+        reason: `approval ${a.id} ${verb}`,
+        expectedFrom: 'awaiting_approval',
+        revision: d.status === 'rejected' ? revisionText(a, d) : undefined,
+      });
+    } else {
+      app.log.info('approval resolved; its task was not awaiting approval and is left as it is', {
+        approvalId: a.id,
+        taskId: a.taskId,
+        taskStatus: task?.status ?? null,
+      });
+    }
+  }
+  return store.getApproval(app.db, a.id)!;
+}
+
+function alreadyDecided(a: Approval): AppError {
+  return new AppError('conflict', `Approval ${a.id} was already ${a.status}${a.resolvedBy ? ` by ${a.resolvedBy}` : ''} at ${a.resolvedAt}; it cannot be decided again.`);
+}
+
+export function approve(app: App, id: string, o: { note?: string; resolvedBy: string | null }): Approval {
+  return app.events.write(() => {
+    const a = requireApproval(app, id);
+    if (a.status !== 'pending') throw alreadyDecided(a);
+    return decide(app, a, { status: 'approved', note: o.note, resolvedBy: o.resolvedBy, timedOut: false });
+  });
+}
+
+export function reject(app: App, id: string, o: { feedback: string; resolvedBy: string | null }): Approval {
+  return app.events.write(() => {
+    const a = requireApproval(app, id);
+    if (a.status !== 'pending') throw alreadyDecided(a);
+    return decide(app, a, { status: 'rejected', feedback: o.feedback, resolvedBy: o.resolvedBy, timedOut: false });
+  });
+}
+
+/**
+ * Decides an approval by its timeoutAction if it is still pending and expired at `now`; returns
+ * null (and changes nothing) otherwise, so a timer racing a human decision is harmless.
+ */
+export function resolveExpired(app: App, id: string, now: number): Approval | null {
+  return app.events.write(() => {
+    const a = store.getApproval(app.db, id);
+    if (!a || a.status !== 'pending' || a.expiresAt === null || Date.parse(a.expiresAt) > now) return null;
+    const status = a.timeoutAction === 'approve' ? 'approved' : 'rejected';
+    return decide(app, a, { status, resolvedBy: TIMEOUT_RESOLVER, timedOut: true });
+  });
+}
+
+/** Pending approvals expired by `now`, plus the next to expire (see store.expiringApprovals). */
+export const expiringApprovals = (app: App, now: number): store.Expiring[] => store.expiringApprovals(app.db, new Date(now).toISOString());

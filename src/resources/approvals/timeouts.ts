@@ -1,0 +1,32 @@
+import type { App } from '../../app.js';
+import { errorFields } from '../../kernel/log.js';
+import { expiringApprovals, resolveExpired } from './service.js';
+import { TimeoutScheduler } from './timer.js';
+
+/**
+ * Starts deciding expired approvals for the daemon's lifetime. Timeouts live in the database, not
+ * in memory: on start the overdue ones are decided at once (before the daemon listens) and the
+ * rest armed, so a pending timeout still fires after a restart.
+ */
+export function startApprovalTimeouts(app: App, now: () => number = Date.now): { close(): void } {
+  const scheduler = new TimeoutScheduler({
+    now,
+    candidates: (at) => expiringApprovals(app, at),
+    fire: (id, at) => {
+      const a = resolveExpired(app, id, at);
+      if (a) app.log.info('approval timed out', { approvalId: id, status: a.status, taskId: a.taskId });
+    },
+    onError: (id, err) => app.log.error('deciding an expired approval failed; trying again later', { approvalId: id, ...errorFields(err) }),
+  });
+  // Events are heard after their transaction commits, so the scheduler reads the new state.
+  const unsubscribe = app.events.subscribe((e) => {
+    if (e.name === 'approval:requested' || e.name === 'approval:resolved') scheduler.arm();
+  });
+  scheduler.tick();
+  return {
+    close() {
+      unsubscribe();
+      scheduler.stop();
+    },
+  };
+}

@@ -1,0 +1,121 @@
+// The approval timeout scheduler, kept free of the database and the daemon so its logic can be
+// tested with a fake clock: one timer for the nearest expiry, re-armed after every change.
+
+export interface Expiring {
+  id: string;
+  /** ISO 8601 */
+  expiresAt: string;
+}
+
+export interface TimeoutPlan {
+  /** Ids to decide now, in expiry order. */
+  due: string[];
+  /** When to look again (ms since epoch), or null when nothing is waiting. */
+  wakeAt: number | null;
+}
+
+/** A failed timeout decision is tried again after this long rather than in a hot loop. */
+export const RETRY_MS = 60_000;
+/** setTimeout's ceiling (~24.8 days); a later expiry is reached by waking early and re-arming. */
+export const MAX_DELAY_MS = 2 ** 31 - 1;
+
+/** Which approvals are due at `now` and when the next one is; `retryAt` holds back failed ones. */
+export function planTimeouts(candidates: readonly Expiring[], now: number, retryAt: ReadonlyMap<string, number> = new Map()): TimeoutPlan {
+  const due: string[] = [];
+  let wakeAt: number | null = null;
+  for (const c of candidates) {
+    const at = Math.max(Date.parse(c.expiresAt), retryAt.get(c.id) ?? -Infinity);
+    if (at <= now) due.push(c.id);
+    else wakeAt = wakeAt === null ? at : Math.min(wakeAt, at);
+  }
+  return { due, wakeAt };
+}
+
+/** The setTimeout delay for a plan: 0 when something is due, null when there is nothing to wait for. */
+export function delayFor(plan: TimeoutPlan, now: number): number | null {
+  if (plan.due.length) return 0;
+  if (plan.wakeAt === null) return null;
+  return Math.min(Math.max(plan.wakeAt - now, 0), MAX_DELAY_MS);
+}
+
+export interface SchedulerDeps {
+  now(): number;
+  /** Pending approvals expired by `now`, plus at least the next one to expire. */
+  candidates(now: number): Expiring[];
+  /** Decides one expired approval; throwing defers it by RETRY_MS. */
+  fire(id: string, now: number): void;
+  onError(id: string, err: unknown): void;
+}
+
+export class TimeoutScheduler {
+  private timer: NodeJS.Timeout | null = null;
+  private readonly retryAt = new Map<string, number>();
+  private firing = false;
+  private stopped = false;
+
+  constructor(private readonly deps: SchedulerDeps) {}
+
+  /** Decides everything due now, then sleeps until the next expiry. */
+  tick(): void {
+    if (this.stopped) return;
+    this.clear();
+    const now = this.deps.now();
+    const fired = new Set<string>();
+    this.firing = true;
+    try {
+      for (const id of planTimeouts(this.deps.candidates(now), now, this.retryAt).due) {
+        try {
+          this.deps.fire(id, now);
+          this.retryAt.delete(id);
+          fired.add(id);
+        } catch (err) {
+          this.retryAt.set(id, now + RETRY_MS);
+          this.deps.onError(id, err);
+        }
+      }
+    } finally {
+      this.firing = false;
+    }
+    this.arm(fired);
+  }
+
+  /**
+   * Re-reads what is waiting and sets the one timer (after a change elsewhere: a new request, a
+   * human decision). `fired` are ids just decided: if one is still due, firing it did nothing, and
+   * it is held back rather than fired again at once.
+   */
+  arm(fired: ReadonlySet<string> = new Set()): void {
+    if (this.stopped || this.firing) return;
+    this.clear();
+    const now = this.deps.now();
+    const candidates = this.deps.candidates(now);
+    let plan = planTimeouts(candidates, now, this.retryAt);
+    const stuck = plan.due.filter((id) => fired.has(id));
+    if (stuck.length) {
+      for (const id of stuck) this.retryAt.set(id, now + RETRY_MS);
+      plan = planTimeouts(candidates, now, this.retryAt);
+    }
+    // Forget hold-backs of approvals no longer waiting (decided by a person meanwhile).
+    const waiting = new Set(candidates.map((c) => c.id));
+    for (const id of this.retryAt.keys()) if (!waiting.has(id)) this.retryAt.delete(id);
+    const delay = delayFor(plan, now);
+    if (delay === null) return;
+    this.timer = setTimeout(() => this.tick(), delay);
+    this.timer.unref();
+  }
+
+  /** Whether a wake-up is set (for tests). */
+  get armed(): boolean {
+    return this.timer !== null;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.clear();
+  }
+
+  private clear(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}

@@ -1,0 +1,140 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { approvalTable, formatAge } from '../src/resources/approvals/command.js';
+import type { Approval } from '../src/resources/approvals/schema.js';
+import { startTestDaemon, type TestDaemon } from './harness.js';
+
+const run = promisify(execFile);
+const repo = fileURLToPath(new URL('..', import.meta.url));
+
+describe('svc approvals (child process)', () => {
+  let d: TestDaemon;
+  beforeAll(async () => {
+    // The CLI runs from dist/; build it (async, so the in-process daemon is not blocked meanwhile).
+    await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo });
+    d = await startTestDaemon();
+  }, 120_000);
+  afterAll(async () => {
+    await d?.close();
+  });
+
+  async function svc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      const r = await run('node', ['bin/svc', '--url', d.url, '--api-key', d.key, ...args], { cwd: repo, env: { ...process.env, NO_COLOR: '1' } });
+      return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  }
+
+  async function request(title: string, extra: Record<string, unknown> = {}): Promise<any> {
+    const res = await d.api('POST', '/api/v1/approvals', { body: { requestedBy: 'ana', title, ...extra } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body.data;
+  }
+
+  it('lists, shows, approves and rejects', async () => {
+    const empty = await svc('approvals', 'ls');
+    expect(empty.code, empty.stderr).toBe(0);
+    expect(empty.stdout).toContain('(no approval requests)');
+
+    const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'deploy', description: 'ship v2' } })).body.data;
+    const gate = await request('deploy to prod?', { taskId: task.id, timeoutSeconds: 3600 });
+    const other = await request('spend $20?');
+
+    const ls = await svc('approvals', 'ls');
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+AGE\s+TASK\s+REQUESTED BY\s+TIMEOUT\s+TITLE/);
+    const row = ls.stdout.split('\n').find((l) => l.startsWith(gate.id))!;
+    expect(row).toMatch(new RegExp(`^${gate.id}\\s+pending\\s+\\d+s\\s+${task.id}\\s+ana\\s+reject in \\d+m\\s+deploy to prod\\?$`));
+    // NO_COLOR: no escape codes, even for pending rows.
+    expect(ls.stdout).not.toContain('\x1b[');
+
+    const approve = await svc('approvals', 'approve', gate.id, '--note', 'ok', '--by', 'lead');
+    expect(approve.code, approve.stderr).toBe(0);
+    expect(approve.stdout).toBe(`approved ${gate.id} (task ${task.id})\n`);
+    expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('assigned');
+
+    const show = await svc('approvals', 'show', gate.id);
+    expect(show.stdout).toMatch(/status\s+approved/);
+    expect(show.stdout).toMatch(/resolvedBy\s+lead/);
+    expect(show.stdout).toMatch(/note\s+ok/);
+
+    const again = await svc('approvals', 'approve', gate.id);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('conflict (409)');
+
+    const noFeedback = await svc('approvals', 'reject', other.id);
+    expect(noFeedback.code).toBe(2);
+    expect(noFeedback.stderr).toContain('--feedback');
+
+    const reject = await svc('approvals', 'reject', other.id, '--feedback', 'too much', '--json');
+    expect(reject.code, reject.stderr).toBe(0);
+    expect(JSON.parse(reject.stdout)).toMatchObject({ id: other.id, status: 'rejected', feedback: 'too much' });
+
+    const approved = await svc('approvals', 'ls', '--status', 'approved', '--json');
+    expect(JSON.parse(approved.stdout).map((a: Approval) => a.id)).toEqual([gate.id]);
+
+    const badStatus = await svc('approvals', 'ls', '--status', 'open');
+    expect(badStatus.code).toBe(2);
+  });
+});
+
+describe('approvals table', () => {
+  const saved = { isTTY: process.stdout.isTTY, noColor: process.env.NO_COLOR };
+  afterEach(() => {
+    process.stdout.isTTY = saved.isTTY;
+    if (saved.noColor === undefined) delete process.env.NO_COLOR;
+    else process.env.NO_COLOR = saved.noColor;
+  });
+
+  const now = Date.parse('2030-01-01T12:00:00.000Z');
+  const approval = (id: string, status: Approval['status'], ageMs: number): Approval => ({
+    id,
+    taskId: null,
+    missionId: null,
+    requestedBy: 'ana',
+    title: `title ${id}`,
+    reason: null,
+    payload: null,
+    status,
+    timeoutAction: null,
+    expiresAt: null,
+    taskFrom: null,
+    note: null,
+    feedback: null,
+    resolvedBy: null,
+    resolvedAt: null,
+    timedOut: false,
+    createdAt: new Date(now - ageMs).toISOString(),
+    updatedAt: new Date(now - ageMs).toISOString(),
+  });
+
+  it('highlights pending rows on a TTY, whole lines so columns stay aligned', () => {
+    process.stdout.isTTY = true;
+    delete process.env.NO_COLOR;
+    const lines = approvalTable([approval('p1', 'pending', 3 * 60_000), approval('a1', 'approved', 2 * 3600_000)], now).split('\n');
+    expect(lines[1]).toMatch(/^\x1b\[33mp1\s+pending\s+3m\s.*\x1b\[39m$/);
+    expect(lines[2]).toMatch(/^a1\s+approved\s+2h\s/);
+    // eslint-disable-next-line no-control-regex
+    const plain = (s: string) => s.replace(/\x1b\[\d+m/g, '');
+    expect(plain(lines[1]!).indexOf('title p1')).toBe(plain(lines[2]!).indexOf('title a1'));
+  });
+
+  it.each([
+    [0, '0s'],
+    [59_999, '59s'],
+    [60_000, '1m'],
+    [3 * 60_000 + 5_000, '3m'],
+    [3600_000 - 1, '59m'],
+    [2 * 3600_000, '2h'],
+    [47 * 3600_000, '47h'],
+    [48 * 3600_000, '2d'],
+    [-5_000, '0s'],
+  ])('formatAge(%i) = %s', (ms, text) => {
+    expect(formatAge(ms)).toBe(text);
+  });
+});

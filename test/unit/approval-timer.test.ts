@@ -1,0 +1,166 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { delayFor, MAX_DELAY_MS, planTimeouts, RETRY_MS, TimeoutScheduler, type Expiring } from '../../src/resources/approvals/timer.js';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const T0 = Date.parse('2030-01-01T00:00:00.000Z');
+
+describe('planTimeouts', () => {
+  const cases: { name: string; candidates: [string, number][]; now: number; retryAt?: [string, number][]; due: string[]; wakeAt: number | null }[] = [
+    { name: 'nothing waiting', candidates: [], now: T0, due: [], wakeAt: null },
+    { name: 'one expired, one to come', candidates: [['a', T0 - 5], ['b', T0 + 500]], now: T0, due: ['a'], wakeAt: T0 + 500 },
+    { name: 'expiring exactly now is due', candidates: [['a', T0]], now: T0, due: ['a'], wakeAt: null },
+    { name: 'all expired, in order given', candidates: [['a', T0 - 9], ['b', T0 - 1]], now: T0, due: ['a', 'b'], wakeAt: null },
+    { name: 'wakes at the nearest of several', candidates: [['a', T0 + 900], ['b', T0 + 300]], now: T0, due: [], wakeAt: T0 + 300 },
+    { name: 'a held-back one waits for its retry', candidates: [['a', T0 - 5], ['b', T0 + 500]], now: T0, retryAt: [['a', T0 + 100]], due: [], wakeAt: T0 + 100 },
+    { name: 'a held-back one is due again once its retry time has come', candidates: [['a', T0 - 5]], now: T0, retryAt: [['a', T0]], due: ['a'], wakeAt: null },
+  ];
+  it.each(cases)('$name', (c) => {
+    const candidates: Expiring[] = c.candidates.map(([id, at]) => ({ id, expiresAt: iso(at) }));
+    expect(planTimeouts(candidates, c.now, new Map(c.retryAt ?? []))).toEqual({ due: c.due, wakeAt: c.wakeAt });
+  });
+});
+
+describe('delayFor', () => {
+  it.each([
+    { name: 'due now', plan: { due: ['a'], wakeAt: T0 + 10 }, delay: 0 },
+    { name: 'nothing waiting', plan: { due: [], wakeAt: null }, delay: null },
+    { name: 'until the next expiry', plan: { due: [], wakeAt: T0 + 1234 }, delay: 1234 },
+    { name: 'capped at the setTimeout ceiling', plan: { due: [], wakeAt: T0 + 40 * 86_400_000 }, delay: MAX_DELAY_MS },
+    { name: 'never negative', plan: { due: [], wakeAt: T0 - 5 }, delay: 0 },
+  ])('$name', ({ plan, delay }) => {
+    expect(delayFor(plan, T0)).toBe(delay);
+  });
+});
+
+/** An in-memory stand-in for the approvals table: fire() resolves (removes) the approval. */
+function fakeStore(initial: [string, number][] = []) {
+  const pending = new Map<string, number>(initial);
+  const fired: { id: string; at: number }[] = [];
+  let failing = new Set<string>();
+  let stuck = new Set<string>();
+  const errors: string[] = [];
+  const scheduler = new TimeoutScheduler({
+    now: () => Date.now(),
+    candidates: (now) => {
+      const all = [...pending].map(([id, at]) => ({ id, expiresAt: iso(at) })).sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
+      const due = all.filter((c) => Date.parse(c.expiresAt) <= now);
+      const next = all.find((c) => Date.parse(c.expiresAt) > now);
+      return next ? [...due, next] : due;
+    },
+    fire: (id, now) => {
+      fired.push({ id, at: now });
+      if (failing.has(id)) throw new Error('boom');
+      if (!stuck.has(id)) pending.delete(id);
+    },
+    onError: (id) => errors.push(id),
+  });
+  return {
+    pending,
+    fired,
+    errors,
+    scheduler,
+    fail: (ids: string[]) => (failing = new Set(ids)),
+    stick: (ids: string[]) => (stuck = new Set(ids)),
+  };
+}
+
+describe('TimeoutScheduler (fake clock)', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: T0 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('decides overdue approvals at once on start and arms the next expiry', () => {
+    const s = fakeStore([
+      ['late', T0 - 60_000],
+      ['soon', T0 + 5_000],
+    ]);
+    s.scheduler.tick();
+    expect(s.fired).toEqual([{ id: 'late', at: T0 }]);
+    expect(s.scheduler.armed).toBe(true);
+
+    vi.advanceTimersByTime(4_999);
+    expect(s.fired.map((f) => f.id)).toEqual(['late']);
+    vi.advanceTimersByTime(1);
+    expect(s.fired).toEqual([
+      { id: 'late', at: T0 },
+      { id: 'soon', at: T0 + 5_000 },
+    ]);
+    expect(s.scheduler.armed).toBe(false);
+  });
+
+  it('re-arms for an earlier expiry added later', () => {
+    const s = fakeStore([['later', T0 + 60_000]]);
+    s.scheduler.tick();
+    s.pending.set('earlier', T0 + 1_000);
+    s.scheduler.arm();
+    vi.advanceTimersByTime(1_000);
+    expect(s.fired.map((f) => f.id)).toEqual(['earlier']);
+    vi.advanceTimersByTime(59_000);
+    expect(s.fired.map((f) => f.id)).toEqual(['earlier', 'later']);
+  });
+
+  it('wakes harmlessly when the armed approval was decided by a person meanwhile', () => {
+    const s = fakeStore([['a', T0 + 1_000]]);
+    s.scheduler.tick();
+    s.pending.delete('a');
+    s.scheduler.arm();
+    expect(s.scheduler.armed).toBe(false);
+    vi.advanceTimersByTime(10_000);
+    expect(s.fired).toEqual([]);
+  });
+
+  it('holds back a failing approval for RETRY_MS instead of looping, without blocking the others', () => {
+    const s = fakeStore([
+      ['bad', T0 + 1_000],
+      ['good', T0 + 2_000],
+    ]);
+    s.fail(['bad']);
+    s.scheduler.tick();
+    vi.advanceTimersByTime(2_000);
+    expect(s.fired.map((f) => f.id)).toEqual(['bad', 'good']);
+    expect(s.errors).toEqual(['bad']);
+
+    vi.advanceTimersByTime(RETRY_MS - 1_001);
+    expect(s.fired.filter((f) => f.id === 'bad')).toHaveLength(1);
+    s.fail([]);
+    vi.advanceTimersByTime(1);
+    expect(s.fired.filter((f) => f.id === 'bad')).toHaveLength(2);
+    expect(s.pending.size).toBe(0);
+  });
+
+  it('holds back an approval that firing did not resolve', () => {
+    const s = fakeStore([['odd', T0 + 100]]);
+    s.stick(['odd']);
+    s.scheduler.tick();
+    vi.advanceTimersByTime(100);
+    expect(s.fired).toHaveLength(1);
+    vi.advanceTimersByTime(RETRY_MS - 1);
+    expect(s.fired).toHaveLength(1);
+    vi.advanceTimersByTime(1);
+    expect(s.fired).toHaveLength(2);
+  });
+
+  it('reaches an expiry beyond the setTimeout ceiling by waking early and re-arming', () => {
+    const far = T0 + 40 * 86_400_000;
+    const s = fakeStore([['far', far]]);
+    s.scheduler.tick();
+    vi.advanceTimersByTime(MAX_DELAY_MS);
+    expect(s.fired).toEqual([]);
+    expect(s.scheduler.armed).toBe(true);
+    vi.advanceTimersByTime(far - T0 - MAX_DELAY_MS);
+    expect(s.fired).toEqual([{ id: 'far', at: far }]);
+  });
+
+  it('fires nothing after stop', () => {
+    const s = fakeStore([['a', T0 + 1_000]]);
+    s.scheduler.tick();
+    s.scheduler.stop();
+    s.scheduler.arm();
+    vi.advanceTimersByTime(5_000);
+    expect(s.fired).toEqual([]);
+    expect(s.scheduler.armed).toBe(false);
+  });
+});
