@@ -19,7 +19,7 @@ const program = new Command('svc')
   .option('--url <url>', 'daemon URL (default: from .svc/daemon.json, or SVC_URL)')
   .option('--api-key <key>', 'API key (default: SERVICE_API_KEY, then .svc/local.key)')
   .option('--json', 'print JSON instead of tables')
-  .showHelpAfterError()
+  .showHelpAfterError('(run `svc --help` for the commands, or `svc <command> --help`)')
   .exitOverride();
 
 for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), missionsCommand(), playbooksCommand(), vaultCommand(), approvalsCommand(), eventsCommand(), openapiCommand()]) {
@@ -32,6 +32,12 @@ function exitOverrideAll(cmd: Command): void {
   cmd.commands.forEach(exitOverrideAll);
 }
 exitOverrideAll(program);
+
+// `svc openapi | head`: the reader leaving early is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw err;
+});
 
 try {
   await program.parseAsync(process.argv);

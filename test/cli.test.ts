@@ -107,3 +107,17 @@ describe('finding the daemon', () => {
     expect(JSON.parse(j.stderr)).toMatchObject({ ok: false, code: 'not_found', status: 404 });
   });
 });
+
+describe('output', () => {
+  it('exits quietly when the reader of its output goes away (svc openapi | head)', async () => {
+    const { spawn } = await import('node:child_process');
+    const { SVC } = await import('./cli-helpers.js');
+    const child = spawn(process.execPath, [SVC, 'openapi'], { cwd: d.root, env: { ...process.env, SERVICE_API_KEY: '' } });
+    let stderr = '';
+    child.stderr.on('data', (c) => (stderr += c));
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    expect(stderr).not.toContain('EPIPE');
+    expect(code).toBe(0);
+  });
+});

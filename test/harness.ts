@@ -25,8 +25,16 @@ export interface TestDaemon {
   close(): Promise<void>;
 }
 
+const made: string[] = [];
+
+/** Removes every temp project this test file made (test/setup.ts runs it after each file). */
+export function removeProjects(): void {
+  for (const root of made.splice(0)) rmSync(root, { recursive: true, force: true });
+}
+
 export function makeProject(config: Record<string, unknown> = {}, files: Record<string, string> = {}): string {
   const root = mkdtempSync(join(tmpdir(), 'svc-test-'));
+  made.push(root);
   writeFileSync(join(root, 'project.json'), JSON.stringify({ name: 'test-project', ...config }, null, 2));
   for (const [p, content] of Object.entries(files)) {
     mkdirSync(dirname(join(root, p)), { recursive: true });

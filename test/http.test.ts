@@ -189,6 +189,13 @@ describe('request handling', () => {
     expect(JSON.parse(result.body).code).toBe('payload_too_large');
   });
 
+  it('reads a missing body as {} where every field is optional', async () => {
+    await d.api('POST', '/api/v1/agents', { body: { name: 'bare-patch' } });
+    const res = await d.api('PATCH', '/api/v1/agents/bare-patch');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true, data: null });
+  });
+
   it('refuses a body sent to an endpoint that takes none, but lets an empty object through', async () => {
     const withBody = await d.api('POST', '/api/v1/shutdown', { body: { now: true } });
     expect(withBody.status).toBe(400);

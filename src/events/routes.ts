@@ -1,8 +1,11 @@
 import { z } from 'zod';
-import { route } from '../app.js';
-import { RAW_RESPONSE } from '../kernel/route.js';
+import { RAW_RESPONSE, routeDefiner } from '../kernel/route.js';
 import { compileFilter } from './filter.js';
 import { catalog } from './registry.js';
+import type { SseHub } from './sse.js';
+
+// events/ knows only the part of the daemon it needs, so it never depends on resources/ through App.
+const route = routeDefiner<{ streams: SseHub }>();
 
 const tag = 'Events';
 

@@ -170,8 +170,9 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     let body: unknown;
     if (route.body) {
       const raw = await readJsonBody(req, settings.maxBodyBytes);
-      if (raw === NO_BODY) details.push({ path: 'body', message: 'A JSON body is required.' });
-      else body = validate(route.body, raw, 'body', details);
+      // No body at all is read as `{}`, so an endpoint whose fields are all optional can be called bare.
+      if (raw === NO_BODY && !route.body.safeParse({}).success) details.push({ path: 'body', message: 'A JSON body is required.' });
+      else body = validate(route.body, raw === NO_BODY ? {} : raw, 'body', details);
     } else if (hasBody(req)) {
       // Strict everywhere: a body sent where none is taken is a client mistake worth reporting.
       // An empty object is let through, since many clients send `{}` with every POST.
