@@ -26,6 +26,10 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
 }
 
 export function errorFields(err: unknown): Record<string, unknown> {
-  if (err instanceof Error) return { error: err.message, stack: err.stack };
+  if (err instanceof Error) {
+    const fields: Record<string, unknown> = { error: err.message, stack: err.stack };
+    if (err.cause !== undefined) fields.cause = err.cause instanceof Error ? err.cause.message : String(err.cause);
+    return fields;
+  }
   return { error: String(err) };
 }

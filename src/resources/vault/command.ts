@@ -79,7 +79,7 @@ export function vaultCommand(): Command {
   cmd
     .command('set <agent> <service> [credentials...]')
     .description('Create or replace the entry of agent + service. KEY=VALUE sets a value; KEY alone prompts for it without echo (or reads a line of stdin)')
-    .addOption(new Option('--type <type>', 'kind of credential').choices([...VAULT_TYPES]).makeOptionMandatory())
+    .addOption(new Option('--type <type>', 'kind of credential (required)').choices([...VAULT_TYPES]).makeOptionMandatory())
     .option('--label <label>', 'human-readable label')
     .option('--from-env <KEY>', 'take KEY from the environment variable of that name, or NAME=ENV_VAR (repeatable)', collect)
     .action(
