@@ -36,6 +36,21 @@ export function readDaemonInfo(root: string): DaemonInfo | null {
   }
 }
 
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The daemon.json of a daemon whose process is alive; a file left by a crash counts as none. */
+export function runningDaemon(root: string): DaemonInfo | null {
+  const info = readDaemonInfo(root);
+  return info && pidAlive(info.pid) ? info : null;
+}
+
 export function writeDaemonInfo(root: string, info: DaemonInfo): void {
   writePrivateFile(statePaths(root).daemon, JSON.stringify(info, null, 2) + '\n');
 }

@@ -12,8 +12,6 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 describe('svc approvals (child process)', () => {
   let d: TestDaemon;
   beforeAll(async () => {
-    // The CLI runs from dist/; build it (async, so the in-process daemon is not blocked meanwhile).
-    await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo });
     d = await startTestDaemon();
   }, 120_000);
   afterAll(async () => {

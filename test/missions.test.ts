@@ -346,10 +346,6 @@ describe('svc missions (CLI)', () => {
     }
   }
 
-  beforeAll(async () => {
-    await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo });
-  }, 120_000);
-
   it('adds from YAML, lists, shows progress, starts, pauses, resumes, cancels and removes', async () => {
     const file = join(d.root, 'mission.yaml');
     writeFileSync(file, ['name: from yaml', 'goal: try the CLI', 'tasks:', '  - title: one', '  - title: two', '    dependsOn: [one]', ''].join('\n'));

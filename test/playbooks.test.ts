@@ -277,10 +277,6 @@ describe('svc playbooks (CLI)', () => {
     }
   }
 
-  beforeAll(async () => {
-    await exec('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo });
-  }, 120_000);
-
   it('adds from YAML, lists, shows, runs with -p and removes', async () => {
     const file = join(d.root, 'cli-train.yaml');
     writeFileSync(

@@ -9,8 +9,6 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 
 let d: TestDaemon;
 beforeAll(async () => {
-  // The CLI runs from dist/; build it (async, so the in-process daemon is not blocked meanwhile).
-  await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo });
   d = await startTestDaemon();
   expect((await d.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
 }, 120_000);

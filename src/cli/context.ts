@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { SvcClient } from '../client/client.js';
 import { findProjectRoot } from '../config/load.js';
-import { readDaemonInfo, readLocalKey } from '../state-dir.js';
+import { readLocalKey, runningDaemon } from '../state-dir.js';
 
 export interface GlobalOptions {
   project?: string;
@@ -29,15 +29,6 @@ export function projectRoot(opts: GlobalOptions): string | null {
   return findProjectRoot(process.cwd());
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Nothing to talk to: not in a project, or its daemon is not running. Exit 3 with a hint. */
 export class NoDaemonError extends Error {}
 
@@ -54,8 +45,8 @@ export function cliContext(cmd: Command): CliContext {
   let url = explicitUrl;
   if (!url) {
     if (!root) throw new NoDaemonError('no project.json here or in any parent directory.\nhint: run `svc init` to create one, or pass --project DIR or --url URL.');
-    const info = readDaemonInfo(root);
-    if (!info || !pidAlive(info.pid)) throw new NoDaemonError(`no svc daemon is running for the project in ${root}.\nhint: start it with \`svc serve\`.`);
+    const info = runningDaemon(root);
+    if (!info) throw new NoDaemonError(`no svc daemon is running for the project in ${root}.\nhint: start it with \`svc serve\`.`);
     url = info.url;
   }
   let apiKey = opts.apiKey || process.env.SERVICE_API_KEY || undefined;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { route } from '../../app.js';
+import { pageAnswer } from '../common.js';
 import { ApprovalIdParam, ApprovalIn, ApprovalListQuery, ApprovalOut, ApproveIn, RejectIn } from './schema.js';
 import * as approvals from './service.js';
 
@@ -18,9 +19,7 @@ export const approvalRoutes = [
     query: ApprovalListQuery,
     response: z.array(ApprovalOut),
     handler: ({ app, query, setHeader }) => {
-      const page = approvals.listApprovals(app, query);
-      if (page.nextCursor) setHeader('X-Next-Cursor', page.nextCursor);
-      return page.approvals;
+      return pageAnswer(setHeader, approvals.listApprovals(app, query));
     },
   }),
   route({

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { UUID_RE } from '../../lib/ids.js';
-import { Timestamp } from '../common.js';
+import { IdCursor, PageLimit, Timestamp } from '../common.js';
 import { TaskStatus } from '../tasks/schema.js';
 
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected'] as const;
@@ -52,12 +51,8 @@ export const ApprovalIdParam = z.strictObject({ approvalId: z.string().min(1).ma
 export const ApprovalListQuery = z.strictObject({
   status: ApprovalStatus.optional(),
   taskId: id.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z
-    .string()
-    .regex(UUID_RE, 'must be a cursor from X-Next-Cursor')
-    .optional()
-    .describe('The X-Next-Cursor header of the previous page.'),
+  limit: PageLimit,
+  cursor: IdCursor,
 });
 export type ApprovalListFilter = z.output<typeof ApprovalListQuery>;
 

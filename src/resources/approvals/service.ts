@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { toPage, type Page } from '../common.js';
 import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
@@ -20,11 +21,9 @@ export function requireApproval(app: App, id: string): Approval {
   return a;
 }
 
-export function listApprovals(app: App, q: ApprovalListFilter): { approvals: Approval[]; nextCursor: string | null } {
+export function listApprovals(app: App, q: ApprovalListFilter): Page<Approval> {
   const rows = store.listApprovals(app.db, { status: q.status, taskId: q.taskId, before: q.cursor, limit: q.limit + 1 });
-  const more = rows.length > q.limit;
-  const approvals = more ? rows.slice(0, q.limit) : rows;
-  return { approvals, nextCursor: more ? approvals[approvals.length - 1]!.id : null };
+  return toPage(rows, q.limit, (a) => a.id);
 }
 
 function unprocessable(path: string, message: string): AppError {

@@ -1,6 +1,6 @@
 import { route } from '../../app.js';
 import { z } from 'zod';
-import { Removed } from '../common.js';
+import { pageAnswer, Removed } from '../common.js';
 import { DeleteQuery, MissionDetailOut, MissionIdParam, MissionIn, MissionListQuery, MissionOut } from './schema.js';
 import * as missions from './service.js';
 
@@ -39,9 +39,7 @@ export const missionRoutes = [
     query: MissionListQuery,
     response: z.array(MissionOut),
     handler: ({ app, query, setHeader }) => {
-      const page = missions.listMissions(app, query);
-      if (page.nextCursor) setHeader('X-Next-Cursor', page.nextCursor);
-      return page.missions;
+      return pageAnswer(setHeader, missions.listMissions(app, query));
     },
   }),
   route({

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { UUID_RE } from '../../lib/ids.js';
-import { Timestamp } from '../common.js';
+import { IdCursor, PageLimit, Timestamp } from '../common.js';
 import { TaskIn, TaskOut } from '../tasks/schema.js';
 import { TASK_STATES } from '../tasks/state.js';
 
@@ -48,8 +47,8 @@ export const MissionIdParam = z.strictObject({ missionId: z.string().min(1).max(
 
 export const MissionListQuery = z.strictObject({
   status: MissionStatus.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().regex(UUID_RE, 'must be a cursor from X-Next-Cursor').optional().describe('The X-Next-Cursor header of the previous page.'),
+  limit: PageLimit,
+  cursor: IdCursor,
 });
 export type MissionListFilter = z.output<typeof MissionListQuery>;
 

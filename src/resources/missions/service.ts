@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { toPage, type Page } from '../common.js';
 import { AppError, type ErrorDetail } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
@@ -63,11 +64,9 @@ export function getMission(app: App, id: string): MissionDetail {
   return { ...toMission(m, tasks), tasks };
 }
 
-export function listMissions(app: App, q: MissionListFilter): { missions: Mission[]; nextCursor: string | null } {
-  const rows = store.listMissions(app.db, { status: q.status, before: q.cursor, limit: q.limit + 1 });
-  const more = rows.length > q.limit;
-  const page = more ? rows.slice(0, q.limit) : rows;
-  return { missions: page.map((m) => toMission(m, listMissionTasks(app, m.id))), nextCursor: more ? page[page.length - 1]!.id : null };
+export function listMissions(app: App, q: MissionListFilter): Page<Mission> {
+  const page = toPage(store.listMissions(app.db, { status: q.status, before: q.cursor, limit: q.limit + 1 }), q.limit, (m) => m.id);
+  return { items: page.items.map((m) => toMission(m, listMissionTasks(app, m.id))), next: page.next };
 }
 
 /**

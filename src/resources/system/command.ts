@@ -7,18 +7,9 @@ import { emit, keyValues, printJson } from '../../cli/output.js';
 import { UnreachableError } from '../../client/client.js';
 import { CONFIG_FILE } from '../../config/load.js';
 import { startDaemon } from '../../daemon.js';
-import { readDaemonInfo, STATE_DIR } from '../../state-dir.js';
+import { runningDaemon, STATE_DIR } from '../../state-dir.js';
 import type { z } from 'zod';
 import type { StatusOut } from './routes.js';
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export function initCommand(): Command {
   return new Command('init')
@@ -57,8 +48,8 @@ export function serveCommand(): Command {
         process.exitCode = 2;
         return;
       }
-      const running = readDaemonInfo(root);
-      if (running && running.pid !== process.pid && pidAlive(running.pid)) {
+      const running = runningDaemon(root);
+      if (running && running.pid !== process.pid) {
         process.stderr.write(`error: svc is already running for this project (pid ${running.pid}, ${running.url}).\nhint: \`svc stop\` first.\n`);
         process.exitCode = 1;
         return;

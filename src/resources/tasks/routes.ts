@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { route } from '../../app.js';
-import { Removed } from '../common.js';
+import { pageAnswer, Removed } from '../common.js';
 import { ClaimIn, TaskIdParam, TaskIn, TaskListQuery, TaskOut, TaskPatch, TransitionIn } from './schema.js';
 import * as tasks from './service.js';
 
@@ -20,9 +20,7 @@ const listRoute = (path: string, operationId: string, summary: string) =>
     response: z.array(TaskOut),
     description: 'Newest first. Filters combine with AND. When more tasks follow, the X-Next-Cursor header holds the cursor of the next page.',
     handler: ({ app, query, setHeader }) => {
-      const page = tasks.listTasks(app, query);
-      if (page.nextCursor) setHeader('X-Next-Cursor', page.nextCursor);
-      return page.tasks;
+      return pageAnswer(setHeader, tasks.listTasks(app, query));
     },
   });
 

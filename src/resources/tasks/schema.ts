@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { UUID_RE } from '../../lib/ids.js';
-import { Timestamp } from '../common.js';
+import { IdCursor, PageLimit, Timestamp } from '../common.js';
 import { TASK_STATES } from './state.js';
 
 export const TaskStatus = z.enum(TASK_STATES);
@@ -70,12 +69,8 @@ export const TaskListQuery = z.strictObject({
   status: TaskStatus.optional(),
   assignTo: z.string().min(1).max(64).optional(),
   missionId: z.string().min(1).max(128).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z
-    .string()
-    .regex(UUID_RE, 'must be a cursor from X-Next-Cursor')
-    .optional()
-    .describe('The X-Next-Cursor header of the previous page.'),
+  limit: PageLimit,
+  cursor: IdCursor,
 });
 export type TaskListFilter = z.output<typeof TaskListQuery>;
 

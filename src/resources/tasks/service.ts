@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { toPage, type Page } from '../common.js';
 import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
@@ -53,11 +54,9 @@ export function requireTask(app: App, id: string): Task {
   return task;
 }
 
-export function listTasks(app: App, q: TaskListFilter): { tasks: Task[]; nextCursor: string | null } {
+export function listTasks(app: App, q: TaskListFilter): Page<Task> {
   const rows = store.listTasks(app.db, { status: q.status, assignTo: q.assignTo, missionId: q.missionId, before: q.cursor, limit: q.limit + 1 });
-  const more = rows.length > q.limit;
-  const tasks = more ? rows.slice(0, q.limit) : rows;
-  return { tasks, nextCursor: more ? tasks[tasks.length - 1]!.id : null };
+  return toPage(rows, q.limit, (t) => t.id);
 }
 
 export const listMissionTasks = (app: App, missionId: string): Task[] => store.listMissionTasks(app.db, missionId);

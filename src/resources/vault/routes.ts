@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { route } from '../../app.js';
-import { Removed } from '../common.js';
+import { pageAnswer, Removed } from '../common.js';
 import { RotateKeyIn, RotateKeyOut, VaultEntryIn, VaultEntryOut, VaultEntryParams, VaultListQuery, VaultSavedOut } from './schema.js';
 import * as vault from './service.js';
 
@@ -27,9 +27,7 @@ export const vaultRoutes = [
     query: VaultListQuery,
     response: z.array(VaultEntryOut),
     handler: ({ app, query, setHeader }) => {
-      const page = vault.listEntries(app, query);
-      if (page.next) setHeader('X-Next-Cursor', page.next);
-      return page.entries;
+      return pageAnswer(setHeader, vault.listEntries(app, query));
     },
   }),
   route({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp } from '../common.js';
+import { PageLimit, Timestamp } from '../common.js';
 
 export const VAULT_TYPES = ['smtp', 'imap', 'oauth', 'api_key', 'login', 'custom'] as const;
 
@@ -42,7 +42,7 @@ export type VaultEntry = z.output<typeof VaultEntryOut>;
 
 export const VaultListQuery = z.strictObject({
   agent: z.string().min(1).max(128).optional().describe('Only entries of this agent.'),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: PageLimit,
   cursor: z.string().min(1).max(2000).optional().describe('The X-Next-Cursor of the previous page.'),
 });
 

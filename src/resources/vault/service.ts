@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { App } from '../../app.js';
+import { toPage, type Page } from '../common.js';
 import type { DB } from '../../db/open.js';
 import { AppError } from '../../kernel/errors.js';
 import type { Logger } from '../../kernel/log.js';
@@ -123,10 +124,9 @@ function decodeCursor(cursor: string): [string, string] {
   throw new AppError('invalid_request', 'The cursor is not one this server issued.', { details: [{ path: 'query.cursor', message: 'invalid cursor' }] });
 }
 
-export function listEntries(app: App, q: { agent?: string; limit: number; cursor?: string }): { entries: VaultEntry[]; next?: string } {
+export function listEntries(app: App, q: { agent?: string; limit: number; cursor?: string }): Page<VaultEntry> {
   const rows = store.listEntries(app.db, { agent: q.agent, after: q.cursor ? decodeCursor(q.cursor) : undefined, limit: q.limit + 1 });
-  const entries = rows.slice(0, q.limit);
-  return { entries, next: rows.length > q.limit ? encodeCursor(entries[entries.length - 1]!) : undefined };
+  return toPage(rows, q.limit, encodeCursor);
 }
 
 export function removeEntry(app: App, agent: string, service: string): void {
