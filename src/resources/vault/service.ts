@@ -8,7 +8,7 @@ import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
 import { deriveKeys, MASTER_KEY_BYTES, open, OpenError, sameCheck, seal, type VaultKeys } from './crypto.js';
 import { osKeychain, type Keychain } from './keychain.js';
-import { ENV_KEY, locateMasterKey, type KeyLocation, type KeySource } from './master-key.js';
+import { configDir, ENV_KEY, fileLocation, locateMasterKey, type KeyLocation, type KeySource } from './master-key.js';
 import type { VaultEntry, VaultEntryInput, VaultSaved } from './schema.js';
 import * as store from './store.js';
 
@@ -47,7 +47,6 @@ function opensWith(projectId: string, keys: VaultKeys, row: store.SealedRow): bo
 export async function openVault(o: OpenVaultOptions): Promise<Vault> {
   const { db, projectId, log } = o;
   const found = await locateMasterKey(o.env, projectId, o.keychain ?? osKeychain(), (m) => log.warn(m));
-  const { location } = found;
   const count = store.countEntries(db);
   const recorded = store.getKeyCheck(db);
   const fits = (keys: VaultKeys): boolean => {
@@ -55,19 +54,26 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
     const first = store.allSealed(db)[0];
     return !first || opensWith(projectId, keys, first);
   };
+  let master = found.key;
+  let location = found.location;
   const hint =
     location.source === 'env'
       ? `set ${ENV_KEY} to the key the entries were sealed with`
       : `restore the key to ${location.where}, or set ${ENV_KEY} to the key the entries were sealed with`;
-
-  let master = found.key;
   if (master && !fits(deriveKeys(master, projectId))) {
     // A rotation may have re-sealed the entries and then stopped before storing its new key.
     const next = await location.readNext().catch(() => null);
+    // Or the keychain did not answer at an earlier start, and the key was made in the file.
+    const file = location.source === 'keychain' ? fileLocation(configDir(o.env), projectId, (m) => log.warn(m)) : null;
+    const fromFile = file ? await file.read().catch(() => null) : null;
     if (next && fits(deriveKeys(next, projectId))) {
       await location.promoteNext(next);
       log.warn('finished an interrupted vault key rotation', { source: location.source });
       master = next;
+    } else if (file && fromFile && fits(deriveKeys(fromFile, projectId))) {
+      log.warn('the keychain holds another vault master key; using the key file, which opens the entries', { where: file.where });
+      location = file;
+      master = fromFile;
     } else if (count > 0) {
       throw new Error(`the vault master key from ${location.where} cannot open the existing entries (${count}); ${hint}`);
     } else {
