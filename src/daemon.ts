@@ -1,4 +1,4 @@
-import { appendFileSync, chmodSync, renameSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { App } from './app.js';
 import { buildKeys } from './config/keys.js';
@@ -51,7 +51,8 @@ const SHUTDOWN_GRACE_MS = 5_000;
 export const EVENT_RETENTION_MS = 24 * 60 * 60 * 1000;
 const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
 
-function fileLogger(dir: string): (line: string) => void {
+/** .svc/logs/daemon.log, opened once (a line per request must not cost an open and a close). */
+function fileLog(dir: string): { write(line: string): void; close(): void } {
   ensurePrivateDir(dir);
   const file = join(dir, 'daemon.log');
   try {
@@ -59,12 +60,16 @@ function fileLogger(dir: string): (line: string) => void {
   } catch {
     // no log yet
   }
-  return (line) => {
-    try {
-      appendFileSync(file, line, { mode: 0o600 });
-    } catch {
-      // A full disk must not take the daemon down with it.
-    }
+  const fd = openSync(file, 'a', 0o600);
+  return {
+    write(line) {
+      try {
+        writeSync(fd, line);
+      } catch {
+        // A full disk must not take the daemon down with it.
+      }
+    },
+    close: () => closeSync(fd),
   };
 }
 
@@ -89,12 +94,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let config: ProjectConfig = loaded.config;
 
   ensurePrivateDir(paths.dir);
-  const toFile = fileLogger(paths.logs);
+  const logFile = opts.log ? null : fileLog(paths.logs);
   const log =
     opts.log ??
     createLogger((line) => {
       process.stdout.write(line);
-      toFile(line);
+      logFile!.write(line);
     });
   for (const w of loaded.warnings) log.warn('project.json', { warning: w });
 
@@ -241,6 +246,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }
       removeDaemonInfo(root, process.pid);
       log.info('stopped');
+      logFile?.close();
       resolveClosed();
     })();
     return closing;
