@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { approvalTable, formatAge } from '../src/resources/approvals/command.js';
+import { approvalTable, formatAge, formatRemaining } from '../src/resources/approvals/command.js';
 import type { Approval } from '../src/resources/approvals/schema.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 
@@ -47,7 +47,7 @@ describe('svc approvals (child process)', () => {
     expect(ls.code, ls.stderr).toBe(0);
     expect(ls.stdout).toMatch(/^ID\s+STATUS\s+AGE\s+TASK\s+REQUESTED BY\s+TIMEOUT\s+TITLE/);
     const row = ls.stdout.split('\n').find((l) => l.startsWith(gate.id))!;
-    expect(row).toMatch(new RegExp(`^${gate.id}\\s+pending\\s+\\d+s\\s+${task.id}\\s+ana\\s+reject in \\d+m\\s+deploy to prod\\?$`));
+    expect(row).toMatch(new RegExp(`^${gate.id}\\s+pending\\s+\\d+s\\s+${task.id}\\s+ana\\s+reject in 1h\\s+deploy to prod\\?$`));
     // NO_COLOR: no escape codes, even for pending rows.
     expect(ls.stdout).not.toContain('\x1b[');
 
@@ -134,5 +134,34 @@ describe('approvals table', () => {
     [-5_000, '0s'],
   ])('formatAge(%i) = %s', (ms, text) => {
     expect(formatAge(ms)).toBe(text);
+  });
+
+  it.each([
+    [599_000, '10m'],
+    [59_000, '59s'],
+    [59_500, '1m'],
+    [60_000, '1m'],
+    [60_001, '2m'],
+    [1, '1s'],
+    [3600_000, '1h'],
+    [3599_000, '1h'],
+    [47 * 3600_000, '47h'],
+    [47 * 3600_000 + 1, '2d'],
+    [0, 'now'],
+    [-90_000, 'now'],
+  ])('formatRemaining(%i) = %s (rounded up)', (ms, text) => {
+    expect(formatRemaining(ms)).toBe(text);
+  });
+
+  it.each([
+    { left: 599_000, cell: 'approve in 10m' },
+    { left: 30_000, cell: 'approve in 30s' },
+    { left: 0, cell: 'approve due now' },
+    { left: -5_000, cell: 'approve due now' },
+  ])('the TIMEOUT column with $left ms left: $cell', ({ left, cell }) => {
+    process.env.NO_COLOR = '1';
+    const a = { ...approval('t1', 'pending', 60_000), timeoutAction: 'approve' as const, expiresAt: new Date(now + left).toISOString() };
+    const row = approvalTable([a], now).split('\n')[1]!;
+    expect(row).toMatch(new RegExp(`\\s${cell}\\s+title t1$`));
   });
 });

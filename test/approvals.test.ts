@@ -41,6 +41,20 @@ async function request(daemon: TestDaemon, body: Record<string, unknown>): Promi
   return res.body.data;
 }
 
+async function missionIn(daemon: TestDaemon, name: string): Promise<any> {
+  const res = await daemon.api('POST', '/api/v1/missions', { body: { name } });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data;
+}
+
+/**
+ * Puts a task where a database from before the awaiting_approval guard could have left it (moved
+ * out by hand with its request still pending); no API path leads there any more.
+ */
+function legacyMove(daemon: TestDaemon, taskId: string, status: string): void {
+  daemon.daemon.app.db.prepare('UPDATE tasks SET status = ? WHERE id = ?').run(status, taskId);
+}
+
 const getTask = async (daemon: TestDaemon, id: string) => (await daemon.api('GET', `/api/v1/tasks/${id}`)).body.data;
 const getApproval = async (daemon: TestDaemon, id: string) => (await daemon.api('GET', `${A}/${id}`)).body.data;
 const eventsOf = (daemon: TestDaemon, id: string) =>
@@ -71,8 +85,11 @@ describe('an empty list', () => {
 describe('requesting', () => {
   const ids: Record<string, string> = {};
   const t: Record<string, any> = {};
+  let mission: any;
   beforeAll(async () => {
     for (const s of ['pending', 'done', 'draft', 'in_progress']) t[s] = await taskIn(d, s);
+    t.loose = await taskIn(d, 'pending');
+    mission = await missionIn(d, 'gated');
   });
 
   const requested = (key: string, taskId: () => string | null, extra: Record<string, unknown> = {}) => ({
@@ -128,11 +145,33 @@ describe('requesting', () => {
       name: 'without a task, with a mission id',
       method: 'POST',
       path: A,
-      body: { requestedBy: 'ana', title: 'may I?', missionId: 'm-1' },
+      body: () => ({ requestedBy: 'ana', title: 'may I?', missionId: mission.id }),
       status: 201,
-      dataMatches: { taskId: null, missionId: 'm-1', taskFrom: null, payload: null, reason: null },
+      dataMatches: () => ({ taskId: null, missionId: mission.id, taskFrom: null, payload: null, reason: null }),
       save: 'N',
-      events: () => [requested('N', () => null, { missionId: 'm-1' })],
+      events: () => [requested('N', () => null, { missionId: mission.id })],
+    },
+    {
+      name: 'an unknown mission',
+      method: 'POST',
+      path: A,
+      body: { requestedBy: 'ana', title: 'x', missionId: 'm-1' },
+      status: 422,
+      code: 'unprocessable',
+      detailPath: 'body.missionId',
+      message: /mission "m-1" does not exist/,
+      events: [],
+    },
+    {
+      name: 'an unknown mission for a task outside any mission: nothing written, the task stays put',
+      method: 'POST',
+      path: A,
+      body: () => ({ taskId: t.loose.id, requestedBy: 'ana', title: 'x', missionId: NO_SUCH_ID }),
+      status: 422,
+      code: 'unprocessable',
+      detailPath: 'body.missionId',
+      events: [],
+      then: async () => expect((await getTask(d, t.loose.id)).status).toBe('pending'),
     },
     {
       name: 'a task already awaiting approval cannot be gated twice',
@@ -204,6 +243,7 @@ describe('deciding', () => {
       ids[s] = (await request(d, { taskId: t[s].id, title: `gate ${s}` })).id;
     }
     ids.none = (await request(d, { title: 'no task' })).id;
+    ids.nobody = (await request(d, { title: 'no body' })).id;
   });
 
   const resolved = (key: string, taskId: () => string | null, status: string, resolvedBy: string | null) => ({
@@ -267,6 +307,14 @@ describe('deciding', () => {
       dataMatches: { status: 'approved', taskId: null },
       events: () => [resolved('none', () => null, 'approved', 'lead')],
     },
+    {
+      name: 'approve with no body at all (every field optional)',
+      method: 'POST',
+      path: () => `${A}/${ids.nobody}/approve`,
+      status: 200,
+      dataMatches: () => ({ id: ids.nobody, status: 'approved', note: null, resolvedBy: 'local' }),
+      events: () => [resolved('nobody', () => null, 'approved', 'local')],
+    },
     { name: 'approve twice', method: 'POST', path: () => `${A}/${ids.pending}/approve`, body: {}, status: 409, code: 'conflict', message: /already approved by lead/, events: [] },
     { name: 'reject after approve', method: 'POST', path: () => `${A}/${ids.pending}/reject`, body: { feedback: 'no' }, status: 409, code: 'conflict', events: [] },
     { name: 'approve after reject', method: 'POST', path: () => `${A}/${ids.assigned}/approve`, body: {}, status: 409, code: 'conflict', message: /already rejected/, events: [] },
@@ -307,10 +355,47 @@ describe('deciding', () => {
     expect(d.daemon.app.events.since(before, 100).map((e) => e.name)).toEqual(['approval:resolved', 'task:transition', 'mission:completed']);
   });
 
-  it('a task moved out of awaiting_approval meanwhile: the decision is recorded, the task left as it is', async () => {
+  it.each(['done', 'assigned', 'pending', 'failed'])('a task with a pending approval cannot be moved to %s by hand: 409 naming the approval, nothing written', async (to) => {
+    const task = await taskIn(d, 'review');
+    const a = await request(d, { taskId: task.id });
+    await runCase(d, {
+      name: `awaiting_approval → ${to} by hand`,
+      method: 'POST',
+      path: `/api/v1/tasks/${task.id}/transition`,
+      body: { to },
+      status: 409,
+      code: 'conflict',
+      message: new RegExp(`^Task ${task.id} is waiting for approval ${a.id}; approve or reject it`),
+      events: [],
+    });
+    expect((await getTask(d, task.id)).status).toBe('awaiting_approval');
+    expect((await getApproval(d, a.id)).status).toBe('pending');
+
+    // The decision itself still moves the task (review → done on approve).
+    const before = d.daemon.app.events.lastId();
+    expect((await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } })).status).toBe(200);
+    expect(d.daemon.app.events.since(before, 100).map((e) => e.name)).toEqual(['approval:resolved', 'task:transition']);
+    expect((await getTask(d, task.id)).status).toBe('done');
+  });
+
+  it('reject passes the guard too: the task goes back to pending', async () => {
+    const task = await taskIn(d, 'assigned');
+    const a = await request(d, { taskId: task.id });
+    expect((await d.api('POST', `${A}/${a.id}/reject`, { body: { feedback: 'not yet' } })).status).toBe(200);
+    expect(await getTask(d, task.id)).toMatchObject({ status: 'pending', revisionCount: 1 });
+  });
+
+  it('once decided, the task moves freely again', async () => {
     const task = await taskIn(d, 'pending');
     const a = await request(d, { taskId: task.id });
-    expect((await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'failed' } })).status).toBe(200);
+    expect((await d.api('POST', `${A}/${a.id}/approve`, { body: {} })).status).toBe(200);
+    expect((await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'in_progress' } })).status).toBe(200);
+  });
+
+  it('a task taken out of awaiting_approval in an older database: the decision is recorded, the task left as it is', async () => {
+    const task = await taskIn(d, 'pending');
+    const a = await request(d, { taskId: task.id });
+    legacyMove(d, task.id, 'failed');
     const before = d.daemon.app.events.lastId();
     const res = await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } });
     expect(res.status).toBe(200);
@@ -319,20 +404,22 @@ describe('deciding', () => {
     expect((await getTask(d, task.id)).status).toBe('failed');
   });
 
-  it('a task deleted meanwhile: the decision is still recorded', async () => {
+  it('a task with a pending approval can still be deleted; the decision is recorded afterwards', async () => {
     const task = await taskIn(d, 'pending');
     const a = await request(d, { taskId: task.id });
     expect((await d.api('DELETE', `/api/v1/tasks/${task.id}`)).status).toBe(200);
+    const before = d.daemon.app.events.lastId();
     const res = await d.api('POST', `${A}/${a.id}/reject`, { body: { feedback: 'gone anyway' } });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ status: 'rejected', taskId: task.id });
+    expect(d.daemon.app.events.since(before, 100).map((e) => e.name)).toEqual(['approval:resolved']);
   });
 
-  it('a task waits on one approval at a time: a stale pending request must be decided first', async () => {
+  it('a task waits on one approval at a time: a stale pending request (older database) must be decided first', async () => {
     const task = await taskIn(d, 'pending');
     const first = await request(d, { taskId: task.id });
-    // Taken out of awaiting_approval by hand, so the state machine alone would allow a new request.
-    expect((await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'pending' } })).status).toBe(200);
+    // Out of awaiting_approval with its request pending, so the state machine alone would allow a new request.
+    legacyMove(d, task.id, 'pending');
     await runCase(d, {
       name: 'second request',
       method: 'POST',

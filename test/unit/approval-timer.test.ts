@@ -38,10 +38,15 @@ function fakeStore(initial: [string, number][] = []) {
   const fired: { id: string; at: number }[] = [];
   let failing = new Set<string>();
   let stuck = new Set<string>();
-  const errors: string[] = [];
+  let readFailures = 0;
+  const errors: (string | null)[] = [];
   const scheduler = new TimeoutScheduler({
     now: () => Date.now(),
     candidates: (now) => {
+      if (readFailures > 0) {
+        readFailures--;
+        throw new Error('SQLITE_BUSY: database is locked');
+      }
       const all = [...pending].map(([id, at]) => ({ id, expiresAt: iso(at) })).sort((a, b) => a.expiresAt.localeCompare(b.expiresAt));
       const due = all.filter((c) => Date.parse(c.expiresAt) <= now);
       const next = all.find((c) => Date.parse(c.expiresAt) > now);
@@ -61,6 +66,8 @@ function fakeStore(initial: [string, number][] = []) {
     scheduler,
     fail: (ids: string[]) => (failing = new Set(ids)),
     stick: (ids: string[]) => (stuck = new Set(ids)),
+    /** The next `n` reads of the table throw. */
+    failReads: (n: number) => (readFailures = n),
   };
 }
 
@@ -152,6 +159,60 @@ describe('TimeoutScheduler (fake clock)', () => {
     expect(s.scheduler.armed).toBe(true);
     vi.advanceTimersByTime(far - T0 - MAX_DELAY_MS);
     expect(s.fired).toEqual([{ id: 'far', at: far }]);
+  });
+
+  it('a failed read in a timer callback neither escapes nor stops the timeouts: it is reported and read again after RETRY_MS', () => {
+    const s = fakeStore([['a', T0 + 1_000]]);
+    s.scheduler.tick();
+    s.failReads(1);
+    // Without the catch, the exception escapes the timer callback (and would end the daemon).
+    expect(() => vi.advanceTimersByTime(1_000)).not.toThrow();
+    expect(s.errors).toEqual([null]);
+    expect(s.fired).toEqual([]);
+    expect(s.scheduler.armed).toBe(true);
+    vi.advanceTimersByTime(RETRY_MS - 1);
+    expect(s.fired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(s.fired).toEqual([{ id: 'a', at: T0 + 1_000 + RETRY_MS }]);
+    expect(s.pending.size).toBe(0);
+  });
+
+  it('a failed read on start (tick) does not throw and is retried', () => {
+    const s = fakeStore([['late', T0 - 5]]);
+    s.failReads(1);
+    expect(() => s.scheduler.tick()).not.toThrow();
+    expect(s.errors).toEqual([null]);
+    vi.advanceTimersByTime(RETRY_MS);
+    expect(s.fired).toEqual([{ id: 'late', at: T0 + RETRY_MS }]);
+  });
+
+  it('a failed read when re-arming after a change does not leave the timer unset', () => {
+    const s = fakeStore([['a', T0 + 1_000]]);
+    s.scheduler.tick();
+    s.pending.set('b', T0 + 2_000);
+    s.failReads(1);
+    // arm() cleared the pending wake-up before reading; the event log would swallow a throw here.
+    expect(() => s.scheduler.arm()).not.toThrow();
+    expect(s.errors).toEqual([null]);
+    expect(s.scheduler.armed).toBe(true);
+    vi.advanceTimersByTime(RETRY_MS);
+    expect(s.fired.map((f) => f.id)).toEqual(['a', 'b']);
+  });
+
+  it('a throwing onError does not escape either', () => {
+    const scheduler = new TimeoutScheduler({
+      now: () => Date.now(),
+      candidates: () => {
+        throw new Error('disk I/O error');
+      },
+      fire: () => {},
+      onError: () => {
+        throw new Error('log file gone');
+      },
+    });
+    expect(() => scheduler.tick()).not.toThrow();
+    expect(() => vi.advanceTimersByTime(RETRY_MS * 3)).not.toThrow();
+    scheduler.stop();
   });
 
   it('fires nothing after stop', () => {

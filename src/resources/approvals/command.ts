@@ -16,10 +16,26 @@ export function formatAge(ms: number): string {
   return `${Math.floor(s / 86400)}d`;
 }
 
+/**
+ * Time left until a deadline, rounded up (599 s is "10m", not "9m": never promise less time than
+ * is left); "now" once it has passed (the timer decides an overdue request within moments).
+ */
+export function formatRemaining(ms: number): string {
+  const s = Math.ceil(ms / 1000);
+  if (s <= 0) return 'now';
+  if (s < 60) return `${s}s`;
+  const m = Math.ceil(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.ceil(s / 3600);
+  if (h < 48) return `${h}h`;
+  return `${Math.ceil(s / 86400)}d`;
+}
+
 function timeoutCell(a: Approval, now: number): string | null {
   if (a.timedOut) return 'timed out';
   if (a.status !== 'pending' || a.expiresAt === null) return null;
-  return `${a.timeoutAction} in ${formatAge(Date.parse(a.expiresAt) - now)}`;
+  const left = formatRemaining(Date.parse(a.expiresAt) - now);
+  return left === 'now' ? `${a.timeoutAction} due now` : `${a.timeoutAction} in ${left}`;
 }
 
 /** The table, with pending rows (the ones waiting on a person) highlighted on a TTY. */

@@ -3,7 +3,9 @@ import { toPage, type Page } from '../common.js';
 import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
-import { getTask, transitionTask } from '../tasks/service.js';
+import { getMission } from '../missions/service.js';
+import type { Task } from '../tasks/schema.js';
+import { beforeTaskTransition, getTask, transitionTask } from '../tasks/service.js';
 import type { TaskState } from '../tasks/state.js';
 import type { Approval, ApprovalInput, ApprovalListFilter } from './schema.js';
 import * as store from './store.js';
@@ -30,6 +32,17 @@ function unprocessable(path: string, message: string): AppError {
   return new AppError('unprocessable', `${path.replace(/^body\./, '')}: ${message}.`, { details: [{ path, message }] });
 }
 
+/** Through the missions service (its only public read is the full mission, which throws not_found). */
+function missionExists(app: App, id: string): boolean {
+  try {
+    getMission(app, id);
+    return true;
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'not_found') return false;
+    throw err;
+  }
+}
+
 /**
  * Records a pending request and, when it names a task, moves the task to awaiting_approval in the
  * same transaction (task:transition fires; a task that cannot move there is 409 invalid_transition).
@@ -39,11 +52,15 @@ export function requestApproval(app: App, input: ApprovalInput): Approval {
     const task = input.taskId === undefined ? null : getTask(app, input.taskId);
     // A reference in the body, like an unknown assignTo on a task: 422, keeping 404 for paths.
     if (input.taskId !== undefined && !task) throw unprocessable('body.taskId', `task "${input.taskId}" does not exist`);
+    if (input.missionId !== undefined && !missionExists(app, input.missionId)) {
+      throw unprocessable('body.missionId', `mission "${input.missionId}" does not exist`);
+    }
     if (task && input.missionId !== undefined && task.missionId !== null && task.missionId !== input.missionId) {
       throw unprocessable('body.missionId', `task ${task.id} belongs to mission ${task.missionId}, not ${input.missionId}`);
     }
     if (task && task.status !== 'awaiting_approval') {
-      // Only possible when the task was moved out of awaiting_approval by hand: one gate at a time.
+      // The guard below keeps a task with a pending request in awaiting_approval, but a database
+      // from before that guard may hold such a task elsewhere: still one gate at a time.
       const waiting = store.pendingForTask(app.db, task.id);
       if (waiting) throw new AppError('conflict', `Task ${task.id} already has pending approval ${waiting}; decide that one first.`);
     }
@@ -95,9 +112,11 @@ function revisionText(a: Approval, d: Decision): string {
 }
 
 /**
- * Resolves a pending approval and moves its task, in one transaction. When the task is no longer
- * awaiting approval (moved by hand, or deleted) the decision is still recorded and the task is left
- * as it is: the human's answer must not be lost, and a timeout must not fail forever.
+ * Resolves a pending approval and moves its task, in one transaction. The approval is marked
+ * decided before the task moves, so the guard below lets the move through. When the task is no
+ * longer awaiting approval (deleted, or moved by hand before that guard existed) the decision is
+ * still recorded and the task is left as it is: the human's answer must not be lost, and a timeout
+ * must not fail forever.
  */
 function decide(app: App, a: Approval, d: Decision): Approval {
   const now = nowIso();
@@ -166,3 +185,17 @@ export function resolveExpired(app: App, id: string, now: number): Approval | nu
 
 /** Pending approvals expired by `now`, plus the next to expire (see store.expiringApprovals). */
 export const expiringApprovals = (app: App, now: number): store.Expiring[] => store.expiringApprovals(app.db, new Date(now).toISOString());
+
+/**
+ * The gate holds: a task leaves awaiting_approval only through its approval's decision (a person's
+ * or the timeout's), which marks the approval decided first. A move by hand would leave the request
+ * pending with nothing left to gate. Deleting the task is not a transition and stays allowed.
+ */
+function guardTransition(app: App, task: Task, to: TaskState): void {
+  if (task.status !== 'awaiting_approval') return;
+  const waiting = store.pendingForTask(app.db, task.id);
+  if (waiting) throw new AppError('conflict', `Task ${task.id} is waiting for approval ${waiting}; approve or reject it instead of moving the task to ${to}.`);
+}
+
+// Registered once per process; each call receives the daemon's App, so several daemons share it.
+beforeTaskTransition(guardTransition);

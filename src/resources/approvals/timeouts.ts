@@ -16,7 +16,10 @@ export function startApprovalTimeouts(app: App, now: () => number = Date.now): {
       const a = resolveExpired(app, id, at);
       if (a) app.log.info('approval timed out', { approvalId: id, status: a.status, taskId: a.taskId });
     },
-    onError: (id, err) => app.log.error('deciding an expired approval failed; trying again later', { approvalId: id, ...errorFields(err) }),
+    onError: (id, err) =>
+      id === null
+        ? app.log.error('reading approval timeouts failed; trying again later', errorFields(err))
+        : app.log.error('deciding an expired approval failed; trying again later', { approvalId: id, ...errorFields(err) }),
   });
   // Events are heard after their transaction commits, so the scheduler reads the new state.
   const unsubscribe = app.events.subscribe((e) => {

@@ -44,7 +44,8 @@ export interface SchedulerDeps {
   candidates(now: number): Expiring[];
   /** Decides one expired approval; throwing defers it by RETRY_MS. */
   fire(id: string, now: number): void;
-  onError(id: string, err: unknown): void;
+  /** A failure: of deciding `id`, or (id null) of reading what is waiting; either is retried after RETRY_MS. */
+  onError(id: string | null, err: unknown): void;
 }
 
 export class TimeoutScheduler {
@@ -55,14 +56,18 @@ export class TimeoutScheduler {
 
   constructor(private readonly deps: SchedulerDeps) {}
 
-  /** Decides everything due now, then sleeps until the next expiry. */
+  /**
+   * Decides everything due now, then sleeps until the next expiry. Runs from a timer callback,
+   * where an escaping exception would end the daemon, so it never throws: a failed read is
+   * reported and retried after RETRY_MS.
+   */
   tick(): void {
     if (this.stopped) return;
     this.clear();
-    const now = this.deps.now();
     const fired = new Set<string>();
-    this.firing = true;
     try {
+      const now = this.deps.now();
+      this.firing = true;
       for (const id of planTimeouts(this.deps.candidates(now), now, this.retryAt).due) {
         try {
           this.deps.fire(id, now);
@@ -70,9 +75,12 @@ export class TimeoutScheduler {
           fired.add(id);
         } catch (err) {
           this.retryAt.set(id, now + RETRY_MS);
-          this.deps.onError(id, err);
+          this.report(id, err);
         }
       }
+    } catch (err) {
+      this.failed(err);
+      return;
     } finally {
       this.firing = false;
     }
@@ -82,26 +90,30 @@ export class TimeoutScheduler {
   /**
    * Re-reads what is waiting and sets the one timer (after a change elsewhere: a new request, a
    * human decision). `fired` are ids just decided: if one is still due, firing it did nothing, and
-   * it is held back rather than fired again at once.
+   * it is held back rather than fired again at once. Never throws (its callers, the event log
+   * and tick, would swallow the error or die of it); a failed read is retried after RETRY_MS, so
+   * the timer is never left unset while approvals wait.
    */
   arm(fired: ReadonlySet<string> = new Set()): void {
     if (this.stopped || this.firing) return;
     this.clear();
-    const now = this.deps.now();
-    const candidates = this.deps.candidates(now);
-    let plan = planTimeouts(candidates, now, this.retryAt);
-    const stuck = plan.due.filter((id) => fired.has(id));
-    if (stuck.length) {
-      for (const id of stuck) this.retryAt.set(id, now + RETRY_MS);
-      plan = planTimeouts(candidates, now, this.retryAt);
+    try {
+      const now = this.deps.now();
+      const candidates = this.deps.candidates(now);
+      let plan = planTimeouts(candidates, now, this.retryAt);
+      const stuck = plan.due.filter((id) => fired.has(id));
+      if (stuck.length) {
+        for (const id of stuck) this.retryAt.set(id, now + RETRY_MS);
+        plan = planTimeouts(candidates, now, this.retryAt);
+      }
+      // Forget hold-backs of approvals no longer waiting (decided by a person meanwhile).
+      const waiting = new Set(candidates.map((c) => c.id));
+      for (const id of this.retryAt.keys()) if (!waiting.has(id)) this.retryAt.delete(id);
+      const delay = delayFor(plan, now);
+      if (delay !== null) this.schedule(delay);
+    } catch (err) {
+      this.failed(err);
     }
-    // Forget hold-backs of approvals no longer waiting (decided by a person meanwhile).
-    const waiting = new Set(candidates.map((c) => c.id));
-    for (const id of this.retryAt.keys()) if (!waiting.has(id)) this.retryAt.delete(id);
-    const delay = delayFor(plan, now);
-    if (delay === null) return;
-    this.timer = setTimeout(() => this.tick(), delay);
-    this.timer.unref();
   }
 
   /** Whether a wake-up is set (for tests). */
@@ -117,5 +129,26 @@ export class TimeoutScheduler {
   private clear(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  private schedule(delay: number): void {
+    this.timer = setTimeout(() => this.tick(), delay);
+    this.timer.unref();
+  }
+
+  /** Reading what is waiting failed: we no longer know when to wake, so look again after RETRY_MS. */
+  private failed(err: unknown): void {
+    this.report(null, err);
+    this.clear();
+    if (!this.stopped) this.schedule(RETRY_MS);
+  }
+
+  /** onError must not become the exception that kills the timer (or the daemon) either. */
+  private report(id: string | null, err: unknown): void {
+    try {
+      this.deps.onError(id, err);
+    } catch {
+      // Nothing left to tell; the retry is already (or about to be) scheduled.
+    }
   }
 }
