@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppError } from '../src/kernel/errors.js';
 import { findCycle, planTasks } from '../src/resources/missions/plan.js';
+import { beforeTaskCreate } from '../src/resources/tasks/service.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase, type ExpectedEvent } from './scenarios.js';
 
@@ -117,6 +119,7 @@ const cases: Case[] = [
     events: created('reordered', 'reordered', ['first', 'second']),
   },
   { name: 'a mission with no tasks', method: 'POST', path: M, body: { name: 'empty' }, status: 201, save: 'empty', dataMatches: { taskIds: [], goal: null, deadline: null, progress: progress({}) } },
+  { name: 'a mission to cancel while active', method: 'POST', path: M, body: { name: 'idle', tasks: [{ title: 'wait' }] }, status: 201, save: 'idle' },
   {
     name: 'duplicate titles → 422 naming the title',
     method: 'POST',
@@ -200,8 +203,17 @@ const cases: Case[] = [
     events: [],
   },
   { name: 'resume', method: 'POST', path: () => m('ship', '/resume'), status: 200, dataMatches: { status: 'active' }, events: () => [ev('mission:resumed', 'ship', 'ship v1')] },
-  { name: 'start the empty mission', method: 'POST', path: () => m('empty', '/start'), status: 200, dataMatches: { status: 'active' }, events: () => [ev('mission:started', 'empty', 'empty')] },
-  { name: 'cancel an active mission', method: 'POST', path: () => m('empty', '/cancel'), status: 200, dataMatches: { status: 'cancelled' }, events: () => [ev('mission:cancelled', 'empty', 'empty')] },
+  {
+    name: 'start the empty mission: nothing to do, so it completes at once',
+    method: 'POST',
+    path: () => m('empty', '/start'),
+    status: 200,
+    dataMatches: { status: 'completed', progress: progress({}) },
+    events: () => [ev('mission:started', 'empty', 'empty'), ev('mission:completed', 'empty', 'empty')],
+  },
+  { name: 'the started empty mission is final', method: 'POST', path: () => m('empty', '/cancel'), status: 409, code: 'invalid_transition', message: /from completed to cancelled/, events: [] },
+  { name: 'start a mission with a task', method: 'POST', path: () => m('idle', '/start'), status: 200, dataMatches: { status: 'active' }, events: () => [ev('mission:started', 'idle', 'idle'), ...released('idle', 'wait')] },
+  { name: 'cancel an active mission', method: 'POST', path: () => m('idle', '/cancel'), status: 200, dataMatches: { status: 'cancelled', progress: progress({ pending: 1 }) }, events: () => [ev('mission:cancelled', 'idle', 'idle')] },
   { name: 'cancel a draft mission', method: 'POST', path: () => m('reordered', '/cancel'), status: 200, dataMatches: { status: 'cancelled', progress: progress({ draft: 2 }) }, events: () => [ev('mission:cancelled', 'reordered', 'reordered')] },
   { name: 'cancel twice', method: 'POST', path: () => m('reordered', '/cancel'), status: 409, code: 'invalid_transition', message: /from cancelled to cancelled/, events: [] },
   { name: 'start a cancelled mission', method: 'POST', path: () => m('reordered', '/start'), status: 409, code: 'invalid_transition', message: /from cancelled to active/, events: [] },
@@ -251,6 +263,181 @@ describe('missions', () => {
     ]);
     expect((await d.api('GET', m('ship'))).body.data).toMatchObject({ status: 'completed', progress: progress({ done: 3 }) });
     await runCase(d, { name: 'completed is final', method: 'POST', path: m('ship', '/cancel'), status: 409, code: 'invalid_transition', message: /from completed to cancelled/, events: [] });
+  });
+});
+
+describe('one transaction', () => {
+  const count = (sql: string, ...args: unknown[]) => (d.daemon.app.db.prepare(sql).get(...args) as { n: number }).n;
+
+  it('a failure on the second task insert leaves no mission, no task and no event', async () => {
+    const tasksBefore = count('SELECT count(*) AS n FROM tasks');
+    const missionsBefore = count('SELECT count(*) AS n FROM missions');
+    let calls = 0;
+    let writtenWhenItFailed = 0;
+    const off = beforeTaskCreate((_app, input) => {
+      if (!input.missionId || ++calls !== 2) return;
+      // By now the mission and its first task are written: only a rollback can take them back.
+      writtenWhenItFailed = count('SELECT count(*) AS n FROM missions WHERE id = ?', input.missionId) + count('SELECT count(*) AS n FROM tasks WHERE mission_id = ?', input.missionId);
+      throw new AppError('conflict', 'injected failure on the second task');
+    });
+    try {
+      const before = lastEventId();
+      const res = await d.api('POST', M, { body: { name: 'torn', tasks: [{ title: 'one' }, { title: 'two' }, { title: 'three' }] } });
+      expect(res.status).toBe(409);
+      expect(res.body.error).toBe('injected failure on the second task');
+      expect(writtenWhenItFailed).toBe(2);
+      expect(count('SELECT count(*) AS n FROM missions')).toBe(missionsBefore);
+      expect(count("SELECT count(*) AS n FROM missions WHERE name = 'torn'")).toBe(0);
+      expect(count('SELECT count(*) AS n FROM tasks')).toBe(tasksBefore);
+      expect(eventsAfter(before)).toEqual([]);
+    } finally {
+      off();
+    }
+  });
+});
+
+describe('removing tasks', () => {
+  it.each(['active', 'paused'])('removing the last open task of an %s mission completes it, in the same transaction', async (state) => {
+    const name = `shrinking ${state}`;
+    const mission = await createMission({ name, tasks: [{ title: 'a' }, { title: 'b' }] });
+    const { a, b } = byTitle(mission);
+    expect((await d.api('POST', `${M}/${mission.id}/start`)).status).toBe(200);
+    await move(a.id, 'assigned', 'in_progress', 'review', 'done');
+    if (state === 'paused') expect((await d.api('POST', `${M}/${mission.id}/pause`)).status).toBe(200);
+    expect((await d.api('GET', `${M}/${mission.id}`)).body.data.status).toBe(state);
+
+    const before = lastEventId();
+    expect((await d.api('DELETE', `/api/v1/tasks/${b.id}`)).status).toBe(200);
+    expect(eventsAfter(before)).toEqual([
+      { name: 'task:removed', data: { taskId: b.id } },
+      { name: 'mission:completed', data: { missionId: mission.id, name } },
+    ]);
+    expect((await d.api('GET', `${M}/${mission.id}`)).body.data).toMatchObject({ status: 'completed', progress: progress({ done: 1 }) });
+  });
+
+  it('removing every task leaves the mission active; a task may join it, and finishing that completes it', async () => {
+    const mission = await createMission({ name: 'emptied', tasks: [{ title: 'only' }] });
+    expect((await d.api('POST', `${M}/${mission.id}/start`)).status).toBe(200);
+    const before = lastEventId();
+    expect((await d.api('DELETE', `/api/v1/tasks/${mission.taskIds[0]}`)).status).toBe(200);
+    expect(eventsAfter(before)).toEqual([{ name: 'task:removed', data: { taskId: mission.taskIds[0] } }]);
+    expect((await d.api('GET', `${M}/${mission.id}`)).body.data).toMatchObject({ status: 'active', progress: progress({}) });
+
+    const again = await d.api('POST', '/api/v1/tasks', { body: { title: 'only', missionId: mission.id } });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(again.body.data.status).toBe('pending');
+    expect((await d.api('GET', `${M}/${mission.id}`)).body.data.status).toBe('active');
+    await move(again.body.data.id, 'assigned', 'in_progress', 'review', 'done');
+    expect((await d.api('GET', `${M}/${mission.id}`)).body.data).toMatchObject({ status: 'completed', progress: progress({ done: 1 }) });
+  });
+
+  it('a cancelled mission stays cancelled when its open task goes', async () => {
+    const mission = await createMission({ name: 'abandoned', tasks: [{ title: 'a' }, { title: 'b' }] });
+    const { a, b } = byTitle(mission);
+    await d.api('POST', `${M}/${mission.id}/start`);
+    await move(a.id, 'assigned', 'in_progress', 'review', 'done');
+    await d.api('POST', `${M}/${mission.id}/cancel`);
+    const before = lastEventId();
+    expect((await d.api('DELETE', `/api/v1/tasks/${b.id}`)).status).toBe(200);
+    expect(eventsAfter(before)).toEqual([{ name: 'task:removed', data: { taskId: b.id } }]);
+    expect((await d.api('GET', `${M}/${mission.id}`)).body.data.status).toBe('cancelled');
+  });
+
+  it('deleting a running mission with its tasks does not complete it on the way', async () => {
+    const mission = await createMission({ name: 'half done', tasks: [{ title: 'a' }, { title: 'b' }] });
+    const { a, b } = byTitle(mission);
+    await d.api('POST', `${M}/${mission.id}/start`);
+    await move(a.id, 'assigned', 'in_progress', 'review', 'done');
+    const before = lastEventId();
+    expect((await d.api('DELETE', `${M}/${mission.id}?cascade=true`)).status).toBe(200);
+    expect(eventsAfter(before)).toEqual([
+      { name: 'task:removed', data: { taskId: b.id } },
+      { name: 'task:removed', data: { taskId: a.id } },
+      { name: 'mission:deleted', data: { missionId: mission.id, name: 'half done', cascade: true } },
+    ]);
+  });
+});
+
+describe('tasks joining a mission through POST /tasks', () => {
+  const T = '/api/v1/tasks';
+  const ms: Record<string, any> = {};
+  let joined: any = null;
+  beforeAll(async () => {
+    for (const key of ['draft', 'active', 'paused', 'completed', 'failed', 'cancelled']) {
+      ms[key] = await createMission({ name: `join ${key}`, tasks: key === 'completed' ? [] : [{ title: 'planned', maxRetries: 0 }] });
+      if (key !== 'draft' && key !== 'cancelled') expect((await d.api('POST', `${M}/${ms[key].id}/start`)).status).toBe(200);
+    }
+    await d.api('POST', `${M}/${ms.paused.id}/pause`);
+    await d.api('POST', `${M}/${ms.cancelled.id}/cancel`);
+    await move(ms.failed.taskIds[0], 'assigned', 'in_progress', 'failed');
+    for (const key of ['draft', 'active', 'paused', 'completed', 'failed', 'cancelled']) {
+      expect((await d.api('GET', `${M}/${ms[key].id}`)).body.data.status).toBe(key);
+    }
+  });
+
+  const joins = (key: string, title: string, status: string, extra: Record<string, unknown> = {}): ApiCase => ({
+    name: `joins a ${key} mission as ${status}${extra.draft ? ' (asked draft)' : ''}`,
+    method: 'POST',
+    path: T,
+    body: () => ({ title, missionId: ms[key].id, ...extra }),
+    status: 201,
+    dataMatches: () => ({ status, missionId: ms[key].id }),
+    onSuccess: (data) => (joined = data),
+    events: () => [{ name: 'task:created', data: { taskId: joined.id, title, status, assignTo: null, missionId: ms[key].id } }],
+  });
+  const refused = (key: string): ApiCase => ({
+    name: `a ${key} mission takes no new task → 409`,
+    method: 'POST',
+    path: T,
+    body: () => ({ title: 'too late', missionId: ms[key].id }),
+    status: 409,
+    code: 'conflict',
+    message: new RegExp(`is ${key}: a ${key} mission takes no new tasks`),
+    events: [],
+  });
+  const missionIs = (key: string, status: string, counts: Partial<typeof zero>): ApiCase => ({
+    name: `the ${key} mission is ${status} with ${JSON.stringify(counts)}`,
+    method: 'GET',
+    path: () => `${M}/${ms[key].id}`,
+    status: 200,
+    dataMatches: { status, progress: progress(counts) },
+    events: [],
+  });
+
+  const joinCases: ApiCase[] = [
+    { name: 'an unknown mission → 422', method: 'POST', path: T, body: { title: 'x', missionId: 'no-such-mission' }, status: 422, code: 'unprocessable', detailPath: 'body.missionId', message: /no-such-mission/, events: [] },
+    joins('draft', 'late', 'draft'),
+    missionIs('draft', 'draft', { draft: 2 }),
+    {
+      name: 'starting the draft mission releases the joined task too',
+      method: 'POST',
+      path: () => `${M}/${ms.draft.id}/start`,
+      status: 200,
+      dataMatches: { status: 'active', progress: progress({ pending: 2 }) },
+    },
+    joins('active', 'extra', 'pending'),
+    joins('active', 'maybe', 'draft', { draft: true }),
+    missionIs('active', 'active', { pending: 2, draft: 1 }),
+    joins('paused', 'extra', 'pending'),
+    missionIs('paused', 'paused', { pending: 2 }),
+    {
+      name: 'a title the mission already has → 422',
+      method: 'POST',
+      path: T,
+      body: () => ({ title: 'planned', missionId: ms.active.id }),
+      status: 422,
+      code: 'unprocessable',
+      detailPath: 'body.title',
+      message: /already has a task titled "planned"/,
+      events: [],
+    },
+    refused('completed'),
+    refused('failed'),
+    refused('cancelled'),
+  ];
+
+  it.each(joinCases.map((c, i) => [i, c.name, c] as const))('%i %s', async (_i, _n, c) => {
+    await runCase(d, c);
   });
 });
 
@@ -328,7 +515,10 @@ describe('listing', () => {
     expect(seen.slice(0, 5)).toEqual([...made].reverse());
     const all = (await d.api('GET', M)).body.data.map((x: { id: string }) => x.id);
     expect(all.indexOf(made[4])).toBeLessThan(all.indexOf(ids.ship));
-    expect((await d.api('GET', `${M}?status=completed`)).body.data.map((x: { id: string }) => x.id)).toEqual([ids.ship]);
+    const completed = (await d.api('GET', `${M}?status=completed&limit=200`)).body.data;
+    expect(completed.map((x: { id: string }) => x.id)).toEqual(expect.arrayContaining([ids.ship, ids.empty]));
+    expect(completed.map((x: { id: string }) => x.id)).not.toContain(made[0]);
+    for (const x of completed) expect(x.status).toBe('completed');
     expect((await d.api('GET', `${M}?limit=0`)).status).toBe(400);
   });
 });
@@ -382,5 +572,12 @@ describe('svc missions (CLI)', () => {
 
     const missing = await svc('missions', 'add', join(d.root, 'nope.json'));
     expect(missing.code).toBe(2);
+
+    // An empty YAML file reads as null: refused here (exit 2), as `playbooks add` does, not sent to the API (exit 1).
+    const emptyFile = join(d.root, 'empty.yaml');
+    writeFileSync(emptyFile, '');
+    const empty = await svc('missions', 'add', emptyFile);
+    expect(empty.code, empty.stderr).toBe(2);
+    expect(empty.stderr).toContain('must hold an object');
   });
 });

@@ -76,12 +76,14 @@ describe('svc tasks', () => {
   });
 
   it('prints the next-page hint on stderr so --json stays one document', async () => {
-    for (let i = 0; i < 3; i++) expect((await svc('tasks', 'add', `page ${i}`, '--mission', 'm-cli')).code).toBe(0);
-    const page = await svc('tasks', 'ls', '--mission', 'm-cli', '--limit', '2', '--json');
+    // A task may only join a mission that exists.
+    const mission = (await d.api('POST', '/api/v1/missions', { body: { name: 'cli pages' } })).body.data.id as string;
+    for (let i = 0; i < 3; i++) expect((await svc('tasks', 'add', `page ${i}`, '--mission', mission)).code).toBe(0);
+    const page = await svc('tasks', 'ls', '--mission', mission, '--limit', '2', '--json');
     expect(JSON.parse(page.stdout)).toHaveLength(2);
     const next = /--cursor (\S+)/.exec(page.stderr)?.[1];
     expect(next).toBeDefined();
-    const last = await svc('tasks', 'ls', '--mission', 'm-cli', '--limit', '2', '--cursor', next!, '--json');
+    const last = await svc('tasks', 'ls', '--mission', mission, '--limit', '2', '--cursor', next!, '--json');
     expect(JSON.parse(last.stdout).map((x: { title: string }) => x.title)).toEqual(['page 0']);
     expect(last.stderr).not.toContain('--cursor');
   });

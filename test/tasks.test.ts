@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { onTaskTransition, transitionTask, type TaskTransition } from '../src/resources/tasks/service.js';
+import { AppError } from '../src/kernel/errors.js';
+import type { Task } from '../src/resources/tasks/schema.js';
+import { beforeTaskCreate, onTaskRemoved, onTaskTransition, transitionTask, type TaskTransition } from '../src/resources/tasks/service.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 
@@ -54,12 +56,13 @@ const cases: Case[] = [
     name: 'create draft depending on A',
     method: 'POST',
     path: '/api/v1/tasks',
-    body: () => ({ title: 'build it', description: 'the thing', draft: true, dependsOn: [ids.A, ids.A], assignTo: 'ana', missionId: 'm-1', sideEffects: true, maxRetries: 1 }),
+    body: () => ({ title: 'build it', description: 'the thing', draft: true, dependsOn: [ids.A, ids.A], assignTo: 'ana', sideEffects: true, maxRetries: 1 }),
     status: 201,
-    dataMatches: () => ({ status: 'draft', dependsOn: [ids.A], assignTo: 'ana', missionId: 'm-1', sideEffects: true, maxRetries: 1, priority: 'normal' }),
+    dataMatches: () => ({ status: 'draft', dependsOn: [ids.A], assignTo: 'ana', missionId: null, sideEffects: true, maxRetries: 1, priority: 'normal' }),
     save: 'B',
-    events: created('B', 'build it', 'draft', { assignTo: 'ana', missionId: 'm-1' }),
+    events: created('B', 'build it', 'draft', { assignTo: 'ana' }),
   },
+  { name: 'unknown mission', method: 'POST', path: '/api/v1/tasks', body: { title: 'x', missionId: 'm-1' }, status: 422, code: 'unprocessable', detailPath: 'body.missionId', events: [] },
   { name: 'unknown dependency', method: 'POST', path: '/api/v1/tasks', body: { title: 'x', dependsOn: ['0190f000-0000-7000-8000-000000000000'] }, status: 422, code: 'unprocessable', detailPath: 'body.dependsOn', events: [] },
   { name: 'unknown assignee', method: 'POST', path: '/api/v1/tasks', body: { title: 'x', assignTo: 'ghost' }, status: 422, code: 'unprocessable', detailPath: 'body.assignTo', events: [] },
   { name: 'title missing', method: 'POST', path: '/api/v1/tasks', body: { description: 'x' }, status: 400, code: 'invalid_request', detailPath: 'body.title', events: [] },
@@ -156,10 +159,13 @@ describe('tasks', () => {
 });
 
 describe('listing', () => {
-  const mission = 'm-list';
+  let mission = '';
   const made: any[] = [];
   beforeAll(async () => {
+    mission = (await d.api('POST', '/api/v1/missions', { body: { name: 'list' } })).body.data.id;
     for (let i = 0; i < 7; i++) made.push(await createTask({ title: `page ${i}`, missionId: mission, assignTo: i % 2 ? 'ana' : 'bob' }));
+    // Its tasks joined it in draft; starting it releases them so two can be claimed.
+    expect((await d.api('POST', `/api/v1/missions/${mission}/start`)).status).toBe(200);
     await d.api('POST', `/api/v1/tasks/${made[0].id}/claim`, { body: { agent: 'bob' } });
     await d.api('POST', `/api/v1/tasks/${made[1].id}/claim`, { body: { agent: 'ana' } });
   });
@@ -289,6 +295,78 @@ describe('transition listeners', () => {
       expect(res.status).toBe(500);
       expect(eventsAfter(before)).toEqual([]);
       expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('pending');
+    } finally {
+      off();
+    }
+  });
+});
+
+describe('creation hooks', () => {
+  it('run inside the transaction and may choose the status', async () => {
+    const off = beforeTaskCreate((app, input, status) => {
+      // Before anything is written: the title is not on the board yet.
+      expect(app.db.prepare('SELECT count(*) AS n FROM tasks WHERE title = ?').get(input.title)).toEqual({ n: 0 });
+      if (input.title === 'held back') return status === 'pending' ? 'draft' : status;
+    });
+    try {
+      const before = lastEventId();
+      const task = await createTask({ title: 'held back' });
+      expect(task.status).toBe('draft');
+      expect(eventsAfter(before)).toEqual([{ name: 'task:created', data: { taskId: task.id, title: 'held back', status: 'draft', assignTo: null, missionId: null } }]);
+      expect((await createTask({ title: 'let through' })).status).toBe('pending');
+    } finally {
+      off();
+    }
+  });
+
+  it('a hook that throws refuses the task: nothing written, nothing emitted', async () => {
+    const off = beforeTaskCreate((_app, input) => {
+      if (input.title === 'refused') throw new AppError('conflict', 'not today');
+    });
+    try {
+      const before = lastEventId();
+      const res = await d.api('POST', '/api/v1/tasks', { body: { title: 'refused' } });
+      expect(res.status).toBe(409);
+      expect(res.body.error).toBe('not today');
+      expect(eventsAfter(before)).toEqual([]);
+      expect(d.daemon.app.db.prepare("SELECT count(*) AS n FROM tasks WHERE title = 'refused'").get()).toEqual({ n: 0 });
+    } finally {
+      off();
+    }
+  });
+});
+
+describe('removal listeners', () => {
+  it('hear the removed task inside the transaction, after the delete and its events', async () => {
+    const dep = await createTask({ title: 'going' });
+    const dependent = await createTask({ title: 'staying', dependsOn: [dep.id] });
+    const heard: Task[] = [];
+    const off = onTaskRemoved((app, removed) => {
+      expect(app.db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(removed.id)).toEqual({ n: 0 });
+      heard.push(removed);
+    });
+    try {
+      const before = lastEventId();
+      expect((await d.api('DELETE', `/api/v1/tasks/${dep.id}`)).status).toBe(200);
+      expect(heard.map((t) => [t.id, t.title, t.status])).toEqual([[dep.id, 'going', 'pending']]);
+      expect(eventsAfter(before).map((e) => e.name)).toEqual(['task:removed', 'task:updated']);
+      expect((await d.api('GET', `/api/v1/tasks/${dependent.id}`)).body.data.dependsOn).toEqual([]);
+    } finally {
+      off();
+    }
+  });
+
+  it('a listener that throws rolls the removal and its events back', async () => {
+    const task = await createTask({ title: 'kept' });
+    const off = onTaskRemoved((_app, removed) => {
+      if (removed.id === task.id) throw new AppError('conflict', 'keep it');
+    });
+    try {
+      const before = lastEventId();
+      const res = await d.api('DELETE', `/api/v1/tasks/${task.id}`);
+      expect(res.status).toBe(409);
+      expect(eventsAfter(before)).toEqual([]);
+      expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).status).toBe(200);
     } finally {
       off();
     }

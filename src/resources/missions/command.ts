@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { action, parseIntOption } from '../../cli/action.js';
+import { UsageError } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
 import { emit, keyValues, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
@@ -70,7 +71,10 @@ export function missionsCommand(): Command {
     .description('Create a mission and its tasks from a JSON or YAML file: {name, goal?, deadline?, tasks: [{title, dependsOn: [titles], ...}]}')
     .action(
       action(async (ctx, file: string) => {
-        const m = await ctx.client.post<MissionDetail>('/api/v1/missions', readDataFile(file));
+        const body = readDataFile(file);
+        // An empty YAML file reads as null: say so here rather than send the API a body it will refuse.
+        if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UsageError(`${file} must hold an object`);
+        const m = await ctx.client.post<MissionDetail>('/api/v1/missions', body);
         emit(ctx.json, m, () => `created mission ${m.id} (${m.status}) with ${m.tasks.length} tasks; start it with \`svc missions start ${m.id}\`\n`);
       }),
     );

@@ -9,7 +9,7 @@ const base = '/api/v1/missions';
 const item = `${base}/{missionId}`;
 
 const SUMMARIES: Record<missions.MissionAction, string> = {
-  start: 'Start a draft mission: it becomes active and its draft tasks pending',
+  start: 'Start a draft mission: it becomes active and its draft tasks pending (a mission with no tasks completes at once)',
   pause: 'Pause an active mission (its tasks cannot enter in_progress until it resumes)',
   resume: 'Resume a paused mission',
   cancel: 'Cancel a draft, active or paused mission (its tasks stay as they are and cannot enter in_progress)',

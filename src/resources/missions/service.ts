@@ -4,12 +4,15 @@ import { AppError, type ErrorDetail } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
-import type { Task } from '../tasks/schema.js';
+import type { Task, TaskInput } from '../tasks/schema.js';
 import {
+  beforeTaskCreate,
   beforeTaskTransition,
   createTask,
   detachTaskFromMission,
+  findMissionTaskByTitle,
   listMissionTasks,
+  onTaskRemoved,
   onTaskTransition,
   removeTask,
   transitionTask,
@@ -31,6 +34,12 @@ export type MissionAction = keyof typeof MISSION_ACTIONS;
 
 /** A mission whose tasks can still move: task outcomes decide its end only in these states. */
 const RUNNING: MissionState[] = ['active', 'paused'];
+
+/** Final states: nothing moves a mission out of them, and no task joins it. */
+const FINISHED: MissionState[] = ['completed', 'failed', 'cancelled'];
+
+/** Missions being deleted in the current transaction: removing their tasks must not complete them. */
+const deleting = new Set<string>();
 
 function progressOf(tasks: Task[]): Progress {
   const p = Object.fromEntries([['total', tasks.length], ...TASK_STATES.map((s) => [s, 0])]) as Progress;
@@ -121,6 +130,8 @@ export function moveMission(app: App, id: string, action: MissionAction): Missio
     app.events.emit(move.event, { missionId: id, name: m.name });
     if (action === 'start') {
       for (const t of listMissionTasks(app, id)) if (t.status === 'draft') transitionTask(app, t.id, 'pending', { reason: 'mission started' });
+      // A mission with nothing to do is done as soon as it starts; left active, nothing would ever end it.
+      completeIfAllDone(app, { ...m, status: move.to }, true);
     }
     return toMission(requireRecord(app, id), listMissionTasks(app, id));
   });
@@ -134,11 +145,28 @@ export function deleteMission(app: App, id: string, cascade: boolean): void {
   app.events.write(() => {
     const m = requireRecord(app, id);
     const tasks = listMissionTasks(app, id);
-    if (cascade) for (const t of [...tasks].reverse()) removeTask(app, t.id);
-    else for (const t of tasks) detachTaskFromMission(app, t.id);
+    deleting.add(id);
+    try {
+      if (cascade) for (const t of [...tasks].reverse()) removeTask(app, t.id);
+      else for (const t of tasks) detachTaskFromMission(app, t.id);
+    } finally {
+      deleting.delete(id);
+    }
     store.deleteMission(app.db, id);
     app.events.emit('mission:deleted', { missionId: id, name: m.name, cascade });
   });
+}
+
+/**
+ * Completes a running mission whose tasks are all done. Whether a mission with no tasks counts as
+ * done is the caller's call: yes when it starts empty, no when its last task is removed.
+ */
+function completeIfAllDone(app: App, m: MissionRecord, emptyIsDone: boolean): void {
+  if (!RUNNING.includes(m.status)) return;
+  const tasks = listMissionTasks(app, m.id);
+  if ((!tasks.length && !emptyIsDone) || !tasks.every((t) => t.status === 'done')) return;
+  store.setStatus(app.db, m.id, m.status, 'completed', nowIso());
+  app.events.emit('mission:completed', { missionId: m.id, name: m.name });
 }
 
 /** Completion and failure follow from task transitions, inside the transition's transaction. */
@@ -146,15 +174,48 @@ function onTransition(app: App, { task, to }: TaskTransition): void {
   if (!task.missionId || (to !== 'done' && to !== 'failed')) return;
   const m = store.getMission(app.db, task.missionId);
   if (!m || !RUNNING.includes(m.status)) return;
-  const now = nowIso();
-  if (to === 'done') {
-    if (!listMissionTasks(app, m.id).every((t) => t.status === 'done')) return;
-    store.setStatus(app.db, m.id, m.status, 'completed', now);
-    app.events.emit('mission:completed', { missionId: m.id, name: m.name });
-  } else if (task.retries >= task.maxRetries) {
-    store.setStatus(app.db, m.id, m.status, 'failed', now);
+  if (to === 'done') completeIfAllDone(app, m, false);
+  else if (task.retries >= task.maxRetries) {
+    store.setStatus(app.db, m.id, m.status, 'failed', nowIso());
     app.events.emit('mission:failed', { missionId: m.id, name: m.name, taskId: task.id });
   }
+}
+
+/**
+ * Removing a mission's last open task may leave only done tasks: the mission is then complete.
+ * Removing its last task of all leaves it as it is (nothing was achieved; tasks may still join, or
+ * it can be cancelled).
+ */
+function onRemoval(app: App, task: Task): void {
+  if (!task.missionId || deleting.has(task.missionId)) return;
+  const m = store.getMission(app.db, task.missionId);
+  if (m) completeIfAllDone(app, m, false);
+}
+
+/**
+ * A task joining a mission through POST /tasks follows the same rules as the mission's own tasks:
+ * the mission must exist and not be over, titles are unique within it, and a draft mission's tasks
+ * wait in draft until it starts.
+ */
+function checkNewTask(app: App, input: TaskInput, status: TaskState): TaskState | void {
+  if (input.missionId === undefined) return;
+  const m = store.getMission(app.db, input.missionId);
+  if (!m) {
+    throw new AppError('unprocessable', `missionId: mission "${input.missionId}" does not exist.`, {
+      details: [{ path: 'body.missionId', message: `mission "${input.missionId}" does not exist` }],
+    });
+  }
+  if (FINISHED.includes(m.status)) {
+    throw new AppError('conflict', `Mission ${m.id} is ${m.status}: a ${m.status} mission takes no new tasks.`);
+  }
+  const same = findMissionTaskByTitle(app, m.id, input.title);
+  if (same) {
+    throw new AppError('unprocessable', `title: mission ${m.id} already has a task titled "${input.title}" (${same}); titles are unique within a mission.`, {
+      details: [{ path: 'body.title', message: `duplicate title "${input.title}" in mission ${m.id}; titles must be unique within a mission` }],
+    });
+  }
+  if (m.status === 'draft') return 'draft';
+  return status;
 }
 
 /**
@@ -177,3 +238,5 @@ function guardTransition(app: App, task: Task, to: TaskState): void {
 // Registered once per process; each call receives the daemon's App, so several daemons share them.
 onTaskTransition(onTransition);
 beforeTaskTransition(guardTransition);
+onTaskRemoved(onRemoval);
+beforeTaskCreate(checkNewTask);

@@ -33,6 +33,8 @@ export const taskRoutes = [
     path: base,
     operationId: 'createTask',
     summary: 'Create a task (pending, or draft with draft: true)',
+    description:
+      "With missionId the task joins that mission under the mission's rules: unknown mission → 422 (details body.missionId); a completed, failed or cancelled mission → 409 conflict; a title the mission already has → 422 (details body.title); a draft mission's task is created draft whatever draft says.",
     tag,
     status: 201,
     body: TaskIn,
@@ -98,6 +100,8 @@ export const taskRoutes = [
     path: item,
     operationId: 'deleteTask',
     summary: 'Delete a task (tasks depending on it lose that dependency)',
+    description:
+      'An active or paused mission left with tasks that are all done completes (mission:completed, same transaction); a mission left with no tasks stays as it is.',
     tag,
     params: TaskIdParam,
     response: Removed,

@@ -28,7 +28,11 @@ export const TaskIn = z.strictObject({
   title,
   description: description.optional(),
   assignTo: agentRef.optional(),
-  missionId: missionId.optional().describe('Mission the task belongs to (set at creation only).'),
+  missionId: missionId
+    .optional()
+    .describe(
+      "Mission the task belongs to (set at creation only). It must exist (else 422) and not be completed, failed or cancelled (409); the title must be unique within it (422). A draft mission's new task is created draft.",
+    ),
   dependsOn: dependsOn.optional(),
   priority: Priority.optional(),
   labels: labels.optional(),

@@ -44,6 +44,38 @@ export function beforeTaskTransition(guard: TransitionGuard): () => void {
   return () => guards.delete(guard);
 }
 
+/**
+ * Decides whether a task may be created as asked; throws an AppError to refuse it, or returns the
+ * status to create it in instead of `status` (a draft mission's new tasks wait in draft).
+ */
+export type CreateHook = (app: App, input: TaskInput, status: TaskState) => TaskState | void;
+
+const createHooks = new Set<CreateHook>();
+
+/**
+ * Lets another resource apply its rules to a new task (missions: the mission must exist and not be
+ * over, titles are unique within it). Hooks run inside the creation's transaction, after the task's
+ * own checks and before anything is written.
+ */
+export function beforeTaskCreate(hook: CreateHook): () => void {
+  createHooks.add(hook);
+  return () => createHooks.delete(hook);
+}
+
+export type RemovalListener = (app: App, removed: Task) => void;
+
+const removalListeners = new Set<RemovalListener>();
+
+/**
+ * Lets another resource react to a task's removal (a mission whose last open task goes may now be
+ * complete). Listeners run inside the removal's transaction, after the delete and its events, and
+ * receive the task as it was; one that throws rolls the removal back.
+ */
+export function onTaskRemoved(listener: RemovalListener): () => void {
+  removalListeners.add(listener);
+  return () => removalListeners.delete(listener);
+}
+
 export function getTask(app: App, id: string): Task | null {
   return store.getTask(app.db, id);
 }
@@ -60,6 +92,9 @@ export function listTasks(app: App, q: TaskListFilter): Page<Task> {
 }
 
 export const listMissionTasks = (app: App, missionId: string): Task[] => store.listMissionTasks(app.db, missionId);
+
+/** The id of the mission's task with this exact title, or null. */
+export const findMissionTaskByTitle = (app: App, missionId: string, title: string): string | null => store.missionTaskByTitle(app.db, missionId, title);
 
 function unprocessable(path: string, message: string): AppError {
   return new AppError('unprocessable', `${path.replace(/^body\./, '')}: ${message}.`, { details: [{ path, message }] });
@@ -86,7 +121,8 @@ export function createTask(app: App, input: TaskInput): Task {
     checkAssignee(app, input.assignTo);
     checkDependencies(app, null, dependsOn);
     const id = uuidv7();
-    const status: TaskState = input.draft ? 'draft' : 'pending';
+    let status: TaskState = input.draft ? 'draft' : 'pending';
+    for (const hook of createHooks) status = hook(app, input, status) ?? status;
     store.insertTask(app.db, {
       id,
       title: input.title,
@@ -136,7 +172,7 @@ export function updateTask(app: App, id: string, patch: TaskPatchInput): Task {
 /** Removes a task; tasks that depended on it lose that dependency (and hear of it). */
 export function removeTask(app: App, id: string): void {
   app.events.write(() => {
-    requireTask(app, id);
+    const task = requireTask(app, id);
     const dependents = store.dependentsOf(app.db, id);
     store.deleteTask(app.db, id);
     app.events.emit('task:removed', { taskId: id });
@@ -145,6 +181,7 @@ export function removeTask(app: App, id: string): void {
       store.touch(app.db, d, now);
       app.events.emit('task:updated', { taskId: d, fields: ['dependsOn'] });
     }
+    for (const l of removalListeners) l(app, task);
   });
 }
 

@@ -103,6 +103,11 @@ export function listMissionTasks(db: DB, missionId: string): Task[] {
   return hydrate(db, stmt(db, `SELECT ${COLUMNS} FROM tasks WHERE mission_id = ? ORDER BY id`).all(missionId) as Row[]);
 }
 
+export function missionTaskByTitle(db: DB, missionId: string, title: string): string | null {
+  const r = stmt(db, 'SELECT id FROM tasks WHERE mission_id = ? AND title = ? LIMIT 1').get(missionId, title) as { id: string } | undefined;
+  return r?.id ?? null;
+}
+
 export interface NewTask {
   id: string;
   title: string;
