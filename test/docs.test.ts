@@ -47,7 +47,10 @@ describe('OpenAPI', () => {
       expect(op.operationId).toBe(r.operationId);
       const pathParams = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
       expect(op.parameters.filter((p: any) => p.in === 'path').map((p: any) => p.name)).toEqual(pathParams);
-      if (r.body) expect(op.requestBody.content['application/json'].schema).toBeDefined();
+      if (r.body) {
+        expect(op.requestBody.content['application/json'].schema).toBeDefined();
+        expect(op.requestBody.required, `${r.operationId} body required`).toBe(!r.body.safeParse({}).success);
+      }
       expect(op.responses[String(r.status ?? 200)]).toBeDefined();
     }
   });

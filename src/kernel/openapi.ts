@@ -81,7 +81,8 @@ export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { titl
     if (r.description) op.description = r.description;
     if (r.auth === 'public') op.security = [];
     if (r.body) {
-      op.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } };
+      // A body whose every field is optional may be left out: the server reads no body as {}.
+      op.requestBody = { required: !r.body.safeParse({}).success, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } };
     }
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
