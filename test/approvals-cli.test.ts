@@ -1,13 +1,9 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { approvalTable, formatAge, formatRemaining } from '../src/resources/approvals/command.js';
 import type { Approval } from '../src/resources/approvals/schema.js';
+import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 
-const run = promisify(execFile);
-const repo = fileURLToPath(new URL('..', import.meta.url));
 
 describe('svc approvals (child process)', () => {
   let d: TestDaemon;
@@ -18,15 +14,7 @@ describe('svc approvals (child process)', () => {
     await d?.close();
   });
 
-  async function svc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    try {
-      const r = await run('node', ['bin/svc', '--url', d.url, '--api-key', d.key, ...args], { cwd: repo, env: { ...process.env, NO_COLOR: '1' } });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  }
+  const svc = (...args: string[]) => svcAgainst(d, args);
 
   async function request(title: string, extra: Record<string, unknown> = {}): Promise<any> {
     const res = await d.api('POST', '/api/v1/approvals', { body: { requestedBy: 'ana', title, ...extra } });

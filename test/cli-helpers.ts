@@ -27,6 +27,11 @@ export function svc(args: string[], opts: { cwd?: string; env?: Record<string, s
   });
 }
 
+/** Runs the CLI against a test daemon by its URL and key, as any client outside the project would. */
+export function svcAgainst(d: { url: string; key: string }, args: string[], opts: { input?: string } = {}): Promise<RunResult> {
+  return svc(['--url', d.url, '--api-key', d.key, ...args], opts);
+}
+
 /** Starts `svc serve` as a child process and resolves once it logs that it is listening. */
 export function serve(cwd: string, args: string[] = ['--port', '0'], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   return new Promise((resolve, reject) => {

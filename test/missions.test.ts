@@ -1,12 +1,10 @@
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/kernel/errors.js';
 import { findCycle, planTasks } from '../src/resources/missions/plan.js';
 import { beforeTaskCreate } from '../src/resources/tasks/service.js';
+import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase, type ExpectedEvent } from './scenarios.js';
 
@@ -524,17 +522,7 @@ describe('listing', () => {
 });
 
 describe('svc missions (CLI)', () => {
-  const run = promisify(execFile);
-  const repo = fileURLToPath(new URL('..', import.meta.url));
-  async function svc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    try {
-      const r = await run('node', ['bin/svc', '--url', d.url, '--api-key', d.key, ...args], { cwd: repo, env: { ...process.env, NO_COLOR: '1' } });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  }
+  const svc = (...args: string[]) => svcAgainst(d, args);
 
   it('adds from YAML, lists, shows progress, starts, pauses, resumes, cancels and removes', async () => {
     const file = join(d.root, 'mission.yaml');

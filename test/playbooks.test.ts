@@ -1,10 +1,8 @@
-import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fill, placeholders } from '../src/resources/playbooks/template.js';
+import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase, type ExpectedEvent } from './scenarios.js';
 
@@ -265,17 +263,7 @@ describe('playbook files', () => {
 });
 
 describe('svc playbooks (CLI)', () => {
-  const exec = promisify(execFile);
-  const repo = fileURLToPath(new URL('..', import.meta.url));
-  async function svc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    try {
-      const r = await exec('node', ['bin/svc', '--url', d.url, '--api-key', d.key, ...args], { cwd: repo, env: { ...process.env, NO_COLOR: '1' } });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  }
+  const svc = (...args: string[]) => svcAgainst(d, args);
 
   it('adds from YAML, lists, shows, runs with -p and removes', async () => {
     const file = join(d.root, 'cli-train.yaml');

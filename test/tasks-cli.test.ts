@@ -1,11 +1,7 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 
-const run = promisify(execFile);
-const repo = fileURLToPath(new URL('..', import.meta.url));
 
 let d: TestDaemon;
 beforeAll(async () => {
@@ -16,16 +12,7 @@ afterAll(async () => {
   await d?.close();
 });
 
-/** Runs `svc` as a child process; never throws, so exit codes can be asserted. */
-async function svc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run('node', ['bin/svc', '--url', d.url, '--api-key', d.key, ...args], { cwd: repo, env: { ...process.env, NO_COLOR: '1' } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const svc = (...args: string[]) => svcAgainst(d, args);
 
 describe('svc tasks', () => {
   it('adds, lists, shows, edits, moves, claims, retries and removes', async () => {
