@@ -3,6 +3,21 @@ import { randomBytes, randomUUID } from 'node:crypto';
 let lastMs = 0;
 let seq = 0;
 
+// Random bytes drawn 4 KiB at a time: one id per request must not cost a call into the CSPRNG.
+const POOL_IDS = 256;
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
+function random16(): Buffer {
+  if (poolOffset >= pool.length) {
+    pool = randomBytes(16 * POOL_IDS);
+    poolOffset = 0;
+  }
+  const b = Buffer.from(pool.subarray(poolOffset, poolOffset + 16));
+  poolOffset += 16;
+  return b;
+}
+
 /**
  * A time-ordered UUID (version 7): 48 bits of Unix milliseconds, then a 12-bit counter that keeps
  * ids made in the same millisecond in creation order, then random bits. Ids sort as they were made,
@@ -20,7 +35,7 @@ export function uuidv7(now: number = Date.now()): string {
     lastMs = now;
     seq = 0;
   }
-  const b = randomBytes(16);
+  const b = random16();
   b.writeUIntBE(now, 0, 6);
   b[6] = 0x70 | (seq >> 8);
   b[7] = seq & 0xff;

@@ -150,6 +150,7 @@ describe('uuidv7', () => {
   it('sorts in creation order, even within one millisecond', () => {
     const ids = Array.from({ length: 1000 }, () => uuidv7(1_700_000_000_000));
     expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
     expect(ids[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 });
