@@ -104,6 +104,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   for (const w of loaded.warnings) log.warn('project.json', { warning: w });
 
   const localKey = ensureLocalKey(root);
+  // The same floor as keys in project.json: a short shared key is guessable.
+  if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
   let keys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
 
   const db = openDatabase(paths.db, STATE_MIGRATIONS);

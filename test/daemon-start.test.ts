@@ -19,6 +19,10 @@ describe('startDaemon failures', () => {
     blocker.close();
   });
 
+  it('refuses a SERVICE_API_KEY shorter than 16 characters', async () => {
+    await expect(startDaemon({ root: makeProject(), host: '127.0.0.1', port: 0, env: { SERVICE_API_KEY: 'short' }, log: createLogger(() => {}) })).rejects.toThrow(/SERVICE_API_KEY must be at least 16 characters/);
+  });
+
   it('refuses to open the event stream once shutting down', async () => {
     const { SseHub } = await import('../src/events/sse.js');
     const { EventLog } = await import('../src/events/outbox.js');
