@@ -22,3 +22,20 @@ describe('task list query plans', () => {
     expect(plan.join(' ')).not.toMatch(/TEMP B-TREE/);
   });
 });
+
+// Claims are atomic because a status change is a compare-and-set on the state it was read in: of two
+// writers that both read "pending", the second finds the row moved and changes nothing (and the
+// service answers 409). Two HTTP claims cannot interleave inside one process, so this is where the
+// guard itself is tested.
+describe('setStatus compare-and-set', () => {
+  it('lets exactly one of two writers holding the same stale state win', async () => {
+    const { insertTask, setStatus, getTask } = await import('../../src/resources/tasks/store.js');
+    const cas = openDatabase(':memory:', STATE_MIGRATIONS);
+    const now = new Date().toISOString();
+    insertTask(cas, { id: 't1', title: 't', description: null, assignTo: null, missionId: null, status: 'pending', priority: 'normal', labels: [], maxRetries: 3, sideEffects: false, now });
+    const change = { retry: false, now };
+    expect(setStatus(cas, 't1', 'pending', 'assigned', change)).toBe(true);
+    expect(setStatus(cas, 't1', 'pending', 'assigned', change)).toBe(false);
+    expect(getTask(cas, 't1')!.status).toBe('assigned');
+  });
+});
