@@ -4,7 +4,7 @@ import type { EventLog } from './events/outbox.js';
 import type { SseHub } from './events/sse.js';
 import type { Logger } from './kernel/log.js';
 import { routeDefiner } from './kernel/route.js';
-import type { Vault } from './resources/vault/service.js';
+import type { Vault } from './resources/vault/keys.js';
 
 /** What every handler can reach: the daemon's shared services, built once in daemon.ts. */
 export interface App {

@@ -18,7 +18,7 @@ import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { startSkills } from './resources/skills/live-index.js';
-import { openVault } from './resources/vault/service.js';
+import { openVault } from './resources/vault/keys.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 
 export interface DaemonOptions {

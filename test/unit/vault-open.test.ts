@@ -8,7 +8,8 @@ import { openDatabase } from '../../src/db/open.js';
 import { EventLog } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/kernel/log.js';
 import { KeychainUnavailable, type Keychain } from '../../src/resources/vault/keychain.js';
-import { openEntry, openVault, saveEntry } from '../../src/resources/vault/service.js';
+import { openVault } from '../../src/resources/vault/keys.js';
+import { openEntry, saveEntry } from '../../src/resources/vault/service.js';
 
 /** A keychain that is down until `up` is set, then holds whatever is stored. */
 function flakyKeychain(): Keychain & { up: boolean; store: Map<string, string> } {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { route } from '../../app.js';
 import { pageAnswer, Removed } from '../common.js';
 import { RotateKeyIn, RotateKeyOut, VaultEntryIn, VaultEntryOut, VaultEntryParams, VaultListQuery, VaultSavedOut } from './schema.js';
+import { rotateKey } from './keys.js';
 import * as vault from './service.js';
 
 const tag = 'Vault';
@@ -51,6 +52,6 @@ export const vaultRoutes = [
     tag,
     body: RotateKeyIn,
     response: RotateKeyOut,
-    handler: ({ app, body }) => vault.rotateKey(app, body.newKey),
+    handler: ({ app, body }) => rotateKey(app, body.newKey),
   }),
 ];
