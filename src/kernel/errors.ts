@@ -53,6 +53,11 @@ export class AppError extends Error {
   }
 }
 
+/** A 422 about one field: the message names it, and `details` carries its path (body.x). */
+export function unprocessableField(path: string, message: string): AppError {
+  return new AppError('unprocessable', `${path.replace(/^body\./, '')}: ${message}.`, { details: [{ path, message }] });
+}
+
 export interface ErrorBody {
   ok: false;
   code: ErrorCode;

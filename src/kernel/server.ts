@@ -80,11 +80,6 @@ function queryObject(search: URLSearchParams): Record<string, string | string[]>
   return out;
 }
 
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
-}
-
 const isEmptyObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
 
 /**
@@ -173,7 +168,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       // No body at all is read as `{}`, so an endpoint whose fields are all optional can be called bare.
       if (raw === NO_BODY && !route.body.safeParse({}).success) details.push({ path: 'body', message: 'A JSON body is required.' });
       else body = validate(route.body, raw === NO_BODY ? {} : raw, 'body', details);
-    } else if (hasBody(req)) {
+    } else {
       // Strict everywhere: a body sent where none is taken is a client mistake worth reporting.
       // An empty object is let through, since many clients send `{}` with every POST.
       const raw = await readJsonBody(req, settings.maxBodyBytes);

@@ -1,6 +1,6 @@
 import type { App } from '../../app.js';
 import { toPage, type Page } from '../common.js';
-import { AppError } from '../../kernel/errors.js';
+import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { getMission } from '../missions/service.js';
@@ -28,10 +28,6 @@ export function listApprovals(app: App, q: ApprovalListFilter): Page<Approval> {
   return toPage(rows, q.limit, (a) => a.id);
 }
 
-function unprocessable(path: string, message: string): AppError {
-  return new AppError('unprocessable', `${path.replace(/^body\./, '')}: ${message}.`, { details: [{ path, message }] });
-}
-
 /** Through the missions service (its only public read is the full mission, which throws not_found). */
 function missionExists(app: App, id: string): boolean {
   try {
@@ -51,12 +47,12 @@ export function requestApproval(app: App, input: ApprovalInput): Approval {
   return app.events.write(() => {
     const task = input.taskId === undefined ? null : getTask(app, input.taskId);
     // A reference in the body, like an unknown assignTo on a task: 422, keeping 404 for paths.
-    if (input.taskId !== undefined && !task) throw unprocessable('body.taskId', `task "${input.taskId}" does not exist`);
+    if (input.taskId !== undefined && !task) throw unprocessableField('body.taskId', `task "${input.taskId}" does not exist`);
     if (input.missionId !== undefined && !missionExists(app, input.missionId)) {
-      throw unprocessable('body.missionId', `mission "${input.missionId}" does not exist`);
+      throw unprocessableField('body.missionId', `mission "${input.missionId}" does not exist`);
     }
     if (task && input.missionId !== undefined && task.missionId !== null && task.missionId !== input.missionId) {
-      throw unprocessable('body.missionId', `task ${task.id} belongs to mission ${task.missionId}, not ${input.missionId}`);
+      throw unprocessableField('body.missionId', `task ${task.id} belongs to mission ${task.missionId}, not ${input.missionId}`);
     }
     if (task && task.status !== 'awaiting_approval') {
       // The guard below keeps a task with a pending request in awaiting_approval, but a database

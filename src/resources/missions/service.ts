@@ -1,6 +1,6 @@
 import type { App } from '../../app.js';
 import { toPage, type Page } from '../common.js';
-import { AppError, type ErrorDetail } from '../../kernel/errors.js';
+import { AppError, unprocessableField, type ErrorDetail } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
@@ -201,9 +201,7 @@ function checkNewTask(app: App, input: TaskInput, status: TaskState): TaskState 
   if (input.missionId === undefined) return;
   const m = store.getMission(app.db, input.missionId);
   if (!m) {
-    throw new AppError('unprocessable', `missionId: mission "${input.missionId}" does not exist.`, {
-      details: [{ path: 'body.missionId', message: `mission "${input.missionId}" does not exist` }],
-    });
+    throw unprocessableField('body.missionId', `mission "${input.missionId}" does not exist`);
   }
   if (FINISHED.includes(m.status)) {
     throw new AppError('conflict', `Mission ${m.id} is ${m.status}: a ${m.status} mission takes no new tasks.`);

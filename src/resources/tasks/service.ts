@@ -1,6 +1,6 @@
 import type { App } from '../../app.js';
 import { toPage, type Page } from '../common.js';
-import { AppError } from '../../kernel/errors.js';
+import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
@@ -96,21 +96,17 @@ export const listMissionTasks = (app: App, missionId: string): Task[] => store.l
 /** The id of the mission's task with this exact title, or null. */
 export const findMissionTaskByTitle = (app: App, missionId: string, title: string): string | null => store.missionTaskByTitle(app.db, missionId, title);
 
-function unprocessable(path: string, message: string): AppError {
-  return new AppError('unprocessable', `${path.replace(/^body\./, '')}: ${message}.`, { details: [{ path, message }] });
-}
-
 function checkAssignee(app: App, agent: string | null | undefined, path = 'body.assignTo'): void {
-  if (agent && !agentExists(app.db, agent)) throw unprocessable(path, `agent "${agent}" does not exist`);
+  if (agent && !agentExists(app.db, agent)) throw unprocessableField(path, `agent "${agent}" does not exist`);
 }
 
 /** Dependencies must name existing tasks, not the task itself, and form no cycle. */
 function checkDependencies(app: App, taskId: string | null, deps: string[]): void {
   const missing = store.missingTaskIds(app.db, deps);
-  if (missing.length) throw unprocessable('body.dependsOn', `no such task: ${missing.join(', ')}`);
+  if (missing.length) throw unprocessableField('body.dependsOn', `no such task: ${missing.join(', ')}`);
   if (taskId === null) return;
-  if (deps.includes(taskId)) throw unprocessable('body.dependsOn', 'a task cannot depend on itself');
-  if (store.dependsTransitively(app.db, deps, taskId)) throw unprocessable('body.dependsOn', 'this would form a dependency cycle');
+  if (deps.includes(taskId)) throw unprocessableField('body.dependsOn', 'a task cannot depend on itself');
+  if (store.dependsTransitively(app.db, deps, taskId)) throw unprocessableField('body.dependsOn', 'this would form a dependency cycle');
 }
 
 const unique = <T>(xs: T[]): T[] => [...new Set(xs)];
