@@ -6,6 +6,34 @@ import type { Logger } from './kernel/log.js';
 import { routeDefiner } from './kernel/route.js';
 import type { Vault } from './resources/vault/keys.js';
 
+/**
+ * A typed slot for one per-daemon service (a resource's live state: its index, worker, hooks),
+ * declared by the resource that owns it and filled in daemon.ts. Each daemon has its own
+ * Services, so two daemons in one process never share state.
+ */
+export interface ServiceKey<T> {
+  readonly name: string;
+  /** Never set; carries T for the type checker. */
+  readonly type?: T;
+}
+
+export const serviceKey = <T>(name: string): ServiceKey<T> => ({ name });
+
+export class Services {
+  private readonly map = new Map<ServiceKey<unknown>, unknown>();
+
+  provide<T>(key: ServiceKey<T>, value: T): T {
+    if (this.map.has(key)) throw new Error(`service ${key.name} is provided twice`);
+    this.map.set(key, value);
+    return value;
+  }
+
+  get<T>(key: ServiceKey<T>): T {
+    if (!this.map.has(key)) throw new Error(`service ${key.name} is not provided; daemon.ts wires it`);
+    return this.map.get(key) as T;
+  }
+}
+
 /** What every handler can reach: the daemon's shared services, built once in daemon.ts. */
 export interface App {
   root: string;
@@ -21,6 +49,8 @@ export interface App {
   env: NodeJS.ProcessEnv;
   /** The open credential vault: its master key's location and derived keys. */
   vault: Vault;
+  /** Per-daemon services of the resources, wired in daemon.ts (see ServiceKey). */
+  services: Services;
   /** The config in force now; a reload replaces it, so read it per use, never cache it. */
   config(): ProjectConfig;
   /** Where the daemon listens (known once it is listening). */

@@ -1,6 +1,6 @@
 import { chmodSync, closeSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { App } from './app.js';
+import { Services, type App } from './app.js';
 import { buildKeys } from './config/keys.js';
 import { formatIssues, loadConfig } from './config/load.js';
 import type { ProjectConfig } from './config/schema.js';
@@ -153,6 +153,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     log,
     env,
     vault,
+    services: new Services(),
     config: () => config,
     address: () => listening,
     requestShutdown: () => void close(),
