@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BUILT_IN_PROVIDERS } from '../resources/providers/catalog.js';
 
 // project.json. Nested objects are strict so a typo (`server.prot`) is reported with its path;
 // unknown top-level keys only warn, so a file written for a newer svc still loads.
@@ -26,10 +27,16 @@ export const ApiKeyObjectSchema = z
 export const ApiKeySchema = z.union([z.string().min(16, 'a key must be at least 16 characters'), ApiKeyObjectSchema]);
 
 export const ProviderSchema = z.strictObject({
-  baseUrl: z.url().optional(),
-  apiKey: z.string().optional(),
-  apiKeyEnv: z.string().optional(),
-  models: z.array(z.string()).optional(),
+  baseUrl: z.url({ protocol: /^https?$/ }).optional().describe('OpenAI-compatible base URL (…/v1); built-in providers have one.'),
+  apiKey: z.string().min(1).optional().describe('The key itself; prefer apiKeyEnv so project.json can be committed.'),
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')
+    .optional(),
+  keyless: z.boolean().optional().describe('Called without a key (a local server).'),
+  defaultModel: z.string().min(1).max(200).optional(),
+  models: z.array(z.string().min(1).max(200)).max(1000).optional(),
+  headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'must be a header name'), z.string().max(4096)).optional(),
 });
 
 export const ProjectConfigSchema = z.object({
@@ -44,7 +51,20 @@ export const ProjectConfigSchema = z.object({
     })
     .prefault({}),
   apiKeys: z.array(ApiKeySchema).default([]),
-  providers: z.record(z.string(), ProviderSchema).default({}),
+  providers: z
+    .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'provider ids are lower-case letters, digits, "-" or "_"'), ProviderSchema)
+    .default({})
+    .superRefine((providers, ctx) => {
+      for (const [id, p] of Object.entries(providers)) {
+        if (!BUILT_IN_PROVIDERS.has(id) && !p.baseUrl) ctx.addIssue({ code: 'custom', path: [id, 'baseUrl'], message: `provider "${id}" is not built in, so it needs a baseUrl` });
+      }
+    }),
+  orchestrator: z
+    .strictObject({
+      model: z.string().min(3).max(200).optional().describe('provider/model answering chat without an agent.'),
+      maxTurns: z.int().min(1).max(64).default(8),
+    })
+    .prefault({}),
   data: z
     .strictObject({
       provider: z.enum(['sqlite', 'postgres']).default('sqlite'),

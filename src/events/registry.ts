@@ -122,7 +122,7 @@ export const CATEGORIES = {
   session: {
     description: 'Chat sessions.',
     events: {
-      started: ev('A chat session was started.', { sessionId: z.string(), agent: z.string().nullable() }),
+      started: ev('A chat session was started (a call without x-session-id, or with a new one).', { sessionId: z.string(), agent: z.string().nullable(), model: z.string() }),
     },
   },
   config: {

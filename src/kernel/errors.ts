@@ -14,6 +14,7 @@ export const ERRORS = {
   unprocessable: { status: 422, message: 'The request is well-formed but cannot be applied.' },
   rate_limited: { status: 429, message: 'Too many failed requests; slow down.' },
   internal: { status: 500, message: 'Internal error.' },
+  upstream_error: { status: 502, message: 'The model provider answered with an error.' },
   unavailable: { status: 503, message: 'The service is unavailable.' },
   data_invalid: { status: 400, message: 'The database request is invalid.' },
   data_forbidden: { status: 403, message: 'This key has no grant for that database operation.' },

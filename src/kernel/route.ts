@@ -53,6 +53,12 @@ export interface RouteDef<App, P extends Schema | undefined, Q extends Schema | 
   /** Content type of a response the handler streams itself (documented, not enveloped). */
   rawContentType?: string;
   description?: string;
+  /**
+   * Reshapes this route's failures for clients that expect another error format (the OpenAI
+   * one on /v1/chat/completions). Applied by the one error writer to every failure of the route,
+   * validation and auth included.
+   */
+  errorBody?(error: { status: number; code: string; message: string; details?: unknown }): unknown;
   handler(ctx: HandlerContext<App, P, Q, B>): In<R> | typeof RAW_RESPONSE | Promise<In<R> | typeof RAW_RESPONSE>;
 }
 

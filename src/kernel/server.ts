@@ -100,7 +100,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const limiter = opts.limiter ?? new FailureLimiter();
   const inflight = new Set<ServerResponse>();
 
-  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, matched: { route?: AnyRoute<App> }): Promise<void> {
     const settings = opts.settings();
 
     // Guards come first: nothing about a request from a rebinding or foreign page is processed.
@@ -140,6 +140,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       });
     }
     const route = match.route;
+    matched.route = route;
 
     let principal: Principal | null = null;
     if (route.auth !== 'public') {
@@ -217,9 +218,11 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       const status = res.writableFinished ? res.statusCode : 499;
       opts.log.info('request', { id: requestId, method: req.method, path, status, ms: Math.round(ms * 10) / 10 });
     });
-    handle(req, res, requestId).catch((err: unknown) => {
+    const matched: { route?: AnyRoute<App> } = {};
+    handle(req, res, requestId, matched).catch((err: unknown) => {
       if (res.destroyed) return; // the client went away; nobody is left to answer
-      const { status, body, headers, known } = toErrorResponse(err);
+      const { status, body: envelope, headers, known } = toErrorResponse(err);
+      const body = matched.route?.errorBody ? matched.route.errorBody({ status, code: envelope.code, message: envelope.error, details: envelope.details }) : envelope;
       if (!known) opts.log.error('unhandled error', { id: requestId, method: req.method, ...errorFields(err) });
       // A refused oversized body is not read further; close the connection rather than drain it.
       if (status === 413) headers.Connection = 'close';

@@ -65,3 +65,16 @@ export function openEntry(app: App, agent: string, service: string): Record<stri
   if (!row) throw new AppError('not_found', `Vault entry "${agent}/${service}" not found.`);
   return openRow(app, app.vault.keys, row);
 }
+
+/**
+ * Every stored credential value (of one agent, or of all), for redacting text that must be kept
+ * (chat sessions). Values shorter than 4 characters are left out: they would redact ordinary words.
+ */
+export function secretValues(app: App, agent?: string): string[] {
+  const values = new Set<string>();
+  for (const row of store.allSealed(app.db)) {
+    if (agent !== undefined && row.agent !== agent) continue;
+    for (const v of Object.values(openRow(app, app.vault.keys, row))) if (typeof v === 'string' && v.length >= 4) values.add(v);
+  }
+  return [...values];
+}

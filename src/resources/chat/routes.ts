@@ -1,0 +1,108 @@
+import type { ServerResponse } from 'node:http';
+import { route } from '../../app.js';
+import { AppError } from '../../kernel/errors.js';
+import { RAW_RESPONSE } from '../../kernel/route.js';
+import { openAiError, sendOpenAiError } from './openai-errors.js';
+import { runOrchestrator } from './orchestrator.js';
+import { ChatCompletion, ChatRequest, SessionId, type ChatMessage } from './schema.js';
+import { finishChat, planChat, upstreamBody, type ChatPlan } from './service.js';
+import { complete, stream, UpstreamError } from './upstream.js';
+
+function sseWrite(res: ServerResponse, payload: unknown): void {
+  if (!res.writableEnded) res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`);
+}
+
+function openStream(res: ServerResponse, plan: ChatPlan): void {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'x-session-id': plan.sessionId });
+  res.flushHeaders();
+}
+
+/** An upstream failure as the client sees it: 502 with the upstream's status, or the wait of a cooldown. */
+function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
+  const status = e.status === 'network' ? 'no answer' : String(e.status);
+  return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, { details: [{ path: 'upstream.status', message: status }] });
+}
+
+export const chatRoutes = [
+  route({
+    method: 'POST',
+    path: '/v1/chat/completions',
+    operationId: 'createChatCompletion',
+    summary: 'OpenAI-compatible chat completion, plain or streamed (talk to an agent, or to the orchestrator)',
+    description:
+      'The OpenAI wire format: official OpenAI clients work unchanged. With `agent` (an svc extension) the agent answers: its model, system prompt, identity and assigned skills go upstream. ' +
+      'Without it the project\'s orchestrator answers with management tools the daemon runs itself (tasks, missions, approvals, agents, skills). ' +
+      '`x-session-id` continues a session (stored with vault values redacted); the answer carries it. Failures are `{error: {message, type, code}}`.',
+    tag: 'Chat',
+    body: ChatRequest,
+    response: ChatCompletion,
+    rawContentType: 'application/json',
+    errorBody: openAiError,
+    handler: async ({ app, body, req, res }): Promise<typeof RAW_RESPONSE> => {
+      const header = req.headers['x-session-id'];
+      const sessionHeader = Array.isArray(header) ? header[0] : header;
+      if (sessionHeader !== undefined && !SessionId.safeParse(sessionHeader).success) {
+        throw new AppError('invalid_request', 'x-session-id must be 1-128 letters, digits, ".", "_", ":" or "-".', { details: [{ path: 'headers.x-session-id', message: 'invalid session id' }] });
+      }
+      const plan = planChat(app, body, sessionHeader);
+      // A client that goes away aborts the upstream call: nobody is left to pay for.
+      const abort = new AbortController();
+      res.on('close', () => {
+        if (!res.writableFinished) abort.abort();
+      });
+
+      if (!body.agent) {
+        await runOrchestrator(app, plan, { stream: body.stream === true, includeUsage: body.stream_options?.include_usage === true, res, signal: abort.signal });
+        return RAW_RESPONSE;
+      }
+
+      if (!body.stream) {
+        let answer;
+        try {
+          answer = await complete(plan.provider, upstreamBody(plan), abort.signal);
+        } catch (err) {
+          if (!(err instanceof UpstreamError)) throw err;
+          finishChat(app, plan, { finishReason: null, usage: null, reply: [], error: err });
+          throw upstreamFailure(plan, err);
+        }
+        const choice = answer.choices?.[0];
+        finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: choice?.message ? [choice.message as ChatMessage] : [] });
+        const text = JSON.stringify({ ...answer, model: plan.modelId });
+        res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-session-id': plan.sessionId });
+        res.end(text);
+        return RAW_RESPONSE;
+      }
+
+      let opened = false;
+      try {
+        const result = await stream(plan.provider, upstreamBody(plan), abort.signal, (chunk) => {
+          if (!opened) {
+            openStream(res, plan);
+            opened = true;
+          }
+          sseWrite(res, { ...chunk, model: plan.modelId });
+        });
+        if (!opened) openStream(res, plan);
+        finishChat(app, plan, {
+          finishReason: result.finishReason,
+          usage: result.usage,
+          reply: [{ role: 'assistant', content: result.content, ...(result.toolCalls.length ? { tool_calls: result.toolCalls as ChatMessage['tool_calls'] } : {}) }],
+        });
+        sseWrite(res, '[DONE]');
+        res.end();
+      } catch (err) {
+        if (abort.signal.aborted) {
+          finishChat(app, plan, { finishReason: 'aborted', usage: null, reply: [], aborted: true });
+          return RAW_RESPONSE;
+        }
+        if (!(err instanceof UpstreamError)) throw err;
+        finishChat(app, plan, { finishReason: null, usage: null, reply: [], error: err });
+        const failure = upstreamFailure(plan, err);
+        if (!opened) throw failure;
+        // Headers are gone: the failure travels as a last chunk, as OpenAI's own streams do.
+        sendOpenAiError(res, failure);
+      }
+      return RAW_RESPONSE;
+    },
+  }),
+];

@@ -1,0 +1,169 @@
+import type { App } from '../../app.js';
+import { AppError } from '../../kernel/errors.js';
+import { uuidv7 } from '../../lib/ids.js';
+import { nowIso } from '../../lib/time.js';
+import { getAgent } from '../agents/service.js';
+import { blockedUntil, isUsable, providers, recordUpstream, splitModelId, type Provider } from '../providers/service.js';
+import { getSkill } from '../skills/service.js';
+import { secretValues } from '../vault/service.js';
+import { agentSystemMessage } from './prompt.js';
+import type { ChatMessage, ChatRequest, Usage } from './schema.js';
+import { getSession, saveSession, type Session } from './sessions.js';
+import { UpstreamError } from './upstream.js';
+
+/** Everything one chat call needs, decided before the upstream is called. */
+export interface ChatPlan {
+  sessionId: string;
+  newSession: boolean;
+  agent: string | null;
+  /** `provider/model`, as svc names it. */
+  modelId: string;
+  provider: Provider;
+  /** The model name the upstream knows. */
+  upstreamModel: string;
+  /** What the upstream is sent, before the conversation so far. */
+  system: ChatMessage[];
+  /** The session's earlier turns followed by this request's messages. */
+  messages: ChatMessage[];
+  /** This request's own messages (what the session gains besides the answer). */
+  added: ChatMessage[];
+  /** Request fields passed through unchanged (temperature, tools…). */
+  passthrough: Record<string, unknown>;
+  started: number;
+}
+
+const OWN_FIELDS = new Set(['model', 'messages', 'stream', 'stream_options', 'agent']);
+
+function modelIdFor(app: App, body: ChatRequest, agentModel: string | null): string {
+  const config = app.config();
+  const asked = body.model && splitModelId(body.model) ? body.model : null;
+  const chosen = agentModel ?? (body.agent ? asked : (config.orchestrator.model ?? asked));
+  if (chosen) return chosen;
+  // No model named anywhere: the first provider that can be called, with its default model.
+  for (const p of providers(app).values()) {
+    if (p.key !== null && p.defaultModel) return `${p.id}/${p.defaultModel}`;
+  }
+  throw new AppError(
+    'invalid_request',
+    body.agent
+      ? `Agent "${body.agent}" has no model: set one (svc agents set ${body.agent} --model provider/model) or pass model as provider/model.`
+      : 'No model to answer with: set orchestrator.model in project.json, pass model as provider/model, or export a provider key such as OPENAI_API_KEY.',
+    { details: [{ path: 'body.model', message: 'no model' }] },
+  );
+}
+
+/** Picks the provider for `provider/model`, stepping around one that is cooling down. */
+function pickProvider(app: App, modelId: string): { provider: Provider; upstreamModel: string } {
+  const parts = splitModelId(modelId);
+  const all = providers(app);
+  if (!parts) throw new AppError('invalid_request', `Model "${modelId}" is not of the form provider/model.`, { details: [{ path: 'body.model', message: 'must be provider/model' }] });
+  const provider = all.get(parts.provider);
+  if (!provider) {
+    throw new AppError('invalid_request', `Unknown provider "${parts.provider}" in model "${modelId}"; known: ${[...all.keys()].join(', ')}. Add it under providers in project.json.`, {
+      details: [{ path: 'body.model', message: 'unknown provider' }],
+    });
+  }
+  if (!isUsable(provider)) {
+    throw new AppError('invalid_request', `Provider "${provider.id}" has no key: set ${provider.envVar} in the daemon's environment (or ${provider.configKey} in project.json) and try again.`, {
+      details: [{ path: 'body.model', message: `set ${provider.envVar}` }],
+    });
+  }
+  const until = blockedUntil(app, provider.id);
+  if (until === null) return { provider, upstreamModel: parts.model };
+  // Another configured provider that lists the same model serves it meanwhile.
+  for (const other of all.values()) {
+    if (other.id === provider.id || !isUsable(other) || blockedUntil(app, other.id) !== null) continue;
+    if (other.models.includes(parts.model)) return { provider: other, upstreamModel: parts.model };
+    if (other.models.includes(modelId)) return { provider: other, upstreamModel: modelId };
+  }
+  const seconds = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+  throw new AppError('unavailable', `Provider "${provider.id}" is cooling down after upstream errors until ${new Date(until).toISOString()}; see GET /api/v1/auth/status.`, {
+    headers: { 'Retry-After': String(seconds) },
+  });
+}
+
+export function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined): ChatPlan {
+  const agent = body.agent ? getAgent(app.db, body.agent) : null;
+  if (body.agent && !agent) throw new AppError('not_found', `Agent "${body.agent}" not found.`);
+  const session: Session | null = sessionHeader ? getSession(app.db, sessionHeader) : null;
+  if (session && session.agent !== (agent?.name ?? null)) {
+    throw new AppError('conflict', `Session "${session.id}" belongs to ${session.agent ? `agent "${session.agent}"` : 'the orchestrator'}; start a new session to talk to ${agent ? `"${agent.name}"` : 'the orchestrator'}.`);
+  }
+  const modelId = modelIdFor(app, body, agent?.model ?? null);
+  const { provider, upstreamModel } = pickProvider(app, modelId);
+  const system: ChatMessage[] = [];
+  if (agent) {
+    const skills = agent.skills.flatMap((name) => {
+      try {
+        const s = getSkill(app, name);
+        return s.error ? [] : [{ name: s.name, description: s.description, content: s.content }];
+      } catch {
+        return []; // assigned but gone from disk: nothing to send
+      }
+    });
+    system.push({ role: 'system', content: agentSystemMessage(agent, skills) });
+  }
+  const passthrough: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) if (!OWN_FIELDS.has(k)) passthrough[k] = v;
+  if (body.stream && body.stream_options) passthrough.stream_options = body.stream_options;
+  return {
+    sessionId: session?.id ?? sessionHeader ?? uuidv7(),
+    newSession: !session,
+    agent: agent?.name ?? null,
+    modelId,
+    provider,
+    upstreamModel,
+    system,
+    messages: [...(session?.messages ?? []), ...body.messages],
+    added: body.messages,
+    passthrough,
+    started: Date.now(),
+  };
+}
+
+export interface ChatOutcome {
+  finishReason: string | null;
+  usage: Usage | null;
+  /** The answer's messages (assistant turns, tool calls and their results) to keep in the session. */
+  reply: ChatMessage[];
+  error?: UpstreamError;
+  /** The client went away: nothing is known of the provider, and nothing is kept. */
+  aborted?: boolean;
+}
+
+/**
+ * Ends a call: the session, the provider's health and the events are written in one transaction,
+ * so a session is never kept without its completion:finished (and the reverse).
+ */
+export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void {
+  const secrets = secretValues(app, plan.agent ?? undefined);
+  app.events.write(() => {
+    if (outcome.aborted) {
+      // nothing learned of the provider; the unanswered turn is not kept
+    } else if (outcome.error) {
+      recordUpstream(app, plan.provider.id, { ok: false, status: outcome.error.status, code: outcome.error.code, reason: reasonOf(outcome.error) });
+    } else {
+      recordUpstream(app, plan.provider.id, { ok: true });
+      saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages: [...plan.messages, ...outcome.reply] }, secrets, nowIso());
+      if (plan.newSession) app.events.emit('session:started', { sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId });
+    }
+    app.events.emit('completion:finished', {
+      sessionId: plan.sessionId,
+      agent: plan.agent,
+      model: plan.modelId,
+      finishReason: outcome.aborted ? 'aborted' : outcome.error ? 'error' : (outcome.finishReason ?? 'stop'),
+      usage: outcome.usage ?? null,
+      durationMs: Date.now() - plan.started,
+    });
+  });
+}
+
+function reasonOf(e: UpstreamError): string {
+  const what = e.status === 'network' ? 'network error' : `HTTP ${e.status}`;
+  return e.code ? `${what} (${e.code})` : what;
+}
+
+/** The body sent upstream: the passed-through fields, the upstream's model name, the system turn first. */
+export function upstreamBody(plan: ChatPlan): Record<string, unknown> {
+  return { ...plan.passthrough, model: plan.upstreamModel, messages: [...plan.system, ...plan.messages] };
+}

@@ -1,0 +1,44 @@
+import { stmt, type DB } from '../../db/open.js';
+import type { ChatMessage } from './schema.js';
+
+/** The newest messages a session keeps; older turns are dropped so a session cannot grow without bound. */
+export const SESSION_MAX_MESSAGES = 200;
+
+export interface Session {
+  id: string;
+  agent: string | null;
+  model: string;
+  messages: ChatMessage[];
+}
+
+interface Row {
+  id: string;
+  agent: string | null;
+  model: string;
+  messages: string;
+}
+
+export function getSession(db: DB, id: string): Session | null {
+  const r = stmt(db, 'SELECT id, agent, model, messages FROM chat_sessions WHERE id = ?').get(id) as Row | undefined;
+  return r ? { id: r.id, agent: r.agent, model: r.model, messages: JSON.parse(r.messages) as ChatMessage[] } : null;
+}
+
+/** Writes the session with every secret replaced; `secrets` are the vault values to redact. */
+export function saveSession(db: DB, s: Session, secrets: readonly string[], now: string): void {
+  const kept = s.messages.slice(-SESSION_MAX_MESSAGES);
+  stmt(
+    db,
+    `INSERT INTO chat_sessions (id, agent, model, messages, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET model = excluded.model, messages = excluded.messages, updated_at = excluded.updated_at`,
+  ).run(s.id, s.agent, s.model, redact(JSON.stringify(kept), secrets), now, now);
+}
+
+/** Replaces each secret, as it appears inside JSON text, with [REDACTED]. */
+export function redact(json: string, secrets: readonly string[]): string {
+  let out = json;
+  for (const secret of secrets) {
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    if (escaped) out = out.split(escaped).join('[REDACTED]');
+  }
+  return out;
+}

@@ -1,0 +1,54 @@
+import type { App } from '../../app.js';
+import { nowIso } from '../../lib/time.js';
+import { resolveProviders, type Provider } from './catalog.js';
+import { afterFailure, afterSuccess, classifyFailure, statusOf, unavailableUntil, type ProviderHealth } from './health.js';
+import type { ProviderStatusInfo } from './schema.js';
+import * as store from './store.js';
+
+export { splitModelId } from './catalog.js';
+export type { Provider } from './catalog.js';
+
+/** Providers as configured now (a project.json reload or a new env applies at the next call). */
+export const providers = (app: App): Map<string, Provider> => resolveProviders(app.config(), app.env);
+
+const usable = (p: Provider): boolean => p.keyless || p.key !== null;
+
+export function authStatus(app: App, now = Date.now()): { providers: Record<string, ProviderStatusInfo> } {
+  const health = store.allHealth(app.db);
+  const out: Record<string, ProviderStatusInfo> = {};
+  for (const p of providers(app).values()) {
+    const h = health.get(p.id);
+    const entry: ProviderStatusInfo = {
+      configKey: p.configKey,
+      envVar: p.envVar,
+      hasEnvKey: p.hasEnvKey,
+      hasConfigKey: p.hasConfigKey,
+      profiles: [],
+      status: statusOf(h ?? afterSuccess(), usable(p), now),
+      errorCount: h?.errorCount ?? 0,
+    };
+    if (h?.cooldownUntil && h.cooldownUntil > now) entry.cooldownUntil = new Date(h.cooldownUntil).toISOString();
+    if (h?.disabledUntil && h.disabledUntil > now) entry.disabledUntil = new Date(h.disabledUntil).toISOString();
+    if (h?.lastErrorReason) entry.lastErrorReason = h.lastErrorReason;
+    out[p.id] = entry;
+  }
+  return { providers: out };
+}
+
+export const providerHealth = (app: App, id: string): ProviderHealth => store.getHealth(app.db, id);
+
+export const isUsable = usable;
+
+/** When the provider may be called again, or null when it may be called now. */
+export const blockedUntil = (app: App, id: string, now = Date.now()): number | null => unavailableUntil(store.getHealth(app.db, id), now);
+
+/** Feeds an upstream answer into the provider's schedules. */
+export function recordUpstream(app: App, id: string, outcome: { ok: true } | { ok: false; status: number | 'network'; code?: string | null; reason: string }, now = Date.now()): void {
+  const before = store.getHealth(app.db, id);
+  if (outcome.ok) {
+    if (before.errorCount || before.billingCount || before.authFailed || before.cooldownUntil || before.disabledUntil) store.putHealth(app.db, id, afterSuccess(), nowIso());
+    return;
+  }
+  const next = afterFailure(before, classifyFailure(outcome.status, outcome.code), outcome.reason, now);
+  if (next !== before) store.putHealth(app.db, id, next, nowIso());
+}

@@ -1,0 +1,171 @@
+import OpenAI from 'openai';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { completion, startFakeUpstream, textChunks, type FakeUpstream } from './fake-upstream.js';
+import { startTestDaemon, type TestDaemon } from './harness.js';
+
+const UPSTREAM_KEY = 'sk-upstream-secret-0123456789';
+
+let up: FakeUpstream;
+let d: TestDaemon;
+
+const providers = () => ({
+  fake: { baseUrl: up.url, apiKey: UPSTREAM_KEY, models: ['m1'] },
+});
+
+beforeAll(async () => {
+  up = await startFakeUpstream();
+  d = await startTestDaemon({
+    config: { providers: providers() },
+    files: { 'skills/reviewing/SKILL.md': '---\nname: reviewing\ndescription: How we review\n---\nAlways read the tests first.\n' },
+  });
+  await d.api('POST', '/api/v1/agents', {
+    body: { name: 'alice', role: 'reviewer', model: 'fake/m1', systemPrompt: 'You review code.', identity: { displayName: 'Alice', title: 'Staff engineer' } },
+  });
+  await d.api('POST', '/api/v1/skills/reviewing/assign', { body: { agent: 'alice' } });
+});
+afterAll(async () => {
+  await d.close();
+  await up.close();
+});
+afterEach(() => {
+  up.requests.length = 0;
+});
+
+const client = () => new OpenAI({ baseURL: `${d.url}/v1`, apiKey: d.key, maxRetries: 0 });
+const eventsSince = (id: number) => d.daemon.app.events.since(id, 1000);
+
+describe('agent mode', () => {
+  it('answers a plain call through the official openai client, with the agent\'s model, prompt, identity and skills upstream', async () => {
+    const before = d.daemon.app.events.lastId();
+    up.script({ json: completion('LGTM') });
+    const { data, response } = await client()
+      .chat.completions.create({ model: 'svc', messages: [{ role: 'user', content: 'Review this' }], agent: 'alice' } as never)
+      .withResponse();
+    expect(data.choices[0]!.message.content).toBe('LGTM');
+    expect(data.model).toBe('fake/m1');
+    const sessionId = response.headers.get('x-session-id');
+    expect(sessionId).toBeTruthy();
+
+    const sent = up.requests[0]!;
+    expect(sent.path).toBe('/v1/chat/completions');
+    expect(sent.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+    expect(sent.body.model).toBe('m1');
+    expect(sent.body.agent).toBeUndefined();
+    const system = sent.body.messages[0];
+    expect(system.role).toBe('system');
+    expect(system.content).toContain('You review code.');
+    expect(system.content).toContain('You are Alice, Staff engineer.');
+    expect(system.content).toContain('Always read the tests first.');
+    expect(sent.body.messages[1]).toEqual({ role: 'user', content: 'Review this' });
+
+    const fired = eventsSince(before);
+    expect(fired.map((e) => e.name)).toEqual(['session:started', 'completion:finished']);
+    expect(fired[1]!.data).toMatchObject({ sessionId, agent: 'alice', model: 'fake/m1', finishReason: 'stop', usage: { total_tokens: 5 } });
+    expect(typeof fired[1]!.data.durationMs).toBe('number');
+    // The upstream's key never leaves the daemon.
+    expect(JSON.stringify(fired)).not.toContain(UPSTREAM_KEY);
+    expect(d.logs.join('')).not.toContain(UPSTREAM_KEY);
+  });
+
+  it('streams chunks, usage and [DONE] through the openai client', async () => {
+    up.script({ stream: textChunks(['Hel', 'lo', '!']) });
+    const stream = await client().chat.completions.create({
+      model: 'fake/m1',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+      agent: 'alice',
+    } as never);
+    let text = '';
+    let usage: unknown = null;
+    for await (const chunk of stream as unknown as AsyncIterable<any>) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text).toBe('Hello!');
+    expect(usage).toEqual({ prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 });
+    expect(up.requests[0]!.body.stream).toBe(true);
+    expect(up.requests[0]!.body.stream_options).toEqual({ include_usage: true });
+  });
+
+  it('ends the raw stream with data: [DONE]', async () => {
+    up.script({ stream: textChunks(['a'], false) });
+    const res = await fetch(`${d.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stream: true, agent: 'alice' }),
+    });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const text = await res.text();
+    expect(text.trim().endsWith('data: [DONE]')).toBe(true);
+  });
+
+  it('continues a session with x-session-id, and stores it with vault values redacted', async () => {
+    await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'alice', service: 'github', type: 'api_key', credentials: { token: 'ghp_secretvalue42' } } });
+    up.script({ json: completion('first') }, { json: completion('second') });
+    const before = d.daemon.app.events.lastId();
+    const first = await client()
+      .chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'my token is ghp_secretvalue42' }], agent: 'alice' } as never)
+      .withResponse();
+    const sessionId = first.response.headers.get('x-session-id')!;
+    await client().chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'and then?' }], agent: 'alice' } as never, { headers: { 'x-session-id': sessionId } });
+    const second = up.requests[1]!.body.messages.slice(1);
+    expect(second.map((m: { content: string }) => m.content)).toEqual(['my token is [REDACTED]', 'first', 'and then?']);
+    const stored = d.daemon.app.db.prepare('SELECT messages FROM chat_sessions WHERE id = ?').get(sessionId) as { messages: string };
+    expect(stored.messages).not.toContain('ghp_secretvalue42');
+    expect(stored.messages).toContain('[REDACTED]');
+    // One session: started once, two completions.
+    expect(eventsSince(before).map((e) => e.name)).toEqual(['session:started', 'completion:finished', 'completion:finished']);
+  });
+
+  it('aborts the upstream request when the client disconnects mid-stream', async () => {
+    up.script({ stream: textChunks(['slow']).slice(0, 2), stall: true });
+    const ctrl = new AbortController();
+    const res = await fetch(`${d.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }], stream: true, agent: 'alice' }),
+      signal: ctrl.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read(); // the first chunk arrived: the upstream call is under way
+    ctrl.abort();
+    await up.requests[0]!.closed;
+    expect(up.requests[0]!.aborted()).toBe(true);
+  });
+});
+
+describe('errors in the OpenAI shape', () => {
+  const post = (body: unknown, key: string | null = d.key) =>
+    fetch(`${d.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+
+  it.each([
+    ['unknown agent', { messages: [{ role: 'user', content: 'x' }], agent: 'nobody' }, 404, 'not_found', /nobody/],
+    ['unknown provider', { messages: [{ role: 'user', content: 'x' }], model: 'nope/m' }, 400, 'invalid_request', /Unknown provider "nope"/],
+    ['missing key names the variable', { messages: [{ role: 'user', content: 'x' }], model: 'openai/gpt-4o' }, 400, 'invalid_request', /set OPENAI_API_KEY/],
+    ['invalid body', { messages: [] }, 400, 'invalid_request', /messages/],
+  ])('%s', async (_name, body, status, code, message) => {
+    const r = await post(body);
+    expect(r.status).toBe(status);
+    expect(r.body.error).toMatchObject({ code, type: expect.any(String) });
+    expect(r.body.error.message).toMatch(message);
+    expect(r.body.ok).toBeUndefined();
+  });
+
+  it('answers 401 in the OpenAI shape, which the openai client reports as an AuthenticationError', async () => {
+    const bad = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: 'wrong-key-0123456789', maxRetries: 0 });
+    await expect(bad.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+
+  it('answers an upstream failure 502 carrying the upstream status', async () => {
+    up.script({ status: 400, json: { error: { message: 'model m1 is not served', type: 'invalid_request_error' } } });
+    const r = await post({ messages: [{ role: 'user', content: 'x' }], agent: 'alice' });
+    expect(r.status).toBe(502);
+    expect(r.body.error).toMatchObject({ code: 'upstream_error', upstream_status: 400 });
+    expect(r.body.error.message).toMatch(/fake answered 400: model m1 is not served/);
+  });
+});

@@ -1,0 +1,118 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+
+// A scripted OpenAI-compatible upstream on a local port: each request takes the next scripted
+// answer (plain JSON, an error, a stream, a stream that stalls) and is recorded for the test.
+
+export type Scripted =
+  | { status?: number; json: unknown; headers?: Record<string, string> }
+  | { stream: unknown[]; delayMs?: number; stall?: boolean };
+
+export interface Recorded {
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: any;
+  /** Resolves when the client closed the request (an abort, or the normal end). */
+  closed: Promise<void>;
+  /** Whether the client went away before the answer was complete. */
+  aborted: () => boolean;
+}
+
+export interface FakeUpstream {
+  url: string;
+  requests: Recorded[];
+  script(...answers: Scripted[]): void;
+  close(): Promise<void>;
+}
+
+export const completion = (content: string, extra: Record<string, unknown> = {}) => ({
+  id: 'chatcmpl-fake',
+  object: 'chat.completion',
+  created: 1,
+  model: 'm1',
+  choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+  ...extra,
+});
+
+export const toolCallCompletion = (calls: { id: string; name: string; args: unknown }[]) => ({
+  id: 'chatcmpl-fake',
+  object: 'chat.completion',
+  created: 1,
+  model: 'm1',
+  choices: [
+    {
+      index: 0,
+      message: { role: 'assistant', content: null, tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } })) },
+      finish_reason: 'tool_calls',
+    },
+  ],
+  usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+});
+
+export const textChunks = (parts: string[], usage = true): unknown[] => [
+  { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] },
+  ...parts.map((p) => ({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta: { content: p }, finish_reason: null }] })),
+  { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+  ...(usage ? [{ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [], usage: { prompt_tokens: 4, completion_tokens: parts.length, total_tokens: 4 + parts.length } }] : []),
+];
+
+export async function startFakeUpstream(): Promise<FakeUpstream> {
+  const queue: Scripted[] = [];
+  const requests: Recorded[] = [];
+  const server: Server = createServer((req, res) => {
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => {
+      let done = false;
+      let aborted = false;
+      const closed = new Promise<void>((resolve) => {
+        res.on('close', () => {
+          aborted = !done;
+          resolve();
+        });
+      });
+      let body: unknown = raw;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        // keep the text
+      }
+      requests.push({ path: req.url ?? '', headers: req.headers, body, closed, aborted: () => aborted });
+      const next = queue.shift() ?? { status: 500, json: { error: { message: 'nothing scripted', type: 'server_error' } } };
+      if ('json' in next) {
+        done = true;
+        res.writeHead(next.status ?? 200, { 'content-type': 'application/json', ...next.headers });
+        res.end(JSON.stringify(next.json));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const chunks = [...next.stream];
+      const tick = () => {
+        if (res.destroyed) return;
+        const c = chunks.shift();
+        if (c === undefined) {
+          if (next.stall) return; // keeps the stream open forever
+          done = true;
+          res.end('data: [DONE]\n\n');
+          return;
+        }
+        res.write(`data: ${JSON.stringify(c)}\n\n`);
+        setTimeout(tick, next.delayMs ?? 0);
+      };
+      tick();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    script: (...answers) => queue.push(...answers),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
