@@ -25,6 +25,33 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
   };
 }
 
+/**
+ * Collects log lines and hands them on once per turn of the event loop, joined: under load a
+ * request's line costs an array push, not a write of its own, and each line stays whole and in
+ * order. `flush()` hands on what is waiting at once (shutdown).
+ */
+export function lineBuffer(write: (chunk: string) => void): { push(line: string): void; flush(): void } {
+  let lines: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (!lines.length) return;
+    const chunk = lines.join('');
+    lines = [];
+    write(chunk);
+  };
+  return {
+    push(line) {
+      lines.push(line);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}
+
 export function errorFields(err: unknown): Record<string, unknown> {
   if (err instanceof Error) {
     const fields: Record<string, unknown> = { error: err.message, stack: err.stack };
