@@ -60,9 +60,12 @@ function hydrate(db: DB, rows: Row[]): Task[] {
   return rows.map((r) => toTask(r, deps.get(r.id) ?? []));
 }
 
+/** One statement per task read: the dependencies come along as a JSON array (the read hot path). */
+const GET_ONE = `SELECT ${COLUMNS}, (SELECT json_group_array(depends_on) FROM (SELECT depends_on FROM task_dependencies WHERE task_id = tasks.id ORDER BY position)) AS deps FROM tasks WHERE id = ?`;
+
 export function getTask(db: DB, id: string): Task | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM tasks WHERE id = ?`).get(id) as Row | undefined;
-  return r ? hydrate(db, [r])[0]! : null;
+  const r = stmt(db, GET_ONE).get(id) as (Row & { deps: string }) | undefined;
+  return r ? toTask(r, JSON.parse(r.deps) as string[]) : null;
 }
 
 export interface ListFilter {
