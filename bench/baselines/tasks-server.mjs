@@ -17,7 +17,7 @@ db.pragma('foreign_keys = ON');
 const COLUMNS =
   "id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, created_at, updated_at, (SELECT json_group_array(depends_on) FROM (SELECT depends_on FROM task_dependencies WHERE task_id = tasks.id ORDER BY position)) AS deps";
 const getOne = db.prepare(`SELECT ${COLUMNS} FROM tasks WHERE id = ?`);
-const listByStatus = db.prepare(`SELECT ${COLUMNS} FROM tasks WHERE status = ? ORDER BY id DESC LIMIT ?`);
+const listByStatus = db.prepare(`SELECT ${COLUMNS} FROM tasks WHERE status = ? AND id < ? ORDER BY id DESC LIMIT ?`);
 const insertTask = db.prepare("INSERT INTO tasks (id, title, description, status, priority, labels, created_at, updated_at) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)");
 const insertEvent = db.prepare("INSERT INTO events (name, data, created_at) VALUES ('task:created', ?, ?)");
 const create = db.transaction((t) => {
@@ -60,8 +60,14 @@ const server = createServer((req, res) => {
     return r ? send(res, 200, { ok: true, data: toTask(r) }) : send(res, 404, { ok: false, error: { code: 'not_found' } });
   }
   if (req.method === 'GET' && url.pathname === '/api/v1/tasks') {
+    // One row more than the page tells whether a next page exists (its cursor goes in a header).
     const limit = Number(url.searchParams.get('limit') ?? 50);
-    return send(res, 200, { ok: true, data: listByStatus.all(url.searchParams.get('status'), limit).map(toTask) });
+    const rows = listByStatus.all(url.searchParams.get('status'), url.searchParams.get('cursor') ?? '~', limit + 1);
+    if (rows.length > limit) {
+      rows.length = limit;
+      res.setHeader('X-Next-Cursor', rows[limit - 1].id);
+    }
+    return send(res, 200, { ok: true, data: rows.map(toTask) });
   }
   if (req.method === 'POST' && url.pathname === '/api/v1/tasks') {
     const chunks = [];

@@ -48,6 +48,24 @@ export function rssMiB(pid) {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
+/** CPU time (user + system) a process has used, in ms (Linux /proc, 10 ms ticks). */
+export function cpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
+/**
+ * Runs HTTP load against a server process and adds what it cost that process: CPU µs per answered
+ * request (steadier than throughput on a shared machine, since other processes' load does not
+ * change it much) and its RSS at the end.
+ */
+export async function loadServer(server, opts) {
+  const before = cpuMs(server.pid);
+  const r = await load({ url: server.url, ...opts });
+  return { ...r, cpuUs: ((cpuMs(server.pid) - before) * 1000) / Math.max(1, r.requests), rss: rssMiB(server.pid) };
+}
+
 function waitExit(child) {
   return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', r));
 }
@@ -59,6 +77,8 @@ function waitExit(child) {
 export async function startSvc(root, { nodeArgs = [], env = {}, timeoutMs = 30_000 } = {}) {
   const info = join(root, '.svc', 'daemon.json');
   rmSync(info, { force: true });
+  // BENCH_CPU_PROF=<dir>: every daemon writes a V8 CPU profile there when it stops (bench/lib/flame.mjs reads it).
+  if (process.env.BENCH_CPU_PROF) nodeArgs = ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF, ...nodeArgs];
   const t0 = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, SVC_BIN, 'serve', '--port', '0', '--project', root], {
     cwd: root,

@@ -13,10 +13,10 @@ export default {
     const base = await h.startBaseline('tasks-server.mjs', { db: copy, key: svc.key });
     const paths = ids.filter((_, i) => i % 10 === 0).map((id) => `/api/v1/tasks/${id}`);
     const headers = { authorization: `Bearer ${svc.key}` };
-    const run = async (url, rss) => ({ ...(await h.load({ url, paths, headers, connections: 32, seconds: 3 })), rss: rss() });
+    const run = (server) => h.loadServer(server, { paths, headers, connections: 32, seconds: 3 });
     return {
-      svc: () => run(svc.url, svc.rss),
-      baseline: () => run(base.url, base.rss),
+      svc: () => run(svc),
+      baseline: () => run(base),
       close: async () => {
         await svc.stop();
         await base.stop();
@@ -26,6 +26,7 @@ export default {
   targets: [
     { metric: 'rps', label: 'throughput', unit: 'req/s', of: 'ratio', op: '>=', value: 0.75 },
     { metric: 'p99', label: 'p99', unit: 'ms', of: 'ratio', op: '<=', value: 2 },
+    { metric: 'cpuUs', label: 'server CPU per request', unit: 'µs' },
     { metric: 'rss', label: 'RSS under load', unit: 'MiB' },
   ],
 };

@@ -11,10 +11,10 @@ export default {
     const base = await h.startBaseline('tasks-server.mjs', { db: copy, key: svc.key });
     const bodies = Array.from({ length: 64 }, (_, i) => JSON.stringify({ title: `bench task ${i}`, description: 'written by the bench', labels: ['bench'] }));
     const headers = { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json' };
-    const run = async (url, rss) => ({ ...(await h.load({ url, method: 'POST', path: '/api/v1/tasks', bodies, headers, connections: 32, seconds: 3 })), rss: rss() });
+    const run = (server) => h.loadServer(server, { method: 'POST', path: '/api/v1/tasks', bodies, headers, connections: 32, seconds: 3 });
     return {
-      svc: () => run(svc.url, svc.rss),
-      baseline: () => run(base.url, base.rss),
+      svc: () => run(svc),
+      baseline: () => run(base),
       close: async () => {
         await svc.stop();
         await base.stop();
@@ -24,5 +24,6 @@ export default {
   targets: [
     { metric: 'rps', label: 'throughput', unit: 'req/s', of: 'ratio', op: '>=', value: 0.6 },
     { metric: 'p99', label: 'p99', unit: 'ms' },
+    { metric: 'cpuUs', label: 'server CPU per request', unit: 'µs' },
   ],
 };
