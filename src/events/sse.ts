@@ -30,6 +30,8 @@ interface Stream {
   replaying: boolean;
   /** Events written since the socket last drained. */
   backlog: number;
+  /** Live frames waiting for the end of this turn of the event loop (see queue()). */
+  queued: string[];
   heartbeat: NodeJS.Timeout;
 }
 
@@ -41,6 +43,10 @@ interface Stream {
 export class SseHub {
   private readonly streams = new Set<Stream>();
   private readonly unsubscribe: () => void;
+  /** The last event's frame: every stream gets the same text, so it is serialised once, not per stream. */
+  private framed: { id: number; text: string } | null = null;
+  private readonly dirty: Stream[] = [];
+  private flushTimer: NodeJS.Immediate | null = null;
   private closed = false;
 
   constructor(
@@ -48,7 +54,7 @@ export class SseHub {
     private readonly limits: SseLimits = DEFAULT_SSE_LIMITS,
   ) {
     this.unsubscribe = log.subscribe((e) => {
-      for (const s of this.streams) if (!s.replaying) this.deliver(s, e);
+      for (const s of this.streams) if (!s.replaying) this.deliver(s, e, true);
     });
   }
 
@@ -73,6 +79,7 @@ export class SseHub {
       cursor: this.log.lastId(),
       replaying: false,
       backlog: 0,
+      queued: [],
       heartbeat: setInterval(() => this.write(s, ': ping\n\n'), this.limits.heartbeatMs),
     };
     s.heartbeat.unref();
@@ -109,6 +116,7 @@ export class SseHub {
 
   closeAll(): void {
     this.closed = true;
+    this.flush();
     for (const s of this.streams) {
       s.res.end();
       this.drop(s);
@@ -129,16 +137,38 @@ export class SseHub {
     }
   }
 
-  private deliver(s: Stream, e: StoredEvent): void {
+  private deliver(s: Stream, e: StoredEvent, live = false): void {
     if (e.id <= s.cursor) return;
     s.cursor = e.id;
     if (!s.matches(e.name)) return;
-    this.write(s, frame(e));
+    if (this.framed?.id !== e.id) this.framed = { id: e.id, text: frame(e) };
+    if (live) this.queue(s, this.framed.text);
+    else this.write(s, this.framed.text);
   }
 
-  private write(s: Stream, text: string): void {
+  /**
+   * Live frames are written once per turn of the event loop, joined: a socket write is a system
+   * call, and one per subscriber per event made fan-out to 200 streams cost more than the writes
+   * themselves. Replay writes directly, since it paces itself on the socket's drain.
+   */
+  private queue(s: Stream, text: string): void {
+    if (s.queued.push(text) === 1) this.dirty.push(s);
+    this.flushTimer ??= setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    if (this.flushTimer) clearImmediate(this.flushTimer);
+    this.flushTimer = null;
+    for (const s of this.dirty.splice(0)) {
+      const frames = s.queued;
+      s.queued = [];
+      if (frames.length && this.streams.has(s)) this.write(s, frames.length === 1 ? frames[0]! : frames.join(''), frames.length);
+    }
+  }
+
+  private write(s: Stream, text: string, events = 1): void {
     if (s.res.destroyed || s.res.writableEnded) return;
-    if (s.res.writableNeedDrain) s.backlog++;
+    if (s.res.writableNeedDrain) s.backlog += events;
     s.res.write(text);
     if (s.backlog > this.limits.maxBacklogEvents || s.res.writableLength > this.limits.maxBacklogBytes) {
       // Too far behind: cut the connection; the client reconnects with Last-Event-ID and catches up from the log.
@@ -149,6 +179,7 @@ export class SseHub {
 
   private drop(s: Stream): void {
     clearInterval(s.heartbeat);
+    s.queued = [];
     this.streams.delete(s);
   }
 }
