@@ -15,6 +15,14 @@ export interface SseLimits {
 export const DEFAULT_SSE_LIMITS: SseLimits = { heartbeatMs: 15_000, maxBacklogEvents: 1000, maxBacklogBytes: 1024 * 1024 };
 
 const REPLAY_PAGE = 500;
+/** Live frames are written at most this often per stream (see SseHub.queue). */
+const FLUSH_MS = 2;
+
+function sameFrames(a: string[], b: string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 export function frame(e: StoredEvent): string {
   return `id: ${e.id}\nevent: ${e.name}\ndata: ${JSON.stringify(e.data)}\n\n`;
@@ -46,7 +54,8 @@ export class SseHub {
   /** The last event's frame: every stream gets the same text, so it is serialised once, not per stream. */
   private framed: { id: number; text: string } | null = null;
   private readonly dirty: Stream[] = [];
-  private flushTimer: NodeJS.Immediate | null = null;
+  private flushTimer: { kind: 'immediate'; handle: NodeJS.Immediate } | { kind: 'timeout'; handle: NodeJS.Timeout } | null = null;
+  private lastFlush = 0;
   private closed = false;
 
   constructor(
@@ -147,26 +156,37 @@ export class SseHub {
   }
 
   /**
-   * Live frames are written once per turn of the event loop, joined: a socket write is a system
-   * call, and one per subscriber per event made fan-out to 200 streams cost more than the writes
-   * themselves. Replay writes directly, since it paces itself on the socket's drain.
+   * Live frames are written in batches, at the end of the current turn of the event loop, and at
+   * most once every FLUSH_MS: a socket write is a system call, and one per subscriber per event
+   * made fan-out to 200 streams cost far more than the frames themselves. A quiet daemon writes at
+   * once; a busy one gathers a few milliseconds of events into each write. Replay writes directly,
+   * since it paces itself on the socket's drain.
    */
   private queue(s: Stream, text: string): void {
     if (s.queued.push(text) === 1) this.dirty.push(s);
-    this.flushTimer ??= setImmediate(() => this.flush());
+    if (this.flushTimer) return;
+    const wait = this.lastFlush + FLUSH_MS - performance.now();
+    this.flushTimer =
+      wait > 0 ? { kind: 'timeout', handle: setTimeout(() => this.flush(), wait) } : { kind: 'immediate', handle: setImmediate(() => this.flush()) };
   }
 
   private flush(): void {
-    if (this.flushTimer) clearImmediate(this.flushTimer);
+    if (this.flushTimer?.kind === 'timeout') clearTimeout(this.flushTimer.handle);
+    else if (this.flushTimer) clearImmediate(this.flushTimer.handle);
     this.flushTimer = null;
+    this.lastFlush = performance.now();
+    // Streams that heard the same events share one buffer (frames are the same strings).
+    let shared: { frames: string[]; buf: Buffer } | null = null;
     for (const s of this.dirty.splice(0)) {
       const frames = s.queued;
       s.queued = [];
-      if (frames.length && this.streams.has(s)) this.write(s, frames.length === 1 ? frames[0]! : frames.join(''), frames.length);
+      if (!frames.length || !this.streams.has(s)) continue;
+      if (!shared || !sameFrames(shared.frames, frames)) shared = { frames, buf: Buffer.from(frames.join(''), 'utf8') };
+      this.write(s, shared.buf, frames.length);
     }
   }
 
-  private write(s: Stream, text: string, events = 1): void {
+  private write(s: Stream, text: string | Buffer, events = 1): void {
     if (s.res.destroyed || s.res.writableEnded) return;
     if (s.res.writableNeedDrain) s.backlog += events;
     s.res.write(text);
