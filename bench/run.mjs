@@ -84,7 +84,8 @@ for (const s of selected) {
     run = await s.setup(harness);
     const sides = run.baseline ? ['svc', 'baseline'] : ['svc'];
     if (s.warmup !== false) {
-      for (const side of sides) await run[side]();
+      if (run.warmup) await run.warmup();
+      else for (const side of sides) await run[side]();
       console.log('  warmed up');
     }
     for (let r = 0; r < n; r++) {
