@@ -77,7 +77,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let config: ProjectConfig = loaded.config;
 
   ensurePrivateDir(paths.dir);
-  // Lines go out once per turn of the event loop (stdout) and in the background (the file), never
+  // Lines go out in batches every 25 ms (stdout) and in the background (the file), never
   // as a synchronous write per request; close() hands on the last ones.
   const logFile = opts.log ? null : new LogFile(paths.logs, logFileOptions(env));
   const lines = logFile

@@ -26,27 +26,32 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
 }
 
 /**
- * Collects log lines and hands them on once per turn of the event loop, joined: under load a
- * request's line costs an array push, not a write of its own, and each line stays whole and in
- * order. `flush()` hands on what is waiting at once (shutdown).
+ * Collects log lines and hands them on joined, every `delayMs` (or sooner once `maxBytes` wait):
+ * under load a request's line costs an array push, not a write of its own, and each line stays
+ * whole and in order. `flush()` hands on what is waiting at once (shutdown), and leaves no timer.
  */
-export function lineBuffer(write: (chunk: string) => void): { push(line: string): void; flush(): void } {
+export function lineBuffer(
+  write: (chunk: string) => void,
+  { delayMs = 25, maxBytes = 64 * 1024 }: { delayMs?: number; maxBytes?: number } = {},
+): { push(line: string): void; flush(): void } {
   let lines: string[] = [];
-  let scheduled = false;
+  let bytes = 0;
+  let timer: NodeJS.Timeout | null = null;
   const flush = () => {
-    scheduled = false;
+    if (timer) clearTimeout(timer);
+    timer = null;
     if (!lines.length) return;
     const chunk = lines.join('');
     lines = [];
+    bytes = 0;
     write(chunk);
   };
   return {
     push(line) {
       lines.push(line);
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
+      bytes += line.length;
+      if (bytes >= maxBytes) flush();
+      else timer ??= setTimeout(flush, delayMs);
     },
     flush,
   };

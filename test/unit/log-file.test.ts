@@ -78,19 +78,30 @@ describe('LogFile', () => {
 });
 
 describe('lineBuffer', () => {
-  it('hands lines on once per turn of the event loop, whole and in order; flush() at once', () => {
+  it('hands lines on joined after the delay, whole and in order; flush() at once and leaves no timer', () => {
     vi.useFakeTimers();
     const chunks: string[] = [];
-    const buf = lineBuffer((c) => chunks.push(c));
+    const buf = lineBuffer((c) => chunks.push(c), { delayMs: 25 });
     buf.push('a\n');
     buf.push('b\n');
+    vi.advanceTimersByTime(24);
     expect(chunks).toEqual([]);
-    vi.runAllTimers();
+    vi.advanceTimersByTime(1);
     expect(chunks).toEqual(['a\nb\n']);
     buf.push('c\n');
     buf.flush();
     expect(chunks).toEqual(['a\nb\n', 'c\n']);
-    vi.runAllTimers();
-    expect(chunks).toHaveLength(2);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('hands lines on early once maxBytes wait', () => {
+    vi.useFakeTimers();
+    const chunks: string[] = [];
+    const buf = lineBuffer((c) => chunks.push(c), { delayMs: 1000, maxBytes: 10 });
+    buf.push('12345\n');
+    expect(chunks).toEqual([]);
+    buf.push('67890\n');
+    expect(chunks).toEqual(['12345\n67890\n']);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
