@@ -77,12 +77,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let config: ProjectConfig = loaded.config;
 
   ensurePrivateDir(paths.dir);
-  // Lines go out in batches every 25 ms (stdout) and in the background (the file), never
+  // Lines go out in batches every 25 ms, written off the event loop to stdout and the file, never
   // as a synchronous write per request; close() hands on the last ones.
-  const logFile = opts.log ? null : new LogFile(paths.logs, logFileOptions(env));
+  const logFile = opts.log ? null : new LogFile({ dir: paths.logs }, logFileOptions(env));
+  const stdout = opts.log ? null : new LogFile({ fd: 1 }, { ...DEFAULT_LOG_FILE, maxQueuedBytes: 1024 * 1024 });
   const lines = logFile
     ? lineBuffer((chunk) => {
-        process.stdout.write(chunk);
+        stdout!.write(chunk);
         logFile.write(chunk);
       })
     : null;
@@ -236,7 +237,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       removeDaemonInfo(root, process.pid);
       log.info('stopped');
       lines?.flush();
-      await logFile?.close();
+      await Promise.all([logFile?.close(), stdout?.close()]);
       resolveClosed();
     })();
     return closing;

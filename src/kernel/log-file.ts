@@ -20,10 +20,15 @@ export interface LogFileOptions {
 
 export const DEFAULT_LOG_FILE: LogFileOptions = { maxBytes: 10 * 1024 * 1024, keep: 3, maxQueuedBytes: 8 * 1024 * 1024 };
 
+/** How long a clean close waits for a stream target (stdout) whose reader may have stopped reading. */
+const STREAM_CLOSE_WAIT_MS = 1_000;
+
 export class LogFile {
+  /** The file, or '' when writing to an inherited descriptor (stdout). */
   readonly file: string;
   private fd: number;
   private size: number;
+  private readonly ownsFd: boolean;
   private queue: string[] = [];
   private queuedBytes = 0;
   private dropped = 0;
@@ -31,15 +36,27 @@ export class LogFile {
   private closed = false;
   private idle: (() => void)[] = [];
 
+  /**
+   * `{ dir }`: the file `name` there, rotated. `{ fd }`: an inherited descriptor such as stdout,
+   * written off the event loop (a pipe or terminal that reads slowly then stalls a worker thread,
+   * not the daemon), never rotated or closed.
+   */
   constructor(
-    dir: string,
+    target: { dir: string; name?: string } | { fd: number },
     private readonly opts: LogFileOptions = DEFAULT_LOG_FILE,
-    name = 'daemon.log',
   ) {
-    ensurePrivateDir(dir);
-    this.file = join(dir, name);
-    this.fd = openSync(this.file, 'a', 0o600);
-    this.size = fstatSync(this.fd).size;
+    if ('fd' in target) {
+      this.file = '';
+      this.fd = target.fd;
+      this.size = 0;
+      this.ownsFd = false;
+    } else {
+      ensurePrivateDir(target.dir);
+      this.file = join(target.dir, target.name ?? 'daemon.log');
+      this.fd = openSync(this.file, 'a', 0o600);
+      this.size = fstatSync(this.fd).size;
+      this.ownsFd = true;
+    }
   }
 
   /** Queues whole lines; they reach the file in order, in the background. */
@@ -63,18 +80,27 @@ export class LogFile {
   /** Writes what is still queued and closes the file (a clean shutdown loses no line). */
   async close(): Promise<void> {
     if (this.closed) return;
-    await this.flushed();
+    if (this.ownsFd) {
+      await this.flushed();
+    } else {
+      // A reader that stopped reading must not hold the shutdown: wait a while, then give up.
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = await Promise.race([this.flushed().then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), STREAM_CLOSE_WAIT_MS)))]);
+      clearTimeout(timer);
+      this.closed = true;
+      if (gaveUp) return;
+    }
     this.closed = true;
     const rest = this.take();
     try {
       if (rest.length) {
-        this.rotateIfFull(rest.length);
+        if (this.ownsFd) this.rotateIfFull(rest.length);
         writeSync(this.fd, rest);
       }
     } catch {
       // A full disk must not stop the shutdown.
     }
-    closeSync(this.fd);
+    if (this.ownsFd) closeSync(this.fd);
   }
 
   private take(): Buffer {
@@ -97,7 +123,7 @@ export class LogFile {
     this.writing = true;
     const buf = this.take();
     try {
-      this.rotateIfFull(buf.length);
+      if (this.ownsFd) this.rotateIfFull(buf.length);
     } catch {
       // Rotation failed (permissions, disk): keep appending to the current file.
     }
@@ -106,6 +132,11 @@ export class LogFile {
 
   private append(buf: Buffer, offset: number): void {
     write(this.fd, buf, offset, buf.length - offset, null, (err, n) => {
+      if (err?.code === 'EAGAIN') {
+        // A non-blocking pipe that is full: try again shortly rather than lose the lines.
+        setTimeout(() => this.append(buf, offset), 10);
+        return;
+      }
       if (err) {
         // A full disk must not take the daemon down with it: this chunk is lost, later ones may land.
         this.next();

@@ -1,4 +1,5 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -25,7 +26,7 @@ function readAll(dir: string): string[] {
 describe('LogFile', () => {
   it('rotates while open, keeps `keep` rotated files, and never splits a line across files', async () => {
     const dir = tempDir();
-    const log = new LogFile(dir, { maxBytes: 2_000, keep: 3, maxQueuedBytes: 1 << 20 });
+    const log = new LogFile({ dir }, { maxBytes: 2_000, keep: 3, maxQueuedBytes: 1 << 20 });
     for (let i = 0; i < 400; i++) {
       log.write(line(i));
       // Writes land between turns of the event loop, as requests would arrive.
@@ -46,7 +47,7 @@ describe('LogFile', () => {
 
   it('loses nothing at a clean close, even with writes still queued', async () => {
     const dir = tempDir();
-    const log = new LogFile(dir, { maxBytes: 1 << 20, keep: 3, maxQueuedBytes: 1 << 20 });
+    const log = new LogFile({ dir }, { maxBytes: 1 << 20, keep: 3, maxQueuedBytes: 1 << 20 });
     for (let i = 0; i < 1000; i++) log.write(line(i));
     await log.close();
     expect(readAll(dir).map((l) => JSON.parse(l).i)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
@@ -55,10 +56,10 @@ describe('LogFile', () => {
 
   it('appends to the file a previous run left', async () => {
     const dir = tempDir();
-    const first = new LogFile(dir, { maxBytes: 1 << 20, keep: 3, maxQueuedBytes: 1 << 20 });
+    const first = new LogFile({ dir }, { maxBytes: 1 << 20, keep: 3, maxQueuedBytes: 1 << 20 });
     first.write(line(1));
     await first.close();
-    const second = new LogFile(dir, { maxBytes: 1 << 20, keep: 3, maxQueuedBytes: 1 << 20 });
+    const second = new LogFile({ dir }, { maxBytes: 1 << 20, keep: 3, maxQueuedBytes: 1 << 20 });
     second.write(line(2));
     await second.close();
     expect(readAll(dir).map((l) => JSON.parse(l).i)).toEqual([1, 2]);
@@ -66,7 +67,7 @@ describe('LogFile', () => {
 
   it('bounds what waits for a slow disk, and says how many lines it dropped', async () => {
     const dir = tempDir();
-    const log = new LogFile(dir, { maxBytes: 1 << 20, keep: 3, maxQueuedBytes: 1_000 });
+    const log = new LogFile({ dir }, { maxBytes: 1 << 20, keep: 3, maxQueuedBytes: 1_000 });
     // The first write is in flight at once; the queue behind it holds at most 1,000 bytes.
     for (let i = 0; i < 50; i++) log.write(line(i));
     await log.close();
@@ -74,6 +75,46 @@ describe('LogFile', () => {
     const dropped = lines.find((l) => l.msg === 'log lines dropped: the disk did not keep up');
     expect(dropped).toBeDefined();
     expect(lines.filter((l) => l.msg === 'request').length + dropped.count).toBe(50);
+  });
+});
+
+describe('LogFile on an inherited descriptor (stdout)', () => {
+  it('writes in order and leaves the descriptor open', async () => {
+    const dir = tempDir();
+    execFileSync('mkdir', ['-p', dir]);
+    const fd = openSync(join(dir, 'out'), 'a');
+    const out = new LogFile({ fd }, { maxBytes: 100, keep: 3, maxQueuedBytes: 1 << 20 });
+    for (let i = 0; i < 50; i++) out.write(line(i));
+    await out.close();
+    expect(fstatSync(fd).size).toBeGreaterThan(100); // never rotated, still open
+    closeSync(fd);
+    expect(readFileSync(join(dir, 'out'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).i)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+  });
+
+  it('does not hold the shutdown when the reader stopped reading (a full pipe)', async () => {
+    const dir = tempDir();
+    execFileSync('mkdir', ['-p', dir]);
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    // Opened read-write so the open does not wait for a reader; nobody reads until the end.
+    const fd = openSync(fifo, constants.O_RDWR);
+    const out = new LogFile({ fd }, { maxBytes: 1 << 20, keep: 3, maxQueuedBytes: 1 << 20 });
+    for (let i = 0; i < 2000; i++) out.write(line(i)); // ~200 KB: more than a pipe holds
+    // Without the bounded wait this never resolves, and the test fails on its timeout.
+    await out.close();
+    out.write(line(0)); // closed: ignored
+    // Drain the pipe so the worker thread blocked on it can finish.
+    const buf = Buffer.alloc(1 << 16);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    for (let i = 0; i < 100; i++) {
+      try {
+        if (readSync(reader, buf) === 0) break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+    closeSync(reader);
+    closeSync(fd);
   });
 });
 
