@@ -55,7 +55,7 @@ export class SseHub {
   private framed: { id: number; text: string } | null = null;
   private readonly dirty: Stream[] = [];
   private flushTimer: { kind: 'immediate'; handle: NodeJS.Immediate } | { kind: 'timeout'; handle: NodeJS.Timeout } | null = null;
-  private lastFlush = 0;
+  private lastFlush = -Infinity;
   private closed = false;
 
   constructor(
