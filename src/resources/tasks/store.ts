@@ -207,6 +207,7 @@ export function replaceDependencies(db: DB, id: string, dependsOn: string[]): vo
 
 /** Which of `ids` name no task. */
 export function missingTaskIds(db: DB, ids: string[]): string[] {
+  if (!ids.length) return []; // most tasks have none: no statement on the create hot path
   const rows = stmt(db, 'SELECT value FROM json_each(?) WHERE value NOT IN (SELECT id FROM tasks)').all(JSON.stringify(ids)) as { value: string }[];
   return rows.map((r) => r.value);
 }
