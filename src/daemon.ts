@@ -16,9 +16,15 @@ import { ensurePrivateDir } from './lib/files.js';
 import { uuidv4 } from './lib/ids.js';
 import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
+import { agentsInTeam } from './resources/agents/service.js';
+import { wireApprovals } from './resources/approvals/service.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
-import { startSkills } from './resources/skills/live-index.js';
+import { wireMissions } from './resources/missions/service.js';
+import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/skills/live-index.js';
+import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
+import { TEAM_MEMBERS } from './resources/teams/service.js';
 import { openVault } from './resources/vault/keys.js';
+import { VAULT } from './resources/vault/live.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 
 export interface DaemonOptions {
@@ -152,17 +158,24 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     streams,
     log,
     env,
-    vault,
     services: new Services(),
     config: () => config,
     address: () => listening,
     requestShutdown: () => void close(),
   };
 
+  // How the resources meet, per daemon: nothing is registered on import.
+  app.services.provide(VAULT, vault);
+  app.services.provide(TEAM_MEMBERS, agentsInTeam);
+  const taskHooks = app.services.provide(TASK_HOOKS, new TaskHooks());
+  wireMissions(taskHooks); // a mission's tasks follow its state; tasks decide its completion
+  wireApprovals(taskHooks); // a task waiting for approval leaves only through the decision
+
   // Background parts that live as long as the daemon, started before it listens so that no request
   // (not even a shutdown) can find them half-started; closed in reverse order.
   const workers: { close(): Promise<void> | void }[] = [];
   try {
+    app.services.provide(SKILL_INDEX, new SkillIndex(skillsDirOf(app)));
     workers.push(await startSkills(app));
     workers.push(startApprovalTimeouts(app));
   } catch (err) {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/kernel/errors.js';
 import { findCycle, planTasks } from '../src/resources/missions/plan.js';
-import { beforeTaskCreate } from '../src/resources/tasks/service.js';
+import { TASK_HOOKS } from '../src/resources/tasks/hooks.js';
 import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase, type ExpectedEvent } from './scenarios.js';
@@ -19,6 +19,7 @@ afterAll(async () => {
 
 const M = '/api/v1/missions';
 const lastEventId = () => d.daemon.app.events.lastId();
+const hooks = () => d.daemon.app.services.get(TASK_HOOKS);
 const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
 
 const zero = { draft: 0, pending: 0, assigned: 0, in_progress: 0, review: 0, awaiting_approval: 0, done: 0, failed: 0 };
@@ -272,7 +273,7 @@ describe('one transaction', () => {
     const missionsBefore = count('SELECT count(*) AS n FROM missions');
     let calls = 0;
     let writtenWhenItFailed = 0;
-    const off = beforeTaskCreate((_app, input) => {
+    const off = hooks().beforeCreate((_app, input) => {
       if (!input.missionId || ++calls !== 2) return;
       // By now the mission and its first task are written: only a rollback can take them back.
       writtenWhenItFailed = count('SELECT count(*) AS n FROM missions WHERE id = ?', input.missionId) + count('SELECT count(*) AS n FROM tasks WHERE mission_id = ?', input.missionId);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/kernel/errors.js';
 import type { Task } from '../src/resources/tasks/schema.js';
-import { beforeTaskCreate, onTaskRemoved, onTaskTransition, transitionTask, type TaskTransition } from '../src/resources/tasks/service.js';
+import { TASK_HOOKS, type TaskTransition } from '../src/resources/tasks/hooks.js';
+import { transitionTask } from '../src/resources/tasks/service.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 
@@ -16,6 +17,7 @@ afterAll(async () => {
 
 const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
 const lastEventId = () => d.daemon.app.events.lastId();
+const hooks = () => d.daemon.app.services.get(TASK_HOOKS);
 
 async function createTask(body: Record<string, unknown>): Promise<any> {
   const res = await d.api('POST', '/api/v1/tasks', { body });
@@ -266,7 +268,7 @@ describe('claims', () => {
 describe('transition listeners', () => {
   it('hear every transition, claims included, inside the transaction', async () => {
     const heard: TaskTransition[] = [];
-    const off = onTaskTransition((app, change) => {
+    const off = hooks().onTransition((app, change) => {
       // Inside the write: the row already holds the new state.
       expect(app.db.prepare('SELECT status FROM tasks WHERE id = ?').get(change.task.id)).toEqual({ status: change.to });
       heard.push(change);
@@ -286,7 +288,7 @@ describe('transition listeners', () => {
 
   it('a listener that throws rolls the transition and its events back', async () => {
     const task = await createTask({ title: 'vetoed' });
-    const off = onTaskTransition((_app, change) => {
+    const off = hooks().onTransition((_app, change) => {
       if (change.task.id === task.id) throw new Error('veto');
     });
     try {
@@ -303,7 +305,7 @@ describe('transition listeners', () => {
 
 describe('creation hooks', () => {
   it('run inside the transaction and may choose the status', async () => {
-    const off = beforeTaskCreate((app, input, status) => {
+    const off = hooks().beforeCreate((app, input, status) => {
       // Before anything is written: the title is not on the board yet.
       expect(app.db.prepare('SELECT count(*) AS n FROM tasks WHERE title = ?').get(input.title)).toEqual({ n: 0 });
       if (input.title === 'held back') return status === 'pending' ? 'draft' : status;
@@ -320,7 +322,7 @@ describe('creation hooks', () => {
   });
 
   it('a hook that throws refuses the task: nothing written, nothing emitted', async () => {
-    const off = beforeTaskCreate((_app, input) => {
+    const off = hooks().beforeCreate((_app, input) => {
       if (input.title === 'refused') throw new AppError('conflict', 'not today');
     });
     try {
@@ -341,7 +343,7 @@ describe('removal listeners', () => {
     const dep = await createTask({ title: 'going' });
     const dependent = await createTask({ title: 'staying', dependsOn: [dep.id] });
     const heard: Task[] = [];
-    const off = onTaskRemoved((app, removed) => {
+    const off = hooks().onRemoved((app, removed) => {
       expect(app.db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(removed.id)).toEqual({ n: 0 });
       heard.push(removed);
     });
@@ -358,7 +360,7 @@ describe('removal listeners', () => {
 
   it('a listener that throws rolls the removal and its events back', async () => {
     const task = await createTask({ title: 'kept' });
-    const off = onTaskRemoved((_app, removed) => {
+    const off = hooks().onRemoved((_app, removed) => {
       if (removed.id === task.id) throw new AppError('conflict', 'keep it');
     });
     try {

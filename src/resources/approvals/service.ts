@@ -5,7 +5,8 @@ import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { getMission } from '../missions/service.js';
 import type { Task } from '../tasks/schema.js';
-import { beforeTaskTransition, getTask, transitionTask } from '../tasks/service.js';
+import type { TaskHooks } from '../tasks/hooks.js';
+import { getTask, transitionTask } from '../tasks/service.js';
 import type { TaskState } from '../tasks/state.js';
 import type { Approval, ApprovalInput, ApprovalListFilter } from './schema.js';
 import * as store from './store.js';
@@ -193,5 +194,7 @@ function guardTransition(app: App, task: Task, to: TaskState): void {
   if (waiting) throw new AppError('conflict', `Task ${task.id} is waiting for approval ${waiting}; approve or reject it instead of moving the task to ${to}.`);
 }
 
-// Registered once per process; each call receives the daemon's App, so several daemons share it.
-beforeTaskTransition(guardTransition);
+/** Closes the approval gate on a daemon's tasks; daemon.ts calls it once per daemon. */
+export function wireApprovals(hooks: TaskHooks): void {
+  hooks.beforeTransition(guardTransition);
+}

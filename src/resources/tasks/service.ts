@@ -7,74 +7,11 @@ import { agentExists } from '../agents/service.js';
 import { DEFAULT_MAX_RETRIES, type Task, type TaskInput, type TaskListFilter, type TaskPatchInput } from './schema.js';
 import { checkTransition, type TaskState } from './state.js';
 import * as store from './store.js';
+import { TASK_HOOKS, type RemovalCause } from './hooks.js';
 
-export interface TaskTransition {
-  /** The task after the move. */
-  task: Task;
-  from: TaskState;
-  to: TaskState;
-  reason?: string;
-}
+export type { TaskTransition } from './hooks.js';
 
-export type TransitionListener = (app: App, change: TaskTransition) => void;
-
-const listeners = new Set<TransitionListener>();
-
-/**
- * Lets another resource (missions, approvals) react to every state change inside the transaction
- * that makes it: a listener may write and emit its own events, and a listener that throws rolls
- * the transition back.
- */
-export function onTaskTransition(listener: TransitionListener): () => void {
-  listeners.add(listener);
-  return () => listeners.delete(listener);
-}
-
-/** Decides whether a legal move may happen now; throws an AppError to refuse it. */
-export type TransitionGuard = (app: App, task: Task, to: TaskState) => void;
-
-const guards = new Set<TransitionGuard>();
-
-/**
- * Lets another resource veto a move the state machine allows (a paused mission's tasks may not
- * start). Guards run inside the transition's transaction, before anything is written.
- */
-export function beforeTaskTransition(guard: TransitionGuard): () => void {
-  guards.add(guard);
-  return () => guards.delete(guard);
-}
-
-/**
- * Decides whether a task may be created as asked; throws an AppError to refuse it, or returns the
- * status to create it in instead of `status` (a draft mission's new tasks wait in draft).
- */
-export type CreateHook = (app: App, input: TaskInput, status: TaskState) => TaskState | void;
-
-const createHooks = new Set<CreateHook>();
-
-/**
- * Lets another resource apply its rules to a new task (missions: the mission must exist and not be
- * over, titles are unique within it). Hooks run inside the creation's transaction, after the task's
- * own checks and before anything is written.
- */
-export function beforeTaskCreate(hook: CreateHook): () => void {
-  createHooks.add(hook);
-  return () => createHooks.delete(hook);
-}
-
-export type RemovalListener = (app: App, removed: Task) => void;
-
-const removalListeners = new Set<RemovalListener>();
-
-/**
- * Lets another resource react to a task's removal (a mission whose last open task goes may now be
- * complete). Listeners run inside the removal's transaction, after the delete and its events, and
- * receive the task as it was; one that throws rolls the removal back.
- */
-export function onTaskRemoved(listener: RemovalListener): () => void {
-  removalListeners.add(listener);
-  return () => removalListeners.delete(listener);
-}
+const hooksOf = (app: App) => app.services.get(TASK_HOOKS);
 
 export function getTask(app: App, id: string): Task | null {
   return store.getTask(app.db, id);
@@ -118,7 +55,7 @@ export function createTask(app: App, input: TaskInput): Task {
     checkDependencies(app, null, dependsOn);
     const id = uuidv7();
     let status: TaskState = input.draft ? 'draft' : 'pending';
-    for (const hook of createHooks) status = hook(app, input, status) ?? status;
+    for (const hook of hooksOf(app).createHooks) status = hook(app, input, status) ?? status;
     store.insertTask(app.db, {
       id,
       title: input.title,
@@ -165,8 +102,11 @@ export function updateTask(app: App, id: string, patch: TaskPatchInput): Task {
   });
 }
 
-/** Removes a task; tasks that depended on it lose that dependency (and hear of it). */
-export function removeTask(app: App, id: string): void {
+/**
+ * Removes a task; tasks that depended on it lose that dependency (and hear of it). `cause` tells
+ * removal listeners whether the task goes alone or with its mission.
+ */
+export function removeTask(app: App, id: string, cause: RemovalCause = 'task'): void {
   app.events.write(() => {
     const task = requireTask(app, id);
     const dependents = store.dependentsOf(app.db, id);
@@ -177,7 +117,7 @@ export function removeTask(app: App, id: string): void {
       store.touch(app.db, d, now);
       app.events.emit('task:updated', { taskId: d, fields: ['dependsOn'] });
     }
-    for (const l of removalListeners) l(app, task);
+    for (const l of hooksOf(app).removalListeners) l(app, task, cause);
   });
 }
 
@@ -212,7 +152,8 @@ function step(app: App, task: Task, to: TaskState, o: TransitionOptions): Task {
     maxRetries: task.maxRetries,
   });
   if (!check.ok) throw new AppError(check.code, `Task ${task.id}: ${check.reason}`);
-  for (const g of guards) g(app, task, to);
+  const hooks = hooksOf(app);
+  for (const g of hooks.transitionGuards) g(app, task, to);
   const changed = store.setStatus(app.db, task.id, from, to, {
     retry: check.retry,
     result: o.result === undefined ? undefined : JSON.stringify(o.result),
@@ -223,7 +164,7 @@ function step(app: App, task: Task, to: TaskState, o: TransitionOptions): Task {
   if (!changed) throw new AppError('conflict', `Task ${task.id} changed state while moving from ${from} to ${to}; read it and try again.`);
   app.events.emit('task:transition', o.reason === undefined ? { taskId: task.id, from, to } : { taskId: task.id, from, to, reason: o.reason });
   const after = store.getTask(app.db, task.id)!;
-  for (const l of listeners) l(app, { task: after, from, to, reason: o.reason });
+  for (const l of hooks.transitionListeners) l(app, { task: after, from, to, reason: o.reason });
   return after;
 }
 
