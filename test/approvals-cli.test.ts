@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { approvalTable, formatAge, formatRemaining } from '../src/resources/approvals/command.js';
+import { approvalTable, formatAge, formatRemaining, parseDuration } from '../src/resources/approvals/command.js';
 import type { Approval } from '../src/resources/approvals/schema.js';
 import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
@@ -67,6 +67,61 @@ describe('svc approvals (child process)', () => {
     const badStatus = await svc('approvals', 'ls', '--status', 'open');
     expect(badStatus.code).toBe(2);
   });
+});
+
+describe('svc approvals request', () => {
+  let d: TestDaemon;
+  beforeAll(async () => {
+    d = await startTestDaemon();
+  }, 120_000);
+  afterAll(async () => {
+    await d?.close();
+  });
+  const svc = (...args: string[]) => svcAgainst(d, args);
+
+  it('puts a task in awaiting_approval with a timeout; refuses bad durations and a lone --on-timeout as usage errors', async () => {
+    const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'ship it' } })).body.data;
+    const out = await svc('approvals', 'request', task.id, '--title', 'ship v2?', '--reason', 'touches billing', '--by', 'ana', '--timeout', '1h30m', '--on-timeout', 'approve', '--json');
+    expect(out.code, out.stderr).toBe(0);
+    const a = JSON.parse(out.stdout);
+    expect(a).toMatchObject({ taskId: task.id, title: 'ship v2?', reason: 'touches billing', requestedBy: 'ana', status: 'pending', timeoutAction: 'approve', taskFrom: 'pending' });
+    expect(Date.parse(a.expiresAt) - Date.parse(a.createdAt)).toBe(5400_000);
+    expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('awaiting_approval');
+
+    const other = (await d.api('POST', '/api/v1/tasks', { body: { title: 'plain' } })).body.data;
+    const human = await svc('approvals', 'request', other.id, '--title', 'ok?', '--timeout', '10m');
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`^requested \\S+: task ${other.id} is awaiting approval; reject automatically in 10m\\n$`));
+
+    for (const args of [
+      ['--title', 'x', '--timeout', 'soon'],
+      ['--title', 'x', '--timeout', '0s'],
+      ['--title', 'x', '--on-timeout', 'approve'],
+      ['--title', 'x', '--timeout', '1h', '--on-timeout', 'maybe'],
+      [],
+    ]) {
+      const bad = await svc('approvals', 'request', task.id, ...args);
+      expect(bad.code, `${args.join(' ')}: ${bad.stderr}`).toBe(2);
+    }
+
+    // A task already waiting cannot be asked about again: the API's 409, exit code 1.
+    const done = await svc('approvals', 'request', task.id, '--title', 'again?');
+    expect(done.code).toBe(1);
+    expect(done.stderr).toContain('409');
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([
+    ['90', 90],
+    ['90s', 90],
+    ['15m', 900],
+    ['1h', 3600],
+    ['1h30m', 5400],
+    ['2d', 172_800],
+  ])('%s → %i s', (text, seconds) => expect(parseDuration(text)).toBe(seconds));
+
+  it.each(['', 'soon', '1.5h', '-1h', '1h30', '0', '0m', '400d', '1w'])('refuses %j', (text) => expect(() => parseDuration(text)).toThrow());
 });
 
 describe('approvals table', () => {

@@ -438,6 +438,43 @@ describe('deciding', () => {
   });
 });
 
+describe('the way in: only through a request', () => {
+  it.each(['pending', 'assigned', 'in_progress', 'review'])(
+    'moving a %s task to awaiting_approval by hand is 409 naming POST /api/v1/approvals; nothing written',
+    async (from) => {
+      const task = await taskIn(d, from);
+      await runCase(d, {
+        name: `${from} → awaiting_approval by hand`,
+        method: 'POST',
+        path: `/api/v1/tasks/${task.id}/transition`,
+        body: { to: 'awaiting_approval', reason: 'I would like a review' },
+        status: 409,
+        code: 'invalid_transition',
+        message: new RegExp(`^Task ${task.id} cannot move from ${from} to awaiting_approval by hand: .*POST /api/v1/approvals`),
+        events: [],
+      });
+      expect(await getTask(d, task.id)).toMatchObject({ status: from, updatedAt: task.updatedAt });
+      expect((await d.api('GET', `${A}?taskId=${task.id}`)).body.data).toEqual([]);
+    },
+  );
+
+  it('a move the state machine forbids anyway keeps its own message (done → awaiting_approval)', async () => {
+    const task = await taskIn(d, 'done');
+    const res = await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'awaiting_approval' } });
+    expect(res.status).toBe(409);
+    expect(res.body.code).toBe('invalid_transition');
+    expect(res.body.error).toMatch(/done/);
+  });
+
+  it('the request is the way in: the same task moves there through POST /approvals', async () => {
+    const task = await taskIn(d, 'in_progress');
+    expect((await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'awaiting_approval' } })).status).toBe(409);
+    const a = await request(d, { taskId: task.id });
+    expect(a).toMatchObject({ taskId: task.id, taskFrom: 'in_progress', status: 'pending' });
+    expect((await getTask(d, task.id)).status).toBe('awaiting_approval');
+  });
+});
+
 describe('listing', () => {
   it('newest first, filtered by status and taskId', async () => {
     const task = await taskIn(d, 'pending');

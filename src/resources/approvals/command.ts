@@ -1,9 +1,10 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { userInfo } from 'node:os';
 import { action, parseIntOption } from '../../cli/action.js';
+import { UsageError } from '../../cli/context.js';
 import { emit, keyValues, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
-import { APPROVAL_STATUSES, type Approval } from './schema.js';
+import { APPROVAL_STATUSES, MAX_TIMEOUT_SECONDS, type Approval } from './schema.js';
 
 const path = (id: string) => `/api/v1/approvals/${seg(id)}`;
 
@@ -62,6 +63,20 @@ export function approvalTable(approvals: Approval[], now: number = Date.now()): 
   return lines.join('\n');
 }
 
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+/** A duration for people, in whole seconds: "90" or "90s", "15m", "1h", "1h30m", "2d". */
+export function parseDuration(text: string): number {
+  const parts = /^(?:\d+[smhd]?)+$/.test(text) ? [...text.matchAll(/(\d+)([smhd]?)/g)] : [];
+  // A bare number is seconds, and only alone: "1h30" is more likely a typo than 1h 30s.
+  if (!parts.length || (parts.length > 1 && parts.some((p) => !p[2]))) {
+    throw new InvalidArgumentError(`"${text}" is not a duration; use e.g. 90s, 15m, 1h, 1h30m or 2d.`);
+  }
+  const seconds = parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_SECONDS[p[2] || 's']!, 0);
+  if (seconds < 1 || seconds > MAX_TIMEOUT_SECONDS) throw new InvalidArgumentError(`the timeout must be between 1s and ${MAX_TIMEOUT_SECONDS / 86400}d.`);
+  return seconds;
+}
+
 const show = (a: Approval) => keyValues({ ...a, payload: a.payload === null ? null : JSON.stringify(a.payload) });
 
 /** Who decides, when --by is not given: the person at the keyboard. */
@@ -91,6 +106,29 @@ export function approvalsCommand(): Command {
         emit(ctx.json, res.data, () => approvalTable(res.data));
         const next = res.headers['x-next-cursor'];
         if (typeof next === 'string') process.stderr.write(style.dim(`more: svc approvals ls --cursor ${next}\n`));
+      }),
+    );
+
+  cmd
+    .command('request <taskId>')
+    .description('Ask a person to decide before a task goes on: the task waits in awaiting_approval until the request is decided')
+    .requiredOption('--title <text>', 'what is to be decided')
+    .option('--reason <text>', 'why the decision is needed')
+    .option('--by <name>', 'who asks (default: your user name)')
+    .option('--timeout <duration>', 'decide automatically after this long (90s, 15m, 1h, 2d)', parseDuration)
+    .addOption(new Option('--on-timeout <action>', 'what the timeout decides (default reject)').choices(['approve', 'reject']))
+    .action(
+      action(async (ctx, taskId: string, o: { title: string; reason?: string; by?: string; timeout?: number; onTimeout?: 'approve' | 'reject' }) => {
+        if (o.onTimeout !== undefined && o.timeout === undefined) throw new UsageError('--on-timeout needs --timeout: without a timeout nothing is decided automatically.');
+        const a = await ctx.client.post<Approval>('/api/v1/approvals', {
+          taskId,
+          requestedBy: o.by ?? defaultResolver() ?? 'cli',
+          title: o.title,
+          ...(o.reason !== undefined ? { reason: o.reason } : {}),
+          ...(o.timeout !== undefined ? { timeoutSeconds: o.timeout, timeoutAction: o.onTimeout ?? 'reject' } : {}),
+        });
+        const timeout = a.expiresAt ? `; ${a.timeoutAction} automatically in ${formatRemaining(Date.parse(a.expiresAt) - Date.now())}` : '';
+        emit(ctx.json, a, () => `requested ${a.id}: task ${taskId} is awaiting approval${timeout}\n`);
       }),
     );
 

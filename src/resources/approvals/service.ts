@@ -184,11 +184,21 @@ export function resolveExpired(app: App, id: string, now: number): Approval | nu
 export const expiringApprovals = (app: App, now: number): store.Expiring[] => store.expiringApprovals(app.db, new Date(now).toISOString());
 
 /**
- * The gate holds: a task leaves awaiting_approval only through its approval's decision (a person's
- * or the timeout's), which marks the approval decided first. A move by hand would leave the request
+ * The gate holds both ways. A task enters awaiting_approval only through an approval request,
+ * which records the request before it moves the task: entered by hand, the task would wait for a
+ * decision nobody can make. It leaves only through its approval's decision (a person's or the
+ * timeout's), which marks the approval decided first: moved by hand, the request would stay
  * pending with nothing left to gate. Deleting the task is not a transition and stays allowed.
  */
 function guardTransition(app: App, task: Task, to: TaskState): void {
+  if (to === 'awaiting_approval') {
+    if (store.pendingForTask(app.db, task.id)) return;
+    throw new AppError(
+      'invalid_transition',
+      `Task ${task.id} cannot move from ${task.status} to awaiting_approval by hand: a task enters awaiting_approval only through an approval request. ` +
+        `Request one with POST /api/v1/approvals {"taskId": "${task.id}", "requestedBy", "title"} (CLI: svc approvals request ${task.id} --title …).`,
+    );
+  }
   if (task.status !== 'awaiting_approval') return;
   const waiting = store.pendingForTask(app.db, task.id);
   if (waiting) throw new AppError('conflict', `Task ${task.id} is waiting for approval ${waiting}; approve or reject it instead of moving the task to ${to}.`);

@@ -67,6 +67,9 @@ export const taskRoutes = [
     path: `${item}/transition`,
     operationId: 'transitionTask',
     summary: 'Move a task to another state (409 invalid_transition for a move the state machine forbids)',
+    description:
+      'awaiting_approval is entered only through an approval request (POST /api/v1/approvals): a move there by hand is 409 invalid_transition. ' +
+      'A task waiting for a pending request leaves only through its decision (409 conflict otherwise).',
     tag,
     params: TaskIdParam,
     body: TransitionIn,
