@@ -3,6 +3,7 @@ import type { DB } from './db/open.js';
 import type { EventLog } from './events/outbox.js';
 import type { SseHub } from './events/sse.js';
 import type { Logger } from './kernel/log.js';
+import type { Clock } from './lib/clock.js';
 import { routeDefiner } from './kernel/route.js';
 
 /**
@@ -44,6 +45,8 @@ export interface App {
   events: EventLog;
   streams: SseHub;
   log: Logger;
+  /** Time for timers and deadlines (approval timeouts); the system clock, or a test's fake. */
+  clock: Clock;
   /** The daemon's environment (process.env, or what a test passed). */
   env: NodeJS.ProcessEnv;
   /** Per-daemon services of the resources, wired in daemon.ts (see ServiceKey). */

@@ -13,6 +13,7 @@ import type { KeyEntry } from './kernel/auth.js';
 import { createLogger, errorFields, type Logger } from './kernel/log.js';
 import { createHttpServer } from './kernel/server.js';
 import { ensurePrivateDir } from './lib/files.js';
+import { systemClock, type Clock } from './lib/clock.js';
 import { uuidv4 } from './lib/ids.js';
 import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
@@ -38,6 +39,8 @@ export interface DaemonOptions {
   log?: Logger;
   /** Validate every response against its schema (on in tests). */
   checkResponses?: boolean;
+  /** Time for timers and deadlines (approval timeouts); tests pass a fake clock. Default: the system's. */
+  clock?: Clock;
   /** SSE heartbeat and backlog limits (tests shorten them). */
   sse?: Partial<SseLimits>;
 }
@@ -157,6 +160,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     events,
     streams,
     log,
+    clock: opts.clock ?? systemClock,
     env,
     services: new Services(),
     config: () => config,
