@@ -112,12 +112,27 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     });
   for (const w of loaded.warnings) log.warn('project.json', { warning: w });
 
-  const localKey = ensureLocalKey(root);
-  // The same floor as keys in project.json: a short shared key is guessable.
-  if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
-  let keys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
+  // A start that fails part-way undoes what it did, newest first: no file, database, watcher or
+  // timer is left behind in the process that called it (a test, or an embedding tool).
+  const undo: (() => unknown)[] = [];
+  if (logFile) undo.push(() => logFile.close());
+  const abort = async (err: unknown): Promise<never> => {
+    for (const u of undo.reverse()) await Promise.resolve().then(u).catch(() => undefined);
+    throw err;
+  };
 
-  const db = openDatabase(paths.db, STATE_MIGRATIONS);
+  let localKey: string;
+  let db: ReturnType<typeof openDatabase>;
+  try {
+    localKey = ensureLocalKey(root);
+    // The same floor as keys in project.json: a short shared key is guessable.
+    if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
+    db = openDatabase(paths.db, STATE_MIGRATIONS);
+  } catch (err) {
+    return abort(err);
+  }
+  undo.push(() => db.close());
+  let keys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
   for (const suffix of ['', '-wal', '-shm']) {
     try {
       chmodSync(paths.db + suffix, 0o600);
@@ -141,8 +156,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   try {
     vault = await openVault({ db, projectId, env, log });
   } catch (err) {
-    db.close();
-    throw err;
+    return abort(err);
   }
 
   let listening = { host: opts.host ?? config.server.host, port: opts.port ?? config.server.port };
@@ -178,14 +192,16 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // Background parts that live as long as the daemon, started before it listens so that no request
   // (not even a shutdown) can find them half-started; closed in reverse order.
   const workers: { close(): Promise<void> | void }[] = [];
+  const startWorker = (w: { close(): Promise<void> | void }) => {
+    workers.push(w);
+    undo.push(() => w.close());
+  };
   try {
     app.services.provide(SKILL_INDEX, new SkillIndex(skillsDirOf(app)));
-    workers.push(await startSkills(app));
-    workers.push(startApprovalTimeouts(app));
+    startWorker(await startSkills(app));
+    startWorker(startApprovalTimeouts(app));
   } catch (err) {
-    for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
-    db.close();
-    throw err;
+    return abort(err);
   }
 
   const http = createHttpServer({
@@ -199,8 +215,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
   await new Promise<void>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
-      for (const w of workers.reverse()) void w.close();
-      db.close();
       reject(
         err.code === 'EADDRINUSE'
           ? new Error(`port ${listening.port} on ${listening.host} is in use; is another svc running? Try --port 0 for any free port.`)
@@ -212,7 +226,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       http.server.off('error', onError);
       resolve();
     });
-  });
+  }).catch(abort);
   // After listening, a server error (EMFILE on accept…) is logged, never fatal.
   http.server.on('error', (err) => log.error('http server error', errorFields(err)));
   const pruneTimer = setInterval(prune, 60 * 60 * 1000);
