@@ -263,6 +263,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     log.info('project.json reloaded', { keys: keys.length });
     events.write(() => events.emit('config:reloaded', { warnings: result.warnings }));
   }), (err) => log.error('watching project.json failed; edits will not apply until restart', errorFields(err)));
+  // An edit made once startDaemon has returned (or `listening` is logged) must not go unseen.
+  await watcher.ready;
 
   async function close(): Promise<void> {
     closing ??= (async () => {
