@@ -1,3 +1,4 @@
+import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/kernel/errors.js';
 import type { Task } from '../src/resources/tasks/schema.js';
@@ -241,6 +242,54 @@ describe('claims', () => {
       expect(claimed).toEqual([{ name: 'task:claimed', data: { taskId: task.id, agent: winner.body.data.assignTo } }]);
       const now = await d.api('GET', `/api/v1/tasks/${task.id}`);
       expect(now.body.data).toMatchObject({ status: 'in_progress', assignTo: winner.body.data.assignTo });
+    }
+  });
+
+  it('over two separate connections whose requests really interleave, exactly one wins', async () => {
+    // Two clients, one connection each. Each sends its request head and half its body, then waits
+    // until the other has done the same: both requests are open on the server at once, and both
+    // bodies complete in the same tick, so the server reads the two claims in whichever order the
+    // bytes arrive.
+    const clients = [new Client(d.url), new Client(d.url)];
+    const auth = { authorization: `Bearer ${d.key}` };
+    try {
+      for (const c of clients) expect((await c.request({ path: '/api/v1/tasks?limit=1', method: 'GET', headers: auth })).statusCode).toBe(200);
+      for (let round = 0; round < 10; round++) {
+        const task = await createTask({ title: `interleaved ${round}` });
+        const before = lastEventId();
+        let halves = 0;
+        let release!: () => void;
+        const released = new Promise<void>((r) => (release = r));
+        const claim = (client: Client, agent: string) => {
+          const body = Buffer.from(JSON.stringify({ agent }));
+          async function* chunks() {
+            yield body.subarray(0, 8);
+            if (++halves === 2) release();
+            await released;
+            yield body.subarray(8);
+          }
+          return client.request({
+            path: `/api/v1/tasks/${task.id}/claim`,
+            method: 'POST',
+            headers: { ...auth, 'content-type': 'application/json', 'content-length': String(body.length) },
+            body: chunks(),
+          });
+        };
+        let answered = 0;
+        const pending = [claim(clients[0]!, 'ana'), claim(clients[1]!, 'bob')].map((p) => p.then((r) => (answered++, r)));
+        await released;
+        // Both requests are in flight, neither answered: no body was complete yet.
+        expect(answered).toBe(0);
+        const results = await Promise.all(pending.map(async (p) => { const r = await p; return { status: r.statusCode, body: (await r.body.json()) as any }; }));
+        expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+        const winner = results.find((r) => r.status === 200)!;
+        expect(results.find((r) => r.status === 409)!.body.code).toBe('conflict');
+        expect(eventsAfter(before).filter((e) => e.name === 'task:claimed')).toEqual([{ name: 'task:claimed', data: { taskId: task.id, agent: winner.body.data.assignTo } }]);
+        expect(eventsAfter(before).filter((e) => e.name === 'task:transition')).toHaveLength(2);
+        expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data).toMatchObject({ status: 'in_progress', assignTo: winner.body.data.assignTo });
+      }
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
     }
   });
 
