@@ -77,14 +77,23 @@ async function expectNothingLeft(before: Census): Promise<void> {
   }
 }
 
+/**
+ * Loads what a daemon loads once per process (modules, lazily made handles) before counting. In a
+ * project of its own: chokidar shares one fs.watch handle between watchers of the same path, so a
+ * warm-up in the same project would hide a watcher the daemon under test never closes.
+ */
+async function warmUp(): Promise<void> {
+  const root = makeProject({}, { 'skills/warm/SKILL.md': '---\nname: warm\ndescription: d\n---\nbody\n' });
+  await (await startDaemon({ root, host: '127.0.0.1', port: 0, ...quiet() })).close();
+}
+
 const quiet = (): Pick<DaemonOptions, 'env' | 'log'> => ({ env: { SVC_KEYCHAIN: 'off' }, log: createLogger(() => {}) });
 
 describe('a daemon leaves nothing behind', () => {
   it('after running and closing: watchers, timers, sockets, the database and the log file all go', async () => {
     const root = makeProject({}, { 'skills/review/SKILL.md': '---\nname: review\ndescription: d\n---\nbody\n' });
     const env = { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(root, '.user-config') };
-    // Load what the daemon loads once per process (modules, lazily opened handles) before counting.
-    await (await startDaemon({ root, host: '127.0.0.1', port: 0, env, log: createLogger(() => {}) })).close();
+    await warmUp();
     const before = census();
 
     // No `log` option: the daemon opens .svc/logs/daemon.log itself (and writes to stdout).
@@ -120,7 +129,7 @@ describe('a daemon leaves nothing behind', () => {
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     const port = (blocker.address() as { port: number }).port;
     const root = makeProject({}, { 'skills/review/SKILL.md': '---\nname: review\ndescription: d\n---\nbody\n' });
-    await (await startDaemon({ root, host: '127.0.0.1', port: 0, ...quiet() })).close();
+    await warmUp();
     const before = census();
     // No `log` option here either: the log file it opened must be closed again.
     const out = process.stdout.write;
