@@ -102,7 +102,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // A start that fails part-way undoes what it did, newest first: no file, database, watcher or
   // timer is left behind in the process that called it (a test, or an embedding tool).
   const undo: (() => unknown)[] = [];
-  if (logFile) undo.push(() => logFile.close());
+  // The failure itself is logged before the log closes: flush the last lines, then close both targets.
+  undo.push(async () => {
+    lines?.flush();
+    await Promise.all([logFile?.close(), stdout?.close()]);
+  });
   const abort = async (err: unknown): Promise<never> => {
     for (const u of undo.reverse()) await Promise.resolve().then(u).catch(() => undefined);
     throw err;
