@@ -392,14 +392,17 @@ describe('removal listeners', () => {
     const dep = await createTask({ title: 'going' });
     const dependent = await createTask({ title: 'staying', dependsOn: [dep.id] });
     const heard: Task[] = [];
-    const off = hooks().onRemoved((app, removed) => {
+    const causes: string[] = [];
+    const off = hooks().onRemoved((app, removed, cause) => {
       expect(app.db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(removed.id)).toEqual({ n: 0 });
       heard.push(removed);
+      causes.push(cause);
     });
     try {
       const before = lastEventId();
       expect((await d.api('DELETE', `/api/v1/tasks/${dep.id}`)).status).toBe(200);
       expect(heard.map((t) => [t.id, t.title, t.status])).toEqual([[dep.id, 'going', 'pending']]);
+      expect(causes).toEqual(['task']);
       expect(eventsAfter(before).map((e) => e.name)).toEqual(['task:removed', 'task:updated']);
       expect((await d.api('GET', `/api/v1/tasks/${dependent.id}`)).body.data.dependsOn).toEqual([]);
     } finally {
