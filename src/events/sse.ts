@@ -16,6 +16,13 @@ export const DEFAULT_SSE_LIMITS: SseLimits = { heartbeatMs: 15_000, maxBacklogEv
 
 const REPLAY_PAGE = 500;
 
+export const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  Connection: 'keep-alive',
+  'X-Accel-Buffering': 'no',
+} as const;
+
 export function frame(e: StoredEvent): string {
   return `id: ${e.id}\nevent: ${e.name}\ndata: ${JSON.stringify(e.data)}\n\n`;
 }
@@ -59,12 +66,7 @@ export class SseHub {
   open(res: ServerResponse, opts: { keyId: string; matches: EventMatcher; lastEventId?: number }): void {
     // Shutting down: a stream opened now would hear nothing and hold its connection until the grace period ends.
     if (this.closed) throw new AppError('unavailable', 'The daemon is shutting down; reconnect shortly.');
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache, no-transform',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
+    res.writeHead(200, SSE_HEADERS);
     res.flushHeaders();
     const s: Stream = {
       res,

@@ -13,3 +13,9 @@ export function parseJson(text: string): JsonResult {
     return { ok: false, error: at ? `not valid JSON (at position ${at})` : 'not valid JSON' };
   }
 }
+
+/**
+ * The deepest nesting of arrays and objects a request body may have (DESIGN section 3). Real
+ * payloads stay far below it; deeper ones exist only to exhaust the stack of whatever walks them.
+ */
+export const MAX_JSON_DEPTH = 64;

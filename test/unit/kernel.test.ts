@@ -24,6 +24,8 @@ describe('Router', () => {
   it.each([
     ['GET', '/api/v1/agents/teams', 'found', 'listTeams', {}],
     ['GET', '/api/v1/agents/alice', 'found', 'getAgent', { name: 'alice' }],
+    ['HEAD', '/api/v1/agents/alice', 'found', 'getAgent', { name: 'alice' }],
+    ['HEAD', '/api/v1/vault/entries/a/smtp', 'method', undefined, undefined],
     ['GET', '/api/v1/agents/a%20b', 'found', 'getAgent', { name: 'a b' }],
     ['DELETE', '/api/v1/vault/entries/a/smtp', 'found', 'deleteEntry', { agent: 'a', service: 'smtp' }],
     ['DELETE', '/api/v1/agents/alice', 'method', undefined, undefined],
@@ -38,7 +40,8 @@ describe('Router', () => {
     }
   });
   it('lists the allowed methods on a 405', () => {
-    expect(router.match('PUT', '/api/v1/agents/teams')).toEqual({ kind: 'method', allow: ['GET', 'POST'] });
+    expect(router.match('PUT', '/api/v1/agents/teams')).toEqual({ kind: 'method', allow: ['GET', 'HEAD', 'POST'] });
+    expect(router.match('HEAD', '/api/v1/vault/entries/a/b')).toEqual({ kind: 'method', allow: ['DELETE'] });
   });
   it('refuses duplicate routes and operationIds', () => {
     expect(() => new Router([r('GET', '/a', 'x'), r('GET', '/a', 'y')])).toThrow(/defined twice/);
