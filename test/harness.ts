@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { startDaemon, type Daemon, type DaemonOptions } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { readLocalKey } from '../src/state-dir.js';
+import { recordEmitted } from './event-coverage.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -66,6 +67,9 @@ export async function startTestDaemon(
     checkResponses: true,
     sse: opts.sse,
   });
+  // Events emitted before this line (at start) are in the log; later ones are heard live.
+  for (const e of daemon.app.events.since(0, 10_000)) recordEmitted(e.name);
+  daemon.app.events.subscribe((e) => recordEmitted(e.name));
   const key = readLocalKey(root)!;
   const url = daemon.url;
   return {

@@ -31,7 +31,7 @@ export const eventRoutes = [
       'reconnect with Last-Event-ID to resume. A key in the query string is refused.',
     tag,
     query: z.strictObject({
-      filter: z.string().max(2000).optional().describe('Comma-separated event names or prefixes: `task:,completion:`, `task:*`, `*`.'),
+      filter: z.string().max(2000).optional().describe('Comma-separated event names or prefixes: `task:,approval:`, `task:*`, `*`.'),
     }),
     rawContentType: 'text/event-stream',
     response: z.string(),
