@@ -111,13 +111,19 @@ export async function startTestDaemon(
 /** A request with full control of headers (fetch forbids setting Host). */
 export function rawRequest(
   url: string,
-  opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer },
+  opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer; abortStream?: boolean },
 ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       { host: u.hostname, port: u.port, method: opts.method ?? 'GET', path: opts.path ?? '/', headers: opts.headers, setHost: !opts.headers?.host },
       (res) => {
+        if (opts.abortStream && String(res.headers['content-type']).startsWith('text/event-stream')) {
+          // An event stream never ends: its status and headers are the answer.
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
+          req.destroy();
+          return;
+        }
         let data = '';
         res.setEncoding('utf8');
         res.on('data', (c) => (data += c));

@@ -97,6 +97,11 @@ describe('host and origin guards', () => {
     ['rebinding name', 'evil.example.com', 403],
     ['rebinding name with port', 'evil.example.com:7420', 403],
     ['private address', '192.168.1.10', 403],
+    ['user info hiding a foreign host', 'localhost:80@evil.com', 403],
+    ['loopback name with a trailing dot', 'localhost.:80', 200],
+    ['IPv6 loopback in long form', '[0:0:0:0:0:0:0:1]', 200],
+    ['IPv4-mapped foreign address', '[::ffff:10.0.0.1]', 403],
+    ['garbage', 'local host', 403],
   ] as const)('Host %s', async (_n, host, status) => {
     const res = await rawRequest(d.url, { path: '/api/v1/agents', headers: { ...auth(), host } });
     expect(res.status).toBe(status);

@@ -120,10 +120,19 @@ export const EVENT_NAMES: EventName[] = Object.entries(CATEGORIES).flatMap(([c, 
   Object.keys(def.events).map((a) => `${c}:${a}` as EventName),
 );
 
+// Names come from clients (SSE filters), so they are looked up in Maps: `constructor:created` or
+// `__proto__` must find nothing rather than something inherited from Object.prototype.
+const DEFS = new Map<string, EventDef>(
+  Object.entries(CATEGORIES as Record<string, CategoryDef>).flatMap(([c, def]) => Object.entries(def.events).map(([a, e]) => [`${c}:${a}`, e] as const)),
+);
+const CATEGORY_NAMES: ReadonlySet<string> = new Set(Object.keys(CATEGORIES));
+
 export function eventDef(name: string): EventDef | undefined {
-  const [c, a] = name.split(':');
-  const cat = (CATEGORIES as Record<string, CategoryDef>)[c ?? ''];
-  return cat?.events[a ?? ''];
+  return DEFS.get(name);
+}
+
+export function isCategory(name: string): boolean {
+  return CATEGORY_NAMES.has(name);
 }
 
 export function isEventName(name: string): name is EventName {

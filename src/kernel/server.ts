@@ -75,12 +75,13 @@ function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, where: st
 }
 
 function queryObject(search: URLSearchParams): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+  // A Map, then own properties: `?__proto__=x` or `?constructor=x` is an unknown key like any other.
+  const out = new Map<string, string | string[]>();
   for (const [k, v] of search) {
-    const prev = out[k];
-    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    const prev = out.get(k);
+    out.set(k, prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]);
   }
-  return out;
+  return Object.fromEntries(out);
 }
 
 const isEmptyObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
