@@ -127,7 +127,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       res.setHeader('Access-Control-Expose-Headers', 'X-Request-Id, X-Next-Cursor, Idempotent-Replayed');
       if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
         res.writeHead(204, {
-          'Access-Control-Allow-Methods': 'GET, POST, PATCH, PUT, DELETE',
+          'Access-Control-Allow-Methods': 'GET, HEAD, POST, PATCH, PUT, DELETE',
           'Access-Control-Allow-Headers': CORS_HEADERS,
           'Access-Control-Max-Age': '600',
         });
