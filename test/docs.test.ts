@@ -99,6 +99,9 @@ describe('OpenAPI', () => {
     expect(doc.components.responses.MethodNotAllowed.headers.Allow).toEqual({ $ref: '#/components/headers/Allow' });
     const stream = doc.paths['/v1/events'].get;
     expect(stream.parameters).toContainEqual(expect.objectContaining({ name: 'Last-Event-ID', in: 'header' }));
+    // Request parts keep their descriptions (only ids are left out of them).
+    expect(stream.parameters.find((p: any) => p.name === 'filter').description).toMatch(/^Comma-separated/);
+    expect(doc.paths['/api/v1/tasks'].post.requestBody.content['application/json'].schema.properties.priority.description).toMatch(/normal/);
     expect(Object.keys(stream.responses)).toContain('503');
   });
 

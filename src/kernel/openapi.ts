@@ -43,9 +43,19 @@ function rewriteRefs(v: unknown): unknown {
   return out;
 }
 
+// The global metadata (descriptions, examples) without the ids, so nothing is pulled into $defs.
+const unnamed = {
+  get(schema: z.core.$ZodType) {
+    const meta = z.globalRegistry.get(schema);
+    if (!meta || !('id' in meta)) return meta;
+    const { id: _id, ...rest } = meta;
+    return rest;
+  },
+} as unknown as typeof z.globalRegistry;
+
 /** Request parts (params, query, body) inline, in their input form, with no named components. */
 function inputSchema(schema: z.ZodType): Json {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any', metadata: z.registry() }) as Json;
+  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any', metadata: unnamed }) as Json;
   delete out.$schema;
   return out;
 }
