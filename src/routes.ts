@@ -41,7 +41,9 @@ let cached: Record<string, unknown> | undefined;
 export function openApiDocument(): Record<string, unknown> {
   cached ??= buildOpenApi(ROUTES, {
     title: 'svc',
-    description: 'Local control plane for teams of AI coding agents: tasks, missions, agents, skills, approvals, vault, application databases, events and webhooks.',
+    description:
+      'Local control plane for teams of AI coding agents: tasks, missions and playbooks, agents and teams, skills, approvals, the vault and live events. ' +
+      'Every response carries X-Request-Id; every GET also answers HEAD; a method a path does not define is answered 405 with Allow (components.responses.MethodNotAllowed).',
   });
   return cached;
 }

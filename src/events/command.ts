@@ -26,7 +26,7 @@ export function eventsCommand(): Command {
   cmd
     .command('tail')
     .description('Print events as they happen; reconnects (with Last-Event-ID) when the daemon restarts')
-    .option('--filter <names>', 'comma-separated names or prefixes, e.g. task:,completion:')
+    .option('--filter <names>', 'comma-separated names or prefixes, e.g. task:,approval:')
     .action(async function (this: Command, o: { filter?: string }) {
       const abort = new AbortController();
       const stop = () => abort.abort();

@@ -24,6 +24,13 @@ function sameFrames(a: string[], b: string[]): boolean {
   return true;
 }
 
+export const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  Connection: 'keep-alive',
+  'X-Accel-Buffering': 'no',
+} as const;
+
 export function frame(e: StoredEvent): string {
   return `id: ${e.id}\nevent: ${e.name}\ndata: ${JSON.stringify(e.data)}\n\n`;
 }
@@ -74,12 +81,7 @@ export class SseHub {
   open(res: ServerResponse, opts: { keyId: string; matches: EventMatcher; lastEventId?: number }): void {
     // Shutting down: a stream opened now would hear nothing and hold its connection until the grace period ends.
     if (this.closed) throw new AppError('unavailable', 'The daemon is shutting down; reconnect shortly.');
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache, no-transform',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
+    res.writeHead(200, SSE_HEADERS);
     res.flushHeaders();
     const s: Stream = {
       res,

@@ -83,5 +83,5 @@ export const AgentOut = z.object({
   team: z.string().nullable(),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Agent' });
 export type Agent = z.output<typeof AgentOut>;

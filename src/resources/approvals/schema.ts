@@ -75,5 +75,5 @@ export const ApprovalOut = z.object({
   timedOut: z.boolean(),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Approval' });
 export type Approval = z.output<typeof ApprovalOut>;

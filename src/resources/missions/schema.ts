@@ -37,10 +37,10 @@ export const MissionOut = z.object({
   progress: Progress,
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Mission' });
 export type Mission = z.output<typeof MissionOut>;
 
-export const MissionDetailOut = MissionOut.extend({ tasks: z.array(TaskOut).describe('The mission tasks, oldest first.') });
+export const MissionDetailOut = MissionOut.extend({ tasks: z.array(TaskOut).describe('The mission tasks, oldest first.') }).meta({ id: 'MissionDetail' });
 export type MissionDetail = z.output<typeof MissionDetailOut>;
 
 export const MissionIdParam = z.strictObject({ missionId: z.string().min(1).max(128) });

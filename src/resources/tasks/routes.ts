@@ -32,6 +32,7 @@ export const taskRoutes = [
     method: 'POST',
     path: base,
     operationId: 'createTask',
+    errors: ['conflict', 'unprocessable'],
     summary: 'Create a task (pending, or draft with draft: true)',
     description:
       "With missionId the task joins that mission under the mission's rules: unknown mission → 422 (details body.missionId); a completed, failed or cancelled mission → 409 conflict; a title the mission already has → 422 (details body.title); a draft mission's task is created draft whatever draft says.",
@@ -55,6 +56,7 @@ export const taskRoutes = [
     method: 'PATCH',
     path: item,
     operationId: 'updateTask',
+    errors: ['unprocessable'],
     summary: 'Update a task; never its status (a missing field is kept, null clears it)',
     tag,
     params: TaskIdParam,
@@ -66,6 +68,7 @@ export const taskRoutes = [
     method: 'POST',
     path: `${item}/transition`,
     operationId: 'transitionTask',
+    errors: ['conflict', 'invalid_transition'],
     summary: 'Move a task to another state (409 invalid_transition for a move the state machine forbids)',
     description:
       'awaiting_approval is entered only through an approval request (POST /api/v1/approvals): a move there by hand is 409 invalid_transition. ' +
@@ -80,6 +83,7 @@ export const taskRoutes = [
     method: 'POST',
     path: `${item}/claim`,
     operationId: 'claimTask',
+    errors: ['conflict', 'unprocessable'],
     summary: 'An agent claims a pending or assigned task and starts it (atomic; 409 if another agent holds it)',
     description: 'The agent must exist (else 422 unprocessable). A pending task passes through assigned, so two task:transition events fire.',
     tag,
@@ -92,6 +96,7 @@ export const taskRoutes = [
     method: 'POST',
     path: `${item}/retry`,
     operationId: 'retryTask',
+    errors: ['conflict', 'invalid_transition'],
     summary: 'Send a failed task back to pending, counting one retry (409 once maxRetries are used)',
     tag,
     params: TaskIdParam,
@@ -102,6 +107,7 @@ export const taskRoutes = [
     method: 'DELETE',
     path: item,
     operationId: 'deleteTask',
+    errors: ['conflict'],
     summary: 'Delete a task (tasks depending on it lose that dependency)',
     description:
       'An active or paused mission left with tasks that are all done completes (mission:completed, same transaction); a mission left with no tasks stays as it is.',

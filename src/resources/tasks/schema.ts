@@ -95,5 +95,5 @@ export const TaskOut = z.object({
   revisionCount: z.int().describe('How many times the task was sent back for revision (approval rejected).'),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Task' });
 export type Task = z.output<typeof TaskOut>;
