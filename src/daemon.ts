@@ -11,7 +11,8 @@ import { EventLog } from './events/outbox.js';
 import { DEFAULT_SSE_LIMITS, SseHub, type SseLimits } from './events/sse.js';
 import type { KeyEntry } from './kernel/auth.js';
 import { createLogger, errorFields, type Logger } from './kernel/log.js';
-import { createHttpServer } from './kernel/server.js';
+import type { ConnectionLimits } from './kernel/connections.js';
+import { createHttpServer, type HttpServer } from './kernel/server.js';
 import { ensurePrivateDir } from './lib/files.js';
 import { uuidv4 } from './lib/ids.js';
 import { packageVersion } from './lib/version.js';
@@ -34,6 +35,8 @@ export interface DaemonOptions {
   checkResponses?: boolean;
   /** SSE heartbeat and backlog limits (tests shorten them). */
   sse?: Partial<SseLimits>;
+  /** Connection cap and timeouts (tests shorten them). */
+  connections?: Partial<ConnectionLimits>;
 }
 
 export interface Daemon {
@@ -41,6 +44,8 @@ export interface Daemon {
   host: string;
   port: number;
   url: string;
+  /** The HTTP layer: connection counts and the failed-auth limiter. */
+  http: HttpServer;
   /** Resolves once the daemon has shut down, whoever asked. */
   closed: Promise<void>;
   close(): Promise<void>;
@@ -178,6 +183,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     keys: () => keys,
     log,
     checkResponses: opts.checkResponses,
+    connections: opts.connections,
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -256,5 +262,5 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }
 
   log.info('listening', { url, project: config.name, root, version: app.version });
-  return { app, host: listening.host, port: listening.port, url, closed, close };
+  return { app, host: listening.host, port: listening.port, url, http, closed, close };
 }
