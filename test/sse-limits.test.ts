@@ -107,11 +107,19 @@ describe('readers that never read', () => {
 
   it('cuts a reader whose socket stays full for maxStallMs, even when few events follow', async () => {
     d = await startTestDaemon({ sse: { heartbeatMs: 50, maxStallMs: 300, maxBacklogEvents: 1_000_000, maxBacklogBytes: 1024 ** 3 } });
-    await deafStream(d, { filter: 'agent:' });
+    const deaf = await deafStream(d, { filter: 'agent:' });
     await eventually(() => d!.daemon.app.streams.size === 1);
     // Enough to fill the kernel's buffers, then nothing more.
     await flood(d, 3000);
     await eventually(() => d!.daemon.app.streams.size === 0, 10_000);
+    // Cut with a reset, not a close: the megabytes the kernel held for the socket are discarded
+    // rather than left queued behind a FIN for a client that never reads (a close would let this
+    // client read them all, about 4 MB on Linux loopback, before the end of the stream).
+    let received = 0;
+    deaf.on('data', (c: Buffer) => (received += c.length));
+    deaf.resume();
+    await eventually(() => deaf.destroyed, 5_000);
+    expect(received).toBeLessThan(1024 * 1024);
   });
 });
 

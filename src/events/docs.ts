@@ -19,8 +19,8 @@ export function eventsMarkdown(): string {
     '(503 `unavailable`), both with `Retry-After: 5`. Nothing is buffered for a slow reader: while its',
     'connection is full the stream waits, and as it drains it reads what it missed from the log, as a',
     'replay does. A client 1,000 matching events or 1 MiB behind (what its connection holds in the daemon',
-    'plus what it has not been sent), or whose connection accepts nothing for 30 s, is disconnected;',
-    'reconnect with `Last-Event-ID` to resume from the log.',
+    'plus what it has not been sent), or whose connection accepts nothing for 30 s, is disconnected with a',
+    'TCP reset (which frees at once what the kernel held for it); reconnect with `Last-Event-ID` to resume.',
     '',
   ];
   for (const c of catalog()) {

@@ -71,8 +71,9 @@ interface Stream {
  * A client is still cut when it falls too far behind, rather than served from the log forever:
  * `maxBacklogEvents` matching events or `maxBacklogBytes` (its socket's buffer plus the frames it
  * has not been sent) behind, or a socket that stays full for `maxStallMs`. What the kernel holds
- * for a socket is invisible to node; a full socket is the sign it is full, and the stall bound
- * releases it. The stream caps bound how many such sockets there can be.
+ * for a socket (about 4 MiB on Linux loopback) is invisible to node: a full socket is the sign it
+ * is full, the stall bound and the reset on cutting release it, and the stream caps bound how many
+ * such sockets there can be.
  */
 export class SseHub {
   private readonly streams = new Set<Stream>();
@@ -264,7 +265,11 @@ export class SseHub {
       s.res.writableLength + s.lagBytes > maxBacklogBytes ||
       (s.fullSince !== null && this.now() - s.fullSince > maxStallMs);
     if (!tooFar) return;
-    s.res.destroy();
+    // A reset, not a close: a close would leave what the kernel holds for the socket queued behind
+    // a FIN the client never reads (an orphan socket, kept for minutes); a reset discards it now.
+    const socket = s.res.socket;
+    if (socket && !socket.destroyed) socket.resetAndDestroy();
+    else s.res.destroy();
     this.drop(s);
   }
 
