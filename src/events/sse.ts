@@ -184,6 +184,7 @@ export class SseHub {
   private publish(e: StoredEvent): void {
     // Framed at most once, however many streams want it.
     let text: string | undefined;
+    let bytes: number | undefined;
     for (const s of this.streams) {
       if (e.id <= s.cursor) continue;
       if (!s.matches(e.name)) {
@@ -202,7 +203,7 @@ export class SseHub {
         s.fullSince ??= this.now();
       }
       s.lagEvents++;
-      s.lagBytes += Buffer.byteLength(text);
+      s.lagBytes += bytes ??= Buffer.byteLength(text);
       this.enforce(s);
     }
   }
