@@ -28,8 +28,16 @@ export const DEFAULT_SSE_LIMITS: SseLimits = {
 };
 
 const REPLAY_PAGE = 500;
+/** Live frames are written at most this often per stream (see SseHub.queue). */
+const FLUSH_MS = 2;
 /** How long a client refused for the stream caps is asked to wait. */
 const CAP_RETRY_AFTER_S = '5';
+
+function sameFrames(a: string[], b: string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 export function frame(e: StoredEvent): string {
   return `id: ${e.id}\nevent: ${e.name}\ndata: ${JSON.stringify(e.data)}\n\n`;
@@ -53,6 +61,8 @@ interface Stream {
   lagBytes: number;
   /** When the socket was last found full (write() asked to wait for 'drain'); null once it drains. */
   fullSince: number | null;
+  /** Live frames waiting for the end of this turn of the event loop (see queue()). */
+  queued: string[];
   /** A next replay page is scheduled (pages are read one per turn of the event loop). */
   paging: boolean;
   dropped: boolean;
@@ -66,7 +76,7 @@ interface Stream {
  * (`writableNeedDrain`: the kernel's send buffer is full and node's own buffer is past its
  * high-water mark), the stream stops writing and, at 'drain', reads what it missed from the durable
  * log page by page, exactly as a Last-Event-ID replay does. What the daemon holds for a stream is
- * then at most the socket's high-water mark plus one frame, whatever the client does.
+ * then at most the socket's high-water mark plus a live batch (see queue()), whatever the client does.
  *
  * A client is still cut when it falls too far behind, rather than served from the log forever:
  * `maxBacklogEvents` matching events or `maxBacklogBytes` (its socket's buffer plus the frames it
@@ -79,6 +89,9 @@ export class SseHub {
   private readonly streams = new Set<Stream>();
   private readonly perKey = new Map<string, number>();
   private readonly unsubscribe: () => void;
+  private readonly dirty: Stream[] = [];
+  private flushTimer: { kind: 'immediate'; handle: NodeJS.Immediate } | { kind: 'timeout'; handle: NodeJS.Timeout } | null = null;
+  private lastFlush = -Infinity;
   private closed = false;
 
   constructor(
@@ -135,6 +148,7 @@ export class SseHub {
       lagEvents: 0,
       lagBytes: 0,
       fullSince: null,
+      queued: [],
       paging: false,
       dropped: false,
       heartbeat: setInterval(() => this.tick(s), this.limits.heartbeatMs),
@@ -174,6 +188,7 @@ export class SseHub {
 
   closeAll(): void {
     this.closed = true;
+    this.flush();
     for (const s of this.streams) {
       s.res.end();
       this.drop(s);
@@ -194,7 +209,7 @@ export class SseHub {
       text ??= frame(e);
       if (s.live && !s.res.writableNeedDrain) {
         s.cursor = e.id;
-        this.write(s, text);
+        this.queue(s, text);
         continue;
       }
       // Not written: the log keeps it, and the stream catches up from there when its socket drains.
@@ -208,9 +223,47 @@ export class SseHub {
     }
   }
 
+  /**
+   * Live frames are written in batches, at the end of the current turn of the event loop, and at
+   * most once every FLUSH_MS: a socket write is a system call, and one per subscriber per event
+   * made fan-out to 200 streams cost far more than the frames themselves. A quiet daemon writes at
+   * once; a busy one gathers a few milliseconds of events into each write. Replay writes directly,
+   * since it paces itself on the socket's drain.
+   */
+  private queue(s: Stream, text: string): void {
+    if (s.queued.push(text) === 1) this.dirty.push(s);
+    if (this.flushTimer) return;
+    const wait = this.lastFlush + FLUSH_MS - performance.now();
+    this.flushTimer =
+      wait > 0 ? { kind: 'timeout', handle: setTimeout(() => this.flush(), wait) } : { kind: 'immediate', handle: setImmediate(() => this.flush()) };
+  }
+
+  private flush(): void {
+    if (this.flushTimer?.kind === 'timeout') clearTimeout(this.flushTimer.handle);
+    else if (this.flushTimer) clearImmediate(this.flushTimer.handle);
+    this.flushTimer = null;
+    this.lastFlush = performance.now();
+    // Streams that heard the same events share one buffer (frames are the same strings).
+    let shared: { frames: string[]; buf: Buffer } | null = null;
+    for (const s of this.dirty.splice(0)) {
+      const frames = s.queued;
+      s.queued = [];
+      if (!frames.length || s.dropped) continue;
+      if (!shared || !sameFrames(shared.frames, frames)) shared = { frames, buf: Buffer.from(frames.join(''), 'utf8') };
+      this.write(s, shared.buf);
+    }
+  }
+
   /** Reads the log from the stream's cursor and writes until the socket is full or the stream is live again. */
   private catchUp(s: Stream): void {
     if (s.paging || s.dropped) return;
+    // Frames queued while it was live come first: they precede the cursor.
+    if (s.queued.length) {
+      const frames = s.queued;
+      s.queued = [];
+      this.write(s, frames.join(''));
+      if (s.dropped) return;
+    }
     const page = this.log.since(s.cursor, REPLAY_PAGE);
     for (const e of page) {
       if (s.res.writableNeedDrain) {
@@ -251,7 +304,7 @@ export class SseHub {
     }
   }
 
-  private write(s: Stream, text: string): void {
+  private write(s: Stream, text: string | Buffer): void {
     if (s.res.destroyed || s.res.writableEnded) return;
     s.res.write(text);
     if (s.res.writableNeedDrain) s.fullSince ??= this.now();
@@ -277,6 +330,7 @@ export class SseHub {
   private drop(s: Stream): void {
     if (s.dropped) return;
     s.dropped = true;
+    s.queued = [];
     clearInterval(s.heartbeat);
     this.streams.delete(s);
     const held = (this.perKey.get(s.keyId) ?? 1) - 1;
