@@ -9,9 +9,10 @@ import { openDatabase, stmt } from './db/open.js';
 import { EventLog } from './events/outbox.js';
 import { DEFAULT_SSE_LIMITS, SseHub, type SseLimits } from './events/sse.js';
 import type { KeyEntry } from './kernel/auth.js';
+import type { ConnectionLimits } from './kernel/connections.js';
 import { DEFAULT_LOG_FILE, LogFile } from './kernel/log-file.js';
 import { createLogger, errorFields, lineBuffer, type Logger } from './kernel/log.js';
-import { createHttpServer } from './kernel/server.js';
+import { createHttpServer, type HttpServer } from './kernel/server.js';
 import { ensurePrivateDir } from './lib/files.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { uuidv4 } from './lib/ids.js';
@@ -43,6 +44,8 @@ export interface DaemonOptions {
   clock?: Clock;
   /** SSE heartbeat and backlog limits (tests shorten them). */
   sse?: Partial<SseLimits>;
+  /** Connection cap and timeouts (tests shorten them). */
+  connections?: Partial<ConnectionLimits>;
 }
 
 export interface Daemon {
@@ -50,6 +53,8 @@ export interface Daemon {
   host: string;
   port: number;
   url: string;
+  /** The HTTP layer: connection counts and the failed-auth limiter. */
+  http: HttpServer;
   /** Resolves once the daemon has shut down, whoever asked. */
   closed: Promise<void>;
   close(): Promise<void>;
@@ -202,6 +207,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     keys: () => keys,
     log,
     checkResponses: opts.checkResponses,
+    connections: opts.connections,
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -281,5 +287,5 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }
 
   log.info('listening', { url, project: config.name, root, version: app.version });
-  return { app, host: listening.host, port: listening.port, url, closed, close };
+  return { app, host: listening.host, port: listening.port, url, http, closed, close };
 }

@@ -54,6 +54,7 @@ export async function startTestDaemon(
     keepRoot?: boolean;
     sse?: DaemonOptions['sse'];
     clock?: DaemonOptions['clock'];
+    connections?: DaemonOptions['connections'];
   } = {},
 ): Promise<TestDaemon> {
   const root = opts.root ?? makeProject(opts.config, opts.files);
@@ -68,6 +69,7 @@ export async function startTestDaemon(
     checkResponses: true,
     sse: opts.sse,
     clock: opts.clock,
+    connections: opts.connections,
   });
   // Events emitted before this line (at start) are in the log; later ones are heard live.
   for (const e of daemon.app.events.since(0, 10_000)) recordEmitted(e.name);

@@ -41,6 +41,8 @@ export const ProjectConfigSchema = z.object({
       allowedHosts: z.array(z.string().min(1)).default([]),
       allowedOrigins: z.array(z.string().min(1)).default([]),
       maxBodyBytes: z.int().min(1024).max(256 * 1024 * 1024).default(1_048_576),
+      // Default: below the process's open-file limit (see src/kernel/connections.ts).
+      maxConnections: z.int().min(16).max(65_536).optional(),
     })
     .prefault({}),
   apiKeys: z.array(ApiKeySchema).default([]),

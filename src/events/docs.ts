@@ -15,6 +15,13 @@ export function eventsMarkdown(): string {
     '`data` the JSON below. Filters: `filter=task:,approval:` (prefixes), `task:*`, exact names, `*`.',
     'Send `Last-Event-ID` on reconnect to replay what you missed within the 24-hour retention window.',
     '',
+    'Limits: at most 32 open streams per API key (the next is answered 429 `rate_limited`) and 256 in all',
+    '(503 `unavailable`), both with `Retry-After: 5`. Nothing is buffered for a slow reader: while its',
+    'connection is full the stream waits, and as it drains it reads what it missed from the log, as a',
+    'replay does. A client 1,000 matching events or 1 MiB behind (what its connection holds in the daemon',
+    'plus what it has not been sent), or whose connection accepts nothing for 30 s, is disconnected with a',
+    'TCP reset (which frees at once what the kernel held for it); reconnect with `Last-Event-ID` to resume.',
+    '',
   ];
   for (const c of catalog()) {
     out.push(`## ${c.category}`, '', c.description, '', '| event | data | description |', '| --- | --- | --- |');

@@ -27,8 +27,9 @@ export const eventRoutes = [
     summary: 'Live Server-Sent Events stream (bearer auth only; Last-Event-ID replays the last 24 h)',
     description:
       'Frames carry `id` (the durable event sequence, never reset), `event` (the name) and `data` (JSON). ' +
-      'A `: ping` comment is sent every 15 s. A client more than 1,000 events or 1 MiB behind is disconnected; ' +
-      'reconnect with Last-Event-ID to resume. A key in the query string is refused.',
+      'A `: ping` comment is sent every 15 s. A client more than 1,000 events or 1 MiB behind, or whose connection ' +
+      'accepts nothing for 30 s, is disconnected; reconnect with Last-Event-ID to resume. At most 32 streams per key ' +
+      '(429 `rate_limited` beyond) and 256 in all (503 `unavailable`), both with Retry-After. A key in the query string is refused.',
     tag,
     query: z.strictObject({
       filter: z.string().max(2000).optional().describe('Comma-separated event names or prefixes: `task:,approval:`, `task:*`, `*`.'),

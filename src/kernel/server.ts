@@ -3,6 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { authenticate, bearerToken, DigestCache, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
 import { NO_BODY, readJsonBody } from './body.js';
+import { connectionCapFor, DEFAULT_CONNECTION_LIMITS, guardConnections, readFileLimit, type ConnectionLimits, type ConnectionStats } from './connections.js';
 import { AppError, toErrorResponse, type ErrorDetail } from './errors.js';
 import { hostAllowed, originAllowed } from './guards.js';
 import { errorFields, type Logger } from './log.js';
@@ -14,6 +15,8 @@ export interface HttpSettings {
   allowedHosts: string[];
   allowedOrigins: string[];
   maxBodyBytes: number;
+  /** Open connections at most (project.json server.maxConnections); default: below the file limit. */
+  maxConnections?: number;
 }
 
 export interface HttpOptions<App> {
@@ -29,10 +32,16 @@ export interface HttpOptions<App> {
    */
   checkResponses?: boolean;
   limiter?: FailureLimiter;
+  /** Connection bounds; maxConnections defaults to a cap below the process's file limit. */
+  connections?: Partial<ConnectionLimits>;
 }
 
 export interface HttpServer {
   server: Server;
+  /** The failed-authentication limiter this server answers 429 from. */
+  limiter: FailureLimiter;
+  /** Open connections and how often the cap was hit. */
+  connections(): ConnectionStats;
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
   close(graceMs: number): Promise<void>;
 }
@@ -103,6 +112,17 @@ function checkResponse<App>(route: AnyRoute<App>, data: unknown): void {
 function undeclared<App>(route: AnyRoute<App>, err: unknown): unknown {
   if (!(err instanceof AppError) || routeErrors(route).includes(err.code)) return err;
   return new Error(`${route.operationId} answered ${err.status} ${err.code}, which its route does not declare (add it to errors)`, { cause: err });
+}
+
+/** Timeouts node:http enforces itself: a head or a whole request that does not arrive in time is answered 408 and closed. */
+function nodeServerOptions(limits: Omit<ConnectionLimits, 'maxConnections'>) {
+  return {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // How often node looks for late heads: 30 s by default, which let idle connections live 90 s.
+    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+  };
 }
 
 export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
@@ -225,7 +245,12 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     sendJson(res, status, { ok: true, data }, headers);
   }
 
-  const server = createServer((req, res) => {
+  const fileLimit = readFileLimit();
+  const defaultCap = connectionCapFor(fileLimit);
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
+  // Read at each new connection, so a project.json reload applies to the next one.
+  const maxConnections = () => opts.connections?.maxConnections ?? opts.settings().maxConnections ?? defaultCap;
+  const server = createServer(nodeServerOptions(limits), (req, res) => {
     const started = process.hrtime.bigint();
     const requestId = uuidv7();
     res.setHeader('X-Request-Id', requestId);
@@ -250,10 +275,17 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       sendJson(res, status, body, headers);
     });
   });
-  server.keepAliveTimeout = 5_000;
+  const connections = guardConnections(server, { ...limits, maxConnections }, opts.log);
+  opts.log.info('connection limits', {
+    maxConnections: maxConnections(),
+    fileLimit: fileLimit === undefined ? 'unknown' : Number.isFinite(fileLimit) ? fileLimit : 'unlimited',
+    headersTimeoutMs: limits.headersTimeoutMs,
+  });
 
   return {
     server,
+    limiter,
+    connections,
     async close(graceMs: number) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

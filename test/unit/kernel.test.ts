@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config/load.js';
 import { migrate } from '../../src/db/migrate.js';
-import { authenticate, FailureLimiter, sha256 } from '../../src/kernel/auth.js';
+import { authenticate, sha256 } from '../../src/kernel/auth.js';
 import { hostAllowed, originAllowed } from '../../src/kernel/guards.js';
 import { nestedDeeperThan } from '../../src/lib/json.js';
 import { routeDefiner } from '../../src/kernel/route.js';
@@ -145,21 +145,6 @@ describe('authenticate', () => {
     expect(authenticate(keys, undefined)).toBeNull();
     expect(authenticate(keys, 'key-c')).toBeNull();
     expect(authenticate(keys, '')).toBeNull();
-  });
-});
-
-describe('FailureLimiter', () => {
-  it('allows 20 failures a minute per client, then asks to wait until the oldest expires', () => {
-    let now = 1_000_000;
-    const l = new FailureLimiter(20, 60_000, () => now);
-    for (let i = 0; i < 20; i++) {
-      expect(l.fail('a')).toBe(0);
-      now += 1000;
-    }
-    expect(l.fail('a')).toBe(40);
-    expect(l.fail('b')).toBe(0);
-    now += 41_000;
-    expect(l.fail('a')).toBe(0);
   });
 });
 
