@@ -30,6 +30,8 @@ export interface DaemonOptions {
   env?: NodeJS.ProcessEnv;
   /** Where log lines go; default stdout plus .svc/logs/daemon.log. */
   log?: Logger;
+  /** Where the default logger's lines go besides the log file (default stdout; `svc serve` on a TTY makes them readable). */
+  console?: (line: string) => void;
   /** Validate every response against its schema (on in tests). */
   checkResponses?: boolean;
   /** SSE heartbeat and backlog limits (tests shorten them). */
@@ -73,6 +75,8 @@ function fileLog(dir: string): { write(line: string): void; close(): void } {
   };
 }
 
+const writeStdout = (line: string): void => void process.stdout.write(line);
+
 /** Wraps a timer or watcher callback: a failure there is logged, it must never take the daemon down. */
 function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A) => void): (...args: A) => void {
   return (...args) => {
@@ -98,7 +102,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const log =
     opts.log ??
     createLogger((line) => {
-      process.stdout.write(line);
+      (opts.console ?? writeStdout)(line);
       logFile!.write(line);
     });
   for (const w of loaded.warnings) log.warn('project.json', { warning: w });
