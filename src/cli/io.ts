@@ -32,11 +32,9 @@ export interface CliIo {
 
 const store = new AsyncLocalStorage<CliIo>();
 
-let fallback: CliIo | undefined;
-
 /** The IO of the process itself, for code that runs outside run() (the library's own tools). */
 function processIo(): CliIo {
-  fallback ??= {
+  return {
     stdout: process.stdout,
     stderr: process.stderr,
     stdin: process.stdin,
@@ -47,7 +45,6 @@ function processIo(): CliIo {
     columns: process.stdout.columns || 100,
     exitCode: 0,
   };
-  return fallback;
 }
 
 export const io = (): CliIo => store.getStore() ?? processIo();
