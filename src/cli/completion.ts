@@ -27,7 +27,8 @@ interface Node {
 
 /** Which names an argument takes, from its group and its name (<id>, <name>, <agent>, <skill>). */
 function kindOf(path: string[], arg: string | undefined): NameKind | null {
-  if (!arg) return null;
+  // `add <name>` names something new: nothing to complete from the daemon.
+  if (!arg || path.at(-1) === 'add') return null;
   const group = path[0];
   if (/^(skill)$/.test(arg) || (group === 'skills' && arg === 'name')) return 'skills';
   if (/^(agent)$/.test(arg) || (group === 'agents' && arg === 'name')) return 'agents';
