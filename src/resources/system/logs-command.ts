@@ -41,7 +41,7 @@ export function tailLines(file: string, n: number): { lines: string[]; size: num
 }
 
 /** Calls onLine for each line appended after `from`; starts over when the file is rotated or truncated. */
-async function follow(file: string, from: number, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
+export async function follow(file: string, from: number, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
   let pos = from;
   let partial = '';
   while (!signal.aborted) {
