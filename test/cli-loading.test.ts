@@ -49,6 +49,14 @@ describe('what a CLI command loads', () => {
     expect(urls.filter((u) => /node_modules\/undici\//.test(u))).toEqual([]);
   });
 
+  it('a listing with nothing to check does not even load zod (a third of the start-up budget)', () => {
+    for (const args of [['--version'], ['tasks', 'ls', ...nowhere], ['approvals', 'ls', ...nowhere]]) {
+      expect(loaded(args).filter((u) => /\/node_modules\/zod\//.test(u))).toEqual([]);
+    }
+    // With an option to check, the API's schema (and zod) is loaded.
+    expect(loaded(['tasks', 'ls', '--limit', '5', ...nowhere]).some((u) => /\/node_modules\/zod\//.test(u))).toBe(true);
+  });
+
   it('the hook sees a package when a command does load it (YAML for a mission file)', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'svc-loads-')), 'm.yaml');
     writeFileSync(file, 'name: m\ntasks: []\n');

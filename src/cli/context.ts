@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { SvcClient } from '../client/client.js';
-import { findProjectRoot } from '../config/load.js';
+import { findProjectRoot } from '../config/find.js';
 import { readLocalKey, runningDaemon } from '../state-dir.js';
 import { io } from './io.js';
 

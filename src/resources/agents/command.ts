@@ -3,9 +3,13 @@ import { action, collect, parseIntOption } from '../../cli/action.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { emit, keyValues, table } from '../../cli/output.js';
-import { check } from '../../cli/validate.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
-import { AgentIn, AgentPatch, REASONING, type Agent } from './schema.js';
+import type { Agent } from './schema.js';
+import { REASONING } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 interface FieldOptions {
   role?: string;
@@ -86,7 +90,7 @@ export function agentsCommand(): Command {
   withFieldOptions(cmd.command('add <name>').description('Create an agent')).action(
     action(async (ctx, name: string, o: FieldOptions) => {
       const body = { name, ...fieldsFrom(o) };
-      check(AgentIn, body);
+      await check(schemas, 'AgentIn', body);
       const agent = await ctx.client.post<Agent>('/api/v1/agents', body);
       emit(ctx.json, agent, () => `created agent ${agent.name}${agent.team ? ` in team ${agent.team}` : ''}${agent.model ? ` (${agent.model})` : ''}\n`);
     }),
@@ -109,7 +113,7 @@ export function agentsCommand(): Command {
         const patch: Record<string, unknown> = fieldsFrom(o);
         for (const f of o.unset ?? []) patch[f] = null;
         if (!Object.keys(patch).length) throw new UsageError('nothing to change: give at least one option', 'see `svc agents set --help`');
-        check(AgentPatch, patch);
+        await check(schemas, 'AgentPatch', patch);
         await ctx.client.patch<null>(`/api/v1/agents/${seg(name)}`, patch);
         const now = Object.keys(patch).map((k) => `${k} ${patch[k] === null ? 'cleared' : `= ${Array.isArray(patch[k]) ? (patch[k] as unknown[]).join(',') : String(patch[k])}`}`);
         emit(ctx.json, { updated: name, fields: Object.keys(patch) }, () => `updated agent ${name}: ${now.join('; ')}\n`);

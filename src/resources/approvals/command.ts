@@ -4,10 +4,14 @@ import { action, parseIntOption } from '../../cli/action.js';
 import { formatAge, formatRemaining, shortId } from '../../cli/human.js';
 import { APPROVAL, resolveId, TASK } from '../../cli/ids.js';
 import { emit, keyValues, nextPageHint, style, table } from '../../cli/output.js';
-import { check } from '../../cli/validate.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg, type SvcClient } from '../../client/client.js';
 import type { Task } from '../tasks/schema.js';
-import { APPROVAL_STATUSES, ApprovalListQuery, ApproveIn, RejectIn, type Approval } from './schema.js';
+import type { Approval } from './schema.js';
+import { APPROVAL_STATUSES } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 const path = (id: string) => `/api/v1/approvals/${seg(id)}`;
 
@@ -80,7 +84,7 @@ export function approvalsCommand(): Command {
     .action(
       action(async (ctx, o: { status?: string; task?: string; limit?: number; cursor?: string }) => {
         const query = { status: o.status, taskId: o.task, limit: o.limit, cursor: o.cursor };
-        check(ApprovalListQuery, Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined)), 'query');
+        await check(schemas, 'ApprovalListQuery', defined(query), 'query');
         if (query.taskId) query.taskId = await resolveId(ctx.client, TASK, query.taskId);
         const res = await ctx.client.call<Approval[]>('GET', '/api/v1/approvals', { query });
         emit(ctx.json, res.data, () => approvalTable(res.data));
@@ -107,7 +111,7 @@ export function approvalsCommand(): Command {
       action(async (ctx, id: string, o: { note?: string; by?: string }) => {
         const by = o.by ?? defaultResolver();
         const body = { ...(o.note !== undefined ? { note: o.note } : {}), ...(by ? { resolvedBy: by } : {}) };
-        check(ApproveIn, body);
+        await check(schemas, 'ApproveIn', body);
         const a = await ctx.client.post<Approval>(`${path(await resolveId(ctx.client, APPROVAL, id))}/approve`, body);
         const after = ctx.json ? '' : await taskAfter(ctx.client, a);
         emit(ctx.json, a, () => `approved ${shortId(a.id)}${after}\n`);
@@ -123,7 +127,7 @@ export function approvalsCommand(): Command {
       action(async (ctx, id: string, o: { feedback: string; by?: string }) => {
         const by = o.by ?? defaultResolver();
         const body = { feedback: o.feedback, ...(by ? { resolvedBy: by } : {}) };
-        check(RejectIn, body);
+        await check(schemas, 'RejectIn', body);
         const a = await ctx.client.post<Approval>(`${path(await resolveId(ctx.client, APPROVAL, id))}/reject`, body);
         const after = ctx.json ? '' : await taskAfter(ctx.client, a);
         emit(ctx.json, a, () => `rejected ${shortId(a.id)}${after}\n`);

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { IdCursor, PageLimit, Timestamp } from '../common.js';
 import { TaskStatus } from '../tasks/schema.js';
+import { APPROVAL_STATUSES, TIMEOUT_ACTIONS } from './values.js';
 
-export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected'] as const;
+export { APPROVAL_STATUSES, TIMEOUT_ACTIONS };
+
 export const ApprovalStatus = z.enum(APPROVAL_STATUSES);
 export type ApprovalStatus = z.output<typeof ApprovalStatus>;
 
-export const TIMEOUT_ACTIONS = ['approve', 'reject'] as const;
 export const TimeoutAction = z.enum(TIMEOUT_ACTIONS);
 export type TimeoutAction = z.output<typeof TimeoutAction>;
 

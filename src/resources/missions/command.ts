@@ -6,11 +6,15 @@ import { readDataFile } from '../../cli/data-file.js';
 import { relativeTime, shortId } from '../../cli/human.js';
 import { MISSION, resolveId } from '../../cli/ids.js';
 import { emit, keyValues, nextPageHint, table } from '../../cli/output.js';
-import { check } from '../../cli/validate.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import type { Task } from '../tasks/schema.js';
 import { TASK_STATES } from '../tasks/state.js';
-import { MISSION_STATES, MissionIn, MissionListQuery, type Mission, type MissionDetail, type Progress } from './schema.js';
+import type { Mission, MissionDetail, Progress } from './schema.js';
+import { MISSION_STATES } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 const path = (id: string) => `/api/v1/missions/${seg(id)}`;
 
@@ -65,7 +69,7 @@ export function missionsCommand(): Command {
     .action(
       action(async (ctx, o: { status?: string; limit?: number; cursor?: string }) => {
         const query = { status: o.status, limit: o.limit, cursor: o.cursor };
-        check(MissionListQuery, Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined)), 'query');
+        await check(schemas, 'MissionListQuery', defined(query), 'query');
         const res = await ctx.client.call<Mission[]>('GET', '/api/v1/missions', { query });
         emit(ctx.json, res.data, () => missionTable(res.data));
         nextPageHint('svc missions ls', res.headers['x-next-cursor']);
@@ -80,7 +84,7 @@ export function missionsCommand(): Command {
         const body = await readDataFile(file);
         // An empty YAML file reads as null: say so here rather than send the API a body it will refuse.
         if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UsageError(`${file} must hold an object`);
-        check(MissionIn, body);
+        await check(schemas, 'MissionIn', body);
         const m = await ctx.client.post<MissionDetail>('/api/v1/missions', body);
         emit(ctx.json, m, () => `created mission ${shortId(m.id)} (${m.status}) with ${m.tasks.length} tasks; start it with \`svc missions start ${shortId(m.id)}\`\n`);
       }),

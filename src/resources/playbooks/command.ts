@@ -10,8 +10,11 @@ import { seg } from '../../client/client.js';
 import { progressLine, taskList } from '../missions/command.js';
 import type { Mission } from '../missions/schema.js';
 import type { Task } from '../tasks/schema.js';
-import { PlaybookIn, type Parameter, type ParamValue, type Playbook } from './schema.js';
-import { check } from '../../cli/validate.js';
+import type { Parameter, ParamValue, Playbook } from './schema.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
+import { check, defined } from '../../cli/validate.js';
 
 const path = (name: string) => `/api/v1/playbooks/${seg(name)}`;
 
@@ -111,7 +114,7 @@ export function playbooksCommand(): Command {
         const body = await readDataFile(file);
         if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UsageError(`${file} must hold an object`);
         const full = { ...body, name: nameFor(file, body as Record<string, unknown>, o.name) };
-        check(PlaybookIn, full);
+        await check(schemas, 'PlaybookIn', full);
         const p = await ctx.client.post<Playbook>('/api/v1/playbooks', full);
         emit(ctx.json, p, () => `created playbook ${p.name}; run it with \`svc playbooks run ${p.name}\`\n`);
       }),

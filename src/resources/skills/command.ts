@@ -6,9 +6,12 @@ import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { io } from '../../cli/io.js';
 import { emit, keyValues, table } from '../../cli/output.js';
-import { check } from '../../cli/validate.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
-import { SkillAgentIn, SkillIn, type Skill, type SkillDetail } from './schema.js';
+import type { Skill, SkillDetail } from './schema.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 async function readBody(o: { file?: string; content?: string }): Promise<string> {
   if ((o.file === undefined) === (o.content === undefined)) throw new UsageError('give the body with exactly one of --file FILE or --content TEXT');
@@ -72,7 +75,7 @@ export function skillsCommand(): Command {
     .action(
       action(async (ctx, name: string, o: { description: string; file?: string; content?: string; tool?: string[] }) => {
         const body = { name, description: o.description, content: await readBody(o), ...(o.tool ? { allowedTools: o.tool } : {}) };
-        check(SkillIn, body);
+        await check(schemas, 'SkillIn', body);
         const s = await ctx.client.post<SkillDetail>('/api/v1/skills', body);
         emit(ctx.json, s, () => `created skill ${s.name} at ${s.path}\n`);
       }),
@@ -96,7 +99,7 @@ export function skillsCommand(): Command {
       .description(verb === 'assign' ? 'Assign a skill to an agent' : 'Unassign a skill from an agent')
       .action(
         action(async (ctx, skill: string, agent: string) => {
-          check(SkillAgentIn, { agent });
+          await check(schemas, 'SkillAgentIn', { agent });
           const r = await ctx.client.post<{ skill: string; agent: string }>(`/api/v1/skills/${seg(skill)}/${verb}`, { agent });
           emit(ctx.json, r, () => `${verb === 'assign' ? 'assigned' : 'unassigned'} skill ${r.skill} ${verb === 'assign' ? 'to' : 'from'} ${r.agent}\n`);
         }),

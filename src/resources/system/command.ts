@@ -6,7 +6,7 @@ import { UsageError } from '../../cli/context.js';
 import { formatDuration, relativeTime } from '../../cli/human.js';
 import { io } from '../../cli/io.js';
 import { emit, keyValues, out, printJson } from '../../cli/output.js';
-import { CONFIG_FILE } from '../../config/load.js';
+import { CONFIG_FILE } from '../../config/find.js';
 import { STATE_DIR } from '../../state-dir.js';
 import type { z } from 'zod';
 import type { StatusOut } from './routes.js';

@@ -5,7 +5,7 @@ import { localAction, parseIntOption } from '../../cli/action.js';
 import { projectRoot, UsageError } from '../../cli/context.js';
 import { prettyLogSink } from '../../cli/log-format.js';
 import { out } from '../../cli/output.js';
-import { CONFIG_FILE } from '../../config/load.js';
+import { CONFIG_FILE } from '../../config/find.js';
 import { statePaths } from '../../state-dir.js';
 
 // `svc logs`: the daemon's log file (JSON lines, for machines) printed for people, and followed.

@@ -9,7 +9,7 @@ import { io } from '../../cli/io.js';
 import { prettyLogSink } from '../../cli/log-format.js';
 import { emit, err, style } from '../../cli/output.js';
 import { SvcClient, UnreachableError } from '../../client/client.js';
-import { CONFIG_FILE } from '../../config/load.js';
+import { CONFIG_FILE } from '../../config/find.js';
 import { ensurePrivateDir } from '../../lib/files.js';
 import { readLocalKey, removeDaemonInfo, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
 

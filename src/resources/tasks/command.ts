@@ -5,9 +5,13 @@ import { UsageError, type CliContext } from '../../cli/context.js';
 import { relativeTime, shortId } from '../../cli/human.js';
 import { MISSION, resolveId, TASK } from '../../cli/ids.js';
 import { emit, keyValues, nextPageHint, table } from '../../cli/output.js';
-import { check } from '../../cli/validate.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
-import { ClaimIn, PRIORITIES, TaskIn, TaskListQuery, TaskPatch, TransitionIn, type Task } from './schema.js';
+import type { Task } from './schema.js';
+import { PRIORITIES } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 import { TASK_STATES } from './state.js';
 
 const path = (id: string) => `/api/v1/tasks/${seg(id)}`;
@@ -97,7 +101,7 @@ export function tasksCommand(): Command {
     .action(
       action(async (ctx, o: { status?: string; assignTo?: string; mission?: string; limit?: number; cursor?: string }) => {
         const query = { status: o.status, assignTo: o.assignTo, missionId: o.mission, limit: o.limit, cursor: o.cursor };
-        check(TaskListQuery, Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined)), 'query');
+        await check(schemas, 'TaskListQuery', defined(query), 'query');
         if (query.missionId) query.missionId = await resolveId(ctx.client, MISSION, query.missionId);
         const res = await ctx.client.call<Task[]>('GET', '/api/v1/tasks', { query });
         emit(ctx.json, res.data, () => taskTable(res.data));
@@ -111,7 +115,7 @@ export function tasksCommand(): Command {
     .action(
       action(async (ctx, title: string, o: FieldOptions & { mission?: string; draft?: boolean }) => {
         const body: Record<string, unknown> = { title, ...fieldsFrom(o), ...(o.mission ? { missionId: o.mission } : {}), ...(o.draft ? { draft: true } : {}) };
-        check(TaskIn, body);
+        await check(schemas, 'TaskIn', body);
         if (typeof body.missionId === 'string') body.missionId = await resolveId(ctx.client, MISSION, body.missionId);
         await resolveDeps(ctx, body);
         const task = await ctx.client.post<Task>('/api/v1/tasks', body);
@@ -138,7 +142,7 @@ export function tasksCommand(): Command {
         const patch = fieldsFrom(o);
         for (const f of o.unset ?? []) patch[f] = null;
         if (!Object.keys(patch).length) throw new UsageError('nothing to change: give at least one option', 'see `svc tasks edit --help`');
-        check(TaskPatch, patch);
+        await check(schemas, 'TaskPatch', patch);
         await resolveDeps(ctx, patch);
         const task = await ctx.client.patch<Task>(path(await resolveId(ctx.client, TASK, id)), patch);
         emit(ctx.json, task, () => `updated ${Object.keys(patch).join(', ')}; ${taskState(task)}\n`);
@@ -159,7 +163,7 @@ export function tasksCommand(): Command {
         if (o.reason !== undefined) body.reason = o.reason;
         if (o.expectedFrom !== undefined) body.expectedFrom = o.expectedFrom;
         if (o.result !== undefined) body.result = parseResult(o.result);
-        check(TransitionIn, body);
+        await check(schemas, 'TransitionIn', body);
         const task = await ctx.client.post<Task>(`${path(await resolveId(ctx.client, TASK, id))}/transition`, body);
         emit(ctx.json, task, () => `${taskState(task)}\n`);
       }),
@@ -171,7 +175,7 @@ export function tasksCommand(): Command {
     .requiredOption('--agent <agent>', 'the claiming agent')
     .action(
       action(async (ctx, id: string, o: { agent: string }) => {
-        check(ClaimIn, { agent: o.agent });
+        await check(schemas, 'ClaimIn', { agent: o.agent });
         const task = await ctx.client.post<Task>(`${path(await resolveId(ctx.client, TASK, id))}/claim`, { agent: o.agent });
         emit(ctx.json, task, () => `claimed by ${o.agent}; ${taskState(task)}\n`);
       }),

@@ -5,10 +5,14 @@ import { UsageError } from '../../cli/context.js';
 import { relativeTime } from '../../cli/human.js';
 import { io } from '../../cli/io.js';
 import { emit, table } from '../../cli/output.js';
-import { check } from '../../cli/validate.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import { promptValues } from './prompt.js';
-import { VAULT_TYPES, VaultEntryIn, type VaultEntry, type VaultSaved } from './schema.js';
+import type { VaultEntry, VaultSaved } from './schema.js';
+import { VAULT_TYPES } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 interface SetOptions {
   type: string;
@@ -91,7 +95,7 @@ export function vaultCommand(): Command {
         const credentials = await credentialsFrom(pairs, o.fromEnv ?? []);
         const body: Record<string, unknown> = { agent, service, type: o.type, credentials };
         if (o.label !== undefined) body.label = o.label;
-        check(VaultEntryIn, body);
+        await check(schemas, 'VaultEntryIn', body);
         const saved = await ctx.client.post<VaultSaved>('/api/v1/vault/entries', body);
         emit(ctx.json, saved, () => `saved ${saved.agent}/${saved.service} (${saved.type}): ${saved.keys.join(', ')}\n`);
       }),

@@ -1,0 +1,5 @@
+// The values of this resource's enums, apart from its zod schemas: the CLI offers them as choices
+// without loading zod (a client command's start-up budget is a few times `node -e 0`).
+
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected'] as const;
+export const TIMEOUT_ACTIONS = ['approve', 'reject'] as const;
