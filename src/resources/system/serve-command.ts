@@ -111,13 +111,14 @@ async function serveForeground(root: string, o: ServeOptions): Promise<void> {
   const pretty = (o.logFormat ?? (stdout.isTTY ? 'pretty' : 'json')) === 'pretty';
   const write = (text: string) => void stdout.write(text);
   const { startDaemon } = await import('../../daemon.js');
-  const daemon = await startDaemon({ root, host: o.host, port: o.port, env: env as NodeJS.ProcessEnv, console: pretty ? prettyLogSink(write) : write });
+  let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
     if (signals === 1) {
       if (pretty) err(style.dim('shutting down; press Ctrl-C again to quit at once\n'));
-      void daemon.close();
+      // A signal during start-up is acted on once the daemon has started (below).
+      if (daemon) void daemon.close();
       return;
     }
     // A second signal during the grace period: quit now, but never leave a daemon.json behind that
@@ -125,9 +126,13 @@ async function serveForeground(root: string, o: ServeOptions): Promise<void> {
     removeDaemonInfo(root, process.pid);
     process.exit(signal === 'SIGINT' ? 130 : 143);
   };
+  // Listening before the daemon starts: a signal that comes while it starts (or right after it
+  // logs that it listens) must not kill the process with the default action.
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
+    daemon = await startDaemon({ root, host: o.host, port: o.port, env: env as NodeJS.ProcessEnv, console: pretty ? prettyLogSink(write) : write });
+    if (signals) void daemon.close();
     await daemon.closed;
   } finally {
     process.off('SIGINT', onSignal);
