@@ -154,7 +154,12 @@ describe('signals', () => {
     sock.on('error', () => undefined); // reset when the daemon quits: expected
     await new Promise((r) => sock.once('connect', r));
     const key = readFileSync(join(root, '.svc', 'local.key'), 'utf8').trim();
-    sock.write(`POST /api/v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"ti`);
+    // Expect: 100-continue makes the server say when it has the request head (the request is then
+    // in flight, and the graceful close waits for it); the body never comes.
+    const continued = new Promise((r) => sock.on('data', (c) => String(c).includes('100 Continue') && r(undefined)));
+    sock.write(`POST /api/v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n`);
+    await continued;
+    sock.write('{"ti');
     let out = '';
     child.stdout!.on('data', (c) => (out += c));
     child.kill('SIGTERM');
