@@ -92,7 +92,7 @@ describe('serve output', () => {
     const root = makeProject();
     let out = '';
     const lines: string[] = [];
-    const sink = prettyLogSink((t) => (out += t));
+    const sink = prettyLogSink((t) => (out += t), { quietStart: true });
     const records = [
       { time: '2026-01-01T12:01:02.000Z', level: 'info', msg: 'skills indexed', count: 0 },
       { time: '2026-01-01T12:01:02.000Z', level: 'info', msg: 'vault master key', source: 'file', where: '/x', entries: 0, keychainSkipped: 'the OS keychain is unavailable: Platform secure storage failure: DBus error: The name org.freedesktop.secrets was not provided by any .service files\n  at dbus::…' },
@@ -110,6 +110,10 @@ describe('serve output', () => {
     expect(printed[1]).toBe('svc 1.2.3 listening on http://127.0.0.1:7420 — project demo, vault key from file');
     expect(printed[2]).toMatch(/^\d\d:\d\d:\d\d 201 POST \/api\/v1\/tasks 3\.2 ms$/);
     expect(formatRecord({ level: 'warn', msg: 'slow', ms: 900 })).toMatch(/warn {2}slow ms=900$/);
+    // `svc logs` starts anywhere in the file: nothing is held back waiting for a start line.
+    let logs = '';
+    prettyLogSink((t) => (logs += t))(JSON.stringify(records[3]));
+    expect(logs).toMatch(/^\d\d:\d\d:\d\d 201 POST \/api\/v1\/tasks 3\.2 ms\n$/);
   });
 
   it('svc serve in a (pseudo) terminal prints readable lines, with --log-format json it prints JSON, and the file is JSON either way', async () => {

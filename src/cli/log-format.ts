@@ -60,11 +60,12 @@ export function formatRecord(r: LogRecord, vaultSource?: string): string {
 
 /**
  * A sink for the daemon's JSON lines that writes them readable. Stateful only in what it has seen:
- * the vault's key source, logged before the start line that names it.
+ * the vault's key source, logged before the start line that names it. With `quietStart` (the
+ * serve command's terminal) the informational lines before the start line are left to the file.
  */
-export function prettyLogSink(write: (text: string) => void): (line: string) => void {
+export function prettyLogSink(write: (text: string) => void, opts: { quietStart?: boolean } = {}): (line: string) => void {
   let vaultSource: string | undefined;
-  let started = false;
+  let started = !opts.quietStart;
   return (line) => {
     let r: LogRecord;
     try {

@@ -131,7 +131,7 @@ async function serveForeground(root: string, o: ServeOptions): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    daemon = await startDaemon({ root, host: o.host, port: o.port, env: env as NodeJS.ProcessEnv, console: pretty ? prettyLogSink(write) : write });
+    daemon = await startDaemon({ root, host: o.host, port: o.port, env: env as NodeJS.ProcessEnv, console: pretty ? prettyLogSink(write, { quietStart: true }) : write });
     if (signals) void daemon.close();
     await daemon.closed;
   } finally {
