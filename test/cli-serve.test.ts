@@ -1,8 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatRecord, prettyLogSink } from '../src/cli/log-format.js';
+import { SvcClient } from '../src/client/client.js';
+import { stopDaemon } from '../src/resources/system/serve-command.js';
 import { readDaemonInfo } from '../src/state-dir.js';
 import { exited, serve, svc } from './cli-helpers.js';
 import { makeProject } from './harness.js';
@@ -84,6 +87,26 @@ describe('serve --detach, stop, restart, logs', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('exited (1) before it answered');
     expect(r.stderr).toContain('server.port');
+  });
+});
+
+describe('stop', () => {
+  it('says so, naming the pid, when the daemon has not exited in time', async () => {
+    // A "daemon" that accepts the shutdown request and stays: this test process itself.
+    const server = createServer((_req, res) => res.writeHead(202, { 'content-type': 'application/json' }).end('{"ok":true,"data":{"stopping":true}}'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const root = makeProject();
+    mkdirSync(join(root, '.svc'), { mode: 0o700 });
+    writeFileSync(join(root, '.svc', 'daemon.json'), JSON.stringify({ pid: process.pid, url }));
+    try {
+      const err = await stopDaemon({ json: false, yes: false, root, client: new SvcClient({ url }) }, 300).catch((e) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(err.message).toBe(`the daemon (pid ${process.pid}) did not exit within 0.3 s`);
+      expect(err.hint).toContain(`kill ${process.pid}`);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 });
 

@@ -165,16 +165,16 @@ export function serveCommand(): Command {
  * Asks the daemon to shut down and waits until its process has exited (so `svc stop && svc serve`
  * works); a daemon that is still there after 10 s is an error naming its pid.
  */
-async function stopDaemon(ctx: CliContext): Promise<DaemonInfo | null> {
+export async function stopDaemon(ctx: CliContext, timeoutMs = STOP_TIMEOUT_MS): Promise<DaemonInfo | null> {
   const info = ctx.root ? runningDaemon(ctx.root) : null;
   await ctx.client.post('/api/v1/shutdown');
-  const deadline = Date.now() + STOP_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (info ? !pidAlive(info.pid) : await gone(ctx.client)) return info;
     await sleep(POLL_MS);
   }
   throw new CliError(
-    `the daemon${info ? ` (pid ${info.pid})` : ''} did not exit within ${STOP_TIMEOUT_MS / 1000} s`,
+    `the daemon${info ? ` (pid ${info.pid})` : ''} did not exit within ${timeoutMs / 1000} s`,
     info ? `see \`svc logs\`; end it with \`kill ${info.pid}\`` : 'see `svc logs`',
   );
 }
