@@ -1,9 +1,10 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatBytes, formatDuration, relativeTime, shortId } from '../src/cli/human.js';
 import { matchIds } from '../src/cli/ids.js';
 import { withIo, type CliIo } from '../src/cli/io.js';
 import { table } from '../src/cli/output.js';
-import { svcAgainst, type SvcOptions } from './cli-helpers.js';
+import { SVC, svcAgainst, type SvcOptions } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 
 // Short ids, human times, tables that fit the terminal, and confirmations, through the in-process
@@ -152,6 +153,23 @@ describe('confirmations', () => {
     expect(yes.code, yes.stderr).toBe(0);
     expect(yes.stdout).toBe(`removed task ${keep.id.slice(-8)}\n`);
     expect((await d.api('GET', `/api/v1/tasks/${keep.id}`)).status).toBe(404);
+  });
+
+  it('the real binary asks on a real pseudo-terminal (script(1)), and proceeds on "y"', async () => {
+    const has = spawnSync('sh', ['-c', 'command -v script'], { encoding: 'utf8' });
+    if (has.status !== 0) return; // util-linux script(1) is not installed here
+    const t = await newTask('on a pty');
+    const child = spawn('script', ['-qec', `${process.execPath} ${SVC} --url ${d.url} --api-key ${d.key} tasks rm ${t.id.slice(-6)}`, '/dev/null'], {
+      env: { ...process.env, NO_COLOR: '1', SERVICE_API_KEY: '' },
+    });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    await expect.poll(() => out, { timeout: 15_000 }).toContain('[y/N]');
+    child.stdin.write('y\n');
+    const code = await new Promise((r) => child.on('close', r));
+    expect(code).toBe(0);
+    expect(out).toContain(`removed task ${t.id.slice(-8)}`);
+    expect((await d.api('GET', `/api/v1/tasks/${t.id}`)).status).toBe(404);
   });
 
   it('names what --cascade takes with it', async () => {
