@@ -112,6 +112,9 @@ describe('finding the daemon', () => {
     const j = await run('--json', 'agents', 'show', 'ghost');
     expect(j.code).toBe(1);
     expect(JSON.parse(j.stderr)).toEqual({ code: 'not_found', error: 'Agent "ghost" not found.', status: 404 });
+    const unknown = await run('--json', 'tasks', 'ls', '--colour');
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stderr)).toEqual({ code: 'usage', error: "unknown option '--colour'", hint: expect.stringContaining('--help') });
     const usage = await run('--json', 'tasks', 'show', 'ab');
     expect(usage.code).toBe(2);
     expect(JSON.parse(usage.stderr)).toEqual({ code: 'usage', error: expect.stringContaining('too short') });

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { packageVersion } from '../lib/version.js';
 import { fail } from './action.js';
 import { COMMANDS } from './commands.js';
-import { EXIT } from './context.js';
+import { EXIT, UsageError } from './context.js';
 import { withIo, type CliIo, type InStream, type OutStream } from './io.js';
 
 export interface RunOptions {
@@ -52,18 +52,21 @@ export async function buildProgram(argv: string[], all = false): Promise<Command
   return program;
 }
 
-/** Usage errors exit 2 everywhere (commander's default is 1, which we keep for API errors). */
-function configure(cmd: Command, io: CliIo): void {
+/**
+ * Usage errors exit 2 everywhere (commander's default is 1, which we keep for API errors). With
+ * --json, commander's own error text is held back: run() prints the error as JSON instead.
+ */
+function configure(cmd: Command, io: CliIo, json: boolean): void {
   cmd.exitOverride();
   cmd.configureOutput({
     writeOut: (s) => void io.stdout.write(s),
-    writeErr: (s) => void io.stderr.write(s),
+    writeErr: (s) => void (json ? undefined : io.stderr.write(s)),
     getOutHelpWidth: () => io.columns,
     getErrHelpWidth: () => io.columns,
     getOutHasColors: () => io.color,
     getErrHasColors: () => io.color,
   });
-  cmd.commands.forEach((c) => configure(c, io));
+  cmd.commands.forEach((c) => configure(c, io, json));
 }
 
 /**
@@ -83,17 +86,19 @@ export async function run(argv: string[], opts: RunOptions): Promise<number> {
     columns: opts.columns ?? (opts.stdout.columns || 100),
     exitCode: EXIT.ok,
   };
+  const json = argv.includes('--json');
   return withIo(io, async () => {
     try {
       const program = await buildProgram(argv);
-      configure(program, io);
+      configure(program, io, json);
       await program.parseAsync(argv, { from: 'user' });
     } catch (err) {
       if (err instanceof CommanderError) {
         const benign = ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code);
         io.exitCode = benign ? EXIT.ok : EXIT.usage;
+        if (!benign && json) fail(new UsageError(err.message.replace(/^error: /, ''), 'run `svc --help` for the commands, or `svc <command> --help`'), true);
       } else {
-        fail(err, argv.includes('--json'));
+        fail(err, json);
       }
     }
     return io.exitCode;
