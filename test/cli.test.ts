@@ -124,6 +124,18 @@ describe('finding the daemon', () => {
   });
 });
 
+describe('the real binary (child processes: exit codes as a shell sees them)', () => {
+  it('exits 0, 1, 2 and 3', async () => {
+    const { svcChild } = await import('./cli-helpers.js');
+    const version = await svcChild(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    expect((await svcChild(['agents', 'show', 'ghost'], { cwd: d.root })).code).toBe(1);
+    expect((await svcChild(['tasks', 'show', 'ab'], { cwd: d.root })).code).toBe(2);
+    expect((await svcChild(['agents', 'ls', '--url', 'http://127.0.0.1:9', '--api-key', 'whatever-0123456789'])).code).toBe(3);
+  });
+});
+
 describe('output', () => {
   it('exits quietly when the reader of its output goes away (svc openapi | head)', async () => {
     const { spawn } = await import('node:child_process');
