@@ -63,15 +63,15 @@ export function formatRecord(r: LogRecord, vaultSource?: string): string {
  * the vault's key source, logged before the start line that names it. With `quietStart` (the
  * serve command's terminal) the informational lines before the start line are left to the file.
  */
-export function prettyLogSink(write: (text: string) => void, opts: { quietStart?: boolean } = {}): (line: string) => void {
+export function prettyLogSink(write: (text: string) => void, opts: { quietStart?: boolean } = {}): (lines: string) => void {
   let vaultSource: string | undefined;
   let started = !opts.quietStart;
-  return (line) => {
+  const one = (line: string) => {
     let r: LogRecord;
     try {
       r = JSON.parse(line) as LogRecord;
     } catch {
-      write(line);
+      write(line + '\n');
       return;
     }
     if (r.msg === 'vault master key') {
@@ -83,5 +83,9 @@ export function prettyLogSink(write: (text: string) => void, opts: { quietStart?
     }
     if (r.msg === 'listening') started = true;
     write(formatRecord(r, vaultSource) + '\n');
+  };
+  // The daemon hands on its lines in batches: one or more whole lines per call.
+  return (lines) => {
+    for (const line of lines.split('\n')) if (line) one(line);
   };
 }

@@ -131,7 +131,10 @@ async function serveForeground(root: string, o: ServeOptions): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    daemon = await startDaemon({ root, host: o.host, port: o.port, env: env as NodeJS.ProcessEnv, console: pretty ? prettyLogSink(write, { quietStart: true }) : write });
+    // JSON lines to the process's own stdout go the daemon's default way (off the event loop); a
+    // terminal gets them readable, and an in-process run (tests) gets them in its own stream.
+    const console = pretty ? prettyLogSink(write, { quietStart: true }) : stdout === process.stdout ? undefined : write;
+    daemon = await startDaemon({ root, host: o.host, port: o.port, env: env as NodeJS.ProcessEnv, console });
     if (signals) void daemon.close();
     await daemon.closed;
   } finally {
