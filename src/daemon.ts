@@ -38,6 +38,11 @@ export interface DaemonOptions {
   env?: NodeJS.ProcessEnv;
   /** Where log lines go; default stdout plus .svc/logs/daemon.log. */
   log?: Logger;
+  /**
+   * Where the default logger's lines go besides the log file, in batches of whole lines (default:
+   * stdout, written off the event loop; `svc serve` on a terminal makes them readable).
+   */
+  console?: (lines: string) => void;
   /** Validate every response against its schema (on in tests). */
   checkResponses?: boolean;
   /** Time for timers and deadlines (approval timeouts); tests pass a fake clock. Default: the system's. */
@@ -92,12 +97,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
   ensurePrivateDir(paths.dir);
   // Lines go out in batches every 25 ms, written off the event loop to stdout and the file, never
-  // as a synchronous write per request; close() hands on the last ones.
+  // as a synchronous write per request; close() hands on the last ones. `console` takes stdout's
+  // place when given (svc serve on a terminal prints the batches readable).
   const logFile = opts.log ? null : new LogFile({ dir: paths.logs }, logFileOptions(env));
-  const stdout = opts.log ? null : new LogFile({ fd: 1 }, { ...DEFAULT_LOG_FILE, maxQueuedBytes: 1024 * 1024 });
+  const stdout = opts.log || opts.console ? null : new LogFile({ fd: 1 }, { ...DEFAULT_LOG_FILE, maxQueuedBytes: 1024 * 1024 });
   const lines = logFile
     ? lineBuffer((chunk) => {
-        stdout!.write(chunk);
+        if (opts.console) opts.console(chunk);
+        else stdout!.write(chunk);
         logFile.write(chunk);
       })
     : null;

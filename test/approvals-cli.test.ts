@@ -34,14 +34,17 @@ describe('svc approvals (child process)', () => {
     const ls = await svc('approvals', 'ls');
     expect(ls.code, ls.stderr).toBe(0);
     expect(ls.stdout).toMatch(/^ID\s+STATUS\s+AGE\s+TASK\s+REQUESTED BY\s+TIMEOUT\s+TITLE/);
-    const row = ls.stdout.split('\n').find((l) => l.startsWith(gate.id))!;
-    expect(row).toMatch(new RegExp(`^${gate.id}\\s+pending\\s+\\d+s\\s+${task.id}\\s+ana\\s+reject in 1h\\s+deploy to prod\\?$`));
+    // Short ids (the random end of each id), never the full ones.
+    const row = ls.stdout.split('\n').find((l) => l.startsWith(gate.id.slice(-8)))!;
+    expect(row).toMatch(new RegExp(`^${gate.id.slice(-8)}\\s+pending\\s+\\d+s\\s+${task.id.slice(-8)}\\s+ana\\s+reject in 1h\\s+deploy to prod\\?$`));
+    expect(ls.stdout).not.toContain(gate.id);
     // NO_COLOR: no escape codes, even for pending rows.
     expect(ls.stdout).not.toContain('\x1b[');
 
-    const approve = await svc('approvals', 'approve', gate.id, '--note', 'ok', '--by', 'lead');
+    // A short id works, and the answer says where the decision left the task.
+    const approve = await svc('approvals', 'approve', gate.id.slice(-6), '--note', 'ok', '--by', 'lead');
     expect(approve.code, approve.stderr).toBe(0);
-    expect(approve.stdout).toBe(`approved ${gate.id} (task ${task.id})\n`);
+    expect(approve.stdout).toBe(`approved ${gate.id.slice(-8)}; task ${task.id.slice(-8)} is now assigned\n`);
     expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('assigned');
 
     const show = await svc('approvals', 'show', gate.id);
@@ -91,7 +94,7 @@ describe('svc approvals request', () => {
     const other = (await d.api('POST', '/api/v1/tasks', { body: { title: 'plain' } })).body.data;
     const human = await svc('approvals', 'request', other.id, '--title', 'ok?', '--timeout', '10m');
     expect(human.code, human.stderr).toBe(0);
-    expect(human.stdout).toMatch(new RegExp(`^requested \\S+: task ${other.id} is awaiting approval; reject automatically in 10m\\n$`));
+    expect(human.stdout).toMatch(new RegExp(`^requested \\S{8}; task ${other.id.slice(-8)} is now awaiting_approval; reject automatically in 10m\\n$`));
 
     for (const args of [
       ['--title', 'x', '--timeout', 'soon'],

@@ -535,17 +535,17 @@ describe('svc missions (CLI)', () => {
     expect(mission.tasks[1].dependsOn).toEqual([mission.tasks[0].id]);
 
     const ls = await svc('missions', 'ls');
-    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+DONE\s+DEADLINE\s+NAME/);
-    expect(ls.stdout).toMatch(new RegExp(`${mission.id}\\s+draft\\s+0/2`));
+    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+DONE\s+DEADLINE\s+UPDATED\s+NAME/);
+    expect(ls.stdout).toMatch(new RegExp(`^${mission.id.slice(-8)}\\s+draft\\s+0/2`, 'm'));
 
-    const start = await svc('missions', 'start', mission.id);
+    const start = await svc('missions', 'start', mission.id.slice(-5));
     expect(start.code, start.stderr).toBe(0);
     expect(start.stdout).toContain('is now active: pending 2 (0/2 done)');
 
     const show = await svc('missions', 'show', mission.id);
     expect(show.stdout).toMatch(/status\s+active/);
     expect(show.stdout).toMatch(/progress\s+pending 2 \(0\/2 done\)/);
-    expect(show.stdout).toContain(mission.tasks[0].id);
+    expect(show.stdout).toContain(mission.tasks[0].id.slice(-8));
 
     expect((await svc('missions', 'pause', mission.id)).stdout).toContain('is now paused');
     const again = await svc('missions', 'pause', mission.id);
@@ -554,9 +554,9 @@ describe('svc missions (CLI)', () => {
     expect((await svc('missions', 'resume', mission.id)).stdout).toContain('is now active');
     expect((await svc('missions', 'cancel', mission.id)).stdout).toContain('is now cancelled');
 
-    const rm = await svc('missions', 'rm', mission.id, '--cascade');
+    const rm = await svc('missions', 'rm', mission.id, '--cascade', '--yes');
     expect(rm.code, rm.stderr).toBe(0);
-    expect(rm.stdout).toContain('and its tasks');
+    expect(rm.stdout).toContain('and its 2 tasks');
     expect((await d.api('GET', `/api/v1/tasks/${mission.tasks[0].id}`)).status).toBe(404);
 
     const missing = await svc('missions', 'add', join(d.root, 'nope.json'));

@@ -2,8 +2,10 @@ import { z } from 'zod';
 import { IdCursor, PageLimit, Timestamp } from '../common.js';
 import { TaskIn, TaskOut } from '../tasks/schema.js';
 import { TASK_STATES } from '../tasks/state.js';
+import { MISSION_STATES } from './values.js';
 
-export const MISSION_STATES = ['draft', 'active', 'paused', 'completed', 'failed', 'cancelled'] as const;
+export { MISSION_STATES };
+
 export type MissionState = (typeof MISSION_STATES)[number];
 export const MissionStatus = z.enum(MISSION_STATES);
 

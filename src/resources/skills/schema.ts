@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { Timestamp } from '../common.js';
-import { SKILL_NAME_RE } from './parse.js';
+
+/** Skill (folder) names: kebab-case, as the Agent Skills format requires. */
+export const SKILL_NAME_RE = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 export const SkillName = z.string().regex(SKILL_NAME_RE, 'must be kebab-case: 1-64 lowercase letters, digits or "-", starting with a letter or digit');
 

@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { IdCursor, PageLimit, Timestamp } from '../common.js';
 import { TASK_STATES } from './state.js';
+import { PRIORITIES } from './values.js';
+
+export { PRIORITIES };
 
 export const TaskStatus = z.enum(TASK_STATES);
 
 /** Named levels rather than numbers: they read the same in the API, the CLI and events. */
-export const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 export const Priority = z.enum(PRIORITIES).describe('low | normal | high | urgent; default normal.');
 
 export const DEFAULT_MAX_RETRIES = 3;

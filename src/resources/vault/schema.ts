@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { PageLimit, Timestamp } from '../common.js';
+import { VAULT_TYPES } from './values.js';
 
-export const VAULT_TYPES = ['smtp', 'imap', 'oauth', 'api_key', 'login', 'custom'] as const;
+export { VAULT_TYPES };
+
 
 const MAX_KEYS = 100;
 
