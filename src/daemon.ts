@@ -18,6 +18,7 @@ import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { startSkills } from './resources/skills/live-index.js';
+import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
 import { openVault } from './resources/vault/keys.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 
@@ -165,6 +166,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   try {
     workers.push(await startSkills(app));
     workers.push(startApprovalTimeouts(app));
+    // Claims are leases: release tasks whose holder stopped sending heartbeats (also while we were down).
+    workers.push(app.services.provide(LEASE_REAPER, startLeaseReaper(app)));
   } catch (err) {
     for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
     db.close();
