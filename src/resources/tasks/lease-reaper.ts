@@ -17,7 +17,7 @@ export const LEASE_REAPER = serviceKey<LeaseReaper>('tasks.leaseReaper');
  * start (before the daemon listens) the ones that ran out while it was down are released at once,
  * so a dead agent's task never stays held across a restart. `now` is the clock (tests pass a fake).
  */
-export function startLeaseReaper(app: App, now: () => number = Date.now): LeaseReaper {
+export function startLeaseReaper(app: App, now: () => number = () => Date.now()): LeaseReaper {
   const scheduler = new TimeoutScheduler({
     now,
     candidates: (at) => expiringLeases(app, at),
