@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,6 +63,19 @@ describe('svc mcp (stdio, the SDK client spawning it)', () => {
     expect(sse.messages.map((m) => m.event)).toEqual(['task:created', 'task:transition', 'task:transition', 'task:claimed', 'task:transition', 'task:transition']);
     sse.close();
     await client.close();
+  });
+
+  it('exits 0 when the agent tool closes its stdin', async () => {
+    const child = spawn(process.execPath, [SVC, 'mcp', '--project', d.root], { env: { ...process.env, SERVICE_API_KEY: '', SVC_URL: '', SVC_PROJECT: '' } });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+    child.stdin.write(JSON.stringify(init) + '\n');
+    for (let i = 0; i < 200 && !out.includes('\n'); i++) await new Promise((r) => setTimeout(r, 25));
+    expect(JSON.parse(out.split('\n')[0]!)).toMatchObject({ id: 1, result: { serverInfo: { name: 'svc' } } });
+    child.stdin.end();
+    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    expect(code).toBe(0);
   });
 
   it('says on stderr, and exits 3, when no daemon runs for the project', async () => {
