@@ -23,7 +23,13 @@ export const taskTools = [
     title: 'List tasks',
     description:
       'List tasks on the board, newest first. Filter by status (draft, pending, assigned, in_progress, review, awaiting_approval, done, failed), assignTo (agent name) or missionId. Returns up to `limit` tasks and a nextCursor for the next page (null on the last).',
-    input: z.strictObject({ status: TaskStatus.optional(), assignTo: z.string().min(1).max(64).optional(), missionId: z.string().min(1).max(128).optional(), limit, cursor }),
+    input: z.strictObject({
+      status: TaskStatus.optional().describe('Only tasks in this state.'),
+      assignTo: z.string().min(1).max(64).optional().describe('Only tasks assigned to this agent.'),
+      missionId: z.string().min(1).max(128).optional().describe('Only tasks of this mission.'),
+      limit,
+      cursor,
+    }),
     output: z.object({ tasks: z.array(TaskOut), nextCursor: z.string().nullable() }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
     handler: ({ app }, q) => {
