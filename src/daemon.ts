@@ -19,6 +19,7 @@ import { ROUTES } from './routes.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { startSkills } from './resources/skills/live-index.js';
 import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
+import { MCP_DOOR, startMcp } from './tools/mcp.js';
 import { openVault } from './resources/vault/keys.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 
@@ -168,6 +169,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     workers.push(startApprovalTimeouts(app));
     // Claims are leases: release tasks whose holder stopped sending heartbeats (also while we were down).
     workers.push(app.services.provide(LEASE_REAPER, startLeaseReaper(app)));
+    // The agent tools over MCP (POST /mcp): one SDK Server for every client of this daemon.
+    workers.push(app.services.provide(MCP_DOOR, await startMcp(app)));
   } catch (err) {
     for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
     db.close();

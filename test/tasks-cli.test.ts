@@ -23,7 +23,7 @@ describe('svc tasks', () => {
 
     const ls = await svc('tasks', 'ls');
     expect(ls.code).toBe(0);
-    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+PRIORITY\s+ASSIGNEE\s+TITLE/);
+    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+PRIORITY\s+ASSIGNEE\s+LEASE\s+TITLE/);
     expect(ls.stdout).toContain(task.id);
     expect(ls.stdout).toContain('ship the CLI');
 
@@ -40,7 +40,10 @@ describe('svc tasks', () => {
 
     const claim = await svc('tasks', 'claim', task.id, '--agent', 'ana');
     expect(claim.code, claim.stderr).toBe(0);
-    expect(claim.stdout).toContain('claimed by ana (in_progress)');
+    expect(claim.stdout).toContain('claimed by ana (in_progress); lease ');
+    // The holder and how long its lease has left (default 15 minutes).
+    const held = await svc('tasks', 'ls', '--status', 'in_progress');
+    expect(held.stdout).toMatch(new RegExp(`${task.id}\\s+in_progress\\s+high\\s+ana\\s+15m left\\s+ship the tasks CLI`));
 
     const illegal = await svc('tasks', 'mv', task.id, 'done');
     expect(illegal.code).toBe(1);

@@ -3,10 +3,20 @@ import { action, collect, parseIntOption } from '../../cli/action.js';
 import { UsageError } from '../../cli/context.js';
 import { emit, keyValues, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
-import { PRIORITIES, type Task } from './schema.js';
+import { PRIORITIES, type Claimed, type Task } from './schema.js';
 import { TASK_STATES } from './state.js';
 
 const path = (id: string) => `/api/v1/tasks/${seg(id)}`;
+
+/** How long a claim lease has left, for people: "14m left", "45s left", "expired". */
+export function leaseLeft(expiresAt: string | null, now = Date.now()): string | null {
+  if (expiresAt === null) return null;
+  const s = Math.ceil((Date.parse(expiresAt) - now) / 1000);
+  if (s <= 0) return 'expired';
+  if (s < 60) return `${s}s left`;
+  if (s < 3600) return `${Math.ceil(s / 60)}m left`;
+  return `${Math.floor(s / 3600)}h${String(Math.ceil((s % 3600) / 60)).padStart(2, '0')}m left`;
+}
 
 const taskTable = (tasks: Task[]) =>
   table(
@@ -16,6 +26,8 @@ const taskTable = (tasks: Task[]) =>
       { header: 'STATUS', value: (t) => t.status },
       { header: 'PRIORITY', value: (t) => t.priority },
       { header: 'ASSIGNEE', value: (t) => t.assignTo },
+      // The assignee of an in_progress claimed task is its holder; this is its lease.
+      { header: 'LEASE', value: (t) => leaseLeft(t.leaseExpiresAt) },
       { header: 'TITLE', value: (t) => t.title },
     ],
     'no tasks; add one with `svc tasks add <title>`',
@@ -152,8 +164,8 @@ export function tasksCommand(): Command {
     .requiredOption('--agent <agent>', 'the claiming agent')
     .action(
       action(async (ctx, id: string, o: { agent: string }) => {
-        const task = await ctx.client.post<Task>(`${path(id)}/claim`, { agent: o.agent });
-        emit(ctx.json, task, () => `task ${task.id} claimed by ${o.agent} (${task.status})\n`);
+        const task = await ctx.client.post<Claimed>(`${path(id)}/claim`, { agent: o.agent });
+        emit(ctx.json, task, () => `task ${task.id} claimed by ${o.agent} (${task.status}); lease ${task.leaseId} until ${task.leaseExpiresAt}\n`);
       }),
     );
 
