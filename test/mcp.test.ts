@@ -204,6 +204,29 @@ describe('MCP access', () => {
     expect(JSON.parse(ok.body).result.tools.length).toBe(TOOLS.length);
     expect((await rawRequest(d.url, { method: 'POST', path: '/mcp', headers: { ...headers, origin: 'https://evil.example' }, body: init })).status).toBe(403);
     expect((await rawRequest(d.url, { method: 'POST', path: '/mcp', headers: { ...headers, host: 'evil.example' }, body: init })).status).toBe(403);
+    // Notifications alone: 202 with no body. A batch: one answer per request, in order.
+    const note = await rawRequest(d.url, { method: 'POST', path: '/mcp', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    expect([note.status, note.body]).toEqual([202, '']);
+    const batch = await rawRequest(d.url, {
+      method: 'POST',
+      path: '/mcp',
+      headers,
+      body: JSON.stringify([
+        { jsonrpc: '2.0', id: 'a', method: 'ping' },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'agent_list', arguments: {} } },
+      ]),
+    });
+    expect(batch.status).toBe(200);
+    const answers = JSON.parse(batch.body);
+    expect(answers.map((a: { id: unknown }) => a.id)).toEqual(['a', 7]);
+    expect(answers[1].result.structuredContent.agents.map((a: { name: string }) => a.name)).toEqual(['ana', 'bob']);
+    // Not MCP: refused with a JSON-RPC error, never a crash.
+    expect((await rawRequest(d.url, { method: 'POST', path: '/mcp', headers, body: '{"hello":"world"}' })).status).toBe(400);
+    expect((await rawRequest(d.url, { method: 'POST', path: '/mcp', headers: { ...headers, accept: 'text/html' }, body: init })).status).toBe(406);
+    expect((await rawRequest(d.url, { method: 'POST', path: '/mcp', headers: { ...headers, 'mcp-protocol-version': '1999-01-01' }, body: init })).status).toBe(400);
+    const unknownMethod = JSON.parse((await rawRequest(d.url, { method: 'POST', path: '/mcp', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'resources/list' }) })).body);
+    expect(unknownMethod).toMatchObject({ id: 3, error: { code: -32601 } });
     for (const method of ['GET', 'DELETE']) {
       const r = await rawRequest(d.url, { method, path: '/mcp', headers });
       expect(r.status).toBe(405);
