@@ -281,8 +281,9 @@ const NEXT_BATCH = 20;
 
 /**
  * Claims the task an agent should do next, or returns null when none is ready for it: the most
- * urgent priority first; within a priority, assigned tasks before pending ones, then the oldest. A candidate another rule refuses (a paused mission) is skipped, not fatal.
- * One synchronous transaction, so two agents asking at once never get the same task.
+ * urgent priority first; within a priority, assigned tasks before pending ones, then the oldest.
+ * A candidate another rule refuses (a paused mission) is skipped, not fatal. One synchronous
+ * transaction, so two agents asking at once never get the same task.
  */
 export function nextTask(app: App, agent: string): Claimed | null {
   return app.events.write(() => {
