@@ -109,6 +109,21 @@ describe('POST /api/v1/tasks/next', () => {
     const none = await d.api('POST', '/api/v1/tasks/next', { body: { agent: 'ana' } });
     expect(none.body.data).toEqual({ task: null });
   });
+
+  it('skips candidates another rule refuses, past the first batch, and changes nothing for them', async () => {
+    const tasks = Array.from({ length: 25 }, (_, i) => ({ title: `paused ${i}` }));
+    const mission = (await d.api('POST', '/api/v1/missions', { body: { name: 'on hold', tasks } })).body.data;
+    expect((await d.api('POST', `/api/v1/missions/${mission.id}/start`)).status).toBe(200);
+    expect((await d.api('POST', `/api/v1/missions/${mission.id}/pause`)).status).toBe(200);
+    const free = await newTask('free');
+    const mark = d.daemon.app.events.lastId();
+    const res = await d.api('POST', '/api/v1/tasks/next', { body: { agent: 'ana' } });
+    expect(res.body.data.task).toMatchObject({ id: free, assignTo: 'ana' });
+    // Only the free task moved: the refused candidates left no events and no assignee behind.
+    expect(new Set(d.daemon.app.events.since(mark, 100).map((e) => e.data.taskId))).toEqual(new Set([free]));
+    const held = (await d.api('GET', `/api/v1/tasks?missionId=${mission.id}&limit=200`)).body.data;
+    expect(held.every((t: { status: string; assignTo: string | null }) => t.status === 'pending' && t.assignTo === null)).toBe(true);
+  });
 });
 
 describe('lease expiry (fake clock)', () => {

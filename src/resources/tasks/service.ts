@@ -276,8 +276,10 @@ export function claimTask(app: App, id: string, agent: string): Claimed {
   });
 }
 
-/** How many candidates of one state and priority task_next looks at before giving up on them. */
+/** Candidates are read this many at a time... */
 const NEXT_BATCH = 20;
+/** ...and at most this many are tried in all, so one call stays bounded on a board of refusals. */
+const NEXT_MAX_TRIED = 1000;
 
 /**
  * Claims the task an agent should do next, or returns null when none is ready for it: the most
@@ -288,14 +290,22 @@ const NEXT_BATCH = 20;
 export function nextTask(app: App, agent: string): Claimed | null {
   return app.events.write(() => {
     checkAssignee(app, agent, 'body.agent');
+    let tried = 0;
     for (const priority of [...PRIORITIES].reverse()) {
       for (const status of ['assigned', 'pending'] as const) {
-        for (const id of store.claimableTasks(app.db, status, priority, agent, NEXT_BATCH)) {
-          try {
-            return claimTask(app, id, agent);
-          } catch (err) {
-            if (!(err instanceof AppError)) throw err;
+        let after = '';
+        for (;;) {
+          const batch = store.claimableTasks(app.db, status, priority, agent, after, NEXT_BATCH);
+          for (const id of batch) {
+            try {
+              return claimTask(app, id, agent);
+            } catch (err) {
+              if (!(err instanceof AppError)) throw err;
+              if (++tried >= NEXT_MAX_TRIED) return null;
+            }
           }
+          if (batch.length < NEXT_BATCH) break;
+          after = batch[batch.length - 1]!;
         }
       }
     }

@@ -292,17 +292,17 @@ export function expiringLeases(db: DB, now: string, limit: number): { id: string
 }
 
 /**
- * Ids of the oldest tasks in `status` with `priority` that `agent` may claim: unassigned or
- * assigned to it, and with every dependency done. Walks the (status, priority, id) index.
+ * Ids of the oldest tasks in `status` with `priority`, after the id `after`, that `agent` may claim:
+ * unassigned or assigned to it, and with every dependency done. Walks the (status, priority, id) index.
  */
-export function claimableTasks(db: DB, status: 'pending' | 'assigned', priority: Task['priority'], agent: string, limit: number): string[] {
+export function claimableTasks(db: DB, status: 'pending' | 'assigned', priority: Task['priority'], agent: string, after: string, limit: number): string[] {
   const rows = stmt(
     db,
     `SELECT t.id FROM tasks t
-     WHERE t.status = ? AND t.priority = ? AND (t.assign_to IS NULL OR t.assign_to = ?)
+     WHERE t.status = ? AND t.priority = ? AND t.id > ? AND (t.assign_to IS NULL OR t.assign_to = ?)
        AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks x ON x.id = d.depends_on WHERE d.task_id = t.id AND x.status <> 'done')
      ORDER BY t.id LIMIT ?`,
-  ).all(status, priority, agent, limit) as { id: string }[];
+  ).all(status, priority, after, agent, limit) as { id: string }[];
   return rows.map((r) => r.id);
 }
 
