@@ -39,7 +39,8 @@ async function load(url, { method = 'GET', path, headers = {}, body, check }) {
 
 const root = mkdtempSync(join(tmpdir(), 'svc-bench-mcp-'));
 writeFileSync(join(root, 'project.json'), JSON.stringify({ name: 'bench-mcp' }));
-const child = spawn(process.execPath, [SVC, 'serve', '--port', '0'], { cwd: root, env: { ...process.env, SVC_VAULT_KEY: 'ab'.repeat(32), SVC_KEYCHAIN: 'off', SERVICE_API_KEY: '' }, stdio: ['ignore', 'pipe', 'inherit'] });
+const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof for the daemon
+const child = spawn(process.execPath, [...nodeArgs, SVC, 'serve', '--port', '0'], { cwd: root, env: { ...process.env, SVC_VAULT_KEY: 'ab'.repeat(32), SVC_KEYCHAIN: 'off', SERVICE_API_KEY: '' }, stdio: ['ignore', 'pipe', 'inherit'] });
 const url = await new Promise((resolve, reject) => {
   let out = '';
   child.stdout.on('data', (c) => {

@@ -58,6 +58,7 @@ export function toCallToolResult(r: ToolResult): CallToolResult {
 
 /** The daemon's MCP server: one SDK Server, connected to one exchange transport, for every client. */
 export interface McpDoor {
+  app: App;
   transport: ExchangeTransport;
   close(): Promise<void>;
 }
@@ -67,25 +68,49 @@ export const MCP_DOOR = serviceKey<McpDoor>('tools.mcp');
 const principalOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Principal | null =>
   (extra.authInfo?.extra?.principal as Principal | undefined) ?? null;
 
+/** Runs one tools/call for `principal`; unknown tools are a protocol error (the spec's choice). */
+function callTool(app: App, principal: Principal | null, name: string, args: unknown): CallToolResult {
+  const tool = findTool(name);
+  if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}. tools/list names the tools this key may call.`);
+  try {
+    return toCallToolResult(runTool(tool, { app, principal }, args));
+  } catch (err) {
+    app.log.error('tool call failed', { tool: tool.name, ...errorFields(err) });
+    return toCallToolResult({ ok: false, code: 'internal', status: 500, message: 'Internal error.' });
+  }
+}
+
 export async function startMcp(app: App): Promise<McpDoor> {
   const server = new Server({ name: 'svc', title: 'svc task board', version: app.version }, { capabilities: { tools: { listChanged: false } } });
   server.setRequestHandler(ListToolsRequestSchema, (_req, extra) => {
     const principal = principalOf(extra);
     return { tools: TOOLS.filter((t) => mayUse(principal, t)).map(toolListing) };
   });
-  server.setRequestHandler(CallToolRequestSchema, (req, extra) => {
-    const tool = findTool(req.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}. tools/list names the tools this key may call.`);
-    try {
-      return toCallToolResult(runTool(tool, { app, principal: principalOf(extra) }, req.params.arguments));
-    } catch (err) {
-      app.log.error('tool call failed', { tool: tool.name, ...errorFields(err) });
-      return toCallToolResult({ ok: false, code: 'internal', status: 500, message: 'Internal error.' });
-    }
-  });
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool(app, principalOf(extra), req.params.name, req.params.arguments));
   const transport = new ExchangeTransport();
   await server.connect(transport);
-  return { transport, close: () => server.close() };
+  return { app, transport, close: () => server.close() };
+}
+
+/**
+ * tools/call, the one hot method, answered without the SDK's per-call machinery (it parses the
+ * request twice and the result once more with its own zod schemas, which cost more than the tool):
+ * the request is checked against the same CallToolRequestSchema shape by hand, the arguments by the
+ * tool's own input schema, and the result is built by toCallToolResult as the SDK path builds it.
+ * Anything that is not a well-formed tools/call goes through the SDK Server.
+ */
+function fastCall(door: McpDoor, principal: Principal | null, m: JSONRPCMessage): Promise<JSONRPCMessage> | null {
+  const msg = m as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: unknown; task?: unknown } };
+  if (msg.method !== 'tools/call' || msg.id === undefined || typeof msg.params !== 'object' || msg.params === null) return null;
+  const { name, arguments: args, task } = msg.params;
+  if (typeof name !== 'string' || task !== undefined || (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))) return null;
+  const id = msg.id as string | number;
+  try {
+    return Promise.resolve({ jsonrpc: '2.0', id, result: callTool(door.app, principal, name, args ?? {}) } as JSONRPCMessage);
+  } catch (err) {
+    const e = err instanceof McpError ? err : new McpError(ErrorCode.InternalError, 'Internal error.');
+    return Promise.resolve({ jsonrpc: '2.0', id, error: { code: e.code, message: e.message } } as JSONRPCMessage);
+  }
 }
 
 const rpcError = (code: number, message: string, id: unknown = null) => ({ jsonrpc: '2.0', id, error: { code, message } });
@@ -129,7 +154,9 @@ export async function handleMcp(door: McpDoor, principal: Principal | null, req:
     return send(res, 400, rpcError(-32600, 'Invalid Request: the body must be a JSON-RPC 2.0 message (or a batch of at most 100).'));
   }
   const authInfo = { token: '', clientId: principal?.name ?? 'daemon', scopes: [principal?.tools === 'read' ? 'tools:read' : 'tools:all'], extra: { principal } };
-  const answers = (await Promise.all(messages.map((m) => door.transport.exchange(m as JSONRPCMessage, authInfo)))).filter((a) => a !== null);
+  const answers = (
+    await Promise.all(messages.map((m) => fastCall(door, principal, m as JSONRPCMessage) ?? door.transport.exchange(m as JSONRPCMessage, authInfo)))
+  ).filter((a) => a !== null);
   if (!answers.length) return send(res, 202);
   send(res, 200, batch ? answers : answers[0]);
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listComments, addComment } from '../resources/tasks/comments.js';
+import { addComment, latestComments } from '../resources/tasks/comments.js';
 import { ClaimOut, CommentOut, LeaseOut, TaskIn, TaskOut, TaskStatus, TransitionIn } from '../resources/tasks/schema.js';
 import * as tasks from '../resources/tasks/service.js';
 import { defineTool } from './define.js';
@@ -45,7 +45,7 @@ export const taskTools = [
     input: z.strictObject({ taskId }),
     output: z.object({ task: TaskOut, comments: z.array(CommentOut).describe('The 20 latest notes, newest first.') }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, { taskId }) => ({ task: tasks.requireTask(app, taskId), comments: listComments(app, taskId, { limit: 20 }).items }),
+    handler: ({ app }, { taskId }) => ({ task: tasks.requireTask(app, taskId), comments: latestComments(app, taskId, 20) }),
     summary: (o) => `${line(o.task)}; ${o.comments.length} note(s)`,
   }),
   defineTool({

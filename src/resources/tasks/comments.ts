@@ -18,8 +18,11 @@ export function addComment(app: App, taskId: string, input: CommentInput, defaul
   });
 }
 
-/** Newest first, paged by id like every other list. */
+/** Newest first, paged by id like every other list; 404 for an unknown task. */
 export function listComments(app: App, taskId: string, q: { limit: number; cursor?: string }): Page<Comment> {
   requireTask(app, taskId);
   return toPage(store.listComments(app.db, taskId, q.cursor, q.limit + 1), q.limit, (c) => c.id);
 }
+
+/** The latest `n` notes of a task the caller has just read (no second lookup of the task). */
+export const latestComments = (app: App, taskId: string, n: number): Comment[] => store.listComments(app.db, taskId, undefined, n);
