@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOLS } from '../src/tools/index.js';
+import { handleMcp, MCP_DOOR } from '../src/tools/mcp.js';
 import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
 import { collect, type Collector } from './sse-collector.js';
 
@@ -173,6 +174,36 @@ describe('MCP over Streamable HTTP (the SDK client)', () => {
     const [na, nb] = await Promise.all([call(a, 'task_next', { agent: 'ana' }), call(b, 'task_next', { agent: 'bob' })]);
     expect([na.task, nb.task]).toEqual([null, null]);
     await Promise.all([a.close(), b.close()]);
+  });
+});
+
+describe('the tools/call fast path', () => {
+  /** Runs one message through handleMcp (fast path for tools/call) and returns the JSON answer. */
+  async function viaDoor(message: unknown, principal: any = null): Promise<any> {
+    let body = '';
+    const res = { writeHead() {}, end: (t?: string) => void (body = t ?? '') } as any;
+    await handleMcp(d.daemon.app.services.get(MCP_DOOR), principal, { headers: { accept: 'application/json' } } as any, res, message);
+    return JSON.parse(body);
+  }
+  /** The same message through the SDK Server (the path every other method takes). */
+  const viaSdk = (message: any, principal: any = null) =>
+    d.daemon.app.services.get(MCP_DOOR).transport.exchange(message, { token: '', clientId: 'x', scopes: [], extra: { principal } });
+
+  it.each([
+    ['a read', { name: 'agent_list', arguments: {} }, null],
+    ['a refusal', { name: 'task_get', arguments: { taskId: 'nope' } }, null],
+    ['bad input', { name: 'task_create', arguments: { title: 7 } }, null],
+    ['a write with a read-only key', { name: 'task_create', arguments: { title: 'x' } }, { name: 'reader', keyId: 'r', tools: 'read', source: 'project.json' }],
+    ['an unknown tool', { name: 'nope', arguments: {} }, null],
+  ])('answers %s exactly as the SDK Server does', async (_n, params, principal) => {
+    const message = { jsonrpc: '2.0', id: 42, method: 'tools/call', params };
+    expect(await viaDoor(message, principal)).toEqual(await viaSdk(message, principal));
+  });
+
+  it('leaves malformed calls to the SDK, which refuses them', async () => {
+    const answer = await viaDoor({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'agent_list', arguments: [1] } });
+    expect(answer).toMatchObject({ id: 5, error: { code: expect.any(Number), message: expect.stringMatching(/invalid/i) } });
+    expect(answer.result).toBeUndefined();
   });
 });
 
