@@ -41,9 +41,6 @@ describe('svc tasks', () => {
     const claim = await svc('tasks', 'claim', task.id, '--agent', 'ana');
     expect(claim.code, claim.stderr).toBe(0);
     expect(claim.stdout).toContain('claimed by ana (in_progress); lease ');
-    // The holder and how long its lease has left (default 15 minutes).
-    const held = await svc('tasks', 'ls', '--status', 'in_progress');
-    expect(held.stdout).toMatch(new RegExp(`${task.id}\\s+in_progress\\s+high\\s+ana\\s+15m left\\s+ship the tasks CLI`));
 
     const illegal = await svc('tasks', 'mv', task.id, 'done');
     expect(illegal.code).toBe(1);
@@ -63,6 +60,14 @@ describe('svc tasks', () => {
     const gone = await svc('tasks', 'show', task.id);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain('not_found');
+  });
+
+  it('shows the holder of a claimed task and how long its lease has left', async () => {
+    const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'leased in the CLI', priority: 'high' } })).body.data;
+    expect((await d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } })).status).toBe(200);
+    const held = await svc('tasks', 'ls', '--status', 'in_progress');
+    // Default lease: 15 minutes.
+    expect(held.stdout).toMatch(new RegExp(`${task.id}\\s+in_progress\\s+high\\s+ana\\s+15m left\\s+leased in the CLI`));
   });
 
   it('prints the next-page hint on stderr so --json stays one document', async () => {
