@@ -43,11 +43,16 @@ const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const child = spawn(process.execPath, [...nodeArgs, SVC, 'serve', '--port', '0'], { cwd: root, env: { ...process.env, SVC_VAULT_KEY: 'ab'.repeat(32), SVC_KEYCHAIN: 'off', SERVICE_API_KEY: '' }, stdio: ['ignore', 'pipe', 'inherit'] });
 const url = await new Promise((resolve, reject) => {
   let out = '';
-  child.stdout.on('data', (c) => {
+  const onData = (c) => {
     out += c;
     const m = /"msg":"listening","url":"([^"]+)"/.exec(out);
-    if (m) resolve(m[1]);
-  });
+    if (m) {
+      // Stop collecting: the daemon logs a line per request, and holding them would skew the run.
+      child.stdout.off('data', onData);
+      resolve(m[1]);
+    }
+  };
+  child.stdout.on('data', onData);
   child.once('exit', (code) => reject(new Error(`svc serve exited ${code}: ${out}`)));
 });
 child.stdout.resume();
