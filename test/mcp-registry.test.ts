@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { mcpMarkdown } from '../src/tools/docs.js';
-import { TOOLS, toolJsonSchema } from '../src/tools/index.js';
+import { defineTool } from '../src/tools/define.js';
+import { runTool, TOOLS, toolJsonSchema } from '../src/tools/index.js';
 
 describe('the agent tool registry', () => {
   it('names each tool once, in snake_case under 60 characters', () => {
@@ -23,6 +24,26 @@ describe('the agent tool registry', () => {
     if (t.annotations.readOnlyHint) expect(t.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
     // Unknown input properties are refused, as on the REST API.
     expect(t.input.safeParse({ surelyNotAField: 1 }).success).toBe(false);
+  });
+});
+
+describe('runTool output check (on in tests)', () => {
+  const leaky = defineTool({
+    name: 'leaky',
+    title: 'Leaky',
+    description: 'A tool whose handler returns a field its output schema does not declare.',
+    input: z.strictObject({}),
+    output: z.object({ ok: z.boolean() }),
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+    handler: () => ({ ok: true, secret: 'x' }) as { ok: boolean },
+    summary: () => 'ok',
+  });
+  const ctx = { app: {} as never, principal: null };
+  it('refuses an output carrying undeclared fields', () => {
+    expect(() => runTool(leaky, { ...ctx, checkOutput: true }, {})).toThrow(/does not declare/);
+  });
+  it('is skipped in production', () => {
+    expect(runTool(leaky, ctx, {})).toMatchObject({ ok: true });
   });
 });
 

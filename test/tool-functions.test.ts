@@ -15,7 +15,7 @@ afterAll(async () => {
 
 describe('functionTools', () => {
   it('offers every tool with its JSON Schema, runs it with its events, and throws our AppError on refusal', async () => {
-    const tools = functionTools(d.daemon.app);
+    const tools = functionTools(d.daemon.app, null, { checkOutputs: true });
     expect(tools.map((t) => t.name)).toEqual(TOOLS.map((t) => t.name));
     expect(tools.every((t) => t.parameters.type === 'object')).toBe(true);
     const create = tools.find((t) => t.name === 'task_create')!;

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { App } from '../app.js';
 import type { Principal } from '../kernel/auth.js';
@@ -19,6 +20,12 @@ export interface ToolContext {
   app: App;
   /** The key the call came with (null only where the caller is the daemon itself). */
   principal: Principal | null;
+  /**
+   * Check every output against the tool's output schema, refusing fields it does not declare (on
+   * in tests, like the REST responses' check): the handlers build their output from the same
+   * typed values, so production skips the cost.
+   */
+  checkOutput?: boolean;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -75,11 +82,20 @@ export function runTool(tool: AnyTool, ctx: ToolContext, args: unknown): ToolRes
     return failure(new AppError('invalid_request', `Invalid input: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, { details }));
   }
   try {
-    const out = tool.output.parse(tool.handler(ctx, parsed.data)) as Record<string, unknown>;
-    return { ok: true, structured: out, text: tool.summary(out) };
+    const out = tool.handler(ctx, parsed.data) as Record<string, unknown>;
+    if (ctx.checkOutput) checkOutput(tool, out);
+    return { ok: true, structured: out, text: tool.summary(out as never) };
   } catch (err) {
     if (err instanceof AppError) return failure(err);
     throw err;
+  }
+}
+
+function checkOutput(tool: AnyTool, out: unknown): void {
+  const r = tool.output.safeParse(out);
+  if (!r.success) throw new Error(`output of tool ${tool.name} does not match its schema: ${JSON.stringify(r.error.issues)}`);
+  if (!isDeepStrictEqual(JSON.parse(JSON.stringify(out)), JSON.parse(JSON.stringify(r.data)))) {
+    throw new Error(`output of tool ${tool.name} carries fields its schema does not declare`);
   }
 }
 

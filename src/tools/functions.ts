@@ -18,13 +18,13 @@ export interface FunctionTool {
 const parameters = new Map(TOOLS.map((t) => [t.name, toolJsonSchema(t.input, 'input')]));
 
 /** The tools `principal` may use (all of them for the daemon itself, null), bound to this daemon. */
-export function functionTools(app: App, principal: Principal | null = null): FunctionTool[] {
+export function functionTools(app: App, principal: Principal | null = null, opts: { checkOutputs?: boolean } = {}): FunctionTool[] {
   return TOOLS.filter((t) => mayUse(principal, t)).map((t) => ({
     name: t.name,
     description: t.description,
     parameters: parameters.get(t.name)!,
     async call(args) {
-      const r = runTool(t, { app, principal }, args);
+      const r = runTool(t, { app, principal, checkOutput: opts.checkOutputs }, args);
       if (!r.ok) throw new AppError(r.code, r.message, r.details ? { details: r.details } : {});
       return r.structured;
     },

@@ -41,13 +41,14 @@ const listings = new Map<string, Tool>(
 export const toolListing = (t: AnyTool): Tool => listings.get(t.name)!;
 
 /**
- * A tool result in MCP's shape: structuredContent matching the output schema plus a short text;
- * the JSON again as a second text block (the spec's advice for clients that ignore
- * structuredContent). A failure is a tool error (isError) carrying our error code and message, so
- * the model can read it and correct itself; the session goes on.
+ * A tool result in MCP's shape: structuredContent matching the output schema plus a short text.
+ * The JSON is not repeated as text: clients that understand structuredContent (Claude Code among
+ * them) hand the model the JSON in place of the text, so a copy would only double every answer.
+ * A failure is a tool error (isError) carrying our error code and message, so the model can read
+ * it and correct itself; the session goes on.
  */
 export function toCallToolResult(r: ToolResult): CallToolResult {
-  if (r.ok) return { structuredContent: r.structured, content: [{ type: 'text', text: r.text }, { type: 'text', text: JSON.stringify(r.structured) }] };
+  if (r.ok) return { structuredContent: r.structured, content: [{ type: 'text', text: r.text }] };
   const details = r.details?.length ? '\n' + r.details.map((d) => `- ${d.path}: ${d.message}`).join('\n') : '';
   return {
     isError: true,
@@ -59,6 +60,8 @@ export function toCallToolResult(r: ToolResult): CallToolResult {
 /** The daemon's MCP server: one SDK Server, connected to one exchange transport, for every client. */
 export interface McpDoor {
   app: App;
+  /** Check tool outputs against their schemas (tests). */
+  checkOutputs: boolean;
   transport: ExchangeTransport;
   close(): Promise<void>;
 }
@@ -69,27 +72,29 @@ const principalOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }):
   (extra.authInfo?.extra?.principal as Principal | undefined) ?? null;
 
 /** Runs one tools/call for `principal`; unknown tools are a protocol error (the spec's choice). */
-function callTool(app: App, principal: Principal | null, name: string, args: unknown): CallToolResult {
+function callTool(door: Pick<McpDoor, 'app' | 'checkOutputs'>, principal: Principal | null, name: string, args: unknown): CallToolResult {
+  const { app } = door;
   const tool = findTool(name);
   if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}. tools/list names the tools this key may call.`);
   try {
-    return toCallToolResult(runTool(tool, { app, principal }, args));
+    return toCallToolResult(runTool(tool, { app, principal, checkOutput: door.checkOutputs }, args));
   } catch (err) {
     app.log.error('tool call failed', { tool: tool.name, ...errorFields(err) });
     return toCallToolResult({ ok: false, code: 'internal', status: 500, message: 'Internal error.' });
   }
 }
 
-export async function startMcp(app: App): Promise<McpDoor> {
+export async function startMcp(app: App, opts: { checkOutputs?: boolean } = {}): Promise<McpDoor> {
+  const checkOutputs = opts.checkOutputs ?? false;
   const server = new Server({ name: 'svc', title: 'svc task board', version: app.version }, { capabilities: { tools: { listChanged: false } } });
   server.setRequestHandler(ListToolsRequestSchema, (_req, extra) => {
     const principal = principalOf(extra);
     return { tools: TOOLS.filter((t) => mayUse(principal, t)).map(toolListing) };
   });
-  server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool(app, principalOf(extra), req.params.name, req.params.arguments));
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool({ app, checkOutputs }, principalOf(extra), req.params.name, req.params.arguments));
   const transport = new ExchangeTransport();
   await server.connect(transport);
-  return { app, transport, close: () => server.close() };
+  return { app, checkOutputs, transport, close: () => server.close() };
 }
 
 /**
@@ -99,17 +104,17 @@ export async function startMcp(app: App): Promise<McpDoor> {
  * tool's own input schema, and the result is built by toCallToolResult as the SDK path builds it.
  * Anything that is not a well-formed tools/call goes through the SDK Server.
  */
-function fastCall(door: McpDoor, principal: Principal | null, m: JSONRPCMessage): Promise<JSONRPCMessage> | null {
+function fastCall(door: McpDoor, principal: Principal | null, m: JSONRPCMessage): JSONRPCMessage | null {
   const msg = m as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: unknown; task?: unknown } };
   if (msg.method !== 'tools/call' || msg.id === undefined || typeof msg.params !== 'object' || msg.params === null) return null;
   const { name, arguments: args, task } = msg.params;
   if (typeof name !== 'string' || task !== undefined || (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))) return null;
   const id = msg.id as string | number;
   try {
-    return Promise.resolve({ jsonrpc: '2.0', id, result: callTool(door.app, principal, name, args ?? {}) } as JSONRPCMessage);
+    return { jsonrpc: '2.0', id, result: callTool(door, principal, name, args ?? {}) } as JSONRPCMessage;
   } catch (err) {
     const e = err instanceof McpError ? err : new McpError(ErrorCode.InternalError, 'Internal error.');
-    return Promise.resolve({ jsonrpc: '2.0', id, error: { code: e.code, message: e.message } } as JSONRPCMessage);
+    return { jsonrpc: '2.0', id, error: { code: e.code, message: e.message } } as JSONRPCMessage;
   }
 }
 
@@ -152,6 +157,11 @@ export async function handleMcp(door: McpDoor, principal: Principal | null, req:
   const messages: unknown[] = batch ? body : [body];
   if (!messages.length || batch && messages.length > 100 || !messages.every(isMessage)) {
     return send(res, 400, rpcError(-32600, 'Invalid Request: the body must be a JSON-RPC 2.0 message (or a batch of at most 100).'));
+  }
+  // The common case, one tools/call, is answered synchronously; everything else through the SDK.
+  if (!batch) {
+    const fast = fastCall(door, principal, body as JSONRPCMessage);
+    if (fast) return send(res, 200, fast);
   }
   const authInfo = { token: '', clientId: principal?.name ?? 'daemon', scopes: [principal?.tools === 'read' ? 'tools:read' : 'tools:all'], extra: { principal } };
   const answers = (

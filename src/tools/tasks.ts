@@ -46,7 +46,8 @@ export const taskTools = [
     output: z.object({ task: TaskOut, comments: z.array(CommentOut).describe('The 20 latest notes, newest first.') }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
     handler: ({ app }, { taskId }) => ({ task: tasks.requireTask(app, taskId), comments: latestComments(app, taskId, 20) }),
-    summary: (o) => `${line(o.task)}; ${o.comments.length} note(s)`,
+    summary: (o) =>
+      [line(o.task), o.task.description ? o.task.description.slice(0, 500) + (o.task.description.length > 500 ? '…' : '') : '(no description)', `${o.comments.length} note(s)`].join('\n'),
   }),
   defineTool({
     name: 'task_create',
