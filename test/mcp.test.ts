@@ -74,9 +74,10 @@ describe('MCP over Streamable HTTP (the SDK client)', () => {
     const done = await call(client, 'task_transition', { taskId: id, to: 'done', expectedFrom: 'review' });
     expect(done.task.status).toBe('done');
 
-    const got = await call(client, 'task_get', { taskId: id });
+    const got = await call(client, 'task_get', { taskId: id, withNotes: true });
     expect(got.task.status).toBe('done');
     expect(got.comments).toEqual([expect.objectContaining({ body: 'half way', author: 'ana' })]);
+    expect(await call(client, 'task_get', { taskId: id })).toEqual({ task: got.task });
 
     const expected = ['task:created', 'task:transition', 'task:transition', 'task:claimed', 'task:commented', 'task:transition', 'task:transition'];
     await sse.until((c) => c.messages.length >= expected.length);

@@ -21,7 +21,7 @@ import { findTool, mayUse, runTool, TOOLS, toolJsonSchema, type AnyTool, type To
 // JSON mode. Every POST /mcp is complete in itself, so the daemon keeps no session state a client
 // could pile up and a restart breaks no client. The SDK's own Node transport is not used: in
 // stateless mode it needs a new Server and transport per request and converts each request to a
-// Web Request through @hono/node-server, which measured at 0.1x the REST throughput (bench/mcp.mjs).
+// Web Request through @hono/node-server, which measured at 0.1x the REST throughput (`npm run bench -- mcp`).
 
 /** The MCP listing of a tool, computed once: schemas do not change while the daemon runs. */
 const listings = new Map<string, Tool>(

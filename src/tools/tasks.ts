@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { addComment, latestComments } from '../resources/tasks/comments.js';
+import { addComment, taskWithComments } from '../resources/tasks/comments.js';
 import { ClaimOut, CommentOut, LeaseOut, TaskIn, TaskOut, TaskStatus, TransitionIn } from '../resources/tasks/schema.js';
 import * as tasks from '../resources/tasks/service.js';
 import { defineTool } from './define.js';
@@ -41,13 +41,18 @@ export const taskTools = [
   defineTool({
     name: 'task_get',
     title: 'Read a task',
-    description: 'Read one task: its fields, state, result, who holds it and until when (leaseExpiresAt), and its latest notes (newest first).',
-    input: z.strictObject({ taskId }),
-    output: z.object({ task: TaskOut, comments: z.array(CommentOut).describe('The 20 latest notes, newest first.') }),
+    description:
+      'Read one task: its fields, state, result, who holds it and until when (leaseExpiresAt). With withNotes: true, also its 20 latest notes (task_comment), newest first.',
+    input: z.strictObject({ taskId, withNotes: z.boolean().optional().describe("Also return the task's latest notes (default false).") }),
+    output: z.object({ task: TaskOut, comments: z.array(CommentOut).optional().describe('The 20 latest notes, newest first; only with withNotes.') }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, { taskId }) => ({ task: tasks.requireTask(app, taskId), comments: latestComments(app, taskId, 20) }),
+    handler: ({ app }, { taskId, withNotes }) => (withNotes ? taskWithComments(app, taskId, 20) : { task: tasks.requireTask(app, taskId) }),
     summary: (o) =>
-      [line(o.task), o.task.description ? o.task.description.slice(0, 500) + (o.task.description.length > 500 ? '…' : '') : '(no description)', `${o.comments.length} note(s)`].join('\n'),
+      [
+        line(o.task),
+        o.task.description ? o.task.description.slice(0, 500) + (o.task.description.length > 500 ? '…' : '') : '(no description)',
+        ...(o.comments ? [`${o.comments.length} note(s)`] : []),
+      ].join('\n'),
   }),
   defineTool({
     name: 'task_create',

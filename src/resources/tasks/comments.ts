@@ -2,7 +2,7 @@ import type { App } from '../../app.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { toPage, type Page } from '../common.js';
-import type { Comment, CommentInput } from './schema.js';
+import type { Comment, CommentInput, Task } from './schema.js';
 import { requireTask } from './service.js';
 import * as store from './store.js';
 
@@ -24,5 +24,7 @@ export function listComments(app: App, taskId: string, q: { limit: number; curso
   return toPage(store.listComments(app.db, taskId, q.cursor, q.limit + 1), q.limit, (c) => c.id);
 }
 
-/** The latest `n` notes of a task the caller has just read (no second lookup of the task). */
-export const latestComments = (app: App, taskId: string, n: number): Comment[] => store.listComments(app.db, taskId, undefined, n);
+/** A task with its latest `n` notes, newest first; 404 for an unknown task. */
+export function taskWithComments(app: App, taskId: string, n: number): { task: Task; comments: Comment[] } {
+  return { task: requireTask(app, taskId), comments: store.listComments(app.db, taskId, undefined, n) };
+}

@@ -324,11 +324,12 @@ export function insertComment(db: DB, c: CommentRow): void {
   stmt(db, 'INSERT INTO task_comments (id, task_id, author, body, created_at) VALUES (?, ?, ?, ?, ?)').run(c.id, c.taskId, c.author, c.body, c.createdAt);
 }
 
-/** A task's comments, newest first, below the `before` id when given. */
+/** A task's comments, newest first, below the `before` id when given (one plain statement each way). */
 export function listComments(db: DB, taskId: string, before: string | undefined, limit: number): CommentRow[] {
-  return stmt(
-    db,
-    `SELECT id, task_id AS taskId, author, body, created_at AS createdAt FROM task_comments
-     WHERE task_id = ? AND (? IS NULL OR id < ?) ORDER BY id DESC LIMIT ?`,
-  ).all(taskId, before ?? null, before ?? null, limit) as CommentRow[];
+  const cols = 'SELECT id, task_id AS taskId, author, body, created_at AS createdAt FROM task_comments';
+  return (
+    before === undefined
+      ? stmt(db, `${cols} WHERE task_id = ? ORDER BY id DESC LIMIT ?`).all(taskId, limit)
+      : stmt(db, `${cols} WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(taskId, before, limit)
+  ) as CommentRow[];
 }
