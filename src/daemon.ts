@@ -24,10 +24,12 @@ import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { wireMissions } from './resources/missions/service.js';
 import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/skills/live-index.js';
 import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
+import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
 import { TEAM_MEMBERS } from './resources/teams/service.js';
 import { openVault } from './resources/vault/keys.js';
 import { VAULT } from './resources/vault/live.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
+import { MCP_DOOR, startMcp } from './tools/mcp.js';
 
 export interface DaemonOptions {
   root: string;
@@ -203,6 +205,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     app.services.provide(SKILL_INDEX, new SkillIndex(skillsDirOf(app)));
     startWorker(await startSkills(app));
     startWorker(startApprovalTimeouts(app));
+    // Claims are leases: release tasks whose holder stopped sending heartbeats (also while we were down).
+    startWorker(app.services.provide(LEASE_REAPER, startLeaseReaper(app)));
+    // The agent tools over MCP (POST /mcp): one SDK Server for every client of this daemon.
+    startWorker(app.services.provide(MCP_DOOR, await startMcp(app, { checkOutputs: opts.checkResponses })));
   } catch (err) {
     return abort(err);
   }

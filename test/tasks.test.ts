@@ -154,7 +154,7 @@ describe('tasks', () => {
   it('returns every field of a task, with ISO timestamps', async () => {
     const task = await createTask({ title: 'fields' });
     expect(Object.keys(task).sort()).toEqual(
-      ['id', 'title', 'description', 'assignTo', 'missionId', 'dependsOn', 'status', 'priority', 'labels', 'retries', 'maxRetries', 'sideEffects', 'result', 'revisionCount', 'createdAt', 'updatedAt'].sort(),
+      ['id', 'title', 'description', 'assignTo', 'missionId', 'dependsOn', 'status', 'priority', 'labels', 'retries', 'maxRetries', 'sideEffects', 'result', 'revisionCount', 'leaseExpiresAt', 'createdAt', 'updatedAt'].sort(),
     );
     expect(task.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(task.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);

@@ -33,6 +33,13 @@ export const CATEGORIES = {
       transition: ev('A task changed state, whoever caused it.', { taskId: z.string(), from: taskState, to: taskState, reason: z.string().optional() }),
       removed: ev('A task was deleted.', { taskId: z.string() }),
       claimed: ev('An agent claimed a task and started it.', { taskId: z.string(), agent: z.string() }),
+      lease_expired: ev('A claim ran out with no heartbeat: the task went back to pending with no assignee (a task:transition fires with it).', {
+        taskId: z.string(),
+        agent: z.string().nullable().describe('The holder whose lease ran out.'),
+        leaseId: z.string(),
+        expiredAt: z.string(),
+      }),
+      commented: ev('A note was added to a task activity.', { taskId: z.string(), commentId: z.string(), author: z.string() }),
     },
   },
   mission: {

@@ -15,6 +15,8 @@ export interface KeyEntry {
   digest: Buffer;
   /** undefined = full access; an array = deny by default, allow what the grants name. */
   grants?: Grant[];
+  /** 'read': only read-only agent tools over MCP; undefined or 'all': every tool. */
+  tools?: 'read' | 'all';
   source: 'project.json' | 'SERVICE_API_KEY' | 'local.key';
 }
 
@@ -24,6 +26,7 @@ export interface Principal {
   /** Hex digest of the key; identifies a key's open streams so they can be closed when it is removed. */
   keyId: string;
   grants?: Grant[];
+  tools?: KeyEntry['tools'];
   source: KeyEntry['source'];
 }
 
@@ -74,7 +77,7 @@ export function authenticate(keys: readonly KeyEntry[], presented: string | unde
   }
   if (!found) return null;
   cache?.remember(presented, digest);
-  return { name: found.name, keyId: found.digest.toString('hex'), grants: found.grants, source: found.source };
+  return { name: found.name, keyId: found.digest.toString('hex'), grants: found.grants, tools: found.tools, source: found.source };
 }
 
 /**

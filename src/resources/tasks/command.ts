@@ -7,7 +7,7 @@ import { MISSION, resolveId, TASK } from '../../cli/ids.js';
 import { emit, keyValues, nextPageHint, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
-import type { Task } from './schema.js';
+import type { Claimed, Task } from './schema.js';
 import { PRIORITIES } from './values.js';
 
 /** The API's schemas, loaded when an option needs checking (they bring zod). */
@@ -15,6 +15,16 @@ const schemas = () => import('./schema.js');
 import { TASK_STATES } from './state.js';
 
 const path = (id: string) => `/api/v1/tasks/${seg(id)}`;
+
+/** How long a claim lease has left, for people: "14m left", "45s left", "expired". */
+export function leaseLeft(expiresAt: string | null, now = Date.now()): string | null {
+  if (expiresAt === null) return null;
+  const s = Math.ceil((Date.parse(expiresAt) - now) / 1000);
+  if (s <= 0) return 'expired';
+  if (s < 60) return `${s}s left`;
+  if (s < 3600) return `${Math.ceil(s / 60)}m left`;
+  return `${Math.floor(s / 3600)}h${String(Math.ceil((s % 3600) / 60)).padStart(2, '0')}m left`;
+}
 
 export const taskTable = (tasks: Task[], now = Date.now()) =>
   table(
@@ -25,6 +35,8 @@ export const taskTable = (tasks: Task[], now = Date.now()) =>
       { header: 'PRIORITY', value: (t) => t.priority },
       { header: 'ASSIGNEE', value: (t) => t.assignTo },
       { header: 'UPDATED', value: (t) => relativeTime(t.updatedAt, now) },
+      // The assignee of an in_progress claimed task is its holder; this is its lease.
+      { header: 'LEASE', value: (t) => leaseLeft(t.leaseExpiresAt, now) },
       { header: 'TITLE', value: (t) => t.title, flex: true },
     ],
     'no tasks; add one with `svc tasks add <title>`',
@@ -176,8 +188,8 @@ export function tasksCommand(): Command {
     .action(
       action(async (ctx, id: string, o: { agent: string }) => {
         await check(schemas, 'ClaimIn', { agent: o.agent });
-        const task = await ctx.client.post<Task>(`${path(await resolveId(ctx.client, TASK, id))}/claim`, { agent: o.agent });
-        emit(ctx.json, task, () => `claimed by ${o.agent}; ${taskState(task)}\n`);
+        const task = await ctx.client.post<Claimed>(`${path(await resolveId(ctx.client, TASK, id))}/claim`, { agent: o.agent });
+        emit(ctx.json, task, () => `claimed by ${o.agent}; ${taskState(task)}; lease ${task.leaseId} ${leaseLeft(task.leaseExpiresAt)}\n`);
       }),
     );
 
