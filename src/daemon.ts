@@ -19,6 +19,8 @@ import { ROUTES } from './routes.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { startSkills } from './resources/skills/live-index.js';
 import { openVault } from './resources/vault/keys.js';
+import { enqueueDeliveries, WEBHOOKS } from './resources/webhooks/service.js';
+import { DeliveryWorker, type WorkerOptions } from './resources/webhooks/worker.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 
 export interface DaemonOptions {
@@ -34,6 +36,8 @@ export interface DaemonOptions {
   checkResponses?: boolean;
   /** SSE heartbeat and backlog limits (tests shorten them). */
   sse?: Partial<SseLimits>;
+  /** Webhook delivery seams (tests: a resolver, a jitter source). */
+  webhooks?: WorkerOptions;
 }
 
 export interface Daemon {
@@ -165,6 +169,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   try {
     workers.push(await startSkills(app));
     workers.push(startApprovalTimeouts(app));
+    // Webhooks: delivery rows are written by the EventLog sink inside each event's transaction;
+    // the worker sends them. Started before listening so in-flight ones from a crash go first.
+    const webhooks = new DeliveryWorker(app, opts.webhooks);
+    app.services.provide(WEBHOOKS, webhooks);
+    workers.push({ close: () => webhooks.close() });
+    const removeSink = events.onEmit((e) => enqueueDeliveries(app, e));
+    workers.push({ close: () => void removeSink() });
+    webhooks.start();
   } catch (err) {
     for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
     db.close();

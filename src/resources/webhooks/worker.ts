@@ -1,0 +1,255 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { Agent, request } from 'undici';
+import type { App } from '../../app.js';
+import { errorFields } from '../../kernel/log.js';
+import { nowIso } from '../../lib/time.js';
+import { classify, nextStep, type AttemptResult } from './outcome.js';
+import { MAX_ATTEMPTS, parseRetryAfter, retryDelayMs } from './retry.js';
+import { openSecretBox } from './secret-box.js';
+import { disableGone, liveSecrets, pruneDeliveries, type Matcher, type WebhookRuntime } from './service.js';
+import { deliveryHeaders } from './sign.js';
+import * as store from './store.js';
+import { refusedAddress } from './target.js';
+
+// The delivery worker: claims due deliveries (at most webhooks.concurrency in flight), posts them
+// through one pooled undici Agent under one hard deadline, and records every attempt. Deliveries
+// live in the state DB, so what was pending or in flight when the process died is sent after the
+// restart, with the same delivery id.
+
+export type LookupFn = typeof dnsLookup;
+
+export interface WorkerOptions {
+  /** Name resolution (tests pass one that answers what they need; default dns.lookup). */
+  lookup?: LookupFn;
+  /** Jitter source in [0, 1) (default Math.random). */
+  random?: () => number;
+}
+
+const RESPONSE_KEEP_BYTES = 1024;
+/** A response body is read this far (to reuse the connection), then the connection is dropped. */
+const RESPONSE_READ_BYTES = 64 * 1024;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+class RefusedTarget extends Error {
+  readonly code = 'ESVC_REFUSED_TARGET';
+}
+
+/** Wraps a resolver so that a name resolving to a forbidden address fails to connect. */
+export function guardedLookup(base: LookupFn): LookupFn {
+  const guarded = (hostname: string, options: unknown, callback: unknown) => {
+    const cb = (typeof options === 'function' ? options : callback) as (err: Error | null, address?: string | LookupAddress[], family?: number) => void;
+    const opts = typeof options === 'function' ? {} : (options as object);
+    (base as unknown as (h: string, o: object, c: typeof cb) => void)(hostname, opts, (err, address, family) => {
+      if (err) return cb(err);
+      const list = Array.isArray(address) ? address.map((a) => a.address) : [address as string];
+      for (const a of list) {
+        const why = refusedAddress(a);
+        if (why) return cb(new RefusedTarget(`refused: ${hostname} resolves to ${a}, a ${why} address`));
+      }
+      cb(null, address, family);
+    });
+  };
+  return guarded as unknown as LookupFn;
+}
+
+function errorText(err: unknown): { text: string; refused: boolean } {
+  let e = err as (Error & { code?: string; cause?: unknown }) | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (e instanceof RefusedTarget || e.code === 'ESVC_REFUSED_TARGET') return { text: e.message, refused: true };
+    if (!e.cause) break;
+    e = e.cause as typeof e;
+  }
+  const top = err as Error & { code?: string };
+  return { text: [top?.code, top?.message].filter(Boolean).join(': ') || String(err), refused: false };
+}
+
+interface Sent {
+  result: AttemptResult;
+  responseBody: string | null;
+  retryAfterMs: number | null;
+  location: string | null;
+}
+
+export class DeliveryWorker implements WebhookRuntime {
+  readonly box;
+  readonly matchers = new Map<string, Matcher>();
+  private readonly agent: Agent;
+  private readonly random: () => number;
+  private inFlight = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt = Infinity;
+  private scheduled = false;
+  private closed = false;
+  /** Aborts attempts under way at shutdown; they stay in flight in the DB and are re-sent on start. */
+  private readonly stopping = new AbortController();
+  private readonly pruneTimer: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly app: App,
+    opts: WorkerOptions = {},
+  ) {
+    this.box = openSecretBox(app.stateDir, app.projectId);
+    this.random = opts.random ?? Math.random;
+    this.agent = new Agent({
+      connect: { lookup: guardedLookup(opts.lookup ?? dnsLookup) },
+      keepAliveTimeout: 10_000,
+      // One origin may take every slot; the worker, not the pool, bounds concurrency.
+      connections: 256,
+    });
+    const released = store.releaseInFlight(app.db, Date.now());
+    if (released) app.log.info('re-sending webhook deliveries that were in flight when the daemon stopped', { count: released });
+    this.prune();
+    this.pruneTimer = setInterval(() => this.prune(), PRUNE_EVERY_MS);
+    this.pruneTimer.unref();
+    // Every committed event may have made deliveries.
+    this.unsubscribe = app.events.subscribe(() => this.kick());
+  }
+
+  /** Starts sending (after the daemon has wired everything). */
+  start(): void {
+    this.kick();
+  }
+
+  kick(): void {
+    if (this.scheduled || this.closed) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.pump();
+    });
+  }
+
+  private prune(): void {
+    try {
+      const n = pruneDeliveries(this.app);
+      if (n) this.app.log.info('pruned webhook deliveries older than 30 days', { count: n });
+    } catch (err) {
+      this.app.log.error('pruning webhook deliveries failed', errorFields(err));
+    }
+  }
+
+  private pump(): void {
+    if (this.closed) return;
+    try {
+      const { concurrency } = this.app.config().webhooks;
+      const slots = concurrency - this.inFlight.size;
+      if (slots > 0) {
+        const claimed = this.app.db.transaction(() => store.claimDue(this.app.db, Date.now(), slots))();
+        for (const c of claimed) {
+          const p: Promise<void> = this.deliver(c)
+            .catch((err) => this.app.log.error('a webhook delivery failed unexpectedly', { deliveryId: c.id, ...errorFields(err) }))
+            .finally(() => {
+              this.inFlight.delete(p);
+              this.kick();
+            });
+          this.inFlight.add(p);
+        }
+      }
+      if (this.inFlight.size < concurrency) this.arm(store.nextDueAt(this.app.db));
+    } catch (err) {
+      this.app.log.error('claiming webhook deliveries failed; trying again in a second', errorFields(err));
+      this.arm(Date.now() + 1000);
+    }
+  }
+
+  private arm(at: number | null): void {
+    if (at === null) return;
+    if (this.timer && this.timerAt <= at) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = Infinity;
+      this.pump();
+    }, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+  }
+
+  private async deliver(c: store.Claimed): Promise<void> {
+    const { timeoutMs, retryBaseMs } = this.app.config().webhooks;
+    const at = nowIso();
+    const started = performance.now();
+    let sent: Sent;
+    try {
+      const secrets = liveSecrets(this.app, c.webhookId, at);
+      const headers = deliveryHeaders({ deliveryId: c.id, event: c.event, body: c.body, secrets, t: Math.floor(Date.parse(at) / 1000) });
+      sent = await this.post(c.url, c.body, headers, timeoutMs);
+    } catch (err) {
+      sent = { result: { error: errorText(err).text }, responseBody: null, retryAfterMs: null, location: null };
+    }
+    // Cut short by shutdown: not the receiver's doing, so not an attempt; the next start re-sends it.
+    if (this.closed) return;
+    const durationMs = Math.round(performance.now() - started);
+    const attempts = c.attempts + 1;
+    const verdict = classify(sent.result);
+    const step = nextStep(verdict, attempts, MAX_ATTEMPTS);
+    const statusCode = 'statusCode' in sent.result ? sent.result.statusCode : null;
+    let error = 'error' in sent.result ? sent.result.error : null;
+    if (statusCode !== null && verdict !== 'success') {
+      error =
+        statusCode >= 300 && statusCode < 400
+          ? `redirect (${statusCode}${sent.location ? ` to ${sent.location}` : ''}) not followed`
+          : statusCode === 410
+            ? 'HTTP 410 Gone: the webhook was disabled'
+            : `HTTP ${statusCode}`;
+    }
+    const now = Date.now();
+    const nextAttemptAt = step === 'retry' ? now + retryDelayMs(attempts, retryBaseMs, this.random, sent.retryAfterMs) : null;
+    const status = step === 'succeeded' ? 'succeeded' : step === 'retry' ? 'pending' : 'failed';
+    this.app.events.write(() => {
+      const kept = store.recordAttempt(
+        this.app.db,
+        c.id,
+        { n: attempts, at, statusCode, error, durationMs, responseBody: sent.responseBody },
+        { status, nextAttemptAt, now: new Date(now).toISOString() },
+      );
+      if (kept && step === 'disable') disableGone(this.app, c.webhookId, c.url, `${c.url} answered 410 Gone`);
+    });
+  }
+
+  /** One POST under one deadline covering connect, headers and body. Redirects are not followed. */
+  private async post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Sent> {
+    const ac = new AbortController();
+    const deadline = setTimeout(() => ac.abort(), timeoutMs);
+    try {
+      const signal = AbortSignal.any([ac.signal, this.stopping.signal]);
+      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+      const chunks: Buffer[] = [];
+      let read = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        if (read < RESPONSE_KEEP_BYTES) chunks.push(chunk.subarray(0, RESPONSE_KEEP_BYTES - read));
+        read += chunk.length;
+        if (read >= RESPONSE_READ_BYTES) {
+          res.body.destroy();
+          break;
+        }
+      }
+      const text = Buffer.concat(chunks).toString('utf8');
+      const location = res.headers.location;
+      return {
+        result: { statusCode: res.statusCode },
+        responseBody: text || null,
+        retryAfterMs: parseRetryAfter(res.headers['retry-after'], Date.now()),
+        location: typeof location === 'string' ? location.slice(0, 512) : null,
+      };
+    } catch (err) {
+      if (ac.signal.aborted) return { result: { error: `no complete answer within ${timeoutMs} ms` }, responseBody: null, retryAfterMs: null, location: null };
+      const { text, refused } = errorText(err);
+      return { result: { error: text, refused }, responseBody: null, retryAfterMs: null, location: null };
+    } finally {
+      clearTimeout(deadline);
+    }
+  }
+
+  /** Stops claiming, lets attempts under way finish (each is bounded by its deadline), closes the pool. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribe();
+    clearInterval(this.pruneTimer);
+    if (this.timer) clearTimeout(this.timer);
+    this.stopping.abort();
+    await Promise.allSettled([...this.inFlight]);
+    await this.agent.close().catch(() => undefined);
+  }
+}
