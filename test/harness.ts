@@ -52,6 +52,7 @@ export async function startTestDaemon(
     root?: string;
     keepRoot?: boolean;
     sse?: DaemonOptions['sse'];
+    webhooks?: DaemonOptions['webhooks'];
   } = {},
 ): Promise<TestDaemon> {
   const root = opts.root ?? makeProject(opts.config, opts.files);
@@ -65,6 +66,7 @@ export async function startTestDaemon(
     log: createLogger((l) => logs.push(l), 'debug'),
     checkResponses: true,
     sse: opts.sse,
+    webhooks: opts.webhooks,
   });
   const key = readLocalKey(root)!;
   const url = daemon.url;
