@@ -11,6 +11,8 @@ export interface Received {
   headers: IncomingHttpHeaders;
   body: string;
   at: number;
+  /** What the receiver answered. */
+  answer: Answer;
 }
 
 export interface Receiver {
@@ -60,11 +62,11 @@ export async function startReceiver(): Promise<Receiver> {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
-      received.push({ path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      const a = queue.length ? queue.shift()! : r.fallback;
+      received.push({ path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now(), answer: a });
       const w = waiters;
       waiters = [];
       w.forEach((f) => f());
-      const a = queue.length ? queue.shift()! : r.fallback;
       if (a === 'hang') {
         hanging.add(res);
         return;
