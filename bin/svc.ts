@@ -11,6 +11,7 @@ import { initCommand, openapiCommand, serveCommand, statusCommand, stopCommand }
 import { tasksCommand } from '../src/resources/tasks/command.js';
 import { teamsCommand } from '../src/resources/teams/command.js';
 import { vaultCommand } from '../src/resources/vault/command.js';
+import { webhooksCommand } from '../src/resources/webhooks/command.js';
 
 const program = new Command('svc')
   .description('Control plane for teams of AI coding agents. Every command but init and serve talks to the daemon over HTTP.')
@@ -22,7 +23,7 @@ const program = new Command('svc')
   .showHelpAfterError('(run `svc --help` for the commands, or `svc <command> --help`)')
   .exitOverride();
 
-for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), missionsCommand(), playbooksCommand(), vaultCommand(), approvalsCommand(), eventsCommand(), openapiCommand()]) {
+for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), missionsCommand(), playbooksCommand(), vaultCommand(), approvalsCommand(), webhooksCommand(), eventsCommand(), openapiCommand()]) {
   program.addCommand(cmd);
 }
 
