@@ -14,6 +14,8 @@ export interface WebhookRuntime {
   box: SecretBox;
   /** Tells the delivery worker that deliveries may be due (after a commit). */
   kick(): void;
+  /** Forgets the opened secrets of a webhook (after a rotation). */
+  secretsChanged(webhookId: string): void;
   /** Compiled event patterns by their JSON (patterns are few and read per event). */
   matchers: Map<string, Matcher>;
 }
@@ -88,6 +90,7 @@ export function rotateSecret(app: App, id: string, graceSeconds: number = DEFAUL
     const expires = new Date(Date.parse(now) + graceSeconds * 1000).toISOString();
     store.retireCurrentSecret(app.db, id, expires, now);
     const secret = addSecret(app, id, now);
+    app.services.get(WEBHOOKS).secretsChanged(id);
     return { secret, previousSecretExpiresAt: graceSeconds > 0 ? expires : null };
   });
 }
@@ -144,13 +147,11 @@ export function recover(app: App, id: string, since: string): { recovered: numbe
 
 /** Emits webhook:test, which the sink delivers to this webhook only; answers that delivery. */
 export function sendTest(app: App, id: string): Delivery {
-  const d = app.events.write(() => {
+  return app.events.write(() => {
     requireEnabled(requireWebhook(app, id));
     app.events.emit('webhook:test', { webhookId: id });
-    const last = app.events.lastId();
-    return store.deliveryForEvent(app.db, id, last)!;
+    return store.deliveryForEvent(app.db, id, app.events.lastId())!;
   });
-  return d;
 }
 
 // Fan-out, inside the event's transaction
@@ -188,6 +189,9 @@ export function enqueueDeliveries(app: App, e: StoredEvent): void {
     body ??= JSON.stringify({ event: e.name, data: e.data, timestamp: e.timestamp });
     store.insertDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now });
   }
+  // The worker looks on the next turn of the event loop, after this transaction has committed
+  // (a rolled-back one leaves nothing to find).
+  if (body !== undefined) app.services.get(WEBHOOKS).kick();
 }
 
 /** 410 Gone: disable the webhook, fail what was waiting, and say so with webhook:disabled. */

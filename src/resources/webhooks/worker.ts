@@ -6,7 +6,7 @@ import { nowIso } from '../../lib/time.js';
 import { classify, nextStep, type AttemptResult } from './outcome.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelayMs } from './retry.js';
 import { openSecretBox } from './secret-box.js';
-import { disableGone, liveSecrets, pruneDeliveries, type Matcher, type WebhookRuntime } from './service.js';
+import { disableGone, pruneDeliveries, type Matcher, type WebhookRuntime } from './service.js';
 import { deliveryHeaders } from './sign.js';
 import * as store from './store.js';
 import { refusedAddress } from './target.js';
@@ -71,20 +71,41 @@ interface Sent {
   location: string | null;
 }
 
+interface Outcome {
+  c: store.Claimed;
+  attempt: store.AttemptRecord;
+  status: 'pending' | 'succeeded' | 'failed';
+  nextAttemptAt: number | null;
+  disable: boolean;
+}
+
+/** Claimed rows kept ready beyond the free slots, so claiming is one transaction per batch, not per delivery. */
+const PREFETCH_FACTOR = 2;
+/** Opened secrets are re-read at least this often (rotation also drops them at once). */
+const SECRET_CACHE_MS = 60_000;
+/** Finished attempts are written together at most this long after the first of them. */
+const FLUSH_EVERY_MS = 10;
+const FLUSH_MAX = 256;
+
 export class DeliveryWorker implements WebhookRuntime {
   readonly box;
   readonly matchers = new Map<string, Matcher>();
   private readonly agent: Agent;
   private readonly random: () => number;
-  private inFlight = new Set<Promise<void>>();
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Claimed (in_flight = 1 in the DB) and not yet started; released by the next start after a crash. */
+  private ready: store.Claimed[] = [];
+  /** Finished attempts waiting for the next batched write. */
+  private outcomes: Outcome[] = [];
+  private flushTimer: NodeJS.Timeout | null = null;
+  /** The deadlines' controllers of attempts under way, aborted together at shutdown. */
+  private readonly controllers = new Set<AbortController>();
+  private readonly secrets = new Map<string, { list: string[]; until: number }>();
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
   private scheduled = false;
   private closed = false;
-  /** Aborts attempts under way at shutdown; they stay in flight in the DB and are re-sent on start. */
-  private readonly stopping = new AbortController();
   private readonly pruneTimer: NodeJS.Timeout;
-  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly app: App,
@@ -103,8 +124,6 @@ export class DeliveryWorker implements WebhookRuntime {
     this.prune();
     this.pruneTimer = setInterval(() => this.prune(), PRUNE_EVERY_MS);
     this.pruneTimer.unref();
-    // Every committed event may have made deliveries.
-    this.unsubscribe = app.events.subscribe(() => this.kick());
   }
 
   /** Starts sending (after the daemon has wired everything). */
@@ -121,6 +140,10 @@ export class DeliveryWorker implements WebhookRuntime {
     });
   }
 
+  secretsChanged(webhookId: string): void {
+    this.secrets.delete(webhookId);
+  }
+
   private prune(): void {
     try {
       const n = pruneDeliveries(this.app);
@@ -134,20 +157,20 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.closed) return;
     try {
       const { concurrency } = this.app.config().webhooks;
-      const slots = concurrency - this.inFlight.size;
-      if (slots > 0) {
-        const claimed = this.app.db.transaction(() => store.claimDue(this.app.db, Date.now(), slots))();
-        for (const c of claimed) {
-          const p: Promise<void> = this.deliver(c)
-            .catch((err) => this.app.log.error('a webhook delivery failed unexpectedly', { deliveryId: c.id, ...errorFields(err) }))
-            .finally(() => {
-              this.inFlight.delete(p);
-              this.kick();
-            });
-          this.inFlight.add(p);
-        }
+      // Claim in batches of at least `concurrency` rows (always possible once `ready` is empty).
+      const want = concurrency * PREFETCH_FACTOR - this.ready.length - this.inFlight.size;
+      if (want >= concurrency) this.ready.push(...this.app.db.transaction(() => store.claimDue(this.app.db, Date.now(), want))());
+      while (this.inFlight.size < concurrency && this.ready.length) {
+        const c = this.ready.shift()!;
+        const p: Promise<void> = this.deliver(c)
+          .catch((err) => this.app.log.error('a webhook delivery failed unexpectedly', { deliveryId: c.id, ...errorFields(err) }))
+          .finally(() => {
+            this.inFlight.delete(p);
+            this.kick();
+          });
+        this.inFlight.add(p);
       }
-      if (this.inFlight.size < concurrency) this.arm(store.nextDueAt(this.app.db));
+      if (this.inFlight.size < concurrency && !this.ready.length) this.arm(store.nextDueAt(this.app.db));
     } catch (err) {
       this.app.log.error('claiming webhook deliveries failed; trying again in a second', errorFields(err));
       this.arm(Date.now() + 1000);
@@ -166,13 +189,31 @@ export class DeliveryWorker implements WebhookRuntime {
     }, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
   }
 
+  private secretsFor(webhookId: string, at: string): string[] {
+    const now = Date.parse(at);
+    const hit = this.secrets.get(webhookId);
+    if (hit && hit.until > now) return hit.list;
+    let rows;
+    try {
+      rows = store.liveSecrets(this.app.db, webhookId, at);
+      const list = rows.map((r) => this.box.open(r.id, r));
+      // Kept until the first grace window ends (a retired secret must stop signing on time).
+      const ends = rows.map((r) => (r.expiresAt ? Date.parse(r.expiresAt) : Infinity));
+      this.secrets.set(webhookId, { list, until: Math.min(now + SECRET_CACHE_MS, ...ends) });
+      if (this.secrets.size > 10_000) this.secrets.clear();
+      return list;
+    } catch (err) {
+      throw new Error(`cannot open the webhook's signing secret (was .svc/webhooks.key replaced?); rotate the secret: ${(err as Error).message}`);
+    }
+  }
+
   private async deliver(c: store.Claimed): Promise<void> {
     const { timeoutMs, retryBaseMs } = this.app.config().webhooks;
     const at = nowIso();
     const started = performance.now();
     let sent: Sent;
     try {
-      const secrets = liveSecrets(this.app, c.webhookId, at);
+      const secrets = this.secretsFor(c.webhookId, at);
       const headers = deliveryHeaders({ deliveryId: c.id, event: c.event, body: c.body, secrets, t: Math.floor(Date.parse(at) / 1000) });
       sent = await this.post(c.url, c.body, headers, timeoutMs);
     } catch (err) {
@@ -194,27 +235,55 @@ export class DeliveryWorker implements WebhookRuntime {
             ? 'HTTP 410 Gone: the webhook was disabled'
             : `HTTP ${statusCode}`;
     }
-    const now = Date.now();
-    const nextAttemptAt = step === 'retry' ? now + retryDelayMs(attempts, retryBaseMs, this.random, sent.retryAfterMs) : null;
-    const status = step === 'succeeded' ? 'succeeded' : step === 'retry' ? 'pending' : 'failed';
-    this.app.events.write(() => {
-      const kept = store.recordAttempt(
-        this.app.db,
-        c.id,
-        { n: attempts, at, statusCode, error, durationMs, responseBody: sent.responseBody },
-        { status, nextAttemptAt, now: new Date(now).toISOString() },
-      );
-      if (kept && step === 'disable') disableGone(this.app, c.webhookId, c.url, `${c.url} answered 410 Gone`);
+    const nextAttemptAt = step === 'retry' ? Date.now() + retryDelayMs(attempts, retryBaseMs, this.random, sent.retryAfterMs) : null;
+    this.outcomes.push({
+      c,
+      attempt: { n: attempts, at, statusCode, error, durationMs, responseBody: sent.responseBody },
+      status: step === 'succeeded' ? 'succeeded' : step === 'retry' ? 'pending' : 'failed',
+      nextAttemptAt,
+      disable: step === 'disable',
     });
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.outcomes.length >= FLUSH_MAX) this.flush();
+    else this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
+  }
+
+  /**
+   * Writes every attempt finished since the last flush in one transaction: a commit every few
+   * milliseconds instead of one per delivery. An attempt not yet written when the process dies is
+   * sent again after the restart (at-least-once, same delivery id).
+   */
+  private flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    const batch = this.outcomes;
+    if (!batch.length) return;
+    this.outcomes = [];
+    const now = nowIso();
+    try {
+      this.app.events.write(() => {
+        for (const o of batch) {
+          const kept = store.recordAttempt(this.app.db, o.c.id, o.attempt, { status: o.status, nextAttemptAt: o.nextAttemptAt, now });
+          if (kept && o.disable) disableGone(this.app, o.c.webhookId, o.c.url, `${o.c.url} answered 410 Gone`);
+        }
+      });
+    } catch (err) {
+      // The rows stay in flight; the next start sends them again.
+      this.app.log.error('recording webhook attempts failed', { count: batch.length, ...errorFields(err) });
+    }
+    if (batch.some((o) => o.status === 'pending')) this.kick();
   }
 
   /** One POST under one deadline covering connect, headers and body. Redirects are not followed. */
   private async post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Sent> {
     const ac = new AbortController();
+    this.controllers.add(ac);
     const deadline = setTimeout(() => ac.abort(), timeoutMs);
     try {
-      const signal = AbortSignal.any([ac.signal, this.stopping.signal]);
-      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal: ac.signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
       const chunks: Buffer[] = [];
       let read = 0;
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
@@ -234,22 +303,23 @@ export class DeliveryWorker implements WebhookRuntime {
         location: typeof location === 'string' ? location.slice(0, 512) : null,
       };
     } catch (err) {
-      if (ac.signal.aborted) return { result: { error: `no complete answer within ${timeoutMs} ms` }, responseBody: null, retryAfterMs: null, location: null };
+      if (ac.signal.aborted) return { result: { error: this.closed ? 'shutting down' : `no complete answer within ${timeoutMs} ms` }, responseBody: null, retryAfterMs: null, location: null };
       const { text, refused } = errorText(err);
       return { result: { error: text, refused }, responseBody: null, retryAfterMs: null, location: null };
     } finally {
       clearTimeout(deadline);
+      this.controllers.delete(ac);
     }
   }
 
   /** Stops claiming, lets attempts under way finish (each is bounded by its deadline), closes the pool. */
   async close(): Promise<void> {
     this.closed = true;
-    this.unsubscribe();
     clearInterval(this.pruneTimer);
     if (this.timer) clearTimeout(this.timer);
-    this.stopping.abort();
+    for (const ac of this.controllers) ac.abort();
     await Promise.allSettled([...this.inFlight]);
+    this.flush();
     await this.agent.close().catch(() => undefined);
   }
 }
