@@ -23,6 +23,8 @@ export interface Receiver {
   plan(...answers: Answer[]): void;
   fallback: Answer;
   waitFor(count: number, timeoutMs?: number): Promise<Received[]>;
+  /** Drops the connections of requests held by `hang`, and keeps listening. */
+  dropHanging(): void;
   close(): Promise<void>;
 }
 
@@ -51,6 +53,10 @@ export async function startReceiver(): Promise<Receiver> {
         });
       }
       return received;
+    },
+    dropHanging() {
+      for (const res of hanging) res.destroy();
+      hanging.clear();
     },
     async close() {
       for (const res of hanging) res.destroy();

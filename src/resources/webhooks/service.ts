@@ -16,6 +16,8 @@ export interface WebhookRuntime {
   kick(): void;
   /** Forgets the opened secrets of a webhook (after a rotation). */
   secretsChanged(webhookId: string): void;
+  /** Gives back claimed, unsent deliveries of a webhook that was changed, disabled or deleted. */
+  release(webhookId: string): void;
   /** Compiled event patterns by their JSON (patterns are few and read per event). */
   matchers: Map<string, Matcher>;
 }
@@ -57,6 +59,7 @@ export function updateWebhook(app: App, id: string, patch: WebhookPatchInput): W
     const now = nowIso();
     const enabled = patch.enabled ?? w.enabled;
     const disabledReason = enabled ? null : w.enabled ? 'disabled with PATCH' : w.disabledReason;
+    app.services.get(WEBHOOKS).release(id);
     store.updateWebhook(app.db, id, {
       url: patch.url ?? w.url,
       events: patch.events ?? w.events,
@@ -73,8 +76,11 @@ export function updateWebhook(app: App, id: string, patch: WebhookPatchInput): W
 
 /** Deletes the webhook with its deliveries, so its pending deliveries are cancelled. */
 export function deleteWebhook(app: App, id: string): { removed: true } {
-  if (!store.deleteWebhook(app.db, id)) throw new AppError('not_found', `Webhook "${id}" not found.`);
-  return REMOVED;
+  return app.events.write(() => {
+    app.services.get(WEBHOOKS).release(id);
+    if (!store.deleteWebhook(app.db, id)) throw new AppError('not_found', `Webhook "${id}" not found.`);
+    return REMOVED;
+  });
 }
 
 /** The secrets that sign a delivery now: the current one first, then those in a grace window. */
@@ -198,6 +204,7 @@ export function enqueueDeliveries(app: App, e: StoredEvent): void {
 export function disableGone(app: App, webhookId: string, url: string, reason: string): void {
   const now = nowIso();
   if (!store.disableWebhook(app.db, webhookId, reason, now)) return;
+  app.services.get(WEBHOOKS).release(webhookId);
   store.failPending(app.db, webhookId, 'webhook disabled: its endpoint answered 410 Gone', now);
   app.events.emit('webhook:disabled', { webhookId, url, reason });
 }

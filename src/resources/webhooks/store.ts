@@ -186,6 +186,9 @@ export function listAttempts(db: DB, deliveryId: string): Attempt[] {
   ).all(deliveryId) as Attempt[];
 }
 
+/** At most this many deliveries are queued again per recover call (a second call takes the rest). */
+export const RECOVER_MAX = 10_000;
+
 /** Failed deliveries of a webhook created at or after `since` that no later delivery re-sends yet. */
 export function recoverable(db: DB, webhookId: string, since: string): { id: string; eventId: number; event: string; body: string }[] {
   return stmt(
@@ -193,8 +196,8 @@ export function recoverable(db: DB, webhookId: string, since: string): { id: str
     `SELECT d.id, d.event_id AS eventId, d.event, d.body FROM webhook_deliveries d
      WHERE d.webhook_id = ? AND d.status = 'failed' AND d.created_at >= ?
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries r WHERE r.redelivery_of = d.id AND r.status != 'failed')
-     ORDER BY d.id`,
-  ).all(webhookId, since) as { id: string; eventId: number; event: string; body: string }[];
+     ORDER BY d.id LIMIT ?`,
+  ).all(webhookId, since, RECOVER_MAX) as { id: string; eventId: number; event: string; body: string }[];
 }
 
 /** The delivery an event made for one webhook (POST /{id}/test answers it). */
@@ -246,6 +249,12 @@ export function claimDue(db: DB, now: number, limit: number): Claimed[] {
 export function nextDueAt(db: DB): number | null {
   const r = stmt(db, "SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending' AND in_flight = 0").get() as { at: number | null };
   return r.at;
+}
+
+/** Claimed rows given back unsent: due again as they were. */
+export function releaseClaims(db: DB, ids: string[]): void {
+  const s = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 0 WHERE id = ?');
+  for (const id of ids) s.run(id);
 }
 
 /** After a restart nothing is in flight: what was is due again now, with the same delivery id. */

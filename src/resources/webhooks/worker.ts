@@ -144,6 +144,18 @@ export class DeliveryWorker implements WebhookRuntime {
     this.secrets.delete(webhookId);
   }
 
+  /**
+   * Gives back the claimed deliveries of a webhook that are not on the wire yet (it was changed,
+   * disabled or deleted): they must not go to an old URL or to a webhook that no longer wants them.
+   * Runs inside the caller's transaction.
+   */
+  release(webhookId: string): void {
+    const drop = this.ready.filter((c) => c.webhookId === webhookId);
+    if (!drop.length) return;
+    this.ready = this.ready.filter((c) => c.webhookId !== webhookId);
+    store.releaseClaims(this.app.db, drop.map((c) => c.id));
+  }
+
   private prune(): void {
     try {
       const n = pruneDeliveries(this.app);
