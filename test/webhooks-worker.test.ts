@@ -72,3 +72,14 @@ it('PATCH enabled: false: claimed deliveries not yet sent fail instead of waitin
   await settle();
   expect(rx!.received).toHaveLength(2);
 });
+
+it('refuses a 101st webhook (every event is matched against each one in its transaction)', async () => {
+  d = await startTestDaemon();
+  const app = d.daemon.app;
+  const now = new Date().toISOString();
+  const insert = app.db.prepare("INSERT INTO webhooks (id, url, events, enabled, created_at, updated_at) VALUES (?, 'http://127.0.0.1:9/', '[\"*\"]', 0, ?, ?)");
+  for (let i = 0; i < 100; i++) insert.run(`00000000-0000-7000-8000-${String(i).padStart(12, '0')}`, now, now);
+  const res = await d.api('POST', '/v1/webhooks', { body: { url: 'http://127.0.0.1:9/' } });
+  expect(res.status).toBe(409);
+  expect(res.body).toMatchObject({ code: 'conflict', error: expect.stringMatching(/at most 100 webhooks/) });
+});

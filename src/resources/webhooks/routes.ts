@@ -40,7 +40,8 @@ export const webhookRoutes = [
     summary: 'Create a webhook; the answer holds its signing secret, the only time it is shown',
     description:
       'events defaults to ["*"]; a pattern is "*", "<category>:*" or an exact event name of GET /v1/events/catalog (anything else is 400 naming it). ' +
-      'The URL must be http or https; loopback and private addresses are allowed, link-local (169.254.0.0/16, fe80::/10), multicast and unspecified ones are refused (400).',
+      'The URL must be http or https; loopback and private addresses are allowed, link-local (169.254.0.0/16, fe80::/10), multicast and unspecified ones are refused (400). ' +
+      'At most 100 webhooks per project (409 beyond).',
     tag,
     status: 201,
     body: WebhookIn,

@@ -23,6 +23,9 @@ export interface WebhookRuntime {
 }
 export const WEBHOOKS = serviceKey<WebhookRuntime>('webhooks');
 
+/** Every event is matched against every enabled webhook in its own transaction: keep that bounded. */
+export const MAX_WEBHOOKS = 100;
+
 /** Deleting a webhook answers this (like DELETE on tasks). */
 const REMOVED = { removed: true as const };
 
@@ -47,6 +50,7 @@ export function createWebhook(app: App, input: WebhookInput): Webhook & { secret
   const id = uuidv7();
   const now = nowIso();
   const secret = app.events.write(() => {
+    if (store.countWebhooks(app.db) >= MAX_WEBHOOKS) throw new AppError('conflict', `A project can have at most ${MAX_WEBHOOKS} webhooks; delete one first.`);
     store.insertWebhook(app.db, { id, url: input.url, events: input.events ?? ['*'], description: input.description ?? null, now });
     return addSecret(app, id, now);
   });
@@ -81,12 +85,6 @@ export function deleteWebhook(app: App, id: string): { removed: true } {
     if (!store.deleteWebhook(app.db, id)) throw new AppError('not_found', `Webhook "${id}" not found.`);
     return REMOVED;
   });
-}
-
-/** The secrets that sign a delivery now: the current one first, then those in a grace window. */
-export function liveSecrets(app: App, webhookId: string, now: string = nowIso()): string[] {
-  const box = app.services.get(WEBHOOKS).box;
-  return store.liveSecrets(app.db, webhookId, now).map((s) => box.open(s.id, s));
 }
 
 export function rotateSecret(app: App, id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): { secret: string; previousSecretExpiresAt: string | null } {

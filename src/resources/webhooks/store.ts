@@ -39,6 +39,10 @@ export function listWebhooks(db: DB): Webhook[] {
   return (stmt(db, `${WEBHOOK_SELECT} ORDER BY w.id`).all() as WebhookRow[]).map(toWebhook);
 }
 
+export function countWebhooks(db: DB): number {
+  return (stmt(db, 'SELECT COUNT(*) AS n FROM webhooks').get() as { n: number }).n;
+}
+
 export function insertWebhook(db: DB, w: { id: string; url: string; events: string[]; description: string | null; now: string }): void {
   stmt(db, 'INSERT INTO webhooks (id, url, events, description, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)').run(
     w.id,
