@@ -109,3 +109,23 @@ describe('svc webhooks listen', () => {
     }
   });
 });
+
+describe('svc webhooks listen --json', () => {
+  it('prints each delivery body as one JSON line', async () => {
+    const child = spawn(process.execPath, [SVC, '--url', d.url, '--api-key', d.key, '--json', 'webhooks', 'listen', '--events', 'team:*'], { env: { ...process.env, NO_COLOR: '1' } });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    try {
+      await eventually(() => /Ready\./.test(err), 15_000);
+      await d.api('POST', '/api/v1/agents/teams', { body: { name: 'json-listeners', description: '' } });
+      await eventually(() => out.endsWith('\n'), 10_000);
+      expect(JSON.parse(out)).toMatchObject({ event: 'team:created', data: { name: 'json-listeners' }, timestamp: expect.any(String) });
+      child.kill('SIGTERM');
+      expect(await new Promise((r) => child.on('close', r))).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});

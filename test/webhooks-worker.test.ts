@@ -83,3 +83,22 @@ it('refuses a 101st webhook (every event is matched against each one in its tran
   expect(res.status).toBe(409);
   expect(res.body).toMatchObject({ code: 'conflict', error: expect.stringMatching(/at most 100 webhooks/) });
 });
+
+it('a graceful stop cuts attempts on the wire short without counting them, and the next start sends them under the same ids', async () => {
+  await setup();
+  const root = d!.root;
+  const held = rx!.received.map((r) => r.headers['x-service-delivery-id']);
+  // Closing must not wait for the 60 s deadline of the two held requests.
+  await d!.daemon.close();
+  d = undefined;
+  rx!.fallback = 200;
+  d = await startTestDaemon({ root });
+  let list: any[] = [];
+  await eventually(async () => {
+    list = (await d!.api('GET', `/v1/webhooks/${(await d!.api('GET', '/v1/webhooks')).body.data[0].id}/deliveries`)).body.data;
+    return list.length === 6 && list.every((x) => x.status === 'succeeded');
+  }, 10_000);
+  expect(list.every((x) => x.attempts === 1)).toBe(true);
+  const answered = rx!.received.filter((r) => r.answer === 200).map((r) => r.headers['x-service-delivery-id']);
+  for (const id of held) expect(answered).toContain(id);
+});
