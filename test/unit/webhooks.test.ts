@@ -1,7 +1,7 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/index.js';
-import { classify, nextStep } from '../../src/resources/webhooks/outcome.js';
+import { classify, decide, nextStep } from '../../src/resources/webhooks/outcome.js';
 import { MAX_ATTEMPTS, parseRetryAfter, RETRY_AFTER_CAP_MS, retryDelayMs } from '../../src/resources/webhooks/retry.js';
 import { patternProblem } from '../../src/resources/webhooks/schema.js';
 import { deliveryHeaders, newSecret, serviceSignature } from '../../src/resources/webhooks/sign.js';
@@ -31,6 +31,54 @@ describe('retry schedule', () => {
     expect(parseRetryAfter('999999', now)).toBe(RETRY_AFTER_CAP_MS);
     expect(parseRetryAfter('soon', now)).toBeNull();
     expect(parseRetryAfter(undefined, now)).toBeNull();
+  });
+});
+
+describe('a delivery on a fake clock', () => {
+  const start = Date.parse('2026-01-01T00:00:00.000Z');
+
+  /** Plays attempts whose results are given, each made exactly when the previous one scheduled it. */
+  function play(results: Parameters<typeof decide>[0]['result'][], random: () => number, retryAfterMs: (n: number) => number | null = () => null) {
+    let now = start;
+    const log = [];
+    for (let n = 1; n <= results.length; n++) {
+      const d = decide({ result: results[n - 1]!, attempts: n, now, retryBaseMs: 5000, random, retryAfterMs: retryAfterMs(n) });
+      log.push({ at: now - start, ...d, nextAttemptAt: d.nextAttemptAt === null ? null : d.nextAttemptAt - start });
+      if (d.nextAttemptAt === null) break;
+      now = d.nextAttemptAt;
+    }
+    return log;
+  }
+
+  it('waits 5 s, 20 s, 80 s, 320 s at most between five attempts, then fails', () => {
+    const log = play(Array(6).fill({ statusCode: 503 }), () => 0.999999);
+    expect(log.map((l) => l.at)).toEqual([0, 4999, 4999 + 19999, 4999 + 19999 + 79999, 4999 + 19999 + 79999 + 319999]);
+    expect(log.map((l) => l.status)).toEqual(['pending', 'pending', 'pending', 'pending', 'failed']);
+    expect(log[4]).toMatchObject({ nextAttemptAt: null, error: 'HTTP 503', statusCode: 503 });
+  });
+
+  it('draws each wait uniformly below its ceiling (full jitter)', () => {
+    const draws = [0.5, 0.25, 0.1, 0.9];
+    let i = 0;
+    const log = play(Array(5).fill({ error: 'ECONNREFUSED' }), () => draws[i++]!);
+    const waits = log.slice(1).map((l, n) => l.at - log[n]!.at);
+    expect(waits).toEqual([2500, 5000, 8000, 288000]);
+  });
+
+  it('honours Retry-After as a floor, capped at an hour', () => {
+    const log = play([{ statusCode: 429 }, { statusCode: 429 }, { statusCode: 200 }], () => 0, (n) => (n === 1 ? 30_000 : 10 * 3_600_000));
+    expect(log.map((l) => l.at)).toEqual([0, 30_000, 30_000 + 3_600_000]);
+    expect(log[2]).toMatchObject({ status: 'succeeded', error: null, nextAttemptAt: null });
+  });
+
+  it('stops at once on 410 (disable), another 4xx, or a refused target; a 3xx is retried', () => {
+    expect(play([{ statusCode: 410 }], () => 0)[0]).toMatchObject({ status: 'failed', disable: true, error: 'HTTP 410 Gone: the webhook was disabled' });
+    expect(play([{ statusCode: 403 }], () => 0)[0]).toMatchObject({ status: 'failed', disable: false, error: 'HTTP 403' });
+    expect(play([{ error: 'refused: x', refused: true }], () => 0)[0]).toMatchObject({ status: 'failed', error: 'refused: x' });
+    expect(decide({ result: { statusCode: 302 }, attempts: 1, now: 0, retryBaseMs: 10, random: () => 0, location: '/x' })).toMatchObject({
+      status: 'pending',
+      error: 'redirect (302 to /x) not followed',
+    });
   });
 });
 

@@ -1,3 +1,5 @@
+import { MAX_ATTEMPTS, retryDelayMs } from './retry.js';
+
 // What an attempt's result means for the delivery. Pure, and exactly the reference's rules.
 
 export type Verdict =
@@ -32,4 +34,49 @@ export function nextStep(verdict: Verdict, attempts: number, maxAttempts: number
   if (verdict === 'disable') return 'disable';
   if (verdict === 'retry' && attempts < maxAttempts) return 'retry';
   return 'failed';
+}
+
+export interface Decision {
+  status: 'pending' | 'succeeded' | 'failed';
+  /** Epoch ms of the next attempt; null unless retried. */
+  nextAttemptAt: number | null;
+  statusCode: number | null;
+  /** What the attempt log says went wrong; null on success. */
+  error: string | null;
+  /** 410 Gone: the webhook is to be disabled. */
+  disable: boolean;
+}
+
+/**
+ * Everything an attempt's result decides, at time `now`: the delivery's new status, when it is
+ * tried again (the schedule of retry.ts), and the error recorded on the attempt.
+ */
+export function decide(o: {
+  result: AttemptResult;
+  attempts: number;
+  now: number;
+  retryBaseMs: number;
+  random: () => number;
+  retryAfterMs?: number | null;
+  location?: string | null;
+}): Decision {
+  const verdict = classify(o.result);
+  const step = nextStep(verdict, o.attempts, MAX_ATTEMPTS);
+  const statusCode = 'statusCode' in o.result ? o.result.statusCode : null;
+  let error = 'error' in o.result ? o.result.error : null;
+  if (statusCode !== null && verdict !== 'success') {
+    error =
+      statusCode >= 300 && statusCode < 400
+        ? `redirect (${statusCode}${o.location ? ` to ${o.location}` : ''}) not followed`
+        : statusCode === 410
+          ? 'HTTP 410 Gone: the webhook was disabled'
+          : `HTTP ${statusCode}`;
+  }
+  return {
+    status: step === 'succeeded' ? 'succeeded' : step === 'retry' ? 'pending' : 'failed',
+    nextAttemptAt: step === 'retry' ? o.now + retryDelayMs(o.attempts, o.retryBaseMs, o.random, o.retryAfterMs) : null,
+    statusCode,
+    error,
+    disable: step === 'disable',
+  };
 }

@@ -3,8 +3,8 @@ import { Agent, request } from 'undici';
 import type { App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
 import { nowIso } from '../../lib/time.js';
-import { classify, nextStep, type AttemptResult } from './outcome.js';
-import { MAX_ATTEMPTS, parseRetryAfter, retryDelayMs } from './retry.js';
+import { decide, type AttemptResult } from './outcome.js';
+import { parseRetryAfter } from './retry.js';
 import { openSecretBox } from './secret-box.js';
 import { disableGone, pruneDeliveries, type Matcher, type WebhookRuntime } from './service.js';
 import { deliveryHeaders } from './sign.js';
@@ -235,25 +235,13 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.closed) return;
     const durationMs = Math.round(performance.now() - started);
     const attempts = c.attempts + 1;
-    const verdict = classify(sent.result);
-    const step = nextStep(verdict, attempts, MAX_ATTEMPTS);
-    const statusCode = 'statusCode' in sent.result ? sent.result.statusCode : null;
-    let error = 'error' in sent.result ? sent.result.error : null;
-    if (statusCode !== null && verdict !== 'success') {
-      error =
-        statusCode >= 300 && statusCode < 400
-          ? `redirect (${statusCode}${sent.location ? ` to ${sent.location}` : ''}) not followed`
-          : statusCode === 410
-            ? 'HTTP 410 Gone: the webhook was disabled'
-            : `HTTP ${statusCode}`;
-    }
-    const nextAttemptAt = step === 'retry' ? Date.now() + retryDelayMs(attempts, retryBaseMs, this.random, sent.retryAfterMs) : null;
+    const d = decide({ result: sent.result, attempts, now: Date.now(), retryBaseMs, random: this.random, retryAfterMs: sent.retryAfterMs, location: sent.location });
     this.outcomes.push({
       c,
-      attempt: { n: attempts, at, statusCode, error, durationMs, responseBody: sent.responseBody },
-      status: step === 'succeeded' ? 'succeeded' : step === 'retry' ? 'pending' : 'failed',
-      nextAttemptAt,
-      disable: step === 'disable',
+      attempt: { n: attempts, at, statusCode: d.statusCode, error: d.error, durationMs, responseBody: sent.responseBody },
+      status: d.status,
+      nextAttemptAt: d.nextAttemptAt,
+      disable: d.disable,
     });
     this.scheduleFlush();
   }
