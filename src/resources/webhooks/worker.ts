@@ -85,7 +85,9 @@ const PREFETCH_FACTOR = 2;
 const SECRET_CACHE_MS = 60_000;
 /** Finished attempts are written together at most this long after the first of them. */
 const FLUSH_EVERY_MS = 10;
-const FLUSH_MAX = 256;
+/** At most this many attempts per write, so one commit never holds the event loop for long. */
+const FLUSH_MAX = 64;
+const START_PER_TURN = 4;
 
 export class DeliveryWorker implements WebhookRuntime {
   readonly box;
@@ -172,7 +174,14 @@ export class DeliveryWorker implements WebhookRuntime {
       // Claim in batches of at least `concurrency` rows (always possible once `ready` is empty).
       const want = concurrency * PREFETCH_FACTOR - this.ready.length - this.inFlight.size;
       if (want >= concurrency) this.ready.push(...this.app.db.transaction(() => store.claimDue(this.app.db, Date.now(), want))());
+      // A few starts per turn of the event loop, then yield: API requests wait behind at most
+      // START_PER_TURN deliveries' worth of synchronous work (signing, request set-up).
+      let started = 0;
       while (this.inFlight.size < concurrency && this.ready.length) {
+        if (started++ === START_PER_TURN) {
+          this.kick();
+          break;
+        }
         const c = this.ready.shift()!;
         const p: Promise<void> = this.deliver(c)
           .catch((err) => this.app.log.error('a webhook delivery failed unexpectedly', { deliveryId: c.id, ...errorFields(err) }))
@@ -259,9 +268,9 @@ export class DeliveryWorker implements WebhookRuntime {
   private flush(): void {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    const batch = this.outcomes;
-    if (!batch.length) return;
-    this.outcomes = [];
+    if (!this.outcomes.length) return;
+    const batch = this.outcomes.splice(0, FLUSH_MAX);
+    if (this.outcomes.length) this.flushTimer = setTimeout(() => this.flush(), 0);
     const now = nowIso();
     try {
       this.app.events.write(() => {
@@ -319,7 +328,8 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.timer) clearTimeout(this.timer);
     for (const ac of this.controllers) ac.abort();
     await Promise.allSettled([...this.inFlight]);
-    this.flush();
+    while (this.outcomes.length) this.flush();
+    if (this.flushTimer) clearTimeout(this.flushTimer);
     await this.agent.close().catch(() => undefined);
   }
 }
