@@ -344,6 +344,18 @@ describe('redelivery, recovery, test, rotation', () => {
     expect((await d.api('GET', `/v1/webhooks/${w.id}`)).body.data.secretRotatedAt).toEqual(expect.any(String));
   });
 
+  it('at most 4 old secrets sign beside the current one, however often it is rotated', async () => {
+    rx = await receiver();
+    const w = await hook(rx.url, ['task:created']);
+    const secrets = [w.secret];
+    for (let i = 0; i < 6; i++) secrets.push((await d.api('POST', `/v1/webhooks/${w.id}/rotate-secret`, { body: { graceSeconds: 3600 } })).body.data.secret);
+    await newTask('many rotations');
+    const [got] = await rx.waitFor(1);
+    const sig = got!.headers['x-service-signature'] as string;
+    expect(sig.split(',').filter((p) => p.startsWith('v1='))).toHaveLength(5);
+    expect(secrets.map((s) => verifyWebhook(got!.body, sig, s))).toEqual([false, false, true, true, true, true, true]);
+  });
+
   it('secrets are sealed in the state DB, never stored in plaintext', async () => {
     const w = await hook('http://127.0.0.1:9/');
     const rows = d.daemon.app.db.prepare('SELECT sealed FROM webhook_secrets WHERE webhook_id = ?').all(w.id) as { sealed: Buffer }[];

@@ -143,6 +143,7 @@ describe('targets', () => {
     expect(urlProblem('ftp://example.com')).toMatch(/http or https/);
     expect(urlProblem('file:///etc/passwd')).toMatch(/http or https/);
     expect(urlProblem('not a url')).toMatch(/absolute/);
+    expect(urlProblem('https://user:pw@hooks.example.com/')).toMatch(/user name or password/);
     expect(urlProblem('http://169.254.169.254/latest/meta-data')).toMatch(/link-local/);
     expect(urlProblem('http://[fe80::1]/')).toMatch(/link-local/);
     expect(urlProblem('http://[::ffff:169.254.169.254]/')).toMatch(/link-local/);

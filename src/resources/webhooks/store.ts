@@ -108,11 +108,20 @@ export function liveSecrets(db: DB, webhookId: string, now: string): SecretRow[]
   ).all(webhookId, now) as SecretRow[];
 }
 
+/** At most this many rotated-out secrets keep signing beside the current one. */
+export const MAX_OLD_SECRETS = 4;
+
 /** Ends the current secret's life at `expiresAt` and drops secrets already expired. */
 export function retireCurrentSecret(db: DB, webhookId: string, expiresAt: string, now: string): void {
   stmt(db, 'UPDATE webhook_secrets SET expires_at = ? WHERE webhook_id = ? AND expires_at IS NULL').run(expiresAt, webhookId);
   stmt(db, 'UPDATE webhooks SET secret_rotated_at = ?, updated_at = ? WHERE id = ?').run(now, now, webhookId);
   stmt(db, 'DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(webhookId, now);
+  // Rotating again and again inside a grace window must not grow every delivery's headers.
+  stmt(
+    db,
+    `DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND id NOT IN
+       (SELECT id FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT ?)`,
+  ).run(webhookId, webhookId, MAX_OLD_SECRETS);
 }
 
 // Deliveries

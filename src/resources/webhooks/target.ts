@@ -80,6 +80,9 @@ export function urlProblem(raw: string): string | null {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return `must use http or https, not ${u.protocol.replace(/:$/, '')}`;
   if (!u.hostname) return 'must name a host';
+  // The URL is shown by every list and log line; credentials in it would leak. Deliveries are
+  // authenticated by their signature instead.
+  if (u.username || u.password) return 'must not contain a user name or password';
   const lit = literalHost(u);
   const why = lit ? refusedAddress(lit) : null;
   if (why) return `${lit} is a ${why} address; webhooks may not target link-local, multicast, unspecified or broadcast addresses`;
