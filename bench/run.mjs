@@ -8,6 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 
+// `npm run bench -- webhooks`: the webhook delivery scenario (bench/webhooks.mjs) alone.
+if (process.argv[2] === 'webhooks') {
+  await import('./webhooks.mjs');
+  process.exit(0);
+}
+
 const dist = new URL('../dist/src/', import.meta.url);
 const { startDaemon } = await import(new URL('daemon.js', dist).href);
 const { createLogger } = await import(new URL('kernel/log.js', dist).href);
