@@ -1,22 +1,19 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { Agent, request } from 'undici';
+import { lookup as dnsLookup } from 'node:dns';
+import { Agent } from 'undici';
 import type { App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
 import { nowIso } from '../../lib/time.js';
-import { decide, type AttemptResult } from './outcome.js';
-import { parseRetryAfter } from './retry.js';
+import { decide } from './outcome.js';
 import { openSecretBox } from './secret-box.js';
 import { disableGone, pruneDeliveries, type Matcher, type WebhookRuntime } from './service.js';
 import { deliveryHeaders } from './sign.js';
 import * as store from './store.js';
-import { refusedAddress } from './target.js';
+import { errorText, guardedLookup, postDelivery, type LookupFn, type Sent } from './send.js';
 
 // The delivery worker: claims due deliveries (at most webhooks.concurrency in flight), posts them
 // through one pooled undici Agent under one hard deadline, and records every attempt. Deliveries
 // live in the state DB, so what was pending or in flight when the process died is sent after the
 // restart, with the same delivery id.
-
-export type LookupFn = typeof dnsLookup;
 
 export interface WorkerOptions {
   /** Name resolution (tests pass one that answers what they need; default dns.lookup). */
@@ -25,51 +22,8 @@ export interface WorkerOptions {
   random?: () => number;
 }
 
-const RESPONSE_KEEP_BYTES = 1024;
-/** A response body is read this far (to reuse the connection), then the connection is dropped. */
-const RESPONSE_READ_BYTES = 64 * 1024;
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-class RefusedTarget extends Error {
-  readonly code = 'ESVC_REFUSED_TARGET';
-}
-
-/** Wraps a resolver so that a name resolving to a forbidden address fails to connect. */
-export function guardedLookup(base: LookupFn): LookupFn {
-  const guarded = (hostname: string, options: unknown, callback: unknown) => {
-    const cb = (typeof options === 'function' ? options : callback) as (err: Error | null, address?: string | LookupAddress[], family?: number) => void;
-    const opts = typeof options === 'function' ? {} : (options as object);
-    (base as unknown as (h: string, o: object, c: typeof cb) => void)(hostname, opts, (err, address, family) => {
-      if (err) return cb(err);
-      const list = Array.isArray(address) ? address.map((a) => a.address) : [address as string];
-      for (const a of list) {
-        const why = refusedAddress(a);
-        if (why) return cb(new RefusedTarget(`refused: ${hostname} resolves to ${a}, a ${why} address`));
-      }
-      cb(null, address, family);
-    });
-  };
-  return guarded as unknown as LookupFn;
-}
-
-function errorText(err: unknown): { text: string; refused: boolean } {
-  let e = err as (Error & { code?: string; cause?: unknown }) | undefined;
-  for (let depth = 0; e && depth < 4; depth++) {
-    if (e instanceof RefusedTarget || e.code === 'ESVC_REFUSED_TARGET') return { text: e.message, refused: true };
-    if (!e.cause) break;
-    e = e.cause as typeof e;
-  }
-  const top = err as Error & { code?: string };
-  return { text: [top?.code, top?.message].filter(Boolean).join(': ') || String(err), refused: false };
-}
-
-interface Sent {
-  result: AttemptResult;
-  responseBody: string | null;
-  retryAfterMs: number | null;
-  location: string | null;
-}
 
 interface Outcome {
   c: store.Claimed;
@@ -236,7 +190,13 @@ export class DeliveryWorker implements WebhookRuntime {
     try {
       const secrets = this.secretsFor(c.webhookId, at);
       const headers = deliveryHeaders({ deliveryId: c.id, event: c.event, body: c.body, secrets, t: Math.floor(Date.parse(at) / 1000) });
-      sent = await this.post(c.url, c.body, headers, timeoutMs);
+      const ac = new AbortController();
+      this.controllers.add(ac);
+      try {
+        sent = await postDelivery(this.agent, { url: c.url, body: c.body, headers, timeoutMs, signal: ac.signal });
+      } finally {
+        this.controllers.delete(ac);
+      }
     } catch (err) {
       sent = { result: { error: errorText(err).text }, responseBody: null, retryAfterMs: null, location: null };
     }
@@ -284,41 +244,6 @@ export class DeliveryWorker implements WebhookRuntime {
       this.app.log.error('recording webhook attempts failed', { count: batch.length, ...errorFields(err) });
     }
     if (batch.some((o) => o.status === 'pending')) this.kick();
-  }
-
-  /** One POST under one deadline covering connect, headers and body. Redirects are not followed. */
-  private async post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Sent> {
-    const ac = new AbortController();
-    this.controllers.add(ac);
-    const deadline = setTimeout(() => ac.abort(), timeoutMs);
-    try {
-      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal: ac.signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-      const chunks: Buffer[] = [];
-      let read = 0;
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        if (read < RESPONSE_KEEP_BYTES) chunks.push(chunk.subarray(0, RESPONSE_KEEP_BYTES - read));
-        read += chunk.length;
-        if (read >= RESPONSE_READ_BYTES) {
-          res.body.destroy();
-          break;
-        }
-      }
-      const text = Buffer.concat(chunks).toString('utf8');
-      const location = res.headers.location;
-      return {
-        result: { statusCode: res.statusCode },
-        responseBody: text || null,
-        retryAfterMs: parseRetryAfter(res.headers['retry-after'], Date.now()),
-        location: typeof location === 'string' ? location.slice(0, 512) : null,
-      };
-    } catch (err) {
-      if (ac.signal.aborted) return { result: { error: this.closed ? 'shutting down' : `no complete answer within ${timeoutMs} ms` }, responseBody: null, retryAfterMs: null, location: null };
-      const { text, refused } = errorText(err);
-      return { result: { error: text, refused }, responseBody: null, retryAfterMs: null, location: null };
-    } finally {
-      clearTimeout(deadline);
-      this.controllers.delete(ac);
-    }
   }
 
   /** Stops claiming, lets attempts under way finish (each is bounded by its deadline), closes the pool. */
