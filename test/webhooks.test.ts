@@ -1,4 +1,3 @@
-import { lookup as dnsLookup } from 'node:dns';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../src/index.js';
@@ -9,23 +8,16 @@ import { startReceiver, type Receiver } from './webhook-receiver.js';
 
 // Webhooks against the real daemon and a real receiver on port 0. Short retryBaseMs (10 ms) and
 // timeoutMs (400 ms) keep the schedule's real waits small; the jitter source is fixed at its top.
+// The delivery thread resolves evil.test to a link-local address and good.test to loopback.
 
 const TOP = 0.999999;
-
-/** Resolves the test names only: evil.test to a link-local address, good.test to loopback. */
-const lookup = ((host: string, opts: any, cb: any) => {
-  const answer = host === 'evil.test' ? '169.254.169.254' : host === 'good.test' ? '127.0.0.1' : null;
-  if (!answer) return dnsLookup(host, opts, cb);
-  if (opts?.all) cb(null, [{ address: answer, family: 4 }]);
-  else cb(null, answer, 4);
-}) as typeof dnsLookup;
 
 let d: TestDaemon;
 let rx: Receiver;
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  d = await startTestDaemon({ config: { webhooks: { retryBaseMs: 10, timeoutMs: 400, concurrency: 16 } }, webhooks: { lookup, random: () => TOP } });
+  d = await startTestDaemon({ config: { webhooks: { retryBaseMs: 10, timeoutMs: 400, concurrency: 16 } }, webhooks: { hosts: { 'evil.test': '169.254.169.254', 'good.test': '127.0.0.1' }, random: () => TOP } });
 });
 afterAll(async () => {
   await d.close();

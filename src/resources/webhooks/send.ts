@@ -54,20 +54,48 @@ export interface Sent {
   location: string | null;
 }
 
+/** A resolver answering the names of `hosts` itself and asking `base` for the rest (tests). */
+export function hostsLookup(hosts: Record<string, string>, base: LookupFn): LookupFn {
+  const lookup = (hostname: string, options: unknown, callback: unknown) => {
+    const cb = (typeof options === 'function' ? options : callback) as (err: Error | null, address?: string | LookupAddress[], family?: number) => void;
+    const opts = (typeof options === 'function' ? {} : options) as { all?: boolean };
+    const answer = Object.hasOwn(hosts, hostname) ? hosts[hostname]! : null;
+    if (answer === null) return (base as unknown as (h: string, o: object, c: typeof cb) => void)(hostname, opts, cb);
+    const family = answer.includes(':') ? 6 : 4;
+    if (opts.all) cb(null, [{ address: answer, family }]);
+    else cb(null, answer, family);
+  };
+  return lookup as unknown as LookupFn;
+}
+
+/** What the daemon sends the delivery thread, and what comes back. */
+export interface ThreadRequest {
+  id: number;
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+}
+export interface ThreadResult {
+  id: number;
+  sent: Sent;
+  durationMs: number;
+}
+
 export interface Post {
   url: string;
   body: string;
   headers: Record<string, string>;
   timeoutMs: number;
-  /** Aborts the attempt from outside (shutdown); reported as such, not as the deadline. */
-  signal: AbortSignal;
+  /** Aborts the attempt from outside; reported as such, not as the deadline. */
+  signal?: AbortSignal;
 }
 
 export async function postDelivery(agent: Agent, p: Post): Promise<Sent> {
   const ac = new AbortController();
   const deadline = setTimeout(() => ac.abort(), p.timeoutMs);
   const stop = () => ac.abort();
-  p.signal.addEventListener('abort', stop, { once: true });
+  p.signal?.addEventListener('abort', stop, { once: true });
   try {
     const res = await request(p.url, { method: 'POST', headers: p.headers, body: p.body, dispatcher: agent, signal: ac.signal, headersTimeout: p.timeoutMs, bodyTimeout: p.timeoutMs });
     const chunks: Buffer[] = [];
@@ -90,12 +118,12 @@ export async function postDelivery(agent: Agent, p: Post): Promise<Sent> {
     };
   } catch (err) {
     if (ac.signal.aborted) {
-      return { result: { error: p.signal.aborted ? 'cut short by shutdown' : `no complete answer within ${p.timeoutMs} ms` }, responseBody: null, retryAfterMs: null, location: null };
+      return { result: { error: p.signal?.aborted ? 'cut short by shutdown' : `no complete answer within ${p.timeoutMs} ms` }, responseBody: null, retryAfterMs: null, location: null };
     }
     const { text, refused } = errorText(err);
     return { result: { error: text, refused }, responseBody: null, retryAfterMs: null, location: null };
   } finally {
     clearTimeout(deadline);
-    p.signal.removeEventListener('abort', stop);
+    p.signal?.removeEventListener('abort', stop);
   }
 }

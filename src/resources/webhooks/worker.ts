@@ -1,5 +1,3 @@
-import { lookup as dnsLookup } from 'node:dns';
-import { Agent } from 'undici';
 import type { App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
 import { nowIso } from '../../lib/time.js';
@@ -8,16 +6,17 @@ import { openSecretBox } from './secret-box.js';
 import { disableGone, pruneDeliveries, type Matcher, type WebhookRuntime } from './service.js';
 import { deliveryHeaders } from './sign.js';
 import * as store from './store.js';
-import { errorText, guardedLookup, postDelivery, type LookupFn, type Sent } from './send.js';
+import { errorText, type Sent } from './send.js';
+import { Sender } from './sender.js';
 
-// The delivery worker: claims due deliveries (at most webhooks.concurrency in flight), posts them
-// through one pooled undici Agent under one hard deadline, and records every attempt. Deliveries
-// live in the state DB, so what was pending or in flight when the process died is sent after the
-// restart, with the same delivery id.
+// The delivery worker: claims due deliveries (at most webhooks.concurrency in flight), signs them,
+// hands them to the delivery thread (sender.ts: one pooled undici Agent, one hard deadline), and
+// records every attempt. Deliveries live in the state DB, so what was pending or in flight when the
+// process died is sent after the restart, with the same delivery id.
 
 export interface WorkerOptions {
-  /** Name resolution (tests pass one that answers what they need; default dns.lookup). */
-  lookup?: LookupFn;
+  /** Names resolved to these addresses instead of by DNS (tests; the forbidden-address check still applies). */
+  hosts?: Record<string, string>;
   /** Jitter source in [0, 1) (default Math.random). */
   random?: () => number;
 }
@@ -46,7 +45,8 @@ const START_PER_TURN = 4;
 export class DeliveryWorker implements WebhookRuntime {
   readonly box;
   readonly matchers = new Map<string, Matcher>();
-  private readonly agent: Agent;
+  /** The delivery thread: the network work of every attempt happens off the main thread. */
+  private readonly sender: Sender;
   private readonly random: () => number;
   private readonly inFlight = new Set<Promise<void>>();
   /** Claimed (in_flight = 1 in the DB) and not yet started; released by the next start after a crash. */
@@ -54,8 +54,6 @@ export class DeliveryWorker implements WebhookRuntime {
   /** Finished attempts waiting for the next batched write. */
   private outcomes: Outcome[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
-  /** The deadlines' controllers of attempts under way, aborted together at shutdown. */
-  private readonly controllers = new Set<AbortController>();
   private readonly secrets = new Map<string, { list: string[]; until: number }>();
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
@@ -69,12 +67,7 @@ export class DeliveryWorker implements WebhookRuntime {
   ) {
     this.box = openSecretBox(app.stateDir, app.projectId);
     this.random = opts.random ?? Math.random;
-    this.agent = new Agent({
-      connect: { lookup: guardedLookup(opts.lookup ?? dnsLookup) },
-      keepAliveTimeout: 10_000,
-      // One origin may take every slot; the worker, not the pool, bounds concurrency.
-      connections: 256,
-    });
+    this.sender = new Sender({ hosts: opts.hosts }, app.log);
     const released = store.releaseInFlight(app.db, Date.now());
     if (released) app.log.info('re-sending webhook deliveries that were in flight when the daemon stopped', { count: released });
     this.prune();
@@ -185,24 +178,17 @@ export class DeliveryWorker implements WebhookRuntime {
   private async deliver(c: store.Claimed): Promise<void> {
     const { timeoutMs, retryBaseMs } = this.app.config().webhooks;
     const at = nowIso();
-    const started = performance.now();
     let sent: Sent;
+    let durationMs = 0;
     try {
       const secrets = this.secretsFor(c.webhookId, at);
       const headers = deliveryHeaders({ deliveryId: c.id, event: c.event, body: c.body, secrets, t: Math.floor(Date.parse(at) / 1000) });
-      const ac = new AbortController();
-      this.controllers.add(ac);
-      try {
-        sent = await postDelivery(this.agent, { url: c.url, body: c.body, headers, timeoutMs, signal: ac.signal });
-      } finally {
-        this.controllers.delete(ac);
-      }
+      ({ sent, durationMs } = await this.sender.send({ url: c.url, body: c.body, headers, timeoutMs }));
     } catch (err) {
       sent = { result: { error: errorText(err).text }, responseBody: null, retryAfterMs: null, location: null };
     }
     // Cut short by shutdown: not the receiver's doing, so not an attempt; the next start re-sends it.
     if (this.closed) return;
-    const durationMs = Math.round(performance.now() - started);
     const attempts = c.attempts + 1;
     const d = decide({ result: sent.result, attempts, now: Date.now(), retryBaseMs, random: this.random, retryAfterMs: sent.retryAfterMs, location: sent.location });
     this.outcomes.push({
@@ -251,10 +237,9 @@ export class DeliveryWorker implements WebhookRuntime {
     this.closed = true;
     clearInterval(this.pruneTimer);
     if (this.timer) clearTimeout(this.timer);
-    for (const ac of this.controllers) ac.abort();
+    await this.sender.close();
     await Promise.allSettled([...this.inFlight]);
     while (this.outcomes.length) this.flush();
     if (this.flushTimer) clearTimeout(this.flushTimer);
-    await this.agent.close().catch(() => undefined);
   }
 }
