@@ -40,7 +40,7 @@ const SECRET_CACHE_MS = 60_000;
 const FLUSH_EVERY_MS = 10;
 /** At most this many attempts per write, so one commit never holds the event loop for long. */
 const FLUSH_MAX = 64;
-const START_PER_TURN = 4;
+const START_PER_TURN = 8;
 
 export class DeliveryWorker implements WebhookRuntime {
   readonly box;
