@@ -102,3 +102,17 @@ it('a graceful stop cuts attempts on the wire short without counting them, and t
   const answered = rx!.received.filter((r) => r.answer === 200).map((r) => r.headers['x-service-delivery-id']);
   for (const id of held) expect(answered).toContain(id);
 });
+
+it('a delivery thread that dies is replaced, and what it held is retried', async () => {
+  await setup();
+  const worker = d!.daemon.app.services.get((await import('../src/resources/webhooks/service.js')).WEBHOOKS) as any;
+  rx!.fallback = 200;
+  await worker.sender.thread.terminate();
+  const id = (await d!.api('GET', '/v1/webhooks')).body.data[0].id;
+  let list: any[] = [];
+  await eventually(async () => {
+    list = (await d!.api('GET', `/v1/webhooks/${id}/deliveries`)).body.data;
+    return list.length === 6 && list.every((x) => x.status === 'succeeded');
+  }, 10_000);
+  expect(list.filter((x) => x.attempts > 1).length).toBeGreaterThanOrEqual(2);
+});

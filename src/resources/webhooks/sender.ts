@@ -11,6 +11,8 @@ function threadEntry(): URL {
   return import.meta.url.endsWith('.ts') ? new URL(here.href.replace('/src/resources/webhooks/', '/dist/src/resources/webhooks/')) : here;
 }
 
+const RESPAWN_MS = 1000;
+
 export interface SenderOptions {
   /** Names the thread resolves itself (tests: a resolver seam instead of real DNS). */
   hosts?: Record<string, string>;
@@ -21,6 +23,9 @@ export class Sender {
   private seq = 0;
   private readonly waiting = new Map<number, (r: { sent: Sent; durationMs: number }) => void>();
   private closed = false;
+  /** False between the thread's death and its replacement; requests made meanwhile wait here. */
+  private alive = false;
+  private queued: ThreadRequest[] = [];
 
   constructor(
     private readonly opts: SenderOptions,
@@ -39,15 +44,20 @@ export class Sender {
     t.on('error', (err) => this.log.error('the webhook delivery thread failed', { error: err.message }));
     t.on('exit', () => {
       if (this.thread !== t) return;
+      this.alive = false;
       this.failWaiting(this.closed ? 'cut short by shutdown' : 'the delivery thread stopped');
-      if (!this.closed) this.spawn();
+      // A second later, not at once: a thread that cannot start must not spin.
+      if (!this.closed) setTimeout(() => this.closed || this.spawn(), RESPAWN_MS).unref();
     });
     this.thread = t;
+    this.alive = true;
+    for (const q of this.queued.splice(0)) t.postMessage(q);
   }
 
   private failWaiting(error: string): void {
     const all = [...this.waiting.values()];
     this.waiting.clear();
+    this.queued = [];
     for (const done of all) done({ sent: { result: { error }, responseBody: null, retryAfterMs: null, location: null }, durationMs: 0 });
   }
 
@@ -56,7 +66,9 @@ export class Sender {
     const id = ++this.seq;
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
-      this.thread.postMessage({ id, ...p } satisfies ThreadRequest);
+      const req: ThreadRequest = { id, ...p };
+      if (this.alive) this.thread.postMessage(req);
+      else this.queued.push(req);
     });
   }
 
