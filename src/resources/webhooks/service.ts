@@ -81,8 +81,8 @@ export function updateWebhook(app: App, id: string, patch: WebhookPatchInput): W
 /** Deletes the webhook with its deliveries, so its pending deliveries are cancelled. */
 export function deleteWebhook(app: App, id: string): { removed: true } {
   return app.events.write(() => {
-    app.services.get(WEBHOOKS).release(id);
     if (!store.deleteWebhook(app.db, id)) throw new AppError('not_found', `Webhook "${id}" not found.`);
+    app.services.get(WEBHOOKS).release(id);
     return REMOVED;
   });
 }
