@@ -3,10 +3,23 @@ import { action, parseIntOption } from '../../cli/action.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { emit, keyValues, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
-import { confirm, listen } from './listen.js';
+import { createInterface } from 'node:readline/promises';
+import { listen } from './listen.js';
 import type { Attempt, Delivery, DeliveryDetail, Webhook } from './schema.js';
 
 const path = (id: string) => `/v1/webhooks/${seg(id)}`;
+
+/** Asks on a TTY; without one (scripts, CI) a destructive command needs --yes. */
+async function confirm(question: string): Promise<void> {
+  if (!process.stdin.isTTY) throw new UsageError(`${question.replace(/\?$/, '')}: refused without a terminal to confirm on; pass --yes`);
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = (await rl.question(`${question} [y/N] `)).trim().toLowerCase();
+    if (answer !== 'y' && answer !== 'yes') throw new UsageError('cancelled');
+  } finally {
+    rl.close();
+  }
+}
 
 /** "1h", "30m", "2d", "90s" before now, or an ISO 8601 time, as ISO 8601. */
 export function parseSince(v: string, now: number = Date.now()): string {

@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage } from 'node:http';
-import { createInterface } from 'node:readline/promises';
 import { request } from 'undici';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { style } from '../../cli/output.js';
@@ -9,18 +8,6 @@ import { verifyWebhook } from './verify.js';
 // `svc webhooks listen`, like `stripe listen`: a receiver on a free loopback port, a webhook
 // registered for it, one line per verified delivery, optional forwarding, and the webhook removed
 // again on Ctrl-C. The daemon is local, so it reaches the receiver on 127.0.0.1.
-
-/** Asks on a TTY; without one (scripts, CI) a destructive command needs --yes. */
-export async function confirm(question: string): Promise<void> {
-  if (!process.stdin.isTTY) throw new UsageError(`${question.replace(/\?$/, '')}: refused without a terminal to confirm on; pass --yes`);
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    const answer = (await rl.question(`${question} [y/N] `)).trim().toLowerCase();
-    if (answer !== 'y' && answer !== 'yes') throw new UsageError('cancelled');
-  } finally {
-    rl.close();
-  }
-}
 
 const MAX_BODY = 5 * 1024 * 1024;
 
