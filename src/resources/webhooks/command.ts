@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { action, parseIntOption } from '../../cli/action.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
-import { emit, keyValues, style, table } from '../../cli/output.js';
+import { emit, err, keyValues, out, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
 import { createInterface } from 'node:readline/promises';
 import { listen } from './listen.js';
@@ -81,7 +81,7 @@ const attemptTable = (list: Attempt[]) =>
 
 function printSecret(ctx: CliContext, data: { secret: string }, human: string): void {
   emit(ctx.json, data, () => human);
-  if (!ctx.json) process.stderr.write(style.yellow('Store this secret now: it is shown only once (`svc webhooks rotate` replaces it).\n'));
+  if (!ctx.json) err(style.yellow('Store this secret now: it is shown only once (`svc webhooks rotate` replaces it).\n'));
 }
 
 export function webhooksCommand(): Command {
@@ -174,7 +174,7 @@ export function webhooksCommand(): Command {
         const res = await ctx.client.call<Delivery[]>('GET', `${path(id)}/deliveries`, { query: { limit: o.limit, before: o.before } });
         emit(ctx.json, res.data, () => deliveryTable(res.data));
         const next = res.headers['x-next-cursor'];
-        if (typeof next === 'string' && !ctx.json) process.stderr.write(style.dim(`more: svc webhooks deliveries ${id} --before ${next}\n`));
+        if (typeof next === 'string' && !ctx.json) err(style.dim(`more: svc webhooks deliveries ${id} --before ${next}\n`));
       }),
     );
 

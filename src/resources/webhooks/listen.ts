@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { request } from 'undici';
 import { UsageError, type CliContext } from '../../cli/context.js';
-import { style } from '../../cli/output.js';
+import { err, out, style } from '../../cli/output.js';
 import type { Webhook } from './schema.js';
 import { verifyWebhook } from './verify.js';
 
@@ -35,7 +35,7 @@ export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?:
       const body = await readBody(req);
       const sig = req.headers['x-service-signature'];
       if (req.method !== 'POST' || !verifyWebhook(body, typeof sig === 'string' ? sig : undefined, secret)) {
-        process.stderr.write(style.red(`refused a request with no valid signature (${req.method} ${req.url})\n`));
+        err(style.red(`refused a request with no valid signature (${req.method} ${req.url})\n`));
         res.writeHead(400).end('invalid signature');
         return;
       }
@@ -55,11 +55,11 @@ export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?:
           note = ` → ${o.forwardTo} failed: ${(err as Error).message}`;
         }
       }
-      if (ctx.json) process.stdout.write(body.toString('utf8').replace(/\n/g, '') + '\n');
-      else process.stdout.write(`${new Date().toISOString()}  ${style.bold(event)}  ${id}${note}\n`);
+      if (ctx.json) out(body.toString('utf8').replace(/\n/g, '') + '\n');
+      else out(`${new Date().toISOString()}  ${style.bold(event)}  ${id}${note}\n`);
       res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'forward failed');
-    })().catch((err) => {
-      process.stderr.write(style.red(`error handling a delivery: ${(err as Error).message}\n`));
+    })().catch((e: unknown) => {
+      err(style.red(`error handling a delivery: ${(e as Error).message}\n`));
       if (!res.headersSent) res.writeHead(500).end();
     });
   });
@@ -81,7 +81,7 @@ export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?:
     throw err;
   }
   secret = hook.secret;
-  process.stderr.write(
+  err(
     `Ready. Webhook ${hook.id} sends ${o.events.join(',')} to http://127.0.0.1:${port}/${o.forwardTo ? `, forwarded to ${o.forwardTo}` : ''}. Ctrl-C to stop.\n`,
   );
   await new Promise<void>((resolve) => {
@@ -95,7 +95,7 @@ export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?:
   });
   try {
     await ctx.client.delete(`/v1/webhooks/${encodeURIComponent(hook.id)}`);
-    process.stderr.write(`Removed webhook ${hook.id}.\n`);
+    err(`Removed webhook ${hook.id}.\n`);
   } finally {
     server.closeAllConnections();
     server.close();

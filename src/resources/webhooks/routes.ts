@@ -37,6 +37,7 @@ export const webhookRoutes = [
     method: 'POST',
     path: base,
     operationId: 'createWebhook',
+    errors: ['conflict'],
     summary: 'Create a webhook; the answer holds its signing secret, the only time it is shown',
     description:
       'events defaults to ["*"]; a pattern is "*", "<category>:*" or an exact event name of GET /v1/events/catalog (anything else is 400 naming it). ' +
@@ -106,6 +107,7 @@ export const webhookRoutes = [
     method: 'POST',
     path: `${delivery}/redeliver`,
     operationId: 'redeliverWebhookDelivery',
+    errors: ['conflict'],
     summary: 'Send a delivery again, as a new delivery of the same body; answers it (202)',
     description: '409 when the webhook is disabled.',
     tag,
@@ -118,6 +120,7 @@ export const webhookRoutes = [
     method: 'POST',
     path: `${item}/recover`,
     operationId: 'recoverWebhook',
+    errors: ['conflict'],
     summary: 'Re-send every delivery that failed since a time (202)',
     description: 'Each failed delivery created at or after `since` is queued again as a new delivery, unless one already re-sent it. 409 when the webhook is disabled.',
     tag,
@@ -143,6 +146,7 @@ export const webhookRoutes = [
     method: 'POST',
     path: `${item}/test`,
     operationId: 'testWebhook',
+    errors: ['conflict'],
     summary: 'Send a webhook:test event to this webhook only; answers its delivery (202)',
     description: '409 when the webhook is disabled.',
     tag,
