@@ -17,6 +17,8 @@ import { uuidv4 } from './lib/ids.js';
 import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
+import { DATA_RUNNER, reconcile, removeOrphanFiles } from './resources/data/service.js';
+import { DataRunner } from './resources/data/sql-runner.js';
 import { startSkills } from './resources/skills/live-index.js';
 import { openVault } from './resources/vault/keys.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
@@ -165,6 +167,19 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   try {
     workers.push(await startSkills(app));
     workers.push(startApprovalTimeouts(app));
+    // Application databases: one child process per open database, so that caller SQL can be
+    // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
+    removeOrphanFiles(app);
+    workers.push(
+      app.services.provide(
+        DATA_RUNNER,
+        new DataRunner({
+          log,
+          statementTimeoutMs: () => config.data.statementTimeoutMs,
+          onOpened: guarded(log, 'updating the database registry', (id: string, state: unknown) => reconcile(app, id, state as Parameters<typeof reconcile>[2])),
+        }),
+      ),
+    );
   } catch (err) {
     for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
     db.close();
