@@ -3,31 +3,10 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from './harness.js';
+import { SHOP } from './data-fixtures.js';
 import { runCase, type ApiCase } from './scenarios.js';
 
 // Application databases over HTTP against real files: databases, batches, errors and limits.
-
-export const SHOP = {
-  tables: {
-    customers: {
-      columns: {
-        email: { type: 'text', unique: true },
-        name: { type: 'text', nullable: true },
-        vip: { type: 'boolean', default: false },
-        meta: { type: 'json', nullable: true },
-      },
-    },
-    orders: {
-      columns: {
-        customer: { type: 'uuid', references: { table: 'customers', column: '_id' } },
-        total: { type: 'number' },
-        qty: { type: 'integer', default: 1 },
-        placed: { type: 'timestamp', nullable: true },
-      },
-      indexes: [{ columns: ['customer'] }],
-    },
-  },
-};
 
 const dataFiles = (d: TestDaemon) => readdirSync(join(d.root, '.svc', 'data')).filter((f) => f.endsWith('.sqlite'));
 

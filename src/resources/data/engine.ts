@@ -129,8 +129,8 @@ export class DataFile {
 
   query(req: QueryRequest, ref?: IdempotencyRef): Answer<QueryResult> {
     const tables = new Set(Object.keys(this.state.schema.tables));
-    const { stmt } = admit(this.db, req.sql, req.mode, tables, req.grants);
     const params = req.params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
+    const { stmt } = admit(this.db, req.sql, params, req.mode, tables, req.grants);
     const types = this.columnTypes(stmt);
     try {
       if (req.mode === 'read') return this.once(ref, () => this.collect(stmt, params, req.maxRows, types, null));
@@ -157,6 +157,7 @@ export class DataFile {
     let bytes = 0;
     let seen = 0;
     let truncated = false;
+    const cols = stmt.columns();
     for (const raw of stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>) {
       seen++;
       if (rows.length >= maxRows) {
@@ -165,7 +166,6 @@ export class DataFile {
         continue;
       }
       const row: Record<string, unknown> = {};
-      const cols = stmt.columns();
       raw.forEach((v, i) => (row[cols[i]!.name] = decode(types[i] as never, v)));
       bytes += JSON.stringify(row).length;
       if (bytes > LIMITS.resultBytes) throw new AppError('data_limit', `The result exceeds ${LIMITS.resultBytes / 1048576} MiB; select fewer rows or columns (maxRows).`);

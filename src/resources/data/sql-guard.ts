@@ -44,7 +44,7 @@ interface ExplainRow {
 }
 
 /** Prepares `sql` and checks it against the mode, the database's tables and the key's grants. */
-export function admit(db: Database.Database, sql: string, mode: Mode, tables: ReadonlySet<string>, grants: TableGrants): Admitted {
+export function admit(db: Database.Database, sql: string, params: unknown[], mode: Mode, tables: ReadonlySet<string>, grants: TableGrants): Admitted {
   const tokens = tokenize(sql);
   const first = tokens[0];
   if (!first) throw refuse('The SQL has no statement.');
@@ -80,18 +80,28 @@ export function admit(db: Database.Database, sql: string, mode: Mode, tables: Re
   }
   const reads = new Set<string>();
   const writes = new Set<string>();
-  for (const op of db.prepare(`EXPLAIN ${sql}`).all() as ExplainRow[]) {
+  let program: ExplainRow[];
+  try {
+    // EXPLAIN needs the statement's parameters bound; it compiles, it does not run.
+    program = db.prepare(`EXPLAIN ${sql}`).all(...params) as ExplainRow[];
+  } catch (err) {
+    throw sqlError(err);
+  }
+  for (const op of program) {
     if (FORBIDDEN_OPS.has(op.opcode)) throw refuse('The statement does something caller SQL may not (transactions, schema changes, VACUUM, PRAGMA).');
     if (VIRTUAL_OPS.has(op.opcode)) throw refuse('Virtual tables (json_each, pragma_* and the like) are not available to caller SQL.');
     if (FUNCTION_OPS.has(op.opcode) && op.p4 && DENIED_FUNCTIONS.test(op.p4)) throw refuse(`The function ${op.p4.replace(/\(.*$/, '')}() is not available.`);
-    if (op.opcode === 'OpenRead' || op.opcode === 'OpenWrite' || op.opcode === 'ReopenIdx') {
-      if (op.p3 !== 0) throw refuse('The statement may use only this database.');
-      const table = op.p2 === 1 ? 'sqlite_schema' : roots.get(op.p2);
+    // Clear (DELETE without WHERE) names its b-tree in p1 and its database in p2.
+    const opens = op.opcode === 'OpenRead' || op.opcode === 'OpenWrite' || op.opcode === 'ReopenIdx';
+    if (opens || op.opcode === 'Clear') {
+      const [root, schemaNo] = opens ? [op.p2, op.p3] : [op.p1, op.p2];
+      if (schemaNo !== 0) throw refuse('The statement may use only this database.');
+      const table = root === 1 ? 'sqlite_schema' : roots.get(root);
       if (!table || !tables.has(table)) {
         if (table?.startsWith('sqlite_')) throw refuse(`${table} is internal to SQLite and not available to caller SQL.`);
         throw new AppError('data_not_found', 'The statement uses a table that is not in this database.');
       }
-      (op.opcode === 'OpenWrite' ? writes : reads).add(table);
+      (op.opcode === 'OpenRead' || op.opcode === 'ReopenIdx' ? reads : writes).add(table);
     }
   }
   for (const t of writes) reads.delete(t);
