@@ -4,6 +4,7 @@ import { eventsCommand } from '../src/events/command.js';
 import { packageVersion } from '../src/lib/version.js';
 import { agentsCommand } from '../src/resources/agents/command.js';
 import { approvalsCommand } from '../src/resources/approvals/command.js';
+import { dbCommand } from '../src/resources/data/command.js';
 import { missionsCommand } from '../src/resources/missions/command.js';
 import { playbooksCommand } from '../src/resources/playbooks/command.js';
 import { skillsCommand } from '../src/resources/skills/command.js';
@@ -22,7 +23,7 @@ const program = new Command('svc')
   .showHelpAfterError('(run `svc --help` for the commands, or `svc <command> --help`)')
   .exitOverride();
 
-for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), missionsCommand(), playbooksCommand(), vaultCommand(), approvalsCommand(), eventsCommand(), openapiCommand()]) {
+for (const cmd of [initCommand(), serveCommand(), statusCommand(), stopCommand(), agentsCommand(), teamsCommand(), skillsCommand(), tasksCommand(), missionsCommand(), playbooksCommand(), vaultCommand(), approvalsCommand(), dbCommand(), eventsCommand(), openapiCommand()]) {
   program.addCommand(cmd);
 }
 
