@@ -233,3 +233,18 @@ describe('application databases', () => {
     expect(rest.body.data.map((x: any) => x.name)).not.toContain(page.body.data[0].name);
   });
 });
+
+describe('data.provider', () => {
+  it('postgres, which this build does not serve, is a clear 503 rather than SQLite in disguise', async () => {
+    const d = await startTestDaemon({ config: { data: { provider: 'postgres', url: 'postgres://localhost/x' } } });
+    try {
+      const r = await d.api('POST', '/api/v1/data', { body: { name: 'shop', schema: SHOP } });
+      expect(r.status).toBe(503);
+      expect(r.body).toMatchObject({ code: 'data_unavailable' });
+      expect(r.body.error).toMatch(/postgres/);
+      expect((await d.api('GET', '/api/v1/data')).status).toBe(503);
+    } finally {
+      await d.close();
+    }
+  });
+});

@@ -21,7 +21,12 @@ import * as store from './store.js';
 /** The daemon's worker pool for application databases, wired in daemon.ts. */
 export const DATA_RUNNER = serviceKey<DataRunner>('data.runner');
 
-const runner = (app: App): DataRunner => app.services.get(DATA_RUNNER);
+/** The worker pool, once the provider is one this build serves. */
+function runner(app: App): DataRunner {
+  const provider = app.config().data.provider;
+  if (provider !== 'sqlite') throw new AppError('data_unavailable', `The data provider "${provider}" is not available in this build; set data.provider to "sqlite".`);
+  return app.services.get(DATA_RUNNER);
+}
 const fileOf = (app: App, id: string): string => join(statePaths(app.root).data, `${id}.sqlite`);
 
 /** The registry follows the file: after a crash between a migration's commit and the registry update, the next open catches up. */
@@ -45,6 +50,7 @@ export function removeOrphanFiles(app: App): void {
 }
 
 export function resolve(app: App, ref: string): Database {
+  runner(app);
   const d = UUID_RE.test(ref) ? store.getById(app.db, ref) : store.getByName(app.db, ref);
   if (!d) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
   return d;
@@ -92,6 +98,7 @@ function removeFiles(file: string): void {
 }
 
 export function listDatabases(app: App, p: Principal | null, q: { limit: number; cursor?: string }): Page<Database> {
+  runner(app);
   const rows = store.listDatabases(app.db, { after: q.cursor, limit: q.limit + 1 });
   const page = toPage(rows, q.limit, (d) => d.id);
   return { items: page.items.filter((d) => canSee(p, d)).map((d) => visible(p, d)), next: page.next };
