@@ -6,7 +6,7 @@ import { createTableSql, SchemaError } from './ddl.js';
 import { IDEMPOTENCY_DDL, remember, replayOf, type IdempotencyRef } from './idempotency.js';
 import { planMigration } from './migrations.js';
 import { LIMITS, type MigrationInT, type MigrationRecord, type OperationT, type QueryResult, type RecordResultT, type SchemaDefT } from './schema.js';
-import { admit, type Mode, type TableGrants } from './sql-guard.js';
+import { admit, checkGrants, type Admitted, type Mode, type TableGrants } from './sql-guard.js';
 import { sqlError } from './sqlite-errors.js';
 import { decode } from './values.js';
 
@@ -49,6 +49,7 @@ export interface QueryRequest {
 export class DataFile {
   private readonly db: Database.Database;
   private readonly cache = new Map<string, Database.Statement>();
+  private readonly admissions = new Map<string, Admitted & { types: (string | undefined)[] }>();
   private state!: FileState;
 
   constructor(file: string, create?: SchemaDefT) {
@@ -109,7 +110,10 @@ export class DataFile {
   }
 
   /** Runs `fn` in one transaction with the idempotency record of `ref` (if any) written in it too. */
-  private once<T>(ref: IdempotencyRef | undefined, fn: () => T): Answer<T> {
+  private once<T>(ref: IdempotencyRef | undefined, fn: () => T, write: boolean): Answer<T> {
+    // A lone read needs no transaction of its own (one statement is atomic); writes and anything
+    // with an idempotency record do.
+    if (!ref && !write) return { answer: fn(), replayed: false };
     return this.db.transaction((): Answer<T> => {
       if (ref) {
         const stored = replayOf(this.db, ref);
@@ -124,16 +128,14 @@ export class DataFile {
   batch(ops: OperationT[], ref?: IdempotencyRef): Answer<RecordResultT[]> {
     // Planned against the schema before the transaction starts: a bad batch writes nothing.
     const plans = planBatch(this.state.schema, ops);
-    return this.once(ref, () => runBatch(this.prepare, this.state.schema, plans));
+    return this.once(ref, () => runBatch(this.prepare, this.state.schema, plans), true);
   }
 
   query(req: QueryRequest, ref?: IdempotencyRef): Answer<QueryResult> {
-    const tables = new Set(Object.keys(this.state.schema.tables));
     const params = req.params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
-    const { stmt } = admit(this.db, req.sql, params, req.mode, tables, req.grants);
-    const types = this.columnTypes(stmt);
+    const { stmt, types } = this.admitted(req, params);
     try {
-      if (req.mode === 'read') return this.once(ref, () => this.collect(stmt, params, req.maxRows, types, null));
+      if (req.mode === 'read') return this.once(ref, () => this.collect(stmt, params, req.maxRows, types, null), false);
       return this.once(ref, () => {
         this.db.pragma('defer_foreign_keys = ON');
         let result: QueryResult;
@@ -145,10 +147,28 @@ export class DataFile {
         }
         this.checkForeignKeys();
         return result;
-      });
+      }, true);
     } catch (err) {
       throw sqlError(err);
     }
+  }
+
+  /**
+   * Admission is decided once per (mode, SQL) and schema version: the same text compiles to the
+   * same program, whatever its parameters. Grants are checked on every call (they change with
+   * the config), against the tables the program was found to read and write.
+   */
+  private admitted(req: QueryRequest, params: unknown[]): { stmt: Database.Statement; types: (string | undefined)[] } {
+    const key = `${req.mode}\u0000${req.sql}`;
+    let hit = this.admissions.get(key);
+    if (!hit) {
+      const a = admit(this.db, req.sql, params, req.mode, new Set(Object.keys(this.state.schema.tables)), { read: '*', write: '*' });
+      hit = { ...a, types: this.columnTypes(a.stmt) };
+      if (this.admissions.size >= 200) this.admissions.delete(this.admissions.keys().next().value!);
+      this.admissions.set(key, hit);
+    }
+    checkGrants(hit.reads, hit.writes, req.grants);
+    return hit;
   }
 
   /** Rows of a statement, at most maxRows of them and at most 1 MiB; `all` drains a RETURNING write. */
@@ -217,6 +237,7 @@ export class DataFile {
       this.db.prepare('INSERT INTO _svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES (?, ?, ?, ?, ?)').run(m.id, checksum, next.schemaVersion, record.appliedAt, JSON.stringify(answer));
       this.state = next;
       this.cache.clear();
+      this.admissions.clear();
       return { answer, replayed: false };
     })();
   }

@@ -109,7 +109,7 @@ export function admit(db: Database.Database, sql: string, params: unknown[], mod
   return { stmt, reads, writes };
 }
 
-function checkGrants(reads: Set<string>, writes: Set<string>, grants: TableGrants): void {
+export function checkGrants(reads: Set<string>, writes: Set<string>, grants: TableGrants): void {
   const has = (list: '*' | string[], t: string) => list === '*' || list.includes(t);
   for (const t of writes) if (!has(grants.write, t)) throw new AppError('data_forbidden', `This key may not write table ${t}.`);
   for (const t of reads) if (!has(grants.read, t)) throw new AppError('data_forbidden', `This key may not read table ${t}.`);

@@ -1,5 +1,4 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { setPriority } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../../kernel/errors.js';
@@ -55,12 +54,6 @@ class Worker {
       env: { PATH: process.env.PATH ?? '' },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
-    // Caller SQL yields the CPU to the daemon's own thread: a busy statement can slow only itself.
-    try {
-      if (this.proc.pid) setPriority(this.proc.pid, 10);
-    } catch {
-      // not permitted here; the time limit still bounds it
-    }
     this.proc.stderr?.setEncoding('utf8');
     this.proc.stderr?.on('data', (chunk: string) => log.warn('data worker stderr', { text: chunk.slice(0, 2000) }));
     this.proc.on('message', (r: WorkerReply) => onReply(this, r));
