@@ -20,7 +20,7 @@ const alive = (pid: number): boolean => {
 describe('runaway statements', () => {
   let d: TestDaemon;
   beforeAll(async () => {
-    d = await startTestDaemon({ config: { data: { statementTimeoutMs: 1500 } }, sse: { heartbeatMs: 100 } });
+    d = await startTestDaemon({ config: { data: { statementTimeoutMs: 2500 } }, sse: { heartbeatMs: 100 } });
     for (const name of ['slow', 'fast']) {
       const r = await d.api('POST', '/api/v1/data', { body: { name, schema: { tables: { t: { columns: { n: { type: 'integer' } } } } } } });
       expect(r.status).toBe(201);
@@ -63,9 +63,10 @@ describe('runaway statements', () => {
     expect(r.status).toBe(503);
     expect(r.body.code).toBe('data_unavailable');
     expect(r.body.error).toMatch(/statementTimeoutMs/);
-    // The event loop was never held: many probes and SSE pings were answered during the statement.
-    expect(answeredWhileRunning).toBeGreaterThan(10);
-    expect(pingsDuring).toBeGreaterThan(2);
+    // The event loop was never held: probes and SSE pings were answered during the statement (a
+    // statement run on the daemon's own thread would have let none through until it ended).
+    expect(answeredWhileRunning).toBeGreaterThanOrEqual(3);
+    expect(pingsDuring).toBeGreaterThanOrEqual(3);
     latencies.sort((a, b) => a - b);
     console.log(`probes during the runaway: ${latencies.length}, p50 ${latencies[Math.floor(latencies.length / 2)]!.toFixed(1)} ms, p99 ${latencies[Math.floor(latencies.length * 0.99)]!.toFixed(1)} ms`);
 
