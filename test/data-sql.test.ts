@@ -105,6 +105,21 @@ describe('scoped SQL', () => {
     expect(many.status).toBe(413);
   });
 
+  it('explains SQL that does not compile or bind, with 400 data_invalid', async () => {
+    for (const [body, re] of [
+      [{ sql: 'SELEC 1' }, /syntax error/],
+      [{ sql: 'SELECT nope FROM customers' }, /no such column: nope/],
+      [{ sql: 'SELECT ?, ?', params: [1] }, /parameters/],
+      [{ sql: 'SELECT :name' }, /parameters/],
+      [{ sql: 'SELECT nofunc(1)' }, /no such function/],
+    ] as const) {
+      const r = await q(body);
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.code).toBe('data_invalid');
+      expect(r.body.error).toMatch(re);
+    }
+  });
+
   it('answers 401 without a key and 404 for an unknown database', async () => {
     expect((await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 1' }, key: null })).status).toBe(401);
     expect((await q({ sql: 'SELECT 1' }, 'nope')).status).toBe(404);

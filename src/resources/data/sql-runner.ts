@@ -114,9 +114,9 @@ export class DataRunner {
   async retire(key: string): Promise<void> {
     const lane = this.lanes.get(key);
     if (!lane) return;
-    const done = lane.worker ? this.call(key, lane.file, { type: 'close' }).catch(() => undefined) : Promise.resolve();
-    await done;
+    // Requests still waiting were sent before the delete; they find the database gone.
     for (const j of lane.queue.splice(0)) j.reject(new AppError('data_not_found', 'The database was deleted.'));
+    if (lane.worker && !lane.worker.dead) await this.call(key, lane.file, { type: 'close' }).catch(() => undefined);
     lane.worker?.kill();
     this.lanes.delete(key);
   }

@@ -53,12 +53,13 @@ export function sqlError(err: unknown): AppError {
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return new AppError('data_unavailable', 'The database is busy; retry.');
   if (code === 'SQLITE_NOMEM' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_FULL') return new AppError('data_limit', 'The statement needs more memory or space than a query may use.');
   if (code === 'SQLITE_RANGE') return new AppError('data_invalid', `The parameters do not match the statement: ${msg}.`);
-  if (code === 'SQLITE_ERROR' || code === '' || code === 'SQLITE_MISMATCH') {
+  if (code === 'SQLITE_ERROR' || code === 'SQLITE_MISMATCH') {
     if (/^no such table/.test(msg)) return new AppError('data_not_found', `${msg} in this database.`);
-    if (/(syntax error|no such column|no such function|incomplete input|unrecognized token|ambiguous column|misuse of|wrong number of arguments|too many|has no column|values were supplied|may not be|datatype mismatch|integer overflow|is not|RETURNING)/i.test(msg)) {
-      return new AppError('data_invalid', `SQL error: ${sanitize(msg)}.`);
-    }
-    if (err instanceof RangeError || err instanceof TypeError) return new AppError('data_invalid', `SQL error: ${sanitize(msg)}.`);
+    return new AppError('data_invalid', `SQL error: ${sanitize(msg)}.`);
+  }
+  // better-sqlite3's binding errors (too few parameters, a named parameter missing) carry no code.
+  if (code === '' && (err instanceof RangeError || err instanceof TypeError) && /parameter|bind/i.test(msg)) {
+    return new AppError('data_invalid', `The parameters do not match the statement: ${sanitize(msg)}`);
   }
   return new AppError('data_invalid', 'The statement failed.');
 }

@@ -53,9 +53,11 @@ process.on('message', (raw: { id: number } & WorkerRequest) => {
     reply = { id: raw.id, ok: true, value: handle(raw) };
   } catch (err) {
     const known = err instanceof AppError;
-    const e = known ? err : raw.type === 'query' ? sqlError(err) : new AppError('internal');
+    // SQLite's own errors (busy, full, out of memory, a constraint) keep their meaning; anything
+    // else is answered as the generic error sqlError() gives, and logged in full by the daemon.
+    const e = known ? err : sqlError(err);
     reply = { id: raw.id, ok: false, error: { code: e.code, message: e.message, details: e.details } };
-    if (!known && e.code === 'internal') reply.internal = (err as Error)?.stack ?? String(err);
+    if (!known && !(err as { code?: unknown })?.code) reply.internal = (err as Error)?.stack ?? String(err);
   }
   process.send!(reply);
   if (raw.type === 'close') process.disconnect();
