@@ -107,7 +107,8 @@ describe('scoped SQL', () => {
 
   it('explains SQL that does not compile or bind, with 400 data_invalid', async () => {
     for (const [body, re] of [
-      [{ sql: 'SELEC 1' }, /syntax error/],
+      [{ sql: 'SELECT 1 2' }, /syntax error/],
+      [{ sql: 'SELEC 1' }, /SELEC is not allowed/],
       [{ sql: 'SELECT nope FROM customers' }, /no such column: nope/],
       [{ sql: 'SELECT ?, ?', params: [1] }, /parameters/],
       [{ sql: 'SELECT :name' }, /parameters/],
