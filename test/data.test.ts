@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -245,6 +245,27 @@ describe('data.provider', () => {
       expect((await d.api('GET', '/api/v1/data')).status).toBe(503);
     } finally {
       await d.close();
+    }
+  });
+});
+
+describe('orphan files', () => {
+  it('a file no registry row names (a crash between file and row) is removed at start; others stay', async () => {
+    const first = await startTestDaemon({ keepRoot: true });
+    const made = await first.api('POST', '/api/v1/data', { body: { name: 'kept', schema: SHOP } });
+    await first.close();
+    const dir = join(first.root, '.svc', 'data');
+    const stray = join(dir, '0190a6f0-0000-7000-8000-000000000000.sqlite');
+    writeFileSync(stray, 'left by a crash');
+    writeFileSync(`${stray}-wal`, '');
+    const second = await startTestDaemon({ root: first.root });
+    try {
+      expect(existsSync(stray)).toBe(false);
+      expect(existsSync(`${stray}-wal`)).toBe(false);
+      expect(existsSync(join(dir, `${made.body.data.id}.sqlite`))).toBe(true);
+      expect((await second.api('POST', '/api/v1/data/kept/query', { body: { sql: 'SELECT count(*) AS n FROM customers' } })).body.data.rows).toEqual([{ n: 0 }]);
+    } finally {
+      await second.close();
     }
   });
 });
