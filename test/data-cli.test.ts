@@ -34,7 +34,11 @@ describe('svc db', () => {
     const show = await run('db', 'show', 'notes');
     expect(show.stdout).toMatch(/done\s+boolean\s+no/);
     const json = await run('--json', 'db', 'show', 'notes');
-    expect(JSON.parse(json.stdout).schemaVersion).toBe(1);
+    const db = JSON.parse(json.stdout);
+    expect(db.schemaVersion).toBe(1);
+    // By the last 8 characters of the id (as `db ls` shows it), or a prefix.
+    expect(JSON.parse((await run('--json', 'db', 'show', db.id.slice(-8))).stdout).name).toBe('notes');
+    expect(JSON.parse((await run('--json', 'db', 'show', db.id.slice(0, 13))).stdout).name).toBe('notes');
   });
 
   it('queries: aligned table, --json, --csv, parameters and write mode', async () => {

@@ -9,6 +9,32 @@ import type { Database, MigrationRecord, QueryResult, RecordResultT } from './sc
 
 const path = (name: string, rest = '') => `/api/v1/data/${seg(name)}${rest}`;
 
+/**
+ * A database as typed on the command line: its name, its id, or a unique prefix or suffix (4+
+ * characters) of its id, as `svc db ls` shows the last 8. Names win over id fragments.
+ */
+async function ref(ctx: CliContext, typed: string): Promise<string> {
+  if (!/^[0-9a-f-]{4,35}$/i.test(typed)) return typed;
+  const all = await listAll(ctx);
+  if (all.some((d) => d.name === typed)) return typed;
+  const t = typed.toLowerCase();
+  const hits = all.filter((d) => d.id.startsWith(t) || d.id.endsWith(t));
+  if (hits.length > 1) throw new UsageError(`${typed} matches ${hits.length} databases (${hits.map((d) => d.name).join(', ')}); give more of the id or the name`);
+  return hits[0]?.id ?? typed;
+}
+
+async function listAll(ctx: CliContext): Promise<Database[]> {
+  const all: Database[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.client.call<Database[]>('GET', '/api/v1/data', { query: { limit: 200, cursor } });
+    all.push(...page.data);
+    const next = page.headers['x-next-cursor'];
+    cursor = typeof next === 'string' && next ? next : undefined;
+  } while (cursor);
+  return all;
+}
+
 const short = (id: string) => id.slice(-8);
 
 function dbTable(dbs: Database[]): string {
@@ -148,14 +174,7 @@ export function dbCommand(): Command {
     .description('List databases')
     .action(
       action(async (ctx) => {
-        const all: Database[] = [];
-        let cursor: string | undefined;
-        do {
-          const page = await ctx.client.call<Database[]>('GET', '/api/v1/data', { query: { limit: 200, cursor } });
-          all.push(...page.data);
-          const next = page.headers['x-next-cursor'];
-          cursor = typeof next === 'string' && next ? next : undefined;
-        } while (cursor);
+        const all = await listAll(ctx);
         emit(ctx.json, all, () => dbTable(all));
       }),
     );
@@ -178,7 +197,7 @@ export function dbCommand(): Command {
     .description('Show a database: its tables, columns and indexes')
     .action(
       action(async (ctx, name: string) => {
-        const d = await ctx.client.get<Database>(path(name));
+        const d = await ctx.client.get<Database>(path(await ref(ctx, name)));
         emit(ctx.json, d, () => showDb(d));
       }),
     );
@@ -190,8 +209,9 @@ export function dbCommand(): Command {
     .option('-y, --yes', 'do not ask for confirmation')
     .action(
       action(async (ctx, name: string, o: { expectedVersion?: number; yes?: boolean }) => {
+        const target = await ref(ctx, name);
         await confirm(`Delete database ${name} and all its records?`, o.yes);
-        const r = await ctx.client.delete<{ deleted: true }>(path(name), o.expectedVersion === undefined ? undefined : { expectedVersion: o.expectedVersion });
+        const r = await ctx.client.delete<{ deleted: true }>(path(target), o.expectedVersion === undefined ? undefined : { expectedVersion: o.expectedVersion });
         emit(ctx.json, r, () => `deleted database ${name}\n`);
       }),
     );
@@ -206,9 +226,10 @@ export function dbCommand(): Command {
     .option('--csv', 'print rows as CSV')
     .action(
       action(async (ctx, name: string, sql: string | undefined, o: QueryOptions) => {
-        if (sql === undefined) return interactive(ctx, name, o);
+        const target = await ref(ctx, name);
+        if (sql === undefined) return interactive(ctx, target, o);
         const body = { sql, params: paramsFrom(o), mode: o.write ? 'write' : 'read', maxRows: o.maxRows };
-        const r = await ctx.client.post<QueryResult>(path(name, '/query'), body);
+        const r = await ctx.client.post<QueryResult>(path(target, '/query'), body);
         printResult(ctx, r, Boolean(o.csv));
       }),
     );
@@ -220,7 +241,7 @@ export function dbCommand(): Command {
       action(async (ctx, name: string, file: string) => {
         const content = readDataFile(file);
         const body = Array.isArray(content) ? { operations: content } : content;
-        const r = await ctx.client.post<RecordResultT[]>(path(name, '/transactions'), body);
+        const r = await ctx.client.post<RecordResultT[]>(path(await ref(ctx, name), '/transactions'), body);
         const ops = (Array.isArray(content) ? content : ((content as { operations?: unknown[] })?.operations ?? [])) as { op?: string; table?: string }[];
         emit(ctx.json, r, () =>
           r
@@ -238,7 +259,7 @@ export function dbCommand(): Command {
     .description('Apply a migration file ({id, expectedVersion, steps, allowDestructive?})')
     .action(
       action(async (ctx, name: string, file: string) => {
-        const d = await ctx.client.post<Database>(path(name, '/migrations'), readDataFile(file));
+        const d = await ctx.client.post<Database>(path(await ref(ctx, name), '/migrations'), readDataFile(file));
         emit(ctx.json, d, () => `migrated ${d.name} to schemaVersion ${d.schemaVersion}\n`);
       }),
     );
@@ -248,7 +269,7 @@ export function dbCommand(): Command {
     .description('List applied migrations')
     .action(
       action(async (ctx, name: string) => {
-        const list = await ctx.client.get<MigrationRecord[]>(path(name, '/migrations'));
+        const list = await ctx.client.get<MigrationRecord[]>(path(await ref(ctx, name), '/migrations'));
         emit(ctx.json, list, () =>
           table(
             list,
