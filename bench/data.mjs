@@ -54,11 +54,18 @@ function startProcess(args, cwd, match) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd, env: { ...process.env, NO_COLOR: '1', SERVICE_API_KEY: '', SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(cwd, '.user-config') } });
     let out = '';
-    child.stdout.on('data', (c) => {
+    const onData = (c) => {
       out += c;
       const m = match.exec(out);
-      if (m) resolve({ child, url: m[1] });
-    });
+      if (!m) return;
+      // From here on the output (a log line per request) is drained unread: keeping it would
+      // make this load generator, not the server, the bottleneck.
+      child.stdout.off('data', onData);
+      child.stdout.resume();
+      out = '';
+      resolve({ child, url: m[1] });
+    };
+    child.stdout.on('data', onData);
     child.stderr.on('data', (c) => (out += c));
     child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)));
   });

@@ -117,7 +117,9 @@ export function runBatch(prepare: Prepare, schema: SchemaDefT, plans: Plan[]): R
   const results: RecordResultT[] = [];
   plans.forEach((p, i) => {
     const r = runOne(prepare, schema, p, i);
-    for (const row of r.rows) bytes += JSON.stringify(row).length;
+    // Rows a write returns are the rows the request sent (bounded by the body limit); reads are
+    // what can grow, so only they are measured.
+    if (p.op === 'list' || p.op === 'get') for (const row of r.rows) bytes += JSON.stringify(row).length;
     if (bytes > LIMITS.batchResultBytes) throw opError('data_limit', i, p, null, `the batch's results exceed ${LIMITS.batchResultBytes / 1048576} MiB; list fewer rows`);
     results.push(r);
   });
@@ -143,12 +145,20 @@ function runOne(prepare: Prepare, schema: SchemaDefT, p: Plan, i: number): Recor
       case 'insert': {
         const now = new Date().toISOString();
         const out: Record<string, unknown>[] = [];
+        const refs = hasReferences(p.def);
+        // Rows of one insert usually share their columns: one statement per column set.
+        const bySet = new Map<string, Database.Statement>();
         p.rows.forEach((row, j) => {
-          checkReferences(prepare, p.def, row, i, p, `${p.rowsKey === 'rows' ? `rows.${j}` : 'values'}`);
+          if (refs) checkReferences(prepare, p.def, row, i, p, `${p.rowsKey === 'rows' ? `rows.${j}` : 'values'}`);
           const cols = Object.keys(row);
-          const sql = `INSERT INTO ${t} ("_id", "_created_at", "_updated_at"${cols.map((c) => `, ${q(c)}`).join('')}) VALUES (?, ?, ?${', ?'.repeat(cols.length)}) RETURNING *`;
+          const set = cols.join(',');
+          let insert = bySet.get(set);
+          if (!insert) {
+            insert = prepare(`INSERT INTO ${t} ("_id", "_created_at", "_updated_at"${cols.map((c) => `, ${q(c)}`).join('')}) VALUES (?, ?, ?${', ?'.repeat(cols.length)}) RETURNING *`);
+            bySet.set(set, insert);
+          }
           try {
-            out.push(prepare(sql).get(uuidv7(), now, now, ...cols.map((c) => row[c])) as Record<string, unknown>);
+            out.push(insert.get(uuidv7(), now, now, ...cols.map((c) => row[c])) as Record<string, unknown>);
           } catch (err) {
             throw asConstraint(err, i, p, p.rowsKey === 'rows' ? `rows.${j}` : 'values');
           }
@@ -194,6 +204,8 @@ function versionConflict(prepare: Prepare, p: Extract<Plan, { id: string }>, i: 
   if (!cur) return opError('data_conflict', i, p, 'id', `there is no row with _id ${p.id}`);
   return opError('data_conflict', i, p, 'expectedVersion', `the row is at version ${cur.v}, not ${'expectedVersion' in p ? p.expectedVersion : '?'}`);
 }
+
+const hasReferences = (def: TableDefT): boolean => Object.values(def.columns).some((c) => c.references);
 
 /** Foreign keys checked before the write, so that the failure can name the column. */
 function checkReferences(prepare: Prepare, def: TableDefT, row: Row, i: number, p: Plan, base: string): void {

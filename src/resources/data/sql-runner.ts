@@ -25,10 +25,21 @@ const MAX_QUEUE = 256;
 const IDLE_MS = 60_000;
 /** Opening (and creating) a file and migrating it may take longer than one statement. */
 const SLOW_MS = 60_000;
+/** Reads sent ahead to a worker, so it goes from one to the next without waiting for the daemon. */
+const PIPELINE = 8;
+
+function repeatable(msg: WorkerRequest): boolean {
+  if (msg.type === 'migrations') return true;
+  if (msg.type === 'query') return msg.req.mode === 'read' && !msg.ref;
+  if (msg.type === 'batch') return !msg.ref && msg.ops.every((o) => o.op === 'list' || o.op === 'get');
+  return false;
+}
 
 interface Job {
   id: number;
   msg: WorkerRequest;
+  /** Safe to run again (a read without an idempotency record): may be pipelined, and re-sent. */
+  repeatable: boolean;
   timeoutMs: number;
   resolve(v: unknown): void;
   reject(e: unknown): void;
@@ -44,7 +55,8 @@ export interface RunnerOptions {
 
 class Worker {
   proc: ChildProcess;
-  current: Job | null = null;
+  /** Sent and not yet answered, in order; the first is the one running. */
+  inflight: Job[] = [];
   timer: NodeJS.Timeout | null = null;
   dead = false;
 
@@ -105,7 +117,7 @@ export class DataRunner {
     lane.lastUsed = Date.now();
     const timeoutMs = opts.slow ? Math.max(SLOW_MS, this.opts.statementTimeoutMs()) : this.opts.statementTimeoutMs();
     return new Promise<T>((resolve, reject) => {
-      lane.queue.push({ id: ++this.seq, msg, timeoutMs, resolve: resolve as (v: unknown) => void, reject });
+      lane.queue.push({ id: ++this.seq, msg, repeatable: repeatable(msg), timeoutMs, resolve: resolve as (v: unknown) => void, reject });
       this.pump(lane);
     });
   }
@@ -145,7 +157,7 @@ export class DataRunner {
             resolve();
           });
           // An idle worker checkpoints and closes its file; a busy one is killed at the deadline.
-          if (!w.current) w.proc.send({ id: 0, type: 'close' });
+          if (!w.inflight.length) w.proc.send({ id: 0, type: 'close' });
         }),
       );
     }
@@ -165,7 +177,6 @@ export class DataRunner {
 
   private pump(lane: Lane): void {
     let w = lane.worker;
-    if (w?.current) return;
     const job = lane.queue[0];
     if (!job) return;
     if (!w || w.dead) {
@@ -174,39 +185,64 @@ export class DataRunner {
       this.spare = this.closed ? null : this.spawn();
       lane.worker = w;
       if (job.msg.type !== 'open') {
-        lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.failQueue(lane, e) });
+        lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, repeatable: false, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.failQueue(lane, e) });
       }
     }
-    const next = lane.queue.shift()!;
-    w.current = next;
-    w.timer = setTimeout(() => this.timeout(lane, w!, next), next.timeoutMs);
-    w.proc.send({ id: next.id, ...next.msg });
+    // One job at a time, except that reads may queue up behind reads (or behind the open): if
+    // the one running is stopped, those not yet started are simply sent again.
+    while (lane.queue.length) {
+      const next = lane.queue[0]!;
+      if (w.inflight.length) {
+        const ahead = w.inflight.slice(1).every((j) => j.repeatable) && (w.inflight[0]!.repeatable || w.inflight[0]!.msg.type === 'open');
+        if (!next.repeatable || !ahead || w.inflight.length >= PIPELINE) break;
+      }
+      lane.queue.shift();
+      w.inflight.push(next);
+      if (w.inflight.length === 1) this.arm(lane, w);
+      w.proc.send({ id: next.id, ...next.msg });
+    }
+  }
+
+  /** The time limit runs for the job the worker is on now: the first one in flight. */
+  private arm(lane: Lane, w: Worker): void {
+    if (w.timer) clearTimeout(w.timer);
+    const head = w.inflight[0];
+    w.timer = head ? setTimeout(() => this.timeout(lane, w, head), head.timeoutMs) : null;
   }
 
   private onReply(w: Worker, r: WorkerReply): void {
-    const job = w.current;
+    const job = w.inflight[0];
     if (!job || job.id !== r.id) return;
-    if (w.timer) clearTimeout(w.timer);
-    w.current = null;
-    w.timer = null;
+    w.inflight.shift();
+    const lane = this.laneOf(w);
+    if (lane) this.arm(lane, w);
+    else if (w.timer) clearTimeout(w.timer);
     if (r.ok) job.resolve(r.value);
     else {
       if (r.internal) this.opts.log.error('data worker error', { error: r.internal });
       job.reject(new AppError(r.error.code, r.error.message, { details: r.error.details }));
     }
-    const lane = this.laneOf(w);
     if (lane) {
       lane.lastUsed = Date.now();
       this.pump(lane);
     }
   }
 
-  private timeout(lane: Lane, w: Worker, job: Job): void {
-    if (w.current !== job) return;
-    w.current = null;
-    if (w.proc.pid) this.killed.push(w.proc.pid);
+  /** Takes a dead worker's jobs: the running one fails, reads waiting behind it go back to the queue. */
+  private orphaned(lane: Lane, w: Worker): Job | undefined {
+    if (w.timer) clearTimeout(w.timer);
+    w.timer = null;
+    const [head, ...rest] = w.inflight.splice(0);
+    lane.queue.unshift(...rest);
     lane.worker = null;
+    return head;
+  }
+
+  private timeout(lane: Lane, w: Worker, job: Job): void {
+    if (w.inflight[0] !== job || lane.worker !== w) return;
+    if (w.proc.pid) this.killed.push(w.proc.pid);
     w.kill();
+    this.orphaned(lane, w);
     this.opts.log.warn('data statement stopped at the time limit', { ms: job.timeoutMs, pid: w.proc.pid });
     job.reject(new AppError('data_unavailable', `The statement ran longer than ${job.timeoutMs} ms (data.statementTimeoutMs) and was stopped; nothing it did was kept.`));
     this.pump(lane);
@@ -216,10 +252,7 @@ export class DataRunner {
     if (w === this.spare) this.spare = null;
     const lane = this.laneOf(w);
     if (!lane) return;
-    lane.worker = null;
-    const job = w.current;
-    w.current = null;
-    if (w.timer) clearTimeout(w.timer);
+    const job = this.orphaned(lane, w);
     if (job) {
       this.opts.log.error('data worker exited during a request', { pid: w.proc.pid, code: w.proc.exitCode, signal: w.proc.signalCode });
       job.reject(new AppError('data_unavailable', 'The database worker stopped before the request finished; it was not applied. Retry.'));
@@ -235,7 +268,7 @@ export class DataRunner {
     const now = Date.now();
     for (const lane of this.lanes.values()) {
       const w = lane.worker;
-      if (w && !w.current && !lane.queue.length && now - lane.lastUsed > IDLE_MS) {
+      if (w && !w.inflight.length && !lane.queue.length && now - lane.lastUsed > IDLE_MS) {
         lane.worker = null;
         w.proc.send({ id: 0, type: 'close' });
         this.lanes.delete(lane.key);

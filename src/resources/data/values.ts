@@ -59,13 +59,22 @@ export function decode(type: ColumnType | undefined, v: unknown): unknown {
   return v;
 }
 
-/** A row as read from SQLite (every column) → the JSON row the API returns. */
+const decoders = new WeakMap<TableDefT, [string, ColumnType][]>();
+
+/**
+ * A row as read from SQLite (every column) → the JSON row the API returns, in place: only
+ * boolean and json columns (and blobs, which only raw SQL can write) need converting.
+ */
 export function decodeRow(table: TableDefT, row: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(row)) {
-    out[k] = Object.hasOwn(table.columns, k) ? decode(table.columns[k]!.type, v) : decode(undefined, v);
+  let convert = decoders.get(table);
+  if (!convert) {
+    convert = Object.entries(table.columns)
+      .filter(([, c]) => c.type === 'boolean' || c.type === 'json')
+      .map(([k, c]) => [k, c.type] as [string, ColumnType]);
+    decoders.set(table, convert);
   }
-  return out;
+  for (const [k, type] of convert) if (Object.hasOwn(row, k)) row[k] = decode(type, row[k]);
+  return row;
 }
 
 /** The SQL literal of a column default (DDL cannot take parameters); only encoded values reach here. */
