@@ -53,6 +53,13 @@ export interface RunnerOptions {
   onOpened?(key: string, state: unknown): void;
 }
 
+/** The daemon's environment without anything secret-looking: the worker needs none of it. */
+function workerEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/KEY|TOKEN|SECRET|PASS|CREDENTIAL/i.test(k)) env[k] = v;
+  return env;
+}
+
 class Worker {
   proc: ChildProcess;
   /** Sent and not yet answered, in order; the first is the one running. */
@@ -63,7 +70,7 @@ class Worker {
   constructor(log: Logger, onReply: (w: Worker, r: WorkerReply) => void, onExit: (w: Worker) => void) {
     this.proc = fork(WORKER, [], {
       execArgv: ['--max-old-space-size=256'],
-      env: { PATH: process.env.PATH ?? '' },
+      env: workerEnv(),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     this.proc.stderr?.setEncoding('utf8');
