@@ -44,7 +44,7 @@ describe('svc db', () => {
   it('queries: aligned table, --json, --csv, parameters and write mode', async () => {
     const w = await run('db', 'query', 'notes', 'INSERT INTO notes (title) VALUES (?), (?)', '--param', 'a, "b"', '--param', 'plain', '--write');
     expect(w.code, w.stderr).toBe(0);
-    expect(w.stdout).toMatch(/2 rows/);
+    expect(w.stdout).toMatch(/2 rows changed/);
     const t = await run('db', 'query', 'notes', 'SELECT title, done FROM notes ORDER BY title');
     expect(t.stdout.split('\n')[0]).toMatch(/^title\s+done$/);
     expect(t.stdout).toMatch(/a, "b"\s+false/);
@@ -61,7 +61,7 @@ describe('svc db', () => {
     const r = await svcAgainst(d, ['db', 'query', 'notes'], { input: "SELECT count(*) AS n\nFROM notes;\nUPDATE notes SET done = 1 WHERE title = 'plain';\nSELECT nope;\n.exit\n" });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/n\s*\n2\b/);
-    expect(r.stdout).toMatch(/1 row/);
+    expect(r.stdout).toMatch(/1 row changed/);
     expect(r.stdout).toMatch(/error data_invalid/);
   });
 

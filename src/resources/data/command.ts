@@ -113,11 +113,12 @@ function paramsFrom(o: QueryOptions): unknown[] {
   return params;
 }
 
-function printResult(ctx: CliContext, r: QueryResult, csv: boolean): void {
+function printResult(ctx: CliContext, r: QueryResult, csv: boolean, write: boolean): void {
   if (ctx.json) return printJson(r);
   if (csv) return void process.stdout.write(toCsv(r.rows));
   if (r.rows.length) process.stdout.write(rowsTable(r.rows));
-  process.stdout.write(style.dim(`${r.rowCount} row${r.rowCount === 1 ? '' : 's'}${r.truncated ? ' (truncated: raise --max-rows, up to 200, or add LIMIT/OFFSET)' : ''}\n`));
+  const what = `${r.rowCount} row${r.rowCount === 1 ? '' : 's'}${write ? ' changed' : ''}`;
+  process.stdout.write(style.dim(`${what}${r.truncated ? ' (truncated: raise --max-rows, up to 200, or add LIMIT/OFFSET)' : ''}\n`));
 }
 
 /** `svc db query <name>` without SQL: statements end with ';', writes are sent in write mode. */
@@ -145,8 +146,9 @@ async function interactive(ctx: CliContext, name: string, o: QueryOptions): Prom
     buf = '';
     rl.setPrompt(`${name}> `);
     try {
-      const r = await ctx.client.call<QueryResult>('POST', path(name, '/query'), { body: { sql, mode: WRITE_WORDS.test(sql) ? 'write' : 'read', maxRows: o.maxRows } });
-      printResult(ctx, r.data, Boolean(o.csv));
+      const write = WRITE_WORDS.test(sql);
+      const r = await ctx.client.call<QueryResult>('POST', path(name, '/query'), { body: { sql, mode: write ? 'write' : 'read', maxRows: o.maxRows } });
+      printResult(ctx, r.data, Boolean(o.csv), write);
     } catch (err) {
       const e = err as Error & { code?: string; status?: number };
       process.stdout.write(`${style.red('error')} ${e.code ? `${e.code} (${e.status}): ` : ''}${e.message}\n`);
@@ -230,7 +232,7 @@ export function dbCommand(): Command {
         if (sql === undefined) return interactive(ctx, target, o);
         const body = { sql, params: paramsFrom(o), mode: o.write ? 'write' : 'read', maxRows: o.maxRows };
         const r = await ctx.client.post<QueryResult>(path(target, '/query'), body);
-        printResult(ctx, r, Boolean(o.csv));
+        printResult(ctx, r, Boolean(o.csv), Boolean(o.write));
       }),
     );
 
