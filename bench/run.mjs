@@ -1,117 +1,128 @@
-// npm run bench: each scenario runs through svc and beside its raw baseline (plain node:http with
-// plain better-sqlite3, driven by plain undici) in the same process and run, and prints the ratio.
-// Numbers vary by machine; the ratio is what to watch. Nothing here is asserted by the tests.
-import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Pool } from 'undici';
+// npm run bench [-- <scenario>...] [--json <file>] [--rounds N]
+//
+// Runs each scenario of bench/scenarios/ (or those named): one warm-up, then svc and its raw
+// baseline alternately for N rounds (default 3; the order flips each round so drift from other load
+// on the machine falls on both), then prints the medians, the ratio, the target and whether it is
+// met. The daemon is a real `svc serve` process, each baseline its own process, and the load a
+// third; see bench/README.md for the scenario shape. Nothing here is part of `npm test`.
+import { readdirSync, writeFileSync } from 'node:fs';
+import { cpus, freemem, loadavg, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import * as harness from './lib/harness.mjs';
+import { evaluate, formatTable } from './lib/report.mjs';
 
-const dist = new URL('../dist/src/', import.meta.url);
-const { startDaemon } = await import(new URL('daemon.js', dist).href);
-const { createLogger } = await import(new URL('kernel/log.js', dist).href);
-const { uuidv7 } = await import(new URL('lib/ids.js', dist).href);
-const { readLocalKey } = await import(new URL('state-dir.js', dist).href);
+const argv = process.argv.slice(2);
+const names = [];
+let jsonFile;
+let rounds;
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i];
+  if (a === '--json') jsonFile = argv[++i];
+  else if (a === '--rounds') rounds = Number(argv[++i]);
+  else if (a === '--help' || a === '-h') {
+    process.stdout.write('usage: npm run bench [-- <scenario>...] [--json <file>] [--rounds N]\n');
+    process.exit(0);
+  } else if (a.startsWith('-')) {
+    process.stderr.write(`unknown option ${a}\n`);
+    process.exit(2);
+  } else names.push(a);
+}
+if (jsonFile === '' || (argv.includes('--json') && !jsonFile)) {
+  process.stderr.write('--json needs a file name\n');
+  process.exit(2);
+}
+if (rounds !== undefined && !(Number.isInteger(rounds) && rounds >= 1)) {
+  process.stderr.write('--rounds needs a positive integer\n');
+  process.exit(2);
+}
 
-const TASKS = Number(process.env.BENCH_TASKS ?? 100_000);
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
-const CONCURRENCY = 16;
+const dir = new URL('./scenarios/', import.meta.url);
+const available = readdirSync(fileURLToPath(dir))
+  .filter((f) => f.endsWith('.mjs'))
+  .sort();
+const scenarios = [];
+for (const f of available) {
+  const mod = await import(new URL(f, dir).href);
+  const s = mod.default;
+  if (!s?.name || typeof s.setup !== 'function' || !Array.isArray(s.targets)) throw new Error(`bench/scenarios/${f} does not export a scenario (see bench/README.md)`);
+  scenarios.push({ order: s.order ?? 100, ...s });
+}
+scenarios.sort((a, b) => a.order - b.order || a.name.localeCompare(b.name));
+const unknown = names.filter((n) => !scenarios.some((s) => s.name === n));
+if (unknown.length) {
+  process.stderr.write(`unknown scenario ${unknown.join(', ')}; there are: ${scenarios.map((s) => s.name).join(', ')}\n`);
+  process.exit(2);
+}
+const selected = names.length ? scenarios.filter((s) => names.includes(s.name)) : scenarios;
 
-async function load(url, { method = 'GET', path, headers = {}, body }) {
-  const pool = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
-  const lat = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < REQUESTS) {
-      const i = next++;
-      const t = process.hrtime.bigint();
-      const res = await pool.request({ method, path: typeof path === 'function' ? path(i) : path, headers, body: typeof body === 'function' ? body(i) : body });
-      await res.body.dump();
-      if (res.statusCode >= 400) throw new Error(`${method} ${path} answered ${res.statusCode}`);
-      lat.push(Number(process.hrtime.bigint() - t) / 1e6);
+process.on('SIGINT', async () => {
+  await harness.cleanupAll();
+  process.exit(130);
+});
+
+const machine = {
+  cpus: cpus().length,
+  cpu: cpus()[0]?.model,
+  memoryGiB: Math.round(totalmem() / 2 ** 30),
+  freeGiB: Math.round(freemem() / 2 ** 30),
+  node: process.version,
+  platform: `${process.platform} ${process.arch}`,
+  loadAverageAtStart: loadavg().map((x) => Number(x.toFixed(2))),
+};
+console.log(`svc bench: ${machine.cpus} × ${machine.cpu}, ${machine.memoryGiB} GiB, node ${machine.node}, load average ${machine.loadAverageAtStart.join(' ')}`);
+
+const started = Date.now();
+const results = [];
+let failed = false;
+for (const s of selected) {
+  const n = rounds ?? s.rounds ?? 3;
+  console.log(`\n▸ ${s.name}: ${s.title}`);
+  const t0 = Date.now();
+  let run;
+  const samples = { svc: [], baseline: [] };
+  try {
+    run = await s.setup(harness);
+    const sides = run.baseline ? ['svc', 'baseline'] : ['svc'];
+    if (s.warmup !== false) {
+      if (run.warmup) await run.warmup();
+      else for (const side of sides) await run[side]();
+      console.log('  warmed up');
     }
-  };
-  const start = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  await pool.close();
-  lat.sort((a, b) => a - b);
-  return { rps: (REQUESTS / ms) * 1000, p50: lat[Math.floor(lat.length * 0.5)], p99: lat[Math.floor(lat.length * 0.99)] };
+    for (let r = 0; r < n; r++) {
+      const order = r % 2 ? [...sides].reverse() : sides;
+      for (const side of order) {
+        const m = await run[side]();
+        samples[side].push(m);
+      }
+      console.log(`  round ${r + 1}/${n}: ${sides.map((side) => `${side} ${brief(samples[side].at(-1))}`).join(' | ')}`);
+    }
+  } catch (err) {
+    failed = true;
+    console.error(`  ${s.name} failed: ${err.stack ?? err}`);
+  } finally {
+    await run?.close?.().catch(() => undefined);
+    await harness.cleanupAll();
+  }
+  const rows = evaluate(s, samples);
+  results.push({ scenario: s.name, title: s.title, seconds: Math.round((Date.now() - t0) / 100) / 10, rounds: samples, rows });
+  console.log(formatTable(rows));
 }
 
-function baselineServer(handler) {
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      const out = JSON.stringify({ ok: true, data: handler(req, body) });
-      res.writeHead(req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json' });
-      res.end(out);
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) })));
+machine.loadAverageAtEnd = loadavg().map((x) => Number(x.toFixed(2)));
+const all = results.flatMap((r) => r.rows);
+console.log(`\n${formatTable(all)}`);
+const met = all.filter((r) => r.met === true).length;
+console.log(`\n${met}/${all.length} targets met in ${Math.round((Date.now() - started) / 1000)} s; load average at end ${machine.loadAverageAtEnd.join(' ')}`);
+if (jsonFile) {
+  writeFileSync(jsonFile, JSON.stringify({ date: new Date().toISOString(), machine, results }, null, 2) + '\n');
+  console.log(`results written to ${jsonFile}`);
 }
+process.exitCode = failed ? 1 : 0;
 
-const fmt = (r) => `${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`;
-function report(name, svc, base) {
-  console.log(`\n${name}`);
-  console.log(`  svc       ${fmt(svc)}`);
-  console.log(`  baseline  ${fmt(base)}`);
-  console.log(`  ratio     ${(svc.rps / base.rps).toFixed(2)}x the baseline's throughput`);
+function brief(m) {
+  return Object.entries(m ?? {})
+    .filter(([, v]) => typeof v === 'number')
+    .slice(0, 4)
+    .map(([k, v]) => `${k} ${v >= 100 ? Math.round(v) : v.toFixed(2)}`)
+    .join(', ');
 }
-
-const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
-writeFileSync(join(root, 'project.json'), JSON.stringify({ name: 'bench' }));
-const daemon = await startDaemon({ root, host: '127.0.0.1', port: 0, env: { SVC_VAULT_KEY: 'ab'.repeat(32) }, log: createLogger(() => {}) });
-const key = readLocalKey(root);
-const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-const db = daemon.app.db;
-
-console.log(`seeding ${TASKS} tasks…`);
-const now = new Date().toISOString();
-const insert = db.prepare(`INSERT INTO tasks (id, title, description, status, priority, labels, created_at, updated_at) VALUES (?, ?, ?, ?, 'normal', '[]', ?, ?)`);
-const states = ['pending', 'assigned', 'in_progress', 'done'];
-db.transaction(() => {
-  for (let i = 0; i < TASKS; i++) insert.run(uuidv7(), `task ${i}`, 'seeded', states[i % 4], now, now);
-})();
-for (let i = 0; i < 20; i++) await fetch(`${daemon.url}/api/v1/agents`, { method: 'POST', headers: auth, body: JSON.stringify({ name: `agent-${i}`, role: 'bench' }) });
-
-// Baselines read the same database file through their own connection.
-const raw = new Database(join(root, '.svc', 'state.sqlite'));
-const listPending = raw.prepare("SELECT * FROM tasks WHERE status = 'pending' ORDER BY id DESC LIMIT 50");
-const listAgents = raw.prepare('SELECT * FROM agents ORDER BY name');
-const insertRaw = raw.prepare(`INSERT INTO tasks (id, title, status, priority, labels, created_at, updated_at) VALUES (?, ?, 'pending', 'normal', '[]', ?, ?)`);
-
-{
-  const base = await baselineServer(() => listPending.all());
-  report(`GET /api/v1/tasks?status=pending&limit=50 with ${TASKS} tasks`, await load(daemon.url, { path: '/api/v1/tasks?status=pending&limit=50', headers: auth }), await load(base.url, { path: '/' }));
-  await base.close();
-}
-{
-  const base = await baselineServer(() => listAgents.all());
-  report('GET /api/v1/agents (20 agents)', await load(daemon.url, { path: '/api/v1/agents', headers: auth }), await load(base.url, { path: '/' }));
-  await base.close();
-}
-{
-  const base = await baselineServer((_req, body) => {
-    const t = JSON.parse(body);
-    const ts = new Date().toISOString();
-    insertRaw.run(uuidv7(), t.title, ts, ts);
-    return t;
-  });
-  const body = (i) => JSON.stringify({ title: `bench task ${i}` });
-  report('POST /api/v1/tasks (one transaction + outbox event each)', await load(daemon.url, { method: 'POST', path: '/api/v1/tasks', headers: auth, body }), await load(base.url, { method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, body }));
-  await base.close();
-}
-{
-  const t = process.hrtime.bigint();
-  for (let i = 0; i < 1000; i++) listPending.all();
-  const rawMs = Number(process.hrtime.bigint() - t) / 1e6 / 1000;
-  console.log(`\nplain better-sqlite3, the same page query without HTTP: ${rawMs.toFixed(3)} ms per query`);
-}
-console.log(`\nmemory: rss ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB, heap ${(process.memoryUsage().heapUsed / 1048576).toFixed(0)} MiB (svc and baselines in one process)`);
-
-raw.close();
-await daemon.close();
-rmSync(root, { recursive: true, force: true });

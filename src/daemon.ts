@@ -1,5 +1,4 @@
-import { chmodSync, closeSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync } from 'node:fs';
 import { Services, type App } from './app.js';
 import { buildKeys } from './config/keys.js';
 import { formatIssues, loadConfig } from './config/load.js';
@@ -10,7 +9,8 @@ import { openDatabase, stmt } from './db/open.js';
 import { EventLog } from './events/outbox.js';
 import { DEFAULT_SSE_LIMITS, SseHub, type SseLimits } from './events/sse.js';
 import type { KeyEntry } from './kernel/auth.js';
-import { createLogger, errorFields, type Logger } from './kernel/log.js';
+import { DEFAULT_LOG_FILE, LogFile } from './kernel/log-file.js';
+import { createLogger, errorFields, lineBuffer, type Logger } from './kernel/log.js';
 import { createHttpServer } from './kernel/server.js';
 import { ensurePrivateDir } from './lib/files.js';
 import { uuidv4 } from './lib/ids.js';
@@ -51,28 +51,11 @@ export interface Daemon {
 const SHUTDOWN_GRACE_MS = 5_000;
 /** Events older than this are pruned from the log; Last-Event-ID replay reaches this far back. */
 export const EVENT_RETENTION_MS = 24 * 60 * 60 * 1000;
-const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
 
-/** .svc/logs/daemon.log, opened once (a line per request must not cost an open and a close). */
-function fileLog(dir: string): { write(line: string): void; close(): void } {
-  ensurePrivateDir(dir);
-  const file = join(dir, 'daemon.log');
-  try {
-    if (statSync(file).size > LOG_ROTATE_BYTES) renameSync(file, `${file}.1`);
-  } catch {
-    // no log yet
-  }
-  const fd = openSync(file, 'a', 0o600);
-  return {
-    write(line) {
-      try {
-        writeSync(fd, line);
-      } catch {
-        // A full disk must not take the daemon down with it.
-      }
-    },
-    close: () => closeSync(fd),
-  };
+/** SVC_LOG_MAX_BYTES sizes daemon.log before it rotates (default 10 MiB; 3 rotated files are kept). */
+function logFileOptions(env: NodeJS.ProcessEnv): typeof DEFAULT_LOG_FILE {
+  const n = Number(env.SVC_LOG_MAX_BYTES);
+  return Number.isInteger(n) && n >= 1024 ? { ...DEFAULT_LOG_FILE, maxBytes: n } : DEFAULT_LOG_FILE;
 }
 
 /** Wraps a timer or watcher callback: a failure there is logged, it must never take the daemon down. */
@@ -96,13 +79,17 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let config: ProjectConfig = loaded.config;
 
   ensurePrivateDir(paths.dir);
-  const logFile = opts.log ? null : fileLog(paths.logs);
-  const log =
-    opts.log ??
-    createLogger((line) => {
-      process.stdout.write(line);
-      logFile!.write(line);
-    });
+  // Lines go out in batches every 25 ms, written off the event loop to stdout and the file, never
+  // as a synchronous write per request; close() hands on the last ones.
+  const logFile = opts.log ? null : new LogFile({ dir: paths.logs }, logFileOptions(env));
+  const stdout = opts.log ? null : new LogFile({ fd: 1 }, { ...DEFAULT_LOG_FILE, maxQueuedBytes: 1024 * 1024 });
+  const lines = logFile
+    ? lineBuffer((chunk) => {
+        stdout!.write(chunk);
+        logFile.write(chunk);
+      })
+    : null;
+  const log = opts.log ?? createLogger((line) => lines!.push(line));
   for (const w of loaded.warnings) log.warn('project.json', { warning: w });
 
   const localKey = ensureLocalKey(root);
@@ -264,7 +251,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }
       removeDaemonInfo(root, process.pid);
       log.info('stopped');
-      logFile?.close();
+      lines?.flush();
+      await Promise.all([logFile?.close(), stdout?.close()]);
       resolveClosed();
     })();
     return closing;

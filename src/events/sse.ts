@@ -15,6 +15,14 @@ export interface SseLimits {
 export const DEFAULT_SSE_LIMITS: SseLimits = { heartbeatMs: 15_000, maxBacklogEvents: 1000, maxBacklogBytes: 1024 * 1024 };
 
 const REPLAY_PAGE = 500;
+/** Live frames are written at most this often per stream (see SseHub.queue). */
+const FLUSH_MS = 2;
+
+function sameFrames(a: string[], b: string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 export function frame(e: StoredEvent): string {
   return `id: ${e.id}\nevent: ${e.name}\ndata: ${JSON.stringify(e.data)}\n\n`;
@@ -30,6 +38,8 @@ interface Stream {
   replaying: boolean;
   /** Events written since the socket last drained. */
   backlog: number;
+  /** Live frames waiting for the end of this turn of the event loop (see queue()). */
+  queued: string[];
   heartbeat: NodeJS.Timeout;
 }
 
@@ -41,6 +51,11 @@ interface Stream {
 export class SseHub {
   private readonly streams = new Set<Stream>();
   private readonly unsubscribe: () => void;
+  /** The last event's frame: every stream gets the same text, so it is serialised once, not per stream. */
+  private framed: { id: number; text: string } | null = null;
+  private readonly dirty: Stream[] = [];
+  private flushTimer: { kind: 'immediate'; handle: NodeJS.Immediate } | { kind: 'timeout'; handle: NodeJS.Timeout } | null = null;
+  private lastFlush = -Infinity;
   private closed = false;
 
   constructor(
@@ -48,7 +63,7 @@ export class SseHub {
     private readonly limits: SseLimits = DEFAULT_SSE_LIMITS,
   ) {
     this.unsubscribe = log.subscribe((e) => {
-      for (const s of this.streams) if (!s.replaying) this.deliver(s, e);
+      for (const s of this.streams) if (!s.replaying) this.deliver(s, e, true);
     });
   }
 
@@ -73,6 +88,7 @@ export class SseHub {
       cursor: this.log.lastId(),
       replaying: false,
       backlog: 0,
+      queued: [],
       heartbeat: setInterval(() => this.write(s, ': ping\n\n'), this.limits.heartbeatMs),
     };
     s.heartbeat.unref();
@@ -109,6 +125,7 @@ export class SseHub {
 
   closeAll(): void {
     this.closed = true;
+    this.flush();
     for (const s of this.streams) {
       s.res.end();
       this.drop(s);
@@ -129,16 +146,49 @@ export class SseHub {
     }
   }
 
-  private deliver(s: Stream, e: StoredEvent): void {
+  private deliver(s: Stream, e: StoredEvent, live = false): void {
     if (e.id <= s.cursor) return;
     s.cursor = e.id;
     if (!s.matches(e.name)) return;
-    this.write(s, frame(e));
+    if (this.framed?.id !== e.id) this.framed = { id: e.id, text: frame(e) };
+    if (live) this.queue(s, this.framed.text);
+    else this.write(s, this.framed.text);
   }
 
-  private write(s: Stream, text: string): void {
+  /**
+   * Live frames are written in batches, at the end of the current turn of the event loop, and at
+   * most once every FLUSH_MS: a socket write is a system call, and one per subscriber per event
+   * made fan-out to 200 streams cost far more than the frames themselves. A quiet daemon writes at
+   * once; a busy one gathers a few milliseconds of events into each write. Replay writes directly,
+   * since it paces itself on the socket's drain.
+   */
+  private queue(s: Stream, text: string): void {
+    if (s.queued.push(text) === 1) this.dirty.push(s);
+    if (this.flushTimer) return;
+    const wait = this.lastFlush + FLUSH_MS - performance.now();
+    this.flushTimer =
+      wait > 0 ? { kind: 'timeout', handle: setTimeout(() => this.flush(), wait) } : { kind: 'immediate', handle: setImmediate(() => this.flush()) };
+  }
+
+  private flush(): void {
+    if (this.flushTimer?.kind === 'timeout') clearTimeout(this.flushTimer.handle);
+    else if (this.flushTimer) clearImmediate(this.flushTimer.handle);
+    this.flushTimer = null;
+    this.lastFlush = performance.now();
+    // Streams that heard the same events share one buffer (frames are the same strings).
+    let shared: { frames: string[]; buf: Buffer } | null = null;
+    for (const s of this.dirty.splice(0)) {
+      const frames = s.queued;
+      s.queued = [];
+      if (!frames.length || !this.streams.has(s)) continue;
+      if (!shared || !sameFrames(shared.frames, frames)) shared = { frames, buf: Buffer.from(frames.join(''), 'utf8') };
+      this.write(s, shared.buf, frames.length);
+    }
+  }
+
+  private write(s: Stream, text: string | Buffer, events = 1): void {
     if (s.res.destroyed || s.res.writableEnded) return;
-    if (s.res.writableNeedDrain) s.backlog++;
+    if (s.res.writableNeedDrain) s.backlog += events;
     s.res.write(text);
     if (s.backlog > this.limits.maxBacklogEvents || s.res.writableLength > this.limits.maxBacklogBytes) {
       // Too far behind: cut the connection; the client reconnects with Last-Event-ID and catches up from the log.
@@ -149,6 +199,7 @@ export class SseHub {
 
   private drop(s: Stream): void {
     clearInterval(s.heartbeat);
+    s.queued = [];
     this.streams.delete(s);
   }
 }

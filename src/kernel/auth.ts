@@ -31,6 +31,27 @@ export function sha256(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
 }
 
+/**
+ * Digests of keys that recently authenticated, so a client sending the same key on every request
+ * is not hashed every time. Only keys that matched are remembered (a flood of wrong keys cannot
+ * fill or churn it); it is bounded and starts over when full. One per HTTP server, never shared.
+ */
+export class DigestCache {
+  private readonly map = new Map<string, Buffer>();
+
+  constructor(private readonly max = 64) {}
+
+  digest(presented: string): Buffer {
+    return this.map.get(presented) ?? sha256(presented);
+  }
+
+  remember(presented: string, digest: Buffer): void {
+    if (this.map.has(presented)) return;
+    if (this.map.size >= this.max) this.map.clear();
+    this.map.set(presented, digest);
+  }
+}
+
 /** Reads `Authorization: Bearer <key>`; a key anywhere else (query string, other schemes) is ignored. */
 export function bearerToken(req: IncomingMessage): string | undefined {
   const header = req.headers.authorization;
@@ -44,14 +65,15 @@ export function bearerToken(req: IncomingMessage): string | undefined {
  * match or not, with a constant-time comparison over fixed-length digests, so timing tells
  * nothing about how close a guess was or which entry matched.
  */
-export function authenticate(keys: readonly KeyEntry[], presented: string | undefined): Principal | null {
+export function authenticate(keys: readonly KeyEntry[], presented: string | undefined, cache?: DigestCache): Principal | null {
   if (presented === undefined) return null;
-  const digest = sha256(presented);
+  const digest = cache ? cache.digest(presented) : sha256(presented);
   let found: KeyEntry | null = null;
   for (const entry of keys) {
     if (timingSafeEqual(entry.digest, digest) && found === null) found = entry;
   }
   if (!found) return null;
+  cache?.remember(presented, digest);
   return { name: found.name, keyId: found.digest.toString('hex'), grants: found.grants, source: found.source };
 }
 

@@ -25,6 +25,38 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
   };
 }
 
+/**
+ * Collects log lines and hands them on joined, every `delayMs` (or sooner once `maxBytes` wait):
+ * under load a request's line costs an array push, not a write of its own, and each line stays
+ * whole and in order. `flush()` hands on what is waiting at once (shutdown), and leaves no timer.
+ */
+export function lineBuffer(
+  write: (chunk: string) => void,
+  { delayMs = 25, maxBytes = 64 * 1024 }: { delayMs?: number; maxBytes?: number } = {},
+): { push(line: string): void; flush(): void } {
+  let lines: string[] = [];
+  let bytes = 0;
+  let timer: NodeJS.Timeout | null = null;
+  const flush = () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    if (!lines.length) return;
+    const chunk = lines.join('');
+    lines = [];
+    bytes = 0;
+    write(chunk);
+  };
+  return {
+    push(line) {
+      lines.push(line);
+      bytes += line.length;
+      if (bytes >= maxBytes) flush();
+      else timer ??= setTimeout(flush, delayMs);
+    },
+    flush,
+  };
+}
+
 export function errorFields(err: unknown): Record<string, unknown> {
   if (err instanceof Error) {
     const fields: Record<string, unknown> = { error: err.message, stack: err.stack };

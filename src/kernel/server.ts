@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
-import { authenticate, bearerToken, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
+import { authenticate, bearerToken, DigestCache, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
 import { NO_BODY, readJsonBody } from './body.js';
 import { AppError, toErrorResponse, type ErrorDetail } from './errors.js';
 import { hostAllowed, originAllowed } from './guards.js';
@@ -98,6 +98,7 @@ function checkResponse<App>(route: AnyRoute<App>, data: unknown): void {
 export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const router = new Router(opts.routes);
   const limiter = opts.limiter ?? new FailureLimiter();
+  const digests = new DigestCache();
   const inflight = new Set<ServerResponse>();
 
   async function handle(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
@@ -143,7 +144,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
 
     let principal: Principal | null = null;
     if (route.auth !== 'public') {
-      principal = authenticate(opts.keys(), bearerToken(req));
+      principal = authenticate(opts.keys(), bearerToken(req), digests);
       if (!principal) {
         const wait = limiter.fail(req.socket.remoteAddress ?? 'unknown');
         if (wait > 0) {

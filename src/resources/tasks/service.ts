@@ -132,7 +132,7 @@ export function createTask(app: App, input: TaskInput): Task {
       sideEffects: input.sideEffects ?? false,
       now: nowIso(),
     });
-    store.replaceDependencies(app.db, id, dependsOn);
+    if (dependsOn.length) store.replaceDependencies(app.db, id, dependsOn); // a new task has none to replace
     app.events.emit('task:created', { taskId: id, title: input.title, status, assignTo: input.assignTo ?? null, missionId: input.missionId ?? null });
     return store.getTask(app.db, id)!;
   });

@@ -60,9 +60,12 @@ function hydrate(db: DB, rows: Row[]): Task[] {
   return rows.map((r) => toTask(r, deps.get(r.id) ?? []));
 }
 
+/** One statement per task read: the dependencies come along as a JSON array (the read hot path). */
+const GET_ONE = `SELECT ${COLUMNS}, (SELECT json_group_array(depends_on) FROM (SELECT depends_on FROM task_dependencies WHERE task_id = tasks.id ORDER BY position)) AS deps FROM tasks WHERE id = ?`;
+
 export function getTask(db: DB, id: string): Task | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM tasks WHERE id = ?`).get(id) as Row | undefined;
-  return r ? hydrate(db, [r])[0]! : null;
+  const r = stmt(db, GET_ONE).get(id) as (Row & { deps: string }) | undefined;
+  return r ? toTask(r, JSON.parse(r.deps) as string[]) : null;
 }
 
 export interface ListFilter {
@@ -204,6 +207,7 @@ export function replaceDependencies(db: DB, id: string, dependsOn: string[]): vo
 
 /** Which of `ids` name no task. */
 export function missingTaskIds(db: DB, ids: string[]): string[] {
+  if (!ids.length) return []; // most tasks have none: no statement on the create hot path
   const rows = stmt(db, 'SELECT value FROM json_each(?) WHERE value NOT IN (SELECT id FROM tasks)').all(JSON.stringify(ids)) as { value: string }[];
   return rows.map((r) => r.value);
 }
