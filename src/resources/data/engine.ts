@@ -51,6 +51,12 @@ export class DataFile {
   private readonly cache = new Map<string, Database.Statement>();
   private readonly admissions = new Map<string, Admitted & { types: (string | undefined)[] }>();
   private state!: FileState;
+  /**
+   * When the request being served must be done (set by the worker from the time limit). A write
+   * that gets to its commit later rolls back instead: the daemon kills the worker a little after
+   * this moment, and a write it answers 503 must not have been kept.
+   */
+  deadline = Infinity;
 
   constructor(file: string, create?: SchemaDefT) {
     if (create) {
@@ -121,8 +127,13 @@ export class DataFile {
       }
       const answer = fn();
       if (ref) remember(this.db, ref, answer);
+      this.beforeCommit();
       return { answer, replayed: false };
     })();
+  }
+
+  private beforeCommit(): void {
+    if (Date.now() > this.deadline) throw new AppError('data_unavailable', 'The request ran past data.statementTimeoutMs and was rolled back; nothing it did was kept.');
   }
 
   batch(ops: OperationT[], ref?: IdempotencyRef): Answer<RecordResultT[]> {
@@ -235,6 +246,7 @@ export class DataFile {
       this.writeState(next);
       const answer = { ...next, record };
       this.db.prepare('INSERT INTO _svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES (?, ?, ?, ?, ?)').run(m.id, checksum, next.schemaVersion, record.appliedAt, JSON.stringify(answer));
+      this.beforeCommit();
       this.state = next;
       this.cache.clear();
       this.admissions.clear();

@@ -25,6 +25,7 @@ const MAX_QUEUE = 256;
 const IDLE_MS = 60_000;
 /** Opening (and creating) a file and migrating it may take longer than one statement. */
 const SLOW_MS = 60_000;
+const KILL_GRACE_MS = 250;
 /** Reads sent ahead to a worker, so it goes from one to the next without waiting for the daemon. */
 const PIPELINE = 8;
 
@@ -206,7 +207,7 @@ export class DataRunner {
       lane.queue.shift();
       w.inflight.push(next);
       if (w.inflight.length === 1) this.arm(lane, w);
-      w.proc.send({ id: next.id, ...next.msg });
+      w.proc.send({ id: next.id, timeoutMs: next.timeoutMs, ...next.msg });
     }
   }
 
@@ -214,7 +215,9 @@ export class DataRunner {
   private arm(lane: Lane, w: Worker): void {
     if (w.timer) clearTimeout(w.timer);
     const head = w.inflight[0];
-    w.timer = head ? setTimeout(() => this.timeout(lane, w, head), head.timeoutMs) : null;
+    // The worker rolls back a write that reaches its commit after timeoutMs; the kill comes a
+    // little later, so a write is either answered or not kept, never kept and answered 503.
+    w.timer = head ? setTimeout(() => this.timeout(lane, w, head), head.timeoutMs + KILL_GRACE_MS) : null;
   }
 
   private onReply(w: Worker, r: WorkerReply): void {

@@ -47,9 +47,10 @@ function handle(msg: WorkerRequest): unknown {
   }
 }
 
-process.on('message', (raw: { id: number } & WorkerRequest) => {
+process.on('message', (raw: { id: number; timeoutMs?: number } & WorkerRequest) => {
   let reply: WorkerReply;
   try {
+    if (file) file.deadline = raw.timeoutMs ? Date.now() + raw.timeoutMs : Infinity;
     reply = { id: raw.id, ok: true, value: handle(raw) };
   } catch (err) {
     const known = err instanceof AppError;
