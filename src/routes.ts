@@ -13,10 +13,11 @@ import { systemRoutes } from './resources/system/routes.js';
 import { taskRoutes } from './resources/tasks/routes.js';
 import { teamRoutes } from './resources/teams/routes.js';
 import { vaultRoutes } from './resources/vault/routes.js';
+import { toolRoutes } from './tools/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...dataRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...toolRoutes, ...dataRoutes];
 
 const openApiRoute = route({
   method: 'GET',
@@ -42,7 +43,9 @@ let cached: Record<string, unknown> | undefined;
 export function openApiDocument(): Record<string, unknown> {
   cached ??= buildOpenApi(ROUTES, {
     title: 'svc',
-    description: 'Local control plane for teams of AI coding agents: tasks, missions, agents, skills, approvals, vault, application databases, events and webhooks.',
+    description:
+      'Local control plane for teams of AI coding agents: tasks, missions and playbooks, agents and teams, skills, approvals, the vault and live events. ' +
+      'Every response carries X-Request-Id; every GET also answers HEAD; a method a path does not define is answered 405 with Allow (components.responses.MethodNotAllowed).',
   });
   return cached;
 }

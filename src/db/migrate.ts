@@ -7,9 +7,11 @@ export interface Migration {
 }
 
 /**
- * Applies, in order and each in its own transaction, every migration the DB has not recorded yet.
- * Forward only: a DB that records a version this build does not know was written by a newer svc,
- * and opening it is refused rather than risked.
+ * Applies, in version order and each in its own transaction, every migration the DB has not
+ * recorded. Versions are unique and increasing but may have gaps: numbers are reserved per feature
+ * and features land in any order, so a DB that has 8 may still need 6, and gets it. Forward only: a
+ * DB that records a version this build does not know was written by a newer svc, and opening it is
+ * refused rather than risked.
  */
 export function migrate(db: Database.Database, migrations: readonly Migration[]): number {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -18,18 +20,16 @@ export function migrate(db: Database.Database, migrations: readonly Migration[])
     applied_at TEXT NOT NULL
   )`);
   const sorted = [...migrations].sort((a, b) => a.version - b.version);
-  // Numbers are reserved per feature (6 webhooks, 7 data, 8 tasks/MCP) and features land in any
-  // order, so a gap is allowed; each version is applied once, whenever this build first knows it.
   sorted.forEach((m, i) => {
     if (!Number.isInteger(m.version) || m.version < 1 || (i > 0 && m.version === sorted[i - 1]!.version)) {
-      throw new Error(`migration numbers must be unique positive integers; found ${m.version} twice or invalid`);
+      throw new Error(`migration versions must be unique positive integers; found ${m.version} twice or invalid`);
     }
   });
-  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
   const known = new Set(sorted.map((m) => m.version));
+  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
   const unknown = [...applied].filter((v) => !known.has(v));
   if (unknown.length) {
-    throw new Error(`the state database has migration ${Math.max(...unknown)}, which this svc does not know; upgrade svc`);
+    throw new Error(`the state database has schema version ${Math.max(...unknown)}, which this svc does not know; upgrade svc`);
   }
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
   for (const m of sorted.filter((x) => !applied.has(x.version))) {
@@ -38,5 +38,5 @@ export function migrate(db: Database.Database, migrations: readonly Migration[])
       record.run(m.version, m.name, new Date().toISOString());
     })();
   }
-  return sorted.length ? sorted[sorted.length - 1]!.version : 0;
+  return sorted.length;
 }

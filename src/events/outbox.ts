@@ -22,7 +22,7 @@ const toEvent = (r: Row): StoredEvent => ({ id: r.id, name: r.name as EventName,
 
 /**
  * The transactional outbox. A change and the events describing it are written by `write()` in one
- * SQLite transaction; listeners (SSE, webhooks) hear of the events only after that transaction
+ * SQLite transaction; listeners (the SSE streams) hear of the events only after that transaction
  * has committed, so nobody is told of a change that was rolled back.
  */
 export class EventLog {

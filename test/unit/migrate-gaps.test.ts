@@ -2,26 +2,28 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 
-// Migration numbers are reserved per feature (6 webhooks, 7 application databases, 8 MCP), and
-// features land in any order: a gap is allowed and a late number is applied when it arrives.
-
+// Migration numbers are reserved per feature and features land in any order: a database that
+// already has 8 must still get 6 when 6 lands later.
 describe('migrate with reserved numbers', () => {
-  const m = (version: number) => ({ version, name: `m${version}`, sql: `CREATE TABLE t${version} (x)` });
-  const tables = (db: Database.Database) => (db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE 't%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+  const m = (v: number) => ({ version: v, name: `m${v}`, sql: `CREATE TABLE t${v} (x)` });
+  const versions = (db: Database.Database) => (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[]).map((r) => r.version);
 
-  it('applies 1 and 3, then 2 when a build knows it, each once', () => {
+  it('applies a lower migration that arrived after a higher one', () => {
     const db = new Database(':memory:');
-    migrate(db, [m(1), m(3)]);
-    expect(tables(db)).toEqual(['t1', 't3']);
-    migrate(db, [m(1), m(2), m(3)]);
-    migrate(db, [m(1), m(2), m(3)]);
-    expect(tables(db)).toEqual(['t1', 't2', 't3']);
+    migrate(db, [m(1), m(2), m(8)]);
+    expect(versions(db)).toEqual([1, 2, 8]);
+    migrate(db, [m(1), m(2), m(6), m(7), m(8)]);
+    expect(versions(db)).toEqual([1, 2, 6, 7, 8]);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name IN ('t6', 't7')").all()).toHaveLength(2);
   });
 
-  it('refuses a database that has a migration this build does not know, and duplicate numbers', () => {
+  it('still refuses a database with a version this build does not know', () => {
     const db = new Database(':memory:');
-    migrate(db, [m(1), m(7)]);
-    expect(() => migrate(db, [m(1), m(2)])).toThrow(/migration 7.*upgrade svc/);
+    migrate(db, [m(1), m(8)]);
+    expect(() => migrate(db, [m(1), m(6)])).toThrow(/schema version 8.*upgrade svc/);
+  });
+
+  it('refuses two migrations with one number', () => {
     expect(() => migrate(new Database(':memory:'), [m(1), m(1)])).toThrow(/unique/);
   });
 });

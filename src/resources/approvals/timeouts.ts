@@ -8,9 +8,12 @@ import { TimeoutScheduler } from './timer.js';
  * in memory: on start the overdue ones are decided at once (before the daemon listens) and the
  * rest armed, so a pending timeout still fires after a restart.
  */
-export function startApprovalTimeouts(app: App, now: () => number = Date.now): { close(): void } {
+export function startApprovalTimeouts(app: App): { close(): void } {
+  const { clock } = app;
   const scheduler = new TimeoutScheduler({
-    now,
+    now: () => clock.now(),
+    setTimer: (fn, ms) => clock.setTimeout(fn, ms),
+    clearTimer: (handle) => clock.clearTimeout(handle),
     candidates: (at) => expiringApprovals(app, at),
     fire: (id, at) => {
       const a = resolveExpired(app, id, at);

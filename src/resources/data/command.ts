@@ -1,9 +1,11 @@
 import { Command } from 'commander';
 import { createInterface } from 'node:readline';
 import { action, collect, parseIntOption } from '../../cli/action.js';
+import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
-import { cell, emit, keyValues, printJson, style, table } from '../../cli/output.js';
+import { io } from '../../cli/io.js';
+import { cell, emit, keyValues, out, printJson, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
 import type { Database, MigrationRecord, QueryResult, RecordResultT } from './schema.js';
 
@@ -115,57 +117,48 @@ function paramsFrom(o: QueryOptions): unknown[] {
 
 function printResult(ctx: CliContext, r: QueryResult, csv: boolean, write: boolean): void {
   if (ctx.json) return printJson(r);
-  if (csv) return void process.stdout.write(toCsv(r.rows));
-  if (r.rows.length) process.stdout.write(rowsTable(r.rows));
+  if (csv) return out(toCsv(r.rows));
+  if (r.rows.length) out(rowsTable(r.rows));
   const what = `${r.rowCount} row${r.rowCount === 1 ? '' : 's'}${write ? ' changed' : ''}`;
-  process.stdout.write(style.dim(`${what}${r.truncated ? ' (truncated: raise --max-rows, up to 200, or add LIMIT/OFFSET)' : ''}\n`));
+  out(style.dim(`${what}${r.truncated ? ' (truncated: raise --max-rows, up to 200, or add LIMIT/OFFSET)' : ''}\n`));
 }
 
 /** `svc db query <name>` without SQL: statements end with ';', writes are sent in write mode. */
 async function interactive(ctx: CliContext, name: string, o: QueryOptions): Promise<void> {
-  const rl = createInterface({ input: process.stdin, output: process.stdout, prompt: `${name}> `, terminal: Boolean(process.stdin.isTTY) });
-  if (process.stdin.isTTY) process.stdout.write(style.dim('SQL ending with ";". INSERT/UPDATE/DELETE/REPLACE run in write mode. .tables lists tables, .exit leaves.\n'));
+  const { stdin, interactive: tty } = io();
+  const rl = createInterface({ input: stdin, terminal: false });
+  const prompt = (p: string) => tty && out(p);
+  if (tty) out(style.dim('SQL ending with ";". INSERT/UPDATE/DELETE/REPLACE run in write mode. .tables lists tables, .exit leaves.\n'));
   let buf = '';
-  rl.prompt();
+  prompt(`${name}> `);
   for await (const line of rl) {
     const t = line.trim();
     if (!buf && (t === '.exit' || t === '.quit')) break;
     if (!buf && t === '.tables') {
       const d = (await ctx.client.call<Database>('GET', path(name))).data;
-      process.stdout.write(Object.keys(d.schema.tables).join('\n') + '\n');
-      rl.prompt();
+      out(Object.keys(d.schema.tables).join('\n') + '\n');
+      prompt(`${name}> `);
       continue;
     }
     buf += (buf ? '\n' : '') + line;
     if (!t.endsWith(';')) {
-      if (buf.trim()) rl.setPrompt('   ...> ');
-      rl.prompt();
+      prompt(buf.trim() ? '   ...> ' : `${name}> `);
       continue;
     }
     const sql = buf.trim().replace(/;\s*$/, '');
     buf = '';
-    rl.setPrompt(`${name}> `);
     try {
       const write = WRITE_WORDS.test(sql);
       const r = await ctx.client.call<QueryResult>('POST', path(name, '/query'), { body: { sql, mode: write ? 'write' : 'read', maxRows: o.maxRows } });
       printResult(ctx, r.data, Boolean(o.csv), write);
     } catch (err) {
       const e = err as Error & { code?: string; status?: number };
-      process.stdout.write(`${style.red('error')} ${e.code ? `${e.code} (${e.status}): ` : ''}${e.message}\n`);
+      out(`${style.red('error')} ${e.code ? `${e.code} (${e.status}): ` : ''}${e.message}\n`);
       if (e.code === undefined) throw err;
     }
-    rl.prompt();
+    prompt(`${name}> `);
   }
   rl.close();
-}
-
-async function confirm(question: string, yes?: boolean): Promise<void> {
-  if (yes) return;
-  if (!process.stdin.isTTY) throw new UsageError('refusing to delete without a terminal to confirm on; pass --yes');
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  const answer = await new Promise<string>((r) => rl.question(`${question} [y/N] `, r));
-  rl.close();
-  if (!/^y(es)?$/i.test(answer.trim())) throw new UsageError('not deleted');
 }
 
 export function dbCommand(): Command {
@@ -187,7 +180,7 @@ export function dbCommand(): Command {
     .requiredOption('--schema <file>', 'schema file')
     .action(
       action(async (ctx, name: string, o: { schema: string }) => {
-        const file = readDataFile(o.schema) as Record<string, unknown> | null;
+        const file = (await readDataFile(o.schema)) as Record<string, unknown> | null;
         const schema = file && typeof file === 'object' && 'schema' in file ? file.schema : file;
         const d = await ctx.client.post<Database>('/api/v1/data', { name, schema });
         emit(ctx.json, d, () => `created database ${d.name} (${short(d.id)}), schemaVersion ${d.schemaVersion}\n`);
@@ -212,7 +205,7 @@ export function dbCommand(): Command {
     .action(
       action(async (ctx, name: string, o: { expectedVersion?: number; yes?: boolean }) => {
         const target = await ref(ctx, name);
-        await confirm(`Delete database ${name} and all its records?`, o.yes);
+        await confirm(`Delete database ${name} and all its records?`, Boolean(o.yes), `svc db rm ${name}`);
         const r = await ctx.client.delete<{ deleted: true }>(path(target), o.expectedVersion === undefined ? undefined : { expectedVersion: o.expectedVersion });
         emit(ctx.json, r, () => `deleted database ${name}\n`);
       }),
@@ -241,7 +234,7 @@ export function dbCommand(): Command {
     .description('Run an atomic batch of record operations from a file ([ops] or {operations, idempotencyKey})')
     .action(
       action(async (ctx, name: string, file: string) => {
-        const content = readDataFile(file);
+        const content = await readDataFile(file);
         const body = Array.isArray(content) ? { operations: content } : content;
         const r = await ctx.client.post<RecordResultT[]>(path(await ref(ctx, name), '/transactions'), body);
         const ops = (Array.isArray(content) ? content : ((content as { operations?: unknown[] })?.operations ?? [])) as { op?: string; table?: string }[];
@@ -261,7 +254,7 @@ export function dbCommand(): Command {
     .description('Apply a migration file ({id, expectedVersion, steps, allowDestructive?})')
     .action(
       action(async (ctx, name: string, file: string) => {
-        const d = await ctx.client.post<Database>(path(await ref(ctx, name), '/migrations'), readDataFile(file));
+        const d = await ctx.client.post<Database>(path(await ref(ctx, name), '/migrations'), await readDataFile(file));
         emit(ctx.json, d, () => `migrated ${d.name} to schemaVersion ${d.schemaVersion}\n`);
       }),
     );
