@@ -21,6 +21,8 @@ import { ROUTES } from './routes.js';
 import { agentsInTeam } from './resources/agents/service.js';
 import { wireApprovals } from './resources/approvals/service.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
+import { DATA_RUNNER, reconcile, removeOrphanFiles } from './resources/data/service.js';
+import { DataRunner } from './resources/data/sql-runner.js';
 import { wireMissions } from './resources/missions/service.js';
 import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/skills/live-index.js';
 import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
@@ -221,6 +223,19 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const removeSink = events.onEmit((e) => enqueueDeliveries(app, e));
     startWorker({ close: () => void removeSink() });
     webhooks.start();
+    // Application databases: one child process per open database, so that caller SQL can be
+    // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
+    removeOrphanFiles(app);
+    startWorker(
+      app.services.provide(
+        DATA_RUNNER,
+        new DataRunner({
+          log,
+          statementTimeoutMs: () => config.data.statementTimeoutMs,
+          onOpened: guarded(log, 'updating the database registry', (id: string, state: unknown) => reconcile(app, id, state as Parameters<typeof reconcile>[2])),
+        }),
+      ),
+    );
   } catch (err) {
     return abort(err);
   }

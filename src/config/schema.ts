@@ -55,6 +55,7 @@ export const ProjectConfigSchema = z.object({
     .strictObject({
       provider: z.enum(['sqlite', 'postgres']).default('sqlite'),
       url: z.string().optional(),
+      statementTimeoutMs: z.int().min(100).max(600_000).default(5_000).describe('A caller statement running longer is stopped (503 data_unavailable).'),
     })
     .prefault({}),
   webhooks: z

@@ -107,6 +107,14 @@ export const CATEGORIES = {
       test: ev('A test event sent with POST /v1/webhooks/{id}/test; delivered to that webhook only.', { webhookId: z.string() }),
     },
   },
+  data: {
+    description: 'Application databases.',
+    events: {
+      created: ev('A database was created.', { id: z.string(), name: z.string() }),
+      deleted: ev('A database was deleted (its file is removed).', { id: z.string(), name: z.string() }),
+      migrated: ev('A migration was applied to a database.', { id: z.string(), name: z.string(), migrationId: z.string(), schemaVersion: z.int() }),
+    },
+  },
   config: {
     description: 'project.json reloads.',
     events: {

@@ -218,7 +218,8 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     }
     if (details.length) {
       const summary = details.map((d) => `${d.path}: ${d.message}`).join('; ');
-      throw new AppError('invalid_request', `Invalid request: ${summary}`, { details });
+      // Application-database endpoints answer their own 400 code (DESIGN section 3).
+      throw new AppError(route.scope === 'data' ? 'data_invalid' : 'invalid_request', `Invalid request: ${summary}`, { details });
     }
 
     const headers: Record<string, string> = {};
