@@ -118,14 +118,16 @@ export function approvalsCommand(): Command {
     .action(
       action(async (ctx, taskId: string, o: { title: string; reason?: string; by?: string; timeout?: number; onTimeout?: 'approve' | 'reject' }) => {
         if (o.onTimeout !== undefined && o.timeout === undefined) throw new UsageError('--on-timeout needs --timeout: without a timeout nothing is decided automatically.');
-        const id = await resolveId(ctx.client, TASK, taskId);
-        const a = await ctx.client.post<Approval>('/api/v1/approvals', {
-          taskId: id,
+        const body = {
+          taskId,
           requestedBy: o.by ?? defaultResolver() ?? 'cli',
           title: o.title,
           ...(o.reason !== undefined ? { reason: o.reason } : {}),
           ...(o.timeout !== undefined ? { timeoutSeconds: o.timeout, timeoutAction: o.onTimeout ?? 'reject' } : {}),
-        });
+        };
+        await check(schemas, 'ApprovalIn', body);
+        const id = await resolveId(ctx.client, TASK, taskId);
+        const a = await ctx.client.post<Approval>('/api/v1/approvals', { ...body, taskId: id });
         const timeout = a.expiresAt ? `; ${a.timeoutAction} automatically in ${formatRemaining(Date.parse(a.expiresAt) - Date.now())}` : '';
         emit(ctx.json, a, () => `requested ${shortId(a.id)}; task ${shortId(id)} is now awaiting_approval${timeout}\n`);
       }),
