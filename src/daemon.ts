@@ -29,6 +29,8 @@ import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
 import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
 import { TEAM_MEMBERS } from './resources/teams/service.js';
 import { openVault } from './resources/vault/keys.js';
+import { enqueueDeliveries, WEBHOOKS } from './resources/webhooks/service.js';
+import { DeliveryWorker, type WorkerOptions } from './resources/webhooks/worker.js';
 import { VAULT } from './resources/vault/live.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 import { MCP_DOOR, startMcp } from './tools/mcp.js';
@@ -53,6 +55,8 @@ export interface DaemonOptions {
   clock?: Clock;
   /** SSE heartbeat and backlog limits (tests shorten them). */
   sse?: Partial<SseLimits>;
+  /** Webhook delivery seams (tests: a resolver, a jitter source). */
+  webhooks?: WorkerOptions;
   /** Connection cap and timeouts (tests shorten them). */
   connections?: Partial<ConnectionLimits>;
 }
@@ -211,6 +215,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     startWorker(app.services.provide(LEASE_REAPER, startLeaseReaper(app)));
     // The agent tools over MCP (POST /mcp): one SDK Server for every client of this daemon.
     startWorker(app.services.provide(MCP_DOOR, await startMcp(app, { checkOutputs: opts.checkResponses })));
+    // Webhooks: delivery rows are written by the EventLog sink inside each event's transaction;
+    // the worker sends them. Started before listening so in-flight ones from a crash go first.
+    const webhooks = new DeliveryWorker(app, opts.webhooks);
+    app.services.provide(WEBHOOKS, webhooks);
+    startWorker({ close: () => webhooks.close() });
+    const removeSink = events.onEmit((e) => enqueueDeliveries(app, e));
+    startWorker({ close: () => void removeSink() });
+    webhooks.start();
     // Application databases: one child process per open database, so that caller SQL can be
     // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
     removeOrphanFiles(app);

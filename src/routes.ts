@@ -13,11 +13,12 @@ import { systemRoutes } from './resources/system/routes.js';
 import { taskRoutes } from './resources/tasks/routes.js';
 import { teamRoutes } from './resources/teams/routes.js';
 import { vaultRoutes } from './resources/vault/routes.js';
+import { webhookRoutes } from './resources/webhooks/routes.js';
 import { toolRoutes } from './tools/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...toolRoutes, ...dataRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...webhookRoutes, ...toolRoutes, ...dataRoutes];
 
 const openApiRoute = route({
   method: 'GET',

@@ -53,6 +53,7 @@ export async function startTestDaemon(
     root?: string;
     keepRoot?: boolean;
     sse?: DaemonOptions['sse'];
+    webhooks?: DaemonOptions['webhooks'];
     clock?: DaemonOptions['clock'];
     connections?: DaemonOptions['connections'];
   } = {},
@@ -68,6 +69,7 @@ export async function startTestDaemon(
     log: createLogger((l) => logs.push(l), 'debug'),
     checkResponses: true,
     sse: opts.sse,
+    webhooks: opts.webhooks,
     clock: opts.clock,
     connections: opts.connections,
   });

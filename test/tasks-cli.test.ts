@@ -69,7 +69,7 @@ describe('svc tasks', () => {
     expect((await d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } })).status).toBe(200);
     const held = await svc('tasks', 'ls', '--status', 'in_progress');
     // Default lease: 15 minutes.
-    expect(held.stdout).toMatch(new RegExp(`${task.id}\\s+in_progress\\s+high\\s+ana\\s+15m left\\s+leased in the CLI`));
+    expect(held.stdout).toMatch(new RegExp(`${task.id.slice(-8)}\\s+in_progress\\s+high\\s+ana\\s+(just now|\\d+s ago)\\s+15m left\\s+leased in the CLI`));
   });
 
   it('prints the next-page hint on stderr so --json stays one document', async () => {

@@ -27,6 +27,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'playbooks', summary: 'Reusable mission templates with parameters', load: async () => (await import('../resources/playbooks/command.js')).playbooksCommand() },
   { name: 'vault', summary: 'Per-agent credentials, sealed at rest', load: async () => (await import('../resources/vault/command.js')).vaultCommand() },
   { name: 'approvals', summary: 'Human decisions that gate work', load: async () => (await import('../resources/approvals/command.js')).approvalsCommand() },
+  { name: 'webhooks', summary: 'Signed HTTP deliveries of events, with a delivery log (and `listen` to receive them here)', load: async () => (await import('../resources/webhooks/command.js')).webhooksCommand() },
   { name: 'db', summary: 'Application databases: schemas, batches, scoped SQL, migrations', load: async () => (await import('../resources/data/command.js')).dbCommand() },
   { name: 'events', summary: 'Watch the live event stream', load: async () => (await import('../events/command.js')).eventsCommand() },
   { name: 'mcp', summary: 'MCP server on stdio for agent tools, forwarding to the daemon (--print-config for HTTP)', load: async () => (await import('../tools/command.js')).mcpCommand() },

@@ -100,6 +100,13 @@ export const CATEGORIES = {
       removed: ev('A credential entry was removed.', { agent: z.string(), service: z.string() }),
     },
   },
+  webhook: {
+    description: 'Webhook endpoints.',
+    events: {
+      disabled: ev('A webhook was disabled because its endpoint answered 410 Gone.', { webhookId: z.string(), url: z.string(), reason: z.string() }),
+      test: ev('A test event sent with POST /v1/webhooks/{id}/test; delivered to that webhook only.', { webhookId: z.string() }),
+    },
+  },
   data: {
     description: 'Application databases.',
     events: {

@@ -1,5 +1,7 @@
 import { Command, Option } from 'commander';
 import { fail } from '../cli/action.js';
+import { io } from '../cli/io.js';
+import { err, out } from '../cli/output.js';
 import { NoDaemonError, projectRoot, UsageError, type GlobalOptions } from '../cli/context.js';
 import { loadConfig } from '../config/load.js';
 import { readLocalKey, runningDaemon, statePaths } from '../state-dir.js';
@@ -33,7 +35,7 @@ const isLoopback = (url: string): boolean => {
 
 /** The daemon's URL: --url / SVC_URL, the running daemon, else where project.json says it listens. */
 function daemonUrl(opts: GlobalOptions, root: string | null, mustRun: boolean): string {
-  const explicit = opts.url || process.env.SVC_URL || undefined;
+  const explicit = opts.url || io().env.SVC_URL || undefined;
   if (explicit) return explicit.replace(/\/+$/, '');
   if (!root) throw new NoDaemonError('no project.json here or in any parent directory.\nhint: run `svc init` to create one, or pass --project DIR or --url URL.');
   const info = runningDaemon(root);
@@ -57,22 +59,22 @@ export function mcpCommand(): Command {
         if (o.printConfig) {
           const url = daemonUrl(opts, root, false);
           const { file, text } = clientConfig(o.printConfig, `${url}/mcp`);
-          process.stdout.write(text);
+          out(text);
           const keyFile = root ? statePaths(root).localKey : '.svc/local.key';
-          process.stderr.write(`# ${o.printConfig}: put this in ${file}; set ${KEY_ENV} where the client runs, e.g. export ${KEY_ENV}="$(cat ${keyFile})"\n`);
+          err(`# ${o.printConfig}: put this in ${file}; set ${KEY_ENV} where the client runs, e.g. export ${KEY_ENV}="$(cat ${keyFile})"\n`);
           return;
         }
         if (opts.json) throw new UsageError('--json does not apply to `svc mcp` (stdout carries the MCP protocol)');
         const url = daemonUrl(opts, root, true);
-        let apiKey = opts.apiKey || process.env[KEY_ENV] || undefined;
+        let apiKey = opts.apiKey || io().env[KEY_ENV] || undefined;
         // The project's local key goes only to its own daemon, or to an explicit loopback URL.
         if (!apiKey && root && isLoopback(url)) apiKey = readLocalKey(root);
-        process.stderr.write(`svc mcp: forwarding to ${url}/mcp\n`);
+        err(`svc mcp: forwarding to ${url}/mcp\n`);
         await runStdioBridge({
           url,
           apiKey,
-          warn: (line) => process.stderr.write(line + '\n'),
-          relocate: () => (root && !opts.url && !process.env.SVC_URL ? (runningDaemon(root)?.url ?? null) : null),
+          warn: (line) => err(line + '\n'),
+          relocate: () => (root && !opts.url && !io().env.SVC_URL ? (runningDaemon(root)?.url ?? null) : null),
         });
       } catch (err) {
         fail(err, false);

@@ -26,7 +26,7 @@ describe('event coverage check', () => {
 
   it('lists every catalog event name once', () => {
     expect(new Set(EVENT_NAMES).size).toBe(EVENT_NAMES.length);
-    for (const gone of ['webhook:test', 'completion:finished', 'session:started', 'task:lease_expired']) {
+    for (const gone of ['completion:finished', 'session:started']) {
       expect(EVENT_NAMES, gone).not.toContain(gone);
     }
   });

@@ -1,7 +1,7 @@
 import type { App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
 import { expiringApprovals, resolveExpired } from './service.js';
-import { TimeoutScheduler } from './timer.js';
+import { TimeoutScheduler } from '../../lib/timer.js';
 
 /**
  * Starts deciding expired approvals for the daemon's lifetime. Timeouts live in the database, not

@@ -1,6 +1,6 @@
 import { serviceKey, type App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
-import { TimeoutScheduler } from '../approvals/timer.js';
+import { TimeoutScheduler } from '../../lib/timer.js';
 import { expireLease, expiringLeases } from './service.js';
 
 /** The daemon's lease reaper: one timer for the nearest lease expiry, re-armed after each claim. */

@@ -115,6 +115,7 @@ export const taskRoutes = [
     method: 'POST',
     path: `${item}/heartbeat`,
     operationId: 'heartbeatTask',
+    errors: ['conflict'],
     summary: "The holder of a claim extends its lease by tasks.leaseSeconds from now (409 once the lease expired or was released)",
     tag,
     params: TaskIdParam,
@@ -126,6 +127,7 @@ export const taskRoutes = [
     method: 'POST',
     path: `${base}/next`,
     operationId: 'claimNextTask',
+    errors: ['conflict', 'unprocessable'],
     summary: 'Claim the next task an agent may take, or answer task: null when none is ready',
     description:
       'Candidates: pending or assigned tasks that are unassigned or assigned to the agent, whose dependencies are all done. The most urgent priority first, then the oldest. The claim is the same as POST .../claim (same events, same lease).',
