@@ -6,6 +6,8 @@ import { CreateDatabaseIn, DatabaseOut, Deleted, DeleteQuery, MigrationIn, Migra
 import * as data from './service.js';
 
 const tag = 'Databases';
+/** Every data_* code: a database route may answer any of them (validation is data_invalid here). */
+const errors: ErrorCode[] = ['data_invalid', 'data_forbidden', 'data_not_found', 'data_conflict', 'data_limit', 'data_constraint', 'data_unavailable'];
 const REPLAYED = 'Idempotent-Replayed';
 
 /** Every failure of a data route is one of the data_* codes (the reference's eight statuses with 401). */
@@ -21,6 +23,7 @@ export const dataRoutes = [
     description: 'Needs a full-access key or a grant of manage on "*". Names match ^[a-z][a-z0-9_-]{0,62}$; at most 32 tables, 64 columns and 16 indexes a table. 409 when the name is taken.',
     tag,
     scope: 'data',
+    errors,
     body: CreateDatabaseIn,
     response: DatabaseOut,
     status: 201,
@@ -34,6 +37,7 @@ export const dataRoutes = [
     summary: 'List databases (creation order); keys with grants see only what they may read',
     tag,
     scope: 'data',
+    errors,
     query: z.strictObject({ limit: PageLimit, cursor: IdCursor }),
     response: z.array(DatabaseOut),
     handler: ({ app, principal, query, setHeader }) => pageAnswer(setHeader, data.listDatabases(app, principal, query)),
@@ -46,6 +50,7 @@ export const dataRoutes = [
     summary: 'Show a database; tables the key has no grant on are left out',
     tag,
     scope: 'data',
+    errors,
     params: ResourceParams,
     response: DatabaseOut,
     handler: ({ app, principal, params }) => data.getDatabase(app, principal, params.resource),
@@ -58,6 +63,7 @@ export const dataRoutes = [
     summary: 'Delete a database and its records (its file is removed)',
     tag,
     scope: 'data',
+    errors,
     params: ResourceParams,
     query: DeleteQuery,
     response: Deleted,
@@ -76,6 +82,7 @@ export const dataRoutes = [
       'Operations: list, get, insert (values or rows), upsert (onConflict), update and delete (by _id, optional expectedVersion). The whole batch is validated before any write and runs in one transaction; a failure names the operation index and field and leaves nothing behind. A replayed idempotencyKey answers the stored result with Idempotent-Replayed: true.',
     tag,
     scope: 'data',
+    errors,
     params: ResourceParams,
     body: TransactionsIn,
     response: z.array(RecordResult),
@@ -95,6 +102,7 @@ export const dataRoutes = [
       'SQLite dialect, one statement. Read mode admits only statements that cannot write; write mode admits INSERT, UPDATE, DELETE and REPLACE (RETURNING allowed). DDL, ATTACH/DETACH, PRAGMA, VACUUM, transactions, load_extension, virtual tables and writes to sqlite_* or system columns are refused. Stopped after data.statementTimeoutMs (503); results over 1 MiB are 413.',
     tag,
     scope: 'data',
+    errors,
     params: ResourceParams,
     body: QueryIn,
     response: QueryOut,
@@ -114,6 +122,7 @@ export const dataRoutes = [
       'Steps: addTable, addColumn, addIndex, dropIndex, renameColumn, dropColumn, dropTable (the last three only with allowDestructive). Applied atomically; expectedVersion must equal the current schemaVersion (else 409). The same id with the same content replays the first answer (Idempotent-Replayed: true); with other content it is a 409.',
     tag,
     scope: 'data',
+    errors,
     params: ResourceParams,
     body: MigrationIn,
     response: DatabaseOut,
@@ -132,6 +141,7 @@ export const dataRoutes = [
     summary: 'List applied migrations, oldest first',
     tag,
     scope: 'data',
+    errors,
     params: ResourceParams,
     response: z.array(MigrationOut),
     handler: ({ app, principal, params }) => data.listMigrations(app, principal, params.resource),
