@@ -10,15 +10,11 @@ const tag = 'Databases';
 const errors: ErrorCode[] = ['data_invalid', 'data_forbidden', 'data_not_found', 'data_conflict', 'data_limit', 'data_constraint', 'data_unavailable'];
 const REPLAYED = 'Idempotent-Replayed';
 
-/** Every failure of a data route is one of the data_* codes (the reference's eight statuses with 401). */
-const DATA_ERRORS: ErrorCode[] = ['data_invalid', 'data_forbidden', 'data_not_found', 'data_conflict', 'data_limit', 'data_constraint', 'data_unavailable'];
-
 export const dataRoutes = [
   route({
     method: 'POST',
     path: '/api/v1/data',
     operationId: 'createDatabase',
-    errors: DATA_ERRORS,
     summary: 'Create a database and its tables',
     description: 'Needs a full-access key or a grant of manage on "*". Names match ^[a-z][a-z0-9_-]{0,62}$; at most 32 tables, 64 columns and 16 indexes a table. 409 when the name is taken.',
     tag,
@@ -33,7 +29,6 @@ export const dataRoutes = [
     method: 'GET',
     path: '/api/v1/data',
     operationId: 'listDatabases',
-    errors: DATA_ERRORS,
     summary: 'List databases (creation order); keys with grants see only what they may read',
     tag,
     scope: 'data',
@@ -46,7 +41,6 @@ export const dataRoutes = [
     method: 'GET',
     path: '/api/v1/data/{resource}',
     operationId: 'getDatabase',
-    errors: DATA_ERRORS,
     summary: 'Show a database; tables the key has no grant on are left out',
     tag,
     scope: 'data',
@@ -59,7 +53,6 @@ export const dataRoutes = [
     method: 'DELETE',
     path: '/api/v1/data/{resource}',
     operationId: 'deleteDatabase',
-    errors: DATA_ERRORS,
     summary: 'Delete a database and its records (its file is removed)',
     tag,
     scope: 'data',
@@ -76,7 +69,6 @@ export const dataRoutes = [
     method: 'POST',
     path: '/api/v1/data/{resource}/transactions',
     operationId: 'runDatabaseTransaction',
-    errors: DATA_ERRORS,
     summary: 'Run an atomic batch of record operations',
     description:
       'Operations: list, get, insert (values or rows), upsert (onConflict), update and delete (by _id, optional expectedVersion). The whole batch is validated before any write and runs in one transaction; a failure names the operation index and field and leaves nothing behind. A replayed idempotencyKey answers the stored result with Idempotent-Replayed: true.',
@@ -96,7 +88,6 @@ export const dataRoutes = [
     method: 'POST',
     path: '/api/v1/data/{resource}/query',
     operationId: 'queryDatabase',
-    errors: DATA_ERRORS,
     summary: 'Run one scoped SQL statement (read, or write with mode "write")',
     description:
       'SQLite dialect, one statement. Read mode admits only statements that cannot write; write mode admits INSERT, UPDATE, DELETE and REPLACE (RETURNING allowed). DDL, ATTACH/DETACH, PRAGMA, VACUUM, transactions, load_extension, virtual tables and writes to sqlite_* or system columns are refused. Stopped after data.statementTimeoutMs (503); results over 1 MiB are 413.',
@@ -116,7 +107,6 @@ export const dataRoutes = [
     method: 'POST',
     path: '/api/v1/data/{resource}/migrations',
     operationId: 'migrateDatabase',
-    errors: DATA_ERRORS,
     summary: 'Apply a structured migration (schemaVersion + 1)',
     description:
       'Steps: addTable, addColumn, addIndex, dropIndex, renameColumn, dropColumn, dropTable (the last three only with allowDestructive). Applied atomically; expectedVersion must equal the current schemaVersion (else 409). The same id with the same content replays the first answer (Idempotent-Replayed: true); with other content it is a 409.',
@@ -137,7 +127,6 @@ export const dataRoutes = [
     method: 'GET',
     path: '/api/v1/data/{resource}/migrations',
     operationId: 'listDatabaseMigrations',
-    errors: DATA_ERRORS,
     summary: 'List applied migrations, oldest first',
     tag,
     scope: 'data',
