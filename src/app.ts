@@ -3,8 +3,8 @@ import type { DB } from './db/open.js';
 import type { EventLog } from './events/outbox.js';
 import type { SseHub } from './events/sse.js';
 import type { Logger } from './kernel/log.js';
+import type { Clock } from './lib/clock.js';
 import { routeDefiner } from './kernel/route.js';
-import type { Vault } from './resources/vault/keys.js';
 
 /**
  * A typed slot for one per-daemon service (a resource's live state: its index, worker, hooks),
@@ -45,10 +45,10 @@ export interface App {
   events: EventLog;
   streams: SseHub;
   log: Logger;
+  /** Time for timers and deadlines (approval timeouts); the system clock, or a test's fake. */
+  clock: Clock;
   /** The daemon's environment (process.env, or what a test passed). */
   env: NodeJS.ProcessEnv;
-  /** The open credential vault: its master key's location and derived keys. */
-  vault: Vault;
   /** Per-daemon services of the resources, wired in daemon.ts (see ServiceKey). */
   services: Services;
   /** The config in force now; a reload replaces it, so read it per use, never cache it. */

@@ -9,17 +9,31 @@ import { openDatabase, stmt } from './db/open.js';
 import { EventLog } from './events/outbox.js';
 import { DEFAULT_SSE_LIMITS, SseHub, type SseLimits } from './events/sse.js';
 import type { KeyEntry } from './kernel/auth.js';
+import type { ConnectionLimits } from './kernel/connections.js';
 import { DEFAULT_LOG_FILE, LogFile } from './kernel/log-file.js';
 import { createLogger, errorFields, lineBuffer, type Logger } from './kernel/log.js';
-import { createHttpServer } from './kernel/server.js';
+import { createHttpServer, type HttpServer } from './kernel/server.js';
 import { ensurePrivateDir } from './lib/files.js';
+import { systemClock, type Clock } from './lib/clock.js';
 import { uuidv4 } from './lib/ids.js';
 import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
+import { agentsInTeam } from './resources/agents/service.js';
+import { wireApprovals } from './resources/approvals/service.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
-import { startSkills } from './resources/skills/live-index.js';
+import { DATA_RUNNER, reconcile, removeOrphanFiles } from './resources/data/service.js';
+import { DataRunner } from './resources/data/sql-runner.js';
+import { wireMissions } from './resources/missions/service.js';
+import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/skills/live-index.js';
+import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
+import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
+import { TEAM_MEMBERS } from './resources/teams/service.js';
 import { openVault } from './resources/vault/keys.js';
+import { enqueueDeliveries, WEBHOOKS } from './resources/webhooks/service.js';
+import { DeliveryWorker, type WorkerOptions } from './resources/webhooks/worker.js';
+import { VAULT } from './resources/vault/live.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
+import { MCP_DOOR, startMcp } from './tools/mcp.js';
 
 export interface DaemonOptions {
   root: string;
@@ -30,10 +44,21 @@ export interface DaemonOptions {
   env?: NodeJS.ProcessEnv;
   /** Where log lines go; default stdout plus .svc/logs/daemon.log. */
   log?: Logger;
+  /**
+   * Where the default logger's lines go besides the log file, in batches of whole lines (default:
+   * stdout, written off the event loop; `svc serve` on a terminal makes them readable).
+   */
+  console?: (lines: string) => void;
   /** Validate every response against its schema (on in tests). */
   checkResponses?: boolean;
+  /** Time for timers and deadlines (approval timeouts); tests pass a fake clock. Default: the system's. */
+  clock?: Clock;
   /** SSE heartbeat and backlog limits (tests shorten them). */
   sse?: Partial<SseLimits>;
+  /** Webhook delivery seams (tests: a resolver, a jitter source). */
+  webhooks?: WorkerOptions;
+  /** Connection cap and timeouts (tests shorten them). */
+  connections?: Partial<ConnectionLimits>;
 }
 
 export interface Daemon {
@@ -41,6 +66,8 @@ export interface Daemon {
   host: string;
   port: number;
   url: string;
+  /** The HTTP layer: connection counts and the failed-auth limiter. */
+  http: HttpServer;
   /** Resolves once the daemon has shut down, whoever asked. */
   closed: Promise<void>;
   close(): Promise<void>;
@@ -78,24 +105,45 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
   ensurePrivateDir(paths.dir);
   // Lines go out in batches every 25 ms, written off the event loop to stdout and the file, never
-  // as a synchronous write per request; close() hands on the last ones.
+  // as a synchronous write per request; close() hands on the last ones. `console` takes stdout's
+  // place when given (svc serve on a terminal prints the batches readable).
   const logFile = opts.log ? null : new LogFile({ dir: paths.logs }, logFileOptions(env));
-  const stdout = opts.log ? null : new LogFile({ fd: 1 }, { ...DEFAULT_LOG_FILE, maxQueuedBytes: 1024 * 1024 });
+  const stdout = opts.log || opts.console ? null : new LogFile({ fd: 1 }, { ...DEFAULT_LOG_FILE, maxQueuedBytes: 1024 * 1024 });
   const lines = logFile
     ? lineBuffer((chunk) => {
-        stdout!.write(chunk);
+        if (opts.console) opts.console(chunk);
+        else stdout!.write(chunk);
         logFile.write(chunk);
       })
     : null;
   const log = opts.log ?? createLogger((line) => lines!.push(line));
   for (const w of loaded.warnings) log.warn('project.json', { warning: w });
 
-  const localKey = ensureLocalKey(root);
-  // The same floor as keys in project.json: a short shared key is guessable.
-  if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
-  let keys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
+  // A start that fails part-way undoes what it did, newest first: no file, database, watcher or
+  // timer is left behind in the process that called it (a test, or an embedding tool).
+  const undo: (() => unknown)[] = [];
+  // The failure itself is logged before the log closes: flush the last lines, then close both targets.
+  undo.push(async () => {
+    lines?.flush();
+    await Promise.all([logFile?.close(), stdout?.close()]);
+  });
+  const abort = async (err: unknown): Promise<never> => {
+    for (const u of undo.reverse()) await Promise.resolve().then(u).catch(() => undefined);
+    throw err;
+  };
 
-  const db = openDatabase(paths.db, STATE_MIGRATIONS);
+  let localKey: string;
+  let db: ReturnType<typeof openDatabase>;
+  try {
+    localKey = ensureLocalKey(root);
+    // The same floor as keys in project.json: a short shared key is guessable.
+    if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
+    db = openDatabase(paths.db, STATE_MIGRATIONS);
+  } catch (err) {
+    return abort(err);
+  }
+  undo.push(() => db.close());
+  let keys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
   for (const suffix of ['', '-wal', '-shm']) {
     try {
       chmodSync(paths.db + suffix, 0o600);
@@ -119,8 +167,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   try {
     vault = await openVault({ db, projectId, env, log });
   } catch (err) {
-    db.close();
-    throw err;
+    return abort(err);
   }
 
   let listening = { host: opts.host ?? config.server.host, port: opts.port ?? config.server.port };
@@ -138,24 +185,59 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     events,
     streams,
     log,
+    clock: opts.clock ?? systemClock,
     env,
-    vault,
     services: new Services(),
     config: () => config,
     address: () => listening,
     requestShutdown: () => void close(),
   };
 
+  // How the resources meet, per daemon: nothing is registered on import.
+  app.services.provide(VAULT, vault);
+  app.services.provide(TEAM_MEMBERS, agentsInTeam);
+  const taskHooks = app.services.provide(TASK_HOOKS, new TaskHooks());
+  wireMissions(taskHooks); // a mission's tasks follow its state; tasks decide its completion
+  wireApprovals(taskHooks); // a task waiting for approval leaves only through the decision
+
   // Background parts that live as long as the daemon, started before it listens so that no request
   // (not even a shutdown) can find them half-started; closed in reverse order.
   const workers: { close(): Promise<void> | void }[] = [];
+  const startWorker = (w: { close(): Promise<void> | void }) => {
+    workers.push(w);
+    undo.push(() => w.close());
+  };
   try {
-    workers.push(await startSkills(app));
-    workers.push(startApprovalTimeouts(app));
+    app.services.provide(SKILL_INDEX, new SkillIndex(skillsDirOf(app)));
+    startWorker(await startSkills(app));
+    startWorker(startApprovalTimeouts(app));
+    // Claims are leases: release tasks whose holder stopped sending heartbeats (also while we were down).
+    startWorker(app.services.provide(LEASE_REAPER, startLeaseReaper(app)));
+    // The agent tools over MCP (POST /mcp): one SDK Server for every client of this daemon.
+    startWorker(app.services.provide(MCP_DOOR, await startMcp(app, { checkOutputs: opts.checkResponses })));
+    // Webhooks: delivery rows are written by the EventLog sink inside each event's transaction;
+    // the worker sends them. Started before listening so in-flight ones from a crash go first.
+    const webhooks = new DeliveryWorker(app, opts.webhooks);
+    app.services.provide(WEBHOOKS, webhooks);
+    startWorker({ close: () => webhooks.close() });
+    const removeSink = events.onEmit((e) => enqueueDeliveries(app, e));
+    startWorker({ close: () => void removeSink() });
+    webhooks.start();
+    // Application databases: one child process per open database, so that caller SQL can be
+    // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
+    removeOrphanFiles(app);
+    startWorker(
+      app.services.provide(
+        DATA_RUNNER,
+        new DataRunner({
+          log,
+          statementTimeoutMs: () => config.data.statementTimeoutMs,
+          onOpened: guarded(log, 'updating the database registry', (id: string, state: unknown) => reconcile(app, id, state as Parameters<typeof reconcile>[2])),
+        }),
+      ),
+    );
   } catch (err) {
-    for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
-    db.close();
-    throw err;
+    return abort(err);
   }
 
   const http = createHttpServer({
@@ -165,12 +247,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     keys: () => keys,
     log,
     checkResponses: opts.checkResponses,
+    connections: opts.connections,
   });
 
   await new Promise<void>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
-      for (const w of workers.reverse()) void w.close();
-      db.close();
       reject(
         err.code === 'EADDRINUSE'
           ? new Error(`port ${listening.port} on ${listening.host} is in use; is another svc running? Try --port 0 for any free port.`)
@@ -182,7 +263,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       http.server.off('error', onError);
       resolve();
     });
-  });
+  }).catch(abort);
   // After listening, a server error (EMFILE on accept…) is logged, never fatal.
   http.server.on('error', (err) => log.error('http server error', errorFields(err)));
   const pruneTimer = setInterval(prune, 60 * 60 * 1000);
@@ -219,6 +300,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     log.info('project.json reloaded', { keys: keys.length });
     events.write(() => events.emit('config:reloaded', { warnings: result.warnings }));
   }), (err) => log.error('watching project.json failed; edits will not apply until restart', errorFields(err)));
+  // An edit made once startDaemon has returned (or `listening` is logged) must not go unseen.
+  await watcher.ready;
 
   async function close(): Promise<void> {
     closing ??= (async () => {
@@ -244,5 +327,5 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }
 
   log.info('listening', { url, project: config.name, root, version: app.version });
-  return { app, host: listening.host, port: listening.port, url, closed, close };
+  return { app, host: listening.host, port: listening.port, url, http, closed, close };
 }

@@ -6,6 +6,7 @@ import { RAW_RESPONSE as RAW, type AnyRoute } from './kernel/route.js';
 import { agentRoutes } from './resources/agents/routes.js';
 import { approvalRoutes } from './resources/approvals/routes.js';
 import { chatRoutes } from './resources/chat/routes.js';
+import { dataRoutes } from './resources/data/routes.js';
 import { missionRoutes } from './resources/missions/routes.js';
 import { playbookRoutes } from './resources/playbooks/routes.js';
 import { providerRoutes } from './resources/providers/routes.js';
@@ -14,10 +15,12 @@ import { systemRoutes } from './resources/system/routes.js';
 import { taskRoutes } from './resources/tasks/routes.js';
 import { teamRoutes } from './resources/teams/routes.js';
 import { vaultRoutes } from './resources/vault/routes.js';
+import { webhookRoutes } from './resources/webhooks/routes.js';
+import { toolRoutes } from './tools/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...providerRoutes, ...chatRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...webhookRoutes, ...toolRoutes, ...dataRoutes, ...providerRoutes, ...chatRoutes];
 
 const openApiRoute = route({
   method: 'GET',
@@ -43,7 +46,9 @@ let cached: Record<string, unknown> | undefined;
 export function openApiDocument(): Record<string, unknown> {
   cached ??= buildOpenApi(ROUTES, {
     title: 'svc',
-    description: 'Local control plane for teams of AI coding agents: tasks, missions, agents, skills, approvals, vault, application databases, events and webhooks.',
+    description:
+      'Local control plane for teams of AI coding agents: tasks, missions and playbooks, agents and teams, skills, approvals, the vault and live events. ' +
+      'Every response carries X-Request-Id; every GET also answers HEAD; a method a path does not define is answered 405 with Allow (components.responses.MethodNotAllowed).',
   });
   return cached;
 }

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { approvalTable, formatAge, formatRemaining } from '../src/resources/approvals/command.js';
+import { approvalTable, formatAge, formatRemaining, parseDuration } from '../src/resources/approvals/command.js';
 import type { Approval } from '../src/resources/approvals/schema.js';
 import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
@@ -34,14 +34,17 @@ describe('svc approvals (child process)', () => {
     const ls = await svc('approvals', 'ls');
     expect(ls.code, ls.stderr).toBe(0);
     expect(ls.stdout).toMatch(/^ID\s+STATUS\s+AGE\s+TASK\s+REQUESTED BY\s+TIMEOUT\s+TITLE/);
-    const row = ls.stdout.split('\n').find((l) => l.startsWith(gate.id))!;
-    expect(row).toMatch(new RegExp(`^${gate.id}\\s+pending\\s+\\d+s\\s+${task.id}\\s+ana\\s+reject in 1h\\s+deploy to prod\\?$`));
+    // Short ids (the random end of each id), never the full ones.
+    const row = ls.stdout.split('\n').find((l) => l.startsWith(gate.id.slice(-8)))!;
+    expect(row).toMatch(new RegExp(`^${gate.id.slice(-8)}\\s+pending\\s+\\d+s\\s+${task.id.slice(-8)}\\s+ana\\s+reject in 1h\\s+deploy to prod\\?$`));
+    expect(ls.stdout).not.toContain(gate.id);
     // NO_COLOR: no escape codes, even for pending rows.
     expect(ls.stdout).not.toContain('\x1b[');
 
-    const approve = await svc('approvals', 'approve', gate.id, '--note', 'ok', '--by', 'lead');
+    // A short id works, and the answer says where the decision left the task.
+    const approve = await svc('approvals', 'approve', gate.id.slice(-6), '--note', 'ok', '--by', 'lead');
     expect(approve.code, approve.stderr).toBe(0);
-    expect(approve.stdout).toBe(`approved ${gate.id} (task ${task.id})\n`);
+    expect(approve.stdout).toBe(`approved ${gate.id.slice(-8)}; task ${task.id.slice(-8)} is now assigned\n`);
     expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('assigned');
 
     const show = await svc('approvals', 'show', gate.id);
@@ -67,6 +70,61 @@ describe('svc approvals (child process)', () => {
     const badStatus = await svc('approvals', 'ls', '--status', 'open');
     expect(badStatus.code).toBe(2);
   });
+});
+
+describe('svc approvals request', () => {
+  let d: TestDaemon;
+  beforeAll(async () => {
+    d = await startTestDaemon();
+  }, 120_000);
+  afterAll(async () => {
+    await d?.close();
+  });
+  const svc = (...args: string[]) => svcAgainst(d, args);
+
+  it('puts a task in awaiting_approval with a timeout; refuses bad durations and a lone --on-timeout as usage errors', async () => {
+    const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'ship it' } })).body.data;
+    const out = await svc('approvals', 'request', task.id, '--title', 'ship v2?', '--reason', 'touches billing', '--by', 'ana', '--timeout', '1h30m', '--on-timeout', 'approve', '--json');
+    expect(out.code, out.stderr).toBe(0);
+    const a = JSON.parse(out.stdout);
+    expect(a).toMatchObject({ taskId: task.id, title: 'ship v2?', reason: 'touches billing', requestedBy: 'ana', status: 'pending', timeoutAction: 'approve', taskFrom: 'pending' });
+    expect(Date.parse(a.expiresAt) - Date.parse(a.createdAt)).toBe(5400_000);
+    expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('awaiting_approval');
+
+    const other = (await d.api('POST', '/api/v1/tasks', { body: { title: 'plain' } })).body.data;
+    const human = await svc('approvals', 'request', other.id, '--title', 'ok?', '--timeout', '10m');
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`^requested \\S{8}; task ${other.id.slice(-8)} is now awaiting_approval; reject automatically in 10m\\n$`));
+
+    for (const args of [
+      ['--title', 'x', '--timeout', 'soon'],
+      ['--title', 'x', '--timeout', '0s'],
+      ['--title', 'x', '--on-timeout', 'approve'],
+      ['--title', 'x', '--timeout', '1h', '--on-timeout', 'maybe'],
+      [],
+    ]) {
+      const bad = await svc('approvals', 'request', task.id, ...args);
+      expect(bad.code, `${args.join(' ')}: ${bad.stderr}`).toBe(2);
+    }
+
+    // A task already waiting cannot be asked about again: the API's 409, exit code 1.
+    const done = await svc('approvals', 'request', task.id, '--title', 'again?');
+    expect(done.code).toBe(1);
+    expect(done.stderr).toContain('409');
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([
+    ['90', 90],
+    ['90s', 90],
+    ['15m', 900],
+    ['1h', 3600],
+    ['1h30m', 5400],
+    ['2d', 172_800],
+  ])('%s → %i s', (text, seconds) => expect(parseDuration(text)).toBe(seconds));
+
+  it.each(['', 'soon', '1.5h', '-1h', '1h30', '0', '0m', '400d', '1w'])('refuses %j', (text) => expect(() => parseDuration(text)).toThrow());
 });
 
 describe('approvals table', () => {

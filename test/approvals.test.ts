@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
+import { FakeClock } from './fake-clock.js';
+import { startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 
+// Timeouts run on this clock: a test moves it past an expiry and reads the outcome, no sleeps.
+const clock = new FakeClock(Date.now());
 let d: TestDaemon;
 beforeAll(async () => {
-  d = await startTestDaemon();
+  d = await startTestDaemon({ clock });
 });
 afterAll(async () => {
   await d?.close();
@@ -438,6 +441,43 @@ describe('deciding', () => {
   });
 });
 
+describe('the way in: only through a request', () => {
+  it.each(['pending', 'assigned', 'in_progress', 'review'])(
+    'moving a %s task to awaiting_approval by hand is 409 naming POST /api/v1/approvals; nothing written',
+    async (from) => {
+      const task = await taskIn(d, from);
+      await runCase(d, {
+        name: `${from} → awaiting_approval by hand`,
+        method: 'POST',
+        path: `/api/v1/tasks/${task.id}/transition`,
+        body: { to: 'awaiting_approval', reason: 'I would like a review' },
+        status: 409,
+        code: 'invalid_transition',
+        message: new RegExp(`^Task ${task.id} cannot move from ${from} to awaiting_approval by hand: .*POST /api/v1/approvals`),
+        events: [],
+      });
+      expect(await getTask(d, task.id)).toMatchObject({ status: from, updatedAt: task.updatedAt });
+      expect((await d.api('GET', `${A}?taskId=${task.id}`)).body.data).toEqual([]);
+    },
+  );
+
+  it('a move the state machine forbids anyway keeps its own message (done → awaiting_approval)', async () => {
+    const task = await taskIn(d, 'done');
+    const res = await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'awaiting_approval' } });
+    expect(res.status).toBe(409);
+    expect(res.body.code).toBe('invalid_transition');
+    expect(res.body.error).toMatch(/done/);
+  });
+
+  it('the request is the way in: the same task moves there through POST /approvals', async () => {
+    const task = await taskIn(d, 'in_progress');
+    expect((await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'awaiting_approval' } })).status).toBe(409);
+    const a = await request(d, { taskId: task.id });
+    expect(a).toMatchObject({ taskId: task.id, taskFrom: 'in_progress', status: 'pending' });
+    expect((await getTask(d, task.id)).status).toBe('awaiting_approval');
+  });
+});
+
 describe('listing', () => {
   it('newest first, filtered by status and taskId', async () => {
     const task = await taskIn(d, 'pending');
@@ -486,11 +526,12 @@ describe('timeouts', () => {
     { action: 'reject', status: 'rejected', from: 'in_progress', to: 'pending', revisionCount: 1 },
   ])('timeoutAction $action on a task from $from: → $to, resolvedBy "timeout"', async (c) => {
     const task = await taskIn(d, c.from);
-    const a = await request(d, { taskId: task.id, timeoutSeconds: 1, timeoutAction: c.action });
-    await eventually(async () => (await getApproval(d, a.id)).status !== 'pending', 5_000);
+    const a = await request(d, { taskId: task.id, timeoutSeconds: 30, timeoutAction: c.action });
+    clock.advance(29_999);
+    expect((await getApproval(d, a.id)).status).toBe('pending');
+    clock.advance(1);
     const after = await getApproval(d, a.id);
-    expect(after).toMatchObject({ status: c.status, resolvedBy: 'timeout', timedOut: true, note: null, feedback: null });
-    expect(Date.parse(after.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(a.expiresAt));
+    expect(after).toMatchObject({ status: c.status, resolvedBy: 'timeout', timedOut: true, note: null, feedback: null, resolvedAt: a.expiresAt });
     expect(await getTask(d, task.id)).toMatchObject({ status: c.to, revisionCount: c.revisionCount });
     expect(eventsOf(d, a.id)).toEqual([
       { name: 'approval:requested', data: { approvalId: a.id, taskId: task.id, missionId: null, title: 'may I?', requestedBy: 'ana' } },
@@ -504,8 +545,7 @@ describe('timeouts', () => {
     const task = await taskIn(d, 'pending');
     const a = await request(d, { taskId: task.id, timeoutSeconds: 1, timeoutAction: 'reject' });
     expect((await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } })).status).toBe(200);
-    const expiry = Date.parse(a.expiresAt);
-    await eventually(() => Date.now() > expiry + 300, 5_000);
+    clock.advance(60_000);
     expect(await getApproval(d, a.id)).toMatchObject({ status: 'approved', resolvedBy: 'lead', timedOut: false });
     expect(eventsOf(d, a.id).filter((e) => e.name === 'approval:resolved')).toHaveLength(1);
     expect((await getTask(d, task.id)).status).toBe('assigned');
@@ -514,32 +554,40 @@ describe('timeouts', () => {
 
 describe('timeouts across a restart', () => {
   it('a pending timeout fires after the daemon restarts: overdue ones at once, the rest when due', async () => {
-    const first = await startTestDaemon({ keepRoot: true });
+    const time = new FakeClock(Date.now());
+    const first = await startTestDaemon({ keepRoot: true, clock: time });
     let second: TestDaemon | undefined;
     try {
       const soonTask = await taskIn(first, 'pending');
       const laterTask = await taskIn(first, 'review');
-      const soon = await request(first, { taskId: soonTask.id, timeoutSeconds: 1, timeoutAction: 'approve' });
-      const later = await request(first, { taskId: laterTask.id, timeoutSeconds: 6 });
+      const soon = await request(first, { taskId: soonTask.id, timeoutSeconds: 60, timeoutAction: 'approve' });
+      const later = await request(first, { taskId: laterTask.id, timeoutSeconds: 3600 });
+      expect(time.nextAt).toBe(Date.parse(soon.expiresAt));
       await first.close();
+      // A closed daemon leaves no timer: nothing is left to fire while it is down.
+      expect(time.pending).toBe(0);
 
-      // Down past the first expiry: no process is left to fire it.
-      await eventually(() => Date.now() > Date.parse(soon.expiresAt) + 100, 5_000);
-      second = await startTestDaemon({ root: first.root });
+      // Down past the first expiry.
+      time.advance(10 * 60_000);
+      second = await startTestDaemon({ root: first.root, clock: time });
 
       // Decided during start-up, before the daemon answered its first request.
       expect(await getApproval(second, soon.id)).toMatchObject({ status: 'approved', resolvedBy: 'timeout', timedOut: true });
       expect((await getTask(second, soonTask.id)).status).toBe('assigned');
       expect(eventsOf(second, soon.id).map((e) => e.name)).toEqual(['approval:requested', 'task:transition', 'approval:resolved', 'task:transition']);
 
-      // Not yet due: armed, and decided by the new daemon when its time comes.
+      // Not yet due: armed for its expiry, and decided by the new daemon exactly then.
       expect((await getApproval(second, later.id)).status).toBe('pending');
-      await eventually(async () => (await getApproval(second!, later.id)).status !== 'pending', 10_000);
-      expect(await getApproval(second, later.id)).toMatchObject({ status: 'rejected', resolvedBy: 'timeout', timedOut: true });
+      expect(time.nextAt).toBe(Date.parse(later.expiresAt));
+      time.advanceTo(Date.parse(later.expiresAt) - 1);
+      expect((await getApproval(second, later.id)).status).toBe('pending');
+      time.advance(1);
+      expect(await getApproval(second, later.id)).toMatchObject({ status: 'rejected', resolvedBy: 'timeout', timedOut: true, resolvedAt: later.expiresAt });
       expect(await getTask(second, laterTask.id)).toMatchObject({ status: 'pending', revisionCount: 1 });
+      expect(time.pending).toBe(0);
     } finally {
       await first.close();
       await second?.close();
     }
-  }, 30_000);
+  });
 });

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { completion, startFakeUpstream, textChunks, type FakeUpstream } from './fake-upstream.js';
+import { completion, startFakeUpstream, textChunks, toolCallCompletion, type FakeUpstream } from './fake-upstream.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 
 const UPSTREAM_KEY = 'sk-upstream-secret-0123456789';
@@ -167,5 +167,100 @@ describe('errors in the OpenAI shape', () => {
     expect(r.status).toBe(502);
     expect(r.body.error).toMatchObject({ code: 'upstream_error', upstream_status: 400 });
     expect(r.body.error.message).toMatch(/fake answered 400: model m1 is not served/);
+  });
+});
+
+describe('orchestrator mode', () => {
+  it('runs the management tools the model calls, emits their ordinary events, and says what was done', async () => {
+    const o = await startTestDaemon({ config: { providers: providers(), orchestrator: { model: 'fake/m1' } } });
+    try {
+      up.script(
+        { json: toolCallCompletion([{ id: 'call_1', name: 'task_create', args: { title: 'Write the release notes' } }]) },
+        { json: completion('I created the task "Write the release notes".') },
+      );
+      const before = o.daemon.app.events.lastId();
+      const answer = await new OpenAI({ baseURL: `${o.url}/v1`, apiKey: o.key, maxRetries: 0 }).chat.completions.create({
+        model: 'svc',
+        messages: [{ role: 'user', content: 'Add a task to write the release notes' }],
+      });
+      const content = answer.choices[0]!.message.content!;
+      expect(content).toContain('I created the task');
+      expect(content).toContain('[svc] Tool calls: task_create (ok).');
+      expect(answer.model).toBe('fake/m1');
+      expect(answer.usage?.total_tokens).toBe(20);
+
+      // The tools went upstream as functions, and the tool's result came back to the model.
+      const first = up.requests[0]!.body;
+      expect(first.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(expect.arrayContaining(['task_create', 'task_list', 'agent_list']));
+      const second = up.requests[1]!.body.messages;
+      const toolTurn = second.find((m: { role: string }) => m.role === 'tool');
+      expect(toolTurn.tool_call_id).toBe('call_1');
+      expect(JSON.parse(toolTurn.content).task.title).toBe('Write the release notes');
+
+      const fired = o.daemon.app.events.since(before, 100);
+      expect(fired.map((e) => e.name)).toEqual(['task:created', 'session:started', 'completion:finished']);
+      expect(fired[0]!.data).toMatchObject({ title: 'Write the release notes', status: 'pending' });
+      expect(fired[2]!.data).toMatchObject({ agent: null, model: 'fake/m1', finishReason: 'stop' });
+      const tasks = (await o.api('GET', '/api/v1/tasks')).body.data;
+      expect(tasks.map((t: { title: string }) => t.title)).toContain('Write the release notes');
+    } finally {
+      await o.close();
+    }
+  });
+
+  it('streams the final answer, returns a failed tool call to the model, and stops at orchestrator.maxTurns', async () => {
+    const o = await startTestDaemon({ config: { providers: providers(), orchestrator: { model: 'fake/m1', maxTurns: 2 } } });
+    try {
+      const toolChunks = (id: string, name: string, args: unknown) => [
+        { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0, id, type: 'function', function: { name, arguments: '' } }] }, finish_reason: null }] },
+        { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: JSON.stringify(args) } }] }, finish_reason: 'tool_calls' }] },
+      ];
+      up.script({ stream: toolChunks('a', 'task_get', { taskId: 'nope' }) }, { stream: textChunks(['No such task.']) });
+      const stream = await new OpenAI({ baseURL: `${o.url}/v1`, apiKey: o.key, maxRetries: 0 }).chat.completions.create({
+        model: 'svc',
+        messages: [{ role: 'user', content: 'Show task nope' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      let text = '';
+      let usage: unknown = null;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta?.content ?? '';
+        if (chunk.usage) usage = chunk.usage;
+      }
+      expect(text).toBe('No such task.\n\n[svc] Tool calls: task_get (failed).');
+      expect(usage).toMatchObject({ total_tokens: expect.any(Number) });
+      const toolTurn = up.requests[1]!.body.messages.find((m: { role: string }) => m.role === 'tool');
+      expect(JSON.parse(toolTurn.content).error.code).toBe('not_found');
+
+      // A model that only ever calls tools is stopped after maxTurns tool turns.
+      up.requests.length = 0;
+      up.script(
+        { json: toolCallCompletion([{ id: 'x1', name: 'task_list', args: {} }]) },
+        { json: toolCallCompletion([{ id: 'x2', name: 'task_list', args: {} }]) },
+      );
+      const looping = await o.api('POST', '/v1/chat/completions', { body: { messages: [{ role: 'user', content: 'loop' }] } });
+      expect(looping.status).toBe(200);
+      expect(up.requests.length).toBe(2);
+      expect(looping.body.choices[0].finish_reason).toBe('length');
+      expect(looping.body.choices[0].message.content).toContain('Stopped after 2 tool turns');
+    } finally {
+      await o.close();
+    }
+  });
+
+  it('offers a tools: "read" key only the read-only tools', async () => {
+    const readKey = 'read-only-chat-key-0123456789';
+    const o = await startTestDaemon({ config: { providers: providers(), orchestrator: { model: 'fake/m1' }, apiKeys: [{ name: 'reader', key: readKey, tools: 'read' }] } });
+    try {
+      up.script({ json: completion('ok') });
+      const r = await o.api('POST', '/v1/chat/completions', { key: readKey, body: { messages: [{ role: 'user', content: 'hi' }] } });
+      expect(r.status).toBe(200);
+      const names = up.requests[0]!.body.tools.map((t: { function: { name: string } }) => t.function.name);
+      expect(names).toContain('task_list');
+      expect(names).not.toContain('task_create');
+    } finally {
+      await o.close();
+    }
   });
 });

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { run } from '../bin/svc.js';
 
 export const SVC = fileURLToPath(new URL('../bin/svc', import.meta.url));
 
@@ -9,12 +11,40 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs the built CLI as a child process (`npm test` builds dist/ first). */
-export function svc(args: string[], opts: { cwd?: string; env?: Record<string, string>; input?: string } = {}): Promise<RunResult> {
+export interface SvcOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  input?: string;
+  /** Run as if at a terminal: confirmations and prompts ask (stdin answers them). */
+  isTTY?: boolean;
+  columns?: number;
+}
+
+/** The environment a CLI run sees: the test's own, minus what would point it elsewhere. */
+const cliEnv = (extra: Record<string, string> = {}) => ({ ...process.env, NO_COLOR: '1', SERVICE_API_KEY: '', SVC_URL: '', SVC_PROJECT: '', ...extra });
+
+/** Runs the CLI in this process through run(), the way bin/svc does, with output captured. */
+export async function svc(args: string[], opts: SvcOptions = {}): Promise<RunResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(args, {
+    stdout: { write: (s: string) => (stdout += s), isTTY: opts.isTTY },
+    stderr: { write: (s: string) => (stderr += s), isTTY: opts.isTTY },
+    stdin: Readable.from([opts.input ?? '']),
+    env: cliEnv(opts.env),
+    cwd: opts.cwd ?? process.cwd(),
+    isTTY: opts.isTTY ?? false,
+    columns: opts.columns ?? 200,
+  });
+  return { code, stdout, stderr };
+}
+
+/** Runs the built CLI as a child process (`npm test` builds dist/ first): for exit codes, signals, the real binary. */
+export function svcChild(args: string[], opts: { cwd?: string; env?: Record<string, string>; input?: string } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [SVC, ...args], {
       cwd: opts.cwd,
-      env: { ...process.env, NO_COLOR: '1', SERVICE_API_KEY: '', SVC_URL: '', SVC_PROJECT: '', ...opts.env },
+      env: cliEnv(opts.env),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -28,7 +58,7 @@ export function svc(args: string[], opts: { cwd?: string; env?: Record<string, s
 }
 
 /** Runs the CLI against a test daemon by its URL and key, as any client outside the project would. */
-export function svcAgainst(d: { url: string; key: string }, args: string[], opts: { input?: string } = {}): Promise<RunResult> {
+export function svcAgainst(d: { url: string; key: string }, args: string[], opts: SvcOptions = {}): Promise<RunResult> {
   return svc(['--url', d.url, '--api-key', d.key, ...args], opts);
 }
 

@@ -38,16 +38,23 @@ describe('svc agents and teams', () => {
     const teams = JSON.parse((await run('teams', 'ls', '--json')).stdout);
     expect(teams).toEqual([expect.objectContaining({ name: 'platform', description: 'Core team' })]);
 
-    expect((await run('agents', 'rm', 'alice')).code).toBe(0);
-    expect((await run('teams', 'rm', 'platform')).code).toBe(0);
+    expect((await run('agents', 'rm', 'alice', '--yes')).code).toBe(0);
+    expect((await run('teams', 'rm', 'platform', '-y')).code).toBe(0);
     expect(JSON.parse((await run('agents', 'ls', '--json')).stdout)).toEqual([]);
   });
 
-  it('exits 1 with the code and message on an API error', async () => {
+  it('checks option values with the API schema before any request: exit 2, the field named as the API would', async () => {
+    const posts = () => d.logs.filter((l) => l.includes('"method":"POST","path":"/api/v1/agents"')).length;
+    const before = posts();
     const r = await run('agents', 'add', 'bob', '--max-turns', '0');
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain('invalid_request');
-    expect(r.stderr).toContain('body.maxTurns');
+    expect(r.code).toBe(2);
+    expect(posts()).toBe(before);
+    const api = await d.api('POST', '/api/v1/agents', { body: { name: 'bob', maxTurns: 0 } });
+    expect(api.body.details).toEqual([{ path: 'body.maxTurns', message: expect.any(String) }]);
+    expect(r.stderr).toContain(`body.maxTurns: ${api.body.details[0].message}`);
+  });
+
+  it('exits 1 with the code and message on an API error', async () => {
     const nf = await run('agents', 'show', 'nobody');
     expect(nf.code).toBe(1);
     expect(nf.stderr).toMatch(/not_found \(404\): Agent "nobody" not found/);
@@ -104,7 +111,28 @@ describe('finding the daemon', () => {
     expect(r.stderr.match(/body\.maxTurns/g)).toHaveLength(1);
     const j = await run('--json', 'agents', 'show', 'ghost');
     expect(j.code).toBe(1);
-    expect(JSON.parse(j.stderr)).toMatchObject({ ok: false, code: 'not_found', status: 404 });
+    expect(JSON.parse(j.stderr)).toEqual({ code: 'not_found', error: 'Agent "ghost" not found.', status: 404 });
+    const unknown = await run('--json', 'tasks', 'ls', '--colour');
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stderr)).toEqual({ code: 'usage', error: "unknown option '--colour'", hint: expect.stringContaining('--help') });
+    const usage = await run('--json', 'tasks', 'show', 'ab');
+    expect(usage.code).toBe(2);
+    expect(JSON.parse(usage.stderr)).toEqual({ code: 'usage', error: expect.stringContaining('too short') });
+    const none = await svc(['--json', 'status'], { cwd: (await import('./harness.js')).makeProject() });
+    expect(none.code).toBe(3);
+    expect(JSON.parse(none.stderr)).toEqual({ code: 'unreachable', error: expect.stringContaining('no svc daemon is running'), hint: expect.stringContaining('svc serve') });
+  });
+});
+
+describe('the real binary (child processes: exit codes as a shell sees them)', () => {
+  it('exits 0, 1, 2 and 3', async () => {
+    const { svcChild } = await import('./cli-helpers.js');
+    const version = await svcChild(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    expect((await svcChild(['agents', 'show', 'ghost'], { cwd: d.root })).code).toBe(1);
+    expect((await svcChild(['tasks', 'show', 'ab'], { cwd: d.root })).code).toBe(2);
+    expect((await svcChild(['agents', 'ls', '--url', 'http://127.0.0.1:9', '--api-key', 'whatever-0123456789'])).code).toBe(3);
   });
 });
 

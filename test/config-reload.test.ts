@@ -1,16 +1,23 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 
+// Polling for a key to start or stop working answers 401s, and 401s count towards the failed-auth
+// limiter (429 after 20 a minute). Each test has its own daemon, so its 401s can never push the
+// test next to it over the limit, whatever order they run in or however long one polls.
 let d: TestDaemon;
 const base = { name: 'reload' };
-const status = async (key: string) => (await d.api('GET', '/api/v1/agents', { key })).status;
+async function status(key: string): Promise<number> {
+  const s = (await d.api('GET', '/api/v1/agents', { key })).status;
+  if (s === 429) throw new Error('rate-limited: this test made more than 20 failed authentications in a minute');
+  return s;
+}
 
-beforeAll(async () => {
+beforeEach(async () => {
   d = await startTestDaemon({ config: base });
 });
-afterAll(async () => {
+afterEach(async () => {
   await d.close();
 });
 
@@ -22,6 +29,8 @@ describe('project.json hot reload', () => {
   });
 
   it('a removed key stops working', async () => {
+    d.writeConfig({ ...base, apiKeys: ['new-key-0123456789ab'] });
+    await eventually(async () => (await status('new-key-0123456789ab')) === 200, 1000);
     d.writeConfig({ ...base, apiKeys: [] });
     await eventually(async () => (await status('new-key-0123456789ab')) === 401, 1000);
   });
@@ -38,6 +47,8 @@ describe('project.json hot reload', () => {
   });
 
   it('broken JSON is logged and the last good config keeps serving, without quoting the file', async () => {
+    d.writeConfig({ ...base, apiKeys: ['kept-key-0123456789ab'] });
+    await eventually(async () => (await status('kept-key-0123456789ab')) === 200, 1000);
     d.logs.length = 0;
     d.writeConfig('{ "name": "reload", "apiKeys": ["kept-key-0123456789ab", sk-LEAKME-9876543210] }');
     await eventually(() => d.logs.some((l) => l.includes('change refused')), 1000);

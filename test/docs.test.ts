@@ -55,6 +55,56 @@ describe('OpenAPI', () => {
     }
   });
 
+  it('names each response schema once under components.schemas and refers to it everywhere else', () => {
+    const doc = openApiDocument() as any;
+    const schemas = doc.components.schemas as Record<string, unknown>;
+    for (const name of ['Task', 'Agent', 'Team', 'Mission', 'MissionDetail', 'Approval', 'Playbook', 'Skill', 'VaultEntry', 'Removed', 'Error', 'EventCategory']) {
+      expect(schemas[name], name).toBeDefined();
+    }
+    const paths = JSON.stringify(doc.paths);
+    for (const [name, body] of Object.entries(schemas)) {
+      // No copy of a named schema anywhere in the operations: only $refs to it.
+      expect(paths.includes(JSON.stringify(body)), `${name} is inlined`).toBe(false);
+    }
+    const data = (op: any, status = '200') => op.responses[status].content['application/json'].schema.properties.data;
+    expect(data(doc.paths['/api/v1/tasks/{taskId}'].get)).toEqual({ $ref: '#/components/schemas/Task' });
+    expect(data(doc.paths['/api/v1/tasks'].get)).toEqual({ type: 'array', items: { $ref: '#/components/schemas/Task' } });
+    expect(JSON.stringify(schemas.MissionDetail)).toContain('"$ref":"#/components/schemas/Task"');
+    // Every $ref resolves.
+    for (const m of JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/(\w+)\/(\w+)"/g)) {
+      expect(doc.components[m[1]!]?.[m[2]!], m[0]).toBeDefined();
+    }
+  });
+
+  it('declares every error status a route can answer, with the envelope and its headers', () => {
+    const doc = openApiDocument() as any;
+    const statuses = (path: string, method: string) => Object.keys(doc.paths[path][method].responses).sort();
+    expect(statuses('/api/v1/tasks/{taskId}', 'get')).toEqual(['200', '400', '401', '403', '404', '429', '500']);
+    expect(statuses('/api/v1/tasks', 'post')).toEqual(['201', '400', '401', '403', '409', '413', '415', '422', '429', '500']);
+    expect(statuses('/api/v1/tasks/{taskId}/transition', 'post')).toEqual(['200', '400', '401', '403', '404', '409', '413', '415', '429', '500']);
+    expect(statuses('/healthz', 'get')).toEqual(['200', '400', '403', '500']);
+    expect(doc.paths['/api/v1/tasks/{taskId}/transition'].post.responses['409'].description).toMatch(/`conflict`.*`invalid_transition`/);
+    for (const [path, ops] of Object.entries(doc.paths) as [string, Record<string, any>][]) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, res] of Object.entries(op.responses) as [string, any][]) {
+          const where = `${method} ${path} ${status}`;
+          expect(res.headers?.['X-Request-Id'], where).toEqual({ $ref: '#/components/headers/RequestId' });
+          if (Number(status) >= 400) expect(res.content['application/json'].schema, where).toEqual({ $ref: '#/components/schemas/Error' });
+          if (status === '429') expect(res.headers['Retry-After'], where).toBeDefined();
+        }
+      }
+    }
+    expect(doc.paths['/api/v1/tasks'].get.responses['200'].headers['X-Next-Cursor']).toEqual({ $ref: '#/components/headers/NextCursor' });
+    expect(doc.paths['/api/v1/tasks/{taskId}'].get.responses['200'].headers['X-Next-Cursor']).toBeUndefined();
+    expect(doc.components.responses.MethodNotAllowed.headers.Allow).toEqual({ $ref: '#/components/headers/Allow' });
+    const stream = doc.paths['/v1/events'].get;
+    expect(stream.parameters).toContainEqual(expect.objectContaining({ name: 'Last-Event-ID', in: 'header' }));
+    // Request parts keep their descriptions (only ids are left out of them).
+    expect(stream.parameters.find((p: any) => p.name === 'filter').description).toMatch(/^Comma-separated/);
+    expect(doc.paths['/api/v1/tasks'].post.requestBody.content['application/json'].schema.properties.priority.description).toMatch(/normal/);
+    expect(Object.keys(stream.responses)).toContain('503');
+  });
+
   it('docs/openapi.json is the committed copy of the generated document (run `npm run docs` after changing routes)', () => {
     expect(JSON.parse(read('docs/openapi.json'))).toEqual(JSON.parse(JSON.stringify(openApiDocument())));
   });

@@ -27,16 +27,35 @@ function tail(cwd: string, args: string[]) {
   };
 }
 
+/**
+ * Waits until the tail is connected: an event made before that is not in its stream. The CLI runs
+ * in-process now and acts at once, so a fixed pause would race with the tail's start; instead,
+ * teams named warm-N are added until the tail prints one.
+ */
+async function connected(t: ReturnType<typeof tail>, root: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    expect((await svc(['teams', 'add', `warm-${i}`], { cwd: root })).code).toBe(0);
+    try {
+      await t.until((l) => l.length > 0, 500);
+      return;
+    } catch (err) {
+      if (i > 40) throw err;
+    }
+  }
+}
+
+const names = (lines: string[]) => lines.map((l) => JSON.parse(l).data.name).filter((n: string) => !n.startsWith('warm-'));
+
 describe('svc events tail', () => {
   it('prints one JSON object per event, reconnects with Last-Event-ID across a daemon restart, and exits 0 on Ctrl-C', async () => {
     const root = makeProject();
     const first = await serve(root);
     kill.push(first.child);
     const t = tail(root, ['--json', '--filter', 'team:']);
-    await new Promise((r) => setTimeout(r, 300));
+    await connected(t, root);
     expect((await svc(['teams', 'add', 'one'], { cwd: root })).code).toBe(0);
-    await t.until((l) => l.length === 1);
-    expect(JSON.parse(t.lines()[0]!)).toMatchObject({ event: 'team:created', data: { name: 'one' }, id: expect.any(Number) });
+    await t.until((l) => names(l).length === 1);
+    expect(JSON.parse(t.lines().at(-1)!)).toMatchObject({ event: 'team:created', data: { name: 'one' }, id: expect.any(Number) });
 
     first.child.kill('SIGTERM');
     await exited(first.child);
@@ -46,9 +65,8 @@ describe('svc events tail', () => {
     expect((await svc(['teams', 'add', 'two'], { cwd: root })).code).toBe(0);
     expect((await svc(['agents', 'add', 'filtered-out'], { cwd: root })).code).toBe(0);
     expect((await svc(['teams', 'add', 'three'], { cwd: root })).code).toBe(0);
-    await t.until((l) => l.length === 3);
-    const names = t.lines().map((l) => JSON.parse(l).data.name);
-    expect(names).toEqual(['one', 'two', 'three']);
+    await t.until((l) => names(l).length === 3);
+    expect(names(t.lines())).toEqual(['one', 'two', 'three']);
     const ids = t.lines().map((l) => JSON.parse(l).id);
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
 
@@ -61,10 +79,10 @@ describe('svc events tail', () => {
     const d = await serve(root);
     kill.push(d.child);
     const t = tail(root, []);
-    await new Promise((r) => setTimeout(r, 300));
+    await connected(t, root);
     await svc(['teams', 'add', 'readable'], { cwd: root });
-    await t.until((l) => l.some((x) => x.includes('team:created')));
-    expect(t.lines().find((x) => x.includes('team:created'))).toMatch(/^\d\d:\d\d:\d\d {2}team:created\s+name=readable$/);
+    await t.until((l) => l.some((x) => x.includes('name=readable')));
+    expect(t.lines().find((x) => x.includes('name=readable'))).toMatch(/^\d\d:\d\d:\d\d {2}team:created\s+name=readable$/);
     t.child.kill('SIGINT');
     expect(await exited(t.child)).toBe(0);
   });

@@ -48,7 +48,7 @@ describe('GET /v1/events frames and filters', () => {
     ['agent:created', ['agent:created']],
     ['agent:,team:', ['agent:created', 'team:created']],
     ['*', ['agent:created', 'team:created']],
-    ['task:,completion:', []],
+    ['task:,approval:', []],
   ])('filter %s', async (filter, expected) => {
     const c = await collect(d.url, { key: d.key, filter });
     expect(c.status).toBe(200);

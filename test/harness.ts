@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { startDaemon, type Daemon, type DaemonOptions } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { readLocalKey } from '../src/state-dir.js';
+import { recordEmitted } from './event-coverage.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -52,6 +53,9 @@ export async function startTestDaemon(
     root?: string;
     keepRoot?: boolean;
     sse?: DaemonOptions['sse'];
+    webhooks?: DaemonOptions['webhooks'];
+    clock?: DaemonOptions['clock'];
+    connections?: DaemonOptions['connections'];
   } = {},
 ): Promise<TestDaemon> {
   const root = opts.root ?? makeProject(opts.config, opts.files);
@@ -65,7 +69,13 @@ export async function startTestDaemon(
     log: createLogger((l) => logs.push(l), 'debug'),
     checkResponses: true,
     sse: opts.sse,
+    webhooks: opts.webhooks,
+    clock: opts.clock,
+    connections: opts.connections,
   });
+  // Events emitted before this line (at start) are in the log; later ones are heard live.
+  for (const e of daemon.app.events.since(0, 10_000)) recordEmitted(e.name);
+  daemon.app.events.subscribe((e) => recordEmitted(e.name));
   const key = readLocalKey(root)!;
   const url = daemon.url;
   return {
@@ -107,13 +117,19 @@ export async function startTestDaemon(
 /** A request with full control of headers (fetch forbids setting Host). */
 export function rawRequest(
   url: string,
-  opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer },
+  opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer; abortStream?: boolean },
 ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       { host: u.hostname, port: u.port, method: opts.method ?? 'GET', path: opts.path ?? '/', headers: opts.headers, setHost: !opts.headers?.host },
       (res) => {
+        if (opts.abortStream && String(res.headers['content-type']).startsWith('text/event-stream')) {
+          // An event stream never ends: its status and headers are the answer.
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
+          req.destroy();
+          return;
+        }
         let data = '';
         res.setEncoding('utf8');
         res.on('data', (c) => (data += c));

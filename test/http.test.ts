@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROUTES } from '../src/routes.js';
 import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
 
 let d: TestDaemon;
@@ -96,6 +97,11 @@ describe('host and origin guards', () => {
     ['rebinding name', 'evil.example.com', 403],
     ['rebinding name with port', 'evil.example.com:7420', 403],
     ['private address', '192.168.1.10', 403],
+    ['user info hiding a foreign host', 'localhost:80@evil.com', 403],
+    ['loopback name with a trailing dot', 'localhost.:80', 200],
+    ['IPv6 loopback in long form', '[0:0:0:0:0:0:0:1]', 200],
+    ['IPv4-mapped foreign address', '[::ffff:10.0.0.1]', 403],
+    ['garbage', 'local host', 403],
   ] as const)('Host %s', async (_n, host, status) => {
     const res = await rawRequest(d.url, { path: '/api/v1/agents', headers: { ...auth(), host } });
     expect(res.status).toBe(status);
@@ -119,6 +125,7 @@ describe('host and origin guards', () => {
     const ok = await rawRequest(d.url, { method: 'OPTIONS', path: '/api/v1/agents', headers: { ...pre, origin: 'http://localhost:5173' } });
     expect(ok.status).toBe(204);
     expect(ok.headers['access-control-allow-headers']).toContain('Authorization');
+    expect(ok.headers['access-control-allow-methods']).toBe('GET, HEAD, POST, PATCH, PUT, DELETE');
     const bad = await rawRequest(d.url, { method: 'OPTIONS', path: '/api/v1/agents', headers: { ...pre, origin: 'https://evil.example.com' } });
     expect(bad.status).toBe(403);
   });
@@ -139,7 +146,7 @@ describe('request handling', () => {
     const na = await d.api('PUT', '/api/v1/agents');
     expect(na.status).toBe(405);
     expect(na.body).toMatchObject({ ok: false, code: 'method_not_allowed' });
-    expect(na.headers.get('allow')).toBe('GET, POST');
+    expect(na.headers.get('allow')).toBe('GET, HEAD, POST');
   });
 
   it('refuses malformed JSON with 400', async () => {
@@ -200,8 +207,13 @@ describe('request handling', () => {
     const withBody = await d.api('POST', '/api/v1/shutdown', { body: { now: true } });
     expect(withBody.status).toBe(400);
     expect(withBody.body.details).toEqual([{ path: 'body', message: 'This endpoint takes no body.' }]);
+    // Not JSON, or too large: the same mistake, and the same 400 (not 415 or 413, which would
+    // suggest that another body would do).
     const form = await d.api('DELETE', '/api/v1/agents/nobody', { body: 'x=1', headers: { 'content-type': 'text/plain' } });
-    expect(form.status).toBe(415);
+    expect(form.status).toBe(400);
+    expect(form.body.details).toEqual([{ path: 'body', message: 'This endpoint takes no body.' }]);
+    const big = await d.api('DELETE', '/api/v1/agents/nobody', { body: JSON.stringify({ x: 'y'.repeat(5000) }) });
+    expect(big.status).toBe(400);
     // The empty object passes and the request reaches the handler (which answers 404 for the missing agent).
     const emptyDelete = await d.api('DELETE', '/api/v1/agents/nobody', { body: {} });
     expect(emptyDelete.status).toBe(404);
@@ -233,6 +245,44 @@ describe('request handling', () => {
     const res = await d.api('GET', '/api/v1/agents?tema=x');
     expect(res.status).toBe(400);
     expect(res.body.details).toEqual([{ path: 'query.tema', message: expect.any(String) }]);
+  });
+
+  it('refuses any query parameter where the route takes none, naming each', async () => {
+    for (const path of ['/api/v1/status?verbose=1&x', '/healthz?verbose=1&x=2&x=3', '/openapi.json?verbose=1&x']) {
+      const res = await d.api('GET', path);
+      expect(res.status, path).toBe(400);
+      expect(res.body.code).toBe('invalid_request');
+      expect(res.body.details).toEqual([
+        { path: 'query.verbose', message: 'Unknown query parameter; this endpoint takes none.' },
+        { path: 'query.x', message: 'Unknown query parameter; this endpoint takes none.' },
+      ]);
+    }
+    expect((await d.api('GET', '/api/v1/status?')).status).toBe(200);
+  });
+
+  it('answers HEAD on every GET route with the status and headers of the GET, and no body', async () => {
+    const gets = ROUTES.filter((r) => r.method === 'GET');
+    expect(gets.length).toBeGreaterThan(10);
+    for (const r of gets) {
+      const path = r.path.replace(/\{\w+\}/g, 'no-such-thing');
+      const headers = { authorization: `Bearer ${d.key}` };
+      const head = await rawRequest(d.url, { method: 'HEAD', path, headers });
+      expect(head.body, path).toBe('');
+      if (r.rawContentType === 'text/event-stream') {
+        // The stream's headers, and the answer ends: no stream is opened for a HEAD.
+        expect(head.status).toBe(200);
+        expect(head.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+        continue;
+      }
+      const get = await rawRequest(d.url, { method: 'GET', path, headers });
+      expect(head.status, path).toBe(get.status);
+      expect(head.headers['content-type'], path).toBe(get.headers['content-type']);
+      expect(head.headers['content-length'], path).toBe(get.headers['content-length']);
+      expect(head.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    // Auth and validation apply as for the GET.
+    expect((await rawRequest(d.url, { method: 'HEAD', path: '/api/v1/tasks' })).status).toBe(401);
+    expect((await rawRequest(d.url, { method: 'HEAD', path: '/v1/events?filter=nope', headers: { authorization: `Bearer ${d.key}` } })).status).toBe(400);
   });
 
   it('logs one line per request with id, method, path, status and ms — never the key or the body', async () => {

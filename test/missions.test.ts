@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/kernel/errors.js';
 import { findCycle, planTasks } from '../src/resources/missions/plan.js';
-import { beforeTaskCreate } from '../src/resources/tasks/service.js';
+import { TASK_HOOKS } from '../src/resources/tasks/hooks.js';
 import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase, type ExpectedEvent } from './scenarios.js';
@@ -19,6 +19,7 @@ afterAll(async () => {
 
 const M = '/api/v1/missions';
 const lastEventId = () => d.daemon.app.events.lastId();
+const hooks = () => d.daemon.app.services.get(TASK_HOOKS);
 const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
 
 const zero = { draft: 0, pending: 0, assigned: 0, in_progress: 0, review: 0, awaiting_approval: 0, done: 0, failed: 0 };
@@ -272,7 +273,7 @@ describe('one transaction', () => {
     const missionsBefore = count('SELECT count(*) AS n FROM missions');
     let calls = 0;
     let writtenWhenItFailed = 0;
-    const off = beforeTaskCreate((_app, input) => {
+    const off = hooks().beforeCreate((_app, input) => {
       if (!input.missionId || ++calls !== 2) return;
       // By now the mission and its first task are written: only a rollback can take them back.
       writtenWhenItFailed = count('SELECT count(*) AS n FROM missions WHERE id = ?', input.missionId) + count('SELECT count(*) AS n FROM tasks WHERE mission_id = ?', input.missionId);
@@ -534,17 +535,17 @@ describe('svc missions (CLI)', () => {
     expect(mission.tasks[1].dependsOn).toEqual([mission.tasks[0].id]);
 
     const ls = await svc('missions', 'ls');
-    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+DONE\s+DEADLINE\s+NAME/);
-    expect(ls.stdout).toMatch(new RegExp(`${mission.id}\\s+draft\\s+0/2`));
+    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+DONE\s+DEADLINE\s+UPDATED\s+NAME/);
+    expect(ls.stdout).toMatch(new RegExp(`^${mission.id.slice(-8)}\\s+draft\\s+0/2`, 'm'));
 
-    const start = await svc('missions', 'start', mission.id);
+    const start = await svc('missions', 'start', mission.id.slice(-5));
     expect(start.code, start.stderr).toBe(0);
     expect(start.stdout).toContain('is now active: pending 2 (0/2 done)');
 
     const show = await svc('missions', 'show', mission.id);
     expect(show.stdout).toMatch(/status\s+active/);
     expect(show.stdout).toMatch(/progress\s+pending 2 \(0\/2 done\)/);
-    expect(show.stdout).toContain(mission.tasks[0].id);
+    expect(show.stdout).toContain(mission.tasks[0].id.slice(-8));
 
     expect((await svc('missions', 'pause', mission.id)).stdout).toContain('is now paused');
     const again = await svc('missions', 'pause', mission.id);
@@ -553,9 +554,9 @@ describe('svc missions (CLI)', () => {
     expect((await svc('missions', 'resume', mission.id)).stdout).toContain('is now active');
     expect((await svc('missions', 'cancel', mission.id)).stdout).toContain('is now cancelled');
 
-    const rm = await svc('missions', 'rm', mission.id, '--cascade');
+    const rm = await svc('missions', 'rm', mission.id, '--cascade', '--yes');
     expect(rm.code, rm.stderr).toBe(0);
-    expect(rm.stdout).toContain('and its tasks');
+    expect(rm.stdout).toContain('and its 2 tasks');
     expect((await d.api('GET', `/api/v1/tasks/${mission.tasks[0].id}`)).status).toBe(404);
 
     const missing = await svc('missions', 'add', join(d.root, 'nope.json'));

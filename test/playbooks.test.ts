@@ -309,7 +309,7 @@ describe('svc playbooks (CLI)', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('body.params.version');
 
-    const rm = await svc('playbooks', 'rm', 'cli-train');
+    const rm = await svc('playbooks', 'rm', 'cli-train', '--yes');
     expect(rm.code, rm.stderr).toBe(0);
     expect((await d.api('GET', `${P}/cli-train`)).status).toBe(404);
   });

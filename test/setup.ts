@@ -1,5 +1,10 @@
-import { afterAll } from 'vitest';
+import { afterAll, expect, inject } from 'vitest';
+import { flushEmitted } from './event-coverage.js';
 import { removeProjects } from './harness.js';
 
-// Temp projects live as long as the test file that made them.
-afterAll(() => removeProjects());
+afterAll(() => {
+  // Temp projects live as long as the test file that made them.
+  removeProjects();
+  // The events this file's daemons emitted, for the coverage check of the global teardown.
+  flushEmitted(inject('emittedEventsDir'), expect.getState().testPath ?? 'unknown');
+});

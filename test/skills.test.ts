@@ -283,7 +283,7 @@ describe('svc skills (CLI)', () => {
     expect(show.stdout).toContain('# CLI\n');
 
     expect((await run('skills', 'unassign', 'cli-skill', 'dev')).stdout).toBe('unassigned skill cli-skill from dev\n');
-    expect((await run('skills', 'rm', 'cli-skill')).stdout).toBe('removed skill cli-skill\n');
+    expect((await run('skills', 'rm', 'cli-skill', '--yes')).stdout).toBe('removed skill cli-skill\n');
     expect(existsSync(skillDir('cli-skill'))).toBe(false);
   });
 

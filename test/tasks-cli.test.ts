@@ -23,8 +23,10 @@ describe('svc tasks', () => {
 
     const ls = await svc('tasks', 'ls');
     expect(ls.code).toBe(0);
-    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+PRIORITY\s+ASSIGNEE\s+TITLE/);
-    expect(ls.stdout).toContain(task.id);
+    expect(ls.stdout).toMatch(/^ID\s+STATUS\s+PRIORITY\s+ASSIGNEE\s+UPDATED\s+LEASE\s+TITLE/);
+    expect(ls.stdout).toContain(task.id.slice(-8));
+    expect(ls.stdout).not.toContain(task.id);
+    expect(ls.stdout).toMatch(/just now|\ds ago/);
     expect(ls.stdout).toContain('ship the CLI');
 
     const lsJson = await svc('tasks', 'ls', '--status', 'pending', '--json');
@@ -32,7 +34,7 @@ describe('svc tasks', () => {
 
     const edit = await svc('tasks', 'edit', task.id, '--title', 'ship the tasks CLI', '--unset', 'labels');
     expect(edit.code, edit.stderr).toBe(0);
-    expect(edit.stdout).toContain('title, labels');
+    expect(edit.stdout).toContain(`updated title, labels; task ${task.id.slice(-8)} is now pending`);
 
     const show = await svc('tasks', 'show', task.id);
     expect(show.stdout).toMatch(/title\s+ship the tasks CLI/);
@@ -40,7 +42,7 @@ describe('svc tasks', () => {
 
     const claim = await svc('tasks', 'claim', task.id, '--agent', 'ana');
     expect(claim.code, claim.stderr).toBe(0);
-    expect(claim.stdout).toContain('claimed by ana (in_progress)');
+    expect(claim.stdout).toContain(`claimed by ana; task ${task.id.slice(-8)} is now in_progress (ana); lease `);
 
     const illegal = await svc('tasks', 'mv', task.id, 'done');
     expect(illegal.code).toBe(1);
@@ -53,13 +55,21 @@ describe('svc tasks', () => {
 
     const retry = await svc('tasks', 'retry', task.id);
     expect(retry.code, retry.stderr).toBe(0);
-    expect(retry.stdout).toContain('retry 1 of 3');
+    expect(retry.stdout).toContain('retry 1 of 3; task');
 
-    const rm = await svc('tasks', 'rm', task.id, '--json');
+    const rm = await svc('tasks', 'rm', task.id, '--json', '--yes');
     expect(JSON.parse(rm.stdout)).toEqual({ removed: true });
     const gone = await svc('tasks', 'show', task.id);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain('not_found');
+  });
+
+  it('shows the holder of a claimed task and how long its lease has left', async () => {
+    const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'leased in the CLI', priority: 'high' } })).body.data;
+    expect((await d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } })).status).toBe(200);
+    const held = await svc('tasks', 'ls', '--status', 'in_progress');
+    // Default lease: 15 minutes.
+    expect(held.stdout).toMatch(new RegExp(`${task.id.slice(-8)}\\s+in_progress\\s+high\\s+ana\\s+(just now|\\d+s ago)\\s+15m left\\s+leased in the CLI`));
   });
 
   it('prints the next-page hint on stderr so --json stays one document', async () => {

@@ -305,10 +305,10 @@ describe('nothing leaks', () => {
         ['mail', ['user', 'password', 'pin']],
       ]);
       expect((await run(['vault', 'ls'])).stdout).toMatch(/^AGENT\s+SERVICE\s+TYPE\s+LABEL\s+KEYS\s+UPDATED\n/);
-      const rot = await run(['vault', 'rotate-key']);
+      const rot = await run(['vault', 'rotate-key', '--yes']);
       expect(rot.code).toBe(1);
       expect(rot.stderr).toContain('SVC_VAULT_KEY');
-      expect((await run(['vault', 'rm', 'dev', 'api'])).stdout).toBe('removed dev/api\n');
+      expect((await run(['vault', 'rm', 'dev', 'api', '--yes'])).stdout).toBe('removed dev/api\n');
       expect((await run(['vault', 'set', 'dev', 'y', '--type', 'ssh', 'a=b'])).code).toBe(2);
     } finally {
       server.child.kill('SIGTERM');

@@ -14,7 +14,8 @@ export function evaluate(scenario, samples) {
   return scenario.targets.map((t) => {
     const ours = median(samples.svc.map((m) => m[t.metric]));
     const base = samples.baseline.length ? median(samples.baseline.map((m) => m[t.metric])) : undefined;
-    const ratio = base === undefined ? undefined : ours / base;
+    // A metric only svc reports (the baseline has no value for it) has no ratio either.
+    const ratio = base === undefined || Number.isNaN(base) ? undefined : ours / base;
     let met = null;
     if (t.op) {
       if (!OPS[t.op]) throw new Error(`${scenario.name}: unknown op ${t.op}`);

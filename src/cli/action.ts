@@ -1,39 +1,42 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError, UnreachableError } from '../client/client.js';
-import { cliContext, EXIT, NoDaemonError, UsageError, type CliContext, type GlobalOptions } from './context.js';
-import { style } from './output.js';
+import { CliError, cliContext, EXIT, NoDaemonError, UsageError, type CliContext, type GlobalOptions } from './context.js';
+import { io } from './io.js';
+import { err, style } from './output.js';
+import { InvalidOptions } from './validate.js';
 
-/** Reports a failure the way every command does and sets the exit code; JSON on stderr with --json. */
-export function fail(err: unknown, json = false): void {
-  let code: string;
-  let message: string;
-  let details: { path: string; message: string }[] = [];
-  let status: number | undefined;
-  if (err instanceof ApiError) {
-    ({ code, status } = err);
-    details = err.details ?? [];
+/** What a failure says: a code, a message, perhaps what to do, and the exit code it means. */
+function describe(e: unknown): { code: string; message: string; hint?: string; status?: number; details: { path: string; message: string }[]; exit: number } {
+  if (e instanceof ApiError) {
+    const details = e.details ?? [];
     // With details, the summary would repeat them: print each invalid field on its own line instead.
-    message = details.length ? 'the request is invalid:' : err.message;
-    process.exitCode = EXIT.api;
-  } else if (err instanceof UnreachableError || err instanceof NoDaemonError) {
-    code = 'unreachable';
-    message = err instanceof UnreachableError ? `${err.message}.\nhint: start it in the project with \`svc serve\` (or pass --url).` : err.message;
-    process.exitCode = EXIT.unreachable;
-  } else if (err instanceof UsageError) {
-    code = 'usage';
-    message = err.message;
-    process.exitCode = EXIT.usage;
-  } else {
-    code = 'error';
-    message = (err as Error)?.message ?? String(err);
-    process.exitCode = EXIT.api;
+    return { code: e.code, status: e.status, message: details.length ? 'the request is invalid:' : e.message, details, exit: EXIT.api };
   }
+  if (e instanceof UnreachableError) {
+    return { code: 'unreachable', message: e.message, hint: 'start it in the project with `svc serve` (or pass --url)', details: [], exit: EXIT.unreachable };
+  }
+  if (e instanceof NoDaemonError) return { code: 'unreachable', message: e.message, hint: e.hint, details: [], exit: EXIT.unreachable };
+  if (e instanceof InvalidOptions) return { code: 'invalid_request', message: e.message, details: e.details, exit: EXIT.usage };
+  if (e instanceof UsageError) return { code: 'usage', message: e.message, hint: e.hint, details: [], exit: EXIT.usage };
+  if (e instanceof CliError) return { code: 'error', message: e.message, hint: e.hint, details: [], exit: EXIT.api };
+  return { code: 'error', message: (e as Error)?.message ?? String(e), details: [], exit: EXIT.api };
+}
+
+/**
+ * Reports a failure the way every command does and sets the exit code. With --json it is one
+ * object on stderr: {code, error, hint?} (plus status and details for API errors).
+ */
+export function fail(e: unknown, json = false): void {
+  const d = describe(e);
+  io().exitCode = d.exit;
   if (json) {
-    process.stderr.write(JSON.stringify({ ok: false, code, error: message.replace(/:$/, ''), status, details: details.length ? details : undefined }) + '\n');
+    const body = { code: d.code, error: d.message.replace(/:$/, ''), hint: d.hint, status: d.status, details: d.details.length ? d.details : undefined };
+    err(JSON.stringify(body) + '\n');
     return;
   }
-  process.stderr.write(`${style.red('error')} ${status ? `${code} (${status}): ` : ''}${message}\n`);
-  for (const d of details) process.stderr.write(`  ${d.path}: ${d.message}\n`);
+  err(`${style.red('error')} ${d.status ? `${d.code} (${d.status}): ` : ''}${d.message}\n`);
+  for (const x of d.details) err(`  ${x.path}: ${x.message}\n`);
+  if (d.hint) err(`${style.dim('hint:')} ${d.hint}\n`);
 }
 
 /**
@@ -44,19 +47,20 @@ export function action<A extends unknown[]>(fn: (ctx: CliContext, ...args: A) =>
   return async function (this: Command, ...args: unknown[]): Promise<void> {
     try {
       await fn(cliContext(this), ...(args.slice(0, -1) as A));
-    } catch (err) {
-      fail(err, Boolean(this.optsWithGlobals<GlobalOptions>().json));
+    } catch (e) {
+      fail(e, Boolean(this.optsWithGlobals<GlobalOptions>().json));
     }
   };
 }
 
-/** Like action(), for commands that need no daemon (init): no client is looked for. */
-export function localAction<A extends unknown[]>(fn: (...args: A) => Promise<void> | void) {
+/** Like action(), for commands that need no daemon (init, doctor): no client is looked for. */
+export function localAction<A extends unknown[]>(fn: (opts: GlobalOptions, ...args: A) => Promise<void> | void) {
   return async function (this: Command, ...args: unknown[]): Promise<void> {
+    const globals = this.optsWithGlobals<GlobalOptions>();
     try {
-      await fn(...(args.slice(0, -1) as A));
-    } catch (err) {
-      fail(err, Boolean(this.optsWithGlobals<GlobalOptions>().json));
+      await fn(globals, ...(args.slice(0, -1) as A));
+    } catch (e) {
+      fail(e, Boolean(globals.json));
     }
   };
 }

@@ -1,6 +1,9 @@
-import { request } from 'undici';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 
-// The typed HTTP client the CLI is built on, exported for users' own tools.
+// The typed HTTP client the CLI is built on, exported for users' own tools. It uses node:http
+// rather than the undici package (loading undici costs a CLI command more than its request) or
+// fetch (which refuses the ports on the WHATWG block list, 6000 or 6667 among them).
 
 export class ApiError extends Error {
   constructor(
@@ -43,7 +46,9 @@ export interface Response<T> {
   headers: Record<string, string | string[] | undefined>;
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT', 'EPIPE', 'ENETUNREACH']);
+
+const isNetworkError = (err: unknown): boolean => NETWORK_CODES.has((err as NodeJS.ErrnoException)?.code ?? '');
 
 export class SvcClient {
   readonly url: string;
@@ -57,6 +62,24 @@ export class SvcClient {
     return h;
   }
 
+  private send(method: string, url: URL | string, headers: Record<string, string>, body?: string): Promise<{ status: number; headers: Response<unknown>['headers']; text: string }> {
+    const u = typeof url === 'string' ? new URL(url) : url;
+    const timeout = this.opts.timeoutMs ?? 30_000;
+    return new Promise((resolve, reject) => {
+      const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', (err) => reject(new UnreachableError(this.url, err)));
+      });
+      // One deadline for the whole exchange: connecting, the answer's head and its body.
+      const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${timeout} ms`), { code: 'ETIMEDOUT' })), timeout);
+      req.on('close', () => clearTimeout(timer));
+      req.on('error', (err) => reject(isNetworkError(err) ? new UnreachableError(this.url, err) : err));
+      req.end(body);
+    });
+  }
+
   /** Calls the API and returns the envelope's `data`; failures throw ApiError or UnreachableError. */
   async call<T>(method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> {
     const u = new URL(this.url + path);
@@ -67,45 +90,31 @@ export class SvcClient {
       body = JSON.stringify(options.body);
       headers['content-type'] = 'application/json';
     }
-    let res;
-    try {
-      res = await request(u, {
-        method: method as 'GET',
-        headers,
-        body,
-        headersTimeout: this.opts.timeoutMs ?? 30_000,
-        bodyTimeout: this.opts.timeoutMs ?? 30_000,
-      });
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      if (NETWORK_CODES.has(code) || (err as Error).name === 'ConnectTimeoutError') throw new UnreachableError(this.url, err);
-      throw err;
-    }
-    const text = await res.body.text();
+    const res = await this.send(method, u, headers, body);
     let json: { ok?: boolean; data?: T; code?: string; error?: string; details?: { path: string; message: string }[] };
     try {
-      json = JSON.parse(text);
+      json = JSON.parse(res.text);
     } catch {
-      throw new ApiError(res.statusCode, 'invalid_response', `the server answered ${res.statusCode} with a body that is not JSON`);
+      throw new ApiError(res.status, 'invalid_response', `the server answered ${res.status} with a body that is not JSON`);
     }
-    if (res.statusCode >= 400 || json.ok === false) {
-      throw new ApiError(res.statusCode, json.code ?? 'unknown', json.error ?? `HTTP ${res.statusCode}`, json.details);
+    if (res.status >= 400 || json.ok === false) {
+      throw new ApiError(res.status, json.code ?? 'unknown', json.error ?? `HTTP ${res.status}`, json.details);
     }
-    return { data: json.data as T, status: res.statusCode, headers: res.headers };
+    return { data: json.data as T, status: res.status, headers: res.headers };
   }
 
   /** GETs a path that answers plain JSON rather than the envelope (e.g. /openapi.json). */
   async raw<T>(path: string): Promise<T> {
-    let res;
+    const res = await this.send('GET', this.url + path, this.headers());
+    let json: T;
     try {
-      res = await request(this.url + path, { headers: this.headers() });
-    } catch (err) {
-      throw new UnreachableError(this.url, err);
+      json = JSON.parse(res.text) as T;
+    } catch {
+      throw new ApiError(res.status, 'invalid_response', `the server answered ${res.status} with a body that is not JSON`);
     }
-    const json = (await res.body.json()) as T;
-    if (res.statusCode >= 400) {
+    if (res.status >= 400) {
       const e = json as { code?: string; error?: string };
-      throw new ApiError(res.statusCode, e.code ?? 'unknown', e.error ?? `HTTP ${res.statusCode}`);
+      throw new ApiError(res.status, e.code ?? 'unknown', e.error ?? `HTTP ${res.status}`);
     }
     return json;
   }

@@ -7,7 +7,7 @@ export function buildKeys(config: ProjectConfig, serviceApiKey: string | undefin
   const keys: KeyEntry[] = config.apiKeys.map((k, i) => {
     if (typeof k === 'string') return { name: `apiKeys[${i}]`, digest: sha256(k), source: 'project.json' };
     const digest = k.key !== undefined ? sha256(k.key) : Buffer.from(k.sha256!, 'hex');
-    return { name: k.name, digest, grants: k.grants, source: 'project.json' };
+    return { name: k.name, digest, grants: k.grants, tools: k.tools, source: 'project.json' };
   });
   if (serviceApiKey) keys.push({ name: 'SERVICE_API_KEY', digest: sha256(serviceApiKey), source: 'SERVICE_API_KEY' });
   if (localKey) keys.push({ name: 'local', digest: sha256(localKey), source: 'local.key' });

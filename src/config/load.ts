@@ -1,20 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { parseJson } from '../lib/json.js';
 import { KNOWN_TOP_LEVEL, ProjectConfigSchema, type ProjectConfig } from './schema.js';
 
-export const CONFIG_FILE = 'project.json';
+import { CONFIG_FILE } from './find.js';
 
-/** The nearest directory upwards from `start` that holds project.json, or null. */
-export function findProjectRoot(start: string): string | null {
-  let dir = resolve(start);
-  for (;;) {
-    if (existsSync(join(dir, CONFIG_FILE))) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) return null;
-    dir = parent;
-  }
-}
+export { CONFIG_FILE, findProjectRoot } from './find.js';
 
 export type LoadResult =
   | { ok: true; config: ProjectConfig; warnings: string[] }

@@ -19,6 +19,10 @@ export const ApiKeyObjectSchema = z
       .regex(/^[0-9a-fA-F]{64}$/, 'sha256 must be 64 hex characters')
       .optional(),
     grants: z.array(GrantSchema).optional(),
+    tools: z
+      .enum(['read', 'all'])
+      .optional()
+      .describe('MCP tools this key may list and call: "read" = only read-only tools; "all" (default) = every tool.'),
   })
   .refine((k) => (k.key === undefined) !== (k.sha256 === undefined), {
     message: 'give exactly one of "key" or "sha256"',
@@ -48,6 +52,8 @@ export const ProjectConfigSchema = z.object({
       allowedHosts: z.array(z.string().min(1)).default([]),
       allowedOrigins: z.array(z.string().min(1)).default([]),
       maxBodyBytes: z.int().min(1024).max(256 * 1024 * 1024).default(1_048_576),
+      // Default: below the process's open-file limit (see src/kernel/connections.ts).
+      maxConnections: z.int().min(16).max(65_536).optional(),
     })
     .prefault({}),
   apiKeys: z.array(ApiKeySchema).default([]),
@@ -69,6 +75,7 @@ export const ProjectConfigSchema = z.object({
     .strictObject({
       provider: z.enum(['sqlite', 'postgres']).default('sqlite'),
       url: z.string().optional(),
+      statementTimeoutMs: z.int().min(100).max(600_000).default(5_000).describe('A caller statement running longer is stopped (503 data_unavailable).'),
     })
     .prefault({}),
   webhooks: z
@@ -76,6 +83,11 @@ export const ProjectConfigSchema = z.object({
       timeoutMs: z.int().min(100).max(60_000).default(10_000),
       retryBaseMs: z.int().min(10).max(3_600_000).default(5_000),
       concurrency: z.int().min(1).max(256).default(16),
+    })
+    .prefault({}),
+  tasks: z
+    .strictObject({
+      leaseSeconds: z.int().min(5).max(7 * 24 * 3600).default(900).describe('How long a claim holds a task without a heartbeat.'),
     })
     .prefault({}),
   skillsDir: z.string().min(1).default('skills'),

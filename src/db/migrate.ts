@@ -7,9 +7,11 @@ export interface Migration {
 }
 
 /**
- * Applies, in order and each in its own transaction, every migration newer than the DB's recorded
- * version. Forward only: a DB that records a version this build does not know was written by a newer
- * svc, and opening it is refused rather than risked.
+ * Applies, in version order and each in its own transaction, every migration the DB has not
+ * recorded. Versions are unique and increasing but may have gaps: numbers are reserved per feature
+ * and features land in any order, so a DB that has 8 may still need 6, and gets it. Forward only: a
+ * DB that records a version this build does not know was written by a newer svc, and opening it is
+ * refused rather than risked.
  */
 export function migrate(db: Database.Database, migrations: readonly Migration[]): number {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -19,15 +21,18 @@ export function migrate(db: Database.Database, migrations: readonly Migration[])
   )`);
   const sorted = [...migrations].sort((a, b) => a.version - b.version);
   sorted.forEach((m, i) => {
-    if (m.version !== i + 1) throw new Error(`migrations must be numbered 1, 2, 3…; found ${m.version} at position ${i + 1}`);
+    if (!Number.isInteger(m.version) || m.version < 1 || (i > 0 && m.version === sorted[i - 1]!.version)) {
+      throw new Error(`migration versions must be unique positive integers; found ${m.version} twice or invalid`);
+    }
   });
-  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
-  const current = row.v ?? 0;
-  if (current > sorted.length) {
-    throw new Error(`the state database is at schema version ${current} but this svc knows only ${sorted.length}; upgrade svc`);
+  const known = new Set(sorted.map((m) => m.version));
+  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
+  const unknown = [...applied].filter((v) => !known.has(v));
+  if (unknown.length) {
+    throw new Error(`the state database has schema version ${Math.max(...unknown)}, which this svc does not know; upgrade svc`);
   }
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-  for (const m of sorted.slice(current)) {
+  for (const m of sorted.filter((x) => !applied.has(x.version))) {
     db.transaction(() => {
       db.exec(m.sql);
       record.run(m.version, m.name, new Date().toISOString());

@@ -159,6 +159,112 @@ export const STATE_MIGRATIONS: Migration[] = [
   },
   {
     version: 6,
+    name: 'webhooks, their secrets, deliveries and attempts',
+    sql: `
+      -- events = JSON array of patterns. disabled_reason says why enabled = 0 (410 Gone, or by hand).
+      CREATE TABLE webhooks (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        description TEXT,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        disabled_reason TEXT,
+        secret_rotated_at TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+
+      -- Signing secrets, sealed (AES-256-GCM under .svc/webhooks.key). expires_at is null for the
+      -- current secret; a rotated-out secret lives until its grace window ends.
+      CREATE TABLE webhook_secrets (
+        id TEXT PRIMARY KEY,
+        webhook_id TEXT NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+        sealed BLOB NOT NULL,
+        nonce BLOB NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT
+      );
+      CREATE INDEX webhook_secrets_webhook ON webhook_secrets (webhook_id);
+
+      -- One row per (event, webhook), written in the event's own transaction. body holds the exact
+      -- envelope bytes that are signed and sent, so a redelivery 29 days later sends the same thing.
+      -- next_attempt_at is epoch ms; in_flight marks a claimed delivery (reset to due on start).
+      -- Deleting a webhook deletes its deliveries: pending ones are thereby cancelled.
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        webhook_id TEXT NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+        event_id INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        body TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_status_code INTEGER,
+        last_error TEXT,
+        next_attempt_at INTEGER,
+        in_flight INTEGER NOT NULL DEFAULT 0,
+        redelivery_of TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX webhook_deliveries_list ON webhook_deliveries (webhook_id, id);
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending' AND in_flight = 0;
+      CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at);
+      CREATE INDEX webhook_deliveries_redelivery ON webhook_deliveries (redelivery_of) WHERE redelivery_of IS NOT NULL;
+
+      CREATE TABLE webhook_attempts (
+        delivery_id TEXT NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
+        n INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        status_code INTEGER,
+        error TEXT,
+        duration_ms INTEGER NOT NULL,
+        response_body TEXT,
+        PRIMARY KEY (delivery_id, n)
+      ) WITHOUT ROWID;
+    `,
+  },
+  {
+    version: 7,
+    name: 'application databases registry',
+    sql: `
+      -- One row per application database; its records live in .svc/data/<id>.sqlite. schema and
+      -- schema_version copy what the file holds (the file is the authority; see data/store.ts).
+      CREATE TABLE data_databases (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        schema TEXT NOT NULL,
+        schema_version INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 8,
+    name: 'task leases and comments',
+    sql: `
+      -- A claim is a lease: lease_id names it (the holder proves itself with it), lease_expires_at
+      -- is when it runs out without a heartbeat. Both are null unless the task is in_progress
+      -- after a claim. The partial index serves the reaper's "what expires next" read.
+      ALTER TABLE tasks ADD COLUMN lease_id TEXT;
+      ALTER TABLE tasks ADD COLUMN lease_expires_at TEXT;
+      CREATE INDEX tasks_lease_expires ON tasks (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
+      -- task_next reads the oldest claimable task of one state and priority through this index.
+      CREATE INDEX tasks_status_priority ON tasks (status, priority, id);
+
+      -- A task's activity: notes appended by agents and people, removed with the task.
+      CREATE TABLE task_comments (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+        author TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX task_comments_task ON task_comments (task_id, id);
+    `,
+  },
+  {
+    version: 9,
     name: 'providers and chat sessions',
     sql: `
       -- One row per provider that has failed since its last success; no row = healthy. Times are

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { fail } from '../cli/action.js';
 import { cliContext, type GlobalOptions } from '../cli/context.js';
-import { style } from '../cli/output.js';
+import { err, out, style } from '../cli/output.js';
 import { ApiError } from '../client/client.js';
 import { streamEvents, type SseMessage } from '../client/sse.js';
 
@@ -26,7 +26,7 @@ export function eventsCommand(): Command {
   cmd
     .command('tail')
     .description('Print events as they happen; reconnects (with Last-Event-ID) when the daemon restarts')
-    .option('--filter <names>', 'comma-separated names or prefixes, e.g. task:,completion:')
+    .option('--filter <names>', 'comma-separated names or prefixes, e.g. task:,approval:')
     .action(async function (this: Command, o: { filter?: string }) {
       const abort = new AbortController();
       const stop = () => abort.abort();
@@ -46,21 +46,21 @@ export function eventsCommand(): Command {
               lastEventId = m.id ?? lastEventId;
               delay = 250;
               if (warned) {
-                process.stderr.write('reconnected\n');
+                err('reconnected\n');
                 warned = false;
               }
-              if (json) process.stdout.write(JSON.stringify({ id: m.id ? Number(m.id) : null, event: m.event, data: JSON.parse(m.data) }) + '\n');
-              else process.stdout.write(formatEvent(m) + '\n');
+              if (json) out(JSON.stringify({ id: m.id ? Number(m.id) : null, event: m.event, data: JSON.parse(m.data) }) + '\n');
+              else out(formatEvent(m) + '\n');
             },
             { filter: o.filter, lastEventId, signal: abort.signal },
           );
-        } catch (err) {
-          if (err instanceof ApiError) {
-            fail(err, json);
+        } catch (e) {
+          if (e instanceof ApiError) {
+            fail(e, json);
             break;
           }
           if (!warned) {
-            process.stderr.write(`the daemon is not answering; retrying (Ctrl-C to stop)\n`);
+            err(`the daemon is not answering; retrying (Ctrl-C to stop)\n`);
             warned = true;
           }
         }

@@ -1,5 +1,5 @@
 import { AppError } from '../kernel/errors.js';
-import { CATEGORIES, isEventName } from './registry.js';
+import { isCategory, isEventName } from './registry.js';
 
 export type EventMatcher = (name: string) => boolean;
 
@@ -21,7 +21,7 @@ export function compileFilter(filter: string | undefined, where = 'query.filter'
   for (const t of tokens) {
     const prefix = t.endsWith(':*') ? t.slice(0, -1) : t.endsWith(':') ? t : null;
     if (prefix !== null) {
-      if (prefix.slice(0, -1) in CATEGORIES) prefixes.push(prefix);
+      if (isCategory(prefix.slice(0, -1))) prefixes.push(prefix);
       else bad.push(t);
     } else if (isEventName(t)) exact.add(t);
     else bad.push(t);

@@ -11,6 +11,13 @@ export interface StoredEvent {
 
 export type Listener = (event: StoredEvent) => void;
 
+/**
+ * Called inside the emitting transaction, right after the event row is written: whatever it writes
+ * (webhook delivery rows) commits or rolls back with the event, and if it throws the whole write
+ * fails. daemon.ts wires it; events/ knows nothing of who listens.
+ */
+export type EmitSink = (event: StoredEvent) => void;
+
 interface Row {
   id: number;
   name: string;
@@ -22,12 +29,13 @@ const toEvent = (r: Row): StoredEvent => ({ id: r.id, name: r.name as EventName,
 
 /**
  * The transactional outbox. A change and the events describing it are written by `write()` in one
- * SQLite transaction; listeners (SSE, webhooks) hear of the events only after that transaction
+ * SQLite transaction; listeners (the SSE streams) hear of the events only after that transaction
  * has committed, so nobody is told of a change that was rolled back.
  */
 export class EventLog {
   private pending: StoredEvent[] | null = null;
   private readonly listeners = new Set<Listener>();
+  private readonly sinks = new Set<EmitSink>();
 
   constructor(private readonly db: DB) {}
 
@@ -63,7 +71,15 @@ export class EventLog {
     const parsed = def.data.parse(data) as Record<string, unknown>;
     const timestamp = new Date().toISOString();
     const info = stmt(this.db, 'INSERT INTO events (name, data, created_at) VALUES (?, ?, ?)').run(name, JSON.stringify(parsed), timestamp);
-    this.pending.push({ id: Number(info.lastInsertRowid), name, data: parsed, timestamp });
+    const event: StoredEvent = { id: Number(info.lastInsertRowid), name, data: parsed, timestamp };
+    for (const sink of this.sinks) sink(event);
+    this.pending.push(event);
+  }
+
+  /** Adds a sink that runs in the emitting transaction (see EmitSink); returns its removal. */
+  onEmit(sink: EmitSink): () => void {
+    this.sinks.add(sink);
+    return () => this.sinks.delete(sink);
   }
 
   subscribe(listener: Listener): () => void {

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 
-// The one event registry. SSE frames, webhook bodies, the public catalog and docs/events.md all
-// come from these definitions; an event not defined here cannot be emitted.
+// The one event registry. SSE frames, the public catalog and docs/events.md all come from these
+// definitions; an event not defined here cannot be emitted. Only events the daemon really emits
+// are listed (a check at the end of `npm test` fails when one was never emitted by any test): a
+// feature adds its events here together with the code and the test that emit them.
 
 const taskState = z.enum(['draft', 'pending', 'assigned', 'in_progress', 'review', 'awaiting_approval', 'done', 'failed']);
 const missionRef = { missionId: z.string(), name: z.string() };
@@ -31,6 +33,13 @@ export const CATEGORIES = {
       transition: ev('A task changed state, whoever caused it.', { taskId: z.string(), from: taskState, to: taskState, reason: z.string().optional() }),
       removed: ev('A task was deleted.', { taskId: z.string() }),
       claimed: ev('An agent claimed a task and started it.', { taskId: z.string(), agent: z.string() }),
+      lease_expired: ev('A claim ran out with no heartbeat: the task went back to pending with no assignee (a task:transition fires with it).', {
+        taskId: z.string(),
+        agent: z.string().nullable().describe('The holder whose lease ran out.'),
+        leaseId: z.string(),
+        expiredAt: z.string(),
+      }),
+      commented: ev('A note was added to a task activity.', { taskId: z.string(), commentId: z.string(), author: z.string() }),
     },
   },
   mission: {
@@ -91,19 +100,19 @@ export const CATEGORIES = {
       removed: ev('A credential entry was removed.', { agent: z.string(), service: z.string() }),
     },
   },
+  webhook: {
+    description: 'Webhook endpoints.',
+    events: {
+      disabled: ev('A webhook was disabled because its endpoint answered 410 Gone.', { webhookId: z.string(), url: z.string(), reason: z.string() }),
+      test: ev('A test event sent with POST /v1/webhooks/{id}/test; delivered to that webhook only.', { webhookId: z.string() }),
+    },
+  },
   data: {
     description: 'Application databases.',
     events: {
       created: ev('A database was created.', { id: z.string(), name: z.string() }),
-      deleted: ev('A database was deleted.', { id: z.string(), name: z.string() }),
+      deleted: ev('A database was deleted (its file is removed).', { id: z.string(), name: z.string() }),
       migrated: ev('A migration was applied to a database.', { id: z.string(), name: z.string(), migrationId: z.string(), schemaVersion: z.int() }),
-    },
-  },
-  webhook: {
-    description: 'Webhook endpoints.',
-    events: {
-      disabled: ev('A webhook was disabled (its endpoint answered 410 Gone).', { webhookId: z.string(), url: z.string(), reason: z.string() }),
-      test: ev('A test event sent with POST /v1/webhooks/{id}/test.', { webhookId: z.string() }),
     },
   },
   completion: {
@@ -152,10 +161,19 @@ export const EVENT_NAMES: EventName[] = Object.entries(CATEGORIES).flatMap(([c, 
   Object.keys(def.events).map((a) => `${c}:${a}` as EventName),
 );
 
+// Names come from clients (SSE filters), so they are looked up in Maps: `constructor:created` or
+// `__proto__` must find nothing rather than something inherited from Object.prototype.
+const DEFS = new Map<string, EventDef>(
+  Object.entries(CATEGORIES as Record<string, CategoryDef>).flatMap(([c, def]) => Object.entries(def.events).map(([a, e]) => [`${c}:${a}`, e] as const)),
+);
+const CATEGORY_NAMES: ReadonlySet<string> = new Set(Object.keys(CATEGORIES));
+
 export function eventDef(name: string): EventDef | undefined {
-  const [c, a] = name.split(':');
-  const cat = (CATEGORIES as Record<string, CategoryDef>)[c ?? ''];
-  return cat?.events[a ?? ''];
+  return DEFS.get(name);
+}
+
+export function isCategory(name: string): boolean {
+  return CATEGORY_NAMES.has(name);
 }
 
 export function isEventName(name: string): name is EventName {

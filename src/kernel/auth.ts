@@ -15,6 +15,8 @@ export interface KeyEntry {
   digest: Buffer;
   /** undefined = full access; an array = deny by default, allow what the grants name. */
   grants?: Grant[];
+  /** 'read': only read-only agent tools over MCP; undefined or 'all': every tool. */
+  tools?: 'read' | 'all';
   source: 'project.json' | 'SERVICE_API_KEY' | 'local.key';
 }
 
@@ -24,6 +26,7 @@ export interface Principal {
   /** Hex digest of the key; identifies a key's open streams so they can be closed when it is removed. */
   keyId: string;
   grants?: Grant[];
+  tools?: KeyEntry['tools'];
   source: KeyEntry['source'];
 }
 
@@ -74,36 +77,75 @@ export function authenticate(keys: readonly KeyEntry[], presented: string | unde
   }
   if (!found) return null;
   cache?.remember(presented, digest);
-  return { name: found.name, keyId: found.digest.toString('hex'), grants: found.grants, source: found.source };
+  return { name: found.name, keyId: found.digest.toString('hex'), grants: found.grants, tools: found.tools, source: found.source };
 }
 
 /**
- * Counts failed authentications per client address in a sliding minute. Past the limit the
- * client's failures are answered 429 instead of 401. Keys are 256-bit random values, so the limit
- * is there to slow noisy or scripted guessing and keep logs readable; a request with a valid key
- * from the same address still passes, so one misconfigured local tool cannot lock out the CLI.
+ * The client a failed authentication is charged to. Every loopback address (127.0.0.0/8, ::1 and
+ * their IPv4-mapped forms) is one client: any local process can bind any of them, so counting them
+ * apart would hand a guesser 16 million allowances. An IPv6 client is its /64, the block one host
+ * is usually given.
+ */
+export function clientOf(address: string | undefined): string {
+  if (!address) return 'unknown';
+  let a = address.toLowerCase();
+  if (a.startsWith('::ffff:') && a.includes('.')) a = a.slice(7);
+  if (a === '::1' || a.startsWith('127.')) return 'loopback';
+  if (!a.includes(':')) return a;
+  const [head = '', tail = ''] = a.split('::');
+  const left = head ? head.split(':') : [];
+  const right = a.includes('::') && tail ? tail.split(':') : [];
+  const groups = a.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
+  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':') + '::/64';
+}
+
+/**
+ * Slows repeated failed authentications: each client has a bucket of `limit` failures that refills
+ * at `limit` per `windowMs` (20 a minute: a burst of 20, then one every 3 s). A failure with an
+ * empty bucket is answered 429 with the seconds until the next one is allowed; it does not drain
+ * the bucket further, so a client that honours Retry-After is never locked out for longer.
+ * Keys are 256-bit random values, so this is there to slow noisy or scripted guessing and keep
+ * logs readable; a request with a valid key is never counted, so one misconfigured local tool
+ * cannot lock out the CLI.
+ *
+ * O(1) per failure, and bounded: at most `maxClients` buckets, the least recently failing
+ * forgotten first (a Map keeps insertion order; a failing client is moved to its end).
  */
 export class FailureLimiter {
-  private readonly failures = new Map<string, number[]>();
+  /**
+   * Per client, the time at which its bucket will be full again (GCRA's "theoretical arrival
+   * time"): one number, integer arithmetic, no list of past failures to rescan.
+   */
+  private readonly fullAt = new Map<string, number>();
 
   constructor(
     private readonly limit = 20,
     private readonly windowMs = 60_000,
     private readonly now: () => number = Date.now,
+    private readonly maxClients = 10_000,
   ) {}
 
-  /** Records one failure; returns the seconds to wait when the client is over the limit, else 0. */
-  fail(client: string): number {
-    const t = this.now();
-    const list = (this.failures.get(client) ?? []).filter((x) => t - x < this.windowMs);
-    list.push(t);
-    this.failures.set(client, list);
-    if (this.failures.size > 10_000) this.sweep(t);
-    if (list.length <= this.limit) return 0;
-    return Math.max(1, Math.ceil((list[0]! + this.windowMs - t) / 1000));
+  /** Clients with a bucket now. */
+  get size(): number {
+    return this.fullAt.size;
   }
 
-  private sweep(t: number): void {
-    for (const [k, v] of this.failures) if (v.every((x) => t - x >= this.windowMs)) this.failures.delete(k);
+  /** Records one failure from `address`; returns the seconds to wait when its client is over the limit, else 0. */
+  fail(address: string | undefined): number {
+    const client = clientOf(address);
+    const t = this.now();
+    const perFailure = this.windowMs / this.limit;
+    const fullAt = Math.max(this.fullAt.get(client) ?? t, t);
+    // Moved to the end of the Map, whose first entry is then the least recently failing client.
+    this.fullAt.delete(client);
+    if (this.fullAt.size >= this.maxClients) this.fullAt.delete(this.fullAt.keys().next().value!);
+    const over = fullAt + perFailure - t - this.windowMs;
+    if (over > 0) {
+      // Over the limit: answered 429, and not counted, so waiting Retry-After is always enough.
+      this.fullAt.set(client, fullAt);
+      return Math.max(1, Math.ceil(over / 1000));
+    }
+    this.fullAt.set(client, fullAt + perFailure);
+    return 0;
   }
 }

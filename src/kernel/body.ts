@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { parseJson } from '../lib/json.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan, parseJson } from '../lib/json.js';
 import { AppError } from './errors.js';
 
 /** Marker for "the request carried no body", distinct from a JSON null. */
@@ -7,7 +7,8 @@ export const NO_BODY = Symbol('no-body');
 
 /**
  * Reads a JSON body, refusing it with 413 as soon as it passes `limit` bytes (by Content-Length
- * up front, or while streaming when the length is not declared) so a large body is never held whole.
+ * up front, or while streaming when the length is not declared) so a large body is never held whole,
+ * and with 400 when it nests deeper than MAX_JSON_DEPTH, before anything walks it.
  */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const declared = req.headers['content-length'];
@@ -31,7 +32,12 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     chunks.push(chunk);
   }
   if (size === 0) return NO_BODY;
-  const parsed = parseJson(Buffer.concat(chunks, size).toString('utf8'));
+  const text = Buffer.concat(chunks, size).toString('utf8');
+  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+    const message = `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`;
+    throw new AppError('invalid_request', `Malformed JSON body: ${message}.`, { details: [{ path: 'body', message }] });
+  }
+  const parsed = parseJson(text);
   if (!parsed.ok) throw new AppError('invalid_request', `Malformed JSON body: ${parsed.error}.`, { details: [{ path: 'body', message: parsed.error }] });
   return parsed.value;
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import type { Principal } from './auth.js';
+import { ERRORS, type ErrorCode } from './errors.js';
 
 // A route is data: one object holds everything the router, the validator, the handler types and
 // the OpenAPI builder need. Handlers return the `data` payload; the kernel wraps the envelope.
@@ -59,6 +60,14 @@ export interface RouteDef<App, P extends Schema | undefined, Q extends Schema | 
    * validation and auth included.
    */
   errorBody?(error: { status: number; code: string; message: string; details?: unknown }): unknown;
+  /**
+   * Error codes the handler itself may answer (404 not_found, 409 conflict, 422 unprocessable...).
+   * The kernel adds the ones it answers for every route (see routeErrors); the OpenAPI document
+   * declares the union, and in tests an answer with an undeclared status fails the request.
+   */
+  errors?: ErrorCode[];
+  /** Request headers the handler reads, documented as header parameters (the kernel does not validate them). */
+  requestHeaders?: { name: string; description: string; schema: Schema }[];
   handler(ctx: HandlerContext<App, P, Q, B>): In<R> | typeof RAW_RESPONSE | Promise<In<R> | typeof RAW_RESPONSE>;
 }
 
@@ -76,4 +85,25 @@ export function routeDefiner<App>() {
   >(def: RouteDef<App, P, Q, B, R>): AnyRoute<App> {
     return def as AnyRoute<App>;
   };
+}
+
+/**
+ * Every error code a route can answer: what the kernel answers for any route (a bad request,
+ * the Host/Origin guards, an unknown key and the failed-auth limiter, a body too large or not
+ * JSON where a body is read, an unknown path parameter's resource) plus what the route declares.
+ */
+export function routeErrors(route: AnyRoute<unknown>): ErrorCode[] {
+  const codes = new Set<ErrorCode>(['invalid_request', 'forbidden']);
+  if (route.auth !== 'public') {
+    codes.add('unauthorized');
+    codes.add('rate_limited');
+  }
+  if (route.params) codes.add('not_found');
+  if (route.body) {
+    codes.add('payload_too_large');
+    codes.add('unsupported_media_type');
+  }
+  for (const c of route.errors ?? []) codes.add(c);
+  codes.add('internal');
+  return [...codes].sort((a, b) => ERRORS[a].status - ERRORS[b].status);
 }

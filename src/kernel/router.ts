@@ -9,7 +9,7 @@ interface Compiled<App> {
 
 export type Match<App> =
   | { kind: 'found'; route: AnyRoute<App>; params: Record<string, string> }
-  | { kind: 'method'; allow: Method[] }
+  | { kind: 'method'; allow: (Method | 'HEAD')[] }
   | { kind: 'none' };
 
 export class Router<App> {
@@ -36,7 +36,9 @@ export class Router<App> {
       .sort((a, b) => b.rank - a.rank);
   }
 
+  /** HEAD is answered by the GET route of the path (the server sends its headers, not its body). */
   match(method: string, pathname: string): Match<App> {
+    const wanted = method === 'HEAD' ? 'GET' : method;
     let parts: string[];
     try {
       parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
@@ -45,13 +47,16 @@ export class Router<App> {
     }
     // The most specific path template that matches decides the Allow list of a 405.
     let bestPath: string | undefined;
-    const allow: Method[] = [];
+    const allow: (Method | 'HEAD')[] = [];
     for (const c of this.compiled) {
       const params = matchSegments(c.segments, parts);
       if (!params) continue;
-      if (c.route.method === method) return { kind: 'found', route: c.route, params };
+      if (c.route.method === wanted) return { kind: 'found', route: c.route, params };
       bestPath ??= c.route.path;
-      if (c.route.path === bestPath) allow.push(c.route.method);
+      if (c.route.path === bestPath) {
+        allow.push(c.route.method);
+        if (c.route.method === 'GET') allow.push('HEAD');
+      }
     }
     if (allow.length) return { kind: 'method', allow };
     return { kind: 'none' };

@@ -3,10 +3,11 @@ import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { authenticate, bearerToken, DigestCache, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
 import { NO_BODY, readJsonBody } from './body.js';
+import { connectionCapFor, DEFAULT_CONNECTION_LIMITS, guardConnections, readFileLimit, type ConnectionLimits, type ConnectionStats } from './connections.js';
 import { AppError, toErrorResponse, type ErrorDetail } from './errors.js';
 import { hostAllowed, originAllowed } from './guards.js';
 import { errorFields, type Logger } from './log.js';
-import { RAW_RESPONSE, type AnyRoute } from './route.js';
+import { RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
 import { Router } from './router.js';
 import { uuidv7 } from '../lib/ids.js';
 
@@ -14,6 +15,8 @@ export interface HttpSettings {
   allowedHosts: string[];
   allowedOrigins: string[];
   maxBodyBytes: number;
+  /** Open connections at most (project.json server.maxConnections); default: below the file limit. */
+  maxConnections?: number;
 }
 
 export interface HttpOptions<App> {
@@ -23,13 +26,22 @@ export interface HttpOptions<App> {
   settings(): HttpSettings;
   keys(): readonly KeyEntry[];
   log: Logger;
-  /** Check every success payload against the route's response schema (on in tests). */
+  /**
+   * Check every success payload against the route's response schema, and every error against the
+   * codes the route declares (on in tests: an undeclared answer becomes a 500 the test sees).
+   */
   checkResponses?: boolean;
   limiter?: FailureLimiter;
+  /** Connection bounds; maxConnections defaults to a cap below the process's file limit. */
+  connections?: Partial<ConnectionLimits>;
 }
 
 export interface HttpServer {
   server: Server;
+  /** The failed-authentication limiter this server answers 429 from. */
+  limiter: FailureLimiter;
+  /** Open connections and how often the cap was hit. */
+  connections(): ConnectionStats;
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then drops what is left. */
   close(graceMs: number): Promise<void>;
 }
@@ -72,12 +84,13 @@ function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, where: st
 }
 
 function queryObject(search: URLSearchParams): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+  // A Map, then own properties: `?__proto__=x` or `?constructor=x` is an unknown key like any other.
+  const out = new Map<string, string | string[]>();
   for (const [k, v] of search) {
-    const prev = out[k];
-    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    const prev = out.get(k);
+    out.set(k, prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]);
   }
-  return out;
+  return Object.fromEntries(out);
 }
 
 const isEmptyObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
@@ -93,6 +106,23 @@ function checkResponse<App>(route: AnyRoute<App>, data: unknown): void {
   const sent = JSON.parse(JSON.stringify(data ?? null)) as unknown;
   const declared = JSON.parse(JSON.stringify(r.data ?? null)) as unknown;
   if (!isDeepStrictEqual(sent, declared)) throw new Error(`response of ${route.operationId} carries fields its schema does not declare`);
+}
+
+/** In tests, an error code the route does not declare (so the OpenAPI document omits it) is a failure. */
+function undeclared<App>(route: AnyRoute<App>, err: unknown): unknown {
+  if (!(err instanceof AppError) || routeErrors(route).includes(err.code)) return err;
+  return new Error(`${route.operationId} answered ${err.status} ${err.code}, which its route does not declare (add it to errors)`, { cause: err });
+}
+
+/** Timeouts node:http enforces itself: a head or a whole request that does not arrive in time is answered 408 and closed. */
+function nodeServerOptions(limits: Omit<ConnectionLimits, 'maxConnections'>) {
+  return {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // How often node looks for late heads: 30 s by default, which let idle connections live 90 s.
+    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+  };
 }
 
 export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
@@ -118,7 +148,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       res.setHeader('Access-Control-Expose-Headers', 'X-Request-Id, X-Next-Cursor, Idempotent-Replayed');
       if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
         res.writeHead(204, {
-          'Access-Control-Allow-Methods': 'GET, POST, PATCH, PUT, DELETE',
+          'Access-Control-Allow-Methods': 'GET, HEAD, POST, PATCH, PUT, DELETE',
           'Access-Control-Allow-Headers': CORS_HEADERS,
           'Access-Control-Max-Age': '600',
         });
@@ -163,7 +193,9 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
 
     const details: ErrorDetail[] = [];
     const params = validate(route.params, match.params, 'params', details);
-    const query = validate(route.query, queryObject(url.searchParams), 'query', details);
+    let query: unknown;
+    if (route.query) query = validate(route.query, queryObject(url.searchParams), 'query', details);
+    else for (const name of new Set(url.searchParams.keys())) details.push({ path: `query.${name}`, message: 'Unknown query parameter; this endpoint takes none.' });
     let body: unknown;
     if (route.body) {
       const raw = await readJsonBody(req, settings.maxBodyBytes);
@@ -173,12 +205,21 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     } else {
       // Strict everywhere: a body sent where none is taken is a client mistake worth reporting.
       // An empty object is let through, since many clients send `{}` with every POST.
-      const raw = await readJsonBody(req, settings.maxBodyBytes);
+      // Whatever was sent (too large, not JSON, malformed), it is the same mistake: a 400.
+      const raw = await readJsonBody(req, settings.maxBodyBytes).catch((err: unknown) => {
+        if (!(err instanceof AppError)) throw err;
+        // A refused body is not read further; close the connection rather than drain it.
+        throw new AppError('invalid_request', 'Invalid request: body: This endpoint takes no body.', {
+          details: [{ path: 'body', message: 'This endpoint takes no body.' }],
+          headers: { Connection: 'close' },
+        });
+      });
       if (raw !== NO_BODY && !isEmptyObject(raw)) details.push({ path: 'body', message: 'This endpoint takes no body.' });
     }
     if (details.length) {
       const summary = details.map((d) => `${d.path}: ${d.message}`).join('; ');
-      throw new AppError('invalid_request', `Invalid request: ${summary}`, { details });
+      // Application-database endpoints answer their own 400 code (DESIGN section 3).
+      throw new AppError(route.scope === 'data' ? 'data_invalid' : 'invalid_request', `Invalid request: ${summary}`, { details });
     }
 
     const headers: Record<string, string> = {};
@@ -205,7 +246,12 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     sendJson(res, status, { ok: true, data }, headers);
   }
 
-  const server = createServer((req, res) => {
+  const fileLimit = readFileLimit();
+  const defaultCap = connectionCapFor(fileLimit);
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
+  // Read at each new connection, so a project.json reload applies to the next one.
+  const maxConnections = () => opts.connections?.maxConnections ?? opts.settings().maxConnections ?? defaultCap;
+  const server = createServer(nodeServerOptions(limits), (req, res) => {
     const started = process.hrtime.bigint();
     const requestId = uuidv7();
     res.setHeader('X-Request-Id', requestId);
@@ -222,6 +268,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     const matched: { route?: AnyRoute<App> } = {};
     handle(req, res, requestId, matched).catch((err: unknown) => {
       if (res.destroyed) return; // the client went away; nobody is left to answer
+      if (opts.checkResponses && matched.route) err = undeclared(matched.route, err);
       const { status, body: envelope, headers, known } = toErrorResponse(err);
       const body = matched.route?.errorBody ? matched.route.errorBody({ status, code: envelope.code, message: envelope.error, details: envelope.details }) : envelope;
       if (!known) opts.log.error('unhandled error', { id: requestId, method: req.method, ...errorFields(err) });
@@ -230,10 +277,17 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       sendJson(res, status, body, headers);
     });
   });
-  server.keepAliveTimeout = 5_000;
+  const connections = guardConnections(server, { ...limits, maxConnections }, opts.log);
+  opts.log.info('connection limits', {
+    maxConnections: maxConnections(),
+    fileLimit: fileLimit === undefined ? 'unknown' : Number.isFinite(fileLimit) ? fileLimit : 'unlimited',
+    headersTimeoutMs: limits.headersTimeoutMs,
+  });
 
   return {
     server,
+    limiter,
+    connections,
     async close(graceMs: number) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -12,7 +12,7 @@ export const NameSchema = z
 
 export const Timestamp = z.iso.datetime().describe('ISO 8601 UTC with milliseconds.');
 
-export const Removed = z.object({ removed: z.literal(true) });
+export const Removed = z.object({ removed: z.literal(true) }).meta({ id: 'Removed' });
 
 /** `{name}` path parameter. */
 export const NameParam = z.strictObject({ name: z.string().min(1).max(128) });

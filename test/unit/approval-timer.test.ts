@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { delayFor, MAX_DELAY_MS, planTimeouts, RETRY_MS, TimeoutScheduler, type Expiring } from '../../src/resources/approvals/timer.js';
+import { delayFor, MAX_DELAY_MS, planTimeouts, RETRY_MS, TimeoutScheduler, type Expiring } from '../../src/lib/timer.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');

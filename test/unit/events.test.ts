@@ -7,21 +7,21 @@ import { SseParser, type SseMessage } from '../../src/client/sse.js';
 import { formatEvent } from '../../src/events/command.js';
 
 describe('compileFilter', () => {
-  const names = ['task:created', 'task:transition', 'completion:finished', 'agent:created', 'team:renamed'];
+  const names = ['task:created', 'task:transition', 'approval:resolved', 'agent:created', 'team:renamed'];
   it.each([
     [undefined, names],
     ['', names],
     ['*', names],
     ['task:', ['task:created', 'task:transition']],
     ['task:*', ['task:created', 'task:transition']],
-    ['task:,completion:', ['task:created', 'task:transition', 'completion:finished']],
+    ['task:,approval:', ['task:created', 'task:transition', 'approval:resolved']],
     ['agent:created, team:renamed', ['agent:created', 'team:renamed']],
     ['task:transition,task:', ['task:created', 'task:transition']],
   ])('%s', (filter, expected) => {
     const m = compileFilter(filter);
     expect(names.filter(m)).toEqual(expected);
   });
-  it.each(['tasks:', 'task:nope', 'nope', 'task'])('refuses %s naming it', (filter) => {
+  it.each(['tasks:', 'task:nope', 'nope', 'task', 'completion:', 'session:started'])('refuses %s naming it', (filter) => {
     expect(() => compileFilter(filter)).toThrow(new RegExp(filter));
   });
 });

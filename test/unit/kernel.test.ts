@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config/load.js';
 import { migrate } from '../../src/db/migrate.js';
-import { authenticate, FailureLimiter, sha256 } from '../../src/kernel/auth.js';
+import { authenticate, sha256 } from '../../src/kernel/auth.js';
 import { hostAllowed, originAllowed } from '../../src/kernel/guards.js';
+import { nestedDeeperThan } from '../../src/lib/json.js';
 import { routeDefiner } from '../../src/kernel/route.js';
 import { Router } from '../../src/kernel/router.js';
 import { uuidv7 } from '../../src/lib/ids.js';
@@ -24,6 +25,8 @@ describe('Router', () => {
   it.each([
     ['GET', '/api/v1/agents/teams', 'found', 'listTeams', {}],
     ['GET', '/api/v1/agents/alice', 'found', 'getAgent', { name: 'alice' }],
+    ['HEAD', '/api/v1/agents/alice', 'found', 'getAgent', { name: 'alice' }],
+    ['HEAD', '/api/v1/vault/entries/a/smtp', 'method', undefined, undefined],
     ['GET', '/api/v1/agents/a%20b', 'found', 'getAgent', { name: 'a b' }],
     ['DELETE', '/api/v1/vault/entries/a/smtp', 'found', 'deleteEntry', { agent: 'a', service: 'smtp' }],
     ['DELETE', '/api/v1/agents/alice', 'method', undefined, undefined],
@@ -38,11 +41,30 @@ describe('Router', () => {
     }
   });
   it('lists the allowed methods on a 405', () => {
-    expect(router.match('PUT', '/api/v1/agents/teams')).toEqual({ kind: 'method', allow: ['GET', 'POST'] });
+    expect(router.match('PUT', '/api/v1/agents/teams')).toEqual({ kind: 'method', allow: ['GET', 'HEAD', 'POST'] });
+    expect(router.match('HEAD', '/api/v1/vault/entries/a/b')).toEqual({ kind: 'method', allow: ['DELETE'] });
   });
   it('refuses duplicate routes and operationIds', () => {
     expect(() => new Router([r('GET', '/a', 'x'), r('GET', '/a', 'y')])).toThrow(/defined twice/);
     expect(() => new Router([r('GET', '/a', 'x'), r('GET', '/b', 'x')])).toThrow(/operationId/);
+  });
+});
+
+describe('nestedDeeperThan', () => {
+  it.each([
+    ['{}', 1, false],
+    ['{}', 0, true],
+    ['[[1],[2]]', 2, false],
+    ['[[[1]]]', 2, true],
+    ['{"a":"[[[[[[["}', 1, false],
+    ['{"a":"\\"[[[["}', 1, false],
+    ['{"a":"\\\\"}', 1, false],
+    ['"plain"', 0, false],
+    ['['.repeat(5000) + ']'.repeat(5000), 64, true],
+    ['[{"x":[{"y":[]}]}]', 5, false],
+    ['[{"x":[{"y":[]}]}]', 4, true],
+  ] as const)('%s deeper than %i → %s', (text, max, deeper) => {
+    expect(nestedDeeperThan(text, max)).toBe(deeper);
   });
 });
 
@@ -60,8 +82,46 @@ describe('guards', () => {
     ['attacker.com', false],
     ['svc.lan:7420', true],
     [undefined, false],
-  ] as const)('Host %s → %s', (host, ok) => {
+    // Parsed as host[:port], not searched for a loopback-looking part.
+    ['localhost:80@evil.com', false],
+    ['localhost@evil.com', false],
+    ['evil.com#@localhost', false],
+    ['localhost:80:80', false],
+    ['localhost:abc', false],
+    ['localhost:99999', false],
+    ['localhost:', false],
+    ['localhost :80', false],
+    ['local host', false],
+    ['', false],
+    [':7420', false],
+    ['localhost.', true],
+    ['localhost.:7420', true],
+    ['localhost..', false],
+    ['.localhost', false],
+    ['127.0.0.1.', true],
+    ['127.1', false],
+    ['127.0.0.256', false],
+    ['2130706433', false],
+    ['[::1]', true],
+    ['[0:0:0:0:0:0:0:1]:80', true],
+    ['[::ffff:127.0.0.1]:80', true],
+    ['[::ffff:10.0.0.1]', false],
+    ['[::1', false],
+    ['[::1]x', false],
+    ['[::1]:80:80', false],
+    ['[fe80::1]', false],
+    ['[localhost]', false],
+    ['svc.lan.', true],
+    ['svc.lan:7420@evil.com', false],
+    ['\u0000localhost', false],
+  ] as const)('Host %j → %s', (host, ok) => {
     expect(hostAllowed(host, ['svc.lan'])).toBe(ok);
+  });
+  it('matches allowedHosts entries by name (any port) or by name and port', () => {
+    expect(hostAllowed('svc.lan:8080', ['svc.lan:7420'])).toBe(false);
+    expect(hostAllowed('svc.lan:7420', ['SVC.lan:7420'])).toBe(true);
+    expect(hostAllowed('svc.lan', ['svc.lan:7420'])).toBe(false);
+    expect(hostAllowed('evil.com', ['not a host', ''])).toBe(false);
   });
   it('matches origins exactly, ignoring a trailing slash and case', () => {
     expect(originAllowed('http://localhost:5173', ['http://localhost:5173/'])).toBe(true);
@@ -85,21 +145,6 @@ describe('authenticate', () => {
     expect(authenticate(keys, undefined)).toBeNull();
     expect(authenticate(keys, 'key-c')).toBeNull();
     expect(authenticate(keys, '')).toBeNull();
-  });
-});
-
-describe('FailureLimiter', () => {
-  it('allows 20 failures a minute per client, then asks to wait until the oldest expires', () => {
-    let now = 1_000_000;
-    const l = new FailureLimiter(20, 60_000, () => now);
-    for (let i = 0; i < 20; i++) {
-      expect(l.fail('a')).toBe(0);
-      now += 1000;
-    }
-    expect(l.fail('a')).toBe(40);
-    expect(l.fail('b')).toBe(0);
-    now += 41_000;
-    expect(l.fail('a')).toBe(0);
   });
 });
 

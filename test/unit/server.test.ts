@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { sha256 } from '../../src/kernel/auth.js';
 import { createLogger } from '../../src/kernel/log.js';
+import { AppError } from '../../src/kernel/errors.js';
 import { routeDefiner } from '../../src/kernel/route.js';
 import { createHttpServer, type HttpServer } from '../../src/kernel/server.js';
 
@@ -18,6 +19,8 @@ beforeAll(async () => {
       // A handler that leaks a field its schema does not declare.
       route({ method: 'GET', path: '/stray', operationId: 'stray', summary: '', tag: 't', auth: 'public', response: z.object({ a: z.int() }), handler: () => ({ a: 1, secret: 's' }) as never }),
       route({ method: 'GET', path: '/wrong', operationId: 'wrong', summary: '', tag: 't', auth: 'public', response: z.object({ a: z.int() }), handler: () => ({ a: 'x' }) as never }),
+      route({ method: 'GET', path: '/conflict', operationId: 'declaresConflict', summary: '', tag: 't', auth: 'public', errors: ['conflict'], response: z.null(), handler: () => { throw new AppError('conflict'); } }),
+      route({ method: 'GET', path: '/undeclared', operationId: 'undeclared', summary: '', tag: 't', auth: 'public', response: z.null(), handler: () => { throw new AppError('conflict'); } }),
     ],
     settings: () => ({ allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1024 }),
     keys: () => [{ name: 'k', digest: sha256('k'), source: 'project.json' }],
@@ -41,5 +44,17 @@ describe('response checks (on in tests)', () => {
     const body = await res.json();
     expect(body).toEqual({ ok: false, code: 'internal', error: 'Internal error.' });
     expect(logs.some((l) => l.includes('unhandled error') && l.includes(path.slice(1)))).toBe(true);
+  });
+});
+
+describe('error checks (on in tests)', () => {
+  it('answers an error code the route declares as it is', async () => {
+    const res = await fetch(`${url}/conflict`);
+    expect(res.status).toBe(409);
+  });
+  it('turns an error code the route does not declare into a 500 naming the route', async () => {
+    const res = await fetch(`${url}/undeclared`);
+    expect(res.status).toBe(500);
+    expect(logs.some((l) => l.includes('undeclared answered 409 conflict'))).toBe(true);
   });
 });

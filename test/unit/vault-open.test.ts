@@ -2,13 +2,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.js';
+import { Services, type App } from '../../src/app.js';
 import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
 import { openDatabase } from '../../src/db/open.js';
 import { EventLog } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/kernel/log.js';
 import { KeychainUnavailable, type Keychain } from '../../src/resources/vault/keychain.js';
 import { openVault } from '../../src/resources/vault/keys.js';
+import { VAULT, type Vault } from '../../src/resources/vault/live.js';
 import { openEntry, saveEntry } from '../../src/resources/vault/service.js';
 
 /** A keychain that is down until `up` is set, then holds whatever is stored. */
@@ -44,7 +45,12 @@ describe('openVault', () => {
     // First start: the keychain is down, so the key is made in the file and an entry sealed with it.
     const vault = await openVault({ db, projectId: 'p1', env, log, keychain });
     expect(vault.location.source).toBe('file');
-    const app = { db, events: new EventLog(db), vault, projectId: 'p1', log } as unknown as App;
+    const withVault = (v: Vault): App => {
+      const services = new Services();
+      services.provide(VAULT, v);
+      return { db, events: new EventLog(db), services, projectId: 'p1', log } as unknown as App;
+    };
+    const app = withVault(vault);
     saveEntry(app, { agent: 'dev', service: 'gh', type: 'api_key', credentials: { token: 'secret-1' } });
 
     // Later start: the keychain answers, with a key of its own (set by another tool or an older run).
@@ -52,7 +58,7 @@ describe('openVault', () => {
     keychain.store.set('p1', 'ab'.repeat(32));
     const again = await openVault({ db, projectId: 'p1', env, log, keychain });
     expect(again.location.source).toBe('file');
-    expect(openEntry({ ...app, vault: again } as App, 'dev', 'gh')).toEqual({ token: 'secret-1' });
+    expect(openEntry(withVault(again), 'dev', 'gh')).toEqual({ token: 'secret-1' });
     expect(logs.some((l) => l.includes('the keychain holds another vault master key'))).toBe(true);
   });
 });

@@ -1,9 +1,15 @@
 import { Command, Option } from 'commander';
 import { action, collect, parseIntOption } from '../../cli/action.js';
+import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { emit, keyValues, table } from '../../cli/output.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
-import { REASONING, type Agent } from './schema.js';
+import type { Agent } from './schema.js';
+import { REASONING } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 interface FieldOptions {
   role?: string;
@@ -83,8 +89,10 @@ export function agentsCommand(): Command {
 
   withFieldOptions(cmd.command('add <name>').description('Create an agent')).action(
     action(async (ctx, name: string, o: FieldOptions) => {
-      const agent = await ctx.client.post<Agent>('/api/v1/agents', { name, ...fieldsFrom(o) });
-      emit(ctx.json, agent, () => `created agent ${agent.name}\n`);
+      const body = { name, ...fieldsFrom(o) };
+      await check(schemas, 'AgentIn', body);
+      const agent = await ctx.client.post<Agent>('/api/v1/agents', body);
+      emit(ctx.json, agent, () => `created agent ${agent.name}${agent.team ? ` in team ${agent.team}` : ''}${agent.model ? ` (${agent.model})` : ''}\n`);
     }),
   );
 
@@ -104,17 +112,21 @@ export function agentsCommand(): Command {
       action(async (ctx, name: string, o: FieldOptions) => {
         const patch: Record<string, unknown> = fieldsFrom(o);
         for (const f of o.unset ?? []) patch[f] = null;
-        if (!Object.keys(patch).length) throw new UsageError('nothing to change: give at least one option (see `svc agents set --help`)');
+        if (!Object.keys(patch).length) throw new UsageError('nothing to change: give at least one option', 'see `svc agents set --help`');
+        await check(schemas, 'AgentPatch', patch);
         await ctx.client.patch<null>(`/api/v1/agents/${seg(name)}`, patch);
-        emit(ctx.json, { updated: name, fields: Object.keys(patch) }, () => `updated agent ${name}: ${Object.keys(patch).join(', ')}\n`);
+        const now = Object.keys(patch).map((k) => `${k} ${patch[k] === null ? 'cleared' : `= ${Array.isArray(patch[k]) ? (patch[k] as unknown[]).join(',') : String(patch[k])}`}`);
+        emit(ctx.json, { updated: name, fields: Object.keys(patch) }, () => `updated agent ${name}: ${now.join('; ')}\n`);
       }),
     );
 
   cmd
     .command('rm <name>')
     .description('Remove an agent')
+    .option('-y, --yes', 'do not ask for confirmation')
     .action(
       action(async (ctx, name: string) => {
+        await confirm(`remove agent ${name}?`, ctx.yes, `svc agents rm ${name}`);
         const r = await ctx.client.delete<{ removed: true }>(`/api/v1/agents/${seg(name)}`);
         emit(ctx.json, r, () => `removed agent ${name}\n`);
       }),

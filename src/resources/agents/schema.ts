@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { NameSchema, RESERVED_AGENT_NAMES, Timestamp } from '../common.js';
+import { REASONING } from './values.js';
 
-export const REASONING = ['off', 'low', 'medium', 'high'] as const;
+export { REASONING };
+
 
 export const AgentName = NameSchema.refine((n) => !RESERVED_AGENT_NAMES.includes(n), {
   message: `"team" and "teams" are reserved (they are paths under /agents)`,
@@ -83,5 +85,5 @@ export const AgentOut = z.object({
   team: z.string().nullable(),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Agent' });
 export type Agent = z.output<typeof AgentOut>;

@@ -1,35 +1,22 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { userInfo } from 'node:os';
 import { action, parseIntOption } from '../../cli/action.js';
-import { emit, keyValues, style, table } from '../../cli/output.js';
-import { seg } from '../../client/client.js';
-import { APPROVAL_STATUSES, type Approval } from './schema.js';
+import { formatAge, formatRemaining, shortId } from '../../cli/human.js';
+import { APPROVAL, resolveId, TASK } from '../../cli/ids.js';
+import { UsageError } from '../../cli/context.js';
+import { emit, keyValues, nextPageHint, style, table } from '../../cli/output.js';
+import { check, defined } from '../../cli/validate.js';
+import { seg, type SvcClient } from '../../client/client.js';
+import type { Task } from '../tasks/schema.js';
+import type { Approval } from './schema.js';
+import { APPROVAL_STATUSES, MAX_TIMEOUT_SECONDS } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 const path = (id: string) => `/api/v1/approvals/${seg(id)}`;
 
-/** A short age for people: 45s, 3m, 2h, 5d. */
-export function formatAge(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m`;
-  if (s < 48 * 3600) return `${Math.floor(s / 3600)}h`;
-  return `${Math.floor(s / 86400)}d`;
-}
-
-/**
- * Time left until a deadline, rounded up (599 s is "10m", not "9m": never promise less time than
- * is left); "now" once it has passed (the timer decides an overdue request within moments).
- */
-export function formatRemaining(ms: number): string {
-  const s = Math.ceil(ms / 1000);
-  if (s <= 0) return 'now';
-  if (s < 60) return `${s}s`;
-  const m = Math.ceil(s / 60);
-  if (m < 60) return `${m}m`;
-  const h = Math.ceil(s / 3600);
-  if (h < 48) return `${h}h`;
-  return `${Math.ceil(s / 86400)}d`;
-}
+export { formatAge, formatRemaining } from '../../cli/human.js';
 
 function timeoutCell(a: Approval, now: number): string | null {
   if (a.timedOut) return 'timed out';
@@ -43,13 +30,13 @@ export function approvalTable(approvals: Approval[], now: number = Date.now()): 
   const text = table(
     approvals,
     [
-      { header: 'ID', value: (a) => a.id },
+      { header: 'ID', value: (a) => shortId(a.id) },
       { header: 'STATUS', value: (a) => a.status },
       { header: 'AGE', value: (a) => formatAge(now - Date.parse(a.createdAt)) },
-      { header: 'TASK', value: (a) => a.taskId },
+      { header: 'TASK', value: (a) => shortId(a.taskId) },
       { header: 'REQUESTED BY', value: (a) => a.requestedBy },
       { header: 'TIMEOUT', value: (a) => timeoutCell(a, now) },
-      { header: 'TITLE', value: (a) => a.title },
+      { header: 'TITLE', value: (a) => a.title, flex: true },
     ],
     'no approval requests',
   );
@@ -62,7 +49,33 @@ export function approvalTable(approvals: Approval[], now: number = Date.now()): 
   return lines.join('\n');
 }
 
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+/** A duration for people, in whole seconds: "90" or "90s", "15m", "1h", "1h30m", "2d". */
+export function parseDuration(text: string): number {
+  const parts = /^(?:\d+[smhd]?)+$/.test(text) ? [...text.matchAll(/(\d+)([smhd]?)/g)] : [];
+  // A bare number is seconds, and only alone: "1h30" is more likely a typo than 1h 30s.
+  if (!parts.length || (parts.length > 1 && parts.some((p) => !p[2]))) {
+    throw new InvalidArgumentError(`"${text}" is not a duration; use e.g. 90s, 15m, 1h, 1h30m or 2d.`);
+  }
+  const seconds = parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_SECONDS[p[2] || 's']!, 0);
+  if (seconds < 1 || seconds > MAX_TIMEOUT_SECONDS) throw new InvalidArgumentError(`the timeout must be between 1s and ${MAX_TIMEOUT_SECONDS / 86400}d.`);
+  return seconds;
+}
+
 const show = (a: Approval) => keyValues({ ...a, payload: a.payload === null ? null : JSON.stringify(a.payload) });
+
+/** "; task abc12345 is now assigned": where the decision left the gated task. */
+async function taskAfter(client: SvcClient, a: Approval): Promise<string> {
+  if (!a.taskId) return '';
+  try {
+    const t = await client.get<Task>(`/api/v1/tasks/${seg(a.taskId)}`);
+    return `; task ${shortId(t.id)} is now ${t.status}`;
+  } catch {
+    // The task may be gone since: the decision still stands.
+    return `; task ${shortId(a.taskId)}`;
+  }
+}
 
 /** Who decides, when --by is not given: the person at the keyboard. */
 function defaultResolver(): string | undefined {
@@ -85,12 +98,38 @@ export function approvalsCommand(): Command {
     .option('--cursor <cursor>', 'page to show (printed after a full page)')
     .action(
       action(async (ctx, o: { status?: string; task?: string; limit?: number; cursor?: string }) => {
-        const res = await ctx.client.call<Approval[]>('GET', '/api/v1/approvals', {
-          query: { status: o.status, taskId: o.task, limit: o.limit, cursor: o.cursor },
-        });
+        const query = { status: o.status, taskId: o.task, limit: o.limit, cursor: o.cursor };
+        await check(schemas, 'ApprovalListQuery', defined(query), 'query');
+        if (query.taskId) query.taskId = await resolveId(ctx.client, TASK, query.taskId);
+        const res = await ctx.client.call<Approval[]>('GET', '/api/v1/approvals', { query });
         emit(ctx.json, res.data, () => approvalTable(res.data));
-        const next = res.headers['x-next-cursor'];
-        if (typeof next === 'string') process.stderr.write(style.dim(`more: svc approvals ls --cursor ${next}\n`));
+        nextPageHint('svc approvals ls', res.headers['x-next-cursor']);
+      }),
+    );
+
+  cmd
+    .command('request <taskId>')
+    .description('Ask a person to decide before a task goes on: the task waits in awaiting_approval until the request is decided')
+    .requiredOption('--title <text>', 'what is to be decided')
+    .option('--reason <text>', 'why the decision is needed')
+    .option('--by <name>', 'who asks (default: your user name)')
+    .option('--timeout <duration>', 'decide automatically after this long (90s, 15m, 1h, 2d)', parseDuration)
+    .addOption(new Option('--on-timeout <action>', 'what the timeout decides (default reject)').choices(['approve', 'reject']))
+    .action(
+      action(async (ctx, taskId: string, o: { title: string; reason?: string; by?: string; timeout?: number; onTimeout?: 'approve' | 'reject' }) => {
+        if (o.onTimeout !== undefined && o.timeout === undefined) throw new UsageError('--on-timeout needs --timeout: without a timeout nothing is decided automatically.');
+        const body = {
+          taskId,
+          requestedBy: o.by ?? defaultResolver() ?? 'cli',
+          title: o.title,
+          ...(o.reason !== undefined ? { reason: o.reason } : {}),
+          ...(o.timeout !== undefined ? { timeoutSeconds: o.timeout, timeoutAction: o.onTimeout ?? 'reject' } : {}),
+        };
+        await check(schemas, 'ApprovalIn', body);
+        const id = await resolveId(ctx.client, TASK, taskId);
+        const a = await ctx.client.post<Approval>('/api/v1/approvals', { ...body, taskId: id });
+        const timeout = a.expiresAt ? `; ${a.timeoutAction} automatically in ${formatRemaining(Date.parse(a.expiresAt) - Date.now())}` : '';
+        emit(ctx.json, a, () => `requested ${shortId(a.id)}; task ${shortId(id)} is now awaiting_approval${timeout}\n`);
       }),
     );
 
@@ -99,7 +138,7 @@ export function approvalsCommand(): Command {
     .description('Show an approval request')
     .action(
       action(async (ctx, id: string) => {
-        const a = await ctx.client.get<Approval>(path(id));
+        const a = await ctx.client.get<Approval>(path(await resolveId(ctx.client, APPROVAL, id)));
         emit(ctx.json, a, () => show(a));
       }),
     );
@@ -112,8 +151,11 @@ export function approvalsCommand(): Command {
     .action(
       action(async (ctx, id: string, o: { note?: string; by?: string }) => {
         const by = o.by ?? defaultResolver();
-        const a = await ctx.client.post<Approval>(`${path(id)}/approve`, { ...(o.note !== undefined ? { note: o.note } : {}), ...(by ? { resolvedBy: by } : {}) });
-        emit(ctx.json, a, () => `approved ${a.id}${a.taskId ? ` (task ${a.taskId})` : ''}\n`);
+        const body = { ...(o.note !== undefined ? { note: o.note } : {}), ...(by ? { resolvedBy: by } : {}) };
+        await check(schemas, 'ApproveIn', body);
+        const a = await ctx.client.post<Approval>(`${path(await resolveId(ctx.client, APPROVAL, id))}/approve`, body);
+        const after = ctx.json ? '' : await taskAfter(ctx.client, a);
+        emit(ctx.json, a, () => `approved ${shortId(a.id)}${after}\n`);
       }),
     );
 
@@ -125,8 +167,11 @@ export function approvalsCommand(): Command {
     .action(
       action(async (ctx, id: string, o: { feedback: string; by?: string }) => {
         const by = o.by ?? defaultResolver();
-        const a = await ctx.client.post<Approval>(`${path(id)}/reject`, { feedback: o.feedback, ...(by ? { resolvedBy: by } : {}) });
-        emit(ctx.json, a, () => `rejected ${a.id}${a.taskId ? ` (task ${a.taskId} is pending again)` : ''}\n`);
+        const body = { feedback: o.feedback, ...(by ? { resolvedBy: by } : {}) };
+        await check(schemas, 'RejectIn', body);
+        const a = await ctx.client.post<Approval>(`${path(await resolveId(ctx.client, APPROVAL, id))}/reject`, body);
+        const after = ctx.json ? '' : await taskAfter(ctx.client, a);
+        emit(ctx.json, a, () => `rejected ${shortId(a.id)}${after}\n`);
       }),
     );
 

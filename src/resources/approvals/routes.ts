@@ -26,6 +26,7 @@ export const approvalRoutes = [
     method: 'POST',
     path: base,
     operationId: 'requestApproval',
+    errors: ['conflict', 'invalid_transition', 'unprocessable'],
     summary: 'Request an approval; a task named moves to awaiting_approval',
     description:
       'An unknown taskId or missionId is 422. A task that cannot move to awaiting_approval is 409 invalid_transition; a task that already has a pending approval is 409 conflict. timeoutAction (default reject) decides the request when timeoutSeconds have passed, also across daemon restarts.',
@@ -49,6 +50,7 @@ export const approvalRoutes = [
     method: 'POST',
     path: `${item}/approve`,
     operationId: 'approveApproval',
+    errors: ['conflict'],
     summary: 'Approve a pending request: its task → assigned, or done when requested from review (409 if already decided)',
     description: 'The body may be omitted. If the task was deleted meanwhile, the decision is still recorded. While a request is pending its task cannot be moved out of awaiting_approval by hand (409 conflict).',
     tag,
@@ -62,6 +64,7 @@ export const approvalRoutes = [
     method: 'POST',
     path: `${item}/reject`,
     operationId: 'rejectApproval',
+    errors: ['conflict'],
     summary: 'Reject a pending request with feedback: its task → pending, feedback appended, revisionCount + 1 (409 if already decided)',
     description: 'If the task was deleted meanwhile, the decision is still recorded. While a request is pending its task cannot be moved out of awaiting_approval by hand (409 conflict).',
     tag,

@@ -1,17 +1,17 @@
 import { z } from 'zod';
 import { IdCursor, PageLimit, Timestamp } from '../common.js';
 import { TaskStatus } from '../tasks/schema.js';
+import { APPROVAL_STATUSES, MAX_TIMEOUT_SECONDS, TIMEOUT_ACTIONS } from './values.js';
 
-export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected'] as const;
+export { APPROVAL_STATUSES, MAX_TIMEOUT_SECONDS, TIMEOUT_ACTIONS };
+
 export const ApprovalStatus = z.enum(APPROVAL_STATUSES);
 export type ApprovalStatus = z.output<typeof ApprovalStatus>;
 
-export const TIMEOUT_ACTIONS = ['approve', 'reject'] as const;
 export const TimeoutAction = z.enum(TIMEOUT_ACTIONS);
 export type TimeoutAction = z.output<typeof TimeoutAction>;
 
 /** A year: long enough for any human gate, short enough that expires_at stays a sane date. */
-export const MAX_TIMEOUT_SECONDS = 365 * 24 * 60 * 60;
 
 const who = z.string().trim().min(1).max(128);
 const id = z.string().min(1).max(128);
@@ -75,5 +75,5 @@ export const ApprovalOut = z.object({
   timedOut: z.boolean(),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Approval' });
 export type Approval = z.output<typeof ApprovalOut>;

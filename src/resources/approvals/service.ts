@@ -2,13 +2,16 @@ import type { App } from '../../app.js';
 import { toPage, type Page } from '../common.js';
 import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
-import { nowIso } from '../../lib/time.js';
 import { getMission } from '../missions/service.js';
 import type { Task } from '../tasks/schema.js';
-import { beforeTaskTransition, getTask, transitionTask } from '../tasks/service.js';
+import type { TaskHooks } from '../tasks/hooks.js';
+import { getTask, transitionTask } from '../tasks/service.js';
 import type { TaskState } from '../tasks/state.js';
 import type { Approval, ApprovalInput, ApprovalListFilter } from './schema.js';
 import * as store from './store.js';
+
+/** Approvals keep the daemon's clock: their deadlines and decisions are times the timer compares. */
+const nowOf = (app: App): string => new Date(app.clock.now()).toISOString();
 
 /** resolvedBy of a request decided by its timeout. */
 export const TIMEOUT_RESOLVER = 'timeout';
@@ -61,7 +64,7 @@ export function requestApproval(app: App, input: ApprovalInput): Approval {
       if (waiting) throw new AppError('conflict', `Task ${task.id} already has pending approval ${waiting}; decide that one first.`);
     }
     const id = uuidv7();
-    const now = nowIso();
+    const now = nowOf(app);
     const timeout = input.timeoutSeconds;
     store.insertApproval(app.db, {
       id,
@@ -115,7 +118,7 @@ function revisionText(a: Approval, d: Decision): string {
  * must not fail forever.
  */
 function decide(app: App, a: Approval, d: Decision): Approval {
-  const now = nowIso();
+  const now = nowOf(app);
   const changed = store.resolveApproval(app.db, a.id, {
     status: d.status,
     note: d.note ?? null,
@@ -183,15 +186,27 @@ export function resolveExpired(app: App, id: string, now: number): Approval | nu
 export const expiringApprovals = (app: App, now: number): store.Expiring[] => store.expiringApprovals(app.db, new Date(now).toISOString());
 
 /**
- * The gate holds: a task leaves awaiting_approval only through its approval's decision (a person's
- * or the timeout's), which marks the approval decided first. A move by hand would leave the request
+ * The gate holds both ways. A task enters awaiting_approval only through an approval request,
+ * which records the request before it moves the task: entered by hand, the task would wait for a
+ * decision nobody can make. It leaves only through its approval's decision (a person's or the
+ * timeout's), which marks the approval decided first: moved by hand, the request would stay
  * pending with nothing left to gate. Deleting the task is not a transition and stays allowed.
  */
 function guardTransition(app: App, task: Task, to: TaskState): void {
+  if (to === 'awaiting_approval') {
+    if (store.pendingForTask(app.db, task.id)) return;
+    throw new AppError(
+      'invalid_transition',
+      `Task ${task.id} cannot move from ${task.status} to awaiting_approval by hand: a task enters awaiting_approval only through an approval request. ` +
+        `Request one with POST /api/v1/approvals {"taskId": "${task.id}", "requestedBy", "title"} (CLI: svc approvals request ${task.id} --title …).`,
+    );
+  }
   if (task.status !== 'awaiting_approval') return;
   const waiting = store.pendingForTask(app.db, task.id);
   if (waiting) throw new AppError('conflict', `Task ${task.id} is waiting for approval ${waiting}; approve or reject it instead of moving the task to ${to}.`);
 }
 
-// Registered once per process; each call receives the daemon's App, so several daemons share it.
-beforeTaskTransition(guardTransition);
+/** Closes the approval gate on a daemon's tasks; daemon.ts calls it once per daemon. */
+export function wireApprovals(hooks: TaskHooks): void {
+  hooks.beforeTransition(guardTransition);
+}

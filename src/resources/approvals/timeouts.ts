@@ -1,16 +1,19 @@
 import type { App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
 import { expiringApprovals, resolveExpired } from './service.js';
-import { TimeoutScheduler } from './timer.js';
+import { TimeoutScheduler } from '../../lib/timer.js';
 
 /**
  * Starts deciding expired approvals for the daemon's lifetime. Timeouts live in the database, not
  * in memory: on start the overdue ones are decided at once (before the daemon listens) and the
  * rest armed, so a pending timeout still fires after a restart.
  */
-export function startApprovalTimeouts(app: App, now: () => number = Date.now): { close(): void } {
+export function startApprovalTimeouts(app: App): { close(): void } {
+  const { clock } = app;
   const scheduler = new TimeoutScheduler({
-    now,
+    now: () => clock.now(),
+    setTimer: (fn, ms) => clock.setTimeout(fn, ms),
+    clearTimer: (handle) => clock.clearTimeout(handle),
     candidates: (at) => expiringApprovals(app, at),
     fire: (id, at) => {
       const a = resolveExpired(app, id, at);

@@ -1,23 +1,13 @@
 import type { ServerResponse } from 'node:http';
-import { serviceKey, type App } from '../../app.js';
+import type { App } from '../../app.js';
+import type { Principal } from '../../kernel/auth.js';
 import { AppError, toErrorResponse } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
+import { functionTools, type FunctionTool } from '../../tools/functions.js';
 import { sendOpenAiError } from './openai-errors.js';
 import type { ChatMessage, Usage } from './schema.js';
 import { finishChat, upstreamBody, type ChatPlan } from './service.js';
 import { complete, stream, UpstreamError } from './upstream.js';
-
-/** A management tool as the orchestrator offers it to the model (the agent tool registry, adapted in daemon.ts). */
-export interface ChatTool {
-  name: string;
-  description: string;
-  /** JSON Schema of the arguments. */
-  parameters: Record<string, unknown>;
-  call(args: unknown): Promise<unknown>;
-}
-
-/** The orchestrator's tools, wired in daemon.ts. */
-export const CHAT_TOOLS = serviceKey<(app: App) => readonly ChatTool[]>('chat.tools');
 
 const SYSTEM = [
   'You are the orchestrator of this project\'s team of AI coding agents, inside svc, its control plane.',
@@ -49,7 +39,7 @@ function addUsage(total: Usage | null, u: Usage | null | undefined): Usage | nul
 }
 
 /** Runs one tool call; a failure becomes a result the model can read, never a failed chat. */
-async function runTool(tools: readonly ChatTool[], call: ToolCall): Promise<{ content: string; ok: boolean }> {
+async function runTool(tools: readonly FunctionTool[], call: ToolCall): Promise<{ content: string; ok: boolean }> {
   const tool = tools.find((t) => t.name === call.function.name);
   if (!tool) return { ok: false, content: JSON.stringify({ error: { code: 'not_found', message: `No tool named "${call.function.name}".` } }) };
   let args: unknown;
@@ -71,6 +61,8 @@ export interface OrchestratorIo {
   includeUsage: boolean;
   res: ServerResponse;
   signal: AbortSignal;
+  /** The caller's key: a `tools: "read"` key gets only the read-only tools, as over MCP. */
+  principal: Principal | null;
 }
 
 /**
@@ -79,7 +71,7 @@ export interface OrchestratorIo {
  * reached. Content is streamed to the client as it arrives when the client asked for a stream.
  */
 export async function runOrchestrator(app: App, plan: ChatPlan, io: OrchestratorIo): Promise<void> {
-  const tools = app.services.get(CHAT_TOOLS)(app);
+  const tools = functionTools(app, io.principal);
   const toolSpecs = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
   const maxTurns = app.config().orchestrator.maxTurns;
   const id = `chatcmpl-${uuidv7()}`;

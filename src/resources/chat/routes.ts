@@ -34,11 +34,12 @@ export const chatRoutes = [
       'Without it the project\'s orchestrator answers with management tools the daemon runs itself (tasks, missions, approvals, agents, skills). ' +
       '`x-session-id` continues a session (stored with vault values redacted); the answer carries it. Failures are `{error: {message, type, code}}`.',
     tag: 'Chat',
+    errors: ['not_found', 'conflict', 'upstream_error', 'unavailable'],
     body: ChatRequest,
     response: ChatCompletion,
     rawContentType: 'application/json',
     errorBody: openAiError,
-    handler: async ({ app, body, req, res }): Promise<typeof RAW_RESPONSE> => {
+    handler: async ({ app, body, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
       const header = req.headers['x-session-id'];
       const sessionHeader = Array.isArray(header) ? header[0] : header;
       if (sessionHeader !== undefined && !SessionId.safeParse(sessionHeader).success) {
@@ -52,7 +53,7 @@ export const chatRoutes = [
       });
 
       if (!body.agent) {
-        await runOrchestrator(app, plan, { stream: body.stream === true, includeUsage: body.stream_options?.include_usage === true, res, signal: abort.signal });
+        await runOrchestrator(app, plan, { stream: body.stream === true, includeUsage: body.stream_options?.include_usage === true, res, signal: abort.signal, principal });
         return RAW_RESPONSE;
       }
 

@@ -1,12 +1,20 @@
 import { Command, Option } from 'commander';
 import { action, parseIntOption } from '../../cli/action.js';
+import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
-import { emit, keyValues, style, table } from '../../cli/output.js';
+import { relativeTime, shortId } from '../../cli/human.js';
+import { MISSION, resolveId } from '../../cli/ids.js';
+import { emit, keyValues, nextPageHint, table } from '../../cli/output.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import type { Task } from '../tasks/schema.js';
 import { TASK_STATES } from '../tasks/state.js';
-import { MISSION_STATES, type Mission, type MissionDetail, type Progress } from './schema.js';
+import type { Mission, MissionDetail, Progress } from './schema.js';
+import { MISSION_STATES } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 const path = (id: string) => `/api/v1/missions/${seg(id)}`;
 
@@ -16,11 +24,12 @@ export const missionTable = (missions: Mission[]) =>
   table(
     missions,
     [
-      { header: 'ID', value: (m) => m.id },
+      { header: 'ID', value: (m) => shortId(m.id) },
       { header: 'STATUS', value: (m) => m.status },
       { header: 'DONE', value: (m) => done(m.progress) },
-      { header: 'DEADLINE', value: (m) => m.deadline },
-      { header: 'NAME', value: (m) => m.name },
+      { header: 'DEADLINE', value: (m) => relativeTime(m.deadline) },
+      { header: 'UPDATED', value: (m) => relativeTime(m.updatedAt) },
+      { header: 'NAME', value: (m) => m.name, flex: true },
     ],
     'no missions; add one with `svc missions add <file.json|file.yaml>`',
   );
@@ -35,10 +44,10 @@ export const taskList = (tasks: Task[]) =>
   table(
     tasks,
     [
-      { header: 'ID', value: (t) => t.id },
+      { header: 'ID', value: (t) => shortId(t.id) },
       { header: 'STATUS', value: (t) => t.status },
       { header: 'ASSIGNEE', value: (t) => t.assignTo },
-      { header: 'TITLE', value: (t) => t.title },
+      { header: 'TITLE', value: (t) => t.title, flex: true },
     ],
     'no tasks',
   );
@@ -59,10 +68,11 @@ export function missionsCommand(): Command {
     .option('--cursor <cursor>', 'page to show (printed after a full page)')
     .action(
       action(async (ctx, o: { status?: string; limit?: number; cursor?: string }) => {
-        const res = await ctx.client.call<Mission[]>('GET', '/api/v1/missions', { query: { status: o.status, limit: o.limit, cursor: o.cursor } });
+        const query = { status: o.status, limit: o.limit, cursor: o.cursor };
+        await check(schemas, 'MissionListQuery', defined(query), 'query');
+        const res = await ctx.client.call<Mission[]>('GET', '/api/v1/missions', { query });
         emit(ctx.json, res.data, () => missionTable(res.data));
-        const next = res.headers['x-next-cursor'];
-        if (typeof next === 'string') process.stderr.write(style.dim(`more: svc missions ls --cursor ${next}\n`));
+        nextPageHint('svc missions ls', res.headers['x-next-cursor']);
       }),
     );
 
@@ -71,11 +81,12 @@ export function missionsCommand(): Command {
     .description('Create a mission and its tasks from a JSON or YAML file: {name, goal?, deadline?, tasks: [{title, dependsOn: [titles], ...}]}')
     .action(
       action(async (ctx, file: string) => {
-        const body = readDataFile(file);
+        const body = await readDataFile(file);
         // An empty YAML file reads as null: say so here rather than send the API a body it will refuse.
         if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UsageError(`${file} must hold an object`);
+        await check(schemas, 'MissionIn', body);
         const m = await ctx.client.post<MissionDetail>('/api/v1/missions', body);
-        emit(ctx.json, m, () => `created mission ${m.id} (${m.status}) with ${m.tasks.length} tasks; start it with \`svc missions start ${m.id}\`\n`);
+        emit(ctx.json, m, () => `created mission ${shortId(m.id)} (${m.status}) with ${m.tasks.length} tasks; start it with \`svc missions start ${shortId(m.id)}\`\n`);
       }),
     );
 
@@ -84,7 +95,7 @@ export function missionsCommand(): Command {
     .description('Show a mission, its progress per task state and its tasks')
     .action(
       action(async (ctx, id: string) => {
-        const m = await ctx.client.get<MissionDetail>(path(id));
+        const m = await ctx.client.get<MissionDetail>(path(await resolveId(ctx.client, MISSION, id)));
         emit(ctx.json, m, () => showMission(m));
       }),
     );
@@ -100,8 +111,8 @@ export function missionsCommand(): Command {
       .description(description)
       .action(
         action(async (ctx, id: string) => {
-          const m = await ctx.client.post<Mission>(`${path(id)}/${name}`);
-          emit(ctx.json, m, () => `mission ${m.id} is now ${m.status}: ${progressLine(m.progress)}\n`);
+          const m = await ctx.client.post<Mission>(`${path(await resolveId(ctx.client, MISSION, id))}/${name}`);
+          emit(ctx.json, m, () => `mission ${shortId(m.id)} is now ${m.status}: ${progressLine(m.progress)}\n`);
         }),
       );
   }
@@ -110,10 +121,15 @@ export function missionsCommand(): Command {
     .command('rm <id>')
     .description('Delete a mission; its tasks stay on the board, detached, unless --cascade')
     .option('--cascade', 'remove its tasks too')
+    .option('-y, --yes', 'do not ask for confirmation')
     .action(
       action(async (ctx, id: string, o: { cascade?: boolean }) => {
-        const r = await ctx.client.delete<{ removed: true }>(path(id), o.cascade ? { cascade: 'true' } : undefined);
-        emit(ctx.json, r, () => `removed mission ${id}${o.cascade ? ' and its tasks' : ' (its tasks stay, without a mission)'}\n`);
+        const full = await resolveId(ctx.client, MISSION, id);
+        const m = await ctx.client.get<MissionDetail>(path(full));
+        const what = o.cascade ? ` and its ${m.tasks.length} ${m.tasks.length === 1 ? 'task' : 'tasks'}` : '';
+        await confirm(`delete mission ${shortId(full)} "${m.name}"${what}?`, ctx.yes, `svc missions rm ${id}${o.cascade ? ' --cascade' : ''}`);
+        const r = await ctx.client.delete<{ removed: true }>(path(full), o.cascade ? { cascade: 'true' } : undefined);
+        emit(ctx.json, r, () => `removed mission ${shortId(full)}${o.cascade ? ` and its ${m.tasks.length} tasks` : ` (its ${m.tasks.length} tasks stay, without a mission)`}\n`);
       }),
     );
 

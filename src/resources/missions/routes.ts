@@ -20,6 +20,7 @@ const actionRoute = (action: missions.MissionAction) =>
     method: 'POST',
     path: `${item}/${action}`,
     operationId: `${action}Mission`,
+    errors: ['conflict', 'invalid_transition'],
     summary: SUMMARIES[action],
     description: `Legal from: ${missions.MISSION_ACTIONS[action].from.join(', ')}. Any other state → 409 invalid_transition naming both states.`,
     tag,
@@ -46,6 +47,7 @@ export const missionRoutes = [
     method: 'POST',
     path: base,
     operationId: 'createMission',
+    errors: ['conflict', 'unprocessable'],
     summary: 'Create a mission and its tasks (draft) in one transaction',
     description:
       'dependsOn names other tasks of the mission by title. Duplicate titles, unknown titles, unknown assignees and dependency cycles → 422 unprocessable (a cycle is named: "a → b → a").',

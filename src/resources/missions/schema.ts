@@ -2,8 +2,10 @@ import { z } from 'zod';
 import { IdCursor, PageLimit, Timestamp } from '../common.js';
 import { TaskIn, TaskOut } from '../tasks/schema.js';
 import { TASK_STATES } from '../tasks/state.js';
+import { MISSION_STATES } from './values.js';
 
-export const MISSION_STATES = ['draft', 'active', 'paused', 'completed', 'failed', 'cancelled'] as const;
+export { MISSION_STATES };
+
 export type MissionState = (typeof MISSION_STATES)[number];
 export const MissionStatus = z.enum(MISSION_STATES);
 
@@ -37,10 +39,10 @@ export const MissionOut = z.object({
   progress: Progress,
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Mission' });
 export type Mission = z.output<typeof MissionOut>;
 
-export const MissionDetailOut = MissionOut.extend({ tasks: z.array(TaskOut).describe('The mission tasks, oldest first.') });
+export const MissionDetailOut = MissionOut.extend({ tasks: z.array(TaskOut).describe('The mission tasks, oldest first.') }).meta({ id: 'MissionDetail' });
 export type MissionDetail = z.output<typeof MissionDetailOut>;
 
 export const MissionIdParam = z.strictObject({ missionId: z.string().min(1).max(128) });

@@ -5,19 +5,8 @@ import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
 import type { Task, TaskInput } from '../tasks/schema.js';
-import {
-  beforeTaskCreate,
-  beforeTaskTransition,
-  createTask,
-  detachTaskFromMission,
-  findMissionTaskByTitle,
-  listMissionTasks,
-  onTaskRemoved,
-  onTaskTransition,
-  removeTask,
-  transitionTask,
-  type TaskTransition,
-} from '../tasks/service.js';
+import type { RemovalCause, TaskHooks, TaskTransition } from '../tasks/hooks.js';
+import { createTask, detachTaskFromMission, findMissionTaskByTitle, listMissionTasks, removeTask, transitionTask } from '../tasks/service.js';
 import { TASK_STATES, type TaskState } from '../tasks/state.js';
 import { planTasks } from './plan.js';
 import type { Mission, MissionDetail, MissionInput, MissionListFilter, MissionRecord, MissionState, Progress } from './schema.js';
@@ -37,9 +26,6 @@ const RUNNING: MissionState[] = ['active', 'paused'];
 
 /** Final states: nothing moves a mission out of them, and no task joins it. */
 const FINISHED: MissionState[] = ['completed', 'failed', 'cancelled'];
-
-/** Missions being deleted in the current transaction: removing their tasks must not complete them. */
-const deleting = new Set<string>();
 
 function progressOf(tasks: Task[]): Progress {
   const p = Object.fromEntries([['total', tasks.length], ...TASK_STATES.map((s) => [s, 0])]) as Progress;
@@ -145,13 +131,8 @@ export function deleteMission(app: App, id: string, cascade: boolean): void {
   app.events.write(() => {
     const m = requireRecord(app, id);
     const tasks = listMissionTasks(app, id);
-    deleting.add(id);
-    try {
-      if (cascade) for (const t of [...tasks].reverse()) removeTask(app, t.id);
-      else for (const t of tasks) detachTaskFromMission(app, t.id);
-    } finally {
-      deleting.delete(id);
-    }
+    if (cascade) for (const t of [...tasks].reverse()) removeTask(app, t.id, 'mission');
+    else for (const t of tasks) detachTaskFromMission(app, t.id);
     store.deleteMission(app.db, id);
     app.events.emit('mission:deleted', { missionId: id, name: m.name, cascade });
   });
@@ -184,10 +165,10 @@ function onTransition(app: App, { task, to }: TaskTransition): void {
 /**
  * Removing a mission's last open task may leave only done tasks: the mission is then complete.
  * Removing its last task of all leaves it as it is (nothing was achieved; tasks may still join, or
- * it can be cancelled).
+ * it can be cancelled). Tasks removed with their mission complete nothing: the mission is going.
  */
-function onRemoval(app: App, task: Task): void {
-  if (!task.missionId || deleting.has(task.missionId)) return;
+function onRemoval(app: App, task: Task, cause: RemovalCause): void {
+  if (!task.missionId || cause === 'mission') return;
   const m = store.getMission(app.db, task.missionId);
   if (m) completeIfAllDone(app, m, false);
 }
@@ -233,8 +214,10 @@ function guardTransition(app: App, task: Task, to: TaskState): void {
   }
 }
 
-// Registered once per process; each call receives the daemon's App, so several daemons share them.
-onTaskTransition(onTransition);
-beforeTaskTransition(guardTransition);
-onTaskRemoved(onRemoval);
-beforeTaskCreate(checkNewTask);
+/** Makes a daemon's tasks follow their missions' rules; daemon.ts calls it once per daemon. */
+export function wireMissions(hooks: TaskHooks): void {
+  hooks.onTransition(onTransition);
+  hooks.beforeTransition(guardTransition);
+  hooks.onRemoved(onRemoval);
+  hooks.beforeCreate(checkNewTask);
+}

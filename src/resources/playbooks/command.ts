@@ -1,7 +1,9 @@
 import { Command } from 'commander';
 import { basename, dirname, resolve } from 'node:path';
 import { action, collect } from '../../cli/action.js';
+import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
+import { shortId } from '../../cli/human.js';
 import { readDataFile } from '../../cli/data-file.js';
 import { emit, keyValues, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
@@ -9,6 +11,10 @@ import { progressLine, taskList } from '../missions/command.js';
 import type { Mission } from '../missions/schema.js';
 import type { Task } from '../tasks/schema.js';
 import type { Parameter, ParamValue, Playbook } from './schema.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
+import { check, defined } from '../../cli/validate.js';
 
 const path = (name: string) => `/api/v1/playbooks/${seg(name)}`;
 
@@ -105,9 +111,11 @@ export function playbooksCommand(): Command {
     .option('--name <name>', 'playbook name (default: the file name field, else the file or folder name)')
     .action(
       action(async (ctx, file: string, o: { name?: string }) => {
-        const body = readDataFile(file);
+        const body = await readDataFile(file);
         if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UsageError(`${file} must hold an object`);
-        const p = await ctx.client.post<Playbook>('/api/v1/playbooks', { ...body, name: nameFor(file, body as Record<string, unknown>, o.name) });
+        const full = { ...body, name: nameFor(file, body as Record<string, unknown>, o.name) };
+        await check(schemas, 'PlaybookIn', full);
+        const p = await ctx.client.post<Playbook>('/api/v1/playbooks', full);
         emit(ctx.json, p, () => `created playbook ${p.name}; run it with \`svc playbooks run ${p.name}\`\n`);
       }),
     );
@@ -115,8 +123,10 @@ export function playbooksCommand(): Command {
   cmd
     .command('rm <name>')
     .description('Delete a playbook made through the API')
+    .option('-y, --yes', 'do not ask for confirmation')
     .action(
       action(async (ctx, name: string) => {
+        await confirm(`delete playbook ${name}?`, ctx.yes, `svc playbooks rm ${name}`);
         const r = await ctx.client.delete<{ removed: true }>(path(name));
         emit(ctx.json, r, () => `removed playbook ${name}\n`);
       }),
@@ -131,7 +141,7 @@ export function playbooksCommand(): Command {
         const p = await ctx.client.get<Playbook>(path(name));
         const params = parseParams(o.param ?? [], p.parameters);
         const r = await ctx.client.post<{ mission: Mission; tasks: Task[] }>(`${path(name)}/run`, { params });
-        emit(ctx.json, r, () => `created mission ${r.mission.id} (${r.mission.status}) from ${name}: ${progressLine(r.mission.progress)}\n\n${taskList(r.tasks)}`);
+        emit(ctx.json, r, () => `created mission ${shortId(r.mission.id)} (${r.mission.status}) from ${name}: ${progressLine(r.mission.progress)}\n\n${taskList(r.tasks)}`);
       }),
     );
 

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ErrorDetail } from '../../kernel/errors.js';
 import { zodDetails } from '../../kernel/server.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../lib/json.js';
 import { PlaybookFile, PlaybookName, type Parameter } from './schema.js';
 import { checkTemplate } from './template.js';
 
@@ -48,7 +49,10 @@ function readFolder(root: string, name: string): FilePlaybook | null {
   if (st.size > MAX_FILE_BYTES) return broken(`${PLAYBOOK_FILE} is larger than 1 MiB (${st.size} bytes)`);
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
+    const text = readFileSync(path, 'utf8');
+    // The same bound as request bodies: a file nested thousands deep would overflow the checks' stack.
+    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) return broken(`${PLAYBOOK_FILE} nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`);
+    raw = JSON.parse(text);
   } catch (err) {
     return broken(`${PLAYBOOK_FILE} is not valid JSON (${(err as Error).message})`);
   }

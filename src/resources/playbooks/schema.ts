@@ -78,13 +78,13 @@ export const PlaybookOut = z.object({
   error: z.string().nullable().describe('Why a playbook file is invalid (it cannot be run until fixed); null when valid.'),
   createdAt: Timestamp.describe('For a file: its modification time.'),
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Playbook' });
 export type Playbook = z.output<typeof PlaybookOut>;
 
 export const RunIn = z.strictObject({
   params: z.record(z.string(), ParamValue).default({}).describe('Parameter values by name, each of its declared type.'),
 });
 
-export const RunOut = z.object({ mission: MissionOut, tasks: z.array(TaskOut) });
+export const RunOut = z.object({ mission: MissionOut, tasks: z.array(TaskOut) }).meta({ id: 'PlaybookRun' });
 
 export const PlaybookNameParam = z.strictObject({ name: z.string().min(1).max(128) });

@@ -8,7 +8,7 @@ import type { Task } from '../tasks/schema.js';
 import { readPlaybookFile, scanPlaybookFiles, type FilePlaybook } from './files.js';
 import type { Parameter, ParamValue, Playbook, PlaybookInput, PlaybookPatchInput } from './schema.js';
 import * as store from './store.js';
-import { checkTemplate, fill, type Values } from './template.js';
+import { checkTemplate, fill, valueOf, type Values } from './template.js';
 
 // Playbooks live in the state DB (source "api") and in <root>/playbooks/<name>/playbook.json
 // (source "file"). On a name clash the api one wins: it was made on purpose on this machine, and
@@ -105,9 +105,9 @@ export function resolveParams(parameters: Parameter[], given: Record<string, Par
   for (const k of Object.keys(given)) {
     if (!declared.has(k)) problems.push({ path: `body.params.${k}`, message: `unknown parameter (this playbook takes: ${names})` });
   }
-  const values: Values = {};
+  const values: Values = Object.create(null) as Values;
   for (const p of parameters) {
-    const v = given[p.name] ?? p.default;
+    const v = valueOf(given, p.name) ?? p.default;
     if (v === undefined) {
       if (p.required) problems.push({ path: `body.params.${p.name}`, message: `required ${p.type} parameter is missing` });
       continue;

@@ -13,6 +13,9 @@ const OMIT = Symbol('omit');
 
 export type Values = Record<string, ParamValue | undefined>;
 
+/** Parameter names are the template author's (`{{constructor}}` is a valid one): own properties only. */
+export const valueOf = <T>(values: Record<string, T>, name: string): T | undefined => (Object.hasOwn(values, name) ? values[name] : undefined);
+
 /** Every placeholder in the template, with the path of the string that holds it. */
 export function placeholders(value: unknown, path: (string | number)[] = []): { path: (string | number)[]; name: string }[] {
   if (typeof value === 'string') return [...value.matchAll(PLACEHOLDER)].map((m) => ({ path, name: m[1]! }));
@@ -30,17 +33,17 @@ export function fill(template: unknown, values: Values): unknown {
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') {
       const whole = WHOLE.exec(v);
-      if (whole) return values[whole[1]!] ?? OMIT;
-      return v.replace(PLACEHOLDER, (_, name: string) => String(values[name] ?? ''));
+      if (whole) return valueOf(values, whole[1]!) ?? OMIT;
+      return v.replace(PLACEHOLDER, (_, name: string) => String(valueOf(values, name) ?? ''));
     }
     if (Array.isArray(v)) return v.map(walk).filter((x) => x !== OMIT);
     if (v && typeof v === 'object') {
-      const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) {
-        const f = walk(x);
-        if (f !== OMIT) out[k] = f;
-      }
-      return out;
+      // fromEntries defines own properties, so a "__proto__" key stays a key and never a prototype.
+      return Object.fromEntries(
+        Object.entries(v)
+          .map(([k, x]) => [k, walk(x)] as const)
+          .filter(([, f]) => f !== OMIT),
+      );
     }
     return v;
   };

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import type { App } from '../../app.js';
+import { serviceKey, type App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
 import { scanSkills, type IndexedSkill } from './scan.js';
 import { watchSkillsDir, type DirWatcher } from './watch.js';
@@ -43,19 +43,12 @@ export class SkillIndex {
   }
 }
 
-const indexes = new WeakMap<App, SkillIndex>();
+/** The daemon's skill index (provided in daemon.ts, kept current by startSkills). */
+export const SKILL_INDEX = serviceKey<SkillIndex>('skills.index');
 
 export const skillsDirOf = (app: App): string => resolve(app.root, app.config().skillsDir);
 
-/** The app's index; built on first use, so handlers work even before the watcher is up. */
-export function skillIndex(app: App): SkillIndex {
-  let index = indexes.get(app);
-  if (!index) {
-    index = new SkillIndex(skillsDirOf(app));
-    indexes.set(app, index);
-  }
-  return index;
-}
+export const skillIndex = (app: App): SkillIndex => app.services.get(SKILL_INDEX);
 
 /**
  * Builds the index and keeps it current: changes made on disk by people, editors or git show up

@@ -1,9 +1,11 @@
 import { parseDocument, stringify } from 'yaml';
+import { SKILL_NAME_RE } from './schema.js';
 
 // SKILL.md: YAML front matter between two `---` lines, then a Markdown body. The same convention
 // agent tools already read, so a skill written here works there and the other way round.
 
-export const SKILL_NAME_RE = /^[a-z0-9][a-z0-9-]{0,63}$/;
+// Defined beside the API schema, so that the CLI can check names without loading the YAML parser.
+export { SKILL_NAME_RE };
 
 export interface ParsedSkill {
   description: string | null;

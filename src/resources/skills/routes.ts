@@ -22,6 +22,7 @@ export const skillRoutes = [
     method: 'POST',
     path: '/api/v1/skills',
     operationId: 'createSkill',
+    errors: ['conflict'],
     summary: 'Write a new skill folder with its SKILL.md',
     tag,
     status: 201,

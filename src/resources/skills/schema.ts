@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { Timestamp } from '../common.js';
-import { SKILL_NAME_RE } from './parse.js';
+
+/** Skill (folder) names: kebab-case, as the Agent Skills format requires. */
+export const SKILL_NAME_RE = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 export const SkillName = z.string().regex(SKILL_NAME_RE, 'must be kebab-case: 1-64 lowercase letters, digits or "-", starting with a letter or digit');
 
@@ -15,7 +17,7 @@ export type SkillInput = z.output<typeof SkillIn>;
 /** Body of assign and unassign. */
 export const SkillAgentIn = z.strictObject({ agent: z.string().min(1).describe('Agent name.') });
 
-export const SkillAgentOut = z.object({ skill: z.string(), agent: z.string() });
+export const SkillAgentOut = z.object({ skill: z.string(), agent: z.string() }).meta({ id: 'SkillAssignment' });
 
 export const SkillOut = z.object({
   name: z.string().describe('The folder name.'),
@@ -25,11 +27,11 @@ export const SkillOut = z.object({
   assignedTo: z.array(z.string()).describe('Names of the agents whose `skills` list holds this skill.'),
   updatedAt: Timestamp.describe("SKILL.md's modification time."),
   error: z.string().optional().describe('What is wrong with SKILL.md; absent when the skill is valid. Broken skills are listed, never dropped.'),
-});
+}).meta({ id: 'Skill' });
 export type Skill = z.output<typeof SkillOut>;
 
 export const SkillDetailOut = SkillOut.extend({
   content: z.string().describe('The Markdown body.'),
   frontMatter: z.record(z.string(), z.unknown()).describe('Every front matter field as written, including ones svc does not use.'),
-});
+}).meta({ id: 'SkillDetail' });
 export type SkillDetail = z.output<typeof SkillDetailOut>;

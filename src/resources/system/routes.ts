@@ -13,7 +13,7 @@ export const StatusOut = z.object({
   startedAt: Timestamp,
   uptimeSeconds: z.number(),
   root: z.string().describe('Project root directory.'),
-});
+}).meta({ id: 'Status' });
 
 export const systemRoutes = [
   route({

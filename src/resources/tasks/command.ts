@@ -1,27 +1,52 @@
 import { Argument, Command, Option } from 'commander';
 import { action, collect, parseIntOption } from '../../cli/action.js';
-import { UsageError } from '../../cli/context.js';
-import { emit, keyValues, style, table } from '../../cli/output.js';
+import { confirm } from '../../cli/confirm.js';
+import { UsageError, type CliContext } from '../../cli/context.js';
+import { relativeTime, shortId } from '../../cli/human.js';
+import { MISSION, resolveId, TASK } from '../../cli/ids.js';
+import { emit, keyValues, nextPageHint, table } from '../../cli/output.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
-import { PRIORITIES, type Task } from './schema.js';
+import type { Claimed, Task } from './schema.js';
+import { PRIORITIES } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 import { TASK_STATES } from './state.js';
 
 const path = (id: string) => `/api/v1/tasks/${seg(id)}`;
 
-const taskTable = (tasks: Task[]) =>
+/** How long a claim lease has left, for people: "14m left", "45s left", "expired". */
+export function leaseLeft(expiresAt: string | null, now = Date.now()): string | null {
+  if (expiresAt === null) return null;
+  const s = Math.ceil((Date.parse(expiresAt) - now) / 1000);
+  if (s <= 0) return 'expired';
+  if (s < 60) return `${s}s left`;
+  if (s < 3600) return `${Math.ceil(s / 60)}m left`;
+  return `${Math.floor(s / 3600)}h${String(Math.ceil((s % 3600) / 60)).padStart(2, '0')}m left`;
+}
+
+export const taskTable = (tasks: Task[], now = Date.now()) =>
   table(
     tasks,
     [
-      { header: 'ID', value: (t) => t.id },
+      { header: 'ID', value: (t) => shortId(t.id) },
       { header: 'STATUS', value: (t) => t.status },
       { header: 'PRIORITY', value: (t) => t.priority },
       { header: 'ASSIGNEE', value: (t) => t.assignTo },
-      { header: 'TITLE', value: (t) => t.title },
+      { header: 'UPDATED', value: (t) => relativeTime(t.updatedAt, now) },
+      // The assignee of an in_progress claimed task is its holder; this is its lease.
+      { header: 'LEASE', value: (t) => leaseLeft(t.leaseExpiresAt, now) },
+      { header: 'TITLE', value: (t) => t.title, flex: true },
     ],
     'no tasks; add one with `svc tasks add <title>`',
   );
 
-const show = (t: Task) => keyValues({ ...t, result: t.result === null ? null : JSON.stringify(t.result) });
+const show = (t: Task) =>
+  keyValues({ ...t, result: t.result === null ? null : JSON.stringify(t.result), createdAt: `${t.createdAt} (${relativeTime(t.createdAt)})`, updatedAt: `${t.updatedAt} (${relativeTime(t.updatedAt)})` });
+
+/** What a person wants to know after a change: the short id, the state, and who has it. */
+export const taskState = (t: Task) => `task ${shortId(t.id)} is now ${t.status}${t.assignTo ? ` (${t.assignTo})` : ''}`;
 
 interface FieldOptions {
   title?: string;
@@ -38,7 +63,7 @@ function withFieldOptions(cmd: Command): Command {
   return cmd
     .option('--description <text>', 'what to do')
     .option('--assign-to <agent>', 'agent to assign (must exist)')
-    .option('--depends-on <taskId>', 'task that must be done first (repeatable)', collect)
+    .option('--depends-on <taskId>', 'task that must be done first; a short id works (repeatable)', collect)
     .addOption(new Option('--priority <level>', 'priority').choices([...PRIORITIES]))
     .option('--label <label>', 'label (repeatable)', collect)
     .option('--max-retries <n>', 'retries allowed after failure', parseIntOption('--max-retries'))
@@ -69,8 +94,13 @@ function parseResult(v: string): unknown {
   }
 }
 
+/** Short ids given in --depends-on, made full. */
+async function resolveDeps(ctx: CliContext, body: Record<string, unknown>): Promise<void> {
+  if (Array.isArray(body.dependsOn)) body.dependsOn = await Promise.all((body.dependsOn as string[]).map((d) => resolveId(ctx.client, TASK, d)));
+}
+
 export function tasksCommand(): Command {
-  const cmd = new Command('tasks').description('Manage the task board');
+  const cmd = new Command('tasks').description('Manage the task board (ids: a unique prefix or suffix of 4+ characters works)');
 
   cmd
     .command('ls')
@@ -82,13 +112,12 @@ export function tasksCommand(): Command {
     .option('--cursor <cursor>', 'page to show (printed after a full page)')
     .action(
       action(async (ctx, o: { status?: string; assignTo?: string; mission?: string; limit?: number; cursor?: string }) => {
-        const res = await ctx.client.call<Task[]>('GET', '/api/v1/tasks', {
-          query: { status: o.status, assignTo: o.assignTo, missionId: o.mission, limit: o.limit, cursor: o.cursor },
-        });
-        const next = res.headers['x-next-cursor'];
+        const query = { status: o.status, assignTo: o.assignTo, missionId: o.mission, limit: o.limit, cursor: o.cursor };
+        await check(schemas, 'TaskListQuery', defined(query), 'query');
+        if (query.missionId) query.missionId = await resolveId(ctx.client, MISSION, query.missionId);
+        const res = await ctx.client.call<Task[]>('GET', '/api/v1/tasks', { query });
         emit(ctx.json, res.data, () => taskTable(res.data));
-        // On stderr so that --json output stays one JSON document.
-        if (typeof next === 'string') process.stderr.write(style.dim(`more: svc tasks ls --cursor ${next}\n`));
+        nextPageHint('svc tasks ls', res.headers['x-next-cursor']);
       }),
     );
 
@@ -97,9 +126,12 @@ export function tasksCommand(): Command {
     .option('--draft', 'create it as draft')
     .action(
       action(async (ctx, title: string, o: FieldOptions & { mission?: string; draft?: boolean }) => {
-        const body = { title, ...fieldsFrom(o), ...(o.mission ? { missionId: o.mission } : {}), ...(o.draft ? { draft: true } : {}) };
+        const body: Record<string, unknown> = { title, ...fieldsFrom(o), ...(o.mission ? { missionId: o.mission } : {}), ...(o.draft ? { draft: true } : {}) };
+        await check(schemas, 'TaskIn', body);
+        if (typeof body.missionId === 'string') body.missionId = await resolveId(ctx.client, MISSION, body.missionId);
+        await resolveDeps(ctx, body);
         const task = await ctx.client.post<Task>('/api/v1/tasks', body);
-        emit(ctx.json, task, () => `created task ${task.id} (${task.status})\n`);
+        emit(ctx.json, task, () => `created task ${shortId(task.id)} (${task.status}${task.assignTo ? `, ${task.assignTo}` : ''})\n`);
       }),
     );
 
@@ -108,7 +140,7 @@ export function tasksCommand(): Command {
     .description('Show a task')
     .action(
       action(async (ctx, id: string) => {
-        const task = await ctx.client.get<Task>(path(id));
+        const task = await ctx.client.get<Task>(path(await resolveId(ctx.client, TASK, id)));
         emit(ctx.json, task, () => show(task));
       }),
     );
@@ -121,9 +153,11 @@ export function tasksCommand(): Command {
       action(async (ctx, id: string, o: FieldOptions & { unset?: string[] }) => {
         const patch = fieldsFrom(o);
         for (const f of o.unset ?? []) patch[f] = null;
-        if (!Object.keys(patch).length) throw new UsageError('nothing to change: give at least one option (see `svc tasks edit --help`)');
-        const task = await ctx.client.patch<Task>(path(id), patch);
-        emit(ctx.json, task, () => `updated task ${task.id}: ${Object.keys(patch).join(', ')}\n`);
+        if (!Object.keys(patch).length) throw new UsageError('nothing to change: give at least one option', 'see `svc tasks edit --help`');
+        await check(schemas, 'TaskPatch', patch);
+        await resolveDeps(ctx, patch);
+        const task = await ctx.client.patch<Task>(path(await resolveId(ctx.client, TASK, id)), patch);
+        emit(ctx.json, task, () => `updated ${Object.keys(patch).join(', ')}; ${taskState(task)}\n`);
       }),
     );
 
@@ -141,8 +175,9 @@ export function tasksCommand(): Command {
         if (o.reason !== undefined) body.reason = o.reason;
         if (o.expectedFrom !== undefined) body.expectedFrom = o.expectedFrom;
         if (o.result !== undefined) body.result = parseResult(o.result);
-        const task = await ctx.client.post<Task>(`${path(id)}/transition`, body);
-        emit(ctx.json, task, () => `task ${task.id} is now ${task.status}\n`);
+        await check(schemas, 'TransitionIn', body);
+        const task = await ctx.client.post<Task>(`${path(await resolveId(ctx.client, TASK, id))}/transition`, body);
+        emit(ctx.json, task, () => `${taskState(task)}\n`);
       }),
     );
 
@@ -152,8 +187,9 @@ export function tasksCommand(): Command {
     .requiredOption('--agent <agent>', 'the claiming agent')
     .action(
       action(async (ctx, id: string, o: { agent: string }) => {
-        const task = await ctx.client.post<Task>(`${path(id)}/claim`, { agent: o.agent });
-        emit(ctx.json, task, () => `task ${task.id} claimed by ${o.agent} (${task.status})\n`);
+        await check(schemas, 'ClaimIn', { agent: o.agent });
+        const task = await ctx.client.post<Claimed>(`${path(await resolveId(ctx.client, TASK, id))}/claim`, { agent: o.agent });
+        emit(ctx.json, task, () => `claimed by ${o.agent}; ${taskState(task)}; lease ${task.leaseId} ${leaseLeft(task.leaseExpiresAt)}\n`);
       }),
     );
 
@@ -162,18 +198,22 @@ export function tasksCommand(): Command {
     .description('Send a failed task back to pending (counts one retry)')
     .action(
       action(async (ctx, id: string) => {
-        const task = await ctx.client.post<Task>(`${path(id)}/retry`);
-        emit(ctx.json, task, () => `task ${task.id} is pending again (retry ${task.retries} of ${task.maxRetries})\n`);
+        const task = await ctx.client.post<Task>(`${path(await resolveId(ctx.client, TASK, id))}/retry`);
+        emit(ctx.json, task, () => `retry ${task.retries} of ${task.maxRetries}; ${taskState(task)}\n`);
       }),
     );
 
   cmd
     .command('rm <id>')
     .description('Delete a task')
+    .option('-y, --yes', 'do not ask for confirmation')
     .action(
       action(async (ctx, id: string) => {
-        const r = await ctx.client.delete<{ removed: true }>(path(id));
-        emit(ctx.json, r, () => `removed task ${id}\n`);
+        const full = await resolveId(ctx.client, TASK, id);
+        const task = await ctx.client.get<Task>(path(full));
+        await confirm(`delete task ${shortId(full)} "${task.title}"?`, ctx.yes, `svc tasks rm ${id}`);
+        const r = await ctx.client.delete<{ removed: true }>(path(full));
+        emit(ctx.json, r, () => `removed task ${shortId(full)}\n`);
       }),
     );
 

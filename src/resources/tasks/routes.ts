@@ -1,7 +1,24 @@
 import { z } from 'zod';
 import { route } from '../../app.js';
 import { pageAnswer, Removed } from '../common.js';
-import { ClaimIn, TaskIdParam, TaskIn, TaskListQuery, TaskOut, TaskPatch, TransitionIn } from './schema.js';
+import { addComment, listComments } from './comments.js';
+import {
+  ClaimIn,
+  ClaimOut,
+  CommentIn,
+  CommentListQuery,
+  CommentOut,
+  HeartbeatIn,
+  LeaseOut,
+  NextIn,
+  NextOut,
+  TaskIdParam,
+  TaskIn,
+  TaskListQuery,
+  TaskOut,
+  TaskPatch,
+  TransitionIn,
+} from './schema.js';
 import * as tasks from './service.js';
 
 const tag = 'Tasks';
@@ -32,6 +49,7 @@ export const taskRoutes = [
     method: 'POST',
     path: base,
     operationId: 'createTask',
+    errors: ['conflict', 'unprocessable'],
     summary: 'Create a task (pending, or draft with draft: true)',
     description:
       "With missionId the task joins that mission under the mission's rules: unknown mission → 422 (details body.missionId); a completed, failed or cancelled mission → 409 conflict; a title the mission already has → 422 (details body.title); a draft mission's task is created draft whatever draft says.",
@@ -55,6 +73,7 @@ export const taskRoutes = [
     method: 'PATCH',
     path: item,
     operationId: 'updateTask',
+    errors: ['unprocessable'],
     summary: 'Update a task; never its status (a missing field is kept, null clears it)',
     tag,
     params: TaskIdParam,
@@ -66,7 +85,12 @@ export const taskRoutes = [
     method: 'POST',
     path: `${item}/transition`,
     operationId: 'transitionTask',
+    errors: ['conflict', 'invalid_transition'],
     summary: 'Move a task to another state (409 invalid_transition for a move the state machine forbids)',
+    description:
+      'awaiting_approval is entered only through an approval request (POST /api/v1/approvals): a move there by hand is 409 invalid_transition. ' +
+      'A task waiting for a pending request leaves only through its decision (409 conflict otherwise). ' +
+      'With leaseId (the holder of a claim), the move is refused (409 conflict) unless that lease is current and unexpired. Leaving in_progress ends the lease.',
     tag,
     params: TaskIdParam,
     body: TransitionIn,
@@ -77,18 +101,69 @@ export const taskRoutes = [
     method: 'POST',
     path: `${item}/claim`,
     operationId: 'claimTask',
+    errors: ['conflict', 'unprocessable'],
     summary: 'An agent claims a pending or assigned task and starts it (atomic; 409 if another agent holds it)',
-    description: 'The agent must exist (else 422 unprocessable). A pending task passes through assigned, so two task:transition events fire.',
+    description:
+      'The agent must exist (else 422 unprocessable). A pending task passes through assigned, so two task:transition events fire. The claim is a lease: the answer carries leaseId and leaseExpiresAt (tasks.leaseSeconds in project.json, default 900). Without a heartbeat before then, the task goes back to pending with no assignee (task:lease_expired).',
     tag,
     params: TaskIdParam,
     body: ClaimIn,
-    response: TaskOut,
+    response: ClaimOut,
     handler: ({ app, params, body }) => tasks.claimTask(app, params.taskId, body.agent),
+  }),
+  route({
+    method: 'POST',
+    path: `${item}/heartbeat`,
+    operationId: 'heartbeatTask',
+    errors: ['conflict'],
+    summary: "The holder of a claim extends its lease by tasks.leaseSeconds from now (409 once the lease expired or was released)",
+    tag,
+    params: TaskIdParam,
+    body: HeartbeatIn,
+    response: LeaseOut,
+    handler: ({ app, params, body }) => tasks.heartbeatTask(app, params.taskId, body.leaseId),
+  }),
+  route({
+    method: 'POST',
+    path: `${base}/next`,
+    operationId: 'claimNextTask',
+    errors: ['conflict', 'unprocessable'],
+    summary: 'Claim the next task an agent may take, or answer task: null when none is ready',
+    description:
+      'Candidates: pending or assigned tasks that are unassigned or assigned to the agent, whose dependencies are all done. The most urgent priority first, then the oldest. The claim is the same as POST .../claim (same events, same lease).',
+    tag,
+    body: NextIn,
+    response: NextOut,
+    handler: ({ app, body }) => ({ task: tasks.nextTask(app, body.agent) }),
+  }),
+  route({
+    method: 'POST',
+    path: `${item}/comments`,
+    operationId: 'addTaskComment',
+    summary: "Append a note to a task's activity",
+    tag,
+    status: 201,
+    params: TaskIdParam,
+    body: CommentIn,
+    response: CommentOut,
+    handler: ({ app, params, body, principal }) => addComment(app, params.taskId, body, principal?.name ?? 'unknown'),
+  }),
+  route({
+    method: 'GET',
+    path: `${item}/comments`,
+    operationId: 'listTaskComments',
+    summary: "A task's notes, newest first (cursor)",
+    tag,
+    params: TaskIdParam,
+    query: CommentListQuery,
+    response: z.array(CommentOut),
+    handler: ({ app, params, query, setHeader }) => pageAnswer(setHeader, listComments(app, params.taskId, query)),
   }),
   route({
     method: 'POST',
     path: `${item}/retry`,
     operationId: 'retryTask',
+    errors: ['conflict', 'invalid_transition'],
     summary: 'Send a failed task back to pending, counting one retry (409 once maxRetries are used)',
     tag,
     params: TaskIdParam,
@@ -99,6 +174,7 @@ export const taskRoutes = [
     method: 'DELETE',
     path: item,
     operationId: 'deleteTask',
+    errors: ['conflict'],
     summary: 'Delete a task (tasks depending on it lose that dependency)',
     description:
       'An active or paused mission left with tasks that are all done completes (mission:completed, same transaction); a mission left with no tasks stays as it is.',

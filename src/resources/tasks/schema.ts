@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { IdCursor, PageLimit, Timestamp } from '../common.js';
 import { TASK_STATES } from './state.js';
+import { PRIORITIES } from './values.js';
+
+export { PRIORITIES };
 
 export const TaskStatus = z.enum(TASK_STATES);
 
 /** Named levels rather than numbers: they read the same in the API, the CLI and events. */
-export const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 export const Priority = z.enum(PRIORITIES).describe('low | normal | high | urgent; default normal.');
 
 export const DEFAULT_MAX_RETRIES = 3;
@@ -58,14 +60,46 @@ export const TaskPatch = z.strictObject({
 });
 export type TaskPatchInput = z.output<typeof TaskPatch>;
 
+const LeaseId = z.string().min(1).max(128);
+
 export const TransitionIn = z.strictObject({
   to: TaskStatus,
   reason: z.string().max(2000).optional().describe('Why; carried in the task:transition event.'),
   expectedFrom: TaskStatus.optional().describe('Refuse (409 conflict) unless the task is in this state now.'),
   result: z.unknown().optional().describe('Any JSON value, stored as the task result; only with to = review, done or failed.'),
+  leaseId: LeaseId.optional().describe('The claim lease of the caller: refused (409 conflict) unless it is the task current, unexpired lease.'),
 });
 
 export const ClaimIn = z.strictObject({ agent: agentRef });
+
+export const NextIn = z.strictObject({ agent: agentRef.describe('The agent asking for work (must exist).') });
+
+export const HeartbeatIn = z.strictObject({ leaseId: LeaseId.describe('The leaseId the claim answered.') });
+
+export const LeaseOut = z.object({
+  taskId: z.string(),
+  agent: z.string().nullable().describe('The holder.'),
+  leaseId: z.string(),
+  leaseExpiresAt: Timestamp.describe('When the task is released unless a heartbeat extends the lease.'),
+});
+export type Lease = z.output<typeof LeaseOut>;
+
+export const CommentIn = z.strictObject({
+  body: z.string().trim().min(1).max(20_000).describe('The note, plain text or Markdown.'),
+  author: z.string().trim().min(1).max(128).optional().describe('Who writes it (an agent name, a person); default the name of the API key used.'),
+});
+export type CommentInput = z.output<typeof CommentIn>;
+
+export const CommentOut = z.object({
+  id: z.string(),
+  taskId: z.string(),
+  author: z.string(),
+  body: z.string(),
+  createdAt: Timestamp,
+});
+export type Comment = z.output<typeof CommentOut>;
+
+export const CommentListQuery = z.strictObject({ limit: PageLimit, cursor: IdCursor });
 
 export const TaskIdParam = z.strictObject({ taskId: z.string().min(1).max(128) });
 
@@ -93,7 +127,18 @@ export const TaskOut = z.object({
   sideEffects: z.boolean(),
   result: z.unknown().describe('Set by a transition to review, done or failed; null until then.'),
   revisionCount: z.int().describe('How many times the task was sent back for revision (approval rejected).'),
+  leaseExpiresAt: Timestamp.nullable().describe(
+    'While the claim of `assignTo` holds the task (in_progress): when it is released back to pending unless a heartbeat extends it. null otherwise.',
+  ),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Task' });
 export type Task = z.output<typeof TaskOut>;
+
+export const ClaimOut = TaskOut.extend({
+  leaseId: z.string().describe('Proves the claim: send it with heartbeats (POST .../heartbeat) and, optionally, with transitions.'),
+  leaseExpiresAt: Timestamp,
+});
+export type Claimed = z.output<typeof ClaimOut>;
+
+export const NextOut = z.object({ task: ClaimOut.nullable().describe('The task claimed for the agent, or null when none is ready for it.') });

@@ -4,77 +4,14 @@ import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
-import { DEFAULT_MAX_RETRIES, type Task, type TaskInput, type TaskListFilter, type TaskPatchInput } from './schema.js';
+import { DEFAULT_MAX_RETRIES, PRIORITIES, type Claimed, type Lease, type Task, type TaskInput, type TaskListFilter, type TaskPatchInput } from './schema.js';
 import { checkTransition, type TaskState } from './state.js';
 import * as store from './store.js';
+import { TASK_HOOKS, type RemovalCause } from './hooks.js';
 
-export interface TaskTransition {
-  /** The task after the move. */
-  task: Task;
-  from: TaskState;
-  to: TaskState;
-  reason?: string;
-}
+export type { TaskTransition } from './hooks.js';
 
-export type TransitionListener = (app: App, change: TaskTransition) => void;
-
-const listeners = new Set<TransitionListener>();
-
-/**
- * Lets another resource (missions, approvals) react to every state change inside the transaction
- * that makes it: a listener may write and emit its own events, and a listener that throws rolls
- * the transition back.
- */
-export function onTaskTransition(listener: TransitionListener): () => void {
-  listeners.add(listener);
-  return () => listeners.delete(listener);
-}
-
-/** Decides whether a legal move may happen now; throws an AppError to refuse it. */
-export type TransitionGuard = (app: App, task: Task, to: TaskState) => void;
-
-const guards = new Set<TransitionGuard>();
-
-/**
- * Lets another resource veto a move the state machine allows (a paused mission's tasks may not
- * start). Guards run inside the transition's transaction, before anything is written.
- */
-export function beforeTaskTransition(guard: TransitionGuard): () => void {
-  guards.add(guard);
-  return () => guards.delete(guard);
-}
-
-/**
- * Decides whether a task may be created as asked; throws an AppError to refuse it, or returns the
- * status to create it in instead of `status` (a draft mission's new tasks wait in draft).
- */
-export type CreateHook = (app: App, input: TaskInput, status: TaskState) => TaskState | void;
-
-const createHooks = new Set<CreateHook>();
-
-/**
- * Lets another resource apply its rules to a new task (missions: the mission must exist and not be
- * over, titles are unique within it). Hooks run inside the creation's transaction, after the task's
- * own checks and before anything is written.
- */
-export function beforeTaskCreate(hook: CreateHook): () => void {
-  createHooks.add(hook);
-  return () => createHooks.delete(hook);
-}
-
-export type RemovalListener = (app: App, removed: Task) => void;
-
-const removalListeners = new Set<RemovalListener>();
-
-/**
- * Lets another resource react to a task's removal (a mission whose last open task goes may now be
- * complete). Listeners run inside the removal's transaction, after the delete and its events, and
- * receive the task as it was; one that throws rolls the removal back.
- */
-export function onTaskRemoved(listener: RemovalListener): () => void {
-  removalListeners.add(listener);
-  return () => removalListeners.delete(listener);
-}
+const hooksOf = (app: App) => app.services.get(TASK_HOOKS);
 
 export function getTask(app: App, id: string): Task | null {
   return store.getTask(app.db, id);
@@ -118,7 +55,7 @@ export function createTask(app: App, input: TaskInput): Task {
     checkDependencies(app, null, dependsOn);
     const id = uuidv7();
     let status: TaskState = input.draft ? 'draft' : 'pending';
-    for (const hook of createHooks) status = hook(app, input, status) ?? status;
+    for (const hook of hooksOf(app).createHooks) status = hook(app, input, status) ?? status;
     store.insertTask(app.db, {
       id,
       title: input.title,
@@ -165,8 +102,11 @@ export function updateTask(app: App, id: string, patch: TaskPatchInput): Task {
   });
 }
 
-/** Removes a task; tasks that depended on it lose that dependency (and hear of it). */
-export function removeTask(app: App, id: string): void {
+/**
+ * Removes a task; tasks that depended on it lose that dependency (and hear of it). `cause` tells
+ * removal listeners whether the task goes alone or with its mission.
+ */
+export function removeTask(app: App, id: string, cause: RemovalCause = 'task'): void {
   app.events.write(() => {
     const task = requireTask(app, id);
     const dependents = store.dependentsOf(app.db, id);
@@ -177,7 +117,7 @@ export function removeTask(app: App, id: string): void {
       store.touch(app.db, d, now);
       app.events.emit('task:updated', { taskId: d, fields: ['dependsOn'] });
     }
-    for (const l of removalListeners) l(app, task);
+    for (const l of hooksOf(app).removalListeners) l(app, task, cause);
   });
 }
 
@@ -199,6 +139,8 @@ export interface TransitionOptions {
   result?: unknown;
   /** Feedback appended to the description, counting one revision (for rejected approvals). */
   revision?: string;
+  /** The caller's claim lease: refused (409) unless it is the task's current, unexpired lease. */
+  leaseId?: string;
 }
 
 const RESULT_STATES: TaskState[] = ['review', 'done', 'failed'];
@@ -212,7 +154,8 @@ function step(app: App, task: Task, to: TaskState, o: TransitionOptions): Task {
     maxRetries: task.maxRetries,
   });
   if (!check.ok) throw new AppError(check.code, `Task ${task.id}: ${check.reason}`);
-  for (const g of guards) g(app, task, to);
+  const hooks = hooksOf(app);
+  for (const g of hooks.transitionGuards) g(app, task, to);
   const changed = store.setStatus(app.db, task.id, from, to, {
     retry: check.retry,
     result: o.result === undefined ? undefined : JSON.stringify(o.result),
@@ -223,7 +166,7 @@ function step(app: App, task: Task, to: TaskState, o: TransitionOptions): Task {
   if (!changed) throw new AppError('conflict', `Task ${task.id} changed state while moving from ${from} to ${to}; read it and try again.`);
   app.events.emit('task:transition', o.reason === undefined ? { taskId: task.id, from, to } : { taskId: task.id, from, to, reason: o.reason });
   const after = store.getTask(app.db, task.id)!;
-  for (const l of listeners) l(app, { task: after, from, to, reason: o.reason });
+  for (const l of hooks.transitionListeners) l(app, { task: after, from, to, reason: o.reason });
   return after;
 }
 
@@ -233,6 +176,7 @@ export function transitionTask(app: App, id: string, to: TaskState, o: Transitio
     if (o.expectedFrom !== undefined && task.status !== o.expectedFrom) {
       throw new AppError('conflict', `Task ${id} is ${task.status}, not ${o.expectedFrom} as expected; it was not moved to ${to}.`);
     }
+    if (o.leaseId !== undefined) currentLease(app, id, o.leaseId, Date.now());
     if (o.result !== undefined && !RESULT_STATES.includes(to)) {
       throw new AppError('invalid_request', `result can only be set when moving to ${RESULT_STATES.join(', ')}.`, {
         details: [{ path: 'body.result', message: `only allowed with to = ${RESULT_STATES.join(' | ')}` }],
@@ -247,7 +191,7 @@ export function transitionTask(app: App, id: string, to: TaskState, o: Transitio
  * moves, two task:transition events) or assigned → in_progress. The check and the writes share one
  * synchronous SQLite transaction, so of two concurrent claims exactly one sees a claimable task.
  */
-export function claimTask(app: App, id: string, agent: string): Task {
+export function claimTask(app: App, id: string, agent: string): Claimed {
   return app.events.write(() => {
     let task = requireTask(app, id);
     checkAssignee(app, agent, 'body.agent');
@@ -264,8 +208,100 @@ export function claimTask(app: App, id: string, agent: string): Task {
     const reason = `claimed by ${agent}`;
     if (task.status === 'pending') task = step(app, task, 'assigned', { reason });
     task = step(app, task, 'in_progress', { reason });
+    // The claim is a lease: it lapses unless the holder sends heartbeats (see expireLease).
+    const leaseId = uuidv7();
+    const leaseExpiresAt = new Date(Date.now() + app.config().tasks.leaseSeconds * 1000).toISOString();
+    store.setLease(app.db, id, leaseId, leaseExpiresAt);
     app.events.emit('task:claimed', { taskId: id, agent });
-    return task;
+    return { ...task, leaseExpiresAt, leaseId };
+  });
+}
+
+/** Candidates are read this many at a time... */
+const NEXT_BATCH = 20;
+/** ...and at most this many are tried in all, so one call stays bounded on a board of refusals. */
+const NEXT_MAX_TRIED = 1000;
+
+/**
+ * Claims the task an agent should do next, or returns null when none is ready for it: the most
+ * urgent priority first; within a priority, assigned tasks before pending ones, then the oldest.
+ * A candidate another rule refuses (a paused mission) is skipped, not fatal. One synchronous
+ * transaction, so two agents asking at once never get the same task.
+ */
+export function nextTask(app: App, agent: string): Claimed | null {
+  return app.events.write(() => {
+    checkAssignee(app, agent, 'body.agent');
+    let tried = 0;
+    for (const priority of [...PRIORITIES].reverse()) {
+      for (const status of ['assigned', 'pending'] as const) {
+        let after = '';
+        for (;;) {
+          const batch = store.claimableTasks(app.db, status, priority, agent, after, NEXT_BATCH);
+          for (const id of batch) {
+            try {
+              return claimTask(app, id, agent);
+            } catch (err) {
+              if (!(err instanceof AppError)) throw err;
+              if (++tried >= NEXT_MAX_TRIED) return null;
+            }
+          }
+          if (batch.length < NEXT_BATCH) break;
+          after = batch[batch.length - 1]!;
+        }
+      }
+    }
+    return null;
+  });
+}
+
+/** The task's lease if it is `leaseId` and has not run out at `now`; else 409 saying which. */
+function currentLease(app: App, id: string, leaseId: string, now: number): store.LeaseRow {
+  const lease = store.getLease(app.db, id);
+  if (!lease || lease.leaseId !== leaseId) {
+    throw new AppError('conflict', `Lease ${leaseId} is not the current lease of task ${id}: it expired or the task was released; claim the task again.`);
+  }
+  if (Date.parse(lease.expiresAt) <= now) {
+    throw new AppError('conflict', `Lease ${leaseId} of task ${id} expired at ${lease.expiresAt}; the task is being released, claim it again.`);
+  }
+  return lease;
+}
+
+/**
+ * The holder says it is still working: the lease runs `tasks.leaseSeconds` from now. No event: a
+ * heartbeat changes no state anyone acts on, and one every few seconds per agent would drown the
+ * stream; the new expiry shows in the task's leaseExpiresAt.
+ */
+export function heartbeatTask(app: App, id: string, leaseId: string, now = Date.now()): Lease {
+  return app.events.write(() => {
+    requireTask(app, id);
+    const lease = currentLease(app, id, leaseId, now);
+    const leaseExpiresAt = new Date(now + app.config().tasks.leaseSeconds * 1000).toISOString();
+    if (!store.extendLease(app.db, id, leaseId, leaseExpiresAt)) throw new AppError('conflict', `Lease ${leaseId} of task ${id} changed; claim the task again.`);
+    return { taskId: id, agent: lease.agent, leaseId, leaseExpiresAt };
+  });
+}
+
+/** Leases run out by `now` (the reaper's candidates), plus the next to run out. */
+export const expiringLeases = (app: App, now: number) => store.expiringLeases(app.db, new Date(now).toISOString(), 100);
+
+/**
+ * Releases a task whose lease ran out at `now`: in_progress → pending with no assignee, so any
+ * agent may claim it (its holder is presumed dead; returning it to the same agent would keep it
+ * stuck). task:transition and task:lease_expired are written in the release's transaction.
+ * Returns null when there was nothing to release (a heartbeat or a transition came first).
+ */
+export function expireLease(app: App, id: string, now: number): { taskId: string; agent: string | null } | null {
+  return app.events.write(() => {
+    const lease = store.getLease(app.db, id);
+    if (!lease || Date.parse(lease.expiresAt) > now) return null;
+    const task = requireTask(app, id);
+    if (!store.releaseLease(app.db, id, lease.leaseId, nowIso())) return null;
+    const reason = 'lease expired';
+    app.events.emit('task:transition', { taskId: id, from: task.status, to: 'pending', reason });
+    app.events.emit('task:lease_expired', { taskId: id, agent: lease.agent, leaseId: lease.leaseId, expiredAt: lease.expiresAt });
+    const after = store.getTask(app.db, id)!;
+    for (const l of hooksOf(app).transitionListeners) l(app, { task: after, from: task.status, to: 'pending', reason });
+    return { taskId: id, agent: lease.agent };
   });
 }
 

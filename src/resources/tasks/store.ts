@@ -16,12 +16,13 @@ interface Row {
   side_effects: number;
   result: string | null;
   revision_count: number;
+  lease_expires_at: string | null;
   created_at: string;
   updated_at: string;
 }
 
 const COLUMNS =
-  'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, created_at, updated_at';
+  'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, lease_expires_at, created_at, updated_at';
 
 function toTask(r: Row, dependsOn: string[]): Task {
   return {
@@ -39,6 +40,7 @@ function toTask(r: Row, dependsOn: string[]): Task {
     sideEffects: r.side_effects === 1,
     result: r.result === null ? null : JSON.parse(r.result),
     revisionCount: r.revision_count,
+    leaseExpiresAt: r.lease_expires_at,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -165,6 +167,8 @@ export function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c:
        result = CASE WHEN ? THEN ? ELSE result END,
        description = CASE WHEN ? IS NULL THEN description WHEN description IS NULL OR description = '' THEN ? ELSE description || char(10) || char(10) || ? END,
        revision_count = revision_count + ?,
+       lease_id = CASE WHEN ? = 'in_progress' THEN lease_id END,
+       lease_expires_at = CASE WHEN ? = 'in_progress' THEN lease_expires_at END,
        updated_at = ?
      WHERE id = ? AND status = ?`,
   ).run(
@@ -176,6 +180,8 @@ export function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c:
     c.revision ?? null,
     c.revision ?? null,
     c.revision !== undefined ? 1 : 0,
+    to,
+    to,
     c.now,
     id,
     from,
@@ -238,4 +244,92 @@ export function dependsTransitively(db: DB, from: string[], target: string): boo
        ) SELECT 1 FROM reach WHERE id = ? LIMIT 1`,
     ).get(JSON.stringify(from), target) !== undefined
   );
+}
+
+// Leases: a claim's hold on an in_progress task (migration 8).
+
+export interface LeaseRow {
+  taskId: string;
+  leaseId: string;
+  agent: string | null;
+  expiresAt: string;
+}
+
+export function getLease(db: DB, id: string): LeaseRow | null {
+  const r = stmt(db, 'SELECT id, lease_id, assign_to, lease_expires_at FROM tasks WHERE id = ? AND lease_id IS NOT NULL').get(id) as
+    | { id: string; lease_id: string; assign_to: string | null; lease_expires_at: string }
+    | undefined;
+  return r ? { taskId: r.id, leaseId: r.lease_id, agent: r.assign_to, expiresAt: r.lease_expires_at } : null;
+}
+
+export function setLease(db: DB, id: string, leaseId: string, expiresAt: string): void {
+  stmt(db, 'UPDATE tasks SET lease_id = ?, lease_expires_at = ? WHERE id = ?').run(leaseId, expiresAt, id);
+}
+
+/** Compare-and-set on the lease id: false when the lease is no longer the one named. */
+export function extendLease(db: DB, id: string, leaseId: string, expiresAt: string): boolean {
+  return stmt(db, 'UPDATE tasks SET lease_expires_at = ? WHERE id = ? AND lease_id = ?').run(expiresAt, id, leaseId).changes === 1;
+}
+
+/** Ends a lease that ran out: the task goes back to pending with no assignee (compare-and-set). */
+export function releaseLease(db: DB, id: string, leaseId: string, now: string): boolean {
+  return (
+    stmt(
+      db,
+      `UPDATE tasks SET status = 'pending', assign_to = NULL, lease_id = NULL, lease_expires_at = NULL, updated_at = ?
+       WHERE id = ? AND lease_id = ? AND status = 'in_progress'`,
+    ).run(now, id, leaseId).changes === 1
+  );
+}
+
+/** Leases expired by `now`, oldest first (at most `limit`), plus the next one to expire. */
+export function expiringLeases(db: DB, now: string, limit: number): { id: string; expiresAt: string }[] {
+  const due = stmt(
+    db,
+    'SELECT id, lease_expires_at AS expiresAt FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?',
+  ).all(now, limit) as { id: string; expiresAt: string }[];
+  const next = stmt(
+    db,
+    'SELECT id, lease_expires_at AS expiresAt FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at > ? ORDER BY lease_expires_at LIMIT 1',
+  ).get(now) as { id: string; expiresAt: string } | undefined;
+  return next ? [...due, next] : due;
+}
+
+/**
+ * Ids of the oldest tasks in `status` with `priority`, after the id `after`, that `agent` may claim:
+ * unassigned or assigned to it, and with every dependency done. Walks the (status, priority, id) index.
+ */
+export function claimableTasks(db: DB, status: 'pending' | 'assigned', priority: Task['priority'], agent: string, after: string, limit: number): string[] {
+  const rows = stmt(
+    db,
+    `SELECT t.id FROM tasks t
+     WHERE t.status = ? AND t.priority = ? AND t.id > ? AND (t.assign_to IS NULL OR t.assign_to = ?)
+       AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks x ON x.id = d.depends_on WHERE d.task_id = t.id AND x.status <> 'done')
+     ORDER BY t.id LIMIT ?`,
+  ).all(status, priority, after, agent, limit) as { id: string }[];
+  return rows.map((r) => r.id);
+}
+
+// Comments: notes on a task's activity (migration 8).
+
+export interface CommentRow {
+  id: string;
+  taskId: string;
+  author: string;
+  body: string;
+  createdAt: string;
+}
+
+export function insertComment(db: DB, c: CommentRow): void {
+  stmt(db, 'INSERT INTO task_comments (id, task_id, author, body, created_at) VALUES (?, ?, ?, ?, ?)').run(c.id, c.taskId, c.author, c.body, c.createdAt);
+}
+
+/** A task's comments, newest first, below the `before` id when given (one plain statement each way). */
+export function listComments(db: DB, taskId: string, before: string | undefined, limit: number): CommentRow[] {
+  const cols = 'SELECT id, task_id AS taskId, author, body, created_at AS createdAt FROM task_comments';
+  return (
+    before === undefined
+      ? stmt(db, `${cols} WHERE task_id = ? ORDER BY id DESC LIMIT ?`).all(taskId, limit)
+      : stmt(db, `${cols} WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(taskId, before, limit)
+  ) as CommentRow[];
 }

@@ -1,8 +1,13 @@
 import { Command } from 'commander';
 import { action } from '../../cli/action.js';
+import { confirm } from '../../cli/confirm.js';
 import { emit, table } from '../../cli/output.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import type { Team } from './schema.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 export function teamsCommand(): Command {
   const cmd = new Command('teams').description('Manage teams of agents');
@@ -33,6 +38,7 @@ export function teamsCommand(): Command {
     .option('-d, --description <text>', 'what the team is for', '')
     .action(
       action(async (ctx, name: string, o: { description: string }) => {
+        await check(schemas, 'TeamIn', { name, description: o.description });
         const r = await ctx.client.post<{ added: true }>('/api/v1/agents/teams', { name, description: o.description });
         emit(ctx.json, r, () => `added team ${name}\n`);
       }),
@@ -43,6 +49,7 @@ export function teamsCommand(): Command {
     .description('Rename a team (its agents follow)')
     .action(
       action(async (ctx, oldName: string, name: string) => {
+        await check(schemas, 'TeamRename', { oldName, name });
         await ctx.client.patch<null>('/api/v1/agents/team', { oldName, name });
         emit(ctx.json, { renamed: true, oldName, name }, () => `renamed team ${oldName} to ${name}\n`);
       }),
@@ -51,8 +58,10 @@ export function teamsCommand(): Command {
   cmd
     .command('rm <name>')
     .description('Remove a team (refused while agents belong to it)')
+    .option('-y, --yes', 'do not ask for confirmation')
     .action(
       action(async (ctx, name: string) => {
+        await confirm(`remove team ${name}?`, ctx.yes, `svc teams rm ${name}`);
         const r = await ctx.client.delete<{ removed: true }>(`/api/v1/agents/teams/${seg(name)}`);
         emit(ctx.json, r, () => `removed team ${name}\n`);
       }),

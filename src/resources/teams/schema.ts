@@ -17,5 +17,5 @@ export const TeamOut = z.object({
   agents: z.array(z.string()).describe('Names of the agents in the team.'),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'Team' });
 export type Team = z.output<typeof TeamOut>;

@@ -1,10 +1,18 @@
-import type { App } from '../../app.js';
+import { serviceKey, type App } from '../../app.js';
 import type { DB } from '../../db/open.js';
 import { AppError } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
-import { agentsInTeam } from '../agents/service.js';
 import type { Team } from './schema.js';
 import * as store from './store.js';
+
+/**
+ * Who belongs to a team. Membership is an agent's field, so the agents resource answers; daemon.ts
+ * provides it (agents already depend on teams: an agent's team must exist, so teams may not import
+ * agents back).
+ */
+export const TEAM_MEMBERS = serviceKey<(app: App, team: string) => string[]>('teams.members');
+
+const membersOf = (app: App, team: string): string[] => app.services.get(TEAM_MEMBERS)(app, team);
 
 export const teamExists = (db: DB, name: string): boolean => store.getTeam(db, name) !== undefined;
 
@@ -12,7 +20,7 @@ export function listTeams(app: App): Team[] {
   return store.listTeams(app.db).map((t) => ({
     name: t.name,
     description: t.description,
-    agents: agentsInTeam(app, t.name),
+    agents: membersOf(app, t.name),
     createdAt: t.created_at,
     updatedAt: t.updated_at,
   }));
@@ -39,7 +47,7 @@ export function renameTeam(app: App, oldName: string, name: string): void {
 export function removeTeam(app: App, name: string): void {
   app.events.write(() => {
     if (!teamExists(app.db, name)) throw new AppError('not_found', `Team "${name}" not found.`);
-    const members = agentsInTeam(app, name);
+    const members = membersOf(app, name);
     if (members.length) {
       throw new AppError('conflict', `Team "${name}" still has agents: ${members.join(', ')}. Move or remove them first.`);
     }

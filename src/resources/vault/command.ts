@@ -1,10 +1,18 @@
 import { Command, Option } from 'commander';
 import { action, collect } from '../../cli/action.js';
+import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
+import { relativeTime } from '../../cli/human.js';
+import { io } from '../../cli/io.js';
 import { emit, table } from '../../cli/output.js';
+import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import { promptValues } from './prompt.js';
-import { VAULT_TYPES, type VaultEntry, type VaultSaved } from './schema.js';
+import type { VaultEntry, VaultSaved } from './schema.js';
+import { VAULT_TYPES } from './values.js';
+
+/** The API's schemas, loaded when an option needs checking (they bring zod). */
+const schemas = () => import('./schema.js');
 
 interface SetOptions {
   type: string;
@@ -33,7 +41,7 @@ async function credentialsFrom(pairs: string[], fromEnv: string[]): Promise<Reco
   for (const spec of fromEnv) {
     const eq = spec.indexOf('=');
     const [key, variable] = eq < 0 ? [spec, spec] : [spec.slice(0, eq), spec.slice(eq + 1)];
-    const value = process.env[variable];
+    const value = io().env[variable];
     if (value === undefined) throw new UsageError(`--from-env ${spec}: environment variable ${variable} is not set`);
     add(key, value);
   }
@@ -68,7 +76,7 @@ export function vaultCommand(): Command {
               { header: 'TYPE', value: (e) => e.type },
               { header: 'LABEL', value: (e) => e.label },
               { header: 'KEYS', value: (e) => e.keys },
-              { header: 'UPDATED', value: (e) => e.updatedAt },
+              { header: 'UPDATED', value: (e) => relativeTime(e.updatedAt) },
             ],
             'no vault entries; add one with `svc vault set <agent> <service> --type api_key KEY`',
           ),
@@ -87,6 +95,7 @@ export function vaultCommand(): Command {
         const credentials = await credentialsFrom(pairs, o.fromEnv ?? []);
         const body: Record<string, unknown> = { agent, service, type: o.type, credentials };
         if (o.label !== undefined) body.label = o.label;
+        await check(schemas, 'VaultEntryIn', body);
         const saved = await ctx.client.post<VaultSaved>('/api/v1/vault/entries', body);
         emit(ctx.json, saved, () => `saved ${saved.agent}/${saved.service} (${saved.type}): ${saved.keys.join(', ')}\n`);
       }),
@@ -95,8 +104,10 @@ export function vaultCommand(): Command {
   cmd
     .command('rm <agent> <service>')
     .description('Remove a vault entry')
+    .option('-y, --yes', 'do not ask for confirmation')
     .action(
       action(async (ctx, agent: string, service: string) => {
+        await confirm(`remove the ${service} credentials of ${agent}?`, ctx.yes, `svc vault rm ${agent} ${service}`);
         const r = await ctx.client.delete<{ removed: true }>(`/api/v1/vault/entries/${seg(agent)}/${seg(service)}`);
         emit(ctx.json, r, () => `removed ${agent}/${service}\n`);
       }),
@@ -106,14 +117,16 @@ export function vaultCommand(): Command {
     .command('rotate-key')
     .description('Re-seal every entry under a new master key, stored where the current one is')
     .option('--new-key-env <VAR>', 'take the new key (64 hex) from this environment variable; required when the key comes from SVC_VAULT_KEY')
+    .option('-y, --yes', 'do not ask for confirmation')
     .action(
       action(async (ctx, o: { newKeyEnv?: string }) => {
         const body: { newKey?: string } = {};
         if (o.newKeyEnv) {
-          const v = process.env[o.newKeyEnv];
+          const v = io().env[o.newKeyEnv];
           if (!v) throw new UsageError(`--new-key-env ${o.newKeyEnv}: that environment variable is not set`);
           body.newKey = v.trim();
         }
+        await confirm('re-seal every vault entry under a new master key?', ctx.yes, 'svc vault rotate-key');
         const r = await ctx.client.post<{ rotated: number; source: string }>('/api/v1/vault/rotate-key', body);
         emit(ctx.json, r, () => {
           const line = `re-sealed ${r.rotated} ${r.rotated === 1 ? 'entry' : 'entries'} under a new master key (source: ${r.source})\n`;

@@ -22,13 +22,19 @@ export class KeychainUnavailable extends Error {
   }
 }
 
+function firstLine(text: string, max = 160): string {
+  const line = text.split('\n')[0]!.trim();
+  return line.length > max ? line.slice(0, max - 1) + '…' : line;
+}
+
 async function call<T>(what: (signal: AbortSignal) => Promise<T>): Promise<T> {
   // A locked keyring may show an unlock prompt nobody answers; do not wait for it forever.
   const signal = AbortSignal.timeout(TIMEOUT_MS);
   try {
     return await what(signal);
   } catch (err) {
-    const reason = signal.aborted ? `no answer within ${TIMEOUT_MS / 1000} s` : ((err as Error)?.message ?? String(err));
+    // The first line only: a missing Secret Service answers with a multi-line D-Bus dump.
+    const reason = signal.aborted ? `no answer within ${TIMEOUT_MS / 1000} s` : firstLine((err as Error)?.message ?? String(err));
     throw new KeychainUnavailable(reason);
   }
 }

@@ -6,19 +6,14 @@ import type { Logger } from '../../kernel/log.js';
 import { deriveKeys, MASTER_KEY_BYTES, open, OpenError, sameCheck, seal, type VaultKeys } from './crypto.js';
 import { osKeychain, type Keychain } from './keychain.js';
 import { configDir, ENV_KEY, fileLocation, locateMasterKey, type KeyLocation, type KeySource } from './master-key.js';
+import { VAULT, type Vault } from './live.js';
 import { openRow, place } from './service.js';
 import * as store from './store.js';
 
 // The master key's lifecycle: found (or made) and proven at start, rotated on request. The entries
 // themselves are sealed and opened in service.ts.
 
-/** The daemon's open vault: where its master key lives and the keys derived from it. */
-export interface Vault {
-  readonly projectId: string;
-  readonly location: KeyLocation;
-  keys: VaultKeys;
-  rotating: boolean;
-}
+export type { Vault } from './live.js';
 
 export interface OpenVaultOptions {
   db: DB;
@@ -109,7 +104,7 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
  * location's "next" slot, so that whatever step a crash interrupts, one stored key opens the vault.
  */
 export async function rotateKey(app: App, newKeyHex?: string): Promise<{ rotated: number; source: KeySource }> {
-  const vault = app.vault;
+  const vault = app.services.get(VAULT);
   const { location } = vault;
   if (location.source === 'env' && !newKeyHex) {
     throw new AppError(

@@ -1,19 +1,20 @@
 import { createInterface } from 'node:readline';
 import { UsageError } from '../../cli/context.js';
+import { io } from '../../cli/io.js';
 
 // Reading secret values without echo, so they need not go through shell history or the screen.
 
 /** One value typed at a TTY in raw mode: nothing is echoed; Enter ends it, Ctrl-C cancels. */
 function readHidden(prompt: string): Promise<string> {
-  const stdin = process.stdin;
-  process.stderr.write(prompt);
+  const { stdin, stderr } = io();
+  stderr.write(prompt);
   return new Promise((resolve, reject) => {
     let value = '';
     const finish = (err?: Error) => {
       stdin.off('data', onData);
-      stdin.setRawMode(false);
+      stdin.setRawMode?.(false);
       stdin.pause();
-      process.stderr.write('\n');
+      stderr.write('\n');
       if (err) reject(err);
       else resolve(value);
     };
@@ -26,7 +27,7 @@ function readHidden(prompt: string): Promise<string> {
         else if (ch >= ' ') value += ch;
       }
     };
-    stdin.setRawMode(true);
+    stdin.setRawMode?.(true);
     stdin.resume();
     stdin.on('data', onData);
   });
@@ -39,11 +40,11 @@ function readHidden(prompt: string): Promise<string> {
 export async function promptValues(names: string[]): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   if (!names.length) return out;
-  if (process.stdin.isTTY) {
+  if (io().interactive && io().stdin.isTTY) {
     for (const n of names) out[n] = await readHidden(`${n}: `);
     return out;
   }
-  const rl = createInterface({ input: process.stdin, terminal: false, crlfDelay: Infinity });
+  const rl = createInterface({ input: io().stdin, terminal: false, crlfDelay: Infinity });
   const lines = rl[Symbol.asyncIterator]();
   try {
     for (const n of names) {

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { PageLimit, Timestamp } from '../common.js';
+import { VAULT_TYPES } from './values.js';
 
-export const VAULT_TYPES = ['smtp', 'imap', 'oauth', 'api_key', 'login', 'custom'] as const;
+export { VAULT_TYPES };
+
 
 const MAX_KEYS = 100;
 
@@ -26,7 +28,7 @@ export const VaultSavedOut = z.object({
   service: z.string(),
   type: z.enum(VAULT_TYPES),
   keys: z.array(z.string()).describe('Credential key names, never values.'),
-});
+}).meta({ id: 'VaultSaved' });
 export type VaultSaved = z.output<typeof VaultSavedOut>;
 
 export const VaultEntryOut = z.object({
@@ -37,7 +39,7 @@ export const VaultEntryOut = z.object({
   keys: z.array(z.string()).describe('Credential key names, never values.'),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}).meta({ id: 'VaultEntry' });
 export type VaultEntry = z.output<typeof VaultEntryOut>;
 
 export const VaultListQuery = z.strictObject({
@@ -62,4 +64,4 @@ export const RotateKeyIn = z.strictObject({
 export const RotateKeyOut = z.object({
   rotated: z.int().describe('Entries re-sealed.'),
   source: z.enum(['env', 'keychain', 'file']).describe('Where the master key lives.'),
-});
+}).meta({ id: 'VaultKeyRotation' });

@@ -4,17 +4,18 @@ import { AppError } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
 import { open, OpenError, seal, type VaultKeys } from './crypto.js';
+import { VAULT } from './live.js';
 import type { VaultEntry, VaultEntryInput, VaultSaved } from './schema.js';
 import * as store from './store.js';
 
-export const place = (app: App, agent: string, service: string) => ({ projectId: app.vault.projectId, agent, service });
+export const place = (app: App, agent: string, service: string) => ({ projectId: app.services.get(VAULT).projectId, agent, service });
 
 export function saveEntry(app: App, input: VaultEntryInput): VaultSaved {
   const { agent, service, type, credentials } = input;
   const keys = Object.keys(credentials);
   return app.events.write(() => {
     if (!agentExists(app.db, agent)) throw new AppError('not_found', `Agent "${agent}" not found; vault entries belong to an existing agent.`);
-    const sealed = seal(app.vault.keys.entryKey, place(app, agent, service), Buffer.from(JSON.stringify(credentials), 'utf8'));
+    const sealed = seal(app.services.get(VAULT).keys.entryKey, place(app, agent, service), Buffer.from(JSON.stringify(credentials), 'utf8'));
     store.upsertEntry(app.db, { agent, service, type, label: input.label ?? null, keys, ...sealed, now: nowIso() });
     app.events.emit('vault:saved', { agent, service, type, keys });
     return { agent, service, type, keys };
@@ -63,7 +64,7 @@ export function openRow(app: App, keys: VaultKeys, row: store.SealedRow): Record
 export function openEntry(app: App, agent: string, service: string): Record<string, string> {
   const row = store.getSealed(app.db, agent, service);
   if (!row) throw new AppError('not_found', `Vault entry "${agent}/${service}" not found.`);
-  return openRow(app, app.vault.keys, row);
+  return openRow(app, app.services.get(VAULT).keys, row);
 }
 
 /**
@@ -74,7 +75,7 @@ export function secretValues(app: App, agent?: string): string[] {
   const values = new Set<string>();
   for (const row of store.allSealed(app.db)) {
     if (agent !== undefined && row.agent !== agent) continue;
-    for (const v of Object.values(openRow(app, app.vault.keys, row))) if (typeof v === 'string' && v.length >= 4) values.add(v);
+    for (const v of Object.values(openRow(app, app.services.get(VAULT).keys, row))) if (typeof v === 'string' && v.length >= 4) values.add(v);
   }
   return [...values];
 }

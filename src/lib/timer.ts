@@ -40,6 +40,9 @@ export function delayFor(plan: TimeoutPlan, now: number): number | null {
 
 export interface SchedulerDeps {
   now(): number;
+  /** Sets and clears the one wake-up (setTimeout by default; tests pass a fake clock's). */
+  setTimer?(fn: () => void, ms: number): unknown;
+  clearTimer?(handle: unknown): void;
   /** Pending approvals expired by `now`, plus at least the next one to expire. */
   candidates(now: number): Expiring[];
   /** Decides one expired approval; throwing defers it by RETRY_MS. */
@@ -49,7 +52,7 @@ export interface SchedulerDeps {
 }
 
 export class TimeoutScheduler {
-  private timer: NodeJS.Timeout | null = null;
+  private timer: unknown = null;
   private readonly retryAt = new Map<string, number>();
   private firing = false;
   private stopped = false;
@@ -127,13 +130,18 @@ export class TimeoutScheduler {
   }
 
   private clear(): void {
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== null) (this.deps.clearTimer ?? ((t) => clearTimeout(t as NodeJS.Timeout)))(this.timer);
     this.timer = null;
   }
 
   private schedule(delay: number): void {
-    this.timer = setTimeout(() => this.tick(), delay);
-    this.timer.unref();
+    const fire = () => this.tick();
+    if (this.deps.setTimer) this.timer = this.deps.setTimer(fire, delay);
+    else {
+      const t = setTimeout(fire, delay);
+      t.unref();
+      this.timer = t;
+    }
   }
 
   /** Reading what is waiting failed: we no longer know when to wake, so look again after RETRY_MS. */

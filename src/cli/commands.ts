@@ -1,0 +1,38 @@
+import type { Command } from 'commander';
+
+// The command tree, loaded lazily: `svc tasks ls` imports the tasks group and nothing else, so a
+// client command never loads the daemon (SQLite, the keychain, the file watcher, YAML). A new
+// group is one line here; its module exports a function that builds its commander Command.
+
+export interface CommandEntry {
+  name: string;
+  /** One line for `svc --help`, shown without loading the group. */
+  summary: string;
+  load(): Promise<Command>;
+}
+
+export const COMMANDS: CommandEntry[] = [
+  { name: 'init', summary: 'Write a starter project.json here', load: async () => (await import('../resources/system/command.js')).initCommand() },
+  { name: 'serve', summary: 'Run the daemon for this project (--detach for the background)', load: async () => (await import('../resources/system/serve-command.js')).serveCommand() },
+  { name: 'stop', summary: 'Stop the daemon and wait until it has exited', load: async () => (await import('../resources/system/serve-command.js')).stopCommand() },
+  { name: 'restart', summary: 'Stop the daemon and start it again in the background', load: async () => (await import('../resources/system/serve-command.js')).restartCommand() },
+  { name: 'status', summary: 'Show whether the daemon runs, and its pid, port, uptime and version', load: async () => (await import('../resources/system/command.js')).statusCommand() },
+  { name: 'logs', summary: "Print the daemon's log, readable (-f to follow)", load: async () => (await import('../resources/system/logs-command.js')).logsCommand() },
+  { name: 'doctor', summary: 'Check the setup and say how to fix what is wrong', load: async () => (await import('../resources/system/doctor.js')).doctorCommand() },
+  { name: 'agents', summary: 'Manage agents', load: async () => (await import('../resources/agents/command.js')).agentsCommand() },
+  { name: 'teams', summary: 'Manage teams of agents', load: async () => (await import('../resources/teams/command.js')).teamsCommand() },
+  { name: 'skills', summary: 'Manage skills and assign them to agents', load: async () => (await import('../resources/skills/command.js')).skillsCommand() },
+  { name: 'tasks', summary: 'Manage the task board', load: async () => (await import('../resources/tasks/command.js')).tasksCommand() },
+  { name: 'missions', summary: 'Plans of tasks: create, follow and steer missions', load: async () => (await import('../resources/missions/command.js')).missionsCommand() },
+  { name: 'playbooks', summary: 'Reusable mission templates with parameters', load: async () => (await import('../resources/playbooks/command.js')).playbooksCommand() },
+  { name: 'vault', summary: 'Per-agent credentials, sealed at rest', load: async () => (await import('../resources/vault/command.js')).vaultCommand() },
+  { name: 'approvals', summary: 'Human decisions that gate work', load: async () => (await import('../resources/approvals/command.js')).approvalsCommand() },
+  { name: 'webhooks', summary: 'Signed HTTP deliveries of events, with a delivery log (and `listen` to receive them here)', load: async () => (await import('../resources/webhooks/command.js')).webhooksCommand() },
+  { name: 'db', summary: 'Application databases: schemas, batches, scoped SQL, migrations', load: async () => (await import('../resources/data/command.js')).dbCommand() },
+  { name: 'events', summary: 'Watch the live event stream', load: async () => (await import('../events/command.js')).eventsCommand() },
+  { name: 'mcp', summary: 'MCP server on stdio for agent tools, forwarding to the daemon (--print-config for HTTP)', load: async () => (await import('../tools/command.js')).mcpCommand() },
+  { name: 'chat', summary: 'Talk to an agent or the orchestrator (OpenAI-compatible, streamed)', load: async () => (await import('../resources/chat/command.js')).chatCommand() },
+  { name: 'auth', summary: 'Model providers: keys, cooldowns and billing status', load: async () => (await import('../resources/providers/command.js')).authCommand() },
+  { name: 'openapi', summary: "Print the daemon's OpenAPI 3.1 document", load: async () => (await import('../resources/system/command.js')).openapiCommand() },
+  { name: 'completion', summary: 'Print a shell completion script (bash, zsh or fish)', load: async () => (await import('./completion.js')).completionCommand() },
+];

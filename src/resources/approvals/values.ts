@@ -1,0 +1,8 @@
+// The values of this resource's enums, apart from its zod schemas: the CLI offers them as choices
+// without loading zod (a client command's start-up budget is a few times `node -e 0`).
+
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected'] as const;
+export const TIMEOUT_ACTIONS = ['approve', 'reject'] as const;
+
+/** The longest approval timeout: a year. */
+export const MAX_TIMEOUT_SECONDS = 365 * 24 * 60 * 60;

@@ -1,0 +1,239 @@
+import type Database from 'better-sqlite3';
+import { AppError, type ErrorCode } from '../../kernel/errors.js';
+import { uuidv7 } from '../../lib/ids.js';
+import { q } from './ddl.js';
+import { compileList, FilterError, type CompiledList } from './filter.js';
+import { LIMITS, SYSTEM_COLUMNS, type OperationT, type RecordResultT, type SchemaDefT, type TableDefT } from './schema.js';
+import { constraintColumn } from './sqlite-errors.js';
+import { decodeRow, encode, ValueError, type SqlValue } from './values.js';
+
+// Record batches: every operation is checked against the schema before anything is written
+// (plan), then all of them run inside one SQLite transaction (run). A failure names the index of
+// the operation and the field; the caller's transaction rolls the whole batch back.
+
+type Row = Record<string, SqlValue>;
+
+type Plan =
+  | { op: 'list'; table: string; def: TableDefT; compiled: CompiledList; limit: number; offset: number }
+  | { op: 'get'; table: string; def: TableDefT; id: string }
+  | { op: 'insert'; table: string; def: TableDefT; rows: Row[]; rowsKey: 'values' | 'rows' }
+  | { op: 'upsert'; table: string; def: TableDefT; values: Row; onConflict: string[] }
+  | { op: 'update'; table: string; def: TableDefT; id: string; expectedVersion?: number; values: Row }
+  | { op: 'delete'; table: string; def: TableDefT; id: string; expectedVersion?: number };
+
+const WRITES = new Set(['insert', 'upsert', 'update', 'delete']);
+export const isWriteOp = (op: OperationT): boolean => WRITES.has(op.op);
+
+/** An error about operation `index`, at `field` below it (values.email, filter.age.gt). */
+export function opError(code: ErrorCode, index: number, op: { op: string; table: string }, field: string | null, message: string): AppError {
+  const where = `operations[${index}] (${op.op} ${op.table})`;
+  const path = `body.operations.${index}${field ? `.${field}` : ''}`;
+  return new AppError(code, `${where}${field ? `: ${field.split('.').pop()}` : ''}: ${message}.`, { details: [{ path, message }] });
+}
+
+function tableOf(schema: SchemaDefT, op: OperationT, index: number): TableDefT {
+  const def = Object.hasOwn(schema.tables, op.table) ? schema.tables[op.table] : undefined;
+  if (!def) throw opError('data_not_found', index, op, 'table', `there is no table ${op.table}`);
+  return def;
+}
+
+function encodeValues(def: TableDefT, values: Record<string, unknown>, index: number, op: OperationT, base: string, insert: boolean): Row {
+  const row: Row = {};
+  for (const [k, v] of Object.entries(values)) {
+    const field = `${base}.${k}`;
+    if ((SYSTEM_COLUMNS as readonly string[]).includes(k)) throw opError('data_invalid', index, op, field, `${k} is a system column written only by the server`);
+    const col = Object.hasOwn(def.columns, k) ? def.columns[k] : undefined;
+    if (!col) throw opError('data_invalid', index, op, field, `table ${op.table} has no column ${k}`);
+    if (v === null && !col.nullable) throw opError('data_constraint', index, op, field, 'must not be null');
+    try {
+      row[k] = encode(col.type, v);
+    } catch (err) {
+      if (err instanceof ValueError) throw opError('data_invalid', index, op, field, err.message);
+      throw err;
+    }
+  }
+  if (insert) {
+    for (const [k, col] of Object.entries(def.columns)) {
+      if (!Object.hasOwn(row, k) && !col.nullable && col.default === undefined) throw opError('data_constraint', index, op, `${base}.${k}`, 'is required');
+    }
+  }
+  return row;
+}
+
+/** Does a unique column or unique index cover exactly these columns (an upsert's conflict target)? */
+function isUniqueTarget(def: TableDefT, cols: string[]): boolean {
+  const set = [...new Set(cols)].sort().join(',');
+  if (set === '_id') return true;
+  if (cols.length === 1 && def.columns[cols[0]!]?.unique) return true;
+  return (def.indexes ?? []).some((ix) => ix.unique && [...ix.columns].sort().join(',') === set);
+}
+
+/** Validates the whole batch against the schema; nothing is read or written yet. */
+export function planBatch(schema: SchemaDefT, ops: OperationT[]): Plan[] {
+  return ops.map((op, i): Plan => {
+    const def = tableOf(schema, op, i);
+    switch (op.op) {
+      case 'list':
+        try {
+          return { op: 'list', table: op.table, def, compiled: compileList(op.table, def, op.filter, op.orderBy), limit: op.limit ?? 50, offset: op.offset ?? 0 };
+        } catch (err) {
+          if (err instanceof FilterError) throw opError('data_invalid', i, op, err.path, err.message);
+          throw err;
+        }
+      case 'get':
+        return { op: 'get', table: op.table, def, id: op.id };
+      case 'insert': {
+        if ((op.values === undefined) === (op.rows === undefined)) throw opError('data_invalid', i, op, null, 'give exactly one of values or rows');
+        const rows = op.rows ? op.rows.map((r, j) => encodeValues(def, r, i, op, `rows.${j}`, true)) : [encodeValues(def, op.values!, i, op, 'values', true)];
+        return { op: 'insert', table: op.table, def, rows, rowsKey: op.rows ? 'rows' : 'values' };
+      }
+      case 'upsert': {
+        op.onConflict.forEach((c, j) => {
+          if (c !== '_id' && !Object.hasOwn(def.columns, c)) throw opError('data_invalid', i, op, `onConflict.${j}`, `table ${op.table} has no column ${c}`);
+          if (c !== '_id' && !Object.hasOwn(op.values, c)) throw opError('data_invalid', i, op, `values.${c}`, `is named in onConflict, so it must be given`);
+        });
+        if (op.onConflict.includes('_id')) throw opError('data_invalid', i, op, 'onConflict', 'use update to change a row by _id; onConflict names unique columns');
+        if (!isUniqueTarget(def, op.onConflict)) throw opError('data_invalid', i, op, 'onConflict', 'must name a unique column or the columns of a unique index');
+        return { op: 'upsert', table: op.table, def, values: encodeValues(def, op.values, i, op, 'values', true), onConflict: op.onConflict };
+      }
+      case 'update': {
+        if (!Object.keys(op.values).length) throw opError('data_invalid', i, op, 'values', 'give at least one column to change');
+        return { op: 'update', table: op.table, def, id: op.id, expectedVersion: op.expectedVersion, values: encodeValues(def, op.values, i, op, 'values', false) };
+      }
+      case 'delete':
+        return { op: 'delete', table: op.table, def, id: op.id, expectedVersion: op.expectedVersion };
+    }
+  });
+}
+
+export type Prepare = (sql: string) => Database.Statement;
+
+/**
+ * Runs planned operations; the caller holds the transaction. Throws an AppError naming the
+ * operation that failed.
+ */
+export function runBatch(prepare: Prepare, schema: SchemaDefT, plans: Plan[]): RecordResultT[] {
+  let bytes = 0;
+  const results: RecordResultT[] = [];
+  plans.forEach((p, i) => {
+    const r = runOne(prepare, schema, p, i);
+    // Rows a write returns are the rows the request sent (bounded by the body limit); reads are
+    // what can grow, so only they are measured.
+    if (p.op === 'list' || p.op === 'get') for (const row of r.rows) bytes += JSON.stringify(row).length;
+    if (bytes > LIMITS.batchResultBytes) throw opError('data_limit', i, p, null, `the batch's results exceed ${LIMITS.batchResultBytes / 1048576} MiB; list fewer rows`);
+    results.push(r);
+  });
+  return results;
+}
+
+const one = (def: TableDefT, row: Record<string, unknown> | undefined): RecordResultT =>
+  row ? { rows: [decodeRow(def, row)], total: 1, nextOffset: null } : { rows: [], total: 0, nextOffset: null };
+
+function runOne(prepare: Prepare, schema: SchemaDefT, p: Plan, i: number): RecordResultT {
+  const t = q(p.table);
+  try {
+    switch (p.op) {
+      case 'list': {
+        const { where, params, orderBy } = p.compiled;
+        const rows = prepare(`SELECT * FROM ${t} WHERE ${where} ORDER BY ${orderBy} LIMIT ? OFFSET ?`).all(...params, p.limit, p.offset) as Record<string, unknown>[];
+        const total = (prepare(`SELECT COUNT(*) AS n FROM ${t} WHERE ${where}`).get(...params) as { n: number }).n;
+        const end = p.offset + rows.length;
+        return { rows: rows.map((r) => decodeRow(p.def, r)), total, nextOffset: end < total && rows.length > 0 ? end : null };
+      }
+      case 'get':
+        return one(p.def, prepare(`SELECT * FROM ${t} WHERE "_id" = ?`).get(p.id) as Record<string, unknown> | undefined);
+      case 'insert': {
+        const now = new Date().toISOString();
+        const out: Record<string, unknown>[] = [];
+        const refs = hasReferences(p.def);
+        // Rows of one insert usually share their columns: one statement per column set.
+        const bySet = new Map<string, Database.Statement>();
+        p.rows.forEach((row, j) => {
+          if (refs) checkReferences(prepare, p.def, row, i, p, `${p.rowsKey === 'rows' ? `rows.${j}` : 'values'}`);
+          const cols = Object.keys(row);
+          const set = cols.join(',');
+          let insert = bySet.get(set);
+          if (!insert) {
+            insert = prepare(`INSERT INTO ${t} ("_id", "_created_at", "_updated_at"${cols.map((c) => `, ${q(c)}`).join('')}) VALUES (?, ?, ?${', ?'.repeat(cols.length)}) RETURNING *`);
+            bySet.set(set, insert);
+          }
+          try {
+            out.push(insert.get(uuidv7(), now, now, ...cols.map((c) => row[c])) as Record<string, unknown>);
+          } catch (err) {
+            throw asConstraint(err, i, p, p.rowsKey === 'rows' ? `rows.${j}` : 'values');
+          }
+        });
+        return { rows: out.map((r) => decodeRow(p.def, r)), total: out.length, nextOffset: null };
+      }
+      case 'upsert': {
+        checkReferences(prepare, p.def, p.values, i, p, 'values');
+        const now = new Date().toISOString();
+        const cols = Object.keys(p.values);
+        const sets = cols.filter((c) => !p.onConflict.includes(c)).map((c) => `${q(c)} = excluded.${q(c)}`);
+        sets.push('"_version" = "_version" + 1', '"_updated_at" = excluded."_updated_at"');
+        const sql = `INSERT INTO ${t} ("_id", "_created_at", "_updated_at"${cols.map((c) => `, ${q(c)}`).join('')}) VALUES (?, ?, ?${', ?'.repeat(cols.length)}) ON CONFLICT (${p.onConflict.map(q).join(', ')}) DO UPDATE SET ${sets.join(', ')} RETURNING *`;
+        return one(p.def, prepare(sql).get(uuidv7(), now, now, ...cols.map((c) => p.values[c])) as Record<string, unknown>);
+      }
+      case 'update': {
+        checkReferences(prepare, p.def, p.values, i, p, 'values');
+        const cols = Object.keys(p.values);
+        const sets = [...cols.map((c) => `${q(c)} = ?`), '"_version" = "_version" + 1', '"_updated_at" = ?'];
+        const cond = p.expectedVersion === undefined ? '' : ' AND "_version" = ?';
+        const args = [...cols.map((c) => p.values[c]), new Date().toISOString(), p.id, ...(p.expectedVersion === undefined ? [] : [p.expectedVersion])];
+        const row = prepare(`UPDATE ${t} SET ${sets.join(', ')} WHERE "_id" = ?${cond} RETURNING *`).get(...args) as Record<string, unknown> | undefined;
+        if (!row) throw versionConflict(prepare, p, i);
+        return one(p.def, row);
+      }
+      case 'delete': {
+        const cond = p.expectedVersion === undefined ? '' : ' AND "_version" = ?';
+        const row = prepare(`DELETE FROM ${t} WHERE "_id" = ?${cond} RETURNING *`).get(p.id, ...(p.expectedVersion === undefined ? [] : [p.expectedVersion])) as Record<string, unknown> | undefined;
+        if (!row) throw versionConflict(prepare, p, i);
+        return one(p.def, row);
+      }
+    }
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    const fk = p.op === 'delete' ? referencedBy(prepare, schema, p.table, p.id) : null;
+    if (fk) throw opError('data_constraint', i, p, 'id', `the row is still referenced by ${fk}`);
+    throw asConstraint(err, i, p, p.op === 'list' || p.op === 'get' || p.op === 'delete' ? null : 'values');
+  }
+}
+
+function versionConflict(prepare: Prepare, p: Extract<Plan, { id: string }>, i: number): AppError {
+  const cur = prepare(`SELECT "_version" AS v FROM ${q(p.table)} WHERE "_id" = ?`).get(p.id) as { v: number } | undefined;
+  if (!cur) return opError('data_conflict', i, p, 'id', `there is no row with _id ${p.id}`);
+  return opError('data_conflict', i, p, 'expectedVersion', `the row is at version ${cur.v}, not ${'expectedVersion' in p ? p.expectedVersion : '?'}`);
+}
+
+const hasReferences = (def: TableDefT): boolean => Object.values(def.columns).some((c) => c.references);
+
+/** Foreign keys checked before the write, so that the failure can name the column. */
+function checkReferences(prepare: Prepare, def: TableDefT, row: Row, i: number, p: Plan, base: string): void {
+  for (const [c, v] of Object.entries(row)) {
+    const ref = def.columns[c]?.references;
+    if (!ref || v === null) continue;
+    if (!prepare(`SELECT 1 FROM ${q(ref.table)} WHERE ${q(ref.column)} = ? LIMIT 1`).get(v)) {
+      throw opError('data_constraint', i, p, `${base}.${c}`, `references ${ref.table}.${ref.column}, and no row there has that value`);
+    }
+  }
+}
+
+/** The first column that still references row `id` of `table` (for a refused delete). */
+function referencedBy(prepare: Prepare, schema: SchemaDefT, table: string, id: string): string | null {
+  for (const [t, def] of Object.entries(schema.tables)) {
+    for (const [c, col] of Object.entries(def.columns)) {
+      const ref = col.references;
+      if (!ref || ref.table !== table) continue;
+      const hit = prepare(`SELECT 1 FROM ${q(t)} WHERE ${q(c)} = (SELECT ${q(ref.column)} FROM ${q(table)} WHERE "_id" = ?) LIMIT 1`).get(id);
+      if (hit) return `${t}.${c}`;
+    }
+  }
+  return null;
+}
+
+function asConstraint(err: unknown, i: number, p: Plan, base: string | null): AppError {
+  const c = constraintColumn(err);
+  if (!c) throw err;
+  const field = c.column ? (base ? `${base}.${c.column}` : c.column) : base;
+  return opError('data_constraint', i, p, field, c.message);
+}

@@ -1,0 +1,153 @@
+import { SYSTEM_COLUMNS, type ColumnDefT, type IndexDefT, type SchemaDefT, type TableDefT } from './schema.js';
+import { literal, ValueError } from './values.js';
+
+// A database's schema as SQL. Identifiers reach SQL only after schema.ts checked them against
+// ^[a-z][a-z0-9_]{0,47}$ and they are always double-quoted; defaults are encoded literals.
+
+/** A schema problem, with the JSON path of the offending part (relative to the body). */
+export class SchemaError extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const q = (ident: string): string => `"${ident.replace(/"/g, '""')}"`;
+
+const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
+// A random (v4) UUID for rows inserted through raw SQL without an _id; the batch API writes v7 ids.
+const UUID_DEFAULT = `lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`;
+
+const SQL_TYPE = { text: 'TEXT', integer: 'INTEGER', number: 'REAL', boolean: 'INTEGER', timestamp: 'TEXT', uuid: 'TEXT', json: 'TEXT' } as const;
+
+/** The column's checks, named after the column so that a failure names it. */
+function checkOf(name: string, col: ColumnDefT): string {
+  const c = q(name);
+  switch (col.type) {
+    case 'boolean':
+      return ` CONSTRAINT ${c} CHECK (${c} IN (0, 1))`;
+    case 'json':
+      return ` CONSTRAINT ${c} CHECK (json_valid(${c}))`;
+    case 'uuid':
+      return ` CONSTRAINT ${c} CHECK (length(${c}) = 36)`;
+    case 'timestamp':
+      return ` CONSTRAINT ${c} CHECK (${c} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]*')`;
+    default:
+      return '';
+  }
+}
+
+export function columnSql(name: string, col: ColumnDefT): string {
+  let s = `${q(name)} ${SQL_TYPE[col.type]}`;
+  if (!col.nullable) s += ' NOT NULL';
+  if (col.unique) s += ' UNIQUE';
+  if (col.default !== undefined) s += ` DEFAULT ${literal(col, col.default)}`;
+  s += checkOf(name, col);
+  if (col.references) s += ` REFERENCES ${q(col.references.table)} (${q(col.references.column)})`;
+  return s;
+}
+
+export function createTableSql(table: string, def: TableDefT): string[] {
+  const cols = [
+    `"_id" TEXT PRIMARY KEY NOT NULL DEFAULT (${UUID_DEFAULT})`,
+    `"_version" INTEGER NOT NULL DEFAULT 1`,
+    `"_created_at" TEXT NOT NULL DEFAULT (${NOW})`,
+    `"_updated_at" TEXT NOT NULL DEFAULT (${NOW})`,
+    ...Object.entries(def.columns).map(([n, c]) => columnSql(n, c)),
+  ];
+  return [`CREATE TABLE ${q(table)} (\n  ${cols.join(',\n  ')}\n) STRICT`, ...triggerSql(table), ...(def.indexes ?? []).map((ix) => indexSql(table, ix))];
+}
+
+/**
+ * Raw SQL may update rows without touching _version: the trigger bumps it (and _updated_at), so
+ * an optimistic `expectedVersion` check never passes over a change it did not see.
+ */
+export function triggerSql(table: string): string[] {
+  return [
+    `CREATE TRIGGER ${q(`_svc_${table}_version`)} AFTER UPDATE ON ${q(table)} FOR EACH ROW WHEN NEW."_version" = OLD."_version" BEGIN UPDATE ${q(table)} SET "_version" = OLD."_version" + 1, "_updated_at" = ${NOW} WHERE rowid = NEW.rowid; END`,
+  ];
+}
+
+export function indexSql(table: string, ix: IndexDefT): string {
+  return `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${q(ix.name!)} ON ${q(table)} (${ix.columns.map(q).join(', ')})`;
+}
+
+export const indexName = (table: string, ix: IndexDefT): string => ix.name ?? `${table}_${ix.columns.join('_')}_idx`.slice(0, 120);
+
+const isSystem = (c: string): boolean => (SYSTEM_COLUMNS as readonly string[]).includes(c);
+
+/** Every object name in the database file: tables and indexes share SQLite's one namespace. */
+export function objectNames(schema: SchemaDefT): Set<string> {
+  const names = new Set<string>();
+  for (const [t, def] of Object.entries(schema.tables)) {
+    names.add(t);
+    for (const ix of def.indexes ?? []) names.add(ix.name!);
+  }
+  return names;
+}
+
+/**
+ * Checks what zod cannot (references, index columns, unique names, typed defaults) and returns the
+ * schema with every index named, as it is stored and returned. `base` is the body path prefix.
+ */
+export function normalizeSchema(schema: SchemaDefT, base = 'schema'): SchemaDefT {
+  const out: SchemaDefT = { tables: {} };
+  const seen = new Set<string>(Object.keys(schema.tables));
+  for (const [t, def] of Object.entries(schema.tables)) {
+    const indexes: IndexDefT[] = [];
+    (def.indexes ?? []).forEach((ix, i) => {
+      const name = indexName(t, ix);
+      if (seen.has(name)) throw new SchemaError(`${base}.tables.${t}.indexes.${i}.name`, `the name ${name} is already used by a table or index`);
+      seen.add(name);
+      indexes.push({ name, columns: ix.columns, ...(ix.unique ? { unique: true } : {}) });
+    });
+    out.tables[t] = { columns: def.columns, ...(indexes.length ? { indexes } : {}) };
+  }
+  checkSchema(out, base);
+  return out;
+}
+
+/** References, defaults and index columns of a whole schema (after a migration too). */
+export function checkSchema(schema: SchemaDefT, base = 'schema'): void {
+  for (const [t, def] of Object.entries(schema.tables)) {
+    for (const [c, col] of Object.entries(def.columns)) {
+      checkColumn(schema, c, col, `${base}.tables.${t}.columns.${c}`);
+    }
+    (def.indexes ?? []).forEach((ix, i) => {
+      const seen = new Set<string>();
+      ix.columns.forEach((c, j) => {
+        const path = `${base}.tables.${t}.indexes.${i}.columns.${j}`;
+        if (!isSystem(c) && !Object.hasOwn(def.columns, c)) throw new SchemaError(path, `table ${t} has no column ${c}`);
+        if (seen.has(c)) throw new SchemaError(path, `column ${c} is listed twice`);
+        seen.add(c);
+      });
+    });
+  }
+}
+
+export function checkColumn(schema: SchemaDefT, name: string, col: ColumnDefT, path: string): void {
+  if (col.default !== undefined) {
+    if (col.default === null && !col.nullable) throw new SchemaError(`${path}.default`, 'a null default needs nullable: true');
+    try {
+      literal(col, col.default);
+    } catch (err) {
+      if (err instanceof ValueError) throw new SchemaError(`${path}.default`, `the default ${err.message}`);
+      throw err;
+    }
+  }
+  const ref = col.references;
+  if (ref) {
+    const target = Object.hasOwn(schema.tables, ref.table) ? schema.tables[ref.table] : undefined;
+    if (!target) throw new SchemaError(`${path}.references.table`, `there is no table ${ref.table}`);
+    if (ref.column === '_id') {
+      if (col.type !== 'uuid' && col.type !== 'text') throw new SchemaError(`${path}.type`, 'a column referencing _id must be of type uuid or text');
+    } else {
+      const rc = Object.hasOwn(target.columns, ref.column) ? target.columns[ref.column] : undefined;
+      if (!rc) throw new SchemaError(`${path}.references.column`, `table ${ref.table} has no column ${ref.column}`);
+      if (!rc.unique) throw new SchemaError(`${path}.references.column`, `${ref.table}.${ref.column} must be unique (or reference _id)`);
+      if (rc.type !== col.type) throw new SchemaError(`${path}.type`, `must be of the referenced column's type (${rc.type})`);
+    }
+  }
+}

@@ -1,0 +1,267 @@
+import Database from 'better-sqlite3';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { AppError } from '../../kernel/errors.js';
+import { planBatch, runBatch } from './batch.js';
+import { createTableSql, SchemaError } from './ddl.js';
+import { IDEMPOTENCY_DDL, remember, replayOf, type IdempotencyRef } from './idempotency.js';
+import { planMigration } from './migrations.js';
+import { LIMITS, type MigrationInT, type MigrationRecord, type OperationT, type QueryResult, type RecordResultT, type SchemaDefT } from './schema.js';
+import { admit, checkGrants, type Admitted, type Mode, type TableGrants } from './sql-guard.js';
+import { sqlError } from './sqlite-errors.js';
+import { decode } from './values.js';
+
+// One application database file, opened by the child process that serves it. Everything that
+// touches the file goes through here: batches, caller SQL, migrations, idempotency records.
+
+const INTERNAL_DDL = `
+  CREATE TABLE IF NOT EXISTS _svc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+  CREATE TABLE IF NOT EXISTS _svc_migrations (
+    id TEXT PRIMARY KEY,
+    checksum TEXT NOT NULL,
+    schema_version INTEGER NOT NULL,
+    applied_at TEXT NOT NULL,
+    answer TEXT NOT NULL
+  ) STRICT;
+  ${IDEMPOTENCY_DDL}
+`;
+
+/** Memory SQLite may use for one connection; a statement needing more fails (413) instead of the process. */
+const HEAP_LIMIT_BYTES = 256 * 1024 * 1024;
+
+export interface FileState {
+  schema: SchemaDefT;
+  schemaVersion: number;
+}
+
+export interface Answer<T> {
+  answer: T;
+  replayed: boolean;
+}
+
+export interface QueryRequest {
+  sql: string;
+  params: (string | number | boolean | null)[];
+  mode: Mode;
+  maxRows: number;
+  grants: TableGrants;
+}
+
+export class DataFile {
+  private readonly db: Database.Database;
+  private readonly cache = new Map<string, Database.Statement>();
+  private readonly admissions = new Map<string, Admitted & { types: (string | undefined)[] }>();
+  private state!: FileState;
+  /**
+   * When the request being served must be done (set by the worker from the time limit). A write
+   * that gets to its commit later rolls back instead: the daemon kills the worker a little after
+   * this moment, and a write it answers 503 must not have been kept.
+   */
+  deadline = Infinity;
+
+  constructor(file: string, create?: SchemaDefT) {
+    if (create) {
+      if (existsSync(file)) throw new Error('database file already exists');
+      closeSync(openSync(file, 'wx', 0o600));
+    } else if (!existsSync(file)) {
+      throw new AppError('data_unavailable', 'The database file is missing.');
+    }
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 2000');
+    this.db.pragma(`hard_heap_limit = ${HEAP_LIMIT_BYTES}`);
+    this.db.exec(INTERNAL_DDL);
+    if (create) {
+      this.db.transaction(() => {
+        for (const [t, def] of Object.entries(create.tables)) for (const sql of createTableSql(t, def)) this.db.exec(sql);
+        this.writeState({ schema: create, schemaVersion: 1 });
+      })();
+    }
+    this.state = this.readState();
+  }
+
+  info(): FileState {
+    return this.state;
+  }
+
+  close(): void {
+    try {
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      this.db.close();
+    }
+  }
+
+  private prepare = (sql: string): Database.Statement => {
+    let s = this.cache.get(sql);
+    if (!s) {
+      if (this.cache.size > 500) this.cache.clear();
+      this.cache.set(sql, (s = this.db.prepare(sql)));
+    }
+    return s;
+  };
+
+  private readState(): FileState {
+    const rows = this.db.prepare("SELECT key, value FROM _svc_meta WHERE key IN ('schema', 'schemaVersion')").all() as { key: string; value: string }[];
+    const m = new Map(rows.map((r) => [r.key, r.value]));
+    if (!m.has('schema')) throw new AppError('data_unavailable', 'The database file has no schema record.');
+    return { schema: JSON.parse(m.get('schema')!) as SchemaDefT, schemaVersion: Number(m.get('schemaVersion')) };
+  }
+
+  private writeState(s: FileState): void {
+    const put = this.db.prepare('INSERT INTO _svc_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+    put.run('schema', JSON.stringify(s.schema));
+    put.run('schemaVersion', String(s.schemaVersion));
+  }
+
+  /** Runs `fn` in one transaction with the idempotency record of `ref` (if any) written in it too. */
+  private once<T>(ref: IdempotencyRef | undefined, fn: () => T, write: boolean): Answer<T> {
+    // A lone read needs no transaction of its own (one statement is atomic); writes and anything
+    // with an idempotency record do.
+    if (!ref && !write) return { answer: fn(), replayed: false };
+    return this.db.transaction((): Answer<T> => {
+      if (ref) {
+        const stored = replayOf(this.db, ref);
+        if (stored !== undefined) return { answer: stored as T, replayed: true };
+      }
+      const answer = fn();
+      if (ref) remember(this.db, ref, answer);
+      this.beforeCommit();
+      return { answer, replayed: false };
+    })();
+  }
+
+  private beforeCommit(): void {
+    if (Date.now() > this.deadline) throw new AppError('data_unavailable', 'The request ran past data.statementTimeoutMs and was rolled back; nothing it did was kept.');
+  }
+
+  batch(ops: OperationT[], ref?: IdempotencyRef): Answer<RecordResultT[]> {
+    // Planned against the schema before the transaction starts: a bad batch writes nothing.
+    const plans = planBatch(this.state.schema, ops);
+    return this.once(ref, () => runBatch(this.prepare, this.state.schema, plans), true);
+  }
+
+  query(req: QueryRequest, ref?: IdempotencyRef): Answer<QueryResult> {
+    const params = req.params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
+    const { stmt, types } = this.admitted(req, params);
+    try {
+      if (req.mode === 'read') return this.once(ref, () => this.collect(stmt, params, req.maxRows, types, null), false);
+      return this.once(ref, () => {
+        this.db.pragma('defer_foreign_keys = ON');
+        let result: QueryResult;
+        if (stmt.reader) {
+          result = this.collect(stmt, params, req.maxRows, types, 'all');
+        } else {
+          const info = stmt.run(...params);
+          result = { rows: [], rowCount: info.changes, truncated: false };
+        }
+        this.checkForeignKeys();
+        return result;
+      }, true);
+    } catch (err) {
+      throw sqlError(err);
+    }
+  }
+
+  /**
+   * Admission is decided once per (mode, SQL) and schema version: the same text compiles to the
+   * same program, whatever its parameters. Grants are checked on every call (they change with
+   * the config), against the tables the program was found to read and write.
+   */
+  private admitted(req: QueryRequest, params: unknown[]): { stmt: Database.Statement; types: (string | undefined)[] } {
+    const key = `${req.mode}\u0000${req.sql}`;
+    let hit = this.admissions.get(key);
+    if (!hit) {
+      const a = admit(this.db, req.sql, params, req.mode, new Set(Object.keys(this.state.schema.tables)), { read: '*', write: '*' });
+      hit = { ...a, types: this.columnTypes(a.stmt) };
+      if (this.admissions.size >= 200) this.admissions.delete(this.admissions.keys().next().value!);
+      this.admissions.set(key, hit);
+    }
+    checkGrants(hit.reads, hit.writes, req.grants);
+    return hit;
+  }
+
+  /** Rows of a statement, at most maxRows of them and at most 1 MiB; `all` drains a RETURNING write. */
+  private collect(stmt: Database.Statement, params: unknown[], maxRows: number, types: (string | undefined)[], all: 'all' | null): QueryResult {
+    const rows: Record<string, unknown>[] = [];
+    let bytes = 0;
+    let seen = 0;
+    let truncated = false;
+    const cols = stmt.columns();
+    for (const raw of stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>) {
+      seen++;
+      if (rows.length >= maxRows) {
+        truncated = true;
+        if (!all) break;
+        continue;
+      }
+      const row: Record<string, unknown> = {};
+      raw.forEach((v, i) => (row[cols[i]!.name] = decode(types[i] as never, v)));
+      bytes += JSON.stringify(row).length;
+      if (bytes > LIMITS.resultBytes) throw new AppError('data_limit', `The result exceeds ${LIMITS.resultBytes / 1048576} MiB; select fewer rows or columns (maxRows).`);
+      rows.push(row);
+    }
+    return { rows, rowCount: all ? seen : rows.length, truncated };
+  }
+
+  /** Column types of a statement's result columns that come straight from a table column. */
+  private columnTypes(stmt: Database.Statement): (string | undefined)[] {
+    if (!stmt.reader) return [];
+    return stmt.columns().map((c) => {
+      if (!c.table || !c.column) return undefined;
+      const t = Object.hasOwn(this.state.schema.tables, c.table) ? this.state.schema.tables[c.table] : undefined;
+      return t && Object.hasOwn(t.columns, c.column) ? t.columns[c.column]!.type : undefined;
+    });
+  }
+
+  private checkForeignKeys(): void {
+    const bad = this.db.prepare('PRAGMA foreign_key_check').get() as { table: string; fkid: number } | undefined;
+    if (!bad) return;
+    const fk = (this.db.prepare(`PRAGMA foreign_key_list("${bad.table.replace(/"/g, '""')}")`).all() as { id: number; from: string; table: string; to: string }[]).find((f) => f.id === bad.fkid);
+    const column = fk?.from ?? null;
+    const message = fk ? `references ${fk.table}.${fk.to}, and no row there has that value` : 'a foreign key constraint failed';
+    throw new AppError('data_constraint', `${column ? `${column}: ` : ''}${message}.`, column ? { details: [{ path: column, message }] } : {});
+  }
+
+  migrate(m: MigrationInT, checksum: string): Answer<FileState & { record: MigrationRecord }> {
+    return this.db.transaction((): Answer<FileState & { record: MigrationRecord }> => {
+      const prev = this.db.prepare('SELECT checksum, answer FROM _svc_migrations WHERE id = ?').get(m.id) as { checksum: string; answer: string } | undefined;
+      if (prev) {
+        if (prev.checksum !== checksum) throw new AppError('data_conflict', `Migration ${m.id} was already applied with other content; give a new migration a new id.`, { details: [{ path: 'body.id', message: 'already applied with other content' }] });
+        return { answer: JSON.parse(prev.answer), replayed: true };
+      }
+      if (m.expectedVersion !== this.state.schemaVersion) {
+        throw new AppError('data_conflict', `The database is at schemaVersion ${this.state.schemaVersion}, not ${m.expectedVersion}.`, { details: [{ path: 'body.expectedVersion', message: `the database is at ${this.state.schemaVersion}` }] });
+      }
+      const plan = planMigration(this.state.schema, m);
+      try {
+        for (const sql of plan.ddl) this.db.exec(sql);
+      } catch (err) {
+        const e = sqlError(err);
+        throw new AppError(e.code === 'data_invalid' ? 'data_conflict' : e.code, `The migration cannot be applied to the current data: ${e.message}`);
+      }
+      const next: FileState = { schema: plan.schema, schemaVersion: this.state.schemaVersion + 1 };
+      const record: MigrationRecord = { id: m.id, checksum, schemaVersion: next.schemaVersion, appliedAt: new Date().toISOString() };
+      this.writeState(next);
+      const answer = { ...next, record };
+      this.db.prepare('INSERT INTO _svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES (?, ?, ?, ?, ?)').run(m.id, checksum, next.schemaVersion, record.appliedAt, JSON.stringify(answer));
+      this.beforeCommit();
+      this.state = next;
+      this.cache.clear();
+      this.admissions.clear();
+      return { answer, replayed: false };
+    })();
+  }
+
+  migrations(): MigrationRecord[] {
+    return (this.db.prepare('SELECT id, checksum, schema_version, applied_at FROM _svc_migrations ORDER BY schema_version').all() as { id: string; checksum: string; schema_version: number; applied_at: string }[]).map((r) => ({
+      id: r.id,
+      checksum: r.checksum,
+      schemaVersion: r.schema_version,
+      appliedAt: r.applied_at,
+    }));
+  }
+}
+
+export { SchemaError };

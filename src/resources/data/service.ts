@@ -1,0 +1,172 @@
+import { readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { serviceKey, type App } from '../../app.js';
+import type { Principal } from '../../kernel/auth.js';
+import { AppError } from '../../kernel/errors.js';
+import { ensurePrivateDir } from '../../lib/files.js';
+import { UUID_RE, uuidv7 } from '../../lib/ids.js';
+import { statePaths } from '../../state-dir.js';
+import { toPage, type Page } from '../common.js';
+import { isWriteOp, opError } from './batch.js';
+import { normalizeSchema, SchemaError } from './ddl.js';
+import type { Answer, FileState } from './engine.js';
+import { canSee, canUseTable, requireCreate, requireManage, requireRead, tableGrants } from './grants.js';
+import { requestHash, type IdempotencyRef } from './idempotency.js';
+import { migrationChecksum } from './migrations.js';
+import type { Database, MigrationInT, MigrationRecord, OperationT, QueryInT, QueryResult, RecordResultT, SchemaDefT } from './schema.js';
+import { LIMITS } from './schema.js';
+import type { DataRunner } from './sql-runner.js';
+import * as store from './store.js';
+
+/** The daemon's worker pool for application databases, wired in daemon.ts. */
+export const DATA_RUNNER = serviceKey<DataRunner>('data.runner');
+
+/** The worker pool, once the provider is one this build serves. */
+function runner(app: App): DataRunner {
+  const provider = app.config().data.provider;
+  if (provider !== 'sqlite') throw new AppError('data_unavailable', `The data provider "${provider}" is not available in this build; set data.provider to "sqlite".`);
+  return app.services.get(DATA_RUNNER);
+}
+const fileOf = (app: App, id: string): string => join(statePaths(app.root).data, `${id}.sqlite`);
+
+/** The registry follows the file: after a crash between a migration's commit and the registry update, the next open catches up. */
+export function reconcile(app: App, id: string, state: FileState): void {
+  const d = store.getById(app.db, id);
+  if (d && d.schemaVersion !== state.schemaVersion) {
+    store.setSchema(app.db, id, state.schema, state.schemaVersion);
+    app.log.warn('database registry caught up with its file', { database: id, schemaVersion: state.schemaVersion });
+  }
+}
+
+/** Files under .svc/data that no registry row names: left by a crash between file and row. */
+export function removeOrphanFiles(app: App): void {
+  const dir = statePaths(app.root).data;
+  ensurePrivateDir(dir);
+  const known = new Set(store.allIds(app.db));
+  for (const f of readdirSync(dir)) {
+    const m = /^([0-9a-f-]{36})\.sqlite(-wal|-shm)?$/.exec(f);
+    if (m && !known.has(m[1]!)) rmSync(join(dir, f), { force: true });
+  }
+}
+
+export function resolve(app: App, ref: string): Database {
+  runner(app);
+  const d = UUID_RE.test(ref) ? store.getById(app.db, ref) : store.getByName(app.db, ref);
+  if (!d) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
+  return d;
+}
+
+/** The database as this key may see it: tables it has no grant on are left out. */
+function visible(p: Principal | null, d: Database): Database {
+  const { read } = tableGrants(p, d);
+  if (read === '*') return d;
+  return { ...d, schema: { tables: Object.fromEntries(Object.entries(d.schema.tables).filter(([t]) => read.includes(t))) } };
+}
+
+export async function createDatabase(app: App, p: Principal | null, body: { name: string; schema: SchemaDefT }): Promise<Database> {
+  requireCreate(p);
+  let schema: SchemaDefT;
+  try {
+    schema = normalizeSchema(body.schema);
+  } catch (err) {
+    if (err instanceof SchemaError) throw new AppError('data_invalid', `${err.path}: ${err.message}.`, { details: [{ path: `body.${err.path}`, message: err.message }] });
+    throw err;
+  }
+  if (store.getByName(app.db, body.name)) throw nameTaken(body.name);
+  const d: Database = { id: uuidv7(), name: body.name, schema, schemaVersion: 1, createdAt: new Date().toISOString() };
+  ensurePrivateDir(statePaths(app.root).data);
+  const file = fileOf(app, d.id);
+  try {
+    await runner(app).call(d.id, file, { type: 'open', file, create: schema }, { slow: true });
+    app.events.write(() => {
+      if (store.getByName(app.db, body.name)) throw nameTaken(body.name);
+      store.insertDatabase(app.db, d);
+      app.events.emit('data:created', { id: d.id, name: d.name });
+    });
+  } catch (err) {
+    await runner(app).retire(d.id);
+    removeFiles(file);
+    throw err;
+  }
+  return d;
+}
+
+const nameTaken = (name: string) => new AppError('data_conflict', `A database named ${name} already exists.`, { details: [{ path: 'body.name', message: 'already exists' }] });
+
+function removeFiles(file: string): void {
+  for (const s of ['', '-wal', '-shm']) rmSync(file + s, { force: true });
+}
+
+export function listDatabases(app: App, p: Principal | null, q: { limit: number; cursor?: string }): Page<Database> {
+  runner(app);
+  const rows = store.listDatabases(app.db, { after: q.cursor, limit: q.limit + 1 });
+  const page = toPage(rows, q.limit, (d) => d.id);
+  return { items: page.items.filter((d) => canSee(p, d)).map((d) => visible(p, d)), next: page.next };
+}
+
+export function getDatabase(app: App, p: Principal | null, ref: string): Database {
+  const d = resolve(app, ref);
+  requireRead(p, d);
+  return visible(p, d);
+}
+
+export async function deleteDatabase(app: App, p: Principal | null, ref: string, expectedVersion?: number): Promise<void> {
+  const d = resolve(app, ref);
+  requireManage(p, d);
+  if (expectedVersion !== undefined && expectedVersion !== d.schemaVersion) {
+    throw new AppError('data_conflict', `The database is at schemaVersion ${d.schemaVersion}, not ${expectedVersion}.`, { details: [{ path: 'query.expectedVersion', message: `the database is at ${d.schemaVersion}` }] });
+  }
+  app.events.write(() => {
+    if (!store.deleteDatabase(app.db, d.id)) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
+    app.events.emit('data:deleted', { id: d.id, name: d.name });
+  });
+  // The row is gone first, so no new request reaches the file; then its worker closes and it goes.
+  await runner(app).retire(d.id);
+  removeFiles(fileOf(app, d.id));
+}
+
+function idempotency(p: Principal | null, endpoint: string, body: { idempotencyKey?: string }): IdempotencyRef | undefined {
+  if (!body.idempotencyKey) return undefined;
+  return { owner: p?.keyId ?? 'anonymous', key: body.idempotencyKey, hash: requestHash(endpoint, body as Record<string, unknown>) };
+}
+
+export async function transactions(app: App, p: Principal | null, ref: string, body: { operations: OperationT[]; idempotencyKey?: string }): Promise<Answer<RecordResultT[]>> {
+  const d = resolve(app, ref);
+  requireRead(p, d);
+  const grants = tableGrants(p, d);
+  body.operations.forEach((op, i) => {
+    const write = isWriteOp(op);
+    if (!canUseTable(write ? grants.write : grants.read, op.table)) throw opError('data_forbidden', i, op, 'table', `this key may not ${write ? 'write' : 'read'} table ${op.table}`);
+  });
+  return runner(app).call(d.id, fileOf(app, d.id), { type: 'batch', ops: body.operations, ref: idempotency(p, 'transactions', body) });
+}
+
+export async function query(app: App, p: Principal | null, ref: string, body: QueryInT): Promise<Answer<QueryResult>> {
+  const d = resolve(app, ref);
+  requireRead(p, d);
+  const mode = body.mode ?? 'read';
+  const grants = tableGrants(p, d);
+  if (mode === 'write' && grants.write !== '*' && grants.write.length === 0) throw new AppError('data_forbidden', 'This key has no write grant on this database.');
+  const req = { sql: body.sql, params: body.params ?? [], mode, maxRows: body.maxRows ?? LIMITS.maxRows, grants };
+  return runner(app).call(d.id, fileOf(app, d.id), { type: 'query', req, ref: idempotency(p, 'query', body) });
+}
+
+export async function migrate(app: App, p: Principal | null, ref: string, body: MigrationInT): Promise<{ database: Database; replayed: boolean }> {
+  const d = resolve(app, ref);
+  requireManage(p, d);
+  const checksum = migrationChecksum(body);
+  const r = await runner(app).call<Answer<FileState & { record: MigrationRecord }>>(d.id, fileOf(app, d.id), { type: 'migrate', migration: body, checksum }, { slow: true });
+  if (!r.replayed) {
+    app.events.write(() => {
+      store.setSchema(app.db, d.id, r.answer.schema, r.answer.schemaVersion);
+      app.events.emit('data:migrated', { id: d.id, name: d.name, migrationId: body.id, schemaVersion: r.answer.schemaVersion });
+    });
+  }
+  return { database: { ...d, schema: r.answer.schema, schemaVersion: r.answer.schemaVersion }, replayed: r.replayed };
+}
+
+export async function listMigrations(app: App, p: Principal | null, ref: string): Promise<MigrationRecord[]> {
+  const d = resolve(app, ref);
+  requireRead(p, d);
+  return runner(app).call(d.id, fileOf(app, d.id), { type: 'migrations' });
+}

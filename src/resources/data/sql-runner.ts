@@ -1,0 +1,288 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { dirname, join, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AppError } from '../../kernel/errors.js';
+import type { Logger } from '../../kernel/log.js';
+import type { WorkerReply, WorkerRequest } from './worker.js';
+
+// Every read and write of an application database runs in a child process that serves that one
+// database: a long-lived process, spoken to with structured IPC messages, one message at a time.
+// A statement that runs past data.statementTimeoutMs is stopped the only way SQLite can be
+// stopped from outside: the process is killed (SIGKILL), its lock and CPU go with it, the request
+// is answered 503, and a fresh process re-opens the file for the requests queued behind it. The
+// daemon's own thread only sends and receives messages, so it keeps answering everything else.
+
+const here = fileURLToPath(import.meta.url);
+/** Under the test runner this module is TypeScript; the child runs the compiled worker from dist/. */
+const WORKER = here.endsWith('.ts')
+  ? (() => {
+      const i = here.lastIndexOf(`${sep}src${sep}`);
+      return join(here.slice(0, i), 'dist', here.slice(i + 1)).replace(/sql-runner\.ts$/, 'worker.js');
+    })()
+  : join(dirname(here), 'worker.js');
+
+const MAX_QUEUE = 256;
+const IDLE_MS = 60_000;
+/** Opening (and creating) a file and migrating it may take longer than one statement. */
+const SLOW_MS = 60_000;
+const KILL_GRACE_MS = 250;
+/** Reads sent ahead to a worker, so it goes from one to the next without waiting for the daemon. */
+const PIPELINE = 8;
+
+function repeatable(msg: WorkerRequest): boolean {
+  if (msg.type === 'migrations') return true;
+  if (msg.type === 'query') return msg.req.mode === 'read' && !msg.ref;
+  if (msg.type === 'batch') return !msg.ref && msg.ops.every((o) => o.op === 'list' || o.op === 'get');
+  return false;
+}
+
+interface Job {
+  id: number;
+  msg: WorkerRequest;
+  /** Safe to run again (a read without an idempotency record): may be pipelined, and re-sent. */
+  repeatable: boolean;
+  timeoutMs: number;
+  resolve(v: unknown): void;
+  reject(e: unknown): void;
+}
+
+export interface RunnerOptions {
+  log: Logger;
+  /** Read per request: a project.json reload applies to the next statement. */
+  statementTimeoutMs(): number;
+  /** Told what a worker found when it (re)opened a database file. */
+  onOpened?(key: string, state: unknown): void;
+}
+
+/** The daemon's environment without anything secret-looking: the worker needs none of it. */
+function workerEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/KEY|TOKEN|SECRET|PASS|CREDENTIAL/i.test(k)) env[k] = v;
+  return env;
+}
+
+class Worker {
+  proc: ChildProcess;
+  /** Sent and not yet answered, in order; the first is the one running. */
+  inflight: Job[] = [];
+  timer: NodeJS.Timeout | null = null;
+  dead = false;
+
+  constructor(log: Logger, onReply: (w: Worker, r: WorkerReply) => void, onExit: (w: Worker) => void) {
+    this.proc = fork(WORKER, [], {
+      execArgv: ['--max-old-space-size=256'],
+      env: workerEnv(),
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    this.proc.stderr?.setEncoding('utf8');
+    this.proc.stderr?.on('data', (chunk: string) => log.warn('data worker stderr', { text: chunk.slice(0, 2000) }));
+    this.proc.on('message', (r: WorkerReply) => onReply(this, r));
+    this.proc.on('exit', () => {
+      this.dead = true;
+      onExit(this);
+    });
+    this.proc.on('error', () => undefined);
+  }
+
+  kill(): void {
+    if (!this.dead) this.proc.kill('SIGKILL');
+  }
+}
+
+/** The queue and the worker process of one database. */
+class Lane {
+  queue: Job[] = [];
+  worker: Worker | null = null;
+  lastUsed = Date.now();
+
+  constructor(
+    readonly key: string,
+    readonly file: string,
+  ) {}
+}
+
+export class DataRunner {
+  private readonly lanes = new Map<string, Lane>();
+  private spare: Worker | null = null;
+  private seq = 0;
+  private closed = false;
+  private readonly sweeper: NodeJS.Timeout;
+  /** Pids of workers killed at the time limit (tests check their CPU was released). */
+  readonly killed: number[] = [];
+
+  constructor(private readonly opts: RunnerOptions) {
+    this.sweeper = setInterval(() => this.sweep(), 10_000);
+    this.sweeper.unref();
+    this.spare = this.spawn();
+  }
+
+  /** Sends one request to the worker of database `key` (file `file`), queued behind earlier ones. */
+  call<T>(key: string, file: string, msg: WorkerRequest, opts: { slow?: boolean } = {}): Promise<T> {
+    if (this.closed) return Promise.reject(new AppError('data_unavailable', 'The daemon is shutting down.'));
+    let lane = this.lanes.get(key);
+    if (!lane) this.lanes.set(key, (lane = new Lane(key, file)));
+    if (lane.queue.length >= MAX_QUEUE) return Promise.reject(new AppError('data_unavailable', 'Too many requests are waiting for this database; retry shortly.', { headers: { 'Retry-After': '1' } }));
+    lane.lastUsed = Date.now();
+    const timeoutMs = opts.slow ? Math.max(SLOW_MS, this.opts.statementTimeoutMs()) : this.opts.statementTimeoutMs();
+    return new Promise<T>((resolve, reject) => {
+      lane.queue.push({ id: ++this.seq, msg, repeatable: repeatable(msg), timeoutMs, resolve: resolve as (v: unknown) => void, reject });
+      this.pump(lane);
+    });
+  }
+
+  /** Closes the database's worker (before its file is deleted); queued requests are refused. */
+  async retire(key: string): Promise<void> {
+    const lane = this.lanes.get(key);
+    if (!lane) return;
+    // Requests still waiting were sent before the delete; they find the database gone.
+    for (const j of lane.queue.splice(0)) j.reject(new AppError('data_not_found', 'The database was deleted.'));
+    if (lane.worker && !lane.worker.dead) await this.call(key, lane.file, { type: 'close' }).catch(() => undefined);
+    lane.worker?.kill();
+    this.lanes.delete(key);
+  }
+
+  /** Pid of the worker serving `key`, if one is running (tests and diagnostics). */
+  pidOf(key: string): number | undefined {
+    return this.lanes.get(key)?.worker?.proc.pid;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    const exits: Promise<void>[] = [];
+    for (const lane of this.lanes.values()) {
+      for (const j of lane.queue.splice(0)) j.reject(new AppError('data_unavailable', 'The daemon is shutting down.'));
+      const w = lane.worker;
+      if (!w || w.dead) continue;
+      exits.push(
+        new Promise<void>((resolve) => {
+          const t = setTimeout(() => {
+            w.kill();
+            resolve();
+          }, 3000);
+          w.proc.once('exit', () => {
+            clearTimeout(t);
+            resolve();
+          });
+          // An idle worker checkpoints and closes its file; a busy one is killed at the deadline.
+          if (!w.inflight.length) w.proc.send({ id: 0, type: 'close' });
+        }),
+      );
+    }
+    this.spare?.kill();
+    await Promise.all(exits);
+    this.lanes.clear();
+  }
+
+  private spawn(): Worker {
+    return new Worker(this.opts.log, (w, r) => this.onReply(w, r), (w) => this.onExit(w));
+  }
+
+  private laneOf(w: Worker): Lane | undefined {
+    for (const l of this.lanes.values()) if (l.worker === w) return l;
+    return undefined;
+  }
+
+  private pump(lane: Lane): void {
+    let w = lane.worker;
+    const job = lane.queue[0];
+    if (!job) return;
+    if (!w || w.dead) {
+      // A fresh worker opens the file first; the spare one is already started, so this is cheap.
+      w = this.spare && !this.spare.dead ? this.spare : this.spawn();
+      this.spare = this.closed ? null : this.spawn();
+      lane.worker = w;
+      if (job.msg.type !== 'open') {
+        lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, repeatable: false, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.failQueue(lane, e) });
+      }
+    }
+    // One job at a time, except that reads may queue up behind reads (or behind the open): if
+    // the one running is stopped, those not yet started are simply sent again.
+    while (lane.queue.length) {
+      const next = lane.queue[0]!;
+      if (w.inflight.length) {
+        const ahead = w.inflight.slice(1).every((j) => j.repeatable) && (w.inflight[0]!.repeatable || w.inflight[0]!.msg.type === 'open');
+        if (!next.repeatable || !ahead || w.inflight.length >= PIPELINE) break;
+      }
+      lane.queue.shift();
+      w.inflight.push(next);
+      if (w.inflight.length === 1) this.arm(lane, w);
+      w.proc.send({ id: next.id, timeoutMs: next.timeoutMs, ...next.msg });
+    }
+  }
+
+  /** The time limit runs for the job the worker is on now: the first one in flight. */
+  private arm(lane: Lane, w: Worker): void {
+    if (w.timer) clearTimeout(w.timer);
+    const head = w.inflight[0];
+    // The worker rolls back a write that reaches its commit after timeoutMs; the kill comes a
+    // little later, so a write is either answered or not kept, never kept and answered 503.
+    w.timer = head ? setTimeout(() => this.timeout(lane, w, head), head.timeoutMs + KILL_GRACE_MS) : null;
+  }
+
+  private onReply(w: Worker, r: WorkerReply): void {
+    const job = w.inflight[0];
+    if (!job || job.id !== r.id) return;
+    w.inflight.shift();
+    const lane = this.laneOf(w);
+    if (lane) this.arm(lane, w);
+    else if (w.timer) clearTimeout(w.timer);
+    if (r.ok) job.resolve(r.value);
+    else {
+      if (r.internal) this.opts.log.error('data worker error', { error: r.internal });
+      job.reject(new AppError(r.error.code, r.error.message, { details: r.error.details }));
+    }
+    if (lane) {
+      lane.lastUsed = Date.now();
+      this.pump(lane);
+    }
+  }
+
+  /** Takes a dead worker's jobs: the running one fails, reads waiting behind it go back to the queue. */
+  private orphaned(lane: Lane, w: Worker): Job | undefined {
+    if (w.timer) clearTimeout(w.timer);
+    w.timer = null;
+    const [head, ...rest] = w.inflight.splice(0);
+    lane.queue.unshift(...rest);
+    lane.worker = null;
+    return head;
+  }
+
+  private timeout(lane: Lane, w: Worker, job: Job): void {
+    if (w.inflight[0] !== job || lane.worker !== w) return;
+    if (w.proc.pid) this.killed.push(w.proc.pid);
+    w.kill();
+    this.orphaned(lane, w);
+    this.opts.log.warn('data statement stopped at the time limit', { ms: job.timeoutMs, pid: w.proc.pid });
+    job.reject(new AppError('data_unavailable', `The statement ran longer than ${job.timeoutMs} ms (data.statementTimeoutMs) and was stopped; nothing it did was kept.`));
+    this.pump(lane);
+  }
+
+  private onExit(w: Worker): void {
+    if (w === this.spare) this.spare = null;
+    const lane = this.laneOf(w);
+    if (!lane) return;
+    const job = this.orphaned(lane, w);
+    if (job) {
+      this.opts.log.error('data worker exited during a request', { pid: w.proc.pid, code: w.proc.exitCode, signal: w.proc.signalCode });
+      job.reject(new AppError('data_unavailable', 'The database worker stopped before the request finished; it was not applied. Retry.'));
+    }
+    if (!this.closed) this.pump(lane);
+  }
+
+  private failQueue(lane: Lane, e: unknown): void {
+    for (const j of lane.queue.splice(0)) j.reject(e);
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const lane of this.lanes.values()) {
+      const w = lane.worker;
+      if (w && !w.inflight.length && !lane.queue.length && now - lane.lastUsed > IDLE_MS) {
+        lane.worker = null;
+        w.proc.send({ id: 0, type: 'close' });
+        this.lanes.delete(lane.key);
+      }
+    }
+  }
+}

@@ -1,0 +1,75 @@
+import { AppError, type ErrorDetail } from '../../kernel/errors.js';
+import { DataFile } from './engine.js';
+import type { IdempotencyRef } from './idempotency.js';
+import type { MigrationInT, OperationT, SchemaDefT } from './schema.js';
+import { sqlError } from './sqlite-errors.js';
+import type { QueryRequest } from './engine.js';
+
+// The child process that serves one application database (see sql-runner.ts). It handles one
+// message at a time; the parent kills it when a statement runs past the time limit, which is the
+// only way to stop SQLite mid-statement from outside.
+
+export type WorkerRequest =
+  | { type: 'open'; file: string; create?: SchemaDefT }
+  | { type: 'batch'; ops: OperationT[]; ref?: IdempotencyRef }
+  | { type: 'query'; req: QueryRequest; ref?: IdempotencyRef }
+  | { type: 'migrate'; migration: MigrationInT; checksum: string }
+  | { type: 'migrations' }
+  | { type: 'close' };
+
+export type WorkerReply =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: { code: AppError['code']; message: string; details?: ErrorDetail[] }; internal?: string };
+
+let file: DataFile | null = null;
+
+function handle(msg: WorkerRequest): unknown {
+  if (msg.type === 'open') {
+    file?.close();
+    file = new DataFile(msg.file, msg.create);
+    return file.info();
+  }
+  if (msg.type === 'close') {
+    file?.close();
+    file = null;
+    return null;
+  }
+  if (!file) throw new AppError('data_unavailable', 'The database is not open.');
+  switch (msg.type) {
+    case 'batch':
+      return file.batch(msg.ops, msg.ref);
+    case 'query':
+      return file.query(msg.req, msg.ref);
+    case 'migrate':
+      return file.migrate(msg.migration, msg.checksum);
+    case 'migrations':
+      return file.migrations();
+  }
+}
+
+process.on('message', (raw: { id: number; timeoutMs?: number } & WorkerRequest) => {
+  let reply: WorkerReply;
+  try {
+    if (file) file.deadline = raw.timeoutMs ? Date.now() + raw.timeoutMs : Infinity;
+    reply = { id: raw.id, ok: true, value: handle(raw) };
+  } catch (err) {
+    const known = err instanceof AppError;
+    // SQLite's own errors (busy, full, out of memory, a constraint) keep their meaning; anything
+    // else is answered as the generic error sqlError() gives, and logged in full by the daemon.
+    const e = known ? err : sqlError(err);
+    reply = { id: raw.id, ok: false, error: { code: e.code, message: e.message, details: e.details } };
+    if (!known && !(err as { code?: unknown })?.code) reply.internal = (err as Error)?.stack ?? String(err);
+  }
+  process.send!(reply);
+  if (raw.type === 'close') process.disconnect();
+});
+
+// The daemon went away (even by kill -9): nothing is left to serve, so the file is closed and the
+// process ends instead of lingering.
+process.on('disconnect', () => {
+  try {
+    file?.close();
+  } finally {
+    process.exit(0);
+  }
+});

@@ -1,0 +1,33 @@
+import { Command } from 'commander';
+import { action } from '../../cli/action.js';
+import { relativeTime } from '../../cli/human.js';
+import { emit, style, table } from '../../cli/output.js';
+import type { ProviderStatusInfo } from './schema.js';
+
+const colour = (s: ProviderStatusInfo['status']): string =>
+  s === 'active' ? style.green(s) : s === 'unconfigured' ? style.dim(s) : s === 'cooldown' ? style.yellow(s) : style.red(s);
+
+export function authCommand(): Command {
+  const cmd = new Command('auth').description('Model providers: keys, cooldowns and billing status');
+  cmd
+    .command('status')
+    .description('One row per provider: whether a key is set, and whether it is cooling down after upstream errors')
+    .action(
+      action(async (ctx) => {
+        const { providers } = await ctx.client.get<{ providers: Record<string, ProviderStatusInfo> }>('/api/v1/auth/status');
+        const rows = Object.entries(providers).map(([id, p]) => ({ id, ...p }));
+        const now = Date.now();
+        emit(ctx.json, { providers }, () =>
+          table(rows, [
+            { header: 'PROVIDER', value: (p) => p.id },
+            { header: 'STATUS', value: (p) => colour(p.status) },
+            { header: 'KEY', value: (p) => (p.hasConfigKey ? 'project.json' : p.hasEnvKey ? p.envVar : p.status === 'unconfigured' ? `set ${p.envVar}` : 'not needed') },
+            { header: 'UNTIL', value: (p) => (p.disabledUntil ?? p.cooldownUntil ? relativeTime(p.disabledUntil ?? p.cooldownUntil!, now) : null) },
+            { header: 'ERRORS', value: (p) => p.errorCount || null },
+            { header: 'LAST ERROR', value: (p) => p.lastErrorReason ?? null, flex: true },
+          ]),
+        );
+      }),
+    );
+  return cmd;
+}

@@ -1,0 +1,103 @@
+import { createServer, type IncomingMessage } from 'node:http';
+import { request } from 'undici';
+import { UsageError, type CliContext } from '../../cli/context.js';
+import { err, out, style } from '../../cli/output.js';
+import type { Webhook } from './schema.js';
+import { verifyWebhook } from './verify.js';
+
+// `svc webhooks listen`, like `stripe listen`: a receiver on a free loopback port, a webhook
+// registered for it, one line per verified delivery, optional forwarding, and the webhook removed
+// again on Ctrl-C. The daemon is local, so it reaches the receiver on 127.0.0.1.
+
+const MAX_BODY = 5 * 1024 * 1024;
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) req.destroy(new Error('body too large'));
+      else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+const FORWARDED = ['content-type', 'user-agent', 'x-service-event', 'x-service-delivery-id', 'x-service-signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
+
+export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?: string }): Promise<void> {
+  if (o.forwardTo !== undefined && !/^https?:\/\//.test(o.forwardTo)) throw new UsageError('--forward-to must be an http:// or https:// URL');
+  let secret = '';
+  const server = createServer((req, res) => {
+    void (async () => {
+      const body = await readBody(req);
+      const sig = req.headers['x-service-signature'];
+      if (req.method !== 'POST' || !verifyWebhook(body, typeof sig === 'string' ? sig : undefined, secret)) {
+        err(style.red(`refused a request with no valid signature (${req.method} ${req.url})\n`));
+        res.writeHead(400).end('invalid signature');
+        return;
+      }
+      const event = String(req.headers['x-service-event'] ?? '?');
+      const id = String(req.headers['x-service-delivery-id'] ?? '?');
+      let status = 200;
+      let note = '';
+      if (o.forwardTo) {
+        try {
+          const headers = Object.fromEntries(FORWARDED.filter((h) => typeof req.headers[h] === 'string').map((h) => [h, req.headers[h] as string]));
+          const fwd = await request(o.forwardTo, { method: 'POST', headers, body, headersTimeout: 9000, bodyTimeout: 9000 });
+          await fwd.body.dump();
+          status = fwd.statusCode;
+          note = ` → ${o.forwardTo} ${status}`;
+        } catch (err) {
+          status = 502;
+          note = ` → ${o.forwardTo} failed: ${(err as Error).message}`;
+        }
+      }
+      if (ctx.json) out(body.toString('utf8').replace(/\n/g, '') + '\n');
+      else out(`${new Date().toISOString()}  ${style.bold(event)}  ${id}${note}\n`);
+      res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'forward failed');
+    })().catch((e: unknown) => {
+      err(style.red(`error handling a delivery: ${(e as Error).message}\n`));
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  let hook: Webhook & { secret: string };
+  try {
+    hook = await ctx.client.post<Webhook & { secret: string }>('/v1/webhooks', {
+      url: `http://127.0.0.1:${port}/`,
+      events: o.events,
+      description: `svc webhooks listen (pid ${process.pid}); removed when it stops`,
+    });
+  } catch (err) {
+    server.close();
+    throw err;
+  }
+  secret = hook.secret;
+  err(
+    `Ready. Webhook ${hook.id} sends ${o.events.join(',')} to http://127.0.0.1:${port}/${o.forwardTo ? `, forwarded to ${o.forwardTo}` : ''}. Ctrl-C to stop.\n`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  try {
+    await ctx.client.delete(`/v1/webhooks/${encodeURIComponent(hook.id)}`);
+    err(`Removed webhook ${hook.id}.\n`);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+}

@@ -1,0 +1,81 @@
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../../kernel/log.js';
+import type { Sent, ThreadRequest, ThreadResult } from './send.js';
+
+// The daemon's side of the delivery thread (send-thread.ts): hands it deliveries, matches the
+// answers, and restarts it if it ever dies (what it held is reported as a network error: retried).
+
+/** Under vitest this module runs from src/*.ts; a thread needs JavaScript, which test/global-setup.ts builds into dist/ first. */
+function threadEntry(): URL {
+  const here = new URL('./send-thread.js', import.meta.url);
+  return import.meta.url.endsWith('.ts') ? new URL(here.href.replace('/src/resources/webhooks/', '/dist/src/resources/webhooks/')) : here;
+}
+
+const RESPAWN_MS = 1000;
+
+export interface SenderOptions {
+  /** Names the thread resolves itself (tests: a resolver seam instead of real DNS). */
+  hosts?: Record<string, string>;
+}
+
+export class Sender {
+  private thread!: Worker;
+  private seq = 0;
+  private readonly waiting = new Map<number, (r: { sent: Sent; durationMs: number }) => void>();
+  private closed = false;
+  /** False between the thread's death and its replacement; requests made meanwhile wait here. */
+  private alive = false;
+  private queued: ThreadRequest[] = [];
+
+  constructor(
+    private readonly opts: SenderOptions,
+    private readonly log: Logger,
+  ) {
+    this.spawn();
+  }
+
+  private spawn(): void {
+    const t = new Worker(threadEntry(), { workerData: { hosts: this.opts.hosts } });
+    t.on('message', (r: ThreadResult) => {
+      const done = this.waiting.get(r.id);
+      this.waiting.delete(r.id);
+      done?.({ sent: r.sent, durationMs: r.durationMs });
+    });
+    t.on('error', (err) => this.log.error('the webhook delivery thread failed', { error: err.message }));
+    t.on('exit', () => {
+      if (this.thread !== t) return;
+      this.alive = false;
+      this.failWaiting(this.closed ? 'cut short by shutdown' : 'the delivery thread stopped');
+      // A second later, not at once: a thread that cannot start must not spin.
+      if (!this.closed) setTimeout(() => this.closed || this.spawn(), RESPAWN_MS).unref();
+    });
+    this.thread = t;
+    this.alive = true;
+    for (const q of this.queued.splice(0)) t.postMessage(q);
+  }
+
+  private failWaiting(error: string): void {
+    const all = [...this.waiting.values()];
+    this.waiting.clear();
+    this.queued = [];
+    for (const done of all) done({ sent: { result: { error }, responseBody: null, retryAfterMs: null, location: null }, durationMs: 0 });
+  }
+
+  send(p: Omit<ThreadRequest, 'id'>): Promise<{ sent: Sent; durationMs: number }> {
+    if (this.closed) return Promise.resolve({ sent: { result: { error: 'cut short by shutdown' }, responseBody: null, retryAfterMs: null, location: null }, durationMs: 0 });
+    const id = ++this.seq;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      const req: ThreadRequest = { id, ...p };
+      if (this.alive) this.thread.postMessage(req);
+      else this.queued.push(req);
+    });
+  }
+
+  /** Stops the thread; attempts under way end unanswered (the worker does not count them). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.thread.terminate();
+    this.failWaiting('cut short by shutdown');
+  }
+}

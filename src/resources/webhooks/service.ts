@@ -1,0 +1,215 @@
+import { serviceKey, type App } from '../../app.js';
+import type { StoredEvent } from '../../events/outbox.js';
+import { AppError } from '../../kernel/errors.js';
+import { uuidv7 } from '../../lib/ids.js';
+import { nowIso } from '../../lib/time.js';
+import { toPage, type Page } from '../common.js';
+import { DEFAULT_GRACE_SECONDS, type Delivery, type DeliveryDetail, type Webhook, type WebhookInput, type WebhookPatchInput } from './schema.js';
+import type { SecretBox } from './secret-box.js';
+import { newSecret } from './sign.js';
+import * as store from './store.js';
+
+/** The webhooks' per-daemon live state, provided in daemon.ts. */
+export interface WebhookRuntime {
+  box: SecretBox;
+  /** Tells the delivery worker that deliveries may be due (after a commit). */
+  kick(): void;
+  /** Forgets the opened secrets of a webhook (after a rotation). */
+  secretsChanged(webhookId: string): void;
+  /** Gives back claimed, unsent deliveries of a webhook that was changed, disabled or deleted. */
+  release(webhookId: string): void;
+  /** Compiled event patterns by their JSON (patterns are few and read per event). */
+  matchers: Map<string, Matcher>;
+}
+export const WEBHOOKS = serviceKey<WebhookRuntime>('webhooks');
+
+/** Every event is matched against every enabled webhook in its own transaction: keep that bounded. */
+export const MAX_WEBHOOKS = 100;
+
+/** Deleting a webhook answers this (like DELETE on tasks). */
+const REMOVED = { removed: true as const };
+
+export function listWebhooks(app: App): Webhook[] {
+  return store.listWebhooks(app.db);
+}
+
+export function requireWebhook(app: App, id: string): Webhook {
+  const w = store.getWebhook(app.db, id);
+  if (!w) throw new AppError('not_found', `Webhook "${id}" not found.`);
+  return w;
+}
+
+function addSecret(app: App, webhookId: string, now: string): string {
+  const secret = newSecret();
+  const id = uuidv7();
+  store.insertSecret(app.db, webhookId, { id, ...app.services.get(WEBHOOKS).box.seal(id, secret), createdAt: now, expiresAt: null });
+  return secret;
+}
+
+export function createWebhook(app: App, input: WebhookInput): Webhook & { secret: string } {
+  const id = uuidv7();
+  const now = nowIso();
+  const secret = app.events.write(() => {
+    if (store.countWebhooks(app.db) >= MAX_WEBHOOKS) throw new AppError('conflict', `A project can have at most ${MAX_WEBHOOKS} webhooks; delete one first.`);
+    store.insertWebhook(app.db, { id, url: input.url, events: input.events ?? ['*'], description: input.description ?? null, now });
+    return addSecret(app, id, now);
+  });
+  return { ...store.getWebhook(app.db, id)!, secret };
+}
+
+export function updateWebhook(app: App, id: string, patch: WebhookPatchInput): Webhook {
+  app.events.write(() => {
+    const w = requireWebhook(app, id);
+    const now = nowIso();
+    const enabled = patch.enabled ?? w.enabled;
+    const disabledReason = enabled ? null : w.enabled ? 'disabled with PATCH' : w.disabledReason;
+    app.services.get(WEBHOOKS).release(id);
+    store.updateWebhook(app.db, id, {
+      url: patch.url ?? w.url,
+      events: patch.events ?? w.events,
+      description: patch.description === undefined ? w.description : patch.description,
+      enabled,
+      disabledReason,
+      now,
+    });
+    if (w.enabled && !enabled) store.failPending(app.db, id, 'webhook disabled before this delivery was made', now);
+  });
+  app.services.get(WEBHOOKS).kick();
+  return requireWebhook(app, id);
+}
+
+/** Deletes the webhook with its deliveries, so its pending deliveries are cancelled. */
+export function deleteWebhook(app: App, id: string): { removed: true } {
+  return app.events.write(() => {
+    if (!store.deleteWebhook(app.db, id)) throw new AppError('not_found', `Webhook "${id}" not found.`);
+    app.services.get(WEBHOOKS).release(id);
+    return REMOVED;
+  });
+}
+
+export function rotateSecret(app: App, id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): { secret: string; previousSecretExpiresAt: string | null } {
+  return app.events.write(() => {
+    requireWebhook(app, id);
+    const now = nowIso();
+    const expires = new Date(Date.parse(now) + graceSeconds * 1000).toISOString();
+    store.retireCurrentSecret(app.db, id, expires, now);
+    const secret = addSecret(app, id, now);
+    app.services.get(WEBHOOKS).secretsChanged(id);
+    return { secret, previousSecretExpiresAt: graceSeconds > 0 ? expires : null };
+  });
+}
+
+// Deliveries
+
+export function listDeliveries(app: App, id: string, q: { limit: number; before?: string }): Page<Delivery> {
+  requireWebhook(app, id);
+  return toPage(store.listDeliveries(app.db, id, q.before, q.limit + 1), q.limit, (d) => d.id);
+}
+
+export function getDelivery(app: App, id: string, deliveryId: string): DeliveryDetail {
+  requireWebhook(app, id);
+  const d = store.getDelivery(app.db, id, deliveryId);
+  if (!d) throw new AppError('not_found', `Delivery "${deliveryId}" of webhook ${id} not found.`);
+  return { ...d, attemptLog: store.listAttempts(app.db, deliveryId) };
+}
+
+function requireEnabled(w: Webhook): void {
+  if (!w.enabled) throw new AppError('conflict', `Webhook ${w.id} is disabled (${w.disabledReason ?? 'by hand'}); enable it with PATCH {"enabled": true} first.`);
+}
+
+/** A new delivery of the same body (new id, fresh attempts), due now. */
+export function redeliver(app: App, id: string, deliveryId: string): Delivery {
+  const newId = app.events.write(() => {
+    requireEnabled(requireWebhook(app, id));
+    const d = store.getDelivery(app.db, id, deliveryId);
+    if (!d) throw new AppError('not_found', `Delivery "${deliveryId}" of webhook ${id} not found.`);
+    return enqueueCopy(app, id, { id: d.id, eventId: d.eventId, event: d.event, body: d.body });
+  });
+  app.services.get(WEBHOOKS).kick();
+  return store.getDeliveryRow(app.db, newId)!;
+}
+
+function enqueueCopy(app: App, webhookId: string, d: { id: string; eventId: number; event: string; body: string }): string {
+  const newId = uuidv7();
+  store.insertDelivery(app.db, { id: newId, webhookId, eventId: d.eventId, event: d.event, body: d.body, redeliveryOf: d.id, dueAt: Date.now(), now: nowIso() });
+  return newId;
+}
+
+/**
+ * Re-sends every delivery that failed since `since` (as Svix's recover does), each as a new
+ * delivery linked to the failed one; a failed delivery already re-sent (pending or succeeded) is
+ * skipped, so recovering twice sends nothing twice.
+ */
+export function recover(app: App, id: string, since: string): { recovered: number; deliveryIds: string[] } {
+  const ids = app.events.write(() => {
+    requireEnabled(requireWebhook(app, id));
+    return store.recoverable(app.db, id, new Date(since).toISOString()).map((d) => enqueueCopy(app, id, d));
+  });
+  app.services.get(WEBHOOKS).kick();
+  return { recovered: ids.length, deliveryIds: ids };
+}
+
+/** Emits webhook:test, which the sink delivers to this webhook only; answers that delivery. */
+export function sendTest(app: App, id: string): Delivery {
+  return app.events.write(() => {
+    requireEnabled(requireWebhook(app, id));
+    app.events.emit('webhook:test', { webhookId: id });
+    return store.deliveryForEvent(app.db, id, app.events.lastId())!;
+  });
+}
+
+// Fan-out, inside the event's transaction
+
+export type Matcher = (name: string) => boolean;
+
+function matcherOf(compiled: Map<string, Matcher>, patternsJson: string): Matcher {
+  let m = compiled.get(patternsJson);
+  if (!m) {
+    const patterns: string[] = JSON.parse(patternsJson);
+    const exact = new Set(patterns.filter((p) => !p.endsWith('*')));
+    const prefixes = patterns.filter((p) => p.endsWith(':*')).map((p) => p.slice(0, -1));
+    m = patterns.includes('*') ? () => true : (name) => exact.has(name) || prefixes.some((p) => name.startsWith(p));
+    if (compiled.size > 1000) compiled.clear();
+    compiled.set(patternsJson, m);
+  }
+  return m;
+}
+
+/**
+ * The EventLog sink (wired in daemon.ts): writes one pending delivery per enabled webhook whose
+ * patterns match, in the event's own transaction, so an acknowledged change always has its
+ * deliveries. webhook:test goes only to the webhook it names.
+ */
+export function enqueueDeliveries(app: App, e: StoredEvent): void {
+  const hooks = store.enabledWebhooks(app.db);
+  if (!hooks.length) return;
+  const target = e.name === 'webhook:test' ? (e.data.webhookId as string) : null;
+  const matchers = app.services.get(WEBHOOKS).matchers;
+  let body: string | undefined;
+  const now = nowIso();
+  const due = Date.now();
+  for (const h of hooks) {
+    if (target !== null ? h.id !== target : !matcherOf(matchers, h.events)(e.name)) continue;
+    body ??= JSON.stringify({ event: e.name, data: e.data, timestamp: e.timestamp });
+    store.insertDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now });
+  }
+  // The worker looks on the next turn of the event loop, after this transaction has committed
+  // (a rolled-back one leaves nothing to find).
+  if (body !== undefined) app.services.get(WEBHOOKS).kick();
+}
+
+/** 410 Gone: disable the webhook, fail what was waiting, and say so with webhook:disabled. */
+export function disableGone(app: App, webhookId: string, url: string, reason: string): void {
+  const now = nowIso();
+  if (!store.disableWebhook(app.db, webhookId, reason, now)) return;
+  app.services.get(WEBHOOKS).release(webhookId);
+  store.failPending(app.db, webhookId, 'webhook disabled: its endpoint answered 410 Gone', now);
+  app.events.emit('webhook:disabled', { webhookId, url, reason });
+}
+
+export const DELIVERY_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Drops settled deliveries older than 30 days, with their attempts. */
+export function pruneDeliveries(app: App, now: number = Date.now()): number {
+  return store.pruneDeliveries(app.db, new Date(now - DELIVERY_RETENTION_MS).toISOString());
+}

@@ -1,0 +1,314 @@
+import { stmt, type DB } from '../../db/open.js';
+import type { Sealed } from '../vault/crypto.js';
+import type { Attempt, Delivery, Webhook } from './schema.js';
+
+// SQL only: webhooks, their sealed secrets, deliveries and attempts.
+
+interface WebhookRow {
+  id: string;
+  url: string;
+  events: string;
+  description: string | null;
+  enabled: number;
+  disabled_reason: string | null;
+  rotated_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const WEBHOOK_SELECT = 'SELECT w.id, w.url, w.events, w.description, w.enabled, w.disabled_reason, w.secret_rotated_at AS rotated_at, w.created_at, w.updated_at FROM webhooks w';
+
+const toWebhook = (r: WebhookRow): Webhook => ({
+  id: r.id,
+  url: r.url,
+  events: JSON.parse(r.events),
+  description: r.description,
+  enabled: r.enabled === 1,
+  disabledReason: r.disabled_reason,
+  secretRotatedAt: r.rotated_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export function getWebhook(db: DB, id: string): Webhook | null {
+  const r = stmt(db, `${WEBHOOK_SELECT} WHERE w.id = ?`).get(id) as WebhookRow | undefined;
+  return r ? toWebhook(r) : null;
+}
+
+export function listWebhooks(db: DB): Webhook[] {
+  return (stmt(db, `${WEBHOOK_SELECT} ORDER BY w.id`).all() as WebhookRow[]).map(toWebhook);
+}
+
+export function countWebhooks(db: DB): number {
+  return (stmt(db, 'SELECT COUNT(*) AS n FROM webhooks').get() as { n: number }).n;
+}
+
+export function insertWebhook(db: DB, w: { id: string; url: string; events: string[]; description: string | null; now: string }): void {
+  stmt(db, 'INSERT INTO webhooks (id, url, events, description, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)').run(
+    w.id,
+    w.url,
+    JSON.stringify(w.events),
+    w.description,
+    w.now,
+    w.now,
+  );
+}
+
+export function updateWebhook(db: DB, id: string, w: { url: string; events: string[]; description: string | null; enabled: boolean; disabledReason: string | null; now: string }): void {
+  stmt(db, 'UPDATE webhooks SET url = ?, events = ?, description = ?, enabled = ?, disabled_reason = ?, updated_at = ? WHERE id = ?').run(
+    w.url,
+    JSON.stringify(w.events),
+    w.description,
+    w.enabled ? 1 : 0,
+    w.disabledReason,
+    w.now,
+    id,
+  );
+}
+
+/** Compare-and-set: false when the webhook was already disabled (or is gone). */
+export function disableWebhook(db: DB, id: string, reason: string, now: string): boolean {
+  return stmt(db, 'UPDATE webhooks SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ? AND enabled = 1').run(reason, now, id).changes === 1;
+}
+
+export function deleteWebhook(db: DB, id: string): boolean {
+  return stmt(db, 'DELETE FROM webhooks WHERE id = ?').run(id).changes === 1;
+}
+
+/** The subscriptions: id and patterns of every enabled webhook (a small table, read per event). */
+export function enabledWebhooks(db: DB): { id: string; events: string }[] {
+  return stmt(db, 'SELECT id, events FROM webhooks WHERE enabled = 1').all() as { id: string; events: string }[];
+}
+
+// Secrets
+
+export interface SecretRow extends Sealed {
+  id: string;
+  createdAt: string;
+  expiresAt: string | null;
+}
+
+export function insertSecret(db: DB, webhookId: string, s: SecretRow): void {
+  stmt(db, 'INSERT INTO webhook_secrets (id, webhook_id, sealed, nonce, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+    s.id,
+    webhookId,
+    s.sealed,
+    s.nonce,
+    s.createdAt,
+    s.expiresAt,
+  );
+}
+
+/** Secrets still signing at `now`, the current one first. */
+export function liveSecrets(db: DB, webhookId: string, now: string): SecretRow[] {
+  return stmt(
+    db,
+    `SELECT id, sealed, nonce, created_at AS createdAt, expires_at AS expiresAt FROM webhook_secrets
+     WHERE webhook_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY expires_at IS NULL DESC, created_at DESC`,
+  ).all(webhookId, now) as SecretRow[];
+}
+
+/** At most this many rotated-out secrets keep signing beside the current one. */
+export const MAX_OLD_SECRETS = 4;
+
+/** Ends the current secret's life at `expiresAt` and drops secrets already expired. */
+export function retireCurrentSecret(db: DB, webhookId: string, expiresAt: string, now: string): void {
+  stmt(db, 'UPDATE webhook_secrets SET expires_at = ? WHERE webhook_id = ? AND expires_at IS NULL').run(expiresAt, webhookId);
+  stmt(db, 'UPDATE webhooks SET secret_rotated_at = ?, updated_at = ? WHERE id = ?').run(now, now, webhookId);
+  stmt(db, 'DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(webhookId, now);
+  // Rotating again and again inside a grace window must not grow every delivery's headers.
+  stmt(
+    db,
+    `DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND id NOT IN
+       (SELECT id FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT ?)`,
+  ).run(webhookId, webhookId, MAX_OLD_SECRETS);
+}
+
+// Deliveries
+
+interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  event_id: number;
+  event: string;
+  status: Delivery['status'];
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: number | null;
+  redelivery_of: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const DELIVERY_COLUMNS = 'id, webhook_id, event_id, event, status, attempts, last_status_code, last_error, next_attempt_at, redelivery_of, created_at, updated_at';
+
+const toDelivery = (r: DeliveryRow): Delivery => ({
+  id: r.id,
+  webhookId: r.webhook_id,
+  event: r.event,
+  eventId: r.event_id,
+  status: r.status,
+  attempts: r.attempts,
+  lastStatusCode: r.last_status_code,
+  lastError: r.last_error,
+  nextAttemptAt: r.status === 'pending' && r.next_attempt_at !== null ? new Date(r.next_attempt_at).toISOString() : null,
+  redeliveryOf: r.redelivery_of,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export interface NewDelivery {
+  id: string;
+  webhookId: string;
+  eventId: number;
+  event: string;
+  body: string;
+  redeliveryOf: string | null;
+  dueAt: number;
+  now: string;
+}
+
+export function insertDelivery(db: DB, d: NewDelivery): void {
+  stmt(
+    db,
+    `INSERT INTO webhook_deliveries (id, webhook_id, event_id, event, body, status, attempts, next_attempt_at, redelivery_of, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)`,
+  ).run(d.id, d.webhookId, d.eventId, d.event, d.body, d.dueAt, d.redeliveryOf, d.now, d.now);
+}
+
+export function getDelivery(db: DB, webhookId: string, id: string): (Delivery & { body: string }) | null {
+  const r = stmt(db, `SELECT ${DELIVERY_COLUMNS}, body FROM webhook_deliveries WHERE id = ? AND webhook_id = ?`).get(id, webhookId) as
+    | (DeliveryRow & { body: string })
+    | undefined;
+  return r ? { ...toDelivery(r), body: r.body } : null;
+}
+
+/** Newest first by id (uuidv7): a page below `before` never shifts when new deliveries arrive. */
+export function listDeliveries(db: DB, webhookId: string, before: string | undefined, limit: number): Delivery[] {
+  const rows = before
+    ? stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(webhookId, before, limit)
+    : stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?`).all(webhookId, limit);
+  return (rows as DeliveryRow[]).map(toDelivery);
+}
+
+export function listAttempts(db: DB, deliveryId: string): Attempt[] {
+  return stmt(
+    db,
+    'SELECT n, at, status_code AS statusCode, error, duration_ms AS durationMs, response_body AS responseBody FROM webhook_attempts WHERE delivery_id = ? ORDER BY n',
+  ).all(deliveryId) as Attempt[];
+}
+
+/** At most this many deliveries are queued again per recover call (a second call takes the rest). */
+export const RECOVER_MAX = 10_000;
+
+/** Failed deliveries of a webhook created at or after `since` that no later delivery re-sends yet. */
+export function recoverable(db: DB, webhookId: string, since: string): { id: string; eventId: number; event: string; body: string }[] {
+  return stmt(
+    db,
+    `SELECT d.id, d.event_id AS eventId, d.event, d.body FROM webhook_deliveries d
+     WHERE d.webhook_id = ? AND d.status = 'failed' AND d.created_at >= ?
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries r WHERE r.redelivery_of = d.id AND r.status != 'failed')
+     ORDER BY d.id LIMIT ?`,
+  ).all(webhookId, since, RECOVER_MAX) as { id: string; eventId: number; event: string; body: string }[];
+}
+
+/** The delivery an event made for one webhook (POST /{id}/test answers it). */
+export function deliveryForEvent(db: DB, webhookId: string, eventId: number): Delivery | null {
+  const r = stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND event_id = ? ORDER BY id DESC LIMIT 1`).get(webhookId, eventId) as
+    | DeliveryRow
+    | undefined;
+  return r ? toDelivery(r) : null;
+}
+
+export function getDeliveryRow(db: DB, id: string): Delivery | null {
+  const r = stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ?`).get(id) as DeliveryRow | undefined;
+  return r ? toDelivery(r) : null;
+}
+
+/** Fails a webhook's pending deliveries that no attempt is working on (it was disabled). */
+export function failPending(db: DB, webhookId: string, reason: string, now: string): number {
+  return stmt(db, "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE webhook_id = ? AND status = 'pending' AND in_flight = 0").run(
+    reason,
+    now,
+    webhookId,
+  ).changes;
+}
+
+// The worker's queries
+
+export interface Claimed {
+  id: string;
+  webhookId: string;
+  url: string;
+  event: string;
+  body: string;
+  attempts: number;
+}
+
+/** The oldest due deliveries of enabled webhooks, marked in flight. Call inside a transaction. */
+export function claimDue(db: DB, now: number, limit: number): Claimed[] {
+  const rows = stmt(
+    db,
+    `SELECT d.id, d.webhook_id AS webhookId, w.url, d.event, d.body, d.attempts FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+     WHERE d.status = 'pending' AND d.in_flight = 0 AND d.next_attempt_at <= ? AND w.enabled = 1 ORDER BY d.next_attempt_at LIMIT ?`,
+  ).all(now, limit) as Claimed[];
+  const mark = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 1 WHERE id = ?');
+  for (const r of rows) mark.run(r.id);
+  return rows;
+}
+
+/** When the next pending delivery is due (epoch ms), or null when none is waiting. */
+export function nextDueAt(db: DB): number | null {
+  const r = stmt(db, "SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending' AND in_flight = 0").get() as { at: number | null };
+  return r.at;
+}
+
+/** Claimed rows given back unsent: due again as they were. */
+export function releaseClaims(db: DB, ids: string[]): void {
+  const s = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 0 WHERE id = ?');
+  for (const id of ids) s.run(id);
+}
+
+/** After a restart nothing is in flight: what was is due again now, with the same delivery id. */
+export function releaseInFlight(db: DB, now: number): number {
+  return stmt(db, "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = MIN(COALESCE(next_attempt_at, ?), ?) WHERE in_flight = 1 AND status = 'pending'").run(now, now).changes;
+}
+
+export interface AttemptRecord {
+  n: number;
+  at: string;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  responseBody: string | null;
+}
+
+/** Records an attempt and the delivery's new state; false when the delivery is gone (webhook deleted). */
+export function recordAttempt(
+  db: DB,
+  id: string,
+  a: AttemptRecord,
+  next: { status: Delivery['status']; nextAttemptAt: number | null; now: string },
+): boolean {
+  const changed = stmt(
+    db,
+    'UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, updated_at = ? WHERE id = ?',
+  ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id).changes;
+  if (!changed) return false;
+  stmt(db, 'INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+    id,
+    a.n,
+    a.at,
+    a.statusCode,
+    a.error,
+    a.durationMs,
+    a.responseBody,
+  );
+  return true;
+}
+
+/** Drops settled deliveries (and their attempts) created before `olderThan`. */
+export function pruneDeliveries(db: DB, olderThan: string): number {
+  return stmt(db, "DELETE FROM webhook_deliveries WHERE created_at < ? AND status != 'pending'").run(olderThan).changes;
+}

@@ -1,0 +1,32 @@
+import type { App } from '../app.js';
+import type { Principal } from '../kernel/auth.js';
+import { AppError } from '../kernel/errors.js';
+import { mayUse, runTool, TOOLS, toolJsonSchema } from './index.js';
+
+// The registry as function tools for a model the daemon drives itself (the chat orchestrator):
+// the same definitions as MCP, shaped as OpenAI-style functions that run in-process.
+
+export interface FunctionTool {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments. */
+  parameters: Record<string, unknown>;
+  /** Runs the tool; a refusal throws the AppError the REST call would have answered. */
+  call(args: unknown): Promise<Record<string, unknown>>;
+}
+
+const parameters = new Map(TOOLS.map((t) => [t.name, toolJsonSchema(t.input, 'input')]));
+
+/** The tools `principal` may use (all of them for the daemon itself, null), bound to this daemon. */
+export function functionTools(app: App, principal: Principal | null = null, opts: { checkOutputs?: boolean } = {}): FunctionTool[] {
+  return TOOLS.filter((t) => mayUse(principal, t)).map((t) => ({
+    name: t.name,
+    description: t.description,
+    parameters: parameters.get(t.name)!,
+    async call(args) {
+      const r = runTool(t, { app, principal, checkOutput: opts.checkOutputs }, args);
+      if (!r.ok) throw new AppError(r.code, r.message, r.details ? { details: r.details } : {});
+      return r.structured;
+    },
+  }));
+}

@@ -1,0 +1,172 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { serviceKey, type App } from '../app.js';
+import type { Principal } from '../kernel/auth.js';
+import { errorFields } from '../kernel/log.js';
+import { ExchangeTransport } from './exchange.js';
+import { findTool, mayUse, runTool, TOOLS, toolJsonSchema, type AnyTool, type ToolResult } from './index.js';
+
+// The registry served over MCP: the official SDK's low-level Server (protocol, initialize,
+// tools/list, tools/call, request validation) behind the Streamable HTTP POST exchange in stateless
+// JSON mode. Every POST /mcp is complete in itself, so the daemon keeps no session state a client
+// could pile up and a restart breaks no client. The SDK's own Node transport is not used: in
+// stateless mode it needs a new Server and transport per request and converts each request to a
+// Web Request through @hono/node-server, which measured at 0.1x the REST throughput (`npm run bench -- mcp`).
+
+/** The MCP listing of a tool, computed once: schemas do not change while the daemon runs. */
+const listings = new Map<string, Tool>(
+  TOOLS.map((t): [string, Tool] => [
+    t.name,
+    {
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: toolJsonSchema(t.input, 'input') as Tool['inputSchema'],
+      outputSchema: toolJsonSchema(t.output, 'output') as Tool['outputSchema'],
+      annotations: { title: t.title, ...t.annotations, openWorldHint: false },
+    },
+  ]),
+);
+
+export const toolListing = (t: AnyTool): Tool => listings.get(t.name)!;
+
+/**
+ * A tool result in MCP's shape: structuredContent matching the output schema plus a short text.
+ * The JSON is not repeated as text: clients that understand structuredContent (Claude Code among
+ * them) hand the model the JSON in place of the text, so a copy would only double every answer.
+ * A failure is a tool error (isError) carrying our error code and message, so the model can read
+ * it and correct itself; the session goes on.
+ */
+export function toCallToolResult(r: ToolResult): CallToolResult {
+  if (r.ok) return { structuredContent: r.structured, content: [{ type: 'text', text: r.text }] };
+  const details = r.details?.length ? '\n' + r.details.map((d) => `- ${d.path}: ${d.message}`).join('\n') : '';
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `Error ${r.code} (${r.status}): ${r.message}${details}` }],
+    _meta: { 'svc/error': { code: r.code, status: r.status, message: r.message, ...(r.details ? { details: r.details } : {}) } },
+  };
+}
+
+/** The daemon's MCP server: one SDK Server, connected to one exchange transport, for every client. */
+export interface McpDoor {
+  app: App;
+  /** Check tool outputs against their schemas (tests). */
+  checkOutputs: boolean;
+  transport: ExchangeTransport;
+  close(): Promise<void>;
+}
+
+export const MCP_DOOR = serviceKey<McpDoor>('tools.mcp');
+
+const principalOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Principal | null =>
+  (extra.authInfo?.extra?.principal as Principal | undefined) ?? null;
+
+/** Runs one tools/call for `principal`; unknown tools are a protocol error (the spec's choice). */
+function callTool(door: Pick<McpDoor, 'app' | 'checkOutputs'>, principal: Principal | null, name: string, args: unknown): CallToolResult {
+  const { app } = door;
+  const tool = findTool(name);
+  if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}. tools/list names the tools this key may call.`);
+  try {
+    return toCallToolResult(runTool(tool, { app, principal, checkOutput: door.checkOutputs }, args));
+  } catch (err) {
+    app.log.error('tool call failed', { tool: tool.name, ...errorFields(err) });
+    return toCallToolResult({ ok: false, code: 'internal', status: 500, message: 'Internal error.' });
+  }
+}
+
+export async function startMcp(app: App, opts: { checkOutputs?: boolean } = {}): Promise<McpDoor> {
+  const checkOutputs = opts.checkOutputs ?? false;
+  const server = new Server({ name: 'svc', title: 'svc task board', version: app.version }, { capabilities: { tools: { listChanged: false } } });
+  server.setRequestHandler(ListToolsRequestSchema, (_req, extra) => {
+    const principal = principalOf(extra);
+    return { tools: TOOLS.filter((t) => mayUse(principal, t)).map(toolListing) };
+  });
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool({ app, checkOutputs }, principalOf(extra), req.params.name, req.params.arguments));
+  const transport = new ExchangeTransport();
+  await server.connect(transport);
+  return { app, checkOutputs, transport, close: () => server.close() };
+}
+
+/**
+ * tools/call, the one hot method, answered without the SDK's per-call machinery (it parses the
+ * request twice and the result once more with its own zod schemas, which cost more than the tool):
+ * the request is checked against the same CallToolRequestSchema shape by hand, the arguments by the
+ * tool's own input schema, and the result is built by toCallToolResult as the SDK path builds it.
+ * Anything that is not a well-formed tools/call goes through the SDK Server.
+ */
+function fastCall(door: McpDoor, principal: Principal | null, m: JSONRPCMessage): JSONRPCMessage | null {
+  const msg = m as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: unknown; task?: unknown } };
+  if (msg.method !== 'tools/call' || msg.id === undefined || typeof msg.params !== 'object' || msg.params === null) return null;
+  const { name, arguments: args, task } = msg.params;
+  if (typeof name !== 'string' || task !== undefined || (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))) return null;
+  const id = msg.id as string | number;
+  try {
+    return { jsonrpc: '2.0', id, result: callTool(door, principal, name, args ?? {}) } as JSONRPCMessage;
+  } catch (err) {
+    const e = err instanceof McpError ? err : new McpError(ErrorCode.InternalError, 'Internal error.');
+    return { jsonrpc: '2.0', id, error: { code: e.code, message: e.message } } as JSONRPCMessage;
+  }
+}
+
+const rpcError = (code: number, message: string, id: unknown = null) => ({ jsonrpc: '2.0', id, error: { code, message } });
+
+function send(res: ServerResponse, status: number, body?: unknown): void {
+  if (body === undefined) {
+    res.writeHead(status);
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+const isMessage = (m: unknown): m is JSONRPCMessage =>
+  typeof m === 'object' &&
+  m !== null &&
+  !Array.isArray(m) &&
+  (m as { jsonrpc?: unknown }).jsonrpc === '2.0' &&
+  (typeof (m as { method?: unknown }).method === 'string' || 'result' in m || 'error' in m) &&
+  ((m as { id?: unknown }).id === undefined || typeof (m as { id?: unknown }).id === 'string' || Number.isInteger((m as { id?: unknown }).id));
+
+/**
+ * One POST /mcp (a JSON-RPC message or a batch) that the kernel has authenticated and read, answered
+ * per the Streamable HTTP transport: 200 with the JSON answers when it held requests, 202 when it
+ * held only notifications or responses, 400/406 for what is not MCP.
+ */
+export async function handleMcp(door: McpDoor, principal: Principal | null, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  const accept = req.headers.accept ?? '';
+  if (!/application\/json|text\/event-stream|\*\/\*/.test(accept)) {
+    return send(res, 406, rpcError(-32000, 'Not Acceptable: the client must accept application/json (and text/event-stream).'));
+  }
+  const version = req.headers['mcp-protocol-version'];
+  if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+    return send(res, 400, rpcError(-32000, `Unsupported MCP-Protocol-Version ${version}; supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.`));
+  }
+  const batch = Array.isArray(body);
+  const messages: unknown[] = batch ? body : [body];
+  if (!messages.length || batch && messages.length > 100 || !messages.every(isMessage)) {
+    return send(res, 400, rpcError(-32600, 'Invalid Request: the body must be a JSON-RPC 2.0 message (or a batch of at most 100).'));
+  }
+  // The common case, one tools/call, is answered synchronously; everything else through the SDK.
+  if (!batch) {
+    const fast = fastCall(door, principal, body as JSONRPCMessage);
+    if (fast) return send(res, 200, fast);
+  }
+  const authInfo = { token: '', clientId: principal?.name ?? 'daemon', scopes: [principal?.tools === 'read' ? 'tools:read' : 'tools:all'], extra: { principal } };
+  const answers = (
+    await Promise.all(messages.map((m) => fastCall(door, principal, m as JSONRPCMessage) ?? door.transport.exchange(m as JSONRPCMessage, authInfo)))
+  ).filter((a) => a !== null);
+  if (!answers.length) return send(res, 202);
+  send(res, 200, batch ? answers : answers[0]);
+}

@@ -1,0 +1,173 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkNode, type CheckResult } from '../src/resources/system/doctor.js';
+import { svc } from './cli-helpers.js';
+import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
+
+let d: TestDaemon;
+beforeAll(async () => {
+  d = await startTestDaemon();
+  expect((await d.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
+});
+afterAll(async () => {
+  await d?.close();
+});
+
+describe('svc completion', () => {
+  it.each(['bash', 'zsh', 'fish'])('%s: generated from the command tree', async (shell) => {
+    const r = await svc(['completion', shell]);
+    expect(r.code, r.stderr).toBe(0);
+    // Every group and a few of their subcommands and options, as the tree has them.
+    for (const word of ['tasks', 'missions', 'approvals', 'vault', 'doctor', 'rotate-key', 'status', 'log-format', 'cascade']) expect(r.stdout).toContain(word);
+    expect(r.stdout).toContain('svc completion --names');
+    // Arguments that name something the daemon knows are completed from it.
+    if (shell === 'fish') expect(r.stdout).toContain("__svc_is \\'tasks show\\'' -a '(svc completion --names tasks 2>/dev/null)'");
+    else expect(r.stdout).toContain(`'tasks show') echo '|`);
+    if (shell !== 'fish') expect(r.stdout).toMatch(/'tasks show'\) echo '[^']*\|tasks' ;;/);
+  });
+
+  it('bash: the script completes commands, subcommands and options in a real bash', async () => {
+    const script = (await svc(['completion', 'bash'])).stdout;
+    const dir = mkdtempSync(join(tmpdir(), 'svc-compl-'));
+    writeFileSync(join(dir, 'svc.bash'), script);
+    const complete = (words: string[]) => {
+      const cmd = `source ${join(dir, 'svc.bash')}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _svc; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      const r = spawnSync('bash', ['-c', cmd], { encoding: 'utf8' });
+      expect(r.stderr).toBe('');
+      return r.stdout.trim().split('\n').filter(Boolean).sort();
+    };
+    expect(complete(['svc', 't'])).toEqual(['tasks', 'teams']);
+    expect(complete(['svc', 'tasks', ''])).toEqual(['add', 'claim', 'edit', 'ls', 'mv', 'retry', 'rm', 'show']);
+    expect(complete(['svc', '--json', 'missions', 'rm', 'x', '--c'])).toEqual(['--cascade']);
+    expect(complete(['svc', 'serve', '--de'])).toEqual(['--detach']);
+  });
+
+  it('zsh and fish scripts are well-formed where the shell is installed', async () => {
+    for (const shell of ['zsh', 'fish']) {
+      const script = (await svc(['completion', shell])).stdout;
+      const which = spawnSync('sh', ['-c', `command -v ${shell}`], { encoding: 'utf8' });
+      if (which.status !== 0) {
+        // Not installed here: at least the structure each shell needs.
+        expect(script).toMatch(shell === 'zsh' ? /^#compdef svc\n[\s\S]*compadd/ : /complete -c svc -n '__svc_is \\'tasks\\'' -a 'ls'/);
+        continue;
+      }
+      const dir = mkdtempSync(join(tmpdir(), 'svc-compl-'));
+      writeFileSync(join(dir, `svc.${shell}`), script);
+      expect(spawnSync(shell, ['-n', join(dir, `svc.${shell}`)], { encoding: 'utf8' }).status).toBe(0);
+    }
+  });
+
+  it('--names lists what the running daemon knows, and nothing (exit 0) when none answers', async () => {
+    const t = (await d.api('POST', '/api/v1/tasks', { body: { title: 'complete me' } })).body.data;
+    const tasks = await svc(['completion', '--names', 'tasks'], { cwd: d.root });
+    expect(tasks.stdout.split('\n')).toContain(t.id.slice(-8));
+    const agents = await svc(['completion', '--names', 'agents'], { cwd: d.root });
+    expect(agents.stdout).toBe('ana\n');
+    const none = await svc(['completion', '--names', 'agents'], { cwd: makeProject() });
+    expect(none).toEqual({ code: 0, stdout: '', stderr: '' });
+  });
+
+  it('refuses an unknown shell with exit 2', async () => {
+    expect((await svc(['completion', 'tcsh'])).code).toBe(2);
+  });
+});
+
+describe('svc doctor', () => {
+  const doctor = async (cwd: string, env: Record<string, string> = {}) => {
+    const r = await svc(['doctor', '--json'], { cwd, env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(d.root, '.user-config'), ...env } });
+    const results = JSON.parse(r.stdout) as CheckResult[];
+    return { code: r.code, by: (check: string) => results.find((x) => x.check === check)!, results };
+  };
+
+  it('passes every check against a healthy project and running daemon', async () => {
+    const r = await doctor(d.root);
+    expect(r.results.map((x) => [x.check, x.status])).toEqual([
+      ['node', 'ok'],
+      ['project', 'ok'],
+      ['state dir', 'ok'],
+      ['daemon', 'ok'],
+      ['api key', 'ok'],
+      ['port', 'ok'],
+      ['vault key', 'ok'],
+      ['keychain', 'ok'],
+    ]);
+    expect(r.code).toBe(0);
+    const human = await svc(['doctor'], { cwd: d.root, env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(d.root, '.user-config') } });
+    expect(human.stdout.trim().split('\n')).toHaveLength(8);
+    expect(human.stdout).toMatch(/^✓ daemon {5}pid \d+ answers on http/m);
+  });
+
+  it('node: too old fails with the fix', () => {
+    expect(checkNode('v18.19.0')).toMatchObject({ status: 'fail', fix: expect.stringContaining('20.18') });
+    expect(checkNode('v20.17.1').status).toBe('fail');
+    expect(checkNode('v22.1.0').status).toBe('ok');
+  });
+
+  it('project: none, then an invalid one', async () => {
+    const none = await doctor(mkdtempSync(join(tmpdir(), 'svc-doc-')));
+    expect(none.by('project')).toMatchObject({ status: 'fail', fix: expect.stringContaining('svc init') });
+    expect(none.code).toBe(1);
+    const bad = await doctor(makeProject({ server: { port: -1 } }));
+    expect(bad.by('project')).toMatchObject({ status: 'fail', detail: expect.stringContaining('server.port') });
+  });
+
+  it('state dir: readable by others fails with the chmod to run', async () => {
+    const root = makeProject();
+    mkdirSync(join(root, '.svc'));
+    chmodSync(join(root, '.svc'), 0o755);
+    const r = await doctor(root);
+    expect(r.by('state dir')).toMatchObject({ status: 'fail', detail: expect.stringContaining('755'), fix: expect.stringContaining('chmod 700') });
+  });
+
+  it('daemon: not running, and a daemon.json left by a dead process', async () => {
+    const root = makeProject();
+    const stopped = await doctor(root);
+    expect(stopped.by('daemon')).toMatchObject({ status: 'fail', detail: 'not running', fix: expect.stringContaining('svc serve --detach') });
+    expect(stopped.by('api key').status).toBe('skip');
+    mkdirSync(join(root, '.svc'), { mode: 0o700 });
+    writeFileSync(join(root, '.svc', 'daemon.json'), JSON.stringify({ pid: 2 ** 22 + 12345, url: 'http://127.0.0.1:9' }));
+    expect((await doctor(root)).by('daemon').detail).toContain('which is gone');
+  });
+
+  it('api key: a SERVICE_API_KEY the daemon does not know fails', async () => {
+    const r = await doctor(d.root, { SERVICE_API_KEY: 'not-a-key-of-this-project' });
+    expect(r.by('api key')).toMatchObject({ status: 'fail', detail: 'the key from SERVICE_API_KEY is refused (401)', fix: expect.stringContaining('unset it') });
+  });
+
+  it('port: taken by another process fails; free passes', async () => {
+    const other: Server = createServer();
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()));
+    const port = (other.address() as { port: number }).port;
+    try {
+      const busy = await doctor(makeProject({ server: { host: '127.0.0.1', port } }));
+      expect(busy.by('port')).toMatchObject({ status: 'fail', detail: expect.stringContaining('in use by another process'), fix: expect.stringContaining('--port 0') });
+    } finally {
+      await new Promise((r) => other.close(r));
+    }
+    const free = await doctor(makeProject({ server: { host: '127.0.0.1', port } }));
+    expect(free.by('port')).toMatchObject({ status: 'ok', detail: expect.stringContaining('is free') });
+  });
+
+  it('vault key: one that does not open the entries fails', async () => {
+    expect((await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'ana', service: 'mail', type: 'api_key', credentials: { k: 'v' } } })).status).toBe(200);
+    const ok = await doctor(d.root);
+    expect(ok.by('vault key')).toMatchObject({ status: 'ok', detail: expect.stringContaining('opens the vault (1 entry)') });
+    const wrong = await doctor(d.root, { SVC_VAULT_KEY: 'ab'.repeat(32) });
+    expect(wrong.by('vault key')).toMatchObject({ status: 'fail', detail: expect.stringContaining('does not open the 1 vault entries'), fix: expect.stringContaining('SVC_VAULT_KEY') });
+  });
+
+  it('keychain: unused with SVC_KEYCHAIN=off; unavailable is a warning with the file fallback named', async () => {
+    expect((await doctor(d.root)).by('keychain')).toMatchObject({ status: 'ok', detail: expect.stringContaining('SVC_KEYCHAIN=off') });
+    const gone = await doctor(d.root, { SVC_KEYCHAIN: 'on', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent/bus' });
+    const k = gone.by('keychain');
+    expect(['ok', 'warn']).toContain(k.status);
+    if (k.status === 'warn') {
+      expect(k.detail).toContain('kept in a 0600 file instead');
+      expect(k.detail.split('\n')).toHaveLength(1);
+    }
+  });
+});

@@ -1,0 +1,58 @@
+import type { Clock } from '../src/lib/clock.js';
+
+/**
+ * A clock that moves only when a test says so. advance() fires the timers that fall due, in order,
+ * synchronously (timers they set that fall due within the step fire too), so a test reads the
+ * outcome right after the call, with no sleep.
+ */
+export class FakeClock implements Clock {
+  private t: number;
+  private seq = 0;
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+
+  constructor(start = Date.parse('2030-01-01T00:00:00.000Z')) {
+    this.t = start;
+  }
+
+  now(): number {
+    return this.t;
+  }
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = ++this.seq;
+    this.timers.set(id, { at: this.t + Math.max(0, ms), fn });
+    return id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+
+  /** How many timers are set (a closed daemon must leave none). */
+  get pending(): number {
+    return this.timers.size;
+  }
+
+  /** When the next timer fires, or null. */
+  get nextAt(): number | null {
+    let next: number | null = null;
+    for (const { at } of this.timers.values()) next = next === null ? at : Math.min(next, at);
+    return next;
+  }
+
+  advance(ms: number): void {
+    this.advanceTo(this.t + ms);
+  }
+
+  advanceTo(target: number): void {
+    for (;;) {
+      let due: [number, { at: number; fn: () => void }] | undefined;
+      for (const entry of this.timers) if (entry[1].at <= target && (!due || entry[1].at < due[1].at)) due = entry;
+      if (!due) break;
+      this.timers.delete(due[0]);
+      this.t = Math.max(this.t, due[1].at);
+      due[1].fn();
+    }
+    this.t = Math.max(this.t, target);
+  }
+}

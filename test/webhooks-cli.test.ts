@@ -1,0 +1,131 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSince } from '../src/resources/webhooks/command.js';
+import { SVC, svcAgainst } from './cli-helpers.js';
+import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
+import { startReceiver, type Receiver } from './webhook-receiver.js';
+
+let d: TestDaemon;
+let rx: Receiver;
+beforeAll(async () => {
+  d = await startTestDaemon({ config: { webhooks: { retryBaseMs: 10, timeoutMs: 1000 } } });
+  rx = await startReceiver();
+});
+afterAll(async () => {
+  await rx.close();
+  await d.close();
+});
+
+it('parses --since as a duration back from now or an ISO time', () => {
+  const now = Date.parse('2026-05-01T12:00:00.000Z');
+  expect(parseSince('1h', now)).toBe('2026-05-01T11:00:00.000Z');
+  expect(parseSince('30m', now)).toBe('2026-05-01T11:30:00.000Z');
+  expect(parseSince('2d', now)).toBe('2026-04-29T12:00:00.000Z');
+  expect(parseSince('2026-04-01T00:00:00Z', now)).toBe('2026-04-01T00:00:00.000Z');
+  expect(() => parseSince('yesterday', now)).toThrow(/--since/);
+});
+
+describe('svc webhooks', () => {
+  let id = '';
+  it('add prints the secret once, with a warning to store it', async () => {
+    const r = await svcAgainst(d, ['webhooks', 'add', rx.url, '--events', 'task:*,approval:resolved', '--description', 'ci']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/secret: whsec_/);
+    expect(r.stderr).toMatch(/shown only once/);
+    id = /added (\S+)/.exec(r.stdout)![1]!;
+  });
+
+  it('ls, show and set', async () => {
+    const ls = await svcAgainst(d, ['webhooks', 'ls']);
+    expect(ls.stdout).toContain(rx.url);
+    expect(ls.stdout).not.toContain('whsec_');
+    const show = await svcAgainst(d, ['--json', 'webhooks', 'show', id]);
+    expect(JSON.parse(show.stdout)).toMatchObject({ id, events: ['task:*', 'approval:resolved'] });
+    const set = await svcAgainst(d, ['--json', 'webhooks', 'set', id, '--events', 'task:created']);
+    expect(JSON.parse(set.stdout).events).toEqual(['task:created']);
+    expect((await svcAgainst(d, ['webhooks', 'set', id])).code).toBe(2);
+    const bad = await svcAgainst(d, ['webhooks', 'add', 'http://169.254.169.254/']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/link-local/);
+  });
+
+  it('test, deliveries, delivery, redeliver, recover', async () => {
+    const t = await svcAgainst(d, ['--json', 'webhooks', 'test', id]);
+    expect(t.code, t.stderr).toBe(0);
+    const deliveryId = JSON.parse(t.stdout).id;
+    await rx.waitFor(1);
+    await eventually(async () => (await d.api('GET', `/v1/webhooks/${id}/deliveries/${deliveryId}`)).body.data.status === 'succeeded');
+    const list = await svcAgainst(d, ['webhooks', 'deliveries', id]);
+    expect(list.stdout).toMatch(/succeeded\s+webhook:test/);
+    const one = await svcAgainst(d, ['webhooks', 'delivery', id, deliveryId]);
+    expect(one.stdout).toMatch(/HTTP 200/);
+    const re = await svcAgainst(d, ['webhooks', 'redeliver', id, deliveryId]);
+    expect(re.stdout).toMatch(/queued \S+ \(re-sends/);
+    const rec = await svcAgainst(d, ['webhooks', 'recover', id, '--since', '1h']);
+    expect(rec.stdout).toMatch(/queued 0 failed deliveries again/);
+    expect((await svcAgainst(d, ['webhooks', 'recover', id, '--since', 'soon'])).code).toBe(2);
+  });
+
+  it('rotate prints the new secret; rm needs --yes without a terminal', async () => {
+    const r = await svcAgainst(d, ['webhooks', 'rotate', id, '--grace', '0']);
+    expect(r.stdout).toMatch(/secret: whsec_\S+\nold secret retired now/);
+    const no = await svcAgainst(d, ['webhooks', 'rm', id]);
+    expect(no.code).toBe(2);
+    expect(no.stderr).toMatch(/--yes/);
+    expect((await svcAgainst(d, ['webhooks', 'rm', id, '--yes'])).code).toBe(0);
+    expect((await d.api('GET', `/v1/webhooks/${id}`)).status).toBe(404);
+  });
+});
+
+describe('svc webhooks listen', () => {
+  it('registers a webhook, prints each verified delivery, forwards it, and removes the webhook on Ctrl-C', async () => {
+    const fwd = await startReceiver();
+    const child = spawn(process.execPath, [SVC, '--url', d.url, '--api-key', d.key, 'webhooks', 'listen', '--events', 'team:created', '--forward-to', `${fwd.url}/local`], {
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    try {
+      await eventually(() => /Ready\./.test(err), 15_000);
+      const hooks = (await d.api('GET', '/v1/webhooks')).body.data.filter((w: any) => /svc webhooks listen/.test(w.description ?? ''));
+      expect(hooks).toHaveLength(1);
+      expect(hooks[0].events).toEqual(['team:created']);
+      await d.api('POST', '/api/v1/agents/teams', { body: { name: 'listeners', description: '' } });
+      await eventually(() => /team:created/.test(out), 10_000);
+      expect(out).toMatch(/^\S+Z {2}team:created {2}[0-9a-f-]{36} → http:\/\/127\.0\.0\.1:\d+\/local 200\n$/);
+      const [got] = await fwd.waitFor(1);
+      expect(JSON.parse(got!.body)).toMatchObject({ event: 'team:created', data: { name: 'listeners' } });
+      expect(got!.headers['x-service-signature']).toMatch(/^t=\d+,v1=/);
+      child.kill('SIGINT');
+      const code = await new Promise((r) => child.on('close', r));
+      expect(code).toBe(0);
+      expect(err).toMatch(/Removed webhook/);
+      expect((await d.api('GET', '/v1/webhooks')).body.data.filter((w: any) => w.id === hooks[0].id)).toEqual([]);
+    } finally {
+      child.kill('SIGKILL');
+      await fwd.close();
+    }
+  });
+});
+
+describe('svc webhooks listen --json', () => {
+  it('prints each delivery body as one JSON line', async () => {
+    const child = spawn(process.execPath, [SVC, '--url', d.url, '--api-key', d.key, '--json', 'webhooks', 'listen', '--events', 'team:*'], { env: { ...process.env, NO_COLOR: '1' } });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    try {
+      await eventually(() => /Ready\./.test(err), 15_000);
+      await d.api('POST', '/api/v1/agents/teams', { body: { name: 'json-listeners', description: '' } });
+      await eventually(() => out.endsWith('\n'), 10_000);
+      expect(JSON.parse(out)).toMatchObject({ event: 'team:created', data: { name: 'json-listeners' }, timestamp: expect.any(String) });
+      child.kill('SIGTERM');
+      expect(await new Promise((r) => child.on('close', r))).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
