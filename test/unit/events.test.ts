@@ -21,7 +21,7 @@ describe('compileFilter', () => {
     const m = compileFilter(filter);
     expect(names.filter(m)).toEqual(expected);
   });
-  it.each(['tasks:', 'task:nope', 'nope', 'task', 'completion:', 'session:started'])('refuses %s naming it', (filter) => {
+  it.each(['tasks:', 'task:nope', 'nope', 'task', 'completions:', 'session:ended', 'constructor:created'])('refuses %s naming it', (filter) => {
     expect(() => compileFilter(filter)).toThrow(new RegExp(filter));
   });
 });
