@@ -1,12 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import type { App } from '../../app.js';
 import type { Principal } from '../../kernel/auth.js';
-import { AppError, toErrorResponse } from '../../kernel/errors.js';
+import { toErrorResponse } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { functionTools, type FunctionTool } from '../../tools/functions.js';
 import { sendOpenAiError } from './openai-errors.js';
 import type { ChatMessage, Usage } from './schema.js';
-import { finishChat, upstreamBody, type ChatPlan } from './service.js';
+import { finishChat, openEventStream, upstreamBody, upstreamFailure, type ChatPlan } from './service.js';
 import { complete, stream, UpstreamError } from './upstream.js';
 
 const SYSTEM = [
@@ -87,7 +87,7 @@ export async function runOrchestrator(app: App, plan: ChatPlan, io: Orchestrator
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id, object: 'chat.completion.chunk', created, model: plan.modelId, choices: [{ index: 0, delta, finish_reason: finish }] });
   const send = (payload: unknown) => {
     if (!opened) {
-      io.res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'x-session-id': plan.sessionId });
+      openEventStream(io.res, plan);
       opened = true;
       io.res.write(`data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }))}\n\n`);
     }
@@ -140,9 +140,7 @@ export async function runOrchestrator(app: App, plan: ChatPlan, io: Orchestrator
     }
     if (!(err instanceof UpstreamError)) throw err;
     finishChat(app, plan, { finishReason: null, usage, reply: [], error: err });
-    const failure = new AppError('upstream_error', `${plan.provider.id} answered ${err.status === 'network' ? 'no answer' : err.status}: ${err.message}`, {
-      details: [{ path: 'upstream.status', message: String(err.status) }],
-    });
+    const failure = upstreamFailure(plan, err);
     if (!opened) throw failure;
     sendOpenAiError(io.res, failure);
     return;

@@ -5,23 +5,13 @@ import { RAW_RESPONSE } from '../../kernel/route.js';
 import { openAiError, sendOpenAiError } from './openai-errors.js';
 import { runOrchestrator } from './orchestrator.js';
 import { ChatCompletion, ChatRequest, SessionId, type ChatMessage } from './schema.js';
-import { finishChat, planChat, upstreamBody, type ChatPlan } from './service.js';
+import { finishChat, openEventStream, planChat, upstreamBody, upstreamFailure } from './service.js';
 import { complete, stream, UpstreamError } from './upstream.js';
 
 function sseWrite(res: ServerResponse, payload: unknown): void {
   if (!res.writableEnded) res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`);
 }
 
-function openStream(res: ServerResponse, plan: ChatPlan): void {
-  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'x-session-id': plan.sessionId });
-  res.flushHeaders();
-}
-
-/** An upstream failure as the client sees it: 502 with the upstream's status, or the wait of a cooldown. */
-function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
-  const status = e.status === 'network' ? 'no answer' : String(e.status);
-  return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, { details: [{ path: 'upstream.status', message: status }] });
-}
 
 export const chatRoutes = [
   route({
@@ -78,12 +68,12 @@ export const chatRoutes = [
       try {
         const result = await stream(plan.provider, upstreamBody(plan), abort.signal, (chunk) => {
           if (!opened) {
-            openStream(res, plan);
+            openEventStream(res, plan);
             opened = true;
           }
           sseWrite(res, { ...chunk, model: plan.modelId });
         });
-        if (!opened) openStream(res, plan);
+        if (!opened) openEventStream(res, plan);
         finishChat(app, plan, {
           finishReason: result.finishReason,
           usage: result.usage,

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
@@ -156,6 +157,18 @@ export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void
       durationMs: Date.now() - plan.started,
     });
   });
+}
+
+/** An upstream failure as the client sees it: 502 carrying the upstream's status. */
+export function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
+  const status = e.status === 'network' ? 'no answer' : String(e.status);
+  return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, { details: [{ path: 'upstream.status', message: status }] });
+}
+
+/** The head of a streamed answer: Server-Sent Events, with the session id to continue. */
+export function openEventStream(res: ServerResponse, plan: ChatPlan): void {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'x-session-id': plan.sessionId });
+  res.flushHeaders();
 }
 
 function reasonOf(e: UpstreamError): string {
