@@ -39,6 +39,11 @@ describe('svc webhooks', () => {
     const ls = await svcAgainst(d, ['webhooks', 'ls']);
     expect(ls.stdout).toContain(rx.url);
     expect(ls.stdout).not.toContain('whsec_');
+    // A short id (the last 8 characters, or a unique prefix) works like the full one.
+    const short = await svcAgainst(d, ['--json', 'webhooks', 'show', id.slice(-8)]);
+    expect(short.code, short.stderr).toBe(0);
+    expect(JSON.parse(short.stdout).id).toBe(id);
+    expect((await svcAgainst(d, ['webhooks', 'show', id.slice(0, 3)])).code).toBe(2);
     const show = await svcAgainst(d, ['--json', 'webhooks', 'show', id]);
     expect(JSON.parse(show.stdout)).toMatchObject({ id, events: ['task:*', 'approval:resolved'] });
     const set = await svcAgainst(d, ['--json', 'webhooks', 'set', id, '--events', 'task:created']);

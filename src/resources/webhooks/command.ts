@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { action, parseIntOption } from '../../cli/action.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
+import { resolveId, WEBHOOK } from '../../cli/ids.js';
 import { emit, err, keyValues, out, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
 import { createInterface } from 'node:readline/promises';
@@ -114,7 +115,7 @@ export function webhooksCommand(): Command {
     .description('Show a webhook (never its secret)')
     .action(
       action(async (ctx, id: string) => {
-        const w = await ctx.client.get<Webhook>(path(id));
+        const w = await ctx.client.get<Webhook>(path(await resolveId(ctx.client, WEBHOOK, id)));
         emit(ctx.json, w, () => keyValues({ ...w }));
       }),
     );
@@ -136,7 +137,7 @@ export function webhooksCommand(): Command {
         if (o.description !== undefined) body.description = o.description === '' ? null : o.description;
         if (o.enable || o.disable) body.enabled = Boolean(o.enable);
         if (!Object.keys(body).length) throw new UsageError('nothing to change: give --url, --events, --description, --enable or --disable');
-        const w = await ctx.client.patch<Webhook>(path(id), body);
+        const w = await ctx.client.patch<Webhook>(path(await resolveId(ctx.client, WEBHOOK, id)), body);
         emit(ctx.json, w, () => keyValues({ ...w }));
       }),
     );
@@ -148,7 +149,7 @@ export function webhooksCommand(): Command {
     .action(
       action(async (ctx, id: string, o: { yes?: boolean }) => {
         if (!o.yes) await confirm(`Delete webhook ${id} and cancel its pending deliveries?`);
-        const r = await ctx.client.delete<{ removed: true }>(path(id));
+        const r = await ctx.client.delete<{ removed: true }>(path(await resolveId(ctx.client, WEBHOOK, id)));
         emit(ctx.json, r, () => `removed ${id}\n`);
       }),
     );
@@ -159,7 +160,7 @@ export function webhooksCommand(): Command {
     .option('--grace <seconds>', 'how long the old secret stays valid (default 86400; 0 = now)', parseIntOption('--grace'))
     .action(
       action(async (ctx, id: string, o: { grace?: number }) => {
-        const r = await ctx.client.post<{ secret: string; previousSecretExpiresAt: string | null }>(`${path(id)}/rotate-secret`, o.grace === undefined ? {} : { graceSeconds: o.grace });
+        const r = await ctx.client.post<{ secret: string; previousSecretExpiresAt: string | null }>(`${path(await resolveId(ctx.client, WEBHOOK, id))}/rotate-secret`, o.grace === undefined ? {} : { graceSeconds: o.grace });
         printSecret(ctx, r, `secret: ${r.secret}\nold secret ${r.previousSecretExpiresAt ? `valid until ${when(r.previousSecretExpiresAt)}` : 'retired now'}\n`);
       }),
     );
@@ -171,7 +172,7 @@ export function webhooksCommand(): Command {
     .option('--before <deliveryId>', 'only deliveries older than this one (printed after a full page)')
     .action(
       action(async (ctx, id: string, o: { limit?: number; before?: string }) => {
-        const res = await ctx.client.call<Delivery[]>('GET', `${path(id)}/deliveries`, { query: { limit: o.limit, before: o.before } });
+        const res = await ctx.client.call<Delivery[]>('GET', `${path(await resolveId(ctx.client, WEBHOOK, id))}/deliveries`, { query: { limit: o.limit, before: o.before } });
         emit(ctx.json, res.data, () => deliveryTable(res.data));
         const next = res.headers['x-next-cursor'];
         if (typeof next === 'string' && !ctx.json) err(style.dim(`more: svc webhooks deliveries ${id} --before ${next}\n`));
@@ -183,7 +184,7 @@ export function webhooksCommand(): Command {
     .description('Show a delivery with every attempt')
     .action(
       action(async (ctx, id: string, deliveryId: string) => {
-        const x = await ctx.client.get<DeliveryDetail>(`${path(id)}/deliveries/${seg(deliveryId)}`);
+        const x = await ctx.client.get<DeliveryDetail>(`${path(await resolveId(ctx.client, WEBHOOK, id))}/deliveries/${seg(deliveryId)}`);
         const { attemptLog, body, ...rest } = x;
         emit(ctx.json, x, () => `${keyValues(rest)}\n${attemptTable(attemptLog)}\n${style.bold('body')}\n${body}\n`);
       }),
@@ -194,7 +195,7 @@ export function webhooksCommand(): Command {
     .description('Send a delivery again (as a new delivery)')
     .action(
       action(async (ctx, id: string, deliveryId: string) => {
-        const x = await ctx.client.post<Delivery>(`${path(id)}/deliveries/${seg(deliveryId)}/redeliver`);
+        const x = await ctx.client.post<Delivery>(`${path(await resolveId(ctx.client, WEBHOOK, id))}/deliveries/${seg(deliveryId)}/redeliver`);
         emit(ctx.json, x, () => `queued ${x.id} (re-sends ${deliveryId})\n`);
       }),
     );
@@ -205,7 +206,7 @@ export function webhooksCommand(): Command {
     .requiredOption('--since <when>', 'a duration back from now (30m, 1h, 2d) or an ISO 8601 time')
     .action(
       action(async (ctx, id: string, o: { since: string }) => {
-        const r = await ctx.client.post<{ recovered: number; deliveryIds: string[] }>(`${path(id)}/recover`, { since: parseSince(o.since) });
+        const r = await ctx.client.post<{ recovered: number; deliveryIds: string[] }>(`${path(await resolveId(ctx.client, WEBHOOK, id))}/recover`, { since: parseSince(o.since) });
         emit(ctx.json, r, () => `queued ${r.recovered} failed deliver${r.recovered === 1 ? 'y' : 'ies'} again\n`);
       }),
     );
@@ -215,7 +216,7 @@ export function webhooksCommand(): Command {
     .description('Send a webhook:test event to this webhook')
     .action(
       action(async (ctx, id: string) => {
-        const x = await ctx.client.post<Delivery>(`${path(id)}/test`);
+        const x = await ctx.client.post<Delivery>(`${path(await resolveId(ctx.client, WEBHOOK, id))}/test`);
         emit(ctx.json, x, () => `queued test delivery ${x.id}; see it with \`svc webhooks delivery ${id} ${x.id}\`\n`);
       }),
     );
