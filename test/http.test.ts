@@ -125,6 +125,8 @@ describe('host and origin guards', () => {
     const ok = await rawRequest(d.url, { method: 'OPTIONS', path: '/api/v1/agents', headers: { ...pre, origin: 'http://localhost:5173' } });
     expect(ok.status).toBe(204);
     expect(ok.headers['access-control-allow-headers']).toContain('Authorization');
+    // MCP's Streamable HTTP clients send it on every request after initialize.
+    expect(ok.headers['access-control-allow-headers']).toContain('Mcp-Protocol-Version');
     expect(ok.headers['access-control-allow-methods']).toBe('GET, HEAD, POST, PATCH, PUT, DELETE');
     const bad = await rawRequest(d.url, { method: 'OPTIONS', path: '/api/v1/agents', headers: { ...pre, origin: 'https://evil.example.com' } });
     expect(bad.status).toBe(403);

@@ -46,7 +46,8 @@ export interface HttpServer {
   close(graceMs: number): Promise<void>;
 }
 
-const CORS_HEADERS = 'Authorization, Content-Type, Last-Event-ID, X-Session-Id, X-Request-Id';
+// Mcp-Protocol-Version: MCP clients in a browser (an allowed origin) send it on every request after initialize.
+const CORS_HEADERS = 'Authorization, Content-Type, Last-Event-ID, X-Session-Id, X-Request-Id, Mcp-Protocol-Version';
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
