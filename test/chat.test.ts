@@ -161,6 +161,14 @@ describe('errors in the OpenAI shape', () => {
     await expect(bad.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
+  it('never follows an upstream redirect: a 301 is an upstream failure', async () => {
+    up.script({ status: 301, json: {}, headers: { location: 'http://169.254.169.254/v1/chat/completions' } });
+    const r = await post({ messages: [{ role: 'user', content: 'x' }], agent: 'alice' });
+    expect(r.status).toBe(502);
+    expect(r.body.error).toMatchObject({ code: 'upstream_error', upstream_status: 301 });
+    expect(up.requests.length).toBe(1);
+  });
+
   it('answers an upstream failure 502 carrying the upstream status', async () => {
     up.script({ status: 400, json: { error: { message: 'model m1 is not served', type: 'invalid_request_error' } } });
     const r = await post({ messages: [{ role: 'user', content: 'x' }], agent: 'alice' });

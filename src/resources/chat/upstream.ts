@@ -28,7 +28,8 @@ async function send(provider: Provider, body: Record<string, unknown>, signal: A
   if (provider.key) headers.authorization = `Bearer ${provider.key}`;
   let res;
   try {
-    res = await request(`${provider.baseUrl}/chat/completions`, { method: 'POST', headers, body: JSON.stringify(body), signal, maxRedirections: 0 } as Parameters<typeof request>[1]);
+    // undici's request() never follows a redirect: a 3xx is an upstream failure like any non-2xx.
+    res = await request(`${provider.baseUrl}/chat/completions`, { method: 'POST', headers, body: JSON.stringify(body), signal });
   } catch (err) {
     if (signal.aborted) throw err;
     throw new UpstreamError('network', `cannot reach ${provider.id} at ${new URL(provider.baseUrl).host}: ${(err as Error).message}`);
