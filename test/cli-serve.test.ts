@@ -154,6 +154,9 @@ describe('serve output', () => {
     const info = readDaemonInfo(root)!;
     const key = readFileSync(join(root, '.svc', 'local.key'), 'utf8').trim();
     await fetch(`${info.url}/api/v1/status`, { headers: { authorization: `Bearer ${key}` } });
+    // Request lines are batched (every 25 ms) and written off the event loop: wait for this one
+    // rather than race it against the shutdown's final drain on a loaded machine.
+    await expect.poll(() => stdout, { timeout: 10_000 }).toMatch(/ GET \/api\/v1\/status /);
     await fetch(`${info.url}/api/v1/shutdown`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
     expect(await serving).toBe(0);
     expect(stdout).toMatch(/^svc \S+ listening on http:\/\/127\.0\.0\.1:\d+ — project test-project, vault key from file\n/);
