@@ -236,6 +236,26 @@ export async function seededProject(tasks, config) {
   return { root, ids };
 }
 
+/**
+ * The task scenarios' pair: a seeded project served by svc, and the plain tasks baseline on a copy
+ * of the same database, both driven by `load(key)` (loadServer options, the same for both sides).
+ */
+export async function taskServerPair(tasks, load) {
+  const { root, ids } = await seededProject(tasks);
+  const copy = copyStateDb(root);
+  const svc = await startSvc(root);
+  const base = await startBaseline('tasks-server.mjs', { db: copy, key: svc.key });
+  const opts = load({ key: svc.key, ids });
+  return {
+    svc: () => loadServer(svc, opts),
+    baseline: () => loadServer(base, opts),
+    close: async () => {
+      await svc.stop();
+      await base.stop();
+    },
+  };
+}
+
 /** A copy of a project's state database for a baseline (so the two never share a WAL). */
 export function copyStateDb(root) {
   const file = join(root, '.svc', 'baseline.sqlite');

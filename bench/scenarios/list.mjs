@@ -8,27 +8,15 @@ export default {
   name: 'list',
   order: 30,
   title: `GET /api/v1/tasks?status=…&limit=50 with ${TASKS.toLocaleString('en-US')} tasks, 8 connections`,
-  async setup(h) {
-    const { root, ids } = await h.seededProject(TASKS);
-    const copy = h.copyStateDb(root);
-    const svc = await h.startSvc(root);
-    const base = await h.startBaseline('tasks-server.mjs', { db: copy, key: svc.key });
-    const paths = [];
-    for (const status of STATES) {
-      paths.push(`/api/v1/tasks?status=${status}&limit=50`);
-      for (let k = 1; k <= 4; k++) paths.push(`/api/v1/tasks?status=${status}&limit=50&cursor=${ids[Math.floor((TASKS * k) / 5)]}`);
-    }
-    const headers = { authorization: `Bearer ${svc.key}` };
-    const run = (server) => h.loadServer(server, { paths, headers, connections: 8, seconds: 3 });
-    return {
-      svc: () => run(svc),
-      baseline: () => run(base),
-      close: async () => {
-        await svc.stop();
-        await base.stop();
-      },
-    };
-  },
+  setup: (h) =>
+    h.taskServerPair(TASKS, ({ key, ids }) => {
+      const paths = [];
+      for (const status of STATES) {
+        paths.push(`/api/v1/tasks?status=${status}&limit=50`);
+        for (let k = 1; k <= 4; k++) paths.push(`/api/v1/tasks?status=${status}&limit=50&cursor=${ids[Math.floor((TASKS * k) / 5)]}`);
+      }
+      return { paths, headers: { authorization: `Bearer ${key}` }, connections: 8, seconds: 3 };
+    }),
   targets: [
     { metric: 'p99', label: 'p99', unit: 'ms', op: '<', value: 10 },
     { metric: 'rps', label: 'throughput', unit: 'req/s' },

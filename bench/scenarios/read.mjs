@@ -6,23 +6,13 @@ export default {
   name: 'read',
   order: 10,
   title: 'GET /api/v1/tasks/{id}, 32 connections',
-  async setup(h) {
-    const { root, ids } = await h.seededProject(TASKS);
-    const copy = h.copyStateDb(root);
-    const svc = await h.startSvc(root);
-    const base = await h.startBaseline('tasks-server.mjs', { db: copy, key: svc.key });
-    const paths = ids.filter((_, i) => i % 10 === 0).map((id) => `/api/v1/tasks/${id}`);
-    const headers = { authorization: `Bearer ${svc.key}` };
-    const run = (server) => h.loadServer(server, { paths, headers, connections: 32, seconds: 3 });
-    return {
-      svc: () => run(svc),
-      baseline: () => run(base),
-      close: async () => {
-        await svc.stop();
-        await base.stop();
-      },
-    };
-  },
+  setup: (h) =>
+    h.taskServerPair(TASKS, ({ key, ids }) => ({
+      paths: ids.filter((_, i) => i % 10 === 0).map((id) => `/api/v1/tasks/${id}`),
+      headers: { authorization: `Bearer ${key}` },
+      connections: 32,
+      seconds: 3,
+    })),
   targets: [
     { metric: 'rps', label: 'throughput', unit: 'req/s', of: 'ratio', op: '>=', value: 0.75 },
     { metric: 'p99', label: 'p99', unit: 'ms', of: 'ratio', op: '<=', value: 2 },
