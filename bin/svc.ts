@@ -10,7 +10,7 @@ export async function main(): Promise<void> {
     if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw err;
   });
-  const code = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() });
+  const code = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd(), process: true });
   // Exit now rather than when the last handle closes (a finished `svc serve` may leave a keychain
   // thread or an idle socket behind), once what was written has reached the pipes.
   await new Promise<void>((r) => process.stdout.write('', () => r()));

@@ -1,6 +1,8 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exited, serve, svc } from './cli-helpers.js';
 import { makeProject } from './harness.js';
@@ -28,6 +30,21 @@ describe('svc serve', () => {
     const human = await svc(['status'], { cwd: root });
     expect(human.stdout).toMatch(/status\s+running/);
     expect(human.stdout).toContain(String(info.port));
+  });
+
+  it('runs without promise hooks: the CLI enters no AsyncLocalStorage when it is the process', async () => {
+    // Entered once, a storage taxes every promise of the process for good (a fifth of the CPU of
+    // a POST); the in-process runs the tests use need it, the real binary does not.
+    const root = makeProject();
+    const log = join(mkdtempSync(join(tmpdir(), 'svc-probe-')), 'probe.txt');
+    const probe = fileURLToPath(new URL('./fixtures/promise-hooks-probe.mjs', import.meta.url));
+    const { child, url } = await serve(root, ['--port', '0'], { NODE_OPTIONS: `--import=${probe}`, SVC_TEST_PROBE_LOG: log });
+    children.push(child);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 200));
+    const seen = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(new Set(seen)).toEqual(new Set(['off']));
   });
 
   it('SIGTERM lets an in-flight request finish, then removes daemon.json and exits 0', async () => {

@@ -47,8 +47,18 @@ function processIo(): CliIo {
   };
 }
 
-export const io = (): CliIo => store.getStore() ?? processIo();
+/** The IO of the run that is the process itself (bin/svc), when there is one. */
+let own: CliIo | null = null;
 
-export function withIo<T>(value: CliIo, fn: () => Promise<T>): Promise<T> {
-  return store.run(value, fn);
+export const io = (): CliIo => store.getStore() ?? own ?? processIo();
+
+/**
+ * Runs `fn` with `value` as its IO. A run that is the process itself sets the process's IO
+ * rather than entering the AsyncLocalStorage: on Node 20 a storage once entered installs promise
+ * hooks that tax every promise of the process for its whole life, and `svc serve` is long-lived.
+ */
+export function withIo<T>(value: CliIo, fn: () => Promise<T>, scope: 'run' | 'process' = 'run'): Promise<T> {
+  if (scope === 'run') return store.run(value, fn);
+  own = value;
+  return fn();
 }

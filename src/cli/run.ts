@@ -16,6 +16,8 @@ export interface RunOptions {
   cwd?: string;
   /** Terminal width (default: stdout's, else 100). */
   columns?: number;
+  /** This run is the process (bin/svc), not one of several in it (tests): see withIo. */
+  process?: boolean;
 }
 
 /** Global options that take a value: the word after them is not the command's name. */
@@ -102,7 +104,7 @@ export async function run(argv: string[], opts: RunOptions): Promise<number> {
       }
     }
     return io.exitCode;
-  });
+  }, opts.process ? 'process' : 'run');
 }
 
 /** A run given no stdin reads an empty one (a prompt then ends at once, as with `< /dev/null`). */
