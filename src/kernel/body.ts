@@ -22,15 +22,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   if (!type || !/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
     throw new AppError('unsupported_media_type', `Content-Type ${type ? `"${type}"` : '(none)'} is not JSON; send application/json.`);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      throw new AppError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`);
-    }
-    chunks.push(chunk);
-  }
+  const { chunks, size } = await readAll(req, limit);
   if (size === 0) return NO_BODY;
   const text = Buffer.concat(chunks, size).toString('utf8');
   if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
@@ -40,4 +32,33 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   const parsed = parseJson(text);
   if (!parsed.ok) throw new AppError('invalid_request', `Malformed JSON body: ${parsed.error}.`, { details: [{ path: 'body', message: parsed.error }] });
   return parsed.value;
+}
+
+/**
+ * The body's chunks, refused with 413 past `limit`. Listeners rather than `for await`: the async
+ * iterator costs a promise per chunk and a tenth of the CPU of a small POST.
+ */
+function readAll(req: IncomingMessage, limit: number): Promise<{ chunks: Buffer[]; size: number }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (err?: Error) => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      if (!err) return resolve({ chunks, size });
+      // Not read further: the 413 goes out with Connection: close.
+      req.pause();
+      reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) done(new AppError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => done();
+    const onError = (err: Error) => done(err);
+    // Closed before the end: the client went away mid-body.
+    const onClose = () => done(Object.assign(new Error('The request closed before its body ended.'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    if (req.destroyed) return onClose();
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
 }
