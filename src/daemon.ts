@@ -231,6 +231,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         DATA_RUNNER,
         new DataRunner({
           log,
+          dir: paths.data,
           statementTimeoutMs: () => config.data.statementTimeoutMs,
           onOpened: guarded(log, 'updating the database registry', (id: string, state: unknown) => reconcile(app, id, state as Parameters<typeof reconcile>[2])),
         }),

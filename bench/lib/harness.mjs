@@ -77,8 +77,9 @@ function waitExit(child) {
 export async function startSvc(root, { nodeArgs = [], env = {}, timeoutMs = 30_000 } = {}) {
   const info = join(root, '.svc', 'daemon.json');
   rmSync(info, { force: true });
-  // BENCH_CPU_PROF=<dir>: every daemon writes a V8 CPU profile there when it stops (bench/lib/flame.mjs reads it).
-  if (process.env.BENCH_CPU_PROF) nodeArgs = ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF, ...nodeArgs];
+  // BENCH_CPU_PROF=<dir>: every daemon (and each data worker it forks) writes a V8 CPU profile
+  // there when it stops (bench/lib/flame.mjs reads it).
+  if (process.env.BENCH_CPU_PROF) nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, ...nodeArgs];
   const t0 = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, SVC_BIN, 'serve', '--port', '0', '--project', root], {
     cwd: root,

@@ -27,7 +27,7 @@ function runner(app: App): DataRunner {
   if (provider !== 'sqlite') throw new AppError('data_unavailable', `The data provider "${provider}" is not available in this build; set data.provider to "sqlite".`);
   return app.services.get(DATA_RUNNER);
 }
-const fileOf = (app: App, id: string): string => join(statePaths(app.root).data, `${id}.sqlite`);
+const fileOf = (app: App, id: string): string => app.services.get(DATA_RUNNER).fileOf(id);
 
 /** The registry follows the file: after a crash between a migration's commit and the registry update, the next open catches up. */
 export function reconcile(app: App, id: string, state: FileState): void {
@@ -77,7 +77,7 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
   ensurePrivateDir(statePaths(app.root).data);
   const file = fileOf(app, d.id);
   try {
-    await runner(app).call(d.id, file, { type: 'open', file, create: schema }, { slow: true });
+    await runner(app).call(d.id, { type: 'open', file, create: schema }, { slow: true });
     app.events.write(() => {
       if (store.getByName(app.db, body.name)) throw nameTaken(body.name);
       store.insertDatabase(app.db, d);
@@ -138,7 +138,7 @@ export async function transactions(app: App, p: Principal | null, ref: string, b
     const write = isWriteOp(op);
     if (!canUseTable(write ? grants.write : grants.read, op.table)) throw opError('data_forbidden', i, op, 'table', `this key may not ${write ? 'write' : 'read'} table ${op.table}`);
   });
-  return runner(app).call(d.id, fileOf(app, d.id), { type: 'batch', ops: body.operations, ref: idempotency(p, 'transactions', body) });
+  return runner(app).call(d.id, { type: 'batch', ops: body.operations, ref: idempotency(p, 'transactions', body) });
 }
 
 export async function query(app: App, p: Principal | null, ref: string, body: QueryInT): Promise<Answer<QueryResult>> {
@@ -148,14 +148,14 @@ export async function query(app: App, p: Principal | null, ref: string, body: Qu
   const grants = tableGrants(p, d);
   if (mode === 'write' && grants.write !== '*' && grants.write.length === 0) throw new AppError('data_forbidden', 'This key has no write grant on this database.');
   const req = { sql: body.sql, params: body.params ?? [], mode, maxRows: body.maxRows ?? LIMITS.maxRows, grants };
-  return runner(app).call(d.id, fileOf(app, d.id), { type: 'query', req, ref: idempotency(p, 'query', body) });
+  return runner(app).call(d.id, { type: 'query', req, ref: idempotency(p, 'query', body) });
 }
 
 export async function migrate(app: App, p: Principal | null, ref: string, body: MigrationInT): Promise<{ database: Database; replayed: boolean }> {
   const d = resolve(app, ref);
   requireManage(p, d);
   const checksum = migrationChecksum(body);
-  const r = await runner(app).call<Answer<FileState & { record: MigrationRecord }>>(d.id, fileOf(app, d.id), { type: 'migrate', migration: body, checksum }, { slow: true });
+  const r = await runner(app).call<Answer<FileState & { record: MigrationRecord }>>(d.id, { type: 'migrate', migration: body, checksum }, { slow: true });
   if (!r.replayed) {
     app.events.write(() => {
       store.setSchema(app.db, d.id, r.answer.schema, r.answer.schemaVersion);
@@ -168,5 +168,5 @@ export async function migrate(app: App, p: Principal | null, ref: string, body: 
 export async function listMigrations(app: App, p: Principal | null, ref: string): Promise<MigrationRecord[]> {
   const d = resolve(app, ref);
   requireRead(p, d);
-  return runner(app).call(d.id, fileOf(app, d.id), { type: 'migrations' });
+  return runner(app).call(d.id, { type: 'migrations' });
 }

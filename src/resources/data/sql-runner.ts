@@ -3,7 +3,7 @@ import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../../kernel/errors.js';
 import type { Logger } from '../../kernel/log.js';
-import type { WorkerReply, WorkerRequest } from './worker.js';
+import type { WorkerEnvelope, WorkerReply, WorkerRequest } from './worker.js';
 
 // Every read and write of an application database runs in a child process that serves that one
 // database: a long-lived process, spoken to with structured IPC messages, one message at a time.
@@ -27,7 +27,7 @@ const IDLE_MS = 60_000;
 const SLOW_MS = 60_000;
 const KILL_GRACE_MS = 250;
 /** Reads sent ahead to a worker, so it goes from one to the next without waiting for the daemon. */
-const PIPELINE = 8;
+const PIPELINE = 32;
 
 function repeatable(msg: WorkerRequest): boolean {
   if (msg.type === 'migrations') return true;
@@ -48,6 +48,8 @@ interface Job {
 
 export interface RunnerOptions {
   log: Logger;
+  /** Where database files live: database `key` is `<dir>/<key>.sqlite`. */
+  dir: string;
   /** Read per request: a project.json reload applies to the next statement. */
   statementTimeoutMs(): number;
   /** Told what a worker found when it (re)opened a database file. */
@@ -66,11 +68,16 @@ class Worker {
   /** Sent and not yet answered, in order; the first is the one running. */
   inflight: Job[] = [];
   timer: NodeJS.Timeout | null = null;
+  /** The duration `timer` was armed with, so the next job of the same limit just refreshes it. */
+  timerMs = 0;
+  /** The lane this worker serves (none while it is the spare, or after it was let go). */
+  lane: Lane | null = null;
   dead = false;
 
   constructor(log: Logger, onReply: (w: Worker, r: WorkerReply) => void, onExit: (w: Worker) => void) {
     this.proc = fork(WORKER, [], {
-      execArgv: ['--max-old-space-size=256'],
+      // A daemon started under --cpu-prof (npm run bench with BENCH_CPU_PROF) profiles its workers too.
+      execArgv: [...process.execArgv.filter((a) => a.startsWith('--cpu-prof')), '--max-old-space-size=256'],
       env: workerEnv(),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
@@ -87,6 +94,11 @@ class Worker {
   kill(): void {
     if (!this.dead) this.proc.kill('SIGKILL');
   }
+
+  /** One IPC message for any number of requests: each message costs a write and a parse on both sides. */
+  send(jobs: Pick<Job, 'id' | 'msg' | 'timeoutMs'>[]): void {
+    this.proc.send(jobs.map((j): WorkerEnvelope => ({ id: j.id, timeoutMs: j.timeoutMs, ...j.msg })));
+  }
 }
 
 /** The queue and the worker process of one database. */
@@ -94,6 +106,8 @@ class Lane {
   queue: Job[] = [];
   worker: Worker | null = null;
   lastUsed = Date.now();
+  /** A pump is due at setImmediate: requests and answers of one event-loop turn go out together. */
+  pumpDue = false;
 
   constructor(
     readonly key: string,
@@ -116,17 +130,24 @@ export class DataRunner {
     this.spare = this.spawn();
   }
 
-  /** Sends one request to the worker of database `key` (file `file`), queued behind earlier ones. */
-  call<T>(key: string, file: string, msg: WorkerRequest, opts: { slow?: boolean } = {}): Promise<T> {
+  /** The file of database `key` (keys are the registry's UUIDs, never caller text). */
+  fileOf(key: string): string {
+    return join(this.opts.dir, `${key}.sqlite`);
+  }
+
+  /** Sends one request to the worker of database `key`, queued behind earlier ones. */
+  call<T>(key: string, msg: WorkerRequest, opts: { slow?: boolean } = {}): Promise<T> {
     if (this.closed) return Promise.reject(new AppError('data_unavailable', 'The daemon is shutting down.'));
     let lane = this.lanes.get(key);
-    if (!lane) this.lanes.set(key, (lane = new Lane(key, file)));
+    if (!lane) this.lanes.set(key, (lane = new Lane(key, this.fileOf(key))));
     if (lane.queue.length >= MAX_QUEUE) return Promise.reject(new AppError('data_unavailable', 'Too many requests are waiting for this database; retry shortly.', { headers: { 'Retry-After': '1' } }));
     lane.lastUsed = Date.now();
     const timeoutMs = opts.slow ? Math.max(SLOW_MS, this.opts.statementTimeoutMs()) : this.opts.statementTimeoutMs();
     return new Promise<T>((resolve, reject) => {
       lane.queue.push({ id: ++this.seq, msg, repeatable: repeatable(msg), timeoutMs, resolve: resolve as (v: unknown) => void, reject });
-      this.pump(lane);
+      // An idle worker gets the request at once; a busy one gets it with the others of this turn.
+      if (lane.worker?.inflight.length) this.pumpSoon(lane);
+      else this.pump(lane);
     });
   }
 
@@ -136,8 +157,9 @@ export class DataRunner {
     if (!lane) return;
     // Requests still waiting were sent before the delete; they find the database gone.
     for (const j of lane.queue.splice(0)) j.reject(new AppError('data_not_found', 'The database was deleted.'));
-    if (lane.worker && !lane.worker.dead) await this.call(key, lane.file, { type: 'close' }).catch(() => undefined);
+    if (lane.worker && !lane.worker.dead) await this.call(key, { type: 'close' }).catch(() => undefined);
     lane.worker?.kill();
+    this.detach(lane);
     this.lanes.delete(key);
   }
 
@@ -165,7 +187,7 @@ export class DataRunner {
             resolve();
           });
           // An idle worker checkpoints and closes its file; a busy one is killed at the deadline.
-          if (!w.inflight.length) w.proc.send({ id: 0, type: 'close' });
+          if (!w.inflight.length) w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
         }),
       );
     }
@@ -178,9 +200,10 @@ export class DataRunner {
     return new Worker(this.opts.log, (w, r) => this.onReply(w, r), (w) => this.onExit(w));
   }
 
-  private laneOf(w: Worker): Lane | undefined {
-    for (const l of this.lanes.values()) if (l.worker === w) return l;
-    return undefined;
+  /** The lane lets its worker go: answers and exits of that process no longer concern it. */
+  private detach(lane: Lane): void {
+    if (lane.worker) lane.worker.lane = null;
+    lane.worker = null;
   }
 
   private pump(lane: Lane): void {
@@ -192,39 +215,60 @@ export class DataRunner {
       w = this.spare && !this.spare.dead ? this.spare : this.spawn();
       this.spare = this.closed ? null : this.spawn();
       lane.worker = w;
+      w.lane = lane;
       if (job.msg.type !== 'open') {
         lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, repeatable: false, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.failQueue(lane, e) });
       }
     }
     // One job at a time, except that reads may queue up behind reads (or behind the open): if
     // the one running is stopped, those not yet started are simply sent again.
+    // Only repeatable jobs are ever sent behind another, so those after the first always are.
+    const head = w.inflight[0];
+    let readsMayFollow = !head || head.repeatable || head.msg.type === 'open';
+    const out: Job[] = [];
     while (lane.queue.length) {
       const next = lane.queue[0]!;
-      if (w.inflight.length) {
-        const ahead = w.inflight.slice(1).every((j) => j.repeatable) && (w.inflight[0]!.repeatable || w.inflight[0]!.msg.type === 'open');
-        if (!next.repeatable || !ahead || w.inflight.length >= PIPELINE) break;
-      }
+      if (w.inflight.length && (!next.repeatable || !readsMayFollow || w.inflight.length >= PIPELINE)) break;
       lane.queue.shift();
       w.inflight.push(next);
-      if (w.inflight.length === 1) this.arm(lane, w);
-      w.proc.send({ id: next.id, timeoutMs: next.timeoutMs, ...next.msg });
+      if (w.inflight.length === 1) {
+        readsMayFollow = next.repeatable || next.msg.type === 'open';
+        this.arm(lane, w);
+      }
+      out.push(next);
     }
+    if (out.length) w.send(out);
+  }
+
+  private pumpSoon(lane: Lane): void {
+    if (lane.pumpDue) return;
+    lane.pumpDue = true;
+    setImmediate(() => {
+      lane.pumpDue = false;
+      this.pump(lane);
+    });
   }
 
   /** The time limit runs for the job the worker is on now: the first one in flight. */
   private arm(lane: Lane, w: Worker): void {
-    if (w.timer) clearTimeout(w.timer);
     const head = w.inflight[0];
     // The worker rolls back a write that reaches its commit after timeoutMs; the kill comes a
     // little later, so a write is either answered or not kept, never kept and answered 503.
-    w.timer = head ? setTimeout(() => this.timeout(lane, w, head), head.timeoutMs + KILL_GRACE_MS) : null;
+    const ms = head ? head.timeoutMs + KILL_GRACE_MS : 0;
+    if (w.timer && head && ms === w.timerMs) {
+      w.timer.refresh(); // restarted from now; timeout() checks which job is still first
+      return;
+    }
+    if (w.timer) clearTimeout(w.timer);
+    w.timerMs = ms;
+    w.timer = head ? setTimeout(() => this.timeout(lane, w), ms) : null;
   }
 
   private onReply(w: Worker, r: WorkerReply): void {
     const job = w.inflight[0];
     if (!job || job.id !== r.id) return;
     w.inflight.shift();
-    const lane = this.laneOf(w);
+    const lane = w.lane;
     if (lane) this.arm(lane, w);
     else if (w.timer) clearTimeout(w.timer);
     if (r.ok) job.resolve(r.value);
@@ -234,7 +278,8 @@ export class DataRunner {
     }
     if (lane) {
       lane.lastUsed = Date.now();
-      this.pump(lane);
+      // Answers read from the channel together free their slots together: one message refills them.
+      this.pumpSoon(lane);
     }
   }
 
@@ -244,12 +289,13 @@ export class DataRunner {
     w.timer = null;
     const [head, ...rest] = w.inflight.splice(0);
     lane.queue.unshift(...rest);
-    lane.worker = null;
+    this.detach(lane);
     return head;
   }
 
-  private timeout(lane: Lane, w: Worker, job: Job): void {
-    if (w.inflight[0] !== job || lane.worker !== w) return;
+  private timeout(lane: Lane, w: Worker): void {
+    const job = w.inflight[0];
+    if (!job || lane.worker !== w) return;
     if (w.proc.pid) this.killed.push(w.proc.pid);
     w.kill();
     this.orphaned(lane, w);
@@ -260,7 +306,7 @@ export class DataRunner {
 
   private onExit(w: Worker): void {
     if (w === this.spare) this.spare = null;
-    const lane = this.laneOf(w);
+    const lane = w.lane;
     if (!lane) return;
     const job = this.orphaned(lane, w);
     if (job) {
@@ -279,8 +325,8 @@ export class DataRunner {
     for (const lane of this.lanes.values()) {
       const w = lane.worker;
       if (w && !w.inflight.length && !lane.queue.length && now - lane.lastUsed > IDLE_MS) {
-        lane.worker = null;
-        w.proc.send({ id: 0, type: 'close' });
+        this.detach(lane);
+        w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
         this.lanes.delete(lane.key);
       }
     }

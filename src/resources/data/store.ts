@@ -15,20 +15,45 @@ interface Row {
 
 const COLUMNS = 'id, name, schema, schema_version, created_at';
 
-const toDatabase = (r: Row): Database => ({ id: r.id, name: r.name, schema: JSON.parse(r.schema) as SchemaDefT, schemaVersion: r.schema_version, createdAt: r.created_at });
+const toDatabase = (r: Row): Database => Object.freeze({ id: r.id, name: r.name, schema: JSON.parse(r.schema) as SchemaDefT, schemaVersion: r.schema_version, createdAt: r.created_at });
+
+/**
+ * Every record request resolves its database by name or id first, and reading and parsing the
+ * row was a sixth of the daemon's CPU on a point query. Found rows are kept per state DB (so two
+ * daemons in one process never share one), frozen, and the whole cache is dropped by every write
+ * below: writes are rare (create, delete, migrate), and dropping rather than updating stays right
+ * when the write's transaction rolls back. Misses are not kept, so unknown names cannot fill it.
+ */
+const found = new WeakMap<DB, Map<string, Database>>();
+const CACHED_MAX = 1024;
+
+function cached(db: DB, key: string, load: () => Row | undefined): Database | null {
+  let m = found.get(db);
+  if (!m) found.set(db, (m = new Map()));
+  const hit = m.get(key);
+  if (hit) return hit;
+  const r = load();
+  if (!r) return null;
+  if (m.size >= CACHED_MAX) m.clear();
+  const d = toDatabase(r);
+  m.set(key, d);
+  return d;
+}
+
+const forget = (db: DB): void => found.get(db)?.clear();
 
 export function insertDatabase(db: DB, d: Database): void {
+  forget(db);
   stmt(db, 'INSERT INTO data_databases (id, name, schema, schema_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(d.id, d.name, JSON.stringify(d.schema), d.schemaVersion, d.createdAt, d.createdAt);
 }
 
 export function getById(db: DB, id: string): Database | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE id = ?`).get(id.toLowerCase()) as Row | undefined;
-  return r ? toDatabase(r) : null;
+  const lower = id.toLowerCase();
+  return cached(db, `id:${lower}`, () => stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE id = ?`).get(lower) as Row | undefined);
 }
 
 export function getByName(db: DB, name: string): Database | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE name = ?`).get(name) as Row | undefined;
-  return r ? toDatabase(r) : null;
+  return cached(db, `name:${name}`, () => stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE name = ?`).get(name) as Row | undefined);
 }
 
 /** One page in creation order (ids are v7), after `after`. */
@@ -41,9 +66,11 @@ export function allIds(db: DB): string[] {
 }
 
 export function setSchema(db: DB, id: string, schema: SchemaDefT, version: number): void {
+  forget(db);
   stmt(db, 'UPDATE data_databases SET schema = ?, schema_version = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(schema), version, new Date().toISOString(), id);
 }
 
 export function deleteDatabase(db: DB, id: string): boolean {
+  forget(db);
   return stmt(db, 'DELETE FROM data_databases WHERE id = ?').run(id).changes > 0;
 }

@@ -47,21 +47,34 @@ function handle(msg: WorkerRequest): unknown {
   }
 }
 
-process.on('message', (raw: { id: number; timeoutMs?: number } & WorkerRequest) => {
-  let reply: WorkerReply;
+/** What the daemon sends: requests in the order they are to run, several at once when reads queue up. */
+export type WorkerEnvelope = { id: number; timeoutMs?: number } & WorkerRequest;
+
+function run(raw: WorkerEnvelope): WorkerReply {
   try {
     if (file) file.deadline = raw.timeoutMs ? Date.now() + raw.timeoutMs : Infinity;
-    reply = { id: raw.id, ok: true, value: handle(raw) };
+    return { id: raw.id, ok: true, value: handle(raw) };
   } catch (err) {
     const known = err instanceof AppError;
     // SQLite's own errors (busy, full, out of memory, a constraint) keep their meaning; anything
     // else is answered as the generic error sqlError() gives, and logged in full by the daemon.
     const e = known ? err : sqlError(err);
-    reply = { id: raw.id, ok: false, error: { code: e.code, message: e.message, details: e.details } };
+    const reply: WorkerReply = { id: raw.id, ok: false, error: { code: e.code, message: e.message, details: e.details } };
     if (!known && !(err as { code?: unknown })?.code) reply.internal = (err as Error)?.stack ?? String(err);
+    return reply;
   }
-  process.send!(reply);
-  if (raw.type === 'close') process.disconnect();
+}
+
+process.on('message', (batch: WorkerEnvelope[]) => {
+  for (const raw of batch) {
+    // Each answer leaves before the next request starts: if that one runs away and this process
+    // is killed, the daemon already holds every answer finished before it, and blames only it.
+    process.send!(run(raw));
+    if (raw.type === 'close') {
+      process.disconnect();
+      return;
+    }
+  }
 });
 
 // The daemon went away (even by kill -9): nothing is left to serve, so the file is closed and the
