@@ -40,6 +40,12 @@ describe('scoped SQL', () => {
     expect(exact.body.data).toMatchObject({ rowCount: 5, truncated: false });
   });
 
+  it('a column named like an Object builtin is a column like any other', async () => {
+    const r = await q({ sql: "SELECT 1 AS __proto__, 'x' AS constructor, email AS hasOwnProperty FROM customers ORDER BY email LIMIT 1" });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(JSON.stringify(r.body.data.rows)).toBe('[{"__proto__":1,"constructor":"x","hasOwnProperty":"c0@x.io"}]');
+  });
+
   it('writes with mode write: rowCount is rows changed, RETURNING returns them', async () => {
     const w = await q({ sql: "UPDATE customers SET name = 'X' WHERE vip = 0", mode: 'write' });
     expect(w.body.data).toEqual({ rows: [], rowCount: 2, truncated: false });

@@ -46,10 +46,16 @@ export interface QueryRequest {
   grants: TableGrants;
 }
 
+/** A statement's result columns, read once at admission: names, and types where a column is a table's. */
+interface Shape {
+  names: string[];
+  types: (string | undefined)[];
+}
+
 export class DataFile {
   private readonly db: Database.Database;
   private readonly cache = new Map<string, Database.Statement>();
-  private readonly admissions = new Map<string, Admitted & { types: (string | undefined)[] }>();
+  private readonly admissions = new Map<string, Admitted & Shape>();
   private state!: FileState;
   /**
    * When the request being served must be done (set by the worker from the time limit). A write
@@ -144,14 +150,14 @@ export class DataFile {
 
   query(req: QueryRequest, ref?: IdempotencyRef): Answer<QueryResult> {
     const params = req.params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
-    const { stmt, types } = this.admitted(req, params);
+    const { stmt, ...shape } = this.admitted(req, params);
     try {
-      if (req.mode === 'read') return this.once(ref, () => this.collect(stmt, params, req.maxRows, types, null), false);
+      if (req.mode === 'read') return this.once(ref, () => this.collect(stmt, params, req.maxRows, shape, null), false);
       return this.once(ref, () => {
         this.db.pragma('defer_foreign_keys = ON');
         let result: QueryResult;
         if (stmt.reader) {
-          result = this.collect(stmt, params, req.maxRows, types, 'all');
+          result = this.collect(stmt, params, req.maxRows, shape, 'all');
         } else {
           const info = stmt.run(...params);
           result = { rows: [], rowCount: info.changes, truncated: false };
@@ -169,12 +175,12 @@ export class DataFile {
    * same program, whatever its parameters. Grants are checked on every call (they change with
    * the config), against the tables the program was found to read and write.
    */
-  private admitted(req: QueryRequest, params: unknown[]): { stmt: Database.Statement; types: (string | undefined)[] } {
+  private admitted(req: QueryRequest, params: unknown[]): { stmt: Database.Statement } & Shape {
     const key = `${req.mode}\u0000${req.sql}`;
     let hit = this.admissions.get(key);
     if (!hit) {
       const a = admit(this.db, req.sql, params, req.mode, new Set(Object.keys(this.state.schema.tables)), { read: '*', write: '*' });
-      hit = { ...a, types: this.columnTypes(a.stmt) };
+      hit = { ...a, names: a.stmt.reader ? a.stmt.columns().map((c) => c.name) : [], types: this.columnTypes(a.stmt) };
       if (this.admissions.size >= 200) this.admissions.delete(this.admissions.keys().next().value!);
       this.admissions.set(key, hit);
     }
@@ -183,12 +189,11 @@ export class DataFile {
   }
 
   /** Rows of a statement, at most maxRows of them and at most 1 MiB; `all` drains a RETURNING write. */
-  private collect(stmt: Database.Statement, params: unknown[], maxRows: number, types: (string | undefined)[], all: 'all' | null): QueryResult {
+  private collect(stmt: Database.Statement, params: unknown[], maxRows: number, { names, types }: Shape, all: 'all' | null): QueryResult {
     const rows: Record<string, unknown>[] = [];
     let bytes = 0;
     let seen = 0;
     let truncated = false;
-    const cols = stmt.columns();
     for (const raw of stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>) {
       seen++;
       if (rows.length >= maxRows) {
@@ -196,8 +201,9 @@ export class DataFile {
         if (!all) break;
         continue;
       }
-      const row: Record<string, unknown> = {};
-      raw.forEach((v, i) => (row[cols[i]!.name] = decode(types[i] as never, v)));
+      // Without a prototype: a column named __proto__ (SELECT 1 AS __proto__) is a column like any other.
+      const row: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+      for (let i = 0; i < raw.length; i++) row[names[i]!] = decode(types[i] as never, raw[i]);
       bytes += JSON.stringify(row).length;
       if (bytes > LIMITS.resultBytes) throw new AppError('data_limit', `The result exceeds ${LIMITS.resultBytes / 1048576} MiB; select fewer rows or columns (maxRows).`);
       rows.push(row);
