@@ -278,8 +278,11 @@ export class DataRunner {
     }
     if (lane) {
       lane.lastUsed = Date.now();
-      // Answers read from the channel together free their slots together: one message refills them.
-      this.pumpSoon(lane);
+      // An idle worker gets its next request now, before the daemon turns to the answer just
+      // resolved (a batch's JSON can take a millisecond); a busy one is refilled in one message
+      // for all the answers read from the channel together.
+      if (w.inflight.length) this.pumpSoon(lane);
+      else this.pump(lane);
     }
   }
 
