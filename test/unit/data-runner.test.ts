@@ -21,24 +21,26 @@ afterEach(async () => {
 describe('DataRunner', () => {
   it('in one message with a runaway read, the reads before it are answered, those after it are re-sent, and only it is 503', async () => {
     const lines: string[] = [];
-    runner = new DataRunner({ log: createLogger((l) => lines.push(l)), dir: mkdtempSync(join(tmpdir(), 'svc-runner-')), statementTimeoutMs: () => 800 });
+    runner = new DataRunner({ log: createLogger((l) => lines.push(l)), dir: mkdtempSync(join(tmpdir(), 'svc-runner-')), statementTimeoutMs: () => 1500 });
     const key = '0190b5a0-0000-7000-8000-000000000001';
     const created = runner.call(key, { type: 'open', file: runner.fileOf(key), create: { tables: { t: { columns: { n: { type: 'integer' } } } } } }, { slow: true });
     // Queued while the open is in flight: all five leave together, behind it, in one message.
-    const t0 = Date.now();
-    const calls = [read('SELECT 1 AS n'), read('SELECT 2 AS n'), read(RUNAWAY), read('SELECT 4 AS n'), read('SELECT 5 AS n')].map((m) =>
-      runner!.call<{ answer: { rows: { n: number }[] } }>(key, m).then(
-        (v) => ({ ok: true as const, n: v.answer.rows[0]!.n, ms: Date.now() - t0 }),
-        (e: { code?: string }) => ({ ok: false as const, code: e.code, ms: Date.now() - t0 }),
-      ),
+    const settled: number[] = [];
+    const calls = [read('SELECT 1 AS n'), read('SELECT 2 AS n'), read(RUNAWAY), read('SELECT 4 AS n'), read('SELECT 5 AS n')].map((m, i) =>
+      runner!
+        .call<{ answer: { rows: { n: number }[] } }>(key, m)
+        .then(
+          (v) => ({ ok: true as const, n: v.answer.rows[0]!.n }),
+          (e: { code?: string }) => ({ ok: false as const, code: e.code }),
+        )
+        .finally(() => settled.push(i)),
     );
     await created;
     const r = await Promise.all(calls);
     expect(r.map((x) => (x.ok ? x.n : x.code))).toEqual([1, 2, 'data_unavailable', 4, 5]);
-    // The two before it did not wait for the kill; the runaway was stopped once, at its own limit.
-    expect(r[0]!.ms).toBeLessThan(700);
-    expect(r[1]!.ms).toBeLessThan(700);
-    expect(r[2]!.ms).toBeLessThan(800 + 250 + 1500);
+    // The two before it were answered before the kill, not blamed or held for it; the runaway was
+    // stopped once (run again, it would have been killed twice).
+    expect(settled.slice(0, 3)).toEqual([0, 1, 2]);
     expect(runner.killed).toHaveLength(1);
     expect(lines.filter((l) => l.includes('stopped at the time limit'))).toHaveLength(1);
   });
