@@ -44,4 +44,15 @@ describe('DataRunner', () => {
     expect(runner.killed).toHaveLength(1);
     expect(lines.filter((l) => l.includes('stopped at the time limit'))).toHaveLength(1);
   });
+
+  it('closing while a runaway runs answers it and every read queued behind it', async () => {
+    runner = new DataRunner({ log: createLogger(() => undefined), dir: mkdtempSync(join(tmpdir(), 'svc-runner-')), statementTimeoutMs: () => 60_000 });
+    const key = '0190b5a0-0000-7000-8000-000000000002';
+    await runner.call(key, { type: 'open', file: runner.fileOf(key), create: { tables: { t: { columns: { n: { type: 'integer' } } } } } }, { slow: true });
+    const codes = [read(RUNAWAY), read('SELECT 2 AS n'), read('SELECT 3 AS n')].map((m) => runner!.call(key, m).then(() => 'ok', (e: { code?: string }) => e.code));
+    await new Promise((r) => setTimeout(r, 100));
+    await runner.close(); // kills the busy worker after its grace period
+    runner = undefined;
+    expect(await Promise.all(codes)).toEqual(['data_unavailable', 'data_unavailable', 'data_unavailable']);
+  });
 });

@@ -317,6 +317,8 @@ export class DataRunner {
       job.reject(new AppError('data_unavailable', 'The database worker stopped before the request finished; it was not applied. Retry.'));
     }
     if (!this.closed) this.pump(lane);
+    // Shutting down: reads that were waiting behind the one that died are answered, not left hanging.
+    else this.failQueue(lane, new AppError('data_unavailable', 'The daemon is shutting down.'));
   }
 
   private failQueue(lane: Lane, e: unknown): void {
