@@ -39,6 +39,9 @@ describe('svc webhooks', () => {
     const ls = await svcAgainst(d, ['webhooks', 'ls']);
     expect(ls.stdout).toContain(rx.url);
     expect(ls.stdout).not.toContain('whsec_');
+    // The table shows short ids, as tasks, missions and approvals do.
+    expect(ls.stdout).toContain(id.slice(-8));
+    expect(ls.stdout).not.toContain(id);
     // A short id (the last 8 characters, or a unique prefix) works like the full one.
     const short = await svcAgainst(d, ['--json', 'webhooks', 'show', id.slice(-8)]);
     expect(short.code, short.stderr).toBe(0);
@@ -76,6 +79,7 @@ describe('svc webhooks', () => {
     expect(r.stdout).toMatch(/secret: whsec_\S+\nold secret retired now/);
     const no = await svcAgainst(d, ['webhooks', 'rm', id]);
     expect(no.code).toBe(2);
+    expect(no.stderr).toContain(`delete webhook ${id.slice(-8)} and cancel its pending deliveries: refusing without confirmation`);
     expect(no.stderr).toMatch(/--yes/);
     expect((await svcAgainst(d, ['webhooks', 'rm', id, '--yes'])).code).toBe(0);
     expect((await d.api('GET', `/v1/webhooks/${id}`)).status).toBe(404);

@@ -4,6 +4,7 @@ import { action, collect, parseIntOption } from '../../cli/action.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
+import { shortId } from '../../cli/human.js';
 import { io } from '../../cli/io.js';
 import { cell, emit, keyValues, out, printJson, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
@@ -37,14 +38,13 @@ async function listAll(ctx: CliContext): Promise<Database[]> {
   return all;
 }
 
-const short = (id: string) => id.slice(-8);
 
 function dbTable(dbs: Database[]): string {
   return table(
     dbs,
     [
       { header: 'NAME', value: (d) => d.name },
-      { header: 'ID', value: (d) => short(d.id) },
+      { header: 'ID', value: (d) => shortId(d.id) },
       { header: 'VERSION', value: (d) => d.schemaVersion },
       { header: 'TABLES', value: (d) => Object.keys(d.schema.tables).join(', ') },
       { header: 'CREATED', value: (d) => d.createdAt.replace('T', ' ').slice(0, 16) },
@@ -183,7 +183,7 @@ export function dbCommand(): Command {
         const file = (await readDataFile(o.schema)) as Record<string, unknown> | null;
         const schema = file && typeof file === 'object' && 'schema' in file ? file.schema : file;
         const d = await ctx.client.post<Database>('/api/v1/data', { name, schema });
-        emit(ctx.json, d, () => `created database ${d.name} (${short(d.id)}), schemaVersion ${d.schemaVersion}\n`);
+        emit(ctx.json, d, () => `created database ${d.name} (${shortId(d.id)}), schemaVersion ${d.schemaVersion}\n`);
       }),
     );
 

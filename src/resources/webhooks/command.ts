@@ -1,26 +1,15 @@
 import { Command } from 'commander';
 import { action, parseIntOption } from '../../cli/action.js';
+import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
+import { shortId } from '../../cli/human.js';
 import { resolveId, WEBHOOK } from '../../cli/ids.js';
 import { emit, err, keyValues, out, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
-import { createInterface } from 'node:readline/promises';
 import { listen } from './listen.js';
 import type { Attempt, Delivery, DeliveryDetail, Webhook } from './schema.js';
 
 const path = (id: string) => `/v1/webhooks/${seg(id)}`;
-
-/** Asks on a TTY; without one (scripts, CI) a destructive command needs --yes. */
-async function confirm(question: string): Promise<void> {
-  if (!process.stdin.isTTY) throw new UsageError(`${question.replace(/\?$/, '')}: refused without a terminal to confirm on; pass --yes`);
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    const answer = (await rl.question(`${question} [y/N] `)).trim().toLowerCase();
-    if (answer !== 'y' && answer !== 'yes') throw new UsageError('cancelled');
-  } finally {
-    rl.close();
-  }
-}
 
 /** "1h", "30m", "2d", "90s" before now, or an ISO 8601 time, as ISO 8601. */
 export function parseSince(v: string, now: number = Date.now()): string {
@@ -41,7 +30,7 @@ const webhookTable = (hooks: Webhook[]) =>
   table(
     hooks,
     [
-      { header: 'ID', value: (w) => w.id },
+      { header: 'ID', value: (w) => shortId(w.id) },
       { header: 'STATE', value: (w) => (w.enabled ? 'enabled' : 'disabled') },
       { header: 'EVENTS', value: (w) => w.events.join(',') },
       { header: 'URL', value: (w) => w.url },
@@ -148,8 +137,9 @@ export function webhooksCommand(): Command {
     .option('-y, --yes', 'do not ask for confirmation')
     .action(
       action(async (ctx, id: string, o: { yes?: boolean }) => {
-        if (!o.yes) await confirm(`Delete webhook ${id} and cancel its pending deliveries?`);
-        const r = await ctx.client.delete<{ removed: true }>(path(await resolveId(ctx.client, WEBHOOK, id)));
+        const full = await resolveId(ctx.client, WEBHOOK, id);
+        await confirm(`delete webhook ${shortId(full)} and cancel its pending deliveries?`, Boolean(o.yes) || ctx.yes, `svc webhooks rm ${id}`);
+        const r = await ctx.client.delete<{ removed: true }>(path(full));
         emit(ctx.json, r, () => `removed ${id}\n`);
       }),
     );
