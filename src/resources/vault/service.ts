@@ -73,8 +73,8 @@ export function openEntry(app: App, agent: string, service: string): Record<stri
  */
 export function secretValues(app: App, agent?: string): string[] {
   const values = new Set<string>();
-  for (const row of store.allSealed(app.db)) {
-    if (agent !== undefined && row.agent !== agent) continue;
+  // An agent's chat opens only that agent's entries; the orchestrator (no agent) may quote any.
+  for (const row of agent === undefined ? store.allSealed(app.db) : store.sealedOf(app.db, agent)) {
     for (const v of Object.values(openRow(app, app.services.get(VAULT).keys, row))) if (typeof v === 'string' && v.length >= 4) values.add(v);
   }
   return [...values];

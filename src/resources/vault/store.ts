@@ -76,6 +76,11 @@ export function allSealed(db: DB): SealedRow[] {
   return stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries ORDER BY agent, service').all() as SealedRow[];
 }
 
+/** One agent's sealed entries (its primary-key prefix: no scan of other agents' rows). */
+export function sealedOf(db: DB, agent: string): SealedRow[] {
+  return stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries WHERE agent = ? ORDER BY service').all(agent) as SealedRow[];
+}
+
 export function replaceSealed(db: DB, r: SealedRow): void {
   stmt(db, 'UPDATE vault_entries SET sealed = ?, nonce = ? WHERE agent = ? AND service = ?').run(r.sealed, r.nonce, r.agent, r.service);
 }
