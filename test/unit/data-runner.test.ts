@@ -1,16 +1,43 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/kernel/log.js';
-import { DataRunner } from '../../src/resources/data/sql-runner.js';
+import { DataRunner, profilerArgs } from '../../src/resources/data/sql-runner.js';
 
 // The runner sends the requests of one event-loop turn to a worker in one IPC message; the worker
 // answers each before starting the next, so when one of them runs away only that one is blamed.
 
 const RUNAWAY = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r';
 const ALL = { read: '*' as const, write: '*' as const };
-const read = (sql: string) => ({ type: 'query' as const, req: { sql, params: [], mode: 'read' as const, maxRows: 10, grants: ALL } });
+const read = (sql: string, maxRows = 10) => ({ type: 'query' as const, req: { sql, params: [], mode: 'read' as const, maxRows, grants: ALL } });
+const T = { tables: { t: { columns: { n: { type: 'integer' as const } } } } };
+/** About 400 KB of answer: more than a socket buffer takes in one write. */
+const LARGE = "SELECT n, printf('%.4000c', 'x') AS pad FROM (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 100) SELECT n FROM r)";
+const codeOf = (p: Promise<unknown>) => p.then(() => 'ok', (e: { code?: string }) => e.code);
+
+/** Data workers (children of this process running worker.js) still alive. */
+function liveWorkers(): number[] {
+  const pids: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('worker.js') && !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) pids.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+const start = (timeoutMs: number, lines: string[] = []) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-runner-'));
+  runner = new DataRunner({ log: createLogger((l) => lines.push(l)), dir, statementTimeoutMs: () => timeoutMs });
+  return { runner, dir };
+};
+const create = (key: string) => runner!.call(key, { type: 'open', file: runner!.fileOf(key), create: T }, { slow: true });
 
 let runner: DataRunner | undefined;
 afterEach(async () => {
@@ -54,5 +81,64 @@ describe('DataRunner', () => {
     await runner.close(); // kills the busy worker after its grace period
     runner = undefined;
     expect(await Promise.all(codes)).toEqual(['data_unavailable', 'data_unavailable', 'data_unavailable']);
+  });
+
+  it('an answer larger than the socket buffer is out before the runaway behind it starts, so it is not blamed', async () => {
+    const { runner: r } = start(1500);
+    const key = '0190b5a0-0000-7000-8000-000000000003';
+    const created = create(key);
+    const codes = [read(LARGE, 200), read(RUNAWAY), read('SELECT 3 AS n')].map((m) => codeOf(r.call(key, m)));
+    await created;
+    expect(await Promise.all(codes)).toEqual(['ok', 'data_unavailable', 'ok']);
+    expect(r.killed).toHaveLength(1);
+  });
+
+  it('a request arriving while a deleted database closes is refused, not left waiting', async () => {
+    const { runner: r } = start(5000);
+    const key = '0190b5a0-0000-7000-8000-000000000004';
+    await create(key);
+    await r.call(key, read('SELECT 1'));
+    const retired = r.retire(key);
+    expect(await codeOf(r.call(key, read('SELECT 2')))).toBe('data_not_found');
+    await retired;
+  });
+
+  it('a statement stopped at its limit during shutdown starts no new worker', async () => {
+    const { runner: r } = start(300);
+    const key = '0190b5a0-0000-7000-8000-000000000005';
+    await create(key);
+    const codes = [read(RUNAWAY), read('SELECT 2')].map((m) => codeOf(r.call(key, m)));
+    await new Promise((res) => setTimeout(res, 50));
+    await r.close(); // the limit (300 ms) passes inside the grace period
+    runner = undefined;
+    expect(await Promise.all(codes)).toEqual(['data_unavailable', 'data_unavailable']);
+    expect(r.killed).toHaveLength(1);
+    await new Promise((res) => setTimeout(res, 200));
+    expect(liveWorkers()).toEqual([]);
+  });
+
+  it('a worker that finishes its last request during shutdown checkpoints and closes its file', async () => {
+    const { runner: r, dir } = start(60_000);
+    const key = '0190b5a0-0000-7000-8000-000000000006';
+    await create(key);
+    await r.call(key, { type: 'batch', ops: [{ op: 'insert', table: 't', rows: Array.from({ length: 200 }, (_, n) => ({ n })) }] });
+    expect(statSync(join(dir, `${key}.sqlite-wal`)).size).toBeGreaterThan(0);
+    // Busy when the daemon shuts down, done well inside the grace period.
+    const busy = codeOf(r.call(key, read('WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 300000) SELECT count(*) AS n FROM r')));
+    await new Promise((res) => setTimeout(res, 20));
+    await r.close();
+    runner = undefined;
+    expect(await busy).toBe('ok');
+    expect(r.killed).toEqual([]);
+    // Killed at the deadline it would have left its WAL as it was.
+    expect(statSync(join(dir, `${key}.sqlite-wal`), { throwIfNoEntry: false })?.size ?? 0).toBe(0);
+  });
+});
+
+describe('profilerArgs', () => {
+  it('passes the profiler flags on, with a value given as its own word', () => {
+    expect(profilerArgs(['--cpu-prof', '--cpu-prof-dir', '/x', '--max-old-space-size=9', '--cpu-prof-name=a'])).toEqual(['--cpu-prof', '--cpu-prof-dir', '/x', '--cpu-prof-name=a']);
+    expect(profilerArgs(['--cpu-prof-dir=/y'])).toEqual(['--cpu-prof-dir=/y']);
+    expect(profilerArgs(['--inspect'])).toEqual([]);
   });
 });

@@ -63,6 +63,19 @@ function workerEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/** A daemon started under --cpu-prof (npm run bench with BENCH_CPU_PROF) profiles its workers too. */
+export function profilerArgs(execArgv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const a = execArgv[i]!;
+    if (!a.startsWith('--cpu-prof')) continue;
+    out.push(a);
+    // --cpu-prof-dir /x (two words): the value comes along.
+    if (a !== '--cpu-prof' && !a.includes('=') && i + 1 < execArgv.length) out.push(execArgv[++i]!);
+  }
+  return out;
+}
+
 class Worker {
   proc: ChildProcess;
   /** Sent and not yet answered, in order; the first is the one running. */
@@ -76,8 +89,7 @@ class Worker {
 
   constructor(log: Logger, onReply: (w: Worker, r: WorkerReply) => void, onExit: (w: Worker) => void) {
     this.proc = fork(WORKER, [], {
-      // A daemon started under --cpu-prof (npm run bench with BENCH_CPU_PROF) profiles its workers too.
-      execArgv: [...process.execArgv.filter((a) => a.startsWith('--cpu-prof')), '--max-old-space-size=256'],
+      execArgv: [...profilerArgs(process.execArgv), '--max-old-space-size=256'],
       env: workerEnv(),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
@@ -108,6 +120,8 @@ class Lane {
   lastUsed = Date.now();
   /** A pump is due at setImmediate: requests and answers of one event-loop turn go out together. */
   pumpDue = false;
+  /** Being deleted: new requests are refused, so nothing can queue behind the final close. */
+  retiring = false;
 
   constructor(
     readonly key: string,
@@ -140,9 +154,14 @@ export class DataRunner {
     if (this.closed) return Promise.reject(new AppError('data_unavailable', 'The daemon is shutting down.'));
     let lane = this.lanes.get(key);
     if (!lane) this.lanes.set(key, (lane = new Lane(key, this.fileOf(key))));
+    if (lane.retiring) return Promise.reject(new AppError('data_not_found', 'The database was deleted.'));
     if (lane.queue.length >= MAX_QUEUE) return Promise.reject(new AppError('data_unavailable', 'Too many requests are waiting for this database; retry shortly.', { headers: { 'Retry-After': '1' } }));
-    lane.lastUsed = Date.now();
     const timeoutMs = opts.slow ? Math.max(SLOW_MS, this.opts.statementTimeoutMs()) : this.opts.statementTimeoutMs();
+    return this.enqueue<T>(lane, msg, timeoutMs);
+  }
+
+  private enqueue<T>(lane: Lane, msg: WorkerRequest, timeoutMs: number): Promise<T> {
+    lane.lastUsed = Date.now();
     return new Promise<T>((resolve, reject) => {
       lane.queue.push({ id: ++this.seq, msg, repeatable: repeatable(msg), timeoutMs, resolve: resolve as (v: unknown) => void, reject });
       // An idle worker gets the request at once; a busy one gets it with the others of this turn.
@@ -155,9 +174,11 @@ export class DataRunner {
   async retire(key: string): Promise<void> {
     const lane = this.lanes.get(key);
     if (!lane) return;
-    // Requests still waiting were sent before the delete; they find the database gone.
+    // Requests still waiting were sent before the delete; they find the database gone, and so
+    // does any that comes while the worker closes the file.
+    lane.retiring = true;
     for (const j of lane.queue.splice(0)) j.reject(new AppError('data_not_found', 'The database was deleted.'));
-    if (lane.worker && !lane.worker.dead) await this.call(key, { type: 'close' }).catch(() => undefined);
+    if (lane.worker && !lane.worker.dead) await this.enqueue(lane, { type: 'close' }, SLOW_MS).catch(() => undefined);
     lane.worker?.kill();
     this.detach(lane);
     this.lanes.delete(key);
@@ -207,6 +228,9 @@ export class DataRunner {
   }
 
   private pump(lane: Lane): void {
+    // Shutting down: what still waits (reads re-queued from a worker that died or was stopped)
+    // is answered, and no worker is started for it.
+    if (this.closed) return this.failQueue(lane, new AppError('data_unavailable', 'The daemon is shutting down.'));
     let w = lane.worker;
     const job = lane.queue[0];
     if (!job) return;
@@ -217,7 +241,7 @@ export class DataRunner {
       lane.worker = w;
       w.lane = lane;
       if (job.msg.type !== 'open') {
-        lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, repeatable: false, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.failQueue(lane, e) });
+        lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, repeatable: false, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.openFailed(lane, e) });
       }
     }
     // One job at a time, except that reads may queue up behind reads (or behind the open): if
@@ -276,6 +300,12 @@ export class DataRunner {
       if (r.internal) this.opts.log.error('data worker error', { error: r.internal });
       job.reject(new AppError(r.error.code, r.error.message, { details: r.error.details }));
     }
+    if (this.closed) {
+      // Done with its last request while the daemon shuts down: it checkpoints and closes its
+      // file now instead of being killed at the end of the grace period.
+      if (!w.inflight.length) w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
+      return;
+    }
     if (lane) {
       lane.lastUsed = Date.now();
       // An idle worker gets its next request now, before the daemon turns to the answer just
@@ -316,9 +346,15 @@ export class DataRunner {
       this.opts.log.error('data worker exited during a request', { pid: w.proc.pid, code: w.proc.exitCode, signal: w.proc.signalCode });
       job.reject(new AppError('data_unavailable', 'The database worker stopped before the request finished; it was not applied. Retry.'));
     }
-    if (!this.closed) this.pump(lane);
-    // Shutting down: reads that were waiting behind the one that died are answered, not left hanging.
-    else this.failQueue(lane, new AppError('data_unavailable', 'The daemon is shutting down.'));
+    this.pump(lane);
+  }
+
+  /** The file could not be opened: what waited is refused, and the next request tries a fresh worker. */
+  private openFailed(lane: Lane, e: unknown): void {
+    this.failQueue(lane, e);
+    const w = lane.worker;
+    this.detach(lane);
+    w?.kill();
   }
 
   private failQueue(lane: Lane, e: unknown): void {

@@ -22,7 +22,8 @@ const toDatabase = (r: Row): Database => Object.freeze({ id: r.id, name: r.name,
  * row was a sixth of the daemon's CPU on a point query. Found rows are kept per state DB (so two
  * daemons in one process never share one), frozen, and the whole cache is dropped by every write
  * below: writes are rare (create, delete, migrate), and dropping rather than updating stays right
- * when the write's transaction rolls back. Misses are not kept, so unknown names cannot fill it.
+ * when the write's transaction rolls back. Nothing read inside a transaction is kept either (it
+ * may not commit). Misses are not kept, so unknown names cannot fill it.
  */
 const found = new WeakMap<DB, Map<string, Database>>();
 const CACHED_MAX = 1024;
@@ -34,6 +35,7 @@ function cached(db: DB, key: string, load: () => Row | undefined): Database | nu
   if (hit) return hit;
   const r = load();
   if (!r) return null;
+  if (db.inTransaction) return toDatabase(r);
   if (m.size >= CACHED_MAX) m.clear();
   const d = toDatabase(r);
   m.set(key, d);

@@ -65,16 +65,32 @@ function run(raw: WorkerEnvelope): WorkerReply {
   }
 }
 
-process.on('message', (batch: WorkerEnvelope[]) => {
-  for (const raw of batch) {
-    // Each answer leaves before the next request starts: if that one runs away and this process
-    // is killed, the daemon already holds every answer finished before it, and blames only it.
-    process.send!(run(raw));
-    if (raw.type === 'close') {
-      process.disconnect();
-      return;
-    }
+const waiting: WorkerEnvelope[] = [];
+let busy = false;
+
+/**
+ * Runs the next waiting request once the previous answer has been written. A small answer is
+ * written at once (its callback comes on the next tick); one larger than the socket's buffer
+ * (results go up to 1 MiB) is written as the loop turns, and the next request must not start
+ * before it is out: if that one runs away and this process is killed, the daemon already holds
+ * every answer finished before it, and blames only the runaway.
+ */
+function next(): void {
+  const raw = waiting.shift();
+  if (!raw) {
+    busy = false;
+    return;
   }
+  busy = true;
+  process.send!(run(raw), undefined, {}, () => {
+    if (raw.type === 'close') process.disconnect();
+    else next();
+  });
+}
+
+process.on('message', (batch: WorkerEnvelope[]) => {
+  waiting.push(...batch);
+  if (!busy) next();
 });
 
 // The daemon went away (even by kill -9): nothing is left to serve, so the file is closed and the
