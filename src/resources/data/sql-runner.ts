@@ -199,11 +199,10 @@ export class DataRunner {
       if (!w || w.dead) continue;
       exits.push(
         new Promise<void>((resolve) => {
-          const t = setTimeout(() => {
-            w.kill();
-            resolve();
-          }, 3000);
-          w.proc.once('exit', () => {
+          // Killed at the deadline; 'close' follows at once.
+          const t = setTimeout(() => w.kill(), 3000);
+          // 'close' rather than 'exit': its pipes are closed too, so nothing of it outlives close().
+          w.proc.once('close', () => {
             clearTimeout(t);
             resolve();
           });
@@ -212,7 +211,11 @@ export class DataRunner {
         }),
       );
     }
-    this.spare?.kill();
+    const spare = this.spare;
+    if (spare && !spare.dead) {
+      exits.push(new Promise<void>((resolve) => spare.proc.once('close', () => resolve())));
+      spare.kill();
+    }
     await Promise.all(exits);
     this.lanes.clear();
   }
