@@ -274,15 +274,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const urlHost = listening.host.includes(':') ? `[${listening.host}]` : listening.host;
   const url = `http://${urlHost}:${listening.port}`;
 
-  writeDaemonInfo(root, {
-    pid: process.pid,
-    host: listening.host,
-    port: listening.port,
-    url,
-    startedAt: app.startedAt.toISOString(),
-    version: app.version,
-  });
-
   const watcher = watchConfig(root, guarded(log, 'applying a project.json change', (result) => {
     if (!result.ok) {
       log.error('project.json change refused; the last good config stays in force', { issues: result.issues });
@@ -327,6 +318,16 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     return closing;
   }
 
+  // Clients find the daemon through daemon.json, so it is written only now that start-up is
+  // complete, right before the start line: a request that follows it is never logged ahead of it.
+  writeDaemonInfo(root, {
+    pid: process.pid,
+    host: listening.host,
+    port: listening.port,
+    url,
+    startedAt: app.startedAt.toISOString(),
+    version: app.version,
+  });
   log.info('listening', { url, project: config.name, root, version: app.version });
   return { app, host: listening.host, port: listening.port, url, http, closed, close };
 }

@@ -133,6 +133,10 @@ describe('serve output', () => {
     expect(printed[1]).toBe('svc 1.2.3 listening on http://127.0.0.1:7420 — project demo, vault key from file');
     expect(printed[2]).toMatch(/^\d\d:\d\d:\d\d 201 POST \/api\/v1\/tasks 3\.2 ms$/);
     expect(formatRecord({ level: 'warn', msg: 'slow', ms: 900 })).toMatch(/warn {2}slow ms=900$/);
+    // A request that comes before the start line (a client that knew the port) is shown all the same.
+    let early = '';
+    prettyLogSink((t) => (early += t), { quietStart: true })(JSON.stringify(records[3]) + '\n' + JSON.stringify(records[0]));
+    expect(early).toMatch(/^\d\d:\d\d:\d\d 201 POST \/api\/v1\/tasks 3\.2 ms\n$/);
     // `svc logs` starts anywhere in the file: nothing is held back waiting for a start line.
     let logs = '';
     prettyLogSink((t) => (logs += t))(JSON.stringify(records[3]));

@@ -77,8 +77,9 @@ export function prettyLogSink(write: (text: string) => void, opts: { quietStart?
     if (r.msg === 'vault master key') {
       vaultSource = typeof r.source === 'string' ? r.source : undefined;
       if (!(typeof r.keychainSkipped === 'string' && r.keychainSkipped !== 'SVC_KEYCHAIN=off')) return;
-    } else if (!started && r.level !== 'warn' && r.level !== 'error' && r.msg !== 'listening') {
+    } else if (!started && r.level !== 'warn' && r.level !== 'error' && r.msg !== 'listening' && r.msg !== 'request') {
       // Start-up details stay in the log file: the terminal gets one start line, and any warning.
+      // A request is never a start-up detail (a client that knows the port may come early).
       return;
     }
     if (r.msg === 'listening') started = true;
