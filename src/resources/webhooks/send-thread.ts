@@ -21,3 +21,5 @@ parentPort!.on('message', (m: ThreadRequest) => {
     parentPort!.postMessage(r);
   });
 });
+// Every module is loaded: the daemon may stop this thread now without leaving a file open.
+parentPort!.postMessage({ loaded: true });

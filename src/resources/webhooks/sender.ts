@@ -12,6 +12,8 @@ function threadEntry(): URL {
 }
 
 const RESPAWN_MS = 1000;
+/** How long close() lets a starting thread finish loading before stopping it anyway. */
+const LOAD_WAIT_MS = 5000;
 
 export interface SenderOptions {
   /** Names the thread resolves itself (tests: a resolver seam instead of real DNS). */
@@ -26,6 +28,8 @@ export class Sender {
   /** False between the thread's death and its replacement; requests made meanwhile wait here. */
   private alive = false;
   private queued: ThreadRequest[] = [];
+  /** Settles once the current thread has loaded its modules (or died). */
+  private loaded: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly opts: SenderOptions,
@@ -36,13 +40,17 @@ export class Sender {
 
   private spawn(): void {
     const t = new Worker(threadEntry(), { workerData: { hosts: this.opts.hosts } });
-    t.on('message', (r: ThreadResult) => {
+    let markLoaded!: () => void;
+    this.loaded = new Promise((r) => (markLoaded = r));
+    t.on('message', (r: ThreadResult | { loaded: true }) => {
+      if ('loaded' in r) return markLoaded();
       const done = this.waiting.get(r.id);
       this.waiting.delete(r.id);
       done?.({ sent: r.sent, durationMs: r.durationMs });
     });
     t.on('error', (err) => this.log.error('the webhook delivery thread failed', { error: err.message }));
     t.on('exit', () => {
+      markLoaded();
       if (this.thread !== t) return;
       this.alive = false;
       this.failWaiting(this.closed ? 'cut short by shutdown' : 'the delivery thread stopped');
@@ -75,6 +83,11 @@ export class Sender {
   /** Stops the thread; attempts under way end unanswered (the worker does not count them). */
   async close(): Promise<void> {
     this.closed = true;
+    // A thread stopped while it still imports its modules leaves the files it was reading open in
+    // this process (measured: one descriptor per file in flight), so it is let finish loading first.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.loaded, new Promise<void>((r) => (timer = setTimeout(r, LOAD_WAIT_MS)))]);
+    clearTimeout(timer);
     await this.thread.terminate();
     this.failWaiting('cut short by shutdown');
   }

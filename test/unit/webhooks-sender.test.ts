@@ -1,0 +1,34 @@
+import { readdirSync, readlinkSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/kernel/log.js';
+import { Sender } from '../../src/resources/webhooks/sender.js';
+
+// The delivery thread is started with the daemon and stopped with it. A worker thread terminated
+// while it still imports its modules leaves the files it was reading open in this process; a daemon
+// started and stopped quickly (tests, `svc serve` that fails at once) must leave nothing behind.
+
+/** Descriptors of this process open on JavaScript files (module sources being read). */
+const openSources = (): string[] =>
+  readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return /\.m?js$/.test(target) ? [target] : [];
+    } catch {
+      return [];
+    }
+  });
+
+describe.runIf(process.platform === 'linux')('webhook delivery thread', () => {
+  it('stopped while it still loads its modules, it leaves no file open', async () => {
+    const log = createLogger(() => undefined);
+    const before = openSources();
+    // Stopped at moments spread over the thread's start-up, so some land in the middle of an import.
+    for (let delayMs = 0; delayMs <= 100; delayMs += 5) {
+      const s = new Sender({}, log);
+      await new Promise((r) => setTimeout(r, delayMs));
+      await s.close();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(openSources()).toEqual(before);
+  });
+});
