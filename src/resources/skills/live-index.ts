@@ -2,7 +2,8 @@ import { resolve } from 'node:path';
 import { serviceKey, type App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
 import { scanSkills, type IndexedSkill } from './scan.js';
-import { watchSkillsDir, type DirWatcher } from './watch.js';
+import type { SettledWatch } from '../../lib/watch.js';
+import { watchSkillsDir } from './watch.js';
 
 /**
  * The skills on disk, parsed, in memory. The files are the source of truth; this is a cache kept
@@ -74,7 +75,7 @@ export async function startSkills(app: App): Promise<{ close(): Promise<void> }>
     }
   };
 
-  const arm = (dir: string): DirWatcher =>
+  const arm = (dir: string): SettledWatch =>
     watchSkillsDir(
       dir,
       () => sync(),

@@ -1,14 +1,7 @@
 import { watch } from 'chokidar';
 import { existsSync } from 'node:fs';
 import { dirname, relative, sep } from 'node:path';
-
-export interface DirWatcher {
-  /** Resolves when the initial crawl is done (or after a cap, so a slow disk cannot hold up start). */
-  ready: Promise<void>;
-  close(): Promise<void>;
-}
-
-const READY_CAP_MS = 2_000;
+import { settledWatch, type SettledWatch } from '../../lib/watch.js';
 
 function nearestExisting(dir: string): string {
   let d = dir;
@@ -22,34 +15,11 @@ function nearestExisting(dir: string): string {
  * after the watched folder itself is removed and re-created, so this watches the nearest existing
  * ancestor of dir's parent and lets through only the path down to dir and dir's own contents.
  */
-export function watchSkillsDir(dir: string, onChange: () => void, onError: (err: unknown) => void, debounceMs = 50): DirWatcher {
+export function watchSkillsDir(dir: string, onChange: () => void, onError: (err: unknown) => void, debounceMs = 50): SettledWatch {
   const base = nearestExisting(dirname(dir));
   const onTheWay = (p: string) => p === base || p === dir || dir.startsWith(p.endsWith(sep) ? p : p + sep);
   const inside = (p: string) => p.startsWith(dir + sep) && p.slice(dir.length + 1).split(sep).length <= 2;
   const depth = relative(base, dir).split(sep).length + 1;
 
-  let timer: NodeJS.Timeout | undefined;
-  const schedule = () => {
-    clearTimeout(timer);
-    timer = setTimeout(onChange, debounceMs);
-  };
-  const watcher = watch(base, { ignoreInitial: true, depth, ignored: (p: string) => !(onTheWay(p) || inside(p)) });
-  watcher.on('all', schedule).on('error', onError);
-
-  let capTimer: NodeJS.Timeout | undefined;
-  let settle!: () => void;
-  const ready = new Promise<void>((resolve) => {
-    settle = resolve;
-    watcher.once('ready', () => resolve());
-    capTimer = setTimeout(resolve, READY_CAP_MS);
-  }).finally(() => clearTimeout(capTimer));
-
-  return {
-    ready,
-    async close() {
-      clearTimeout(timer);
-      settle();
-      await watcher.close();
-    },
-  };
+  return settledWatch((schedule) => watch(base, { ignoreInitial: true, depth, ignored: (p: string) => !(onTheWay(p) || inside(p)) }).on('all', schedule).on('error', onError), onChange, debounceMs);
 }
