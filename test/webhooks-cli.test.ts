@@ -86,31 +86,43 @@ describe('svc webhooks', () => {
   });
 });
 
+/** Spawns `svc <args>` against the test daemon and resolves once it says it is ready to receive. */
+async function listening(args: string[]) {
+  const child = spawn(process.execPath, [SVC, '--url', d.url, '--api-key', d.key, ...args], { env: { ...process.env, NO_COLOR: '1' } });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (err += c));
+  try {
+    await eventually(() => /Ready\./.test(err), 15_000);
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
+  }
+  return { child, out: () => out, err: () => err };
+}
+
 describe('svc webhooks listen', () => {
   it('registers a webhook, prints each verified delivery, forwards it, and removes the webhook on Ctrl-C', async () => {
     const fwd = await startReceiver();
-    const child = spawn(process.execPath, [SVC, '--url', d.url, '--api-key', d.key, 'webhooks', 'listen', '--events', 'team:created', '--forward-to', `${fwd.url}/local`], {
-      env: { ...process.env, NO_COLOR: '1' },
+    const { child, out, err } = await listening(['webhooks', 'listen', '--events', 'team:created', '--forward-to', `${fwd.url}/local`]).catch(async (e: unknown) => {
+      await fwd.close();
+      throw e;
     });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.stderr.on('data', (c) => (err += c));
     try {
-      await eventually(() => /Ready\./.test(err), 15_000);
       const hooks = (await d.api('GET', '/v1/webhooks')).body.data.filter((w: any) => /svc webhooks listen/.test(w.description ?? ''));
       expect(hooks).toHaveLength(1);
       expect(hooks[0].events).toEqual(['team:created']);
       await d.api('POST', '/api/v1/agents/teams', { body: { name: 'listeners', description: '' } });
-      await eventually(() => /team:created/.test(out), 10_000);
-      expect(out).toMatch(/^\S+Z {2}team:created {2}[0-9a-f-]{36} → http:\/\/127\.0\.0\.1:\d+\/local 200\n$/);
+      await eventually(() => /team:created/.test(out()), 10_000);
+      expect(out()).toMatch(/^\S+Z {2}team:created {2}[0-9a-f-]{36} → http:\/\/127\.0\.0\.1:\d+\/local 200\n$/);
       const [got] = await fwd.waitFor(1);
       expect(JSON.parse(got!.body)).toMatchObject({ event: 'team:created', data: { name: 'listeners' } });
       expect(got!.headers['x-service-signature']).toMatch(/^t=\d+,v1=/);
       child.kill('SIGINT');
       const code = await new Promise((r) => child.on('close', r));
       expect(code).toBe(0);
-      expect(err).toMatch(/Removed webhook/);
+      expect(err()).toMatch(/Removed webhook/);
       expect((await d.api('GET', '/v1/webhooks')).body.data.filter((w: any) => w.id === hooks[0].id)).toEqual([]);
     } finally {
       child.kill('SIGKILL');
@@ -121,16 +133,11 @@ describe('svc webhooks listen', () => {
 
 describe('svc webhooks listen --json', () => {
   it('prints each delivery body as one JSON line', async () => {
-    const child = spawn(process.execPath, [SVC, '--url', d.url, '--api-key', d.key, '--json', 'webhooks', 'listen', '--events', 'team:*'], { env: { ...process.env, NO_COLOR: '1' } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.stderr.on('data', (c) => (err += c));
+    const { child, out } = await listening(['--json', 'webhooks', 'listen', '--events', 'team:*']);
     try {
-      await eventually(() => /Ready\./.test(err), 15_000);
       await d.api('POST', '/api/v1/agents/teams', { body: { name: 'json-listeners', description: '' } });
-      await eventually(() => out.endsWith('\n'), 10_000);
-      expect(JSON.parse(out)).toMatchObject({ event: 'team:created', data: { name: 'json-listeners' }, timestamp: expect.any(String) });
+      await eventually(() => out().endsWith('\n'), 10_000);
+      expect(JSON.parse(out())).toMatchObject({ event: 'team:created', data: { name: 'json-listeners' }, timestamp: expect.any(String) });
       child.kill('SIGTERM');
       expect(await new Promise((r) => child.on('close', r))).toBe(0);
     } finally {
