@@ -4,7 +4,8 @@ import { writeFileSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);
 const { openApiDocument } = await import(new URL('dist/src/routes.js', root).href);
-writeFileSync(new URL('docs/openapi.json', root), JSON.stringify(openApiDocument(), null, 2) + '\n');
+const { formatJson } = await import(new URL('dist/src/lib/format-json.js', root).href);
+writeFileSync(new URL('docs/openapi.json', root), formatJson(openApiDocument()));
 
 const events = await import(new URL('dist/src/events/docs.js', root).href).catch(() => null);
 if (events) writeFileSync(new URL('docs/events.md', root), events.eventsMarkdown());

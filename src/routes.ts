@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { API_SCHEMA_NAMES } from './api-names.js';
 import { route, type App } from './app.js';
 import { eventRoutes } from './events/routes.js';
 import { buildOpenApi } from './kernel/openapi.js';
@@ -49,6 +50,6 @@ export function openApiDocument(): Record<string, unknown> {
     description:
       'Local control plane for teams of AI coding agents: tasks, missions and playbooks, agents and teams, skills, approvals, the vault and live events. ' +
       'Every response carries X-Request-Id; every GET also answers HEAD; a method a path does not define is answered 405 with Allow (components.responses.MethodNotAllowed).',
-  });
+  }, API_SCHEMA_NAMES);
   return cached;
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../src/lib/json.js';
+import { dereference } from '../src/lib/json-ref.js';
 import { openApiDocument } from '../src/routes.js';
 import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
 
@@ -146,7 +147,8 @@ interface Operation {
 }
 
 function operations(): Operation[] {
-  const doc = openApiDocument() as Json;
+  // With every $ref written out, so that shared schemas shape the requests too.
+  const doc = dereference(openApiDocument()) as Json;
   return Object.entries(doc.paths as Record<string, Json>).flatMap(([path, ops]) => Object.entries(ops as Json).map(([method, op]) => ({ method: method.toUpperCase(), path, op })));
 }
 

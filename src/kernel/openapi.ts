@@ -6,58 +6,131 @@ import { MAX_JSON_DEPTH } from '../lib/json.js';
 
 type Json = Record<string, unknown>;
 
-// Named schemas: a zod schema given `.meta({ id: 'Task' })` becomes components.schemas.Task and
-// every use of it, in any route, is a $ref. Only response (output) schemas are named: a request
-// body is described inline in its input form (defaults make fields optional there), so a component
-// never has two shapes.
+// Everything shared is written once under components and $ref'd from the operations, so the
+// document stays small however many routes there are. Every name comes from the route data, never
+// from the schema text: a zod schema given `.meta({ id: 'Task' })`, or named in the table passed to
+// buildOpenApi, is components.schemas.Task; an error response is named after the codes it can carry
+// (components.responses.NotFoundOrDataNotFound); Error, Ok (the success envelope) and
+// MethodNotAllowed are the generator's own. `.meta({ id })` names a schema in every JSON Schema the
+// daemon writes (MCP tool schemas and the event catalog too, which read best inline); the table
+// names it in this document alone. A name given to two different bodies is an error, never a
+// silent overwrite.
+//
+// Request parts are described in their input form, where defaults make fields optional. A named
+// schema used in a request is its own component when both forms are the same (a strict object
+// with no defaults), and `<name>Input` when they differ, so a component never has two shapes.
 
-const COMPONENT_REF = '#/components/schemas/';
+/** Component names for schemas the document shares that carry no `.meta({ id })`: name → schema. */
+export type SchemaNames = Readonly<Record<string, z.ZodType>>;
 
-/**
- * Converts one response schema, moving every named schema it uses into `named` (checking that a
- * name always means the same schema) and pointing its refs at components.schemas.
- */
-function outputSchema(schema: z.ZodType, named: Record<string, Json>, where: string): Json {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'output', unrepresentable: 'any' }) as Json;
-  delete out.$schema;
-  const defs = (out.$defs ?? {}) as Record<string, Json>;
-  delete out.$defs;
-  for (const [id, def] of Object.entries(defs)) {
-    // zod names a cycle's schema __schemaN; a recursive Out schema must be given an id of its own.
-    if (id.startsWith('__schema')) throw new Error(`${where}: a recursive schema needs .meta({ id }) to be documented`);
-    const body = rewriteRefs(def) as Json;
-    const seen = named[id];
-    if (seen && !isDeepStrictEqual(seen, body)) throw new Error(`${where}: two different schemas are named ${id}`);
-    named[id] = body;
-  }
-  return rewriteRefs(out) as Json;
+type Registry = typeof z.globalRegistry;
+type Io = 'input' | 'output';
+
+const SCHEMA_REF = '#/components/schemas/';
+const RESPONSE_REF = '#/components/responses/';
+const DEFS_REF = '#/$defs/';
+
+/** Adds `body` under `name`, or checks that what is already there is the same. */
+function addComponent(into: Record<string, Json>, name: string, body: Json, where: string): void {
+  const seen = Object.hasOwn(into, name) ? into[name] : undefined;
+  if (seen && !isDeepStrictEqual(seen, body)) throw new Error(`${where}: two different components are named ${name}`);
+  into[name] = body;
 }
 
-function rewriteRefs(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(rewriteRefs);
+/** Points every `#/$defs/<id>` ref at components.schemas, under the id's component name. */
+function rewriteRefs(v: unknown, nameOf: (id: string) => string): unknown {
+  if (Array.isArray(v)) return v.map((x) => rewriteRefs(x, nameOf));
   if (v === null || typeof v !== 'object') return v;
   const out: Json = {};
   for (const [k, x] of Object.entries(v)) {
-    out[k] = k === '$ref' && typeof x === 'string' && x.startsWith('#/$defs/') ? COMPONENT_REF + x.slice('#/$defs/'.length) : rewriteRefs(x);
+    out[k] = k === '$ref' && typeof x === 'string' && x.startsWith(DEFS_REF) ? SCHEMA_REF + nameOf(x.slice(DEFS_REF.length)) : rewriteRefs(x, nameOf);
   }
   return out;
 }
 
-// The global metadata (descriptions, examples) without the ids, so nothing is pulled into $defs.
-const unnamed = {
-  get(schema: z.core.$ZodType) {
-    const meta = z.globalRegistry.get(schema);
-    if (!meta || !('id' in meta)) return meta;
-    const { id: _id, ...rest } = meta;
-    return rest;
-  },
-} as unknown as typeof z.globalRegistry;
+function refsIn(v: unknown, into: Set<string> = new Set()): Set<string> {
+  if (Array.isArray(v)) for (const x of v) refsIn(x, into);
+  else if (v !== null && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      if (k === '$ref' && typeof x === 'string' && x.startsWith(DEFS_REF)) into.add(x.slice(DEFS_REF.length));
+      else refsIn(x, into);
+    }
+  }
+  return into;
+}
 
-/** Request parts (params, query, body) inline, in their input form, with no named components. */
-function inputSchema(schema: z.ZodType): Json {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any', metadata: unnamed }) as Json;
-  delete out.$schema;
-  return out;
+const sameName = (id: string): string => id;
+
+/** The zod schemas of one document, converted, with every named one moved to components.schemas. */
+class SchemaComponents {
+  readonly named: Record<string, Json> = {};
+  private readonly metadata: Registry;
+  /** Which zod schema each id seen so far names (to convert it in the other form). */
+  private readonly schemaOf = new Map<string, z.core.$ZodType>();
+  private readonly bothFormsSame = new Map<string, boolean>();
+
+  constructor(names: SchemaNames) {
+    const ids = new Map<z.core.$ZodType, string>();
+    for (const [id, schema] of Object.entries(names)) {
+      const own = z.globalRegistry.get(schema)?.id;
+      if (own !== undefined && own !== id) throw new Error(`schema ${own} is also named ${id}`);
+      const other = ids.get(schema);
+      if (other !== undefined) throw new Error(`one schema is named both ${other} and ${id}`);
+      ids.set(schema, id);
+    }
+    // The global metadata (descriptions, examples) with the table's ids added.
+    this.metadata = {
+      get: (schema: z.core.$ZodType) => {
+        const meta = z.globalRegistry.get(schema);
+        const id = ids.get(schema) ?? meta?.id;
+        if (id === undefined) return meta;
+        if (!this.schemaOf.has(id)) this.schemaOf.set(id, schema);
+        return { ...meta, id };
+      },
+    } as unknown as Registry;
+  }
+
+  /** zod's JSON Schema of `schema`, and of each named schema it uses (`defs`, by id). */
+  private convert(schema: z.ZodType, io: Io, where: string): { root: Json; defs: Record<string, Json> } {
+    // Wrapped, so that a named schema at the top is a $ref too, like everywhere else.
+    const out = z.toJSONSchema(z.object({ x: schema }), { target: 'draft-2020-12', io, unrepresentable: 'any', metadata: this.metadata }) as Json;
+    const defs = (out.$defs ?? {}) as Record<string, Json>;
+    // zod names a cycle's schema __schemaN; a recursive schema must be given a name of its own.
+    for (const id of Object.keys(defs)) if (id.startsWith('__schema')) throw new Error(`${where}: a recursive schema needs a name to be documented`);
+    return { root: (out.properties as Record<string, Json>).x!, defs };
+  }
+
+  /** A response schema. */
+  output(schema: z.ZodType, where: string): Json {
+    const { root, defs } = this.convert(schema, 'output', where);
+    for (const [id, def] of Object.entries(defs)) addComponent(this.named, id, rewriteRefs(def, sameName) as Json, where);
+    return rewriteRefs(root, sameName) as Json;
+  }
+
+  /** A request part (path parameters, query, body, a header). */
+  input(schema: z.ZodType, where: string): Json {
+    const { root, defs } = this.convert(schema, 'input', where);
+    const nameOf = (id: string): string => (this.sameInBothForms(id, defs, where) ? id : `${id}Input`);
+    for (const [id, def] of Object.entries(defs)) addComponent(this.named, nameOf(id), rewriteRefs(def, nameOf) as Json, where);
+    return rewriteRefs(root, nameOf) as Json;
+  }
+
+  /** Whether the input form of named schema `id` (in `inputDefs`) is its output form, refs included. */
+  private sameInBothForms(id: string, inputDefs: Record<string, Json>, where: string, visiting = new Set<string>()): boolean {
+    const known = this.bothFormsSame.get(id);
+    if (known !== undefined) return known;
+    // A cycle back to a schema being decided: the answer is the rest of that schema's.
+    if (visiting.has(id)) return true;
+    visiting.add(id);
+    const schema = this.schemaOf.get(id);
+    if (!schema) throw new Error(`${where}: named schema ${id} was not seen`);
+    const inForm = inputDefs[id];
+    const outForm = this.convert(schema as z.ZodType, 'output', where).defs[id];
+    const same = isDeepStrictEqual(inForm, outForm) && [...refsIn(inForm)].every((ref) => this.sameInBothForms(ref, inputDefs, where, visiting));
+    visiting.delete(id);
+    if (visiting.size === 0) this.bothFormsSame.set(id, same);
+    return same;
+  }
 }
 
 const errorSchema: Json = {
@@ -78,6 +151,19 @@ const errorSchema: Json = {
     },
   },
 };
+
+/**
+ * The success envelope. An operation's answer is `allOf: [Ok, {properties: {data: <its schema>}}]`:
+ * `data` is declared here so that additionalProperties allows it, and typed by each operation.
+ */
+const okSchema: Json = {
+  type: 'object',
+  required: ['ok', 'data'],
+  properties: { ok: { type: 'boolean', const: true }, data: { description: "The answer; its schema is the operation's." } },
+  additionalProperties: false,
+};
+
+const okEnvelope = (data: Json): Json => ({ allOf: [{ $ref: `${SCHEMA_REF}Ok` }, { properties: { data }, required: ['data'] }] });
 
 const headers: Record<string, Json> = {
   RequestId: { description: 'Identifies this request in the daemon log; on every response.', schema: { type: 'string', format: 'uuid' } },
@@ -104,7 +190,7 @@ function errorResponse(codes: ErrorCode[]): Json {
   const res: Json = {
     description: `Error envelope. ${reasons}.`,
     headers: { 'X-Request-Id': headerRef('RequestId') } as Json,
-    content: { 'application/json': { schema: { $ref: `${COMPONENT_REF}Error` } } },
+    content: { 'application/json': { schema: { $ref: `${SCHEMA_REF}Error` } } },
   };
   const h = res.headers as Json;
   if (codes.includes('rate_limited')) h['Retry-After'] = headerRef('RetryAfter');
@@ -112,9 +198,32 @@ function errorResponse(codes: ErrorCode[]): Json {
   return res;
 }
 
-function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): Json[] {
+const ERROR_ORDER = Object.keys(ERRORS) as ErrorCode[];
+const pascal = (code: string): string => code.replace(/(?:^|_)([a-z])/g, (_m, ch: string) => ch.toUpperCase());
+
+/**
+ * A route's error responses by status, each a $ref to components.responses named after its codes
+ * in registry order (NotFoundOrDataNotFound), so routes that can answer the same share one.
+ */
+function errorResponses(route: AnyRoute<unknown>, shared: Record<string, Json>): Record<string, Json> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of routeErrors(route)) {
+    const s = ERRORS[code].status;
+    byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
+  }
+  const out: Record<string, Json> = {};
+  for (const [s, codes] of byStatus) {
+    codes.sort((a, b) => ERROR_ORDER.indexOf(a) - ERROR_ORDER.indexOf(b));
+    const name = codes.map(pascal).join('Or');
+    addComponent(shared, name, errorResponse(codes), route.operationId);
+    out[String(s)] = { $ref: RESPONSE_REF + name };
+  }
+  return out;
+}
+
+function parameters(schemas: SchemaComponents, schema: z.ZodType | undefined, where: 'path' | 'query', operationId: string): Json[] {
   if (!schema) return [];
-  const js = inputSchema(schema);
+  const js = schemas.input(schema, operationId);
   const props = (js.properties ?? {}) as Record<string, Json>;
   const required = new Set((js.required as string[] | undefined) ?? []);
   return Object.entries(props).map(([name, s]) => {
@@ -125,45 +234,46 @@ function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): Jso
   });
 }
 
+// Any path answers a method it has no operation for with this; no operation can declare it.
+const methodNotAllowed: Json = {
+  description: 'Any path answers a method it does not define with 405 `method_not_allowed` and the methods it does define in Allow.',
+  headers: { Allow: headerRef('Allow'), 'X-Request-Id': headerRef('RequestId') },
+  content: { 'application/json': { schema: { $ref: `${SCHEMA_REF}Error` } } },
+};
+
 /** Builds the OpenAPI 3.1.0 document from the route list; nothing about the API is written twice. */
-export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { title: string; description: string }): Json {
+export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { title: string; description: string }, names: SchemaNames = {}): Json {
+  const schemas = new SchemaComponents(names);
   const paths: Record<string, Record<string, Json>> = {};
-  const named: Record<string, Json> = {};
+  const responseComponents: Record<string, Json> = { MethodNotAllowed: methodNotAllowed };
   for (const r of routes) {
-    const responses: Record<string, Json> = {};
     const status = String(r.status ?? 200);
     const okHeaders: Json = { 'X-Request-Id': headerRef('RequestId') };
     const paged = r.query instanceof z.ZodObject && 'cursor' in r.query.shape;
     if (paged) okHeaders['X-Next-Cursor'] = headerRef('NextCursor');
-    if (r.rawContentType) {
-      responses[status] = { description: r.summary, headers: okHeaders, content: { [r.rawContentType]: { schema: { type: 'string' } } } };
-    } else {
-      const envelope = z.object({ ok: z.literal(true), data: r.response });
-      responses[status] = { description: 'Success', headers: okHeaders, content: { 'application/json': { schema: outputSchema(envelope, named, r.operationId) } } };
-    }
-    const byStatus = new Map<number, ErrorCode[]>();
-    for (const code of routeErrors(r as AnyRoute<unknown>)) {
-      const s = ERRORS[code].status;
-      byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
-    }
-    for (const [s, codes] of byStatus) responses[String(s)] = errorResponse(codes);
+    const ok: Json = r.rawContentType
+      ? { description: r.summary, headers: okHeaders, content: { [r.rawContentType]: { schema: { type: 'string' } } } }
+      : { description: 'Success', headers: okHeaders, content: { 'application/json': { schema: okEnvelope(schemas.output(r.response, r.operationId)) } } };
+    const responses: Record<string, Json> = { [status]: ok, ...errorResponses(r as AnyRoute<unknown>, responseComponents) };
 
-    const params = [...parameters(r.params, 'path'), ...parameters(r.query, 'query')];
-    for (const h of r.requestHeaders ?? []) params.push({ name: h.name, in: 'header', required: false, description: h.description, schema: inputSchema(h.schema) });
+    const params = [...parameters(schemas, r.params, 'path', r.operationId), ...parameters(schemas, r.query, 'query', r.operationId)];
+    for (const h of r.requestHeaders ?? []) params.push({ name: h.name, in: 'header', required: false, description: h.description, schema: schemas.input(h.schema, r.operationId) });
     const op: Json = { operationId: r.operationId, summary: r.summary, tags: [r.tag], parameters: params, responses };
     if (r.description) op.description = r.description;
     if (r.auth === 'public') op.security = [];
     if (r.body) {
       // A body whose every field is optional may be left out: the server reads no body as {}.
-      op.requestBody = { required: !r.body.safeParse({}).success, content: { 'application/json': { schema: inputSchema(r.body) } } };
+      op.requestBody = { required: !r.body.safeParse({}).success, content: { 'application/json': { schema: schemas.input(r.body, r.operationId) } } };
     }
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
-  const schemas: Record<string, Json> = { Error: errorSchema };
-  for (const id of Object.keys(named).sort()) {
-    if (Object.hasOwn(schemas, id)) throw new Error(`schema name ${id} is reserved`);
-    schemas[id] = named[id]!;
+  const schemaComponents: Record<string, Json> = { Error: errorSchema, Ok: okSchema };
+  for (const id of Object.keys(schemas.named).sort()) {
+    if (Object.hasOwn(schemaComponents, id)) throw new Error(`schema name ${id} is reserved`);
+    schemaComponents[id] = schemas.named[id]!;
   }
+  const responses: Record<string, Json> = {};
+  for (const name of Object.keys(responseComponents).sort()) responses[name] = responseComponents[name]!;
   return {
     openapi: '3.1.0',
     info: { title: info.title, version: '1.0.0', description: info.description },
@@ -172,16 +282,9 @@ export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { titl
     paths,
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key from project.json, SERVICE_API_KEY or .svc/local.key.' } },
-      schemas,
+      schemas: schemaComponents,
       headers,
-      responses: {
-        // No operation can declare it: it is what any path answers to a method it has no operation for.
-        MethodNotAllowed: {
-          description: 'Any path answers a method it does not define with 405 `method_not_allowed` and the methods it does define in Allow.',
-          headers: { Allow: headerRef('Allow'), 'X-Request-Id': headerRef('RequestId') },
-          content: { 'application/json': { schema: { $ref: `${COMPONENT_REF}Error` } } },
-        },
-      },
+      responses,
     },
   };
 }

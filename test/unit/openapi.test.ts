@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { API_SCHEMA_NAMES } from '../../src/api-names.js';
+import { buildOpenApi, type SchemaNames } from '../../src/kernel/openapi.js';
+import { routeDefiner, type AnyRoute } from '../../src/kernel/route.js';
+import { formatJson } from '../../src/lib/format-json.js';
+import { atPointer, dereference } from '../../src/lib/json-ref.js';
+import { ROUTES } from '../../src/routes.js';
+
+const route = routeDefiner<unknown>();
+const info = { title: 't', description: 'd' };
+type Doc = { paths: Record<string, Record<string, any>>; components: Record<string, Record<string, any>> };
+const build = (routes: AnyRoute<unknown>[], names: SchemaNames = {}) => buildOpenApi(routes, info, names) as Doc;
+const get = (path: string, operationId: string, response: z.ZodType, extra: Partial<AnyRoute<unknown>> = {}) =>
+  route({ method: 'GET', path, operationId, summary: '', tag: 't', response, handler: () => null as never, ...extra });
+const post = (path: string, operationId: string, body: z.ZodType, response: z.ZodType) =>
+  route({ method: 'POST', path, operationId, summary: '', tag: 't', body, response, handler: () => null as never });
+
+describe('OpenAPI generator: component names', () => {
+  it('refuses two different schemas under one name, whether named by .meta({ id }) or by the table', () => {
+    const a = z.object({ x: z.string() }).meta({ id: 'Thing' });
+    const b = z.object({ y: z.string() }).meta({ id: 'Thing' });
+    expect(() => build([get('/a', 'getA', a), get('/b', 'getB', b)])).toThrow(/two different components are named Thing/);
+
+    const c = z.object({ x: z.string() });
+    const d = z.object({ y: z.number() });
+    expect(() => build([get('/c', 'getC', c), get('/d', 'getD', d)], { Thing: c, Thing2: d })).not.toThrow();
+    expect(() => build([get('/c', 'getC', c), get('/d', 'getD', d)], { Thing: c, Other: c })).toThrow(/named both Thing and Other/);
+    expect(() => build([get('/a', 'getA', a)], { Renamed: a })).toThrow(/schema Thing is also named Renamed/);
+    // A table name that .meta({ id }) already uses for another schema.
+    expect(() => build([get('/a', 'getA', a), get('/d', 'getD', d)], { Thing: d })).toThrow(/two different components are named Thing/);
+    // The generator's own names cannot be taken.
+    expect(() => build([get('/c', 'getC', c)], { Ok: c })).toThrow(/schema name Ok is reserved/);
+  });
+
+  it('names the same schema the same way wherever it is used, and writes it once', () => {
+    const stamp = z.iso.datetime().describe('When.');
+    const item = z.object({ id: z.string(), at: stamp, next: stamp.nullable().describe('Next time.') });
+    const doc = build([get('/items', 'listItems', z.array(item)), get('/items/{id}', 'getItem', item, { params: z.strictObject({ id: z.string() }) })], { Item: item, Stamp: stamp });
+    const data = (op: any) => op.responses['200'].content['application/json'].schema.allOf[1].properties.data;
+    expect(data(doc.paths['/items']!.get)).toEqual({ type: 'array', items: { $ref: '#/components/schemas/Item' } });
+    expect(data(doc.paths['/items/{id}']!.get)).toEqual({ $ref: '#/components/schemas/Item' });
+    expect(doc.components.schemas.Item.properties).toEqual({
+      id: { type: 'string' },
+      at: { $ref: '#/components/schemas/Stamp' },
+      next: { anyOf: [{ $ref: '#/components/schemas/Stamp' }, { type: 'null' }], description: 'Next time.' },
+    });
+    expect(doc.components.schemas.Stamp).toMatchObject({ type: 'string', format: 'date-time', description: 'When.' });
+  });
+
+  it('shares a named schema between requests and answers when both forms are the same, and names the input form <name>Input when they differ', () => {
+    const plain = z.strictObject({ a: z.string(), b: z.int().optional() });
+    const defaulted = z.strictObject({ a: z.string(), b: z.int().default(1) });
+    const doc = build(
+      [post('/p', 'createP', z.strictObject({ p: plain }), plain), post('/d', 'createD', z.strictObject({ d: defaulted }), defaulted)],
+      { Plain: plain, Defaulted: defaulted },
+    );
+    const body = (path: string) => doc.paths[path]!.post.requestBody.content['application/json'].schema;
+    expect(body('/p').properties.p).toEqual({ $ref: '#/components/schemas/Plain' });
+    expect(body('/d').properties.d).toEqual({ $ref: '#/components/schemas/DefaultedInput' });
+    expect(Object.keys(doc.components.schemas).sort()).toEqual(['Defaulted', 'DefaultedInput', 'Error', 'Ok', 'Plain']);
+    // In a request `b` may be left out (it has a default); in an answer it is always there.
+    expect(doc.components.schemas.DefaultedInput.required).toEqual(['a']);
+    expect(doc.components.schemas.Defaulted.required).toEqual(['a', 'b']);
+    // A schema whose input form differs only through a named part it holds differs too.
+    const outer = z.strictObject({ inner: defaulted });
+    const doc2 = build([post('/o', 'createO', outer, outer)], { Outer: outer, Defaulted: defaulted });
+    expect(doc2.paths['/o']!.post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OuterInput' });
+    expect(doc2.components.schemas.OuterInput.properties.inner).toEqual({ $ref: '#/components/schemas/DefaultedInput' });
+    expect(doc2.components.schemas.Outer.properties.inner).toEqual({ $ref: '#/components/schemas/Defaulted' });
+  });
+
+  it('names error responses after their codes, one component for every route that can answer the same', () => {
+    const doc = build([
+      get('/x/{id}', 'getX', z.null(), { params: z.strictObject({ id: z.string() }), errors: ['data_not_found', 'conflict', 'invalid_transition'] }),
+      get('/y/{id}', 'getY', z.null(), { params: z.strictObject({ id: z.string() }), errors: ['invalid_transition', 'conflict'] }),
+    ]);
+    for (const path of ['/x/{id}', '/y/{id}']) expect(doc.paths[path]!.get.responses['409']).toEqual({ $ref: '#/components/responses/ConflictOrInvalidTransition' });
+    expect(doc.paths['/x/{id}']!.get.responses['404']).toEqual({ $ref: '#/components/responses/NotFoundOrDataNotFound' });
+    expect(doc.paths['/y/{id}']!.get.responses['404']).toEqual({ $ref: '#/components/responses/NotFound' });
+    expect(doc.components.responses.ConflictOrInvalidTransition.description).toBe('Error envelope. `conflict`; `invalid_transition`.');
+  });
+
+  it('is the same document whatever order the routes come in: names depend on the routes, not on which came first', () => {
+    const names = (routes: AnyRoute<unknown>[]) => buildOpenApi(routes, info, API_SCHEMA_NAMES) as Doc;
+    const forward = names(ROUTES as AnyRoute<unknown>[]);
+    const backward = names([...ROUTES].reverse() as AnyRoute<unknown>[]);
+    expect(JSON.stringify(backward.components)).toBe(JSON.stringify(forward.components));
+  });
+});
+
+describe('formatJson', () => {
+  it('is the same JSON, indented, with what fits on a line kept on it', () => {
+    const value = { a: [1, 2, { b: 'c' }], long: { text: 'x'.repeat(200), n: null }, empty: {}, none: [] };
+    const text = formatJson(value, 40);
+    expect(JSON.parse(text)).toEqual(value);
+    expect(text).toBe(
+      ['{', '  "a": [1,2,{"b":"c"}],', '  "long": {', `    "text": "${'x'.repeat(200)}",`, '    "n": null', '  },', '  "empty": {},', '  "none": []', '}', ''].join('\n'),
+    );
+  });
+});
+
+describe('json-ref', () => {
+  const doc = {
+    defs: { 'a/b': { type: 'string', description: 'A.' }, 'c~d': [1, 2], loop: { items: { $ref: '#/defs/loop' } } },
+    use: { x: { $ref: '#/defs/a~1b', description: 'Mine.' }, y: { $ref: '#/defs/a~1b' }, z: { $ref: '#/defs/c~0d/1' } },
+    properties: { $ref: { type: 'string' } },
+  };
+
+  it('reads escaped pointers, own keys only', () => {
+    expect(atPointer(doc, '#/defs/a~1b')).toEqual({ type: 'string', description: 'A.' });
+    expect(atPointer(doc, '#/defs/c~0d/0')).toBe(1);
+    expect(atPointer(doc, '#/defs/toString')).toBeUndefined();
+    expect(atPointer(doc, 'other.json#/defs')).toBeUndefined();
+  });
+
+  it('writes every reference out, the keywords beside it winning, and refuses one that names nothing or itself', () => {
+    const { defs: _defs, ...rest } = doc;
+    const withoutLoop = { ...rest, defs: { 'a/b': doc.defs['a/b'], 'c~d': doc.defs['c~d'] } };
+    expect(dereference(withoutLoop)).toEqual({
+      ...withoutLoop,
+      use: { x: { type: 'string', description: 'Mine.' }, y: { type: 'string', description: 'A.' }, z: 2 },
+    });
+    expect(() => dereference(doc)).toThrow(/#\/defs\/loop contains itself/);
+    expect(() => dereference({ a: { $ref: '#/nope' } })).toThrow(/names nothing/);
+  });
+});
