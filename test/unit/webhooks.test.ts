@@ -130,10 +130,71 @@ describe('targets', () => {
     ['0.0.0.0', 'unspecified'],
     ['::', 'unspecified'],
     ['255.255.255.255', 'broadcast'],
+    // IPv6 forms that carry a forbidden IPv4 address: judged as the IPv4 they carry.
+    ['::ffff:0:a9fe:a9fe', 'link-local'], // IPv4-translated (SIIT)
+    ['::ffff:0:169.254.169.254', 'link-local'],
+    ['::a9fe:a9fe', 'link-local'], // IPv4-compatible
+    ['::169.254.169.254', 'link-local'],
+    ['::e000:1', 'multicast'],
+    ['64:ff9b::a9fe:a9fe', 'link-local'], // NAT64, well-known prefix
+    ['64:ff9b::169.254.169.254', 'link-local'],
+    ['64:ff9b::e000:1', 'multicast'],
+    ['64:ff9b::ffff:ffff', 'broadcast'],
+    ['64:ff9b:1::a9fe:a9fe', 'link-local'], // NAT64, local-use prefix split at /96
+    ['64:ff9b:1:a9fe:a9:fe00::', 'link-local'], // … at /48
+    ['64:ff9b:1:ffa9:fe:a9fe::', 'link-local'], // … at /56
+    ['64:ff9b:1:ffff:a9:fea9:fe00:0', 'link-local'], // … at /64
+    ['2001:0:4136:e378:8000:63bf:5601:5601', 'link-local'], // Teredo: client 169.254.169.254 (bits inverted)
+    ['2001:0:a9fe:a9fe::1', 'link-local'], // Teredo: server 169.254.169.254
+    ['2002:a9fe:a9fe::1', 'link-local'], // 6to4
+    ['2002:e000:1::', 'multicast'],
+    ['2002::1', 'unspecified'],
   ])('%s is refused (%s)', (a, why) => expect(refusedAddress(a)).toBe(why));
 
-  it.each(['127.0.0.1', '::1', '10.0.0.5', '192.168.1.1', '172.16.0.1', 'fd00::1', '8.8.8.8', '2001:db8::1', 'fec0::1', '::ffff:127.0.0.1'])('%s is allowed', (a) =>
-    expect(refusedAddress(a)).toBeNull(),
+  it.each([
+    '127.0.0.1',
+    '::1',
+    '10.0.0.5',
+    '192.168.1.1',
+    '172.16.0.1',
+    'fd00::1',
+    '8.8.8.8',
+    '2001:db8::1',
+    'fec0::1',
+    '2606:4700::1111',
+    // Loopback and private addresses stay allowed in every form that carries them.
+    '::ffff:127.0.0.1',
+    '::ffff:0:7f00:1',
+    '::ffff:0:10.0.0.5',
+    '::7f00:1',
+    '64:ff9b::7f00:1',
+    '64:ff9b::10.0.0.5',
+    '64:ff9b::8.8.8.8',
+    '64:ff9b:1::a00:5',
+    '2001:0:4136:e378:8000:63bf:f5ff:fffa', // Teredo client 10.0.0.5
+    '2002:c0a8:101::1', // 6to4 of 192.168.1.1
+    '2002:808:808::1',
+    // Outside the translation prefixes: nothing is carried.
+    '64:ff9b:2::a9fe:a9fe',
+    '2003::a9fe:a9fe',
+  ])('%s is allowed', (a) => expect(refusedAddress(a)).toBeNull());
+
+  it.each([
+    ['http:///x', /must name a host/],
+    ['http:/x', /must name a host/],
+    ['http:x', /must name a host/],
+    ['https:\\\\x/', /must name a host/],
+    ['http://[::ffff:0:a9fe:a9fe]/', /link-local address \(IPv4-translated form of 169\.254\.169\.254\)/],
+    ['http://[::ffff:169.254.169.254]/', /link-local address \(IPv4-mapped form of 169\.254\.169\.254\)/],
+    ['http://[::a9fe:a9fe]/', /link-local address \(IPv4-compatible form/],
+    ['http://[64:ff9b::169.254.169.254]/', /link-local address \(NAT64 form of 169\.254\.169\.254\)/],
+    ['http://[64:ff9b:1::a9fe:a9fe]/', /link-local address \(NAT64 \(\/96\) form/],
+    ['http://[2001:0:4136:e378:8000:63bf:5601:5601]/', /link-local address \(Teredo form of 169\.254\.169\.254\)/],
+    ['http://[2002:a9fe:a9fe::1]:8080/', /link-local address \(6to4 form of 169\.254\.169\.254\)/],
+  ])('the URL %s is refused', (url, why) => expect(urlProblem(url)).toMatch(why));
+
+  it.each(['http://[::ffff:127.0.0.1]:4000/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:c0a8:101::1]/', 'HTTP://Example.com/x', 'http://[::1]:9/'])('the URL %s is allowed', (url) =>
+    expect(urlProblem(url)).toBeNull(),
   );
 
   it('accepts http and https URLs only, and refuses forbidden literal hosts', () => {
@@ -216,3 +277,4 @@ describe('signatures', () => {
     expect(() => new StandardWebhook(newSecret()).verify(body, h)).toThrow();
   });
 });
+
