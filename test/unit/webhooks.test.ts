@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/index.js';
 import { classify, decide, nextStep } from '../../src/resources/webhooks/outcome.js';
 import { MAX_ATTEMPTS, parseRetryAfter, RETRY_AFTER_CAP_MS, retryDelayMs } from '../../src/resources/webhooks/retry.js';
+import { claimWant, nextStart, nextWake, type SlotLimits } from '../../src/resources/webhooks/schedule.js';
 import { patternProblem } from '../../src/resources/webhooks/schema.js';
 import { deliveryHeaders, newSecret, serviceSignature } from '../../src/resources/webhooks/sign.js';
 import { refusedAddress, urlProblem } from '../../src/resources/webhooks/target.js';
@@ -278,3 +279,101 @@ describe('signatures', () => {
   });
 });
 
+describe('delivery scheduling: one slow endpoint never holds up the others', () => {
+  const limits: SlotLimits = { concurrency: 16, perEndpoint: 4 };
+  const q = (...ids: string[]) => ids.map((webhookId) => ({ webhookId }));
+
+  it('starts the webhook with the fewest deliveries on the wire, never one at its limit, never past the worker\'s', () => {
+    expect(nextStart(q('a', 'a', 'b'), new Map([['a', 1]]), 1, limits)).toBe(2);
+    expect(nextStart(q('a', 'b'), new Map([['a', 1], ['b', 1]]), 2, limits)).toBe(0);
+    expect(nextStart(q('a', 'a'), new Map([['a', 4]]), 4, limits)).toBe(-1);
+    expect(nextStart(q('b'), new Map([['a', 4]]), 16, limits)).toBe(-1);
+    expect(nextStart([], new Map(), 0, limits)).toBe(-1);
+    // A webhook's limit is never above the worker's.
+    expect(nextStart(q('a'), new Map([['a', 2]]), 2, { concurrency: 2, perEndpoint: 8 })).toBe(-1);
+  });
+
+  it('a webhook claims at once when one of its slots would sit idle, else only a whole batch, never beyond twice its slots', () => {
+    expect(claimWant({ active: 0, queued: 0 }, 16, limits)).toBe(8);
+    expect(claimWant({ active: 3, queued: 0 }, 1, limits)).toBe(5);
+    // Its slots are full and it has some queued: wait until a batch (4) fits.
+    expect(claimWant({ active: 4, queued: 1 }, 12, limits)).toBe(0);
+    expect(claimWant({ active: 4, queued: 0 }, 12, limits)).toBe(4);
+    expect(claimWant({ active: 2, queued: 2 }, 12, limits)).toBe(4);
+    expect(claimWant({ active: 4, queued: 4 }, 12, limits)).toBe(0);
+    // No free slot anywhere: no hurry, batches only.
+    expect(claimWant({ active: 1, queued: 0 }, 0, limits)).toBe(7);
+    expect(claimWant({ active: 1, queued: 4 }, 0, limits)).toBe(0);
+    // The limit is never above the worker's.
+    expect(claimWant({ active: 0, queued: 0 }, 2, { concurrency: 2, perEndpoint: 8 })).toBe(4);
+  });
+
+  it('wakes for the earliest delivery not due yet', () => {
+    const heads = [
+      { webhookId: 'a', dueAt: 100 },
+      { webhookId: 'b', dueAt: 5_000 },
+      { webhookId: 'c', dueAt: 3_000 },
+    ];
+    expect(nextWake(heads, 1_000)).toBe(3_000);
+    expect(nextWake(heads, 5_000)).toBeNull();
+  });
+
+  /**
+   * The worker's loop on a fake clock: `slow` hangs 15 s per attempt with 40 deliveries waiting;
+   * `fast` answers in 3 ms and gets a new delivery every 10 ms. Returns how long each of fast's
+   * deliveries waited for a slot, and the most slots slow ever held.
+   */
+  function simulate(l: SlotLimits): { waits: number[]; slowMax: number; slowAt2s: number } {
+    const due = new Map<string, { id: number; at: number }[]>([['slow', Array.from({ length: 40 }, (_, id) => ({ id, at: 0 }))], ['fast', []]]);
+    const answerMs: Record<string, number> = { slow: 15_000, fast: 3 };
+    let queue: { webhookId: string; id: number; at: number }[] = [];
+    const active = new Map<string, number>();
+    const wire: { webhookId: string; endsAt: number }[] = [];
+    const waits: number[] = [];
+    let slowMax = 0;
+    let slowAt2s = 0;
+    const pump = (now: number) => {
+      const start = () => {
+        for (let i; (i = nextStart(queue, active, wire.length, l)) >= 0; ) {
+          const [c] = queue.splice(i, 1);
+          active.set(c!.webhookId, (active.get(c!.webhookId) ?? 0) + 1);
+          wire.push({ webhookId: c!.webhookId, endsAt: now + answerMs[c!.webhookId]! });
+          if (c!.webhookId === 'fast') waits.push(now - c!.at);
+        }
+      };
+      start();
+      for (const [w, rows] of due) {
+        const held = { active: active.get(w) ?? 0, queued: queue.filter((c) => c.webhookId === w).length };
+        const n = claimWant(held, l.concurrency - wire.length, l);
+        queue.push(...rows.splice(0, n).map((r) => ({ webhookId: w, ...r })));
+      }
+      start();
+      slowMax = Math.max(slowMax, active.get('slow') ?? 0);
+    };
+    for (let now = 0; now <= 3_000; now++) {
+      for (let i = wire.length - 1; i >= 0; i--) {
+        if (wire[i]!.endsAt > now) continue;
+        const [done] = wire.splice(i, 1);
+        active.set(done!.webhookId, active.get(done!.webhookId)! - 1);
+      }
+      if (now >= 100 && now % 10 === 0) due.get('fast')!.push({ id: now, at: now });
+      pump(now);
+      if (now === 2_000) slowAt2s = active.get('slow') ?? 0;
+    }
+    return { waits, slowMax, slowAt2s };
+  }
+
+  it('on a fake clock, the deliveries of a healthy endpoint start the moment they are due while a hanging one holds its own slots', () => {
+    const { waits, slowMax, slowAt2s } = simulate(limits);
+    expect(waits).toHaveLength(291);
+    expect(Math.max(...waits)).toBe(0);
+    expect(slowMax).toBe(4);
+    expect(slowAt2s).toBe(4);
+  });
+
+  it('without a per-endpoint limit the same load waits for the hanging endpoint (what the limit prevents)', () => {
+    const { waits, slowMax } = simulate({ concurrency: 16, perEndpoint: 16 });
+    expect(slowMax).toBe(16);
+    expect(waits).toHaveLength(0);
+  });
+});
