@@ -1,7 +1,6 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../src/index.js';
-import { pruneDeliveries } from '../src/resources/webhooks/service.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
@@ -432,23 +431,6 @@ describe('delivery log', () => {
     await d.api('PATCH', `/v1/webhooks/${w.id}`, { body: { enabled: false } });
     const [dl] = (await d.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data;
     expect(dl).toMatchObject({ status: 'failed', lastError: 'webhook disabled before this delivery was made', nextAttemptAt: null });
-  });
-
-  it('settled deliveries and their attempts are pruned after 30 days; pending ones are kept', async () => {
-    rx = await receiver();
-    const w = await hook(rx.url, ['task:created', 'team:created']);
-    await newTask('old');
-    const [dl] = await settled(w.id);
-    const app = d.daemon.app;
-    app.events.write(() => {
-      app.events.emit('team:created', { name: 'still-pending' });
-      app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ?, status = 'pending' WHERE webhook_id = ? AND event = 'team:created'").run(Date.now() + 3_600_000, w.id);
-    });
-    expect(pruneDeliveries(app, Date.now() + 29 * 86_400_000)).toBe(0);
-    expect(pruneDeliveries(app, Date.now() + 31 * 86_400_000)).toBeGreaterThanOrEqual(1);
-    expect((await d.api('GET', `/v1/webhooks/${w.id}/deliveries/${dl.id}`)).status).toBe(404);
-    expect((app.db.prepare('SELECT COUNT(*) AS n FROM webhook_attempts WHERE delivery_id = ?').get(dl.id) as { n: number }).n).toBe(0);
-    expect((await d.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data.map((x: any) => x.event)).toEqual(['team:created']);
   });
 });
 
