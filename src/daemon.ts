@@ -6,6 +6,7 @@ import type { ProjectConfig } from './config/schema.js';
 import { watchConfig } from './config/watch.js';
 import { STATE_MIGRATIONS } from './db/migrations.js';
 import { openDatabase, stmt } from './db/open.js';
+import { PRUNER, startPruner } from './db/prune.js';
 import { EventLog } from './events/outbox.js';
 import { DEFAULT_SSE_LIMITS, SseHub, type SseLimits } from './events/sse.js';
 import type { KeyEntry } from './kernel/auth.js';
@@ -29,7 +30,7 @@ import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
 import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
 import { TEAM_MEMBERS } from './resources/teams/service.js';
 import { openVault } from './resources/vault/keys.js';
-import { enqueueDeliveries, WEBHOOKS } from './resources/webhooks/service.js';
+import { enqueueDeliveries, pruneDeliveries, WEBHOOKS } from './resources/webhooks/service.js';
 import { DeliveryWorker, type WorkerOptions } from './resources/webhooks/worker.js';
 import { VAULT } from './resources/vault/live.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
@@ -74,8 +75,12 @@ export interface Daemon {
 }
 
 const SHUTDOWN_GRACE_MS = 5_000;
-/** Events older than this are pruned from the log; Last-Event-ID replay reaches this far back. */
-export const EVENT_RETENTION_MS = 24 * 60 * 60 * 1000;
+/**
+ * Retention runs in passes this far apart, in batches of PRUNE_BATCH rows: at 1,000 events a
+ * second a pass finds ~10,000 rows over the limits, so the state holds at most that much more.
+ */
+const PRUNE_EVERY_MS = 10_000;
+const PRUNE_BATCH = 500;
 
 /** SVC_LOG_MAX_BYTES sizes daemon.log before it rotates (default 10 MiB; 3 rotated files are kept). */
 function logFileOptions(env: NodeJS.ProcessEnv): typeof DEFAULT_LOG_FILE {
@@ -156,13 +161,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     projectId = uuidv4();
     stmt(db, "INSERT INTO meta (key, value) VALUES ('projectId', ?)").run(projectId);
   }
-  const events = new EventLog(db);
-  const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse });
-  const prune = guarded(log, 'pruning old events', () => {
-    const n = events.prune(new Date(Date.now() - EVENT_RETENTION_MS));
-    if (n) log.info('pruned old events', { count: n });
-  });
-  prune();
+  const clock = opts.clock ?? systemClock;
+  const events = new EventLog(db, clock);
+  const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
   let vault;
   try {
     vault = await openVault({ db, projectId, env, log });
@@ -185,7 +186,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     events,
     streams,
     log,
-    clock: opts.clock ?? systemClock,
+    clock,
     env,
     services: new Services(),
     config: () => config,
@@ -223,6 +224,24 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const removeSink = events.onEmit((e) => enqueueDeliveries(app, e));
     startWorker({ close: () => void removeSink() });
     webhooks.start();
+    // Retention of events and deliveries, by age and by count, in small steps off the hot path.
+    const pruner = startPruner({
+      everyMs: PRUNE_EVERY_MS,
+      batch: PRUNE_BATCH,
+      steps: [
+        {
+          name: 'events',
+          run: (batch) => {
+            const { retentionHours, maxEvents } = config.events;
+            return events.prune({ olderThan: new Date(clock.now() - retentionHours * 3_600_000).toISOString(), keep: maxEvents }, batch);
+          },
+        },
+        { name: 'webhook deliveries', run: (batch) => pruneDeliveries(app, batch) },
+      ],
+      onError: (step, err) => log.error(`pruning ${step} failed; trying again at the next pass`, errorFields(err)),
+      onPruned: (counts) => log.debug('pruned old state', counts),
+    });
+    startWorker(app.services.provide(PRUNER, pruner));
     // Application databases: one child process per open database, so that caller SQL can be
     // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
     removeOrphanFiles(app);
@@ -267,8 +286,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }).catch(abort);
   // After listening, a server error (EMFILE on accept…) is logged, never fatal.
   http.server.on('error', (err) => log.error('http server error', errorFields(err)));
-  const pruneTimer = setInterval(prune, 60 * 60 * 1000);
-  pruneTimer.unref();
   const addr = http.server.address();
   if (addr && typeof addr === 'object') listening = { host: listening.host, port: addr.port };
   const urlHost = listening.host.includes(':') ? `[${listening.host}]` : listening.host;
@@ -298,7 +315,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   async function close(): Promise<void> {
     closing ??= (async () => {
       log.info('shutting down');
-      clearInterval(pruneTimer);
       await watcher.close().catch(() => undefined);
       streams.closeAll();
       await http.close(SHUTDOWN_GRACE_MS);

@@ -16,9 +16,10 @@ afterEach(async () => {
 
 it('SIGKILL with deliveries pending and in flight: after a restart every delivery is made', async () => {
   rx = await startReceiver();
-  // The receiver holds every request open: 16 deliveries in flight (webhooks.concurrency), the rest pending.
+  // The receiver holds every request open: 16 deliveries in flight (webhooks.concurrency, all one
+  // webhook's here), the rest pending.
   rx.fallback = 'hang';
-  const root = makeProject({ webhooks: { timeoutMs: 60_000, retryBaseMs: 10, concurrency: 16 } });
+  const root = makeProject({ webhooks: { timeoutMs: 60_000, retryBaseMs: 10, concurrency: 16, perEndpointConcurrency: 16 } });
   const first = await serve(root);
   children.push(first.child);
   const key = readLocalKey(root)!;

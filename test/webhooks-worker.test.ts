@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
+import { FakeClock } from './fake-clock.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
 
@@ -71,6 +72,76 @@ it('PATCH enabled: false: claimed deliveries not yet sent fail instead of waitin
   });
   await settle();
   expect(rx!.received).toHaveLength(2);
+});
+
+it('a receiver that hangs holds only its own slots: a healthy one gets every delivery meanwhile', async () => {
+  rx = await startReceiver();
+  rx.fallback = 'hang';
+  const healthy = await startReceiver();
+  try {
+    d = await startTestDaemon({ config: { webhooks: { concurrency: 16, perEndpointConcurrency: 4, timeoutMs: 60_000 } } });
+    const app = d.daemon.app;
+    const stuck = (await d.api('POST', '/v1/webhooks', { body: { url: rx.url, events: ['team:created'] } })).body.data;
+    const ok = (await d.api('POST', '/v1/webhooks', { body: { url: healthy.url, events: ['agent:created'] } })).body.data;
+    // 40 deliveries for the hanging receiver first: with one shared pool they would take every slot.
+    app.events.write(() => {
+      for (let i = 0; i < 40; i++) app.events.emit('team:created', { name: `t${i}` });
+    });
+    await rx.waitFor(4);
+    app.events.write(() => {
+      for (let i = 0; i < 20; i++) app.events.emit('agent:created', { name: `a${i}` });
+    });
+    await healthy.waitFor(20);
+    let list: any[] = [];
+    await eventually(async () => {
+      list = (await d!.api('GET', `/v1/webhooks/${ok.id}/deliveries`)).body.data;
+      return list.length === 20 && list.every((x) => x.status === 'succeeded');
+    });
+    expect(list.every((x) => x.attempts === 1)).toBe(true);
+    // The hanging receiver still holds exactly its 4 slots, none answered, none retried yet.
+    expect(rx.received).toHaveLength(4);
+    const mine = (await d.api('GET', `/v1/webhooks/${stuck.id}/deliveries?limit=200`)).body.data as any[];
+    expect(mine).toHaveLength(40);
+    expect(mine.every((x) => x.status === 'pending' && x.attempts === 0)).toBe(true);
+  } finally {
+    await healthy.close();
+  }
+});
+
+it('every time the worker reads is the daemon clock: timestamps, signatures, and retries that wait for it', async () => {
+  const T0 = Date.parse('2030-01-01T00:00:00.000Z');
+  const clock = new FakeClock(T0);
+  rx = await startReceiver();
+  rx.plan({ status: 503, headers: { 'retry-after': 'Tue, 01 Jan 2030 00:00:30 GMT' } }, 200);
+  d = await startTestDaemon({ clock, config: { webhooks: { retryBaseMs: 1000 } }, webhooks: { random: () => 0.5 } });
+  const w = (await d.api('POST', '/v1/webhooks', { body: { url: rx.url, events: ['team:created'] } })).body.data;
+  const app = d.daemon.app;
+  app.events.write(() => app.events.emit('team:created', { name: 'clocked' }));
+  const [first] = await rx.waitFor(1);
+  expect(JSON.parse(first!.body).timestamp).toBe('2030-01-01T00:00:00.000Z');
+  expect(first!.headers['webhook-timestamp']).toBe(String(T0 / 1000));
+  let dl: any;
+  await eventually(async () => {
+    dl = (await d!.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data[0];
+    return dl.attempts === 1;
+  });
+  // Retry-After is an HTTP date read against the daemon's clock: 30 s after T0 (above the jittered 500 ms).
+  expect(dl).toMatchObject({ status: 'pending', nextAttemptAt: '2030-01-01T00:00:30.000Z' });
+  expect(clock.nextAt).toBe(T0 + 30_000);
+  // The wake-up is a timer on that clock, and claiming is synchronous in it: not taken a
+  // millisecond early, taken (marked in flight) the moment it is due.
+  const inFlight = () => (app.db.prepare('SELECT in_flight AS f FROM webhook_deliveries WHERE id = ?').get(dl.id) as { f: number }).f;
+  clock.advance(29_999);
+  expect(inFlight()).toBe(0);
+  clock.advance(1);
+  expect(inFlight()).toBe(1);
+  await rx.waitFor(2);
+  await eventually(async () => (await d!.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data[0].status === 'succeeded');
+  const log = (await d.api('GET', `/v1/webhooks/${w.id}/deliveries/${dl.id}`)).body.data.attemptLog;
+  expect(log.map((a: { at: string; statusCode: number }) => [a.at, a.statusCode])).toEqual([
+    ['2030-01-01T00:00:00.000Z', 503],
+    ['2030-01-01T00:00:30.000Z', 200],
+  ]);
 });
 
 it('refuses a 101st webhook (every event is matched against each one in its transaction)', async () => {

@@ -1,14 +1,14 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../src/index.js';
-import { pruneDeliveries } from '../src/resources/webhooks/service.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
 
 // Webhooks against the real daemon and a real receiver on port 0. Short retryBaseMs (10 ms) and
 // timeoutMs (400 ms) keep the schedule's real waits small; the jitter source is fixed at its top.
-// The delivery thread resolves evil.test to a link-local address and good.test to loopback.
+// The delivery thread resolves evil.test to a link-local address, nat64.test to the NAT64 form of
+// one (what DNS64 answers for a name whose A record is 169.254.169.254) and good.test to loopback.
 
 const TOP = 0.999999;
 
@@ -17,7 +17,7 @@ let rx: Receiver;
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  d = await startTestDaemon({ config: { webhooks: { retryBaseMs: 10, timeoutMs: 400, concurrency: 16 } }, webhooks: { hosts: { 'evil.test': '169.254.169.254', 'good.test': '127.0.0.1' }, random: () => TOP } });
+  d = await startTestDaemon({ config: { webhooks: { retryBaseMs: 10, timeoutMs: 400, concurrency: 16 } }, webhooks: { hosts: { 'evil.test': '169.254.169.254', 'good.test': '127.0.0.1', 'nat64.test': '64:ff9b::a9fe:a9fe' }, random: () => TOP } });
 });
 afterAll(async () => {
   await d.close();
@@ -78,6 +78,9 @@ describe('webhook endpoints', () => {
     { name: 'multicast refused', method: 'POST', path: '/v1/webhooks', body: { url: 'http://239.1.1.1/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /multicast/ },
     { name: 'unspecified refused', method: 'POST', path: '/v1/webhooks', body: { url: 'http://0.0.0.0:80/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /unspecified/ },
     { name: 'not http', method: 'POST', path: '/v1/webhooks', body: { url: 'file:///etc/passwd' }, status: 400, code: 'invalid_request', detailPath: 'body.url' },
+    { name: 'NAT64 form of a link-local address refused at create', method: 'POST', path: '/v1/webhooks', body: { url: 'http://[64:ff9b::169.254.169.254]/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /NAT64 form of 169\.254\.169\.254/ },
+    { name: 'empty host refused at create', method: 'POST', path: '/v1/webhooks', body: { url: 'http:///x' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /must name a host/ },
+    { name: 'mapped loopback allowed', method: 'POST', path: '/v1/webhooks', body: { url: 'http://[::ffff:127.0.0.1]:9/' }, status: 201, onSuccess: (w) => void cleanups.push(() => d.api('DELETE', `/v1/webhooks/${w.id}`)) },
     { name: 'unknown property', method: 'POST', path: '/v1/webhooks', body: { url: 'http://127.0.0.1:9', secret: 'mine' }, status: 400, code: 'invalid_request' },
     { name: 'get never shows the secret', method: 'GET', path: () => `/v1/webhooks/${id}`, status: 200, dataMatches: { id: expect.any(String) as unknown as string }, onSuccess: (w) => expect(w).not.toHaveProperty('secret') },
     { name: 'list never shows a secret', method: 'GET', path: '/v1/webhooks', status: 200, onSuccess: (l) => l.forEach((w: object) => expect(w).not.toHaveProperty('secret')) },
@@ -90,6 +93,9 @@ describe('webhook endpoints', () => {
       dataMatches: { url: 'http://localhost:9/h2', events: ['task:*', 'approval:resolved'], description: null, enabled: false, disabledReason: 'disabled with PATCH' },
     },
     { name: 'patch refuses link-local at update', method: 'PATCH', path: () => `/v1/webhooks/${id}`, body: { url: 'http://[::ffff:169.254.1.1]/' }, status: 400, code: 'invalid_request', detailPath: 'body.url' },
+    { name: 'patch refuses the IPv4-translated form at update', method: 'PATCH', path: () => `/v1/webhooks/${id}`, body: { url: 'http://[::ffff:0:a9fe:a9fe]/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /IPv4-translated form of 169\.254\.169\.254/ },
+    { name: 'patch refuses 6to4 carrying a link-local address', method: 'PATCH', path: () => `/v1/webhooks/${id}`, body: { url: 'http://[2002:a9fe:a9fe::1]/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /6to4/ },
+    { name: 'patch refuses an empty host', method: 'PATCH', path: () => `/v1/webhooks/${id}`, body: { url: 'https:///hooks' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /must name a host/ },
     { name: 'test on a disabled webhook is 409', method: 'POST', path: () => `/v1/webhooks/${id}/test`, status: 409, code: 'conflict', message: /disabled/ },
     { name: 'rotate: a new secret', method: 'POST', path: () => `/v1/webhooks/${id}/rotate-secret`, body: {}, status: 200, onSuccess: (r) => expect(r.secret).toMatch(/^whsec_/) },
     { name: 'rotate: grace over a week refused', method: 'POST', path: () => `/v1/webhooks/${id}/rotate-secret`, body: { graceSeconds: 9_999_999 }, status: 400, code: 'invalid_request', detailPath: 'body.graceSeconds' },
@@ -260,6 +266,27 @@ describe('delivery outcomes', () => {
     expect(ok).toMatchObject({ status: 'succeeded' });
     expect(rx.received.map((r) => r.path)).toEqual(['/ok']);
   });
+
+  it('a name that resolves to the NAT64 form of a link-local address is refused at delivery', async () => {
+    rx = await receiver();
+    const w = await hook(`http://nat64.test:${rx.port}/`, ['task:created']);
+    await newTask('dns64');
+    const [bad] = await settled(w.id);
+    expect(bad).toMatchObject({ status: 'failed', attempts: 1, lastStatusCode: null });
+    expect(bad.lastError).toMatch(/nat64\.test resolves to 64:ff9b::a9fe:a9fe, a link-local address \(NAT64 form of 169\.254\.169\.254\)/);
+    expect(rx.received).toHaveLength(0);
+  });
+
+  it('a literal forbidden address already stored (accepted by an older svc) is refused at delivery, never connected to', async () => {
+    const w = await hook('http://127.0.0.1:9/', ['task:created']);
+    // A URL the API now refuses, as an older release could have stored it; a literal address is
+    // connected to without a name lookup, so only the delivery's own check can stop it.
+    d.daemon.app.db.prepare('UPDATE webhooks SET url = ? WHERE id = ?').run('http://[::ffff:0:a9fe:a9fe]:9/', w.id);
+    await newTask('literal');
+    const [bad] = await settled(w.id);
+    expect(bad).toMatchObject({ status: 'failed', attempts: 1, lastStatusCode: null });
+    expect(bad.lastError).toBe('refused: ::ffff:0:a9fe:a9fe is a link-local address (IPv4-translated form of 169.254.169.254)');
+  });
 });
 
 describe('redelivery, recovery, test, rotation', () => {
@@ -404,23 +431,6 @@ describe('delivery log', () => {
     await d.api('PATCH', `/v1/webhooks/${w.id}`, { body: { enabled: false } });
     const [dl] = (await d.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data;
     expect(dl).toMatchObject({ status: 'failed', lastError: 'webhook disabled before this delivery was made', nextAttemptAt: null });
-  });
-
-  it('settled deliveries and their attempts are pruned after 30 days; pending ones are kept', async () => {
-    rx = await receiver();
-    const w = await hook(rx.url, ['task:created', 'team:created']);
-    await newTask('old');
-    const [dl] = await settled(w.id);
-    const app = d.daemon.app;
-    app.events.write(() => {
-      app.events.emit('team:created', { name: 'still-pending' });
-      app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ?, status = 'pending' WHERE webhook_id = ? AND event = 'team:created'").run(Date.now() + 3_600_000, w.id);
-    });
-    expect(pruneDeliveries(app, Date.now() + 29 * 86_400_000)).toBe(0);
-    expect(pruneDeliveries(app, Date.now() + 31 * 86_400_000)).toBeGreaterThanOrEqual(1);
-    expect((await d.api('GET', `/v1/webhooks/${w.id}/deliveries/${dl.id}`)).status).toBe(404);
-    expect((app.db.prepare('SELECT COUNT(*) AS n FROM webhook_attempts WHERE delivery_id = ?').get(dl.id) as { n: number }).n).toBe(0);
-    expect((await d.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data.map((x: any) => x.event)).toEqual(['team:created']);
   });
 });
 

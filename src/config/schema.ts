@@ -82,7 +82,21 @@ export const ProjectConfigSchema = z.object({
     .strictObject({
       timeoutMs: z.int().min(100).max(60_000).default(10_000),
       retryBaseMs: z.int().min(10).max(3_600_000).default(5_000),
-      concurrency: z.int().min(1).max(256).default(16),
+      concurrency: z.int().min(1).max(256).default(16).describe('Deliveries on the wire at once, all webhooks together.'),
+      perEndpointConcurrency: z
+        .int()
+        .min(1)
+        .max(256)
+        .default(8)
+        .describe("Deliveries of one webhook on the wire at once (at most `concurrency`): a receiver that hangs holds only its own."),
+      retentionDays: z.int().min(1).max(365).default(30).describe('Settled deliveries (and their attempts) older than this are pruned.'),
+      maxDeliveries: z.int().min(100).max(10_000_000).default(50_000).describe('Settled deliveries beyond the newest this many are pruned; pending ones never are.'),
+    })
+    .prefault({}),
+  events: z
+    .strictObject({
+      retentionHours: z.int().min(1).max(8760).default(24).describe('Events older than this are pruned (Last-Event-ID replay reaches this far back at most).'),
+      maxEvents: z.int().min(100).max(10_000_000).default(100_000).describe('Events beyond the newest this many are pruned.'),
     })
     .prefault({}),
   tasks: z

@@ -1,4 +1,5 @@
 import { stmt, type DB } from '../db/open.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 import { eventDef, type EventData, type EventName } from './registry.js';
 
 export interface StoredEvent {
@@ -37,7 +38,11 @@ export class EventLog {
   private readonly listeners = new Set<Listener>();
   private readonly sinks = new Set<EmitSink>();
 
-  constructor(private readonly db: DB) {}
+  constructor(
+    private readonly db: DB,
+    /** Where events take their timestamp from (the daemon's clock seam). */
+    private readonly clock: Pick<Clock, 'now'> = systemClock,
+  ) {}
 
   write<T>(fn: () => T): T {
     if (this.pending) {
@@ -69,7 +74,7 @@ export class EventLog {
     const def = eventDef(name);
     if (!def) throw new Error(`unknown event ${name}`);
     const parsed = def.data.parse(data) as Record<string, unknown>;
-    const timestamp = new Date().toISOString();
+    const timestamp = new Date(this.clock.now()).toISOString();
     const info = stmt(this.db, 'INSERT INTO events (name, data, created_at) VALUES (?, ?, ?)').run(name, JSON.stringify(parsed), timestamp);
     const event: StoredEvent = { id: Number(info.lastInsertRowid), name, data: parsed, timestamp };
     for (const sink of this.sinks) sink(event);
@@ -103,9 +108,18 @@ export class EventLog {
     return r?.seq ?? 0;
   }
 
-  /** Drops events older than the retention window; ids are never reused (AUTOINCREMENT). */
-  prune(olderThan: Date): number {
-    return stmt(this.db, 'DELETE FROM events WHERE created_at < ?').run(olderThan.toISOString()).changes;
+  /**
+   * Drops at most `limit` of the oldest events: those created before `olderThan`, then those
+   * beyond the newest `keep`. Ids are never reused (AUTOINCREMENT) and only the oldest events are
+   * ever dropped, so the kept ones are a range of ids and "beyond the newest `keep`" is a range
+   * too. No delivery needs its event's row: a delivery carries its own body. Returns how many went.
+   */
+  prune(o: { olderThan: string; keep: number }, limit: number): number {
+    let n = stmt(this.db, 'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(o.olderThan, limit).changes;
+    if (n >= limit) return n;
+    const below = this.lastId() - o.keep;
+    n += stmt(this.db, 'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ? ORDER BY id LIMIT ?)').run(below, limit - n).changes;
+    return n;
   }
 
   private publish(e: StoredEvent): void {

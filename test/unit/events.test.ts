@@ -84,7 +84,7 @@ describe('EventLog (outbox)', () => {
     const { log } = setup();
     log.write(() => log.emit('team:created', { name: 'a' }));
     log.write(() => log.emit('team:created', { name: 'b' }));
-    expect(log.prune(new Date(Date.now() + 1000))).toBe(2);
+    expect(log.prune({ olderThan: new Date(Date.now() + 1000).toISOString(), keep: 100 }, 10)).toBe(2);
     log.write(() => log.emit('team:created', { name: 'c' }));
     expect(log.since(0, 10).map((e) => e.id)).toEqual([3]);
     expect(log.oldestId()).toBe(3);

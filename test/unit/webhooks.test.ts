@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/index.js';
 import { classify, decide, nextStep } from '../../src/resources/webhooks/outcome.js';
 import { MAX_ATTEMPTS, parseRetryAfter, RETRY_AFTER_CAP_MS, retryDelayMs } from '../../src/resources/webhooks/retry.js';
+import { claimWant, nextStart, nextWake, type SlotLimits } from '../../src/resources/webhooks/schedule.js';
 import { patternProblem } from '../../src/resources/webhooks/schema.js';
 import { deliveryHeaders, newSecret, serviceSignature } from '../../src/resources/webhooks/sign.js';
 import { refusedAddress, urlProblem } from '../../src/resources/webhooks/target.js';
@@ -130,10 +131,71 @@ describe('targets', () => {
     ['0.0.0.0', 'unspecified'],
     ['::', 'unspecified'],
     ['255.255.255.255', 'broadcast'],
+    // IPv6 forms that carry a forbidden IPv4 address: judged as the IPv4 they carry.
+    ['::ffff:0:a9fe:a9fe', 'link-local'], // IPv4-translated (SIIT)
+    ['::ffff:0:169.254.169.254', 'link-local'],
+    ['::a9fe:a9fe', 'link-local'], // IPv4-compatible
+    ['::169.254.169.254', 'link-local'],
+    ['::e000:1', 'multicast'],
+    ['64:ff9b::a9fe:a9fe', 'link-local'], // NAT64, well-known prefix
+    ['64:ff9b::169.254.169.254', 'link-local'],
+    ['64:ff9b::e000:1', 'multicast'],
+    ['64:ff9b::ffff:ffff', 'broadcast'],
+    ['64:ff9b:1::a9fe:a9fe', 'link-local'], // NAT64, local-use prefix split at /96
+    ['64:ff9b:1:a9fe:a9:fe00::', 'link-local'], // … at /48
+    ['64:ff9b:1:ffa9:fe:a9fe::', 'link-local'], // … at /56
+    ['64:ff9b:1:ffff:a9:fea9:fe00:0', 'link-local'], // … at /64
+    ['2001:0:4136:e378:8000:63bf:5601:5601', 'link-local'], // Teredo: client 169.254.169.254 (bits inverted)
+    ['2001:0:a9fe:a9fe::1', 'link-local'], // Teredo: server 169.254.169.254
+    ['2002:a9fe:a9fe::1', 'link-local'], // 6to4
+    ['2002:e000:1::', 'multicast'],
+    ['2002::1', 'unspecified'],
   ])('%s is refused (%s)', (a, why) => expect(refusedAddress(a)).toBe(why));
 
-  it.each(['127.0.0.1', '::1', '10.0.0.5', '192.168.1.1', '172.16.0.1', 'fd00::1', '8.8.8.8', '2001:db8::1', 'fec0::1', '::ffff:127.0.0.1'])('%s is allowed', (a) =>
-    expect(refusedAddress(a)).toBeNull(),
+  it.each([
+    '127.0.0.1',
+    '::1',
+    '10.0.0.5',
+    '192.168.1.1',
+    '172.16.0.1',
+    'fd00::1',
+    '8.8.8.8',
+    '2001:db8::1',
+    'fec0::1',
+    '2606:4700::1111',
+    // Loopback and private addresses stay allowed in every form that carries them.
+    '::ffff:127.0.0.1',
+    '::ffff:0:7f00:1',
+    '::ffff:0:10.0.0.5',
+    '::7f00:1',
+    '64:ff9b::7f00:1',
+    '64:ff9b::10.0.0.5',
+    '64:ff9b::8.8.8.8',
+    '64:ff9b:1::a00:5',
+    '2001:0:4136:e378:8000:63bf:f5ff:fffa', // Teredo client 10.0.0.5
+    '2002:c0a8:101::1', // 6to4 of 192.168.1.1
+    '2002:808:808::1',
+    // Outside the translation prefixes: nothing is carried.
+    '64:ff9b:2::a9fe:a9fe',
+    '2003::a9fe:a9fe',
+  ])('%s is allowed', (a) => expect(refusedAddress(a)).toBeNull());
+
+  it.each([
+    ['http:///x', /must name a host/],
+    ['http:/x', /must name a host/],
+    ['http:x', /must name a host/],
+    ['https:\\\\x/', /must name a host/],
+    ['http://[::ffff:0:a9fe:a9fe]/', /link-local address \(IPv4-translated form of 169\.254\.169\.254\)/],
+    ['http://[::ffff:169.254.169.254]/', /link-local address \(IPv4-mapped form of 169\.254\.169\.254\)/],
+    ['http://[::a9fe:a9fe]/', /link-local address \(IPv4-compatible form/],
+    ['http://[64:ff9b::169.254.169.254]/', /link-local address \(NAT64 form of 169\.254\.169\.254\)/],
+    ['http://[64:ff9b:1::a9fe:a9fe]/', /link-local address \(NAT64 \(\/96\) form/],
+    ['http://[2001:0:4136:e378:8000:63bf:5601:5601]/', /link-local address \(Teredo form of 169\.254\.169\.254\)/],
+    ['http://[2002:a9fe:a9fe::1]:8080/', /link-local address \(6to4 form of 169\.254\.169\.254\)/],
+  ])('the URL %s is refused', (url, why) => expect(urlProblem(url)).toMatch(why));
+
+  it.each(['http://[::ffff:127.0.0.1]:4000/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:c0a8:101::1]/', 'HTTP://Example.com/x', 'http://[::1]:9/'])('the URL %s is allowed', (url) =>
+    expect(urlProblem(url)).toBeNull(),
   );
 
   it('accepts http and https URLs only, and refuses forbidden literal hosts', () => {
@@ -214,5 +276,104 @@ describe('signatures', () => {
     expect(new StandardWebhook(secret).verify(body, h)).toEqual(JSON.parse(body));
     expect(new StandardWebhook(old).verify(body, h)).toEqual(JSON.parse(body));
     expect(() => new StandardWebhook(newSecret()).verify(body, h)).toThrow();
+  });
+});
+
+describe('delivery scheduling: one slow endpoint never holds up the others', () => {
+  const limits: SlotLimits = { concurrency: 16, perEndpoint: 4 };
+  const q = (...ids: string[]) => ids.map((webhookId) => ({ webhookId }));
+
+  it('starts the webhook with the fewest deliveries on the wire, never one at its limit, never past the worker\'s', () => {
+    expect(nextStart(q('a', 'a', 'b'), new Map([['a', 1]]), 1, limits)).toBe(2);
+    expect(nextStart(q('a', 'b'), new Map([['a', 1], ['b', 1]]), 2, limits)).toBe(0);
+    expect(nextStart(q('a', 'a'), new Map([['a', 4]]), 4, limits)).toBe(-1);
+    expect(nextStart(q('b'), new Map([['a', 4]]), 16, limits)).toBe(-1);
+    expect(nextStart([], new Map(), 0, limits)).toBe(-1);
+    // A webhook's limit is never above the worker's.
+    expect(nextStart(q('a'), new Map([['a', 2]]), 2, { concurrency: 2, perEndpoint: 8 })).toBe(-1);
+  });
+
+  it('a webhook claims at once when one of its slots would sit idle, else only a whole batch, never beyond twice its slots', () => {
+    expect(claimWant({ active: 0, queued: 0 }, 16, limits)).toBe(8);
+    expect(claimWant({ active: 3, queued: 0 }, 1, limits)).toBe(5);
+    // Its slots are full and it has some queued: wait until a batch (4) fits.
+    expect(claimWant({ active: 4, queued: 1 }, 12, limits)).toBe(0);
+    expect(claimWant({ active: 4, queued: 0 }, 12, limits)).toBe(4);
+    expect(claimWant({ active: 2, queued: 2 }, 12, limits)).toBe(4);
+    expect(claimWant({ active: 4, queued: 4 }, 12, limits)).toBe(0);
+    // No free slot anywhere: no hurry, batches only.
+    expect(claimWant({ active: 1, queued: 0 }, 0, limits)).toBe(7);
+    expect(claimWant({ active: 1, queued: 4 }, 0, limits)).toBe(0);
+    // The limit is never above the worker's.
+    expect(claimWant({ active: 0, queued: 0 }, 2, { concurrency: 2, perEndpoint: 8 })).toBe(4);
+  });
+
+  it('wakes for the earliest delivery not due yet', () => {
+    const heads = [
+      { webhookId: 'a', dueAt: 100 },
+      { webhookId: 'b', dueAt: 5_000 },
+      { webhookId: 'c', dueAt: 3_000 },
+    ];
+    expect(nextWake(heads, 1_000)).toBe(3_000);
+    expect(nextWake(heads, 5_000)).toBeNull();
+  });
+
+  /**
+   * The worker's loop on a fake clock: `slow` hangs 15 s per attempt with 40 deliveries waiting;
+   * `fast` answers in 3 ms and gets a new delivery every 10 ms. Returns how long each of fast's
+   * deliveries waited for a slot, and the most slots slow ever held.
+   */
+  function simulate(l: SlotLimits): { waits: number[]; slowMax: number; slowAt2s: number } {
+    const due = new Map<string, { id: number; at: number }[]>([['slow', Array.from({ length: 40 }, (_, id) => ({ id, at: 0 }))], ['fast', []]]);
+    const answerMs: Record<string, number> = { slow: 15_000, fast: 3 };
+    let queue: { webhookId: string; id: number; at: number }[] = [];
+    const active = new Map<string, number>();
+    const wire: { webhookId: string; endsAt: number }[] = [];
+    const waits: number[] = [];
+    let slowMax = 0;
+    let slowAt2s = 0;
+    const pump = (now: number) => {
+      const start = () => {
+        for (let i; (i = nextStart(queue, active, wire.length, l)) >= 0; ) {
+          const [c] = queue.splice(i, 1);
+          active.set(c!.webhookId, (active.get(c!.webhookId) ?? 0) + 1);
+          wire.push({ webhookId: c!.webhookId, endsAt: now + answerMs[c!.webhookId]! });
+          if (c!.webhookId === 'fast') waits.push(now - c!.at);
+        }
+      };
+      start();
+      for (const [w, rows] of due) {
+        const held = { active: active.get(w) ?? 0, queued: queue.filter((c) => c.webhookId === w).length };
+        const n = claimWant(held, l.concurrency - wire.length, l);
+        queue.push(...rows.splice(0, n).map((r) => ({ webhookId: w, ...r })));
+      }
+      start();
+      slowMax = Math.max(slowMax, active.get('slow') ?? 0);
+    };
+    for (let now = 0; now <= 3_000; now++) {
+      for (let i = wire.length - 1; i >= 0; i--) {
+        if (wire[i]!.endsAt > now) continue;
+        const [done] = wire.splice(i, 1);
+        active.set(done!.webhookId, active.get(done!.webhookId)! - 1);
+      }
+      if (now >= 100 && now % 10 === 0) due.get('fast')!.push({ id: now, at: now });
+      pump(now);
+      if (now === 2_000) slowAt2s = active.get('slow') ?? 0;
+    }
+    return { waits, slowMax, slowAt2s };
+  }
+
+  it('on a fake clock, the deliveries of a healthy endpoint start the moment they are due while a hanging one holds its own slots', () => {
+    const { waits, slowMax, slowAt2s } = simulate(limits);
+    expect(waits).toHaveLength(291);
+    expect(Math.max(...waits)).toBe(0);
+    expect(slowMax).toBe(4);
+    expect(slowAt2s).toBe(4);
+  });
+
+  it('without a per-endpoint limit the same load waits for the hanging endpoint (what the limit prevents)', () => {
+    const { waits, slowMax } = simulate({ concurrency: 16, perEndpoint: 16 });
+    expect(slowMax).toBe(16);
+    expect(waits).toHaveLength(0);
   });
 });

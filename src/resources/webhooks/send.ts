@@ -1,8 +1,7 @@
 import type { lookup as dnsLookup, LookupAddress } from 'node:dns';
 import { request, type Agent } from 'undici';
 import type { AttemptResult } from './outcome.js';
-import { parseRetryAfter } from './retry.js';
-import { refusedAddress } from './target.js';
+import { literalHost, refusalText } from './target.js';
 
 // One delivery on the wire: a POST under one hard deadline that covers connecting, the answer's
 // headers and its body, through a pooled Agent whose name lookup refuses forbidden addresses.
@@ -27,8 +26,8 @@ export function guardedLookup(base: LookupFn): LookupFn {
       if (err) return cb(err);
       const list = Array.isArray(address) ? address.map((a) => a.address) : [address as string];
       for (const a of list) {
-        const why = refusedAddress(a);
-        if (why) return cb(new RefusedTarget(`refused: ${hostname} resolves to ${a}, a ${why} address`));
+        const why = refusalText(a);
+        if (why) return cb(new RefusedTarget(`refused: ${hostname} resolves to ${a}, ${why}`));
       }
       cb(null, address, family);
     });
@@ -50,8 +49,25 @@ export function errorText(err: unknown): { text: string; refused: boolean } {
 export interface Sent {
   result: AttemptResult;
   responseBody: string | null;
-  retryAfterMs: number | null;
+  /** The answer's Retry-After as sent; the daemon reads it against its own clock. */
+  retryAfter: string | null;
   location: string | null;
+}
+
+/**
+ * A literal address in the URL is connected to without a name lookup, so the lookup's check never
+ * sees it: it is checked here (a URL stored before a rule was added is refused all the same).
+ */
+export function refusedLiteral(url: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  const lit = literalHost(u);
+  const why = lit ? refusalText(lit) : null;
+  return why ? `refused: ${lit} is ${why}` : null;
 }
 
 /** A resolver answering the names of `hosts` itself and asking `base` for the rest (tests). */
@@ -92,6 +108,8 @@ export interface Post {
 }
 
 export async function postDelivery(agent: Agent, p: Post): Promise<Sent> {
+  const refused = refusedLiteral(p.url);
+  if (refused) return { result: { error: refused, refused: true }, responseBody: null, retryAfter: null, location: null };
   const ac = new AbortController();
   const deadline = setTimeout(() => ac.abort(), p.timeoutMs);
   const stop = () => ac.abort();
@@ -110,18 +128,19 @@ export async function postDelivery(agent: Agent, p: Post): Promise<Sent> {
     }
     const text = Buffer.concat(chunks).toString('utf8');
     const location = res.headers.location;
+    const retryAfter = Array.isArray(res.headers['retry-after']) ? res.headers['retry-after'][0] : res.headers['retry-after'];
     return {
       result: { statusCode: res.statusCode },
       responseBody: text || null,
-      retryAfterMs: parseRetryAfter(res.headers['retry-after'], Date.now()),
+      retryAfter: typeof retryAfter === 'string' ? retryAfter.slice(0, 128) : null,
       location: typeof location === 'string' ? location.slice(0, 512) : null,
     };
   } catch (err) {
     if (ac.signal.aborted) {
-      return { result: { error: p.signal?.aborted ? 'cut short by shutdown' : `no complete answer within ${p.timeoutMs} ms` }, responseBody: null, retryAfterMs: null, location: null };
+      return { result: { error: p.signal?.aborted ? 'cut short by shutdown' : `no complete answer within ${p.timeoutMs} ms` }, responseBody: null, retryAfter: null, location: null };
     }
     const { text, refused } = errorText(err);
-    return { result: { error: text, refused }, responseBody: null, retryAfterMs: null, location: null };
+    return { result: { error: text, refused }, responseBody: null, retryAfter: null, location: null };
   } finally {
     clearTimeout(deadline);
     p.signal?.removeEventListener('abort', stop);

@@ -66,11 +66,11 @@ export class Sender {
     const all = [...this.waiting.values()];
     this.waiting.clear();
     this.queued = [];
-    for (const done of all) done({ sent: { result: { error }, responseBody: null, retryAfterMs: null, location: null }, durationMs: 0 });
+    for (const done of all) done({ sent: { result: { error }, responseBody: null, retryAfter: null, location: null }, durationMs: 0 });
   }
 
   send(p: Omit<ThreadRequest, 'id'>): Promise<{ sent: Sent; durationMs: number }> {
-    if (this.closed) return Promise.resolve({ sent: { result: { error: 'cut short by shutdown' }, responseBody: null, retryAfterMs: null, location: null }, durationMs: 0 });
+    if (this.closed) return Promise.resolve({ sent: { result: { error: 'cut short by shutdown' }, responseBody: null, retryAfter: null, location: null }, durationMs: 0 });
     const id = ++this.seq;
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);

@@ -2,7 +2,6 @@ import { serviceKey, type App } from '../../app.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
-import { nowIso } from '../../lib/time.js';
 import { toPage, type Page } from '../common.js';
 import { DEFAULT_GRACE_SECONDS, type Delivery, type DeliveryDetail, type Webhook, type WebhookInput, type WebhookPatchInput } from './schema.js';
 import type { SecretBox } from './secret-box.js';
@@ -12,8 +11,8 @@ import * as store from './store.js';
 /** The webhooks' per-daemon live state, provided in daemon.ts. */
 export interface WebhookRuntime {
   box: SecretBox;
-  /** Tells the delivery worker that deliveries may be due (after a commit). */
-  kick(): void;
+  /** Tells the delivery worker that deliveries of `webhookId` (of any, when absent) may be due (after a commit). */
+  kick(webhookId?: string): void;
   /** Forgets the opened secrets of a webhook (after a rotation). */
   secretsChanged(webhookId: string): void;
   /** Gives back claimed, unsent deliveries of a webhook that was changed, disabled or deleted. */
@@ -25,6 +24,9 @@ export const WEBHOOKS = serviceKey<WebhookRuntime>('webhooks');
 
 /** Every event is matched against every enabled webhook in its own transaction: keep that bounded. */
 export const MAX_WEBHOOKS = 100;
+
+/** The daemon's time (its clock seam) as an API timestamp. */
+export const isoNow = (app: App): string => new Date(app.clock.now()).toISOString();
 
 /** Deleting a webhook answers this (like DELETE on tasks). */
 const REMOVED = { removed: true as const };
@@ -48,7 +50,7 @@ function addSecret(app: App, webhookId: string, now: string): string {
 
 export function createWebhook(app: App, input: WebhookInput): Webhook & { secret: string } {
   const id = uuidv7();
-  const now = nowIso();
+  const now = isoNow(app);
   const secret = app.events.write(() => {
     if (store.countWebhooks(app.db) >= MAX_WEBHOOKS) throw new AppError('conflict', `A project can have at most ${MAX_WEBHOOKS} webhooks; delete one first.`);
     store.insertWebhook(app.db, { id, url: input.url, events: input.events ?? ['*'], description: input.description ?? null, now });
@@ -60,7 +62,7 @@ export function createWebhook(app: App, input: WebhookInput): Webhook & { secret
 export function updateWebhook(app: App, id: string, patch: WebhookPatchInput): Webhook {
   app.events.write(() => {
     const w = requireWebhook(app, id);
-    const now = nowIso();
+    const now = isoNow(app);
     const enabled = patch.enabled ?? w.enabled;
     const disabledReason = enabled ? null : w.enabled ? 'disabled with PATCH' : w.disabledReason;
     app.services.get(WEBHOOKS).release(id);
@@ -74,7 +76,7 @@ export function updateWebhook(app: App, id: string, patch: WebhookPatchInput): W
     });
     if (w.enabled && !enabled) store.failPending(app.db, id, 'webhook disabled before this delivery was made', now);
   });
-  app.services.get(WEBHOOKS).kick();
+  app.services.get(WEBHOOKS).kick(id);
   return requireWebhook(app, id);
 }
 
@@ -90,7 +92,7 @@ export function deleteWebhook(app: App, id: string): { removed: true } {
 export function rotateSecret(app: App, id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): { secret: string; previousSecretExpiresAt: string | null } {
   return app.events.write(() => {
     requireWebhook(app, id);
-    const now = nowIso();
+    const now = isoNow(app);
     const expires = new Date(Date.parse(now) + graceSeconds * 1000).toISOString();
     store.retireCurrentSecret(app.db, id, expires, now);
     const secret = addSecret(app, id, now);
@@ -125,13 +127,13 @@ export function redeliver(app: App, id: string, deliveryId: string): Delivery {
     if (!d) throw new AppError('not_found', `Delivery "${deliveryId}" of webhook ${id} not found.`);
     return enqueueCopy(app, id, { id: d.id, eventId: d.eventId, event: d.event, body: d.body });
   });
-  app.services.get(WEBHOOKS).kick();
+  app.services.get(WEBHOOKS).kick(id);
   return store.getDeliveryRow(app.db, newId)!;
 }
 
 function enqueueCopy(app: App, webhookId: string, d: { id: string; eventId: number; event: string; body: string }): string {
   const newId = uuidv7();
-  store.insertDelivery(app.db, { id: newId, webhookId, eventId: d.eventId, event: d.event, body: d.body, redeliveryOf: d.id, dueAt: Date.now(), now: nowIso() });
+  store.insertDelivery(app.db, { id: newId, webhookId, eventId: d.eventId, event: d.event, body: d.body, redeliveryOf: d.id, dueAt: app.clock.now(), now: isoNow(app) });
   return newId;
 }
 
@@ -145,7 +147,7 @@ export function recover(app: App, id: string, since: string): { recovered: numbe
     requireEnabled(requireWebhook(app, id));
     return store.recoverable(app.db, id, new Date(since).toISOString()).map((d) => enqueueCopy(app, id, d));
   });
-  app.services.get(WEBHOOKS).kick();
+  app.services.get(WEBHOOKS).kick(id);
   return { recovered: ids.length, deliveryIds: ids };
 }
 
@@ -186,30 +188,34 @@ export function enqueueDeliveries(app: App, e: StoredEvent): void {
   const target = e.name === 'webhook:test' ? (e.data.webhookId as string) : null;
   const matchers = app.services.get(WEBHOOKS).matchers;
   let body: string | undefined;
-  const now = nowIso();
-  const due = Date.now();
+  const now = isoNow(app);
+  const due = app.clock.now();
+  const runtime = app.services.get(WEBHOOKS);
   for (const h of hooks) {
     if (target !== null ? h.id !== target : !matcherOf(matchers, h.events)(e.name)) continue;
     body ??= JSON.stringify({ event: e.name, data: e.data, timestamp: e.timestamp });
     store.insertDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now });
+    // The worker looks on the next turn of the event loop, after this transaction has committed
+    // (a rolled-back one leaves nothing to find).
+    runtime.kick(h.id);
   }
-  // The worker looks on the next turn of the event loop, after this transaction has committed
-  // (a rolled-back one leaves nothing to find).
-  if (body !== undefined) app.services.get(WEBHOOKS).kick();
 }
 
 /** 410 Gone: disable the webhook, fail what was waiting, and say so with webhook:disabled. */
 export function disableGone(app: App, webhookId: string, url: string, reason: string): void {
-  const now = nowIso();
+  const now = isoNow(app);
   if (!store.disableWebhook(app.db, webhookId, reason, now)) return;
   app.services.get(WEBHOOKS).release(webhookId);
   store.failPending(app.db, webhookId, 'webhook disabled: its endpoint answered 410 Gone', now);
   app.events.emit('webhook:disabled', { webhookId, url, reason });
 }
 
-export const DELIVERY_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
-
-/** Drops settled deliveries older than 30 days, with their attempts. */
-export function pruneDeliveries(app: App, now: number = Date.now()): number {
-  return store.pruneDeliveries(app.db, new Date(now - DELIVERY_RETENTION_MS).toISOString());
+/**
+ * One bounded step of delivery retention (the daemon's pruner runs it): settled deliveries older
+ * than webhooks.retentionDays, then those beyond the newest webhooks.maxDeliveries, at most
+ * `batch` of them. Pending deliveries are never pruned.
+ */
+export function pruneDeliveries(app: App, batch: number): number {
+  const { retentionDays, maxDeliveries } = app.config().webhooks;
+  return store.pruneDeliveries(app.db, { olderThan: new Date(app.clock.now() - retentionDays * 86_400_000).toISOString(), keep: maxDeliveries }, batch);
 }

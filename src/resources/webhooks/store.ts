@@ -246,22 +246,26 @@ export interface Claimed {
   attempts: number;
 }
 
-/** The oldest due deliveries of enabled webhooks, marked in flight. Call inside a transaction. */
-export function claimDue(db: DB, now: number, limit: number): Claimed[] {
+/** Each enabled webhook with deliveries waiting (pending, not on the wire): when its oldest is due (epoch ms). */
+export function dueHeads(db: DB): { webhookId: string; dueAt: number }[] {
+  const rows = stmt(
+    db,
+    `SELECT w.id AS webhookId, (SELECT MIN(d.next_attempt_at) FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.in_flight = 0) AS dueAt
+     FROM webhooks w WHERE w.enabled = 1`,
+  ).all() as { webhookId: string; dueAt: number | null }[];
+  return rows.filter((r): r is { webhookId: string; dueAt: number } => r.dueAt !== null);
+}
+
+/** One enabled webhook's oldest due deliveries, marked in flight. Call inside a transaction. */
+export function claimDue(db: DB, webhookId: string, now: number, limit: number): Claimed[] {
   const rows = stmt(
     db,
     `SELECT d.id, d.webhook_id AS webhookId, w.url, d.event, d.body, d.attempts FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-     WHERE d.status = 'pending' AND d.in_flight = 0 AND d.next_attempt_at <= ? AND w.enabled = 1 ORDER BY d.next_attempt_at LIMIT ?`,
-  ).all(now, limit) as Claimed[];
+     WHERE d.webhook_id = ? AND d.status = 'pending' AND d.in_flight = 0 AND d.next_attempt_at <= ? AND w.enabled = 1 ORDER BY d.next_attempt_at LIMIT ?`,
+  ).all(webhookId, now, limit) as Claimed[];
   const mark = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 1 WHERE id = ?');
   for (const r of rows) mark.run(r.id);
   return rows;
-}
-
-/** When the next pending delivery is due (epoch ms), or null when none is waiting. */
-export function nextDueAt(db: DB): number | null {
-  const r = stmt(db, "SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending' AND in_flight = 0").get() as { at: number | null };
-  return r.at;
 }
 
 /** Claimed rows given back unsent: due again as they were. */
@@ -308,7 +312,24 @@ export function recordAttempt(
   return true;
 }
 
-/** Drops settled deliveries (and their attempts) created before `olderThan`. */
-export function pruneDeliveries(db: DB, olderThan: string): number {
-  return stmt(db, "DELETE FROM webhook_deliveries WHERE created_at < ? AND status != 'pending'").run(olderThan).changes;
+/**
+ * Drops at most `limit` settled deliveries (with their attempts): first those created before
+ * `olderThan`, then those beyond the newest `keep` rows. A pending delivery is never dropped.
+ * Rows are numbered in insertion order (rowid; only the oldest are ever pruned), so "beyond the
+ * newest `keep`" is a range, not a count. Returns how many were dropped.
+ */
+export function pruneDeliveries(db: DB, o: { olderThan: string; keep: number }, limit: number): number {
+  let n = stmt(
+    db,
+    `DELETE FROM webhook_deliveries WHERE rowid IN (
+       SELECT rowid FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' ORDER BY created_at LIMIT ?)`,
+  ).run(o.olderThan, limit).changes;
+  if (n >= limit) return n;
+  const top = (stmt(db, 'SELECT MAX(rowid) AS r FROM webhook_deliveries').get() as { r: number | null }).r ?? 0;
+  n += stmt(
+    db,
+    `DELETE FROM webhook_deliveries WHERE rowid IN (
+       SELECT rowid FROM webhook_deliveries WHERE rowid <= ? AND status != 'pending' ORDER BY rowid LIMIT ?)`,
+  ).run(top - o.keep, limit - n).changes;
+  return n;
 }

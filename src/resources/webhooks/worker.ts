@@ -1,18 +1,20 @@
 import type { App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
-import { nowIso } from '../../lib/time.js';
 import { decide } from './outcome.js';
+import { parseRetryAfter } from './retry.js';
+import { claimWant, nextStart, nextWake, type Held, type SlotLimits } from './schedule.js';
 import { openSecretBox } from './secret-box.js';
-import { disableGone, pruneDeliveries, type Matcher, type WebhookRuntime } from './service.js';
+import { disableGone, isoNow, type Matcher, type WebhookRuntime } from './service.js';
 import { deliveryHeaders } from './sign.js';
 import * as store from './store.js';
 import { errorText, type Sent } from './send.js';
 import { Sender } from './sender.js';
 
-// The delivery worker: claims due deliveries (at most webhooks.concurrency in flight), signs them,
-// hands them to the delivery thread (sender.ts: one pooled undici Agent, one hard deadline), and
-// records every attempt. Deliveries live in the state DB, so what was pending or in flight when the
-// process died is sent after the restart, with the same delivery id.
+// The delivery worker: claims due deliveries (at most webhooks.concurrency in flight, at most
+// webhooks.perEndpointConcurrency of one webhook; see schedule.ts), signs them, hands them to the
+// delivery thread (sender.ts: one pooled undici Agent, one hard deadline), and records every
+// attempt. Deliveries live in the state DB, so what was pending or in flight when the process died
+// is sent after the restart, with the same delivery id. Every time it reads is the daemon's clock.
 
 export interface WorkerOptions {
   /** Names resolved to these addresses instead of by DNS (tests; the forbidden-address check still applies). */
@@ -21,7 +23,6 @@ export interface WorkerOptions {
   random?: () => number;
 }
 
-const PRUNE_EVERY_MS = 60 * 60 * 1000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface Outcome {
@@ -32,8 +33,6 @@ interface Outcome {
   disable: boolean;
 }
 
-/** Claimed rows kept ready beyond the free slots, so claiming is one transaction per batch, not per delivery. */
-const PREFETCH_FACTOR = 2;
 /** Opened secrets are re-read at least this often (rotation also drops them at once). */
 const SECRET_CACHE_MS = 60_000;
 /** Finished attempts are written together at most this long after the first of them. */
@@ -49,17 +48,28 @@ export class DeliveryWorker implements WebhookRuntime {
   private readonly sender: Sender;
   private readonly random: () => number;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Deliveries on the wire, per webhook. */
+  private readonly active = new Map<string, number>();
   /** Claimed (in_flight = 1 in the DB) and not yet started; released by the next start after a crash. */
   private ready: store.Claimed[] = [];
   /** Finished attempts waiting for the next batched write. */
   private outcomes: Outcome[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly secrets = new Map<string, { list: string[]; until: number }>();
-  private timer: NodeJS.Timeout | null = null;
+  /** The wake-up for the next delivery not due yet, on the daemon's clock. */
+  private timer: unknown = null;
   private timerAt = Infinity;
   private scheduled = false;
   private closed = false;
-  private readonly pruneTimer: NodeJS.Timeout;
+  /**
+   * What may have due deliveries the worker does not know of. Every webhook's are looked up when
+   * `stale` (at start, when the timer fires); otherwise only those of the webhooks named by a
+   * kick (`fresh`: new deliveries, redelivery, a change) and of those it holds and has not found
+   * `drained` (a claim that got fewer rows than it asked for).
+   */
+  private stale = true;
+  private readonly fresh = new Set<string>();
+  private readonly drained = new Set<string>();
 
   constructor(
     private readonly app: App,
@@ -68,11 +78,8 @@ export class DeliveryWorker implements WebhookRuntime {
     this.box = openSecretBox(app.stateDir, app.projectId);
     this.random = opts.random ?? Math.random;
     this.sender = new Sender({ hosts: opts.hosts }, app.log);
-    const released = store.releaseInFlight(app.db, Date.now());
+    const released = store.releaseInFlight(app.db, app.clock.now());
     if (released) app.log.info('re-sending webhook deliveries that were in flight when the daemon stopped', { count: released });
-    this.prune();
-    this.pruneTimer = setInterval(() => this.prune(), PRUNE_EVERY_MS);
-    this.pruneTimer.unref();
   }
 
   /** Starts sending (after the daemon has wired everything). */
@@ -80,7 +87,14 @@ export class DeliveryWorker implements WebhookRuntime {
     this.kick();
   }
 
-  kick(): void {
+  /** Deliveries of `webhookId` (of any webhook when absent) may be due: look on the next turn. */
+  kick(webhookId?: string): void {
+    if (webhookId === undefined) this.stale = true;
+    else this.fresh.add(webhookId);
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (this.scheduled || this.closed) return;
     this.scheduled = true;
     setImmediate(() => {
@@ -105,56 +119,100 @@ export class DeliveryWorker implements WebhookRuntime {
     store.releaseClaims(this.app.db, drop.map((c) => c.id));
   }
 
-  private prune(): void {
-    try {
-      const n = pruneDeliveries(this.app);
-      if (n) this.app.log.info('pruned webhook deliveries older than 30 days', { count: n });
-    } catch (err) {
-      this.app.log.error('pruning webhook deliveries failed', errorFields(err));
-    }
+  private limits(): SlotLimits {
+    const { concurrency, perEndpointConcurrency } = this.app.config().webhooks;
+    return { concurrency, perEndpoint: perEndpointConcurrency };
   }
 
   private pump(): void {
     if (this.closed) return;
     try {
-      const { concurrency } = this.app.config().webhooks;
-      // Claim in batches of at least `concurrency` rows (always possible once `ready` is empty).
-      const want = concurrency * PREFETCH_FACTOR - this.ready.length - this.inFlight.size;
-      if (want >= concurrency) this.ready.push(...this.app.db.transaction(() => store.claimDue(this.app.db, Date.now(), want))());
-      // A few starts per turn of the event loop, then yield: API requests wait behind at most
-      // START_PER_TURN deliveries' worth of synchronous work (signing, request set-up).
-      let started = 0;
-      while (this.inFlight.size < concurrency && this.ready.length) {
-        if (started++ === START_PER_TURN) {
-          this.kick();
-          break;
-        }
-        const c = this.ready.shift()!;
-        const p: Promise<void> = this.deliver(c)
-          .catch((err) => this.app.log.error('a webhook delivery failed unexpectedly', { deliveryId: c.id, ...errorFields(err) }))
-          .finally(() => {
-            this.inFlight.delete(p);
-            this.kick();
-          });
-        this.inFlight.add(p);
-      }
-      if (this.inFlight.size < concurrency && !this.ready.length) this.arm(store.nextDueAt(this.app.db));
+      const limits = this.limits();
+      this.startReady(limits);
+      this.claim(limits);
+      this.startReady(limits);
     } catch (err) {
       this.app.log.error('claiming webhook deliveries failed; trying again in a second', errorFields(err));
-      this.arm(Date.now() + 1000);
+      this.arm(this.app.clock.now() + 1000);
+    }
+  }
+
+  /** Claims, for each webhook that may have due deliveries, what schedule.ts says it may take now. */
+  private claim(limits: SlotLimits): void {
+    const now = this.app.clock.now();
+    const held = new Map<string, Held>();
+    for (const [id, n] of this.active) held.set(id, { active: n, queued: 0 });
+    for (const c of this.ready) {
+      const h = held.get(c.webhookId);
+      if (h) h.queued++;
+      else held.set(c.webhookId, { active: 0, queued: 1 });
+    }
+    let candidates: Iterable<string>;
+    if (this.stale) {
+      this.stale = false;
+      this.drained.clear();
+      const heads = store.dueHeads(this.app.db);
+      // Deliveries not due yet wake the worker when they are.
+      this.arm(nextWake(heads, now));
+      candidates = heads.filter((h) => h.dueAt <= now).map((h) => h.webhookId);
+    } else {
+      for (const id of this.fresh) this.drained.delete(id);
+      candidates = new Set([...this.fresh, ...[...held.keys()].filter((id) => !this.drained.has(id))]);
+    }
+    this.fresh.clear();
+    const free = limits.concurrency - this.inFlight.size;
+    const wants: [string, number][] = [];
+    for (const id of candidates) {
+      const n = claimWant(held.get(id) ?? { active: 0, queued: 0 }, free, limits);
+      if (n > 0) wants.push([id, n]);
+    }
+    if (!wants.length) return;
+    // Taken into `ready` only once committed: a claim rolled back must not be sent.
+    const claimed: store.Claimed[] = [];
+    this.app.db.transaction(() => {
+      for (const [id, n] of wants) {
+        const got = store.claimDue(this.app.db, id, now, n);
+        claimed.push(...got);
+        if (got.length < n) this.drained.add(id);
+      }
+    })();
+    this.ready.push(...claimed);
+  }
+
+  /** Starts claimed deliveries while slots allow: a few per turn of the event loop. */
+  private startReady(limits: SlotLimits): void {
+    // API requests wait behind at most START_PER_TURN deliveries' worth of synchronous work
+    // (signing, request set-up); the rest start on the next turn.
+    for (let started = 0; ; started++) {
+      const i = nextStart(this.ready, this.active, this.inFlight.size, limits);
+      if (i < 0) return;
+      if (started === START_PER_TURN) return this.schedule();
+      const [c] = this.ready.splice(i, 1) as [store.Claimed];
+      this.active.set(c.webhookId, (this.active.get(c.webhookId) ?? 0) + 1);
+      const p: Promise<void> = this.deliver(c)
+        .catch((err) => this.app.log.error('a webhook delivery failed unexpectedly', { deliveryId: c.id, ...errorFields(err) }))
+        .finally(() => {
+          this.inFlight.delete(p);
+          const left = (this.active.get(c.webhookId) ?? 1) - 1;
+          if (left > 0) this.active.set(c.webhookId, left);
+          else this.active.delete(c.webhookId);
+          this.schedule();
+        });
+      this.inFlight.add(p);
     }
   }
 
   private arm(at: number | null): void {
-    if (at === null) return;
-    if (this.timer && this.timerAt <= at) return;
-    if (this.timer) clearTimeout(this.timer);
+    if (at === null || this.closed) return;
+    if (this.timer !== null && this.timerAt <= at) return;
+    if (this.timer !== null) this.app.clock.clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => {
+    this.timer = this.app.clock.setTimeout(() => {
       this.timer = null;
       this.timerAt = Infinity;
+      this.stale = true;
       this.pump();
-    }, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, at - this.app.clock.now())));
   }
 
   private secretsFor(webhookId: string, at: string): string[] {
@@ -177,7 +235,7 @@ export class DeliveryWorker implements WebhookRuntime {
 
   private async deliver(c: store.Claimed): Promise<void> {
     const { timeoutMs, retryBaseMs } = this.app.config().webhooks;
-    const at = nowIso();
+    const at = isoNow(this.app);
     let sent: Sent;
     let durationMs = 0;
     try {
@@ -185,12 +243,14 @@ export class DeliveryWorker implements WebhookRuntime {
       const headers = deliveryHeaders({ deliveryId: c.id, event: c.event, body: c.body, secrets, t: Math.floor(Date.parse(at) / 1000) });
       ({ sent, durationMs } = await this.sender.send({ url: c.url, body: c.body, headers, timeoutMs }));
     } catch (err) {
-      sent = { result: { error: errorText(err).text }, responseBody: null, retryAfterMs: null, location: null };
+      sent = { result: { error: errorText(err).text }, responseBody: null, retryAfter: null, location: null };
     }
     // Cut short by shutdown: not the receiver's doing, so not an attempt; the next start re-sends it.
     if (this.closed) return;
     const attempts = c.attempts + 1;
-    const d = decide({ result: sent.result, attempts, now: Date.now(), retryBaseMs, random: this.random, retryAfterMs: sent.retryAfterMs, location: sent.location });
+    const now = this.app.clock.now();
+    const retryAfterMs = parseRetryAfter(sent.retryAfter ?? undefined, now);
+    const d = decide({ result: sent.result, attempts, now, retryBaseMs, random: this.random, retryAfterMs, location: sent.location });
     this.outcomes.push({
       c,
       attempt: { n: attempts, at, statusCode: d.statusCode, error: d.error, durationMs, responseBody: sent.responseBody },
@@ -217,7 +277,7 @@ export class DeliveryWorker implements WebhookRuntime {
     if (!this.outcomes.length) return;
     const batch = this.outcomes.splice(0, FLUSH_MAX);
     if (this.outcomes.length) this.flushTimer = setTimeout(() => this.flush(), 0);
-    const now = nowIso();
+    const now = isoNow(this.app);
     try {
       this.app.events.write(() => {
         for (const o of batch) {
@@ -228,15 +288,19 @@ export class DeliveryWorker implements WebhookRuntime {
     } catch (err) {
       // The rows stay in flight; the next start sends them again.
       this.app.log.error('recording webhook attempts failed', { count: batch.length, ...errorFields(err) });
+      return;
     }
-    if (batch.some((o) => o.status === 'pending')) this.kick();
+    // Retries wake the worker when they are due.
+    let retryAt: number | null = null;
+    for (const o of batch) if (o.status === 'pending' && o.nextAttemptAt !== null) retryAt = Math.min(retryAt ?? Infinity, o.nextAttemptAt);
+    this.arm(retryAt);
   }
 
   /** Stops claiming, lets attempts under way finish (each is bounded by its deadline), closes the pool. */
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.pruneTimer);
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== null) this.app.clock.clearTimeout(this.timer);
+    this.timer = null;
     await this.sender.close();
     await Promise.allSettled([...this.inFlight]);
     while (this.outcomes.length) this.flush();
