@@ -1,6 +1,5 @@
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+import { homeEnv, testHome } from './test/home-guard.js';
 
 export default defineConfig({
   test: {
@@ -13,8 +12,9 @@ export default defineConfig({
     // Most test time is spent waiting on sockets, child processes and timers, not on the CPU: four
     // forks on two cores finish the suite in about 70% of the time two take (measured: 72 s vs 102 s).
     maxWorkers: 4,
-    // Daemons started by tests, in-process or as child processes, never touch the user's keychain or
-    // ~/.config: the vault's master key falls back to a file under a temp dir.
-    env: { NO_COLOR: '1', SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(tmpdir(), 'svc-test-user-config') },
+    // Daemons started by tests, in-process or as child processes, never touch the user's keychain,
+    // home or ~/.config: HOME, the XDG dirs and SVC_CONFIG_DIR are a temp dir of this run (made and
+    // removed by the global setup, which also fails the run if the real svc config dir changed).
+    env: { NO_COLOR: '1', SVC_KEYCHAIN: 'off', ...homeEnv(testHome()) },
   },
 });

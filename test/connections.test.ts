@@ -53,7 +53,10 @@ describe('connection timeouts', () => {
       await eventually(() => /\r\n\r\n\{"ok":true/.test(c.data().slice(before)));
     };
     await ask();
-    await new Promise((r) => setTimeout(r, 600));
+    // Three headers timeouts pass, measured on the daemon's own timers: seven more heartbeats of the
+    // stream, 100 ms apart (600 ms at least, however late a loaded machine runs them).
+    const pings = stream.comments.length;
+    await stream.until((x) => x.comments.length >= pings + 7, 10_000);
     await ask(); // the same socket, three headers timeouts later
     expect(c.closed()).toBe(false);
     await d.api('POST', '/api/v1/agents/teams', { body: { name: 'after-timeout' } });

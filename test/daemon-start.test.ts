@@ -1,13 +1,12 @@
 import { createHook } from 'node:async_hooks';
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { startDaemon, type DaemonOptions } from '../src/daemon.js';
+import { startDaemon } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { readLocalKey } from '../src/state-dir.js';
-import { eventually, makeProject } from './harness.js';
+import { daemonEnv, eventually, makeProject } from './harness.js';
 
 // What a daemon leaves in the process that started it once it has closed, or failed to start:
 // every kind of handle (timers, unref'd ones included; fs.watch and fs.watchFile watchers; servers;
@@ -84,15 +83,13 @@ async function expectNothingLeft(before: Census): Promise<void> {
  */
 async function warmUp(): Promise<void> {
   const root = makeProject({}, { 'skills/warm/SKILL.md': '---\nname: warm\ndescription: d\n---\nbody\n' });
-  await (await startDaemon({ root, host: '127.0.0.1', port: 0, ...quiet() })).close();
+  await (await startDaemon({ root, host: '127.0.0.1', port: 0, env: daemonEnv(root), log: createLogger(() => {}) })).close();
 }
-
-const quiet = (): Pick<DaemonOptions, 'env' | 'log'> => ({ env: { SVC_KEYCHAIN: 'off' }, log: createLogger(() => {}) });
 
 describe('a daemon leaves nothing behind', () => {
   it('after running and closing: watchers, timers, sockets, the database and the log file all go', async () => {
     const root = makeProject({}, { 'skills/review/SKILL.md': '---\nname: review\ndescription: d\n---\nbody\n' });
-    const env = { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(root, '.user-config') };
+    const env = daemonEnv(root);
     await warmUp();
     const before = census();
 
@@ -135,7 +132,7 @@ describe('a daemon leaves nothing behind', () => {
     const out = process.stdout.write;
     process.stdout.write = (() => true) as typeof process.stdout.write;
     try {
-      await expect(startDaemon({ root, host: '127.0.0.1', port, env: { SVC_KEYCHAIN: 'off' } })).rejects.toThrow(/in use.*--port 0/);
+      await expect(startDaemon({ root, host: '127.0.0.1', port, env: daemonEnv(root) })).rejects.toThrow(/in use.*--port 0/);
     } finally {
       process.stdout.write = out;
     }
@@ -145,7 +142,7 @@ describe('a daemon leaves nothing behind', () => {
 
   it('a vault key that cannot open the entries fails the start and leaves nothing open', async () => {
     const root = makeProject();
-    const first = await startDaemon({ root, host: '127.0.0.1', port: 0, env: { SVC_VAULT_KEY: 'a'.repeat(64) }, log: createLogger(() => {}) });
+    const first = await startDaemon({ root, host: '127.0.0.1', port: 0, env: daemonEnv(root, { SVC_VAULT_KEY: 'a'.repeat(64) }), log: createLogger(() => {}) });
     const key = readLocalKey(root);
     await fetch(`${first.url}/api/v1/agents`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'dev' }) });
     const saved = await fetch(`${first.url}/api/v1/vault/entries`, {
@@ -156,14 +153,14 @@ describe('a daemon leaves nothing behind', () => {
     expect(saved.status).toBe(200);
     await first.close();
     const before = census();
-    await expect(startDaemon({ root, host: '127.0.0.1', port: 0, env: { SVC_VAULT_KEY: 'b'.repeat(64) }, log: createLogger(() => {}) })).rejects.toThrow(/SVC_VAULT_KEY/);
+    await expect(startDaemon({ root, host: '127.0.0.1', port: 0, env: daemonEnv(root, { SVC_VAULT_KEY: 'b'.repeat(64) }), log: createLogger(() => {}) })).rejects.toThrow(/SVC_VAULT_KEY/);
     await expectNothingLeft(before);
   });
 
   it('refuses a SERVICE_API_KEY shorter than 16 characters, leaving nothing open', async () => {
     const root = makeProject();
     const before = census();
-    await expect(startDaemon({ root, host: '127.0.0.1', port: 0, env: { SERVICE_API_KEY: 'short' }, log: createLogger(() => {}) })).rejects.toThrow(/SERVICE_API_KEY must be at least 16 characters/);
+    await expect(startDaemon({ root, host: '127.0.0.1', port: 0, env: daemonEnv(root, { SERVICE_API_KEY: 'short' }), log: createLogger(() => {}) })).rejects.toThrow(/SERVICE_API_KEY must be at least 16 characters/);
     await expectNothingLeft(before);
   });
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exited, serve, svc } from './cli-helpers.js';
-import { makeProject } from './harness.js';
+import { eventually, makeProject } from './harness.js';
 
 const mode = (p: string) => statSync(p).mode & 0o777;
 const children: { kill(): void }[] = [];
@@ -40,32 +40,35 @@ describe('svc serve', () => {
     const probe = fileURLToPath(new URL('./fixtures/promise-hooks-probe.mjs', import.meta.url));
     const { child, url } = await serve(root, ['--port', '0'], { NODE_OPTIONS: `--import=${probe}`, SVC_TEST_PROBE_LOG: log });
     children.push(child);
+    const samples = () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 200));
-    const seen = readFileSync(log, 'utf8').split('\n').filter(Boolean);
-    expect(seen.length).toBeGreaterThan(0);
-    expect(new Set(seen)).toEqual(new Set(['off']));
+    // Two more samples: the later one was certainly taken after the request was served.
+    const served = samples().length;
+    await eventually(() => samples().length >= served + 2, 10_000);
+    expect(new Set(samples())).toEqual(new Set(['off']));
   });
 
   it('SIGTERM lets an in-flight request finish, then removes daemon.json and exits 0', async () => {
     const root = makeProject();
-    const { child, url } = await serve(root);
+    const { child, url, output } = await serve(root);
     children.push(child);
     const key = readFileSync(join(root, '.svc/local.key'), 'utf8').trim();
     const u = new URL(url);
     const body = JSON.stringify({ name: 'late' });
-    // Start a request, send half its body, stop the daemon, then finish the body.
+    // Start a request, send half its body, stop the daemon, then finish the body once it is shutting down.
     const response = new Promise<number>((resolve, reject) => {
-      const req = request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/agents', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), expect: '100-continue' };
+      const req = request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/agents', headers }, (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode!));
       });
       req.on('error', reject);
-      req.write(body.slice(0, 5));
-      setTimeout(() => {
+      // 100 Continue: the daemon has read the head and is handling the request.
+      req.once('continue', () => {
+        req.write(body.slice(0, 5));
         child.kill('SIGTERM');
-        setTimeout(() => req.end(body.slice(5)), 200);
-      }, 100);
+        eventually(() => output().includes('"msg":"shutting down"'), 10_000).then(() => req.end(body.slice(5)), reject);
+      });
     });
     expect(await response).toBe(201);
     expect(await exited(child)).toBe(0);

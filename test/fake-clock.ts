@@ -40,6 +40,14 @@ export class FakeClock implements Clock {
     return next;
   }
 
+  /**
+   * Moves time forward without firing the timers that fall due: a busy event loop runs them late,
+   * and what a request meets in between is what this shows. advance(0) then fires them.
+   */
+  skip(ms: number): void {
+    this.t += ms;
+  }
+
   advance(ms: number): void {
     this.advanceTo(this.t + ms);
   }

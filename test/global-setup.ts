@@ -1,10 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { EVENT_NAMES } from '../src/events/registry.js';
+import { configDir } from '../src/resources/vault/master-key.js';
 import { makeEmittedDir, neverEmitted, readEmitted, removeEmittedDir } from './event-coverage.js';
+import { changes, homeEnv, snapshot, testHome } from './home-guard.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 
@@ -17,13 +20,45 @@ export default function setup(project: TestProject): () => void {
   execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', 'dist/.tsbuildinfo'], { cwd: repo, stdio: 'inherit' });
   const dir = makeEmittedDir();
   project.provide('emittedEventsDir', dir);
+  // The home is removed at the end: it is only ever the run's own dir under the temp dir (its name
+  // made here, from this process's pid), never a path taken from the config, which could be a real home.
+  const home = testHome();
+  if (project.config.env.HOME !== home || project.config.env.SVC_CONFIG_DIR !== homeEnv(home).SVC_CONFIG_DIR) {
+    throw new Error(`vitest.config.ts must give the tests the run's own home (${home}) and SVC_CONFIG_DIR, not ${project.config.env.HOME}`);
+  }
+  mkdirSync(home, { recursive: true });
+  const real = realConfigDirs();
+  const before = snapshot(real);
   return () => {
     try {
       checkEveryEventEmitted(project, dir);
+      checkRealHomeUntouched(real, before);
     } finally {
       removeEmittedDir(dir);
+      rmSync(home, { recursive: true, force: true });
     }
   };
+}
+
+/**
+ * The svc config dirs a daemon could reach outside the run: the one the runner's own environment
+ * names, and the one in the home of the user's account (where a child started with an environment
+ * that lacks HOME would look).
+ */
+function realConfigDirs(): string[] {
+  const dirs = [configDir({ ...process.env, SVC_CONFIG_DIR: undefined }), join(userInfo().homedir, '.config', 'svc')];
+  return [...new Set(dirs.map((d) => resolve(d)))];
+}
+
+/** Fails the run when a test wrote to the real svc config dir (a master-key file, say). */
+function checkRealHomeUntouched(dirs: string[], before: ReturnType<typeof snapshot>): void {
+  const changed = changes(before, snapshot(dirs));
+  if (!changed.length) return;
+  console.error(
+    `\nHome guard: the run changed the real svc config dir (${dirs.join(', ')}):\n  ${changed.join('\n  ')}\n` +
+      'A test or a process it started reached the user\'s home (give it the run\'s environment: HOME and SVC_CONFIG_DIR, see vitest.config.ts), or another svc test run on this machine wrote there meanwhile.\n',
+  );
+  process.exitCode = 1;
 }
 
 /**

@@ -44,6 +44,12 @@ export function makeProject(config: Record<string, unknown> = {}, files: Record<
   return root;
 }
 
+/**
+ * A test daemon's whole environment (startDaemon's `env` replaces process.env): no OS keychain,
+ * and the vault's key file in the project, never in the user's ~/.config/svc.
+ */
+export const daemonEnv = (root: string, more: Record<string, string> = {}): NodeJS.ProcessEnv => ({ SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(root, '.user-config'), ...more });
+
 /** The real daemon, in this process, on 127.0.0.1 port 0, in a fresh temp project. */
 export async function startTestDaemon(
   opts: {
@@ -64,8 +70,7 @@ export async function startTestDaemon(
     root,
     host: '127.0.0.1',
     port: 0,
-    // The vault's master key: no OS keychain and no key file in the real home unless a test asks.
-    env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(root, '.user-config'), ...opts.env },
+    env: daemonEnv(root, opts.env),
     log: createLogger((l) => logs.push(l), 'debug'),
     checkResponses: true,
     sse: opts.sse,

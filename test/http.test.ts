@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES } from '../src/routes.js';
-import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
+import { eventually, rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
+import { ALLOWED_ORIGIN, FOREIGN_ORIGINS, SAME_ORIGINS } from './origin-cases.js';
 
 let d: TestDaemon;
 beforeAll(async () => {
@@ -12,7 +13,7 @@ beforeAll(async () => {
         { name: 'ci', key: 'object-key-0123456789' },
         { name: 'reports', key: 'granted-key-0123456789', grants: [{ resource: 'reports', actions: ['read'] }] },
       ],
-      server: { allowedHosts: ['svc.internal'], allowedOrigins: ['http://localhost:5173'], maxBodyBytes: 2048 },
+      server: { allowedHosts: ['svc.internal'], allowedOrigins: [ALLOWED_ORIGIN], maxBodyBytes: 2048 },
     },
     env: { SERVICE_API_KEY: 'env-key-0123456789abcdef' },
   });
@@ -118,6 +119,35 @@ describe('host and origin guards', () => {
     const res = await rawRequest(d.url, { path: '/api/v1/agents', headers: { ...auth(), origin: 'http://localhost:5173' } });
     expect(res.status).toBe(200);
     expect(res.headers['access-control-allow-origin']).toBe('http://localhost:5173');
+  });
+
+  it.each(FOREIGN_ORIGINS)('refuses an Origin that only resembles the allowed one, request and preflight: %s (%s)', async (_n, origin) => {
+    const res = await rawRequest(d.url, { path: '/api/v1/agents', headers: { ...auth(), origin } });
+    expect(res.status).toBe(403);
+    expect(JSON.parse(res.body).code).toBe('forbidden');
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    const pre = await rawRequest(d.url, { method: 'OPTIONS', path: '/api/v1/agents', headers: { 'access-control-request-method': 'POST', origin } });
+    expect(pre.status).toBe(403);
+    expect(pre.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it.each(SAME_ORIGINS)('serves the allowed Origin spelled %s (%s)', async (_n, origin) => {
+    const res = await rawRequest(d.url, { path: '/api/v1/agents', headers: { ...auth(), origin } });
+    expect(res.status).toBe(200);
+    expect(res.headers['access-control-allow-origin']).toBe(origin);
+  });
+
+  it('refuses Origin: null even when server.allowedOrigins lists it', async () => {
+    const other = await startTestDaemon({ config: { server: { allowedOrigins: ['null', ALLOWED_ORIGIN] } } });
+    try {
+      const res = await rawRequest(other.url, { path: '/api/v1/agents', headers: { authorization: `Bearer ${other.key}`, origin: 'null' } });
+      expect(res.status).toBe(403);
+      expect(JSON.parse(res.body).code).toBe('forbidden');
+      const ok = await rawRequest(other.url, { path: '/api/v1/agents', headers: { authorization: `Bearer ${other.key}`, origin: ALLOWED_ORIGIN } });
+      expect(ok.status).toBe(200);
+    } finally {
+      await other.close();
+    }
   });
 
   it('answers CORS preflight only for allowed origins', async () => {
@@ -232,13 +262,12 @@ describe('request handling', () => {
     const u = new URL(d.url);
     d.logs.length = 0;
     await new Promise<void>((resolve) => {
-      const req = request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/agents', headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'content-length': '100' } });
-      req.on('error', () => resolve());
-      req.write('{"name":');
-      setTimeout(() => req.destroy(), 50);
-      setTimeout(resolve, 200);
+      const req = request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/agents', headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'content-length': '100', expect: '100-continue' } });
+      req.on('error', () => undefined);
+      req.on('close', resolve);
+      // 100 Continue: the daemon is handling the request; it gets part of the body, then the client goes.
+      req.once('continue', () => req.write('{"name":', () => req.destroy()));
     });
-    const { eventually } = await import('./harness.js');
     await eventually(() => d.logs.some((l) => l.includes('"status":499')));
     expect(d.logs.some((l) => l.includes('unhandled error'))).toBe(false);
   });
@@ -292,10 +321,9 @@ describe('request handling', () => {
     const secretBody = { name: 'logged-agent', systemPrompt: 'BODY-MARKER-123' };
     const res = await d.api('POST', '/api/v1/agents?apiKey=QUERY-MARKER-456', { body: secretBody });
     const id = res.headers.get('x-request-id');
-    await new Promise((r) => setTimeout(r, 20));
-    const lines = d.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
-    const line = lines.find((l) => l.id === id);
-    expect(line).toMatchObject({ method: 'POST', path: '/api/v1/agents', status: expect.any(Number), ms: expect.any(Number) });
+    const line = () => d.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'request' && l.id === id);
+    await eventually(() => line() !== undefined);
+    expect(line()).toMatchObject({ method: 'POST', path: '/api/v1/agents', status: expect.any(Number), ms: expect.any(Number) });
     const all = d.logs.join('\n');
     expect(all).not.toContain('BODY-MARKER-123');
     expect(all).not.toContain('QUERY-MARKER-456');

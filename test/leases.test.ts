@@ -1,5 +1,5 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LEASE_REAPER } from '../src/resources/tasks/lease-reaper.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock } from './fake-clock.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 import { collect } from './sse-collector.js';
@@ -17,9 +17,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await d.close();
-});
-afterEach(() => {
-  vi.useRealTimers();
 });
 
 async function newTask(title: string, extra: Record<string, unknown> = {}): Promise<string> {
@@ -126,75 +123,161 @@ describe('POST /api/v1/tasks/next', () => {
   });
 });
 
+/**
+ * A daemon of its own on a fake clock years away from the real one: no lease of another test can
+ * run out inside its steps, every wake-up of the reaper is the clock's, and a time that came from
+ * the system clock instead of the daemon's would be years off.
+ */
+async function fakeClockDaemon(clock: FakeClock, root?: string): Promise<TestDaemon> {
+  const daemon = await startTestDaemon({ clock, root, keepRoot: true, config: { tasks: { leaseSeconds: LEASE_SECONDS } } });
+  if (!root) for (const name of ['ana', 'bob']) expect((await daemon.api('POST', '/api/v1/agents', { body: { name } })).status).toBe(201);
+  return daemon;
+}
+
 describe('lease expiry (fake clock)', () => {
+  const clock = new FakeClock(Date.parse('2031-03-04T05:06:07.000Z'));
+  let f: TestDaemon;
+  beforeAll(async () => {
+    f = await fakeClockDaemon(clock);
+  });
+  afterAll(async () => {
+    await f.close();
+  });
+  const iso = () => new Date(clock.now()).toISOString();
+
   it('frees the task, emits task:transition and task:lease_expired, and lets another agent claim it', async () => {
-    const id = await newTask('abandoned');
-    const sse = await collect(d.url, { key: d.key, filter: 'task:transition,task:lease_expired' });
-    vi.useFakeTimers({ toFake: ['Date'] });
-    const c = await claim(id, 'ana');
-    const reaper = d.daemon.app.services.get(LEASE_REAPER);
-    const mark = d.daemon.app.events.lastId();
+    const id = (await f.api('POST', '/api/v1/tasks', { body: { title: 'abandoned' } })).body.data.id;
+    const sse = await collect(f.url, { key: f.key, filter: 'task:transition,task:lease_expired' });
+    const c = (await f.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'ana' } })).body.data;
+    expect(c.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
+    // The reaper's one wake-up is set on the daemon's clock, for this lease's end.
+    expect(clock.nextAt).toBe(Date.parse(c.leaseExpiresAt));
+    const mark = f.daemon.app.events.lastId();
 
     // Just before the end nothing happens; a heartbeat then still works and moves the end.
-    vi.setSystemTime(Date.parse(c.leaseExpiresAt) - 1000);
-    reaper.tick();
-    expect(d.daemon.app.events.lastId()).toBe(mark);
-    const beat = await d.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } });
+    clock.advanceTo(Date.parse(c.leaseExpiresAt) - 1000);
+    expect(f.daemon.app.events.lastId()).toBe(mark);
+    const beat = await f.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } });
     expect(beat.status).toBe(200);
-    expect(Date.parse(beat.body.data.leaseExpiresAt)).toBe(Date.now() + LEASE_SECONDS * 1000);
+    expect(beat.body.data.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
+    // The wake-up set for the old end finds nothing due and sleeps until the new one.
+    clock.advanceTo(Date.parse(c.leaseExpiresAt));
+    expect(f.daemon.app.events.lastId()).toBe(mark);
+    expect(clock.nextAt).toBe(Date.parse(beat.body.data.leaseExpiresAt));
 
-    vi.setSystemTime(Date.parse(beat.body.data.leaseExpiresAt) + 1);
-    // Past its end, the lease is dead even before the reaper runs.
-    expect((await d.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } })).body.code).toBe('conflict');
-    reaper.tick();
+    // Past its end the lease is dead even before the reaper has run (its timer is late).
+    clock.skip(Date.parse(beat.body.data.leaseExpiresAt) + 1 - clock.now());
+    expect((await f.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } })).body).toMatchObject({ code: 'conflict', error: /expired at/ });
+    expect((await f.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: c.leaseId } })).body).toMatchObject({ code: 'conflict', error: /expired at/ });
+    expect(f.daemon.app.events.lastId()).toBe(mark);
+    clock.advance(0);
 
-    // (Leases of earlier tests ran out too; this one's events are checked.)
-    const fired = d.daemon.app.events
-      .since(mark, 100)
-      .filter((e) => e.data.taskId === id)
-      .map((e) => ({ name: e.name, data: e.data }));
+    const fired = f.daemon.app.events.since(mark, 100).map((e) => ({ name: e.name, data: e.data }));
     expect(fired).toEqual([
       { name: 'task:transition', data: { taskId: id, from: 'in_progress', to: 'pending', reason: 'lease expired' } },
       { name: 'task:lease_expired', data: { taskId: id, agent: 'ana', leaseId: c.leaseId, expiredAt: beat.body.data.leaseExpiresAt } },
     ]);
-    expect(await task(id)).toMatchObject({ status: 'pending', assignTo: null, leaseExpiresAt: null });
-    const ours = () => sse.messages.filter((m) => JSON.parse(m.data).taskId === id);
-    await sse.until(() => ours().some((m) => m.event === 'task:lease_expired'));
-    expect(ours().map((m) => [m.event, JSON.parse(m.data).to ?? null])).toEqual([
-      ['task:transition', 'assigned'],
-      ['task:transition', 'in_progress'],
-      ['task:transition', 'pending'],
-      ['task:lease_expired', null],
+    expect((await f.api('GET', `/api/v1/tasks/${id}`)).body.data).toMatchObject({ status: 'pending', assignTo: null, leaseExpiresAt: null, updatedAt: iso() });
+    await sse.until(() => sse.messages.some((m) => m.event === 'task:lease_expired'));
+    expect(sse.messages.map((m) => [m.event, JSON.parse(m.data).taskId, JSON.parse(m.data).to ?? null])).toEqual([
+      ['task:transition', id, 'assigned'],
+      ['task:transition', id, 'in_progress'],
+      ['task:transition', id, 'pending'],
+      ['task:lease_expired', id, null],
     ]);
     sse.close();
 
     // The old holder's lease is gone for good; another agent takes the task.
-    expect((await d.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: c.leaseId } })).status).toBe(409);
-    expect(await claim(id, 'bob')).toMatchObject({ status: 'in_progress', assignTo: 'bob' });
-    // A second tick finds nothing more to do.
-    const after = d.daemon.app.events.lastId();
-    reaper.tick();
-    expect(d.daemon.app.events.lastId()).toBe(after);
+    expect((await f.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: c.leaseId } })).body).toMatchObject({ code: 'conflict', error: /not the current lease/ });
+    const again = (await f.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'bob' } })).body.data;
+    expect(again).toMatchObject({ status: 'in_progress', assignTo: 'bob', leaseExpiresAt: new Date(clock.now() + LEASE_SECONDS * 1000).toISOString() });
+    // Nothing more is due before bob's lease ends.
+    const after = f.daemon.app.events.lastId();
+    clock.advanceTo(Date.parse(again.leaseExpiresAt) - 1);
+    expect(f.daemon.app.events.lastId()).toBe(after);
+    expect((await f.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: again.leaseId } })).status).toBe(200);
+  });
+
+  it("every time a task, its lease, its comments, its approval and its mission carry is the daemon's clock", async () => {
+    const created = iso();
+    const task = (await f.api('POST', '/api/v1/tasks', { body: { title: 'timed' } })).body.data;
+    expect(task).toMatchObject({ createdAt: created, updatedAt: created });
+
+    clock.advance(5_000);
+    const claimedAt = iso();
+    const c = (await f.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } })).body.data;
+    expect(c).toMatchObject({ createdAt: created, updatedAt: claimedAt, leaseExpiresAt: new Date(clock.now() + LEASE_SECONDS * 1000).toISOString() });
+
+    clock.advance(7_000);
+    const beat = (await f.api('POST', `/api/v1/tasks/${task.id}/heartbeat`, { body: { leaseId: c.leaseId } })).body.data;
+    expect(beat.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
+
+    clock.advance(1_000);
+    const comment = (await f.api('POST', `/api/v1/tasks/${task.id}/comments`, { body: { body: 'on it' } })).body.data;
+    expect(comment.createdAt).toBe(iso());
+
+    clock.advance(1_000);
+    const patched = (await f.api('PATCH', `/api/v1/tasks/${task.id}`, { body: { priority: 'high' } })).body.data;
+    expect(patched.updatedAt).toBe(iso());
+
+    clock.advance(1_000);
+    const review = (await f.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'review', leaseId: c.leaseId } })).body.data;
+    expect(review).toMatchObject({ status: 'review', updatedAt: iso() });
+
+    clock.advance(1_000);
+    const approval = (await f.api('POST', '/api/v1/approvals', { body: { taskId: task.id, requestedBy: 'ana', title: 'ship?', timeoutSeconds: 30 } })).body.data;
+    expect(approval).toMatchObject({ createdAt: iso(), expiresAt: new Date(clock.now() + 30_000).toISOString() });
+    expect((await f.api('GET', `/api/v1/tasks/${task.id}`)).body.data.updatedAt).toBe(iso());
+
+    clock.advance(30_000);
+    const decided = (await f.api('GET', `/api/v1/approvals/${approval.id}`)).body.data;
+    expect(decided).toMatchObject({ status: 'rejected', timedOut: true, resolvedAt: approval.expiresAt });
+    expect((await f.api('GET', `/api/v1/tasks/${task.id}`)).body.data).toMatchObject({ status: 'pending', updatedAt: approval.expiresAt });
+
+    // Removing a task touches the tasks that depended on it.
+    const dependent = (await f.api('POST', '/api/v1/tasks', { body: { title: 'after', dependsOn: [task.id] } })).body.data;
+    clock.advance(1_000);
+    expect((await f.api('DELETE', `/api/v1/tasks/${task.id}`)).status).toBe(200);
+    expect((await f.api('GET', `/api/v1/tasks/${dependent.id}`)).body.data).toMatchObject({ dependsOn: [], updatedAt: iso() });
+
+    // A mission moved by its tasks, and its tasks detached when it goes.
+    clock.advance(1_000);
+    const mission = (await f.api('POST', '/api/v1/missions', { body: { name: 'timed', tasks: [{ title: 'only' }] } })).body.data;
+    expect(mission).toMatchObject({ createdAt: iso(), updatedAt: iso() });
+    const [only] = (await f.api('GET', `/api/v1/tasks?missionId=${mission.id}`)).body.data;
+    clock.advance(1_000);
+    expect((await f.api('POST', `/api/v1/missions/${mission.id}/start`)).body.data.updatedAt).toBe(iso());
+    for (const to of ['assigned', 'in_progress', 'review']) expect((await f.api('POST', `/api/v1/tasks/${only.id}/transition`, { body: { to } })).status).toBe(200);
+    clock.advance(1_000);
+    expect((await f.api('POST', `/api/v1/tasks/${only.id}/transition`, { body: { to: 'done' } })).status).toBe(200);
+    expect((await f.api('GET', `/api/v1/missions/${mission.id}`)).body.data).toMatchObject({ status: 'completed', updatedAt: iso() });
+    clock.advance(1_000);
+    expect((await f.api('DELETE', `/api/v1/missions/${mission.id}`)).status).toBe(200);
+    expect((await f.api('GET', `/api/v1/tasks/${only.id}`)).body.data).toMatchObject({ missionId: null, updatedAt: iso() });
   });
 });
 
 describe('lease expiry across a restart', () => {
   it('a lease that ran out while the daemon was down is released at start', async () => {
-    const first = await startTestDaemon({ keepRoot: true, config: { tasks: { leaseSeconds: LEASE_SECONDS } } });
-    await first.api('POST', '/api/v1/agents', { body: { name: 'ana' } });
+    const clock = new FakeClock(Date.parse('2032-07-08T09:10:11.000Z'));
+    const first = await fakeClockDaemon(clock);
     const id = (await first.api('POST', '/api/v1/tasks', { body: { title: 'survives' } })).body.data.id;
     const c = (await first.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'ana' } })).body.data;
     const mark = first.daemon.app.events.lastId();
     await first.close();
+    // A closed daemon leaves no wake-up on the clock: nothing fires while it is down.
+    expect(clock.pending).toBe(0);
 
-    vi.useFakeTimers({ toFake: ['Date'] });
-    vi.setSystemTime(Date.parse(c.leaseExpiresAt) + 60_000);
-    const second = await startTestDaemon({ root: first.root, config: { tasks: { leaseSeconds: LEASE_SECONDS } } });
+    clock.advanceTo(Date.parse(c.leaseExpiresAt) + 60_000);
+    const second = await fakeClockDaemon(clock, first.root);
     try {
       // Released before the daemon listened: the events are already in the log.
-      const fired = second.daemon.app.events.since(mark, 100).map((e) => e.name);
-      expect(fired).toEqual(['task:transition', 'task:lease_expired']);
-      expect((await second.api('GET', `/api/v1/tasks/${id}`)).body.data).toMatchObject({ status: 'pending', assignTo: null });
+      const fired = second.daemon.app.events.since(mark, 100).map((e) => [e.name, e.data.taskId]);
+      expect(fired).toEqual([
+        ['task:transition', id],
+        ['task:lease_expired', id],
+      ]);
+      expect((await second.api('GET', `/api/v1/tasks/${id}`)).body.data).toMatchObject({ status: 'pending', assignTo: null, updatedAt: new Date(clock.now()).toISOString() });
     } finally {
       await second.close();
     }

@@ -150,7 +150,9 @@ describe('Last-Event-ID replay', () => {
     await deafStream(d, { filter: 'agent:', lastEventId: before });
     // The replay writes until the socket is full, then waits: the rest stays in the log, not in memory.
     await eventually(() => d!.daemon.app.streams.bufferedBytes() >= 16 * 1024, 10_000);
-    await new Promise((r) => setTimeout(r, 100));
+    // A replay goes on only on a later turn of the event loop (its next page) or at 'drain', which a
+    // reader that does not read never sends: turns of this process's loop (the daemon's) show it stopped.
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
     expect(d.daemon.app.streams.bufferedBytes()).toBeLessThan(64 * 1024);
     expect(d.daemon.app.streams.size).toBe(1);
     // Live events it cannot take count against it: past 50 behind it is cut.

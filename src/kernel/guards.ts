@@ -67,7 +67,14 @@ export function hostAllowed(header: string | undefined, allowedHosts: readonly s
   return false;
 }
 
+/**
+ * Whether a request's Origin is one of `allowedOrigins`: the whole origin, compared exactly (scheme
+ * and host are case-insensitive, a trailing slash is ignored), never a prefix. `null` is refused even
+ * when listed: it is the opaque origin of every sandboxed iframe, data: URL and file, so any page on
+ * the web can send it, and allowing it would allow them all.
+ */
 export function originAllowed(origin: string, allowedOrigins: readonly string[]): boolean {
   const o = origin.trim().replace(/\/+$/, '').toLowerCase();
+  if (o === 'null') return false;
   return allowedOrigins.some((a) => a.replace(/\/+$/, '').toLowerCase() === o);
 }

@@ -5,6 +5,7 @@ import { parseConfig } from '../../src/config/load.js';
 import { migrate } from '../../src/db/migrate.js';
 import { authenticate, sha256 } from '../../src/kernel/auth.js';
 import { hostAllowed, originAllowed } from '../../src/kernel/guards.js';
+import { ALLOWED_ORIGIN, FOREIGN_ORIGINS, SAME_ORIGINS } from '../origin-cases.js';
 import { nestedDeeperThan } from '../../src/lib/json.js';
 import { routeDefiner } from '../../src/kernel/route.js';
 import { Router } from '../../src/kernel/router.js';
@@ -128,6 +129,20 @@ describe('guards', () => {
     expect(originAllowed('HTTP://LOCALHOST:5173', ['http://localhost:5173'])).toBe(true);
     expect(originAllowed('http://localhost:5174', ['http://localhost:5173'])).toBe(false);
     expect(originAllowed('null', [])).toBe(false);
+  });
+  it.each(FOREIGN_ORIGINS)('refuses an Origin that only resembles the allowed one: %s (%s)', (_n, origin) => {
+    expect(originAllowed(origin, [ALLOWED_ORIGIN])).toBe(false);
+  });
+  it.each(SAME_ORIGINS)('allows the allowed Origin spelled %s (%s)', (_n, origin) => {
+    expect(originAllowed(origin, [ALLOWED_ORIGIN])).toBe(true);
+  });
+  it('never allows the opaque origin null, even when listed: any page can send it', () => {
+    expect(originAllowed('null', ['null'])).toBe(false);
+    expect(originAllowed('NULL', ['null', ALLOWED_ORIGIN])).toBe(false);
+  });
+  it('never matches a NUL-cut or padded origin against a longer one', () => {
+    expect(originAllowed('http://localhost:5173\u0000.evil.com', [ALLOWED_ORIGIN])).toBe(false);
+    expect(originAllowed('http://localhost:5173', ['http://localhost:5173.evil.com'])).toBe(false);
   });
 });
 

@@ -2,6 +2,7 @@ import type { App } from '../../app.js';
 import { toPage, type Page } from '../common.js';
 import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
+import { nowIso } from '../../lib/time.js';
 import { getMission } from '../missions/service.js';
 import type { Task } from '../tasks/schema.js';
 import type { TaskHooks } from '../tasks/hooks.js';
@@ -9,9 +10,6 @@ import { getTask, transitionTask } from '../tasks/service.js';
 import type { TaskState } from '../tasks/state.js';
 import type { Approval, ApprovalInput, ApprovalListFilter } from './schema.js';
 import * as store from './store.js';
-
-/** Approvals keep the daemon's clock: their deadlines and decisions are times the timer compares. */
-const nowOf = (app: App): string => new Date(app.clock.now()).toISOString();
 
 /** resolvedBy of a request decided by its timeout. */
 export const TIMEOUT_RESOLVER = 'timeout';
@@ -64,7 +62,7 @@ export function requestApproval(app: App, input: ApprovalInput): Approval {
       if (waiting) throw new AppError('conflict', `Task ${task.id} already has pending approval ${waiting}; decide that one first.`);
     }
     const id = uuidv7();
-    const now = nowOf(app);
+    const now = nowIso(app.clock);
     const timeout = input.timeoutSeconds;
     store.insertApproval(app.db, {
       id,
@@ -118,7 +116,7 @@ function revisionText(a: Approval, d: Decision): string {
  * must not fail forever.
  */
 function decide(app: App, a: Approval, d: Decision): Approval {
-  const now = nowOf(app);
+  const now = nowIso(app.clock);
   const changed = store.resolveApproval(app.db, a.id, {
     status: d.status,
     note: d.note ?? null,

@@ -78,7 +78,7 @@ export function createMission(app: App, input: MissionInput, at = 'body'): Missi
     if (unknown.length) throw new AppError('unprocessable', `Mission tasks: ${unknown.map((u) => u.message).join('; ')}.`, { details: unknown });
 
     const id = uuidv7();
-    const now = nowIso();
+    const now = nowIso(app.clock);
     store.insertMission(app.db, {
       id,
       name: input.name,
@@ -110,7 +110,7 @@ export function moveMission(app: App, id: string, action: MissionAction): Missio
       const hint = allowed.length ? `from ${m.status} a mission may: ${allowed.join(', ')}` : `${m.status} is final`;
       throw new AppError('invalid_transition', `Mission ${id} cannot ${action}: a mission cannot move from ${m.status} to ${move.to}; ${hint}.`);
     }
-    if (!store.setStatus(app.db, id, m.status, move.to, nowIso())) {
+    if (!store.setStatus(app.db, id, m.status, move.to, nowIso(app.clock))) {
       throw new AppError('conflict', `Mission ${id} changed state while moving from ${m.status} to ${move.to}; read it and try again.`);
     }
     app.events.emit(move.event, { missionId: id, name: m.name });
@@ -146,7 +146,7 @@ function completeIfAllDone(app: App, m: MissionRecord, emptyIsDone: boolean): vo
   if (!RUNNING.includes(m.status)) return;
   const tasks = listMissionTasks(app, m.id);
   if ((!tasks.length && !emptyIsDone) || !tasks.every((t) => t.status === 'done')) return;
-  store.setStatus(app.db, m.id, m.status, 'completed', nowIso());
+  store.setStatus(app.db, m.id, m.status, 'completed', nowIso(app.clock));
   app.events.emit('mission:completed', { missionId: m.id, name: m.name });
 }
 
@@ -157,7 +157,7 @@ function onTransition(app: App, { task, to }: TaskTransition): void {
   if (!m || !RUNNING.includes(m.status)) return;
   if (to === 'done') completeIfAllDone(app, m, false);
   else if (task.retries >= task.maxRetries) {
-    store.setStatus(app.db, m.id, m.status, 'failed', nowIso());
+    store.setStatus(app.db, m.id, m.status, 'failed', nowIso(app.clock));
     app.events.emit('mission:failed', { missionId: m.id, name: m.name, taskId: task.id });
   }
 }

@@ -11,7 +11,7 @@ import * as store from './store.js';
 export function addComment(app: App, taskId: string, input: CommentInput, defaultAuthor: string): Comment {
   return app.events.write(() => {
     requireTask(app, taskId);
-    const comment: Comment = { id: uuidv7(), taskId, author: input.author ?? defaultAuthor, body: input.body, createdAt: nowIso() };
+    const comment: Comment = { id: uuidv7(), taskId, author: input.author ?? defaultAuthor, body: input.body, createdAt: nowIso(app.clock) };
     store.insertComment(app.db, comment);
     app.events.emit('task:commented', { taskId, commentId: comment.id, author: comment.author });
     return comment;

@@ -67,7 +67,7 @@ export function createTask(app: App, input: TaskInput): Task {
       labels: unique(input.labels ?? []),
       maxRetries: input.maxRetries ?? DEFAULT_MAX_RETRIES,
       sideEffects: input.sideEffects ?? false,
-      now: nowIso(),
+      now: nowIso(app.clock),
     });
     if (dependsOn.length) store.replaceDependencies(app.db, id, dependsOn); // a new task has none to replace
     app.events.emit('task:created', { taskId: id, title: input.title, status, assignTo: input.assignTo ?? null, missionId: input.missionId ?? null });
@@ -96,7 +96,7 @@ export function updateTask(app: App, id: string, patch: TaskPatchInput): Task {
       checkDependencies(app, id, deps);
       store.replaceDependencies(app.db, id, deps);
     }
-    store.updateFields(app.db, next, nowIso());
+    store.updateFields(app.db, next, nowIso(app.clock));
     app.events.emit('task:updated', { taskId: id, fields });
     return store.getTask(app.db, id)!;
   });
@@ -112,7 +112,7 @@ export function removeTask(app: App, id: string, cause: RemovalCause = 'task'): 
     const dependents = store.dependentsOf(app.db, id);
     store.deleteTask(app.db, id);
     app.events.emit('task:removed', { taskId: id });
-    const now = nowIso();
+    const now = nowIso(app.clock);
     for (const d of dependents) {
       store.touch(app.db, d, now);
       app.events.emit('task:updated', { taskId: d, fields: ['dependsOn'] });
@@ -126,7 +126,7 @@ export function detachTaskFromMission(app: App, id: string): void {
   app.events.write(() => {
     const task = requireTask(app, id);
     if (task.missionId === null) return;
-    store.setMissionId(app.db, id, null, nowIso());
+    store.setMissionId(app.db, id, null, nowIso(app.clock));
     app.events.emit('task:updated', { taskId: id, fields: ['missionId'] });
   });
 }
@@ -160,7 +160,7 @@ function step(app: App, task: Task, to: TaskState, o: TransitionOptions): Task {
     retry: check.retry,
     result: o.result === undefined ? undefined : JSON.stringify(o.result),
     revision: o.revision,
-    now: nowIso(),
+    now: nowIso(app.clock),
   });
   // Only reachable if something wrote the row outside this transaction's view.
   if (!changed) throw new AppError('conflict', `Task ${task.id} changed state while moving from ${from} to ${to}; read it and try again.`);
@@ -176,7 +176,7 @@ export function transitionTask(app: App, id: string, to: TaskState, o: Transitio
     if (o.expectedFrom !== undefined && task.status !== o.expectedFrom) {
       throw new AppError('conflict', `Task ${id} is ${task.status}, not ${o.expectedFrom} as expected; it was not moved to ${to}.`);
     }
-    if (o.leaseId !== undefined) currentLease(app, id, o.leaseId, Date.now());
+    if (o.leaseId !== undefined) currentLease(app, id, o.leaseId, app.clock.now());
     if (o.result !== undefined && !RESULT_STATES.includes(to)) {
       throw new AppError('invalid_request', `result can only be set when moving to ${RESULT_STATES.join(', ')}.`, {
         details: [{ path: 'body.result', message: `only allowed with to = ${RESULT_STATES.join(' | ')}` }],
@@ -202,7 +202,7 @@ export function claimTask(app: App, id: string, agent: string): Claimed {
       throw new AppError('conflict', `Task ${id} is ${task.status}; only pending or assigned tasks can be claimed.`);
     }
     if (task.assignTo !== agent) {
-      store.setAssignee(app.db, id, agent, nowIso());
+      store.setAssignee(app.db, id, agent, nowIso(app.clock));
       task = { ...task, assignTo: agent };
     }
     const reason = `claimed by ${agent}`;
@@ -210,7 +210,7 @@ export function claimTask(app: App, id: string, agent: string): Claimed {
     task = step(app, task, 'in_progress', { reason });
     // The claim is a lease: it lapses unless the holder sends heartbeats (see expireLease).
     const leaseId = uuidv7();
-    const leaseExpiresAt = new Date(Date.now() + app.config().tasks.leaseSeconds * 1000).toISOString();
+    const leaseExpiresAt = new Date(app.clock.now() + app.config().tasks.leaseSeconds * 1000).toISOString();
     store.setLease(app.db, id, leaseId, leaseExpiresAt);
     app.events.emit('task:claimed', { taskId: id, agent });
     return { ...task, leaseExpiresAt, leaseId };
@@ -271,9 +271,10 @@ function currentLease(app: App, id: string, leaseId: string, now: number): store
  * heartbeat changes no state anyone acts on, and one every few seconds per agent would drown the
  * stream; the new expiry shows in the task's leaseExpiresAt.
  */
-export function heartbeatTask(app: App, id: string, leaseId: string, now = Date.now()): Lease {
+export function heartbeatTask(app: App, id: string, leaseId: string): Lease {
   return app.events.write(() => {
     requireTask(app, id);
+    const now = app.clock.now();
     const lease = currentLease(app, id, leaseId, now);
     const leaseExpiresAt = new Date(now + app.config().tasks.leaseSeconds * 1000).toISOString();
     if (!store.extendLease(app.db, id, leaseId, leaseExpiresAt)) throw new AppError('conflict', `Lease ${leaseId} of task ${id} changed; claim the task again.`);
@@ -295,7 +296,7 @@ export function expireLease(app: App, id: string, now: number): { taskId: string
     const lease = store.getLease(app.db, id);
     if (!lease || Date.parse(lease.expiresAt) > now) return null;
     const task = requireTask(app, id);
-    if (!store.releaseLease(app.db, id, lease.leaseId, nowIso())) return null;
+    if (!store.releaseLease(app.db, id, lease.leaseId, nowIso(app.clock))) return null;
     const reason = 'lease expired';
     app.events.emit('task:transition', { taskId: id, from: task.status, to: 'pending', reason });
     app.events.emit('task:lease_expired', { taskId: id, agent: lease.agent, leaseId: lease.leaseId, expiredAt: lease.expiresAt });
