@@ -1,5 +1,6 @@
 import { stmt, type DB } from '../db/open.js';
 import { systemClock, type Clock } from '../lib/clock.js';
+import { nowIso } from '../lib/time.js';
 import { eventDef, type EventData, type EventName } from './registry.js';
 
 export interface StoredEvent {
@@ -74,7 +75,7 @@ export class EventLog {
     const def = eventDef(name);
     if (!def) throw new Error(`unknown event ${name}`);
     const parsed = def.data.parse(data) as Record<string, unknown>;
-    const timestamp = new Date(this.clock.now()).toISOString();
+    const timestamp = nowIso(this.clock);
     const info = stmt(this.db, 'INSERT INTO events (name, data, created_at) VALUES (?, ?, ?)').run(name, JSON.stringify(parsed), timestamp);
     const event: StoredEvent = { id: Number(info.lastInsertRowid), name, data: parsed, timestamp };
     for (const sink of this.sinks) sink(event);

@@ -2,6 +2,7 @@ import { serviceKey, type App } from '../../app.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
+import { nowIso } from '../../lib/time.js';
 import { toPage, type Page } from '../common.js';
 import { DEFAULT_GRACE_SECONDS, type Delivery, type DeliveryDetail, type Webhook, type WebhookInput, type WebhookPatchInput } from './schema.js';
 import type { SecretBox } from './secret-box.js';
@@ -25,9 +26,6 @@ export const WEBHOOKS = serviceKey<WebhookRuntime>('webhooks');
 /** Every event is matched against every enabled webhook in its own transaction: keep that bounded. */
 export const MAX_WEBHOOKS = 100;
 
-/** The daemon's time (its clock seam) as an API timestamp. */
-export const isoNow = (app: App): string => new Date(app.clock.now()).toISOString();
-
 /** Deleting a webhook answers this (like DELETE on tasks). */
 const REMOVED = { removed: true as const };
 
@@ -50,7 +48,7 @@ function addSecret(app: App, webhookId: string, now: string): string {
 
 export function createWebhook(app: App, input: WebhookInput): Webhook & { secret: string } {
   const id = uuidv7();
-  const now = isoNow(app);
+  const now = nowIso(app.clock);
   const secret = app.events.write(() => {
     if (store.countWebhooks(app.db) >= MAX_WEBHOOKS) throw new AppError('conflict', `A project can have at most ${MAX_WEBHOOKS} webhooks; delete one first.`);
     store.insertWebhook(app.db, { id, url: input.url, events: input.events ?? ['*'], description: input.description ?? null, now });
@@ -62,7 +60,7 @@ export function createWebhook(app: App, input: WebhookInput): Webhook & { secret
 export function updateWebhook(app: App, id: string, patch: WebhookPatchInput): Webhook {
   app.events.write(() => {
     const w = requireWebhook(app, id);
-    const now = isoNow(app);
+    const now = nowIso(app.clock);
     const enabled = patch.enabled ?? w.enabled;
     const disabledReason = enabled ? null : w.enabled ? 'disabled with PATCH' : w.disabledReason;
     app.services.get(WEBHOOKS).release(id);
@@ -92,7 +90,7 @@ export function deleteWebhook(app: App, id: string): { removed: true } {
 export function rotateSecret(app: App, id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): { secret: string; previousSecretExpiresAt: string | null } {
   return app.events.write(() => {
     requireWebhook(app, id);
-    const now = isoNow(app);
+    const now = nowIso(app.clock);
     const expires = new Date(Date.parse(now) + graceSeconds * 1000).toISOString();
     store.retireCurrentSecret(app.db, id, expires, now);
     const secret = addSecret(app, id, now);
@@ -133,7 +131,7 @@ export function redeliver(app: App, id: string, deliveryId: string): Delivery {
 
 function enqueueCopy(app: App, webhookId: string, d: { id: string; eventId: number; event: string; body: string }): string {
   const newId = uuidv7();
-  store.insertDelivery(app.db, { id: newId, webhookId, eventId: d.eventId, event: d.event, body: d.body, redeliveryOf: d.id, dueAt: app.clock.now(), now: isoNow(app) });
+  store.insertDelivery(app.db, { id: newId, webhookId, eventId: d.eventId, event: d.event, body: d.body, redeliveryOf: d.id, dueAt: app.clock.now(), now: nowIso(app.clock) });
   return newId;
 }
 
@@ -188,7 +186,7 @@ export function enqueueDeliveries(app: App, e: StoredEvent): void {
   const target = e.name === 'webhook:test' ? (e.data.webhookId as string) : null;
   const matchers = app.services.get(WEBHOOKS).matchers;
   let body: string | undefined;
-  const now = isoNow(app);
+  const now = nowIso(app.clock);
   const due = app.clock.now();
   const runtime = app.services.get(WEBHOOKS);
   for (const h of hooks) {
@@ -203,7 +201,7 @@ export function enqueueDeliveries(app: App, e: StoredEvent): void {
 
 /** 410 Gone: disable the webhook, fail what was waiting, and say so with webhook:disabled. */
 export function disableGone(app: App, webhookId: string, url: string, reason: string): void {
-  const now = isoNow(app);
+  const now = nowIso(app.clock);
   if (!store.disableWebhook(app.db, webhookId, reason, now)) return;
   app.services.get(WEBHOOKS).release(webhookId);
   store.failPending(app.db, webhookId, 'webhook disabled: its endpoint answered 410 Gone', now);

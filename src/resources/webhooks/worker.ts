@@ -1,10 +1,11 @@
 import type { App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
+import { nowIso } from '../../lib/time.js';
 import { decide } from './outcome.js';
 import { parseRetryAfter } from './retry.js';
 import { claimWant, nextStart, nextWake, type Held, type SlotLimits } from './schedule.js';
 import { openSecretBox } from './secret-box.js';
-import { disableGone, isoNow, type Matcher, type WebhookRuntime } from './service.js';
+import { disableGone, type Matcher, type WebhookRuntime } from './service.js';
 import { deliveryHeaders } from './sign.js';
 import * as store from './store.js';
 import { errorText, type Sent } from './send.js';
@@ -235,7 +236,7 @@ export class DeliveryWorker implements WebhookRuntime {
 
   private async deliver(c: store.Claimed): Promise<void> {
     const { timeoutMs, retryBaseMs } = this.app.config().webhooks;
-    const at = isoNow(this.app);
+    const at = nowIso(this.app.clock);
     let sent: Sent;
     let durationMs = 0;
     try {
@@ -277,7 +278,7 @@ export class DeliveryWorker implements WebhookRuntime {
     if (!this.outcomes.length) return;
     const batch = this.outcomes.splice(0, FLUSH_MAX);
     if (this.outcomes.length) this.flushTimer = setTimeout(() => this.flush(), 0);
-    const now = isoNow(this.app);
+    const now = nowIso(this.app.clock);
     try {
       this.app.events.write(() => {
         for (const o of batch) {
