@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
+import { WEBHOOKS, type WebhookRuntime } from '../src/resources/webhooks/service.js';
 import { FakeClock } from './fake-clock.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
@@ -26,7 +27,8 @@ async function setup(): Promise<{ id: string }> {
   return w;
 }
 
-const settle = () => new Promise((r) => setTimeout(r, 300));
+/** The worker has nothing it could do now (`wire`: and nothing on the wire): no sleep bounds "nothing else came". */
+const settle = (opts: { wire?: boolean } = {}) => (d!.daemon.app.services.get(WEBHOOKS) as WebhookRuntime).settled(opts);
 
 it('keeps at most webhooks.concurrency deliveries on the wire', async () => {
   await setup();
@@ -40,7 +42,7 @@ it('DELETE: claimed deliveries not yet sent are never sent', async () => {
   // The two on the wire end (the receiver drops them), freeing both slots; nothing else may come.
   rx!.fallback = 200;
   rx!.dropHanging();
-  await settle();
+  await settle({ wire: true });
   expect(rx!.received).toHaveLength(2);
 });
 
@@ -176,7 +178,7 @@ it('a graceful stop cuts attempts on the wire short without counting them, and t
 
 it('a delivery thread that dies is replaced, and what it held is retried', async () => {
   await setup();
-  const worker = d!.daemon.app.services.get((await import('../src/resources/webhooks/service.js')).WEBHOOKS) as any;
+  const worker = d!.daemon.app.services.get(WEBHOOKS) as any;
   rx!.fallback = 200;
   await worker.sender.thread.terminate();
   const id = (await d!.api('GET', '/v1/webhooks')).body.data[0].id;

@@ -1,6 +1,7 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../src/index.js';
+import { WEBHOOKS, type WebhookRuntime } from '../src/resources/webhooks/service.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
@@ -417,7 +418,7 @@ describe('delivery log', () => {
     expect((await d.api('DELETE', `/v1/webhooks/${id}`)).status).toBe(200);
     expect((app.db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?').get(id) as { n: number }).n).toBe(0);
     const n = rx.received.length;
-    await new Promise((r) => setTimeout(r, 300));
+    await (app.services.get(WEBHOOKS) as WebhookRuntime).settled({ wire: true });
     expect(rx.received.length).toBe(n);
   });
 
@@ -446,7 +447,7 @@ describe('volume', () => {
     });
     for (const r of rxs) await r.waitFor(1000, 60_000);
     await eventually(() => (app.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending' AND event = 'team:created'").get() as { n: number }).n === 0, 30_000);
-    await new Promise((r) => setTimeout(r, 200));
+    await (app.services.get(WEBHOOKS) as WebhookRuntime).settled({ wire: true });
     for (const r of rxs) {
       expect(r.received).toHaveLength(1000);
       expect(new Set(r.received.map((x) => x.headers['x-service-delivery-id'])).size).toBe(1000);

@@ -2,6 +2,7 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/kernel/log.js';
 import { Sender } from '../../src/resources/webhooks/sender.js';
+import { eventually } from '../harness.js';
 
 // The delivery thread is started with the daemon and stopped with it. A worker thread terminated
 // while it still imports its modules leaves the files it was reading open in this process; a daemon
@@ -28,7 +29,9 @@ describe.runIf(process.platform === 'linux')('webhook delivery thread', () => {
       await new Promise((r) => setTimeout(r, delayMs));
       await s.close();
     }
-    await new Promise((r) => setTimeout(r, 300));
+    // A file the thread left open never closes: wait until the list is back to what it was, and
+    // fail with the difference when it does not come back.
+    await eventually(() => JSON.stringify(openSources()) === JSON.stringify(before)).catch(() => undefined);
     expect(openSources()).toEqual(before);
   });
 });

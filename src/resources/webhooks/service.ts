@@ -18,6 +18,12 @@ export interface WebhookRuntime {
   secretsChanged(webhookId: string): void;
   /** Gives back claimed, unsent deliveries of a webhook that was changed, disabled or deleted. */
   release(webhookId: string): void;
+  /**
+   * Resolves once the worker has looked for due deliveries and has nothing it could do now: no
+   * look pending, no attempt waiting to be written, nothing claimed that a free slot could take
+   * (and, with `wire`, nothing on the wire). What a test waits for before saying "nothing else came".
+   */
+  settled(opts?: { wire?: boolean }): Promise<void>;
   /** Compiled event patterns by their JSON (patterns are few and read per event). */
   matchers: Map<string, Matcher>;
 }

@@ -62,6 +62,8 @@ export class DeliveryWorker implements WebhookRuntime {
   private timerAt = Infinity;
   private scheduled = false;
   private closed = false;
+  /** Callers of settled(), each with the condition it waits for. */
+  private waiters: { wire: boolean; resolve(): void }[] = [];
   /**
    * What may have due deliveries the worker does not know of. Every webhook's are looked up when
    * `stale` (at start, when the timer fires); otherwise only those of the webhooks named by a
@@ -104,6 +106,27 @@ export class DeliveryWorker implements WebhookRuntime {
     });
   }
 
+  settled(opts: { wire?: boolean } = {}): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.waiters.push({ wire: opts.wire === true, resolve });
+      // A look of its own first: a settled() right after a change sees what the change made due.
+      this.kick();
+    });
+  }
+
+  /** Wakes the settled() callers whose condition holds (called whenever the worker goes quiet). */
+  private checkSettled(): void {
+    if (!this.waiters.length) return;
+    const quiet = this.closed || (!this.scheduled && !this.flushTimer && !this.outcomes.length && nextStart(this.ready, this.active, this.inFlight.size, this.limits()) < 0);
+    if (!quiet) return;
+    const onWire = this.inFlight.size > 0 && !this.closed;
+    this.waiters = this.waiters.filter((w) => {
+      if (w.wire && onWire) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
   secretsChanged(webhookId: string): void {
     this.secrets.delete(webhookId);
   }
@@ -136,6 +159,7 @@ export class DeliveryWorker implements WebhookRuntime {
       this.app.log.error('claiming webhook deliveries failed; trying again in a second', errorFields(err));
       this.arm(this.app.clock.now() + 1000);
     }
+    this.checkSettled();
   }
 
   /** Claims, for each webhook that may have due deliveries, what schedule.ts says it may take now. */
@@ -275,7 +299,7 @@ export class DeliveryWorker implements WebhookRuntime {
   private flush(): void {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    if (!this.outcomes.length) return;
+    if (!this.outcomes.length) return this.checkSettled();
     const batch = this.outcomes.splice(0, FLUSH_MAX);
     if (this.outcomes.length) this.flushTimer = setTimeout(() => this.flush(), 0);
     const now = nowIso(this.app.clock);
@@ -295,6 +319,7 @@ export class DeliveryWorker implements WebhookRuntime {
     let retryAt: number | null = null;
     for (const o of batch) if (o.status === 'pending' && o.nextAttemptAt !== null) retryAt = Math.min(retryAt ?? Infinity, o.nextAttemptAt);
     this.arm(retryAt);
+    this.checkSettled();
   }
 
   /** Stops claiming, lets attempts under way finish (each is bounded by its deadline), closes the pool. */
@@ -306,5 +331,7 @@ export class DeliveryWorker implements WebhookRuntime {
     await Promise.allSettled([...this.inFlight]);
     while (this.outcomes.length) this.flush();
     if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    this.checkSettled();
   }
 }
