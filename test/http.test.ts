@@ -137,17 +137,11 @@ describe('host and origin guards', () => {
     expect(res.headers['access-control-allow-origin']).toBe(origin);
   });
 
-  it('refuses Origin: null even when server.allowedOrigins lists it', async () => {
-    const other = await startTestDaemon({ config: { server: { allowedOrigins: ['null', ALLOWED_ORIGIN] } } });
-    try {
-      const res = await rawRequest(other.url, { path: '/api/v1/agents', headers: { authorization: `Bearer ${other.key}`, origin: 'null' } });
-      expect(res.status).toBe(403);
-      expect(JSON.parse(res.body).code).toBe('forbidden');
-      const ok = await rawRequest(other.url, { path: '/api/v1/agents', headers: { authorization: `Bearer ${other.key}`, origin: ALLOWED_ORIGIN } });
-      expect(ok.status).toBe(200);
-    } finally {
-      await other.close();
-    }
+  it('refuses Origin: null, and a project.json that lists it does not start', async () => {
+    const res = await rawRequest(d.url, { path: '/api/v1/agents', headers: { ...auth(), origin: 'null' } });
+    expect(res.status).toBe(403);
+    expect(JSON.parse(res.body).code).toBe('forbidden');
+    await expect(startTestDaemon({ config: { server: { allowedOrigins: ['null', ALLOWED_ORIGIN] } } })).rejects.toThrow(/allowedOrigins/);
   });
 
   it('answers CORS preflight only for allowed origins', async () => {

@@ -50,7 +50,9 @@ export const ProjectConfigSchema = z.object({
       host: z.string().min(1).default('127.0.0.1'),
       port: z.int().min(0).max(65535).default(7420),
       allowedHosts: z.array(z.string().min(1)).default([]),
-      allowedOrigins: z.array(z.string().min(1)).default([]),
+      // "null" is the opaque origin of every sandboxed iframe, data: URL and file: allowing it would
+      // allow any page on the web, so it is refused here rather than ignored.
+      allowedOrigins: z.array(z.string().min(1).refine((o) => o.trim().toLowerCase() !== 'null', 'the opaque origin "null" cannot be allowed: any sandboxed page or file sends it')).default([]),
       maxBodyBytes: z.int().min(1024).max(256 * 1024 * 1024).default(1_048_576),
       // Default: below the process's open-file limit (see src/kernel/connections.ts).
       maxConnections: z.int().min(16).max(65_536).optional(),

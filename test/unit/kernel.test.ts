@@ -200,6 +200,11 @@ describe('parseConfig', () => {
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.issues.map((i) => i.path).sort()).toEqual(['apiKeys.0', 'server', 'server.port']);
   });
+  it('refuses the opaque origin "null" in allowedOrigins, naming the entry', () => {
+    const r = parseConfig('{"server":{"allowedOrigins":["http://localhost:5173"," NULL"]}}', '/tmp/p');
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.issues.map((i) => i.path)).toEqual(['server.allowedOrigins.1']);
+  });
   it('warns about unknown top-level keys', () => {
     const r = parseConfig('{"extra":1}', '/tmp/p');
     expect(r).toMatchObject({ ok: true, warnings: ['unknown top-level key "extra" is ignored'] });
