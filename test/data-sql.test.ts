@@ -127,6 +127,43 @@ describe('scoped SQL', () => {
     }
   });
 
+  it('a NUL in the SQL is refused, naming body.sql, instead of cutting the statement there', async () => {
+    const r = await q({ sql: "UPDATE customers SET name = 'n'\u0000, _version = 99", mode: 'write' });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ code: 'data_invalid', details: [{ path: 'body.sql' }] });
+    const v = await q({ sql: "SELECT count(*) AS n FROM customers WHERE name = 'n'" });
+    expect(v.body.data.rows[0].n).toBe(0);
+  });
+
+  it('an alias SQLite reads as a name (U+00A0 WHERE) hides no system column: the expectedVersion check still sees the change', async () => {
+    const [row] = (await q({ sql: "SELECT _id, _version FROM customers WHERE email = 'c3@x.io'" })).body.data.rows;
+    // Another writer changes the row: its version moves on.
+    expect((await q({ sql: "UPDATE customers SET name = 'by another writer' WHERE _id = ?", params: [row._id], mode: 'write' })).status).toBe(200);
+    // The attack: change the row and put the old version back, so a stale update would pass.
+    for (const sql of [
+      `UPDATE customers AS \u00a0WHERE SET name = \u00a0WHERE.name, _version = ${row._version}, _id = 'not-a-uuid', _created_at = 'garbage' WHERE _id = ?`,
+      `INSERT INTO customers AS \u3000x (email) VALUES ('c3@x.io') ON CONFLICT (email) DO UPDATE SET name = \u3000x.name, _version = ${row._version} WHERE \u3000x._id = ?`,
+    ]) {
+      const r = await q({ sql, params: [row._id], mode: 'write' });
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.code).toBe('data_invalid');
+      expect(r.body.error).toMatch(/_version is a system column/);
+    }
+    const stale = await d.api('POST', '/api/v1/data/shop/transactions', { body: { operations: [{ op: 'update', table: 'customers', id: row._id, expectedVersion: row._version, values: { name: 'stale' } }] } });
+    expect(stale.status).toBe(409);
+    expect((await q({ sql: 'SELECT name FROM customers WHERE _id = ?', params: [row._id] })).body.data.rows[0].name).toBe('by another writer');
+  });
+
+  it('rowids are read, never set: SET rowid, oid, _rowid_ and INSERT with a rowid are refused', async () => {
+    for (const sql of ['UPDATE customers SET rowid = rowid + 1000', 'UPDATE customers SET oid = 1', 'UPDATE customers SET "_ROWID_" = 1', "INSERT INTO customers (rowid, email) VALUES (1, 'r1@x.io')", "UPDATE customers SET (name, rowid) = ('a', 99) WHERE rowid = 1"]) {
+      const r = await q({ sql, mode: 'write' });
+      expect(r.status, sql).toBe(400);
+      expect(r.body.error, sql).toMatch(/rowid, which no statement may set/);
+    }
+    const ok = await q({ sql: "UPDATE customers SET name = 'by rowid' WHERE rowid = ? RETURNING rowid, name", params: [1], mode: 'write' });
+    expect(ok.body.data.rows).toEqual([{ rowid: 1, name: 'by rowid' }]);
+  });
+
   it('answers 401 without a key and 404 for an unknown database', async () => {
     expect((await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 1' }, key: null })).status).toBe(401);
     expect((await q({ sql: 'SELECT 1' }, 'nope')).status).toBe(404);
@@ -223,6 +260,13 @@ describe('scoped SQL', () => {
       ["INSERT INTO customers VALUES ('x', 1, 'a', 'b', 'e@x.io', null, 0, null)", 'write'],
       ["INSERT INTO customers (email) VALUES ('c0@x.io') ON CONFLICT (email) DO UPDATE SET _version = 7", 'write'],
       ["REPLACE INTO customers (_id, email) VALUES ('x', 'c0@x.io')", 'write'],
+      ["UPDATE customers AS \u00a0WHERE SET name = \u00a0WHERE.name, _version = 99, _id = 'not-a-uuid', _created_at = 'garbage'", 'write'],
+      ["UPDATE customers AS \ufeffo SET name = \ufeffo.name, \"_VERSION\" = 99", 'write'],
+      ["INSERT INTO customers AS \u2028x (email) VALUES ('c0@x.io') ON CONFLICT (email) DO UPDATE SET _updated_at = 'garbage'", 'write'],
+      ['INSERT INTO customers SELECT * FROM customers', 'write'],
+      ['UPDATE customers SET rowid = rowid + 100', 'write'],
+      ["INSERT INTO customers (rowid, email) VALUES (1000, 'r@x.io')", 'write'],
+      ["ATTACH/**/'x' AS x", 'read'],
       ['SELECT * FROM secrets', 'read'],
       ["INSERT INTO secrets (value) VALUES ('x')", 'write'],
       ['SELECT * FROM _svc_idempotency', 'read'],

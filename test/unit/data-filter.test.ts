@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createTableSql } from '../../src/resources/data/ddl.js';
 import { compileList, FilterError } from '../../src/resources/data/filter.js';
 import type { TableDefT } from '../../src/resources/data/schema.js';
-import { assignedColumns, tokenize } from '../../src/resources/data/sql-tokens.js';
+import { firstKeyword } from '../../src/resources/data/sql-tokens.js';
 
 // The filter grammar → parameterised SQL, one pure function; and the tokenizer the guard uses.
 
@@ -107,17 +107,16 @@ describe('compileList', () => {
   });
 });
 
-describe('sql tokens', () => {
-  it('skips comments and reads quoted identifiers', () => {
-    expect(tokenize('/* x */ -- y\n SELECT "a""b", [c], `d`, \'e\'').map((t) => `${t.kind}:${t.value}`)).toEqual(['word:SELECT', 'ident:a"b', 'punct:,', 'ident:c', 'punct:,', 'ident:d', 'punct:,', 'string:e']);
-  });
-  it('finds the columns a write assigns', () => {
-    const cols = (s: string) => assignedColumns(tokenize(s));
-    expect(cols('INSERT INTO t (a, "_id") VALUES (1, 2)')).toEqual({ columns: ['a', '_id'], insertWithoutColumns: false });
-    expect(cols('INSERT INTO main.t AS x (a) SELECT 1')).toEqual({ columns: ['a'], insertWithoutColumns: false });
-    expect(cols('INSERT INTO t VALUES (1)').insertWithoutColumns).toBe(true);
-    expect(cols('INSERT INTO t DEFAULT VALUES').insertWithoutColumns).toBe(false);
-    expect(cols("UPDATE t SET a = (SELECT b FROM u WHERE c = 1), d = f(1, 2), (e, _version) = (1, 2) WHERE _id = 'x'").columns).toEqual(['a', 'd', 'e', '_version']);
-    expect(cols('INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET b = excluded.b WHERE b > 1').columns).toEqual(['a', 'b']);
+describe('first keyword', () => {
+  it('skips comments and SQLite whitespace, and nothing else', () => {
+    expect(firstKeyword('/* x */ -- y\n\t\f\r select 1')).toBe('SELECT');
+    expect(firstKeyword('with x as (select 1) delete from t')).toBe('WITH');
+    // SQLite reads these as identifier characters, so neither may they be skipped here.
+    for (const c of ['\u00a0', '\u2028', '\u3000', '\ufeff', '\u0085', '\v']) expect(firstKeyword(`${c}SELECT 1`), JSON.stringify(c)).not.toBe('SELECT');
+    expect(firstKeyword('PRAGMA\u00a0x')).toBe('PRAGMA\u00a0X');
+    // Only ASCII folds: 'ſ'.toUpperCase() is 'S' to JavaScript, and an identifier character to SQLite.
+    expect(firstKeyword('ſelect 1')).not.toBe('SELECT');
+    expect(firstKeyword('/* unterminated SELECT')).toBe('');
+    expect(firstKeyword('-- only a comment')).toBe('');
   });
 });

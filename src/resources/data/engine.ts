@@ -6,6 +6,7 @@ import { createTableSql, SchemaError } from './ddl.js';
 import { IDEMPOTENCY_DDL, remember, replayOf, type IdempotencyRef } from './idempotency.js';
 import { planMigration } from './migrations.js';
 import { LIMITS, type MigrationInT, type MigrationRecord, type OperationT, type QueryResult, type RecordResultT, type SchemaDefT } from './schema.js';
+import { ShadowSchema } from './shadow.js';
 import { admit, checkGrants, type Admitted, type Mode, type TableGrants } from './sql-guard.js';
 import { sqlError } from './sqlite-errors.js';
 import { decode } from './values.js';
@@ -57,6 +58,8 @@ export class DataFile {
   private readonly cache = new Map<string, Database.Statement>();
   private readonly admissions = new Map<string, Admitted & Shape>();
   private state!: FileState;
+  /** Where caller SQL is compiled first (sql-guard.ts); made on the first admission of a schema version. */
+  private shadow: ShadowSchema | null = null;
   /**
    * When the request being served must be done (set by the worker from the time limit). A write
    * that gets to its commit later rolls back instead: the daemon kills the worker a little after
@@ -92,6 +95,7 @@ export class DataFile {
   }
 
   close(): void {
+    this.shadow?.close();
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     } finally {
@@ -179,7 +183,8 @@ export class DataFile {
     const key = `${req.mode}\u0000${req.sql}`;
     let hit = this.admissions.get(key);
     if (!hit) {
-      const a = admit(this.db, req.sql, params, req.mode, new Set(Object.keys(this.state.schema.tables)), { read: '*', write: '*' });
+      this.shadow ??= new ShadowSchema(this.state.schema);
+      const a = admit(this.db, this.shadow, req.sql, params, req.mode, new Set(Object.keys(this.state.schema.tables)), { read: '*', write: '*' });
       hit = { ...a, names: a.stmt.reader ? a.stmt.columns().map((c) => c.name) : [], types: this.columnTypes(a.stmt) };
       if (this.admissions.size >= 200) this.admissions.delete(this.admissions.keys().next().value!);
       this.admissions.set(key, hit);
@@ -256,6 +261,8 @@ export class DataFile {
       this.state = next;
       this.cache.clear();
       this.admissions.clear();
+      this.shadow?.close();
+      this.shadow = null;
       return { answer, replayed: false };
     })();
   }

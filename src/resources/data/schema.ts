@@ -149,7 +149,8 @@ export type RecordResultT = z.output<typeof RecordResult>;
 // ---- scoped SQL ----
 
 export const QueryIn = z.strictObject({
-  sql: z.string().min(1).max(LIMITS.sqlLength),
+  // SQLite stops reading at a NUL: whatever follows it would be silently dropped.
+  sql: z.string().min(1).max(LIMITS.sqlLength).refine((s) => !s.includes('\u0000'), 'must not contain a NUL character'),
   params: z.array(z.union([z.string().max(LIMITS.paramLength), z.number(), z.boolean(), z.null()])).max(LIMITS.params).optional(),
   mode: z.enum(['read', 'write']).optional(),
   maxRows: z.int().min(1).max(LIMITS.maxRows).optional(),
