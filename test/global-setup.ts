@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
@@ -47,7 +47,10 @@ export default function setup(project: TestProject): () => void {
  */
 function realConfigDirs(): string[] {
   const dirs = [configDir({ ...process.env, SVC_CONFIG_DIR: undefined }), join(userInfo().homedir, '.config', 'svc')];
-  return [...new Set(dirs.map((d) => resolve(d)))];
+  // A run started by a test of another run (scripts/test-keychain.sh) has that run's home as its
+  // HOME: the outer run's daemons write there meanwhile, and the outer run guards the real dirs.
+  const otherRun = join(tmpdir(), 'svc-test-home-');
+  return [...new Set(dirs.map((d) => resolve(d)))].filter((d) => !d.startsWith(otherRun));
 }
 
 /** Fails the run when a test wrote to the real svc config dir (a master-key file, say). */

@@ -302,7 +302,10 @@ describe('request handling', () => {
       const get = await rawRequest(d.url, { method: 'GET', path, headers });
       expect(head.status, path).toBe(get.status);
       expect(head.headers['content-type'], path).toBe(get.headers['content-type']);
-      expect(head.headers['content-length'], path).toBe(get.headers['content-length']);
+      if (path === '/api/v1/status') {
+        // uptimeSeconds moves between the two requests (9.9 then 10 is two bytes shorter).
+        expect(Math.abs(Number(head.headers['content-length']) - Number(get.headers['content-length'])), path).toBeLessThanOrEqual(4);
+      } else expect(head.headers['content-length'], path).toBe(get.headers['content-length']);
       expect(head.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     }
     // Auth and validation apply as for the GET.
