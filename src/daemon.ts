@@ -24,6 +24,7 @@ import { wireApprovals } from './resources/approvals/service.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { DATA_RUNNER, reconcile, removeOrphanFiles } from './resources/data/service.js';
 import { DataRunner } from './resources/data/sql-runner.js';
+import { reapOrphanWorkers, WorkerRecords } from './resources/data/orphans.js';
 import { wireMissions } from './resources/missions/service.js';
 import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/skills/live-index.js';
 import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
@@ -245,6 +246,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // Application databases: one child process per open database, so that caller SQL can be
     // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
     removeOrphanFiles(app);
+    // A worker of a daemon that crashed and could not die with it (stopped, say) would hold its
+    // database's write lock: killed by pid and start time before any database is opened again.
+    await reapOrphanWorkers(paths.workers, log);
     startWorker(
       app.services.provide(
         DATA_RUNNER,
@@ -252,6 +256,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           log,
           dir: paths.data,
           statementTimeoutMs: () => config.data.statementTimeoutMs,
+          records: new WorkerRecords(paths.workers),
           onOpened: guarded(log, 'updating the database registry', (id: string, state: unknown) => reconcile(app, id, state as Parameters<typeof reconcile>[2])),
         }),
       ),

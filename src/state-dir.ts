@@ -14,6 +14,8 @@ export const statePaths = (root: string) => {
     db: join(dir, 'state.sqlite'),
     data: join(dir, 'data'),
     logs: join(dir, 'logs'),
+    /** One file per live data worker (pid, start time, its daemon), for reaping after a crash. */
+    workers: join(dir, 'workers'),
     daemon: join(dir, 'daemon.json'),
     localKey: join(dir, 'local.key'),
   };

@@ -86,6 +86,7 @@ export function serve(cwd: string, args: string[] = ['--port', '0'], env: Record
 }
 
 export function exited(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  // Killed by a signal, it has no exit code but a signal code: it has exited all the same.
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((r) => child.once('exit', (code) => r(code)));
 }

@@ -3,6 +3,7 @@ import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../../kernel/errors.js';
 import type { Logger } from '../../kernel/log.js';
+import type { WorkerRecords } from './orphans.js';
 import type { WorkerEnvelope, WorkerReply, WorkerRequest } from './worker.js';
 
 // Every read and write of an application database runs in a child process that serves that one
@@ -54,12 +55,15 @@ export interface RunnerOptions {
   statementTimeoutMs(): number;
   /** Told what a worker found when it (re)opened a database file. */
   onOpened?(key: string, state: unknown): void;
+  /** Where live workers are written down, for the next daemon to reap after a crash. */
+  records?: WorkerRecords;
 }
 
 /** The daemon's environment without anything secret-looking: the worker needs none of it. */
 function workerEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!/KEY|TOKEN|SECRET|PASS|CREDENTIAL/i.test(k)) env[k] = v;
+  env.SVC_DAEMON_PID = String(process.pid);
   return env;
 }
 
@@ -87,17 +91,19 @@ class Worker {
   lane: Lane | null = null;
   dead = false;
 
-  constructor(log: Logger, onReply: (w: Worker, r: WorkerReply) => void, onExit: (w: Worker) => void) {
+  constructor(log: Logger, onReply: (w: Worker, r: WorkerReply) => void, onExit: (w: Worker) => void, records?: WorkerRecords) {
     this.proc = fork(WORKER, [], {
       execArgv: [...profilerArgs(process.execArgv), '--max-old-space-size=256'],
       env: workerEnv(),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
+    records?.add(this.proc.pid);
     this.proc.stderr?.setEncoding('utf8');
     this.proc.stderr?.on('data', (chunk: string) => log.warn('data worker stderr', { text: chunk.slice(0, 2000) }));
     this.proc.on('message', (r: WorkerReply) => onReply(this, r));
     this.proc.on('exit', () => {
       this.dead = true;
+      records?.remove(this.proc.pid);
       onExit(this);
     });
     this.proc.on('error', () => undefined);
@@ -218,10 +224,11 @@ export class DataRunner {
     }
     await Promise.all(exits);
     this.lanes.clear();
+    await this.opts.records?.settled();
   }
 
   private spawn(): Worker {
-    return new Worker(this.opts.log, (w, r) => this.onReply(w, r), (w) => this.onExit(w));
+    return new Worker(this.opts.log, (w, r) => this.onReply(w, r), (w) => this.onExit(w), this.opts.records);
   }
 
   /** The lane lets its worker go: answers and exits of that process no longer concern it. */

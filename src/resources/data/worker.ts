@@ -4,6 +4,7 @@ import type { IdempotencyRef } from './idempotency.js';
 import type { MigrationInT, OperationT, SchemaDefT } from './schema.js';
 import { sqlError } from './sqlite-errors.js';
 import type { QueryRequest } from './engine.js';
+import { watchParent } from './worker-watchdog.js';
 
 // The child process that serves one application database (see sql-runner.ts). It handles one
 // message at a time; the parent kills it when a statement runs past the time limit, which is the
@@ -20,6 +21,11 @@ export type WorkerRequest =
 export type WorkerReply =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: { code: AppError['code']; message: string; details?: ErrorDetail[] }; internal?: string };
+
+// First of all: this process must not outlive the daemon (the runner names it in SVC_DAEMON_PID;
+// if it is already gone, the process was reparented before it got here).
+const daemonPid = Number(process.env.SVC_DAEMON_PID) || process.ppid;
+watchParent(daemonPid);
 
 let file: DataFile | null = null;
 

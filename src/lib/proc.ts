@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+
+// A pid alone does not name a process: once it exits, the kernel hands the number to the next one.
+// A pid with its start time (field 22 of /proc/<pid>/stat, in clock ticks since boot) does, for as
+// long as the machine runs. Linux only: elsewhere there is no /proc and these answer null.
+
+/** The start time of `stat`'s process: the 20th field after the command name, which is in parentheses and may hold anything. */
+export function parseStartTime(stat: string): string | null {
+  const close = stat.lastIndexOf(')');
+  if (close < 0) return null;
+  // Fields from 3 (state) on; starttime is field 22.
+  const start = stat.slice(close + 2).split(' ')[19];
+  return start && /^\d+$/.test(start) ? start : null;
+}
+
+/** The start time of a live process, or null when there is none by that pid (or no /proc). */
+export function startTimeOf(pid: number): string | null {
+  try {
+    return parseStartTime(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** As startTimeOf, off the event loop's thread. */
+export async function startTimeOfAsync(pid: number): Promise<string | null> {
+  try {
+    return parseStartTime(await readFile(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** Whether `pid` is still the process that started at `start` (a zombie counts as gone). */
+export async function isSameProcess(pid: number, start: string): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X' && parseStartTime(stat) === start;
+  } catch {
+    return false;
+  }
+}
