@@ -256,6 +256,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           log,
           dir: paths.data,
           statementTimeoutMs: () => config.data.statementTimeoutMs,
+          maxWorkers: () => config.data.maxWorkers,
+          workerMemoryMb: () => config.data.workerMemoryMb,
           records: new WorkerRecords(paths.workers),
           onOpened: guarded(log, 'updating the database registry', (id: string, state: unknown) => reconcile(app, id, state as Parameters<typeof reconcile>[2])),
         }),

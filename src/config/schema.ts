@@ -78,6 +78,18 @@ export const ProjectConfigSchema = z.object({
       provider: z.enum(['sqlite', 'postgres']).default('sqlite'),
       url: z.string().optional(),
       statementTimeoutMs: z.int().min(100).max(600_000).default(5_000).describe('A caller statement running longer is stopped (503 data_unavailable).'),
+      maxWorkers: z
+        .int()
+        .min(2)
+        .max(256)
+        .default(6)
+        .describe('Worker processes at once, the spare included; past it the least recently used idle one is closed, and requests wait for a slot.'),
+      workerMemoryMb: z
+        .int()
+        .min(192)
+        .max(65_536)
+        .default(384)
+        .describe("Memory one worker may map (Linux RLIMIT_DATA; about 100 MB of it is Node's own): a statement needing more fails with 413 data_limit."),
     })
     .prefault({}),
   webhooks: z

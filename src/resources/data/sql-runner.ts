@@ -57,7 +57,38 @@ export interface RunnerOptions {
   onOpened?(key: string, state: unknown): void;
   /** Where live workers are written down, for the next daemon to reap after a crash. */
   records?: WorkerRecords;
+  /** Worker processes at most, the spare included (data.maxWorkers); read whenever one is needed. */
+  maxWorkers?(): number;
+  /** What one worker may map, in MiB (data.workerMemoryMb); read at each start of a worker. */
+  workerMemoryMb?(): number;
 }
+
+/** A worker's own JavaScript heap: answers are at most a few MiB of rows, SQLite's memory is outside it. */
+const v8HeapMb = (memoryMb: number) => Math.max(64, Math.floor(memoryMb / 3));
+
+/**
+ * Starts a worker process. On Linux its memory is capped by the kernel (RLIMIT_DATA, set by a
+ * shell that then becomes the worker with exec, so the pid is the worker's): better-sqlite3 is
+ * built without SQLite's memory statistics, so sqlite3_hard_heap_limit is not in force, and a
+ * statement could otherwise take the machine's memory. Past the cap SQLite's allocations fail
+ * (SQLITE_NOMEM, answered 413) or V8's do (the process aborts; also answered 413).
+ */
+function forkWorker(memoryMb: number | undefined): ChildProcess {
+  const nodeArgs = [...profilerArgs(process.execArgv), `--max-old-space-size=${v8HeapMb(memoryMb ?? 768)}`];
+  const common = { env: workerEnv(), stdio: ['ignore', 'ignore', 'pipe', 'ipc'] as ('ignore' | 'pipe' | 'ipc')[] };
+  if (memoryMb === undefined || process.platform !== 'linux') return fork(WORKER, [], { ...common, execArgv: nodeArgs });
+  return fork(WORKER, [], {
+    ...common,
+    execPath: '/bin/sh',
+    // sh -c SCRIPT $0 $@: the limit in KiB, then node and its arguments (fork appends worker.js).
+    execArgv: ['-c', 'ulimit -d "$0" || echo "svc: the data worker runs without its memory limit" >&2; exec "$@"', String(memoryMb * 1024), process.execPath, ...nodeArgs],
+  });
+}
+
+/** What V8 and SQLite print when an allocation fails. */
+const OUT_OF_MEMORY = /out of memory|allocation failed|heap limit/i;
+/** Kept of a worker's stderr for one log line; a fatal error prints 13 to 20 lines of stack. */
+const STDERR_KEPT = 2000;
 
 /** The daemon's environment without anything secret-looking: the worker needs none of it. */
 function workerEnv(): NodeJS.ProcessEnv {
@@ -90,23 +121,51 @@ class Worker {
   /** The lane this worker serves (none while it is the spare, or after it was let go). */
   lane: Lane | null = null;
   dead = false;
+  /** Being closed to make room for another database: it takes no more requests. */
+  closing = false;
+  /** What it printed since its last log line (bounded): logged as one line, not one per chunk. */
+  stderr = '';
+  private stderrTimer: NodeJS.Timeout | null = null;
 
-  constructor(log: Logger, onReply: (w: Worker, r: WorkerReply) => void, onExit: (w: Worker) => void, records?: WorkerRecords) {
-    this.proc = fork(WORKER, [], {
-      execArgv: [...profilerArgs(process.execArgv), '--max-old-space-size=256'],
-      env: workerEnv(),
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    });
+  constructor(
+    private readonly log: Logger,
+    readonly memoryMb: number | undefined,
+    onReply: (w: Worker, r: WorkerReply) => void,
+    onExit: (w: Worker) => void,
+    records?: WorkerRecords,
+  ) {
+    this.proc = forkWorker(memoryMb);
     records?.add(this.proc.pid);
     this.proc.stderr?.setEncoding('utf8');
-    this.proc.stderr?.on('data', (chunk: string) => log.warn('data worker stderr', { text: chunk.slice(0, 2000) }));
+    this.proc.stderr?.on('data', (chunk: string) => {
+      if (this.stderr.length < STDERR_KEPT) this.stderr += chunk.slice(0, STDERR_KEPT - this.stderr.length);
+      // A worker that goes on living has its text logged a second later, in one line.
+      this.stderrTimer ??= setTimeout(() => this.flushStderr(), 1000).unref();
+    });
     this.proc.on('message', (r: WorkerReply) => onReply(this, r));
     this.proc.on('exit', () => {
       this.dead = true;
       records?.remove(this.proc.pid);
+    });
+    // 'close' comes after 'exit' once its stderr is read to the end: the exit is judged on all of it.
+    this.proc.on('close', () => {
+      this.dead = true;
+      if (this.stderrTimer) clearTimeout(this.stderrTimer);
       onExit(this);
     });
     this.proc.on('error', () => undefined);
+  }
+
+  /** Whether what it printed says an allocation failed. */
+  get outOfMemory(): boolean {
+    return OUT_OF_MEMORY.test(this.stderr);
+  }
+
+  flushStderr(): void {
+    if (this.stderrTimer) clearTimeout(this.stderrTimer);
+    this.stderrTimer = null;
+    if (this.stderr) this.log.warn('data worker stderr', { pid: this.proc.pid, text: this.stderr });
+    this.stderr = '';
   }
 
   kill(): void {
@@ -137,6 +196,10 @@ class Lane {
 
 export class DataRunner {
   private readonly lanes = new Map<string, Lane>();
+  /** Every worker process not yet gone: serving a lane, the spare, or closing. */
+  private readonly live = new Set<Worker>();
+  /** Lanes with requests and no worker, in the order they began to wait (data.maxWorkers reached). */
+  private readonly waiting = new Set<Lane>();
   private spare: Worker | null = null;
   private seq = 0;
   private closed = false;
@@ -183,6 +246,7 @@ export class DataRunner {
     // Requests still waiting were sent before the delete; they find the database gone, and so
     // does any that comes while the worker closes the file.
     lane.retiring = true;
+    this.waiting.delete(lane);
     for (const j of lane.queue.splice(0)) j.reject(new AppError('data_not_found', 'The database was deleted.'));
     if (lane.worker && !lane.worker.dead) await this.enqueue(lane, { type: 'close' }, SLOW_MS).catch(() => undefined);
     lane.worker?.kill();
@@ -198,11 +262,11 @@ export class DataRunner {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
+    for (const lane of this.lanes.values()) for (const j of lane.queue.splice(0)) j.reject(new AppError('data_unavailable', 'The daemon is shutting down.'));
+    this.waiting.clear();
     const exits: Promise<void>[] = [];
-    for (const lane of this.lanes.values()) {
-      for (const j of lane.queue.splice(0)) j.reject(new AppError('data_unavailable', 'The daemon is shutting down.'));
-      const w = lane.worker;
-      if (!w || w.dead) continue;
+    for (const w of this.live) {
+      if (w.dead) continue;
       exits.push(
         new Promise<void>((resolve) => {
           // Killed at the deadline; 'close' follows at once.
@@ -212,23 +276,89 @@ export class DataRunner {
             clearTimeout(t);
             resolve();
           });
-          // An idle worker checkpoints and closes its file; a busy one is killed at the deadline.
-          if (!w.inflight.length) w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
+          // The spare has nothing to close. An idle worker checkpoints and closes its file; a busy
+          // one (or one already closing) is killed at the deadline unless it is done by then.
+          if (w === this.spare) w.kill();
+          else if (w.lane && !w.inflight.length) w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
         }),
       );
-    }
-    const spare = this.spare;
-    if (spare && !spare.dead) {
-      exits.push(new Promise<void>((resolve) => spare.proc.once('close', () => resolve())));
-      spare.kill();
     }
     await Promise.all(exits);
     this.lanes.clear();
     await this.opts.records?.settled();
   }
 
+  private maxWorkers(): number {
+    return Math.max(2, this.opts.maxWorkers?.() ?? 6);
+  }
+
   private spawn(): Worker {
-    return new Worker(this.opts.log, (w, r) => this.onReply(w, r), (w) => this.onExit(w), this.opts.records);
+    const w = new Worker(this.opts.log, this.opts.workerMemoryMb?.(), (w, r) => this.onReply(w, r), (w) => this.onExit(w), this.opts.records);
+    this.live.add(w);
+    return w;
+  }
+
+  /**
+   * A worker for a lane that has none: the spare, a new one while under data.maxWorkers, or none
+   * yet (the lane waits; the least recently used idle worker is closed to make room).
+   */
+  private takeWorker(): Worker | null {
+    let w: Worker | null = null;
+    if (this.spare && !this.spare.dead) {
+      w = this.spare;
+      this.spare = null;
+    } else if (this.live.size < this.maxWorkers()) w = this.spawn();
+    else {
+      // One closing worker per waiting lane (the asking one is among them): asking again does
+      // not close a second one.
+      if (this.closingCount() < this.waiting.size) this.closeLeastRecentlyUsed();
+      return null;
+    }
+    return w;
+  }
+
+  /**
+   * Keeps one spare started, so a database without a worker gets one without waiting for a spawn
+   * (about 300 ms). At the cap, the least recently used idle worker is closed to make room for it.
+   */
+  private refillSpare(): void {
+    if (this.closed || this.spare || this.waiting.size) return;
+    if (this.live.size < this.maxWorkers()) this.spare = this.spawn();
+    else if (!this.closingCount()) this.closeLeastRecentlyUsed();
+  }
+
+  private closingCount(): number {
+    let n = 0;
+    for (const w of this.live) if (w.closing) n++;
+    return n;
+  }
+
+  private closeLeastRecentlyUsed(): void {
+    let lru: Lane | null = null;
+    for (const l of this.lanes.values()) {
+      const w = l.worker;
+      if (w && !w.dead && !w.inflight.length && !l.queue.length && !l.retiring && (!lru || l.lastUsed < lru.lastUsed)) lru = l;
+    }
+    if (lru) this.closeIdle(lru);
+  }
+
+  /** An idle lane lets its worker go: it checkpoints, closes its file and exits, freeing its slot. */
+  private closeIdle(lane: Lane): void {
+    const w = lane.worker!;
+    this.detach(lane);
+    w.closing = true;
+    w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
+    this.lanes.delete(lane.key);
+  }
+
+  /** A slot freed: lanes that wait get workers, oldest first; then the spare, if there is room. */
+  private wake(): void {
+    for (const lane of this.waiting) {
+      if (this.closed || (this.live.size >= this.maxWorkers() && !(this.spare && !this.spare.dead))) break;
+      this.waiting.delete(lane);
+      this.pump(lane);
+    }
+    this.refillSpare();
   }
 
   /** The lane lets its worker go: answers and exits of that process no longer concern it. */
@@ -246,8 +376,13 @@ export class DataRunner {
     if (!job) return;
     if (!w || w.dead) {
       // A fresh worker opens the file first; the spare one is already started, so this is cheap.
-      w = this.spare && !this.spare.dead ? this.spare : this.spawn();
-      this.spare = this.closed ? null : this.spawn();
+      // With every slot taken the requests wait, in order, until one is free.
+      this.waiting.add(lane);
+      const fresh = this.takeWorker();
+      if (!fresh) return;
+      this.waiting.delete(lane);
+      this.refillSpare();
+      w = fresh;
       lane.worker = w;
       w.lane = lane;
       if (job.msg.type !== 'open') {
@@ -323,6 +458,8 @@ export class DataRunner {
       // for all the answers read from the channel together.
       if (w.inflight.length) this.pumpSoon(lane);
       else this.pump(lane);
+      // Done, with another database waiting for a slot: this one makes room.
+      if (lane.worker === w && !w.inflight.length && !lane.queue.length && this.waiting.size > this.closingCount()) this.closeIdle(lane);
     }
   }
 
@@ -348,15 +485,29 @@ export class DataRunner {
   }
 
   private onExit(w: Worker): void {
+    this.live.delete(w);
     if (w === this.spare) this.spare = null;
     const lane = w.lane;
-    if (!lane) return;
-    const job = this.orphaned(lane, w);
+    const job = lane ? this.orphaned(lane, w) : undefined;
     if (job) {
-      this.opts.log.error('data worker exited during a request', { pid: w.proc.pid, code: w.proc.exitCode, signal: w.proc.signalCode });
-      job.reject(new AppError('data_unavailable', 'The database worker stopped before the request finished; it was not applied. Retry.'));
+      // One line for the exit, with what it printed (a fatal error prints a page of stack).
+      const oom = w.outOfMemory;
+      this.opts.log.error(oom ? 'data worker ran out of memory during a request' : 'data worker exited during a request', {
+        pid: w.proc.pid,
+        code: w.proc.exitCode,
+        signal: w.proc.signalCode,
+        ...(w.stderr ? { stderr: w.stderr } : {}),
+      });
+      w.stderr = '';
+      job.reject(
+        oom
+          ? new AppError('data_limit', `The statement needed more memory than a data worker may use (data.workerMemoryMb, ${w.memoryMb ?? '?'} MiB) and was stopped; nothing it did was kept.`)
+          : new AppError('data_unavailable', 'The database worker stopped before the request finished; it was not applied. Retry.'),
+      );
     }
-    this.pump(lane);
+    w.flushStderr();
+    if (lane) this.pump(lane);
+    this.wake();
   }
 
   /** The file could not be opened: what waited is refused, and the next request tries a fresh worker. */
@@ -375,11 +526,7 @@ export class DataRunner {
     const now = Date.now();
     for (const lane of this.lanes.values()) {
       const w = lane.worker;
-      if (w && !w.inflight.length && !lane.queue.length && now - lane.lastUsed > IDLE_MS) {
-        this.detach(lane);
-        w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
-        this.lanes.delete(lane.key);
-      }
+      if (w && !w.inflight.length && !lane.queue.length && now - lane.lastUsed > IDLE_MS) this.closeIdle(lane);
     }
   }
 }
