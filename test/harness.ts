@@ -62,6 +62,8 @@ export async function startTestDaemon(
     webhooks?: DaemonOptions['webhooks'];
     clock?: DaemonOptions['clock'];
     connections?: DaemonOptions['connections'];
+    /** Off only where a test measures what the daemon itself does with a payload (the check parses it). */
+    checkResponses?: boolean;
   } = {},
 ): Promise<TestDaemon> {
   const root = opts.root ?? makeProject(opts.config, opts.files);
@@ -72,7 +74,7 @@ export async function startTestDaemon(
     port: 0,
     env: daemonEnv(root, opts.env),
     log: createLogger((l) => logs.push(l), 'debug'),
-    checkResponses: true,
+    checkResponses: opts.checkResponses ?? true,
     sse: opts.sse,
     webhooks: opts.webhooks,
     clock: opts.clock,

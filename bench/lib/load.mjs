@@ -42,6 +42,7 @@ process.stdout.write(
     rps: latencies.length / seconds,
     p50: pick(0.5),
     p99: pick(0.99),
+    max: latencies.length ? latencies[latencies.length - 1] : NaN,
     requests: latencies.length,
     errors: result.errors + result.timeouts,
     non2xx,

@@ -30,6 +30,15 @@ export interface HandlerContext<App, P, Q, B> {
 /** Returned by a handler that wrote the response itself (the SSE stream). */
 export const RAW_RESPONSE = Symbol('raw-response');
 
+/**
+ * A success payload already serialised as JSON elsewhere (a data worker): the kernel writes its
+ * bytes into the envelope as they are. An 8 MiB answer parsed and serialised again on the event
+ * loop cost about 100 ms, during which no other request was answered.
+ */
+export class JsonText {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
 export interface RouteDef<App, P extends Schema | undefined, Q extends Schema | undefined, B extends Schema | undefined, R extends Schema> {
   method: Method;
   /** OpenAPI-style template: /api/v1/agents/{name} */
@@ -68,7 +77,7 @@ export interface RouteDef<App, P extends Schema | undefined, Q extends Schema | 
   errors?: ErrorCode[];
   /** Request headers the handler reads, documented as header parameters (the kernel does not validate them). */
   requestHeaders?: { name: string; description: string; schema: Schema }[];
-  handler(ctx: HandlerContext<App, P, Q, B>): In<R> | typeof RAW_RESPONSE | Promise<In<R> | typeof RAW_RESPONSE>;
+  handler(ctx: HandlerContext<App, P, Q, B>): In<R> | JsonText | typeof RAW_RESPONSE | Promise<In<R> | JsonText | typeof RAW_RESPONSE>;
 }
 
 // Erased form the router stores; the typed form only exists where a route is written.

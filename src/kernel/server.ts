@@ -7,7 +7,7 @@ import { connectionCapFor, DEFAULT_CONNECTION_LIMITS, guardConnections, readFile
 import { AppError, toErrorResponse, type ErrorDetail } from './errors.js';
 import { hostAllowed, originAllowed } from './guards.js';
 import { errorFields, type Logger } from './log.js';
-import { RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
+import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
 import { Router } from './router.js';
 import { uuidv7 } from '../lib/ids.js';
 
@@ -61,6 +61,21 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
     'Content-Length': Buffer.byteLength(text),
   });
   res.end(text);
+}
+
+const OK_HEAD = Buffer.from('{"ok":true,"data":');
+const OK_TAIL = Buffer.from('}');
+
+/** The success envelope around a payload serialised elsewhere: its bytes are copied, never parsed. */
+function sendJsonText(res: ServerResponse, status: number, data: JsonText, headers: Record<string, string>): void {
+  res.writeHead(status, {
+    ...headers,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': OK_HEAD.length + data.bytes.byteLength + OK_TAIL.length,
+  });
+  res.write(OK_HEAD);
+  res.write(data.bytes);
+  res.end(OK_TAIL);
 }
 
 export function zodDetails(where: string, error: z.ZodError): ErrorDetail[] {
@@ -244,6 +259,10 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       },
     });
     if (result === RAW_RESPONSE) return;
+    if (result instanceof JsonText) {
+      if (opts.checkResponses) checkResponse(route, JSON.parse(Buffer.from(result.bytes.buffer, result.bytes.byteOffset, result.bytes.byteLength).toString('utf8')));
+      return sendJsonText(res, status, result, headers);
+    }
     const data = result === undefined ? null : result;
     if (opts.checkResponses) checkResponse(route, data);
     sendJson(res, status, { ok: true, data }, headers);

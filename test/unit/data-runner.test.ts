@@ -55,9 +55,10 @@ describe('DataRunner', () => {
     const settled: number[] = [];
     const calls = [read('SELECT 1 AS n'), read('SELECT 2 AS n'), read(RUNAWAY), read('SELECT 4 AS n'), read('SELECT 5 AS n')].map((m, i) =>
       runner!
-        .call<{ answer: { rows: { n: number }[] } }>(key, m)
+        .call<{ json: Uint8Array }>(key, m)
         .then(
-          (v) => ({ ok: true as const, n: v.answer.rows[0]!.n }),
+          // The worker answers the JSON bytes the daemon hands on unparsed.
+          (v) => ({ ok: true as const, n: (JSON.parse(Buffer.from(v.json).toString('utf8')) as { rows: { n: number }[] }).rows[0]!.n }),
           (e: { code?: string }) => ({ ok: false as const, code: e.code }),
         )
         .finally(() => settled.push(i)),

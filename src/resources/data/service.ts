@@ -16,6 +16,8 @@ import { migrationChecksum } from './migrations.js';
 import type { Database, MigrationInT, MigrationRecord, OperationT, QueryInT, QueryResult, RecordResultT, SchemaDefT } from './schema.js';
 import { LIMITS } from './schema.js';
 import type { DataRunner } from './sql-runner.js';
+import type { SerialisedAnswer as WorkerAnswer } from './worker.js';
+import { JsonText } from '../../kernel/route.js';
 import * as store from './store.js';
 
 /** The daemon's worker pool for application databases, wired in daemon.ts. */
@@ -130,7 +132,21 @@ function idempotency(p: Principal | null, endpoint: string, body: { idempotencyK
   return { owner: p?.keyId ?? 'anonymous', key: body.idempotencyKey, hash: requestHash(endpoint, body as Record<string, unknown>) };
 }
 
-export async function transactions(app: App, p: Principal | null, ref: string, body: { operations: OperationT[]; idempotencyKey?: string }): Promise<Answer<RecordResultT[]>> {
+/**
+ * A batch's or a query's answer as its worker serialised it (RecordResult[] or QueryResult): handed
+ * to the HTTP layer as bytes, so the daemon's event loop never parses or re-serialises it.
+ */
+export interface SerialisedAnswer<T> {
+  answer: JsonText & { readonly __of?: T };
+  replayed: boolean;
+}
+
+async function serialised<T>(pending: Promise<WorkerAnswer>): Promise<SerialisedAnswer<T>> {
+  const r = await pending;
+  return { answer: new JsonText(r.json), replayed: r.replayed };
+}
+
+export async function transactions(app: App, p: Principal | null, ref: string, body: { operations: OperationT[]; idempotencyKey?: string }): Promise<SerialisedAnswer<RecordResultT[]>> {
   const d = resolve(app, ref);
   requireRead(p, d);
   const grants = tableGrants(p, d);
@@ -138,17 +154,17 @@ export async function transactions(app: App, p: Principal | null, ref: string, b
     const write = isWriteOp(op);
     if (!canUseTable(write ? grants.write : grants.read, op.table)) throw opError('data_forbidden', i, op, 'table', `this key may not ${write ? 'write' : 'read'} table ${op.table}`);
   });
-  return runner(app).call(d.id, { type: 'batch', ops: body.operations, ref: idempotency(p, 'transactions', body) });
+  return serialised(runner(app).call(d.id, { type: 'batch', ops: body.operations, ref: idempotency(p, 'transactions', body) }));
 }
 
-export async function query(app: App, p: Principal | null, ref: string, body: QueryInT): Promise<Answer<QueryResult>> {
+export async function query(app: App, p: Principal | null, ref: string, body: QueryInT): Promise<SerialisedAnswer<QueryResult>> {
   const d = resolve(app, ref);
   requireRead(p, d);
   const mode = body.mode ?? 'read';
   const grants = tableGrants(p, d);
   if (mode === 'write' && grants.write !== '*' && grants.write.length === 0) throw new AppError('data_forbidden', 'This key has no write grant on this database.');
   const req = { sql: body.sql, params: body.params ?? [], mode, maxRows: body.maxRows ?? LIMITS.maxRows, grants };
-  return runner(app).call(d.id, { type: 'query', req, ref: idempotency(p, 'query', body) });
+  return serialised(runner(app).call(d.id, { type: 'query', req, ref: idempotency(p, 'query', body) }));
 }
 
 export async function migrate(app: App, p: Principal | null, ref: string, body: MigrationInT): Promise<{ database: Database; replayed: boolean }> {

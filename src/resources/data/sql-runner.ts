@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../../kernel/errors.js';
@@ -75,7 +76,9 @@ const v8HeapMb = (memoryMb: number) => Math.max(64, Math.floor(memoryMb / 3));
  */
 function forkWorker(memoryMb: number | undefined): ChildProcess {
   const nodeArgs = [...profilerArgs(process.execArgv), `--max-old-space-size=${v8HeapMb(memoryMb ?? 768)}`];
-  const common = { env: workerEnv(), stdio: ['ignore', 'ignore', 'pipe', 'ipc'] as ('ignore' | 'pipe' | 'ipc')[] };
+  // 'advanced': V8's serialiser, so an answer's JSON bytes cross as one Buffer (a copy), where
+  // 'json' would parse them again on the daemon's event loop.
+  const common = { env: workerEnv(), stdio: ['ignore', 'ignore', 'pipe', 'ipc'] as ('ignore' | 'pipe' | 'ipc')[], serialization: 'advanced' as const };
   if (memoryMb === undefined || process.platform !== 'linux') return fork(WORKER, [], { ...common, execArgv: nodeArgs });
   return fork(WORKER, [], {
     ...common,
@@ -84,6 +87,9 @@ function forkWorker(memoryMb: number | undefined): ChildProcess {
     execArgv: ['-c', 'ulimit -d "$0" || echo "svc: the data worker runs without its memory limit" >&2; exec "$@"', String(memoryMb * 1024), process.execPath, ...nodeArgs],
   });
 }
+
+/** Lower than the daemon (0): a worker gets the CPU the daemon's thread leaves. */
+const WORKER_NICE = 5;
 
 /** What V8 and SQLite print when an allocation fails. */
 const OUT_OF_MEMORY = /out of memory|allocation failed|heap limit/i;
@@ -135,6 +141,13 @@ class Worker {
     records?: WorkerRecords,
   ) {
     this.proc = forkWorker(memoryMb);
+    // Caller SQL yields the CPU to the daemon's own thread: on a machine with few cores a worker
+    // busy serialising large answers must not slow task reads, SSE and the other databases' replies.
+    try {
+      if (this.proc.pid) setPriority(this.proc.pid, WORKER_NICE);
+    } catch {
+      // not permitted here: it runs at the daemon's priority
+    }
     records?.add(this.proc.pid);
     this.proc.stderr?.setEncoding('utf8');
     this.proc.stderr?.on('data', (chunk: string) => {

@@ -1,5 +1,5 @@
 import { AppError, type ErrorDetail } from '../../kernel/errors.js';
-import { DataFile } from './engine.js';
+import { DataFile, type Answer } from './engine.js';
 import type { IdempotencyRef } from './idempotency.js';
 import type { MigrationInT, OperationT, SchemaDefT } from './schema.js';
 import { sqlError } from './sqlite-errors.js';
@@ -43,14 +43,24 @@ function handle(msg: WorkerRequest): unknown {
   if (!file) throw new AppError('data_unavailable', 'The database is not open.');
   switch (msg.type) {
     case 'batch':
-      return file.batch(msg.ops, msg.ref);
+      return serialised(file.batch(msg.ops, msg.ref));
     case 'query':
-      return file.query(msg.req, msg.ref);
+      return serialised(file.query(msg.req, msg.ref));
     case 'migrate':
       return file.migrate(msg.migration, msg.checksum);
     case 'migrations':
       return file.migrations();
   }
+}
+
+/** An answer as the daemon hands it on: serialised here, so the daemon's event loop never parses or re-serialises it. */
+export interface SerialisedAnswer {
+  replayed: boolean;
+  json: Uint8Array;
+}
+
+function serialised(a: Answer<unknown>): SerialisedAnswer {
+  return { replayed: a.replayed, json: Buffer.from(JSON.stringify(a.answer)) };
 }
 
 /** What the daemon sends: requests in the order they are to run, several at once when reads queue up. */
