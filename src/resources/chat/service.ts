@@ -160,8 +160,19 @@ export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void
   });
 }
 
+/**
+ * Ends a call the upstream failed and answers what the client is told. The upstream's text is
+ * scrubbed of every configured secret first (a 401 echoes the key it was sent), so neither the
+ * answer, the stream's last frame, the provider's recorded reason nor a log line can carry one.
+ */
+export function failChat(app: App, plan: ChatPlan, err: UpstreamError, usage: Usage | null = null): AppError {
+  const clean = err.scrubbed(configuredSecrets(app));
+  finishChat(app, plan, { finishReason: null, usage, reply: [], error: clean });
+  return upstreamFailure(plan, clean);
+}
+
 /** An upstream failure as the client sees it: 502 carrying the upstream's status. */
-export function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
+function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
   const status = e.status === 'network' ? 'no answer' : String(e.status);
   return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, { details: [{ path: 'upstream.status', message: status }] });
 }
