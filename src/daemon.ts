@@ -1,6 +1,6 @@
 import { chmodSync } from 'node:fs';
 import { Services, type App } from './app.js';
-import { buildKeys } from './config/keys.js';
+import { buildKeys, keySecrets } from './config/keys.js';
 import { formatIssues, loadConfig } from './config/load.js';
 import type { ProjectConfig } from './config/schema.js';
 import { watchConfig } from './config/watch.js';
@@ -30,10 +30,13 @@ import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/s
 import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
 import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
 import { TEAM_MEMBERS } from './resources/teams/service.js';
+import { providerKeys } from './resources/providers/service.js';
 import { openVault } from './resources/vault/keys.js';
-import { enqueueDeliveries, pruneDeliveries, WEBHOOKS } from './resources/webhooks/service.js';
+import { secretValues } from './resources/vault/service.js';
+import { enqueueDeliveries, pruneDeliveries, webhookSecrets, WEBHOOKS } from './resources/webhooks/service.js';
 import { DeliveryWorker, type WorkerOptions } from './resources/webhooks/worker.js';
 import { VAULT } from './resources/vault/live.js';
+import { SECRETS } from './secrets.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 import { MCP_DOOR, startMcp } from './tools/mcp.js';
 
@@ -201,6 +204,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const taskHooks = app.services.provide(TASK_HOOKS, new TaskHooks());
   wireMissions(taskHooks); // a mission's tasks follow its state; tasks decide its completion
   wireApprovals(taskHooks); // a task waiting for approval leaves only through the decision
+  // Every configured secret, for scrubbing an upstream's text: read at each call, so a reload, a
+  // new vault entry or a rotated webhook secret counts at once (the local key only this closure holds).
+  app.services.provide(SECRETS, () => [...keySecrets(config, env.SERVICE_API_KEY, localKey), ...providerKeys(app), ...secretValues(app), ...webhookSecrets(app)]);
 
   // Background parts that live as long as the daemon, started before it listens so that no request
   // (not even a shutdown) can find them half-started; closed in reverse order.

@@ -3,9 +3,14 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 // A scripted OpenAI-compatible upstream on a local port: each request takes the next scripted
 // answer (plain JSON, an error, a stream, a stream that stalls) and is recorded for the test.
 
+/** An answer may be made from the request it answers (an upstream that echoes what it was sent). */
+type FromRequest<T> = T | ((r: Recorded) => T);
+
 export type Scripted =
-  | { status?: number; json: unknown; headers?: Record<string, string> }
-  | { stream: unknown[]; delayMs?: number; stall?: boolean };
+  | { status?: number; json: FromRequest<unknown>; headers?: Record<string, string> }
+  | { stream: FromRequest<unknown[]>; delayMs?: number; stall?: boolean };
+
+const made = <T>(v: FromRequest<T>, r: Recorded): T => (typeof v === 'function' ? (v as (r: Recorded) => T)(r) : v);
 
 export interface Recorded {
   path: string;
@@ -78,16 +83,17 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       } catch {
         // keep the text
       }
-      requests.push({ path: req.url ?? '', headers: req.headers, body, closed, aborted: () => aborted });
+      const recorded: Recorded = { path: req.url ?? '', headers: req.headers, body, closed, aborted: () => aborted };
+      requests.push(recorded);
       const next = queue.shift() ?? { status: 500, json: { error: { message: 'nothing scripted', type: 'server_error' } } };
       if ('json' in next) {
         done = true;
         res.writeHead(next.status ?? 200, { 'content-type': 'application/json', ...next.headers });
-        res.end(JSON.stringify(next.json));
+        res.end(JSON.stringify(made(next.json, recorded)));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const chunks = [...next.stream];
+      const chunks = [...made(next.stream, recorded)];
       const tick = () => {
         if (res.destroyed) return;
         const c = chunks.shift();

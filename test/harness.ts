@@ -64,6 +64,8 @@ export async function startTestDaemon(
     connections?: DaemonOptions['connections'];
     /** Off only where a test measures what the daemon itself does with a payload (the check parses it). */
     checkResponses?: boolean;
+    /** Log as `svc serve` does, to .svc/logs/daemon.log (at info), instead of to memory at debug; `logs` still gets every line. */
+    logFile?: boolean;
   } = {},
 ): Promise<TestDaemon> {
   const root = opts.root ?? makeProject(opts.config, opts.files);
@@ -73,7 +75,7 @@ export async function startTestDaemon(
     host: '127.0.0.1',
     port: 0,
     env: daemonEnv(root, opts.env),
-    log: createLogger((l) => logs.push(l), 'debug'),
+    ...(opts.logFile ? { console: (lines: string) => void logs.push(lines) } : { log: createLogger((l) => logs.push(l), 'debug') }),
     checkResponses: opts.checkResponses ?? true,
     sse: opts.sse,
     webhooks: opts.webhooks,

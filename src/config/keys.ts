@@ -13,3 +13,14 @@ export function buildKeys(config: ProjectConfig, serviceApiKey: string | undefin
   if (localKey) keys.push({ name: 'local', digest: sha256(localKey), source: 'local.key' });
   return keys;
 }
+
+/**
+ * The plaintext of every key that opens the API now, for scrubbing text the daemon did not write
+ * (an upstream's error). Keys given only as a sha256 have none here: the daemon never held it.
+ */
+export function keySecrets(config: ProjectConfig, serviceApiKey: string | undefined, localKey: string | undefined): string[] {
+  const out = config.apiKeys.flatMap((k) => (typeof k === 'string' ? [k] : k.key !== undefined ? [k.key] : []));
+  if (serviceApiKey) out.push(serviceApiKey);
+  if (localKey) out.push(localKey);
+  return out;
+}

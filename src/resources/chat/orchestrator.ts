@@ -6,7 +6,7 @@ import { uuidv7 } from '../../lib/ids.js';
 import { functionTools, type FunctionTool } from '../../tools/functions.js';
 import { sendOpenAiError } from './openai-errors.js';
 import type { ChatMessage, Usage } from './schema.js';
-import { finishChat, openEventStream, upstreamBody, upstreamFailure, type ChatPlan } from './service.js';
+import { failChat, finishChat, openEventStream, upstreamBody, type ChatPlan } from './service.js';
 import { complete, stream, UpstreamError } from './upstream.js';
 
 const SYSTEM = [
@@ -139,8 +139,7 @@ export async function runOrchestrator(app: App, plan: ChatPlan, io: Orchestrator
       return;
     }
     if (!(err instanceof UpstreamError)) throw err;
-    finishChat(app, plan, { finishReason: null, usage, reply: [], error: err });
-    const failure = upstreamFailure(plan, err);
+    const failure = failChat(app, plan, err, usage);
     if (!opened) throw failure;
     sendOpenAiError(io.res, failure);
     return;

@@ -5,7 +5,7 @@ import { RAW_RESPONSE } from '../../kernel/route.js';
 import { openAiError, sendOpenAiError } from './openai-errors.js';
 import { runOrchestrator } from './orchestrator.js';
 import { ChatCompletion, ChatRequest, SessionId, type ChatMessage } from './schema.js';
-import { finishChat, openEventStream, planChat, upstreamBody, upstreamFailure } from './service.js';
+import { failChat, finishChat, openEventStream, planChat, upstreamBody } from './service.js';
 import { complete, stream, UpstreamError } from './upstream.js';
 
 function sseWrite(res: ServerResponse, payload: unknown): void {
@@ -22,7 +22,7 @@ export const chatRoutes = [
     description:
       'The OpenAI wire format: official OpenAI clients work unchanged. With `agent` (an svc extension) the agent answers: its model, system prompt, identity and assigned skills go upstream. ' +
       'Without it the project\'s orchestrator answers with management tools the daemon runs itself (tasks, missions, approvals, agents, skills). ' +
-      '`x-session-id` continues a session (stored with vault values redacted); the answer carries it. Failures are `{error: {message, type, code}}`.',
+      '`x-session-id` continues a session (stored with every configured secret redacted); the answer carries it. Failures are `{error: {message, type, code}}`, an upstream\'s text scrubbed of secrets.',
     tag: 'Chat',
     errors: ['not_found', 'conflict', 'upstream_error', 'unavailable'],
     body: ChatRequest,
@@ -53,8 +53,7 @@ export const chatRoutes = [
           answer = await complete(plan.provider, upstreamBody(plan), abort.signal);
         } catch (err) {
           if (!(err instanceof UpstreamError)) throw err;
-          finishChat(app, plan, { finishReason: null, usage: null, reply: [], error: err });
-          throw upstreamFailure(plan, err);
+          throw failChat(app, plan, err);
         }
         const choice = answer.choices?.[0];
         finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: choice?.message ? [choice.message as ChatMessage] : [] });
@@ -87,8 +86,7 @@ export const chatRoutes = [
           return RAW_RESPONSE;
         }
         if (!(err instanceof UpstreamError)) throw err;
-        finishChat(app, plan, { finishReason: null, usage: null, reply: [], error: err });
-        const failure = upstreamFailure(plan, err);
+        const failure = failChat(app, plan, err);
         if (!opened) throw failure;
         // Headers are gone: the failure travels as a last chunk, as OpenAI's own streams do.
         sendOpenAiError(res, failure);

@@ -3,10 +3,10 @@ import type { App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
+import { configuredSecrets } from '../../secrets.js';
 import { getAgent } from '../agents/service.js';
 import { blockedUntil, isUsable, providers, recordUpstream, splitModelId, type Provider } from '../providers/service.js';
 import { getSkill } from '../skills/service.js';
-import { secretValues } from '../vault/service.js';
 import { agentSystemMessage } from './prompt.js';
 import type { ChatMessage, ChatRequest, Usage } from './schema.js';
 import { getSession, saveSession, type Session } from './sessions.js';
@@ -137,7 +137,8 @@ export interface ChatOutcome {
  * so a session is never kept without its completion:finished (and the reverse).
  */
 export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void {
-  const secrets = secretValues(app, plan.agent ?? undefined);
+  // Gathered only when a session is kept: the answer and the caller's turns lose every secret.
+  const secrets = outcome.aborted || outcome.error ? [] : configuredSecrets(app);
   app.events.write(() => {
     if (outcome.aborted) {
       // nothing learned of the provider; the unanswered turn is not kept
@@ -159,8 +160,19 @@ export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void
   });
 }
 
+/**
+ * Ends a call the upstream failed and answers what the client is told. The upstream's text is
+ * scrubbed of every configured secret first (a 401 echoes the key it was sent), so neither the
+ * answer, the stream's last frame, the provider's recorded reason nor a log line can carry one.
+ */
+export function failChat(app: App, plan: ChatPlan, err: UpstreamError, usage: Usage | null = null): AppError {
+  const clean = err.scrubbed(configuredSecrets(app));
+  finishChat(app, plan, { finishReason: null, usage, reply: [], error: clean });
+  return upstreamFailure(plan, clean);
+}
+
 /** An upstream failure as the client sees it: 502 carrying the upstream's status. */
-export function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
+function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
   const status = e.status === 'network' ? 'no answer' : String(e.status);
   return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, { details: [{ path: 'upstream.status', message: status }] });
 }

@@ -1,4 +1,5 @@
 import { stmt, type DB } from '../../db/open.js';
+import { redactValue } from '../../lib/redact.js';
 import type { ChatMessage } from './schema.js';
 
 /** The newest messages a session keeps; older turns are dropped so a session cannot grow without bound. */
@@ -23,22 +24,12 @@ export function getSession(db: DB, id: string): Session | null {
   return r ? { id: r.id, agent: r.agent, model: r.model, messages: JSON.parse(r.messages) as ChatMessage[] } : null;
 }
 
-/** Writes the session with every secret replaced; `secrets` are the vault values to redact. */
+/** Writes the session with each of `secrets` replaced wherever it appears in its messages. */
 export function saveSession(db: DB, s: Session, secrets: readonly string[], now: string): void {
   const kept = s.messages.slice(-SESSION_MAX_MESSAGES);
   stmt(
     db,
     `INSERT INTO chat_sessions (id, agent, model, messages, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET model = excluded.model, messages = excluded.messages, updated_at = excluded.updated_at`,
-  ).run(s.id, s.agent, s.model, redact(JSON.stringify(kept), secrets), now, now);
-}
-
-/** Replaces each secret, as it appears inside JSON text, with [REDACTED]. */
-export function redact(json: string, secrets: readonly string[]): string {
-  let out = json;
-  for (const secret of secrets) {
-    const escaped = JSON.stringify(secret).slice(1, -1);
-    if (escaped) out = out.split(escaped).join('[REDACTED]');
-  }
-  return out;
+  ).run(s.id, s.agent, s.model, JSON.stringify(redactValue(kept, secrets)), now, now);
 }

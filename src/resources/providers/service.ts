@@ -39,6 +39,25 @@ export const providerHealth = (app: App, id: string): ProviderHealth => store.ge
 
 export const isUsable = usable;
 
+/** Header names that carry a credential (Azure's `api-key`, a proxy's `x-api-key`, a bearer token). */
+const CREDENTIAL_HEADER = /authorization|api-?key|token|secret/i;
+
+/**
+ * Every provider key configured now, for scrubbing upstream text (a 401 echoes the key it was
+ * sent): the key in use, and the environment's one too when project.json's overrides it, and the
+ * values of credential headers.
+ */
+export function providerKeys(app: App): string[] {
+  const out: string[] = [];
+  for (const p of providers(app).values()) {
+    if (p.key) out.push(p.key);
+    const fromEnv = Object.hasOwn(app.env, p.envVar) ? app.env[p.envVar] : undefined;
+    if (fromEnv) out.push(fromEnv);
+    for (const [name, value] of Object.entries(p.headers)) if (CREDENTIAL_HEADER.test(name)) out.push(value);
+  }
+  return out;
+}
+
 /** When the provider may be called again, or null when it may be called now. */
 export const blockedUntil = (app: App, id: string, now = Date.now()): number | null => unavailableUntil(store.getHealth(app.db, id), now);
 

@@ -6,7 +6,7 @@ import { nowIso } from '../../lib/time.js';
 import { toPage, type Page } from '../common.js';
 import { DEFAULT_GRACE_SECONDS, type Delivery, type DeliveryDetail, type Webhook, type WebhookInput, type WebhookPatchInput } from './schema.js';
 import type { SecretBox } from './secret-box.js';
-import { newSecret } from './sign.js';
+import { newSecret, SECRET_PREFIX } from './sign.js';
 import * as store from './store.js';
 
 /** The webhooks' per-daemon live state, provided in daemon.ts. */
@@ -102,6 +102,24 @@ export function rotateSecret(app: App, id: string, graceSeconds: number = DEFAUL
     const secret = addSecret(app, id, now);
     app.services.get(WEBHOOKS).secretsChanged(id);
     return { secret, previousSecretExpiresAt: graceSeconds > 0 ? expires : null };
+  });
+}
+
+/**
+ * Every webhook's signing secrets (those still in a grace window too), for scrubbing text the
+ * daemon did not write; each also without its `whsec_` prefix, the Standard Webhooks key. A secret
+ * that no longer opens (webhooks.key replaced) is unknown to this daemon and cannot be scrubbed.
+ */
+export function webhookSecrets(app: App): string[] {
+  const { box } = app.services.get(WEBHOOKS);
+  return store.allSecrets(app.db).flatMap((row) => {
+    let secret: string;
+    try {
+      secret = box.open(row.id, row);
+    } catch {
+      return [];
+    }
+    return secret.startsWith(SECRET_PREFIX) ? [secret, secret.slice(SECRET_PREFIX.length)] : [secret];
   });
 }
 

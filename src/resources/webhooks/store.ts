@@ -108,6 +108,11 @@ export function liveSecrets(db: DB, webhookId: string, now: string): SecretRow[]
   ).all(webhookId, now) as SecretRow[];
 }
 
+/** Every stored secret of every webhook, current, in its grace window or expired but not yet dropped. */
+export function allSecrets(db: DB): SecretRow[] {
+  return stmt(db, 'SELECT id, sealed, nonce, created_at AS createdAt, expires_at AS expiresAt FROM webhook_secrets').all() as SecretRow[];
+}
+
 /** At most this many rotated-out secrets keep signing beside the current one. */
 export const MAX_OLD_SECRETS = 4;
 
