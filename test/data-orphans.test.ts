@@ -102,8 +102,8 @@ describe.runIf(linux)('data workers of a daemon killed with -9', () => {
     d.child.kill('SIGKILL');
     await exited(d.child);
     await pending;
-    // Stopped, its watchdog cannot run: it still holds the write lock of `o`.
-    await new Promise((r) => setTimeout(r, 1200));
+    // Stopped, its watchdog cannot run: it still holds the write lock of `o` (the log line below
+    // says the next daemon killed it).
     expect(alive(busy)).toBe(true);
 
     const again = await start(root);

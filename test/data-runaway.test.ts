@@ -91,7 +91,10 @@ describe('runaway statements', () => {
 
   it('requests queued behind a runaway are served by the replacement', async () => {
     const runaway = d.api('POST', '/api/v1/data/slow/query', { body: { sql: RUNAWAY } });
-    await new Promise((r) => setTimeout(r, 100));
+    // Queued once the runaway is on its worker, so it is behind it.
+    const runner = d.daemon.app.services.get(DATA_RUNNER);
+    const id = resolve(d.daemon.app, 'slow').id;
+    await eventually(() => runner.inflight(id) === 1);
     const queued = d.api('POST', '/api/v1/data/slow/query', { body: { sql: 'SELECT n FROM t' } });
     expect((await runaway).status).toBe(503);
     const q = await queued;

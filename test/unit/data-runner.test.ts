@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/kernel/log.js';
 import { DataRunner, profilerArgs } from '../../src/resources/data/sql-runner.js';
+import { eventually } from '../harness.js';
 
 // The runner sends the requests of one event-loop turn to a worker in one IPC message; the worker
 // answers each before starting the next, so when one of them runs away only that one is blamed.
@@ -78,7 +79,8 @@ describe('DataRunner', () => {
     const key = '0190b5a0-0000-7000-8000-000000000002';
     await runner.call(key, { type: 'open', file: runner.fileOf(key), create: { tables: { t: { columns: { n: { type: 'integer' } } } } } }, { slow: true });
     const codes = [read(RUNAWAY), read('SELECT 2 AS n'), read('SELECT 3 AS n')].map((m) => runner!.call(key, m).then(() => 'ok', (e: { code?: string }) => e.code));
-    await new Promise((r) => setTimeout(r, 100));
+    const r = runner;
+    await eventually(() => r.inflight(key) === 3);
     await runner.close(); // kills the busy worker after its grace period
     runner = undefined;
     expect(await Promise.all(codes)).toEqual(['data_unavailable', 'data_unavailable', 'data_unavailable']);
@@ -109,12 +111,14 @@ describe('DataRunner', () => {
     const key = '0190b5a0-0000-7000-8000-000000000005';
     await create(key);
     const codes = [read(RUNAWAY), read('SELECT 2')].map((m) => codeOf(r.call(key, m)));
-    await new Promise((res) => setTimeout(res, 50));
+    await eventually(() => r.inflight(key) === 2);
     await r.close(); // the limit (300 ms) passes inside the grace period
     runner = undefined;
     expect(await Promise.all(codes)).toEqual(['data_unavailable', 'data_unavailable']);
     expect(r.killed).toHaveLength(1);
-    await new Promise((res) => setTimeout(res, 200));
+    // close() resolved once every worker had exited; none is started after it (turns of the loop
+    // give a late spawn its chance, and /proc would show it at once).
+    for (let i = 0; i < 10; i++) await new Promise((res) => setImmediate(res));
     expect(liveWorkers()).toEqual([]);
   });
 
@@ -126,7 +130,7 @@ describe('DataRunner', () => {
     expect(statSync(join(dir, `${key}.sqlite-wal`)).size).toBeGreaterThan(0);
     // Busy when the daemon shuts down, done well inside the grace period.
     const busy = codeOf(r.call(key, read('WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 300000) SELECT count(*) AS n FROM r')));
-    await new Promise((res) => setTimeout(res, 20));
+    await eventually(() => r.inflight(key) === 1);
     await r.close();
     runner = undefined;
     expect(await busy).toBe('ok');

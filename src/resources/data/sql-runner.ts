@@ -267,6 +267,11 @@ export class DataRunner {
     this.lanes.delete(key);
   }
 
+  /** Requests of database `key` sent to its worker and not yet answered (tests and diagnostics). */
+  inflight(key: string): number {
+    return this.lanes.get(key)?.worker?.inflight.length ?? 0;
+  }
+
   /** Pid of the worker serving `key`, if one is running (tests and diagnostics). */
   pidOf(key: string): number | undefined {
     return this.lanes.get(key)?.worker?.proc.pid;
