@@ -1,5 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile as readFileCb, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+
+// The callback form: fs/promises keeps a FileHandle object for each read until it is collected.
+const readFile = promisify(readFileCb);
 
 // A pid alone does not name a process: once it exits, the kernel hands the number to the next one.
 // A pid with its start time (field 22 of /proc/<pid>/stat, in clock ticks since boot) does, for as

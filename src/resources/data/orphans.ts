@@ -1,4 +1,5 @@
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir as mkdirCb, readdir as readdirCb, readFile as readFileCb, rm as rmCb, writeFile as writeFileCb } from 'node:fs';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import type { Logger } from '../../kernel/log.js';
 import { isSameProcess, startTimeOf } from '../../lib/proc.js';
@@ -8,6 +9,10 @@ import { isSameProcess, startTimeOf } from '../../lib/proc.js';
 // a restart, so each worker is also written down, by pid and start time, in .svc/workers/<pid>, and
 // a daemon starting after a crash kills those of dead daemons. Never by name: a pid may have gone
 // to another process since, and then its start time differs.
+
+// The callback forms: fs/promises keeps a FileHandle object for each write until it is collected,
+// so a daemon that has closed would still hold handles (test/daemon-start.test.ts counts them).
+const [mkdir, readdir, readFile, rm, writeFile] = [promisify(mkdirCb), promisify(readdirCb), promisify(readFileCb), promisify(rmCb), promisify(writeFileCb)];
 
 interface Record_ {
   /** The daemon that started the worker. */
