@@ -1,7 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATA_RUNNER, resolve } from '../src/resources/data/service.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
+import { ownDataWorkers as workerPids } from './procs.js';
 
 // Memory a caller's statement may take is capped by the kernel (RLIMIT_DATA on each worker), and
 // the number of workers by data.maxWorkers: the least recently used idle one makes room, and
@@ -9,22 +9,6 @@ import { startTestDaemon, type TestDaemon } from './harness.js';
 
 const linux = process.platform === 'linux';
 const T = { tables: { t: { columns: { a: { type: 'integer' } } } } };
-
-/** Live data workers started by this process (the test daemon runs in it). */
-function workerPids(): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(f[1]) === process.pid && f[0] !== 'Z' && readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('worker.js')) out.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 describe.runIf(linux)('a statement past the worker memory limit', () => {
   let d: TestDaemon;

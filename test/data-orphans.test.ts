@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -9,6 +9,7 @@ import { reapOrphanWorkers } from '../src/resources/data/orphans.js';
 import { readLocalKey } from '../src/state-dir.js';
 import { exited, serve } from './cli-helpers.js';
 import { eventually, makeProject } from './harness.js';
+import { alive, childrenOf, procStat } from './procs.js';
 
 // A data worker inside a long statement when its daemon is killed with -9: it must die within a
 // second by itself, and one that cannot (stopped) is killed by the next daemon, by pid and start
@@ -22,25 +23,7 @@ async function post(url: string, key: string, path: string, body: unknown): Prom
   return { status: res.status, body: await res.json().catch(() => null) };
 }
 
-function stat(pid: number): string[] | null {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null;
-  }
-}
-/** Running (not a zombie): fields from 3 on, so state is [0], ppid [1], utime [11]. */
-const alive = (pid: number) => {
-  const f = stat(pid);
-  return !!f && f[0] !== 'Z' && f[0] !== 'X';
-};
-const childrenOf = (ppid: number) =>
-  readdirSync('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .map(Number)
-    .filter((pid) => stat(pid)?.[1] === String(ppid));
-const cpuTicks = (pid: number) => Number(stat(pid)?.[11] ?? 0);
+const cpuTicks = (pid: number) => Number(procStat(pid)?.[11] ?? 0);
 
 const env = (root: string) => ({ SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: `${root}/.user-config` });
 

@@ -1,10 +1,11 @@
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/kernel/log.js';
 import { DataRunner, profilerArgs } from '../../src/resources/data/sql-runner.js';
 import { eventually } from '../harness.js';
+import { ownDataWorkers as liveWorkers } from '../procs.js';
 
 // The runner sends the requests of one event-loop turn to a worker in one IPC message; the worker
 // answers each before starting the next, so when one of them runs away only that one is blamed.
@@ -16,22 +17,6 @@ const T = { tables: { t: { columns: { n: { type: 'integer' as const } } } } };
 /** About 400 KB of answer: more than a socket buffer takes in one write. */
 const LARGE = "SELECT n, printf('%.4000c', 'x') AS pad FROM (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 100) SELECT n FROM r)";
 const codeOf = (p: Promise<unknown>) => p.then(() => 'ok', (e: { code?: string }) => e.code);
-
-/** Data workers (children of this process running worker.js) still alive. */
-function liveWorkers(): number[] {
-  const pids: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid && readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('worker.js') && !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) pids.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
 
 const start = (timeoutMs: number, lines: string[] = []) => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-runner-'));
