@@ -16,6 +16,8 @@ const S = {
   providerShadowed: `sk-shadow-${tag}-0123456789`, // FAKE_KEY: what providers.fake.apiKey overrides
   providerEnv: `sk-env-${tag}-0123456789`, // FAKE2_KEY, providers.fake2's key
   providerHeader: `hdr-${tag}-0123456789`, // providers.fake.headers.api-key
+  providerCookie: `sid-${tag}-0123456789`, // providers.fake.headers.cookie: any header may carry one
+  providerToken: `tok-${tag}-0123456789`, // providers.fake.headers.x-auth = "Token <it>", echoed alone
   apiKeyString: `svc-proj-${tag}-0123456789`,
   apiKeyObject: `svc-named-${tag}-0123456789`,
   serviceApiKey: `svc-env-${tag}-0123456789`,
@@ -59,7 +61,7 @@ beforeAll(async () => {
     config: {
       apiKeys: [S.apiKeyString, { name: 'named', key: S.apiKeyObject }],
       providers: {
-        fake: { baseUrl: up.url, apiKey: S.providerConfig, apiKeyEnv: 'FAKE_KEY', headers: { 'api-key': S.providerHeader }, models: ['m1'] },
+        fake: { baseUrl: up.url, apiKey: S.providerConfig, apiKeyEnv: 'FAKE_KEY', headers: { 'api-key': S.providerHeader, cookie: S.providerCookie, 'x-auth': `Token ${S.providerToken}` }, models: ['m1'] },
         fake2: { baseUrl: up.url, apiKeyEnv: 'FAKE2_KEY', models: ['m1'] },
       },
     },

@@ -125,6 +125,63 @@ describe('DataRunner', () => {
   });
 });
 
+describe('DataRunner worker slots and exits', () => {
+  const write = { type: 'query' as const, req: { sql: 'INSERT INTO t (n) VALUES (1)', params: [], mode: 'write' as const, maxRows: 10, grants: ALL } };
+  const keyN = (i: number) => `0190b5a0-0000-7000-8000-00000000010${i}`;
+
+  it('a request arriving between a worker\'s exit and its close gets a new worker, with the time limit in force', async () => {
+    const { runner: r } = start(800);
+    const key = keyN(0);
+    await create(key);
+    // The worker dies by itself (out of memory, a crash), and a request comes after its 'exit'
+    // and before its 'close' (the runner's own view of the process, as an HTTP request can).
+    const proc = (r as unknown as { lanes: Map<string, { worker: { proc: import('node:child_process').ChildProcess } }> }).lanes.get(key)!.worker.proc;
+    const answered = new Promise<string>((res) => proc.once('exit', () => res(codeOf(r.call(key, read(RUNAWAY))))));
+    process.kill(proc.pid!, 'SIGKILL');
+    // Stopped at its limit (800 ms) by a worker the lane owns, not left running for ever.
+    expect(await answered).toBe('data_unavailable');
+    expect(r.killed).toHaveLength(1);
+    expect(await codeOf(r.call(key, read('SELECT 1 AS n')))).toBe('ok');
+    // The lane's worker and the spare; none left over without a lane.
+    expect(liveWorkers().length).toBeLessThanOrEqual(2);
+  });
+
+  it('databases written without pause hand their slots on after a turn: one waiting for a slot is served', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-runner-'));
+    runner = new DataRunner({ log: createLogger(() => undefined), dir, statementTimeoutMs: () => 5000, maxWorkers: () => 2 });
+    const r = runner;
+    const [busy1, busy2, other] = [keyN(1), keyN(2), keyN(3)];
+    for (const k of [busy1, busy2, other]) await r.call(k, { type: 'open', file: r.fileOf(k), create: T }, { slow: true });
+    let stop = false;
+    let served = 0;
+    // Two writers on each of two databases, each sending its next write as soon as the last is
+    // answered: their queues are never empty, so neither is ever idle, and they hold both slots.
+    const writers = [busy1, busy1, busy2, busy2].map(async (k) => {
+      while (!stop) {
+        await r.call(k, write);
+        served++;
+      }
+    });
+    await eventually(() => served > 40, 10_000);
+    const answer = await Promise.race([codeOf(r.call(other, read('SELECT 1 AS n'))), new Promise((res) => setTimeout(() => res('not answered in 8 s'), 8000))]);
+    stop = true;
+    await Promise.all(writers);
+    expect(answer).toBe('ok');
+    expect(liveWorkers().length).toBeLessThanOrEqual(2);
+  }, 30_000);
+
+  it('a worker that cannot start is not started again at once, again and again', async () => {
+    const lines: string[] = [];
+    // Too little memory for node itself (below data.workerMemoryMb's floor): every worker dies at start.
+    runner = new DataRunner({ log: createLogger((l) => lines.push(l)), dir: mkdtempSync(join(tmpdir(), 'svc-runner-')), statementTimeoutMs: () => 1000, workerMemoryMb: () => 90 });
+    await eventually(() => lines.length >= 2, 5000);
+    // Started at 0, then 0.5 s, 1 s, 2 s later…: in 2 s at most four, not one per exit.
+    await new Promise((res) => setTimeout(res, 2000));
+    expect(lines.length).toBeLessThanOrEqual(5);
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+  });
+});
+
 describe('profilerArgs', () => {
   it('passes the profiler flags on, with a value given as its own word', () => {
     expect(profilerArgs(['--cpu-prof', '--cpu-prof-dir', '/x', '--max-old-space-size=9', '--cpu-prof-name=a'])).toEqual(['--cpu-prof', '--cpu-prof-dir', '/x', '--cpu-prof-name=a']);

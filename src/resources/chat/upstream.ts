@@ -8,6 +8,8 @@ import type { ChatCompletion, Usage } from './schema.js';
 
 /** An upstream's message is cut to this length once it is scrubbed (a whole secret is needed to find it). */
 const MESSAGE_MAX = 500;
+/** An upstream's error code is a word (insufficient_quota); it is kept as the provider's last reason. */
+const CODE_MAX = 100;
 
 /**
  * A failed upstream call. `message` and `code` are the upstream's own text, which may echo what it
@@ -25,7 +27,7 @@ export class UpstreamError extends Error {
 
   /** The same failure with every secret taken out of its text, and the message cut to size. */
   scrubbed(secrets: readonly string[]): UpstreamError {
-    return new UpstreamError(this.status, redact(this.message, secrets).slice(0, MESSAGE_MAX), this.code === null ? null : redact(this.code, secrets));
+    return new UpstreamError(this.status, redact(this.message, secrets).slice(0, MESSAGE_MAX), this.code === null ? null : redact(this.code, secrets).slice(0, CODE_MAX));
   }
 }
 

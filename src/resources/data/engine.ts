@@ -26,7 +26,10 @@ const INTERNAL_DDL = `
   ${IDEMPOTENCY_DDL}
 `;
 
-/** Memory SQLite may use for one connection; a statement needing more fails (413) instead of the process. */
+/**
+ * Memory SQLite may use for one connection. In force only where SQLite keeps memory statistics;
+ * better-sqlite3's build does not, and there the worker's RLIMIT_DATA (sql-runner.ts) is the limit.
+ */
 const HEAP_LIMIT_BYTES = 256 * 1024 * 1024;
 
 export interface FileState {
@@ -37,6 +40,8 @@ export interface FileState {
 export interface Answer<T> {
   answer: T;
   replayed: boolean;
+  /** The answer serialised by `encode`, when the file has one. */
+  json?: Uint8Array;
 }
 
 export interface QueryRequest {
@@ -66,6 +71,11 @@ export class DataFile {
    * this moment, and a write it answers 503 must not have been kept.
    */
   deadline = Infinity;
+  /**
+   * Serialises an answer (the worker sets it). Called inside a write's transaction, before its
+   * commit: if the process runs out of memory there, nothing was kept, as its 413 says.
+   */
+  encode: ((answer: unknown) => Uint8Array) | null = null;
 
   constructor(file: string, create?: SchemaDefT) {
     if (create) {
@@ -129,16 +139,18 @@ export class DataFile {
   private once<T>(ref: IdempotencyRef | undefined, fn: () => T, write: boolean): Answer<T> {
     // A lone read needs no transaction of its own (one statement is atomic); writes and anything
     // with an idempotency record do.
-    if (!ref && !write) return { answer: fn(), replayed: false };
+    const encoded = (answer: T, replayed: boolean): Answer<T> => (this.encode ? { answer, replayed, json: this.encode(answer) } : { answer, replayed });
+    if (!ref && !write) return encoded(fn(), false);
     return this.db.transaction((): Answer<T> => {
       if (ref) {
         const stored = replayOf(this.db, ref);
-        if (stored !== undefined) return { answer: stored as T, replayed: true };
+        if (stored !== undefined) return encoded(stored as T, true);
       }
       const answer = fn();
       if (ref) remember(this.db, ref, answer);
+      const out = encoded(answer, false);
       this.beforeCommit();
-      return { answer, replayed: false };
+      return out;
     })();
   }
 

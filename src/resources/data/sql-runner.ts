@@ -28,6 +28,13 @@ const IDLE_MS = 60_000;
 /** Opening (and creating) a file and migrating it may take longer than one statement. */
 const SLOW_MS = 60_000;
 const KILL_GRACE_MS = 250;
+/** How long a database keeps its worker while others wait for a slot (data.maxWorkers reached). */
+const SLICE_MS = 2_000;
+/** A worker asked to close (checkpoint, close its file) that has not exited by then is killed. */
+const CLOSE_DEADLINE_MS = 10_000;
+/** The spare after workers died at start: 0.5 s, doubling, at most 30 s. */
+const RETRY_BASE_MS = 500;
+const RETRY_MAX_MS = 30_000;
 /** Reads sent ahead to a worker, so it goes from one to the next without waiting for the daemon. */
 const PIPELINE = 32;
 
@@ -79,16 +86,35 @@ function forkWorker(memoryMb: number | undefined): ChildProcess {
   // 'advanced': V8's serialiser, so an answer's JSON bytes cross as one Buffer (a copy), where
   // 'json' would parse them again on the daemon's event loop.
   const common = { env: workerEnv(), stdio: ['ignore', 'ignore', 'pipe', 'ipc'] as ('ignore' | 'pipe' | 'ipc')[], serialization: 'advanced' as const };
-  if (memoryMb === undefined || process.platform !== 'linux') return fork(WORKER, [], { ...common, execArgv: nodeArgs });
+  if (memoryMb === undefined || process.platform !== 'linux') {
+    const child = fork(WORKER, [], { ...common, execArgv: nodeArgs });
+    try {
+      if (child.pid) setPriority(child.pid, WORKER_NICE);
+    } catch {
+      // not permitted here: it runs at the daemon's priority
+    }
+    return child;
+  }
   return fork(WORKER, [], {
     ...common,
     execPath: '/bin/sh',
     // sh -c SCRIPT $0 $@: the limit in KiB, then node and its arguments (fork appends worker.js).
-    execArgv: ['-c', 'ulimit -d "$0" || echo "svc: the data worker runs without its memory limit" >&2; exec "$@"', String(memoryMb * 1024), process.execPath, ...nodeArgs],
+    // Niced here, before node starts its threads (nice is per thread on Linux).
+    execArgv: [
+      '-c',
+      `ulimit -d "$0" || echo "svc: the data worker runs without its memory limit" >&2; command -v nice >/dev/null && exec nice -n ${WORKER_NICE} "$@"; exec "$@"`,
+      String(memoryMb * 1024),
+      process.execPath,
+      ...nodeArgs,
+    ],
   });
 }
 
-/** Lower than the daemon (0): a worker gets the CPU the daemon's thread leaves. */
+/**
+ * Lower than the daemon (0): caller SQL yields the CPU to the daemon's own thread, so on a machine
+ * with few cores a worker busy serialising large answers does not slow task reads, SSE and the
+ * other databases' replies.
+ */
 const WORKER_NICE = 5;
 
 /** What V8 and SQLite print when an allocation fails. */
@@ -129,6 +155,10 @@ class Worker {
   dead = false;
   /** Being closed to make room for another database: it takes no more requests. */
   closing = false;
+  /** It sent at least one message: it started (a worker that dies before is a failed start). */
+  answered = false;
+  /** Killed by the daemon (time limit, shutdown), not dead by itself. */
+  killedByUs = false;
   /** What it printed since its last log line (bounded): logged as one line, not one per chunk. */
   stderr = '';
   private stderrTimer: NodeJS.Timeout | null = null;
@@ -141,13 +171,6 @@ class Worker {
     records?: WorkerRecords,
   ) {
     this.proc = forkWorker(memoryMb);
-    // Caller SQL yields the CPU to the daemon's own thread: on a machine with few cores a worker
-    // busy serialising large answers must not slow task reads, SSE and the other databases' replies.
-    try {
-      if (this.proc.pid) setPriority(this.proc.pid, WORKER_NICE);
-    } catch {
-      // not permitted here: it runs at the daemon's priority
-    }
     records?.add(this.proc.pid);
     this.proc.stderr?.setEncoding('utf8');
     this.proc.stderr?.on('data', (chunk: string) => {
@@ -155,7 +178,10 @@ class Worker {
       // A worker that goes on living has its text logged a second later, in one line.
       this.stderrTimer ??= setTimeout(() => this.flushStderr(), 1000).unref();
     });
-    this.proc.on('message', (r: WorkerReply) => onReply(this, r));
+    this.proc.on('message', (r: WorkerReply) => {
+      this.answered = true;
+      onReply(this, r);
+    });
     this.proc.on('exit', () => {
       this.dead = true;
       records?.remove(this.proc.pid);
@@ -182,7 +208,13 @@ class Worker {
   }
 
   kill(): void {
+    this.killedByUs = true;
     if (!this.dead) this.proc.kill('SIGKILL');
+  }
+
+  /** Asks it to checkpoint and close its file, then exit. */
+  sendClose(): void {
+    this.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
   }
 
   /** One IPC message for any number of requests: each message costs a write and a parse on both sides. */
@@ -200,6 +232,8 @@ class Lane {
   pumpDue = false;
   /** Being deleted: new requests are refused, so nothing can queue behind the final close. */
   retiring = false;
+  /** When it got its worker: past SLICE_MS, with other databases waiting for a slot, it hands it on. */
+  since = 0;
 
   constructor(
     readonly key: string,
@@ -214,6 +248,12 @@ export class DataRunner {
   /** Lanes with requests and no worker, in the order they began to wait (data.maxWorkers reached). */
   private readonly waiting = new Set<Lane>();
   private spare: Worker | null = null;
+  /** Workers closing (evicted, or handing their slot on), by database: a delete waits for them. */
+  private readonly closingOf = new Map<string, Worker>();
+  /** Workers that died before their first message, in a row: the next spare waits longer. */
+  private failedStarts = 0;
+  private retryAt = 0;
+  private retryTimer: NodeJS.Timeout | null = null;
   private seq = 0;
   private closed = false;
   private readonly sweeper: NodeJS.Timeout;
@@ -254,6 +294,9 @@ export class DataRunner {
 
   /** Closes the database's worker (before its file is deleted); queued requests are refused. */
   async retire(key: string): Promise<void> {
+    // A worker closed to make room may still be checkpointing this file: the delete waits for it.
+    const closing = this.closingOf.get(key);
+    if (closing && !closing.dead) await new Promise((r) => closing.proc.once('close', r));
     const lane = this.lanes.get(key);
     if (!lane) return;
     // Requests still waiting were sent before the delete; they find the database gone, and so
@@ -280,6 +323,7 @@ export class DataRunner {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     for (const lane of this.lanes.values()) for (const j of lane.queue.splice(0)) j.reject(new AppError('data_unavailable', 'The daemon is shutting down.'));
     this.waiting.clear();
     const exits: Promise<void>[] = [];
@@ -297,7 +341,7 @@ export class DataRunner {
           // The spare has nothing to close. An idle worker checkpoints and closes its file; a busy
           // one (or one already closing) is killed at the deadline unless it is done by then.
           if (w === this.spare) w.kill();
-          else if (w.lane && !w.inflight.length) w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
+          else if (w.lane && !w.inflight.length) w.sendClose();
         }),
       );
     }
@@ -310,10 +354,23 @@ export class DataRunner {
     return Math.max(2, this.opts.maxWorkers?.() ?? 6);
   }
 
-  private spawn(): Worker {
-    const w = new Worker(this.opts.log, this.opts.workerMemoryMb?.(), (w, r) => this.onReply(w, r), (w) => this.onExit(w), this.opts.records);
-    this.live.add(w);
-    return w;
+  /** A new worker process, or null when none can be started now (the failure is logged). */
+  private spawn(): Worker | null {
+    try {
+      const w = new Worker(this.opts.log, this.opts.workerMemoryMb?.(), (w, r) => this.onReply(w, r), (w) => this.onExit(w), this.opts.records);
+      this.live.add(w);
+      return w;
+    } catch (err) {
+      this.opts.log.error('could not start a data worker', { error: (err as Error)?.message ?? String(err) });
+      this.startFailed();
+      return null;
+    }
+  }
+
+  /** A worker could not start (or died before its first answer): the next spare waits, longer each time in a row. */
+  private startFailed(): void {
+    this.failedStarts++;
+    this.retryAt = Date.now() + Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (this.failedStarts - 1));
   }
 
   /**
@@ -325,8 +382,10 @@ export class DataRunner {
     if (this.spare && !this.spare.dead) {
       w = this.spare;
       this.spare = null;
-    } else if (this.live.size < this.maxWorkers()) w = this.spawn();
-    else {
+    } else if (this.live.size < this.maxWorkers()) {
+      w = this.spawn();
+      if (!w) throw new AppError('data_unavailable', 'No database worker could be started; retry shortly.', { headers: { 'Retry-After': '1' } });
+    } else {
       // One closing worker per waiting lane (the asking one is among them): asking again does
       // not close a second one.
       if (this.closingCount() < this.waiting.size) this.closeLeastRecentlyUsed();
@@ -341,6 +400,15 @@ export class DataRunner {
    */
   private refillSpare(): void {
     if (this.closed || this.spare || this.waiting.size) return;
+    const wait = this.retryAt - Date.now();
+    if (wait > 0) {
+      // Workers have been dying at start (a memory limit too low, say): not a spawn per exit.
+      this.retryTimer ??= setTimeout(() => {
+        this.retryTimer = null;
+        this.refillSpare();
+      }, wait).unref();
+      return;
+    }
     if (this.live.size < this.maxWorkers()) this.spare = this.spawn();
     else if (!this.closingCount()) this.closeLeastRecentlyUsed();
   }
@@ -360,18 +428,42 @@ export class DataRunner {
     if (lru) this.closeIdle(lru);
   }
 
-  /** An idle lane lets its worker go: it checkpoints, closes its file and exits, freeing its slot. */
+  /** An idle lane lets its worker go, and is forgotten until its next request. */
   private closeIdle(lane: Lane): void {
+    this.letGo(lane);
+    this.lanes.delete(lane.key);
+  }
+
+  /**
+   * The lane's worker checkpoints, closes its file and exits, freeing its slot; one that has not
+   * exited within CLOSE_DEADLINE_MS (stopped, stuck) is killed.
+   */
+  private letGo(lane: Lane): void {
     const w = lane.worker!;
     this.detach(lane);
     w.closing = true;
-    w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
-    this.lanes.delete(lane.key);
+    this.closingOf.set(lane.key, w);
+    const deadline = setTimeout(() => w.kill(), CLOSE_DEADLINE_MS).unref();
+    w.proc.once('close', () => {
+      clearTimeout(deadline);
+      if (this.closingOf.get(lane.key) === w) this.closingOf.delete(lane.key);
+    });
+    w.sendClose();
+  }
+
+  /**
+   * A lane that has held its worker for SLICE_MS while other databases wait for a slot gives it
+   * up and waits behind them with what it still has queued: a database written without pause
+   * must not keep the others waiting for ever.
+   */
+  private handOver(lane: Lane): void {
+    this.letGo(lane);
+    this.waiting.add(lane);
   }
 
   /** A slot freed: lanes that wait get workers, oldest first; then the spare, if there is room. */
   private wake(): void {
-    for (const lane of this.waiting) {
+    for (const lane of [...this.waiting]) {
       if (this.closed || (this.live.size >= this.maxWorkers() && !(this.spare && !this.spare.dead))) break;
       this.waiting.delete(lane);
       this.pump(lane);
@@ -392,20 +484,35 @@ export class DataRunner {
     let w = lane.worker;
     const job = lane.queue[0];
     if (!job) return;
-    if (!w || w.dead) {
+    // Dead and not yet closed ('exit' came, 'close' not yet): onExit takes its jobs and pumps.
+    if (w?.dead) return;
+    if (!w) {
       // A fresh worker opens the file first; the spare one is already started, so this is cheap.
       // With every slot taken the requests wait, in order, until one is free.
       this.waiting.add(lane);
-      const fresh = this.takeWorker();
+      let fresh: Worker | null;
+      try {
+        fresh = this.takeWorker();
+      } catch (err) {
+        this.waiting.delete(lane);
+        return this.failQueue(lane, err);
+      }
       if (!fresh) return;
       this.waiting.delete(lane);
       this.refillSpare();
       w = fresh;
       lane.worker = w;
+      lane.since = Date.now();
       w.lane = lane;
       if (job.msg.type !== 'open') {
         lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, repeatable: false, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.openFailed(lane, e) });
       }
+    }
+    else if (this.waiting.size && Date.now() - lane.since > SLICE_MS) {
+      // Its turn is over while others wait: no more jobs to this worker; once it is done with
+      // those it has, the slot goes on.
+      if (!w.inflight.length) this.handOver(lane);
+      return;
     }
     // One job at a time, except that reads may queue up behind reads (or behind the open): if
     // the one running is stopped, those not yet started are simply sent again.
@@ -452,6 +559,7 @@ export class DataRunner {
   }
 
   private onReply(w: Worker, r: WorkerReply): void {
+    this.failedStarts = 0;
     const job = w.inflight[0];
     if (!job || job.id !== r.id) return;
     w.inflight.shift();
@@ -466,7 +574,7 @@ export class DataRunner {
     if (this.closed) {
       // Done with its last request while the daemon shuts down: it checkpoints and closes its
       // file now instead of being killed at the end of the grace period.
-      if (!w.inflight.length) w.send([{ id: 0, msg: { type: 'close' }, timeoutMs: 0 }]);
+      if (!w.inflight.length) w.sendClose();
       return;
     }
     if (lane) {
@@ -505,7 +613,9 @@ export class DataRunner {
   private onExit(w: Worker): void {
     this.live.delete(w);
     if (w === this.spare) this.spare = null;
-    const lane = w.lane;
+    if (!w.answered && !w.killedByUs && !w.closing && !this.closed) this.startFailed();
+    // Only the lane it still serves: a lane it was detached from has another worker, or none.
+    const lane = w.lane?.worker === w ? w.lane : null;
     const job = lane ? this.orphaned(lane, w) : undefined;
     if (job) {
       // One line for the exit, with what it printed (a fatal error prints a page of stack).
@@ -542,7 +652,7 @@ export class DataRunner {
 
   private sweep(): void {
     const now = Date.now();
-    for (const lane of this.lanes.values()) {
+    for (const lane of [...this.lanes.values()]) {
       const w = lane.worker;
       if (w && !w.inflight.length && !lane.queue.length && now - lane.lastUsed > IDLE_MS) this.closeIdle(lane);
     }

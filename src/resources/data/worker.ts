@@ -33,6 +33,7 @@ function handle(msg: WorkerRequest): unknown {
   if (msg.type === 'open') {
     file?.close();
     file = new DataFile(msg.file, msg.create);
+    file.encode = encode;
     return file.info();
   }
   if (msg.type === 'close') {
@@ -60,8 +61,10 @@ export interface SerialisedAnswer {
 }
 
 function serialised(a: Answer<unknown>): SerialisedAnswer {
-  return { replayed: a.replayed, json: Buffer.from(JSON.stringify(a.answer)) };
+  return { replayed: a.replayed, json: a.json ?? encode(a.answer) };
 }
+
+const encode = (answer: unknown): Uint8Array => Buffer.from(JSON.stringify(answer));
 
 /** What the daemon sends: requests in the order they are to run, several at once when reads queue up. */
 export type WorkerEnvelope = { id: number; timeoutMs?: number } & WorkerRequest;

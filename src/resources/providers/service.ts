@@ -39,13 +39,12 @@ export const providerHealth = (app: App, id: string): ProviderHealth => store.ge
 
 export const isUsable = usable;
 
-/** Header names that carry a credential (Azure's `api-key`, a proxy's `x-api-key`, a bearer token). */
-const CREDENTIAL_HEADER = /authorization|api-?key|token|secret/i;
-
 /**
  * Every provider key configured now, for scrubbing upstream text (a 401 echoes the key it was
- * sent): the key in use, and the environment's one too when project.json's overrides it, and the
- * values of credential headers.
+ * sent): the key in use, and the environment's one too when project.json's overrides it, and
+ * every configured header's value (any header may carry a credential: `Cookie`, `X-Auth-Key`…),
+ * whole and, after an auth scheme, the token alone (`Bearer sk-…` is echoed as `sk-…`; a Basic
+ * credential decoded).
  */
 export function providerKeys(app: App): string[] {
   const out: string[] = [];
@@ -53,7 +52,19 @@ export function providerKeys(app: App): string[] {
     if (p.key) out.push(p.key);
     const fromEnv = Object.hasOwn(app.env, p.envVar) ? app.env[p.envVar] : undefined;
     if (fromEnv) out.push(fromEnv);
-    for (const [name, value] of Object.entries(p.headers)) if (CREDENTIAL_HEADER.test(name)) out.push(value);
+    for (const value of Object.values(p.headers)) out.push(value, ...credentialParts(value));
+  }
+  return out;
+}
+
+/** The token of `<scheme> <token>`, and for Basic the decoded user:password and each half. */
+function credentialParts(value: string): string[] {
+  const m = /^\s*([A-Za-z][\w-]*)\s+(\S+)\s*$/.exec(value);
+  if (!m) return [];
+  const out = [m[2]!];
+  if (/^basic$/i.test(m[1]!)) {
+    const decoded = Buffer.from(m[2]!, 'base64').toString('utf8');
+    out.push(decoded, ...decoded.split(':'));
   }
   return out;
 }

@@ -68,14 +68,21 @@ export function openEntry(app: App, agent: string, service: string): Record<stri
 }
 
 /**
- * Every stored credential value (of one agent, or of all), for redacting text that must be kept
- * (chat sessions). Values shorter than 4 characters are left out: they would redact ordinary words.
+ * Every stored credential value, for scrubbing text from outside (an upstream's error, a chat
+ * session) before it is kept or answered. An entry that cannot be opened is logged and skipped:
+ * its value cannot be known, and one bad entry must not fail every chat.
  */
-export function secretValues(app: App, agent?: string): string[] {
+export function secretValues(app: App): string[] {
   const values = new Set<string>();
-  // An agent's chat opens only that agent's entries; the orchestrator (no agent) may quote any.
-  for (const row of agent === undefined ? store.allSealed(app.db) : store.sealedOf(app.db, agent)) {
-    for (const v of Object.values(openRow(app, app.services.get(VAULT).keys, row))) if (typeof v === 'string' && v.length >= 4) values.add(v);
+  for (const row of store.allSealed(app.db)) {
+    let opened: Record<string, string>;
+    try {
+      opened = openRow(app, app.services.get(VAULT).keys, row);
+    } catch (err) {
+      app.log.warn('a vault entry could not be opened while gathering secrets to scrub', { agent: row.agent, service: row.service, error: (err as Error)?.message });
+      continue;
+    }
+    for (const v of Object.values(opened)) if (typeof v === 'string') values.add(v);
   }
   return [...values];
 }
