@@ -26,15 +26,6 @@ export function startTimeOf(pid: number): string | null {
   }
 }
 
-/** As startTimeOf, off the event loop's thread. */
-export async function startTimeOfAsync(pid: number): Promise<string | null> {
-  try {
-    return parseStartTime(await readFile(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return null;
-  }
-}
-
 /** Whether `pid` is still the process that started at `start` (a zombie counts as gone). */
 export async function isSameProcess(pid: number, start: string): Promise<boolean> {
   try {
