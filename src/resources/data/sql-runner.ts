@@ -507,8 +507,7 @@ export class DataRunner {
       if (job.msg.type !== 'open') {
         lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, repeatable: false, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.openFailed(lane, e) });
       }
-    }
-    else if (this.waiting.size && Date.now() - lane.since > SLICE_MS) {
+    } else if (this.waiting.size && !lane.retiring && Date.now() - lane.since > SLICE_MS) {
       // Its turn is over while others wait: no more jobs to this worker; once it is done with
       // those it has, the slot goes on.
       if (!w.inflight.length) this.handOver(lane);
