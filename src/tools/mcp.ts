@@ -4,7 +4,6 @@ import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
-  McpError,
   SUPPORTED_PROTOCOL_VERSIONS,
   type CallToolResult,
   type JSONRPCMessage,
@@ -71,11 +70,24 @@ export const MCP_DOOR = serviceKey<McpDoor>('tools.mcp');
 const principalOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Principal | null =>
   (extra.authInfo?.extra?.principal as Principal | undefined) ?? null;
 
+/**
+ * A JSON-RPC error answered as it is. The SDK's McpError writes "MCP error -32602: " into its own
+ * message, which then goes on the wire, and a client adds the same prefix again when it reads it.
+ */
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Runs one tools/call for `principal`; unknown tools are a protocol error (the spec's choice). */
 function callTool(door: Pick<McpDoor, 'app' | 'checkOutputs'>, principal: Principal | null, name: string, args: unknown): CallToolResult {
   const { app } = door;
   const tool = findTool(name);
-  if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}. tools/list names the tools this key may call.`);
+  if (!tool) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}. tools/list names the tools this key may call.`);
   try {
     return toCallToolResult(runTool(tool, { app, principal, checkOutput: door.checkOutputs }, args));
   } catch (err) {
@@ -113,7 +125,7 @@ function fastCall(door: McpDoor, principal: Principal | null, m: JSONRPCMessage)
   try {
     return { jsonrpc: '2.0', id, result: callTool(door, principal, name, args ?? {}) } as JSONRPCMessage;
   } catch (err) {
-    const e = err instanceof McpError ? err : new McpError(ErrorCode.InternalError, 'Internal error.');
+    const e = err instanceof RpcError ? err : new RpcError(ErrorCode.InternalError, 'Internal error.');
     return { jsonrpc: '2.0', id, error: { code: e.code, message: e.message } } as JSONRPCMessage;
   }
 }
