@@ -74,7 +74,8 @@ function treeFunction(nodes: Node[]): string {
 
 function bash(nodes: Node[]): string {
   return `# svc completion for bash, generated from the command tree by \`svc completion bash\`.
-# Install: svc completion bash > ~/.local/share/bash-completion/completions/svc
+# Install: mkdir -p ~/.local/share/bash-completion/completions
+#          svc completion bash > ~/.local/share/bash-completion/completions/svc
 #      or: echo 'source <(svc completion bash)' >> ~/.bashrc
 ${treeFunction(nodes)}
 
@@ -136,7 +137,7 @@ const fishQuote = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'
 function fish(nodes: Node[]): string {
   const lines = [
     '# svc completion for fish, generated from the command tree by `svc completion fish`.',
-    '# Install: svc completion fish > ~/.config/fish/completions/svc.fish',
+    '# Install: mkdir -p ~/.config/fish/completions && svc completion fish > ~/.config/fish/completions/svc.fish',
     '',
     '# The words after `svc` that are not options, joined by spaces: the command being typed.',
     'function __svc_path',

@@ -6,19 +6,20 @@ import { BUILT_IN_PROVIDERS } from '../resources/providers/catalog.js';
 
 export const GrantSchema = z.strictObject({
   resource: z.string().min(1).max(128).describe('Database name, UUID, or "*" for every database.'),
-  tables: z.array(z.string().min(1)).optional(),
-  actions: z.array(z.enum(['read', 'write', 'manage'])).min(1),
+  tables: z.array(z.string().min(1)).optional().describe('Only these tables of it (default: every table).'),
+  actions: z.array(z.enum(['read', 'write', 'manage'])).min(1).describe('read: list, get and read-mode SQL; write: inserts, updates, deletes and write-mode SQL; manage: migrations and deleting the database.'),
 });
 
 export const ApiKeyObjectSchema = z
   .strictObject({
-    name: z.string().min(1).max(64),
-    key: z.string().min(16, 'a key must be at least 16 characters').optional(),
+    name: z.string().min(1).max(64).describe('Shown in logs and events instead of the key.'),
+    key: z.string().min(16, 'a key must be at least 16 characters').optional().describe('The key itself (give key or sha256).'),
     sha256: z
       .string()
       .regex(/^[0-9a-fA-F]{64}$/, 'sha256 must be 64 hex characters')
-      .optional(),
-    grants: z.array(GrantSchema).optional(),
+      .optional()
+      .describe('The hex SHA-256 of the key, so the file need not hold it: `printf %s "$KEY" | sha256sum`.'),
+    grants: z.array(GrantSchema).optional().describe('Limits the key to application databases (denied everything else); without grants it has full access.'),
     tools: z
       .enum(['read', 'all'])
       .optional()
@@ -28,7 +29,7 @@ export const ApiKeyObjectSchema = z
     message: 'give exactly one of "key" or "sha256"',
   });
 
-export const ApiKeySchema = z.union([z.string().min(16, 'a key must be at least 16 characters'), ApiKeyObjectSchema]);
+export const ApiKeySchema = z.union([z.string().min(16, 'a key must be at least 16 characters').describe('A key with full access, as written.'), ApiKeyObjectSchema]);
 
 export const ProviderSchema = z.strictObject({
   baseUrl: z.url({ protocol: /^https?$/ }).optional().describe('OpenAI-compatible base URL (…/v1); built-in providers have one.'),
@@ -36,29 +37,36 @@ export const ProviderSchema = z.strictObject({
   apiKeyEnv: z
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')
-    .optional(),
+    .optional()
+    .describe("The environment variable holding the key (built-in providers have one: OPENAI_API_KEY…)."),
   keyless: z.boolean().optional().describe('Called without a key (a local server).'),
-  defaultModel: z.string().min(1).max(200).optional(),
-  models: z.array(z.string().min(1).max(200)).max(1000).optional(),
-  headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'must be a header name'), z.string().max(4096)).optional(),
+  defaultModel: z.string().min(1).max(200).optional().describe('The model asked for when no request, agent or orchestrator names one (default: the first of models, else the built-in default).'),
+  models: z.array(z.string().min(1).max(200)).max(1000).optional().describe('Models it serves: while another provider cools down, a model listed here is served by this one.'),
+  headers: z
+    .record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'must be a header name'), z.string().max(4096))
+    .optional()
+    .describe('Extra headers sent upstream with every call (their values are scrubbed from upstream errors like keys).'),
 });
 
 export const ProjectConfigSchema = z.object({
-  name: z.string().min(1).max(128).optional(),
+  name: z.string().min(1).max(128).optional().describe('The project\'s name, in `GET /api/v1/status`, `svc doctor` and the start-up log line.'),
   server: z
     .strictObject({
-      host: z.string().min(1).default('127.0.0.1'),
-      port: z.int().min(0).max(65535).default(7420),
-      allowedHosts: z.array(z.string().min(1)).default([]),
+      host: z.string().min(1).default('127.0.0.1').describe('Address to listen on; applies at the next start. Anything but loopback exposes the API to the network.'),
+      port: z.int().min(0).max(65535).default(7420).describe('Port to listen on (0: any free port); applies at the next start.'),
+      allowedHosts: z.array(z.string().min(1)).default([]).describe('Host header values accepted besides loopback names and addresses (DNS-rebinding guard).'),
       // "null" is the opaque origin of every sandboxed iframe, data: URL and file: allowing it would
       // allow any page on the web, so it is refused here rather than ignored.
-      allowedOrigins: z.array(z.string().min(1).refine((o) => o.trim().toLowerCase() !== 'null', 'the opaque origin "null" cannot be allowed: any sandboxed page or file sends it')).default([]),
-      maxBodyBytes: z.int().min(1024).max(256 * 1024 * 1024).default(1_048_576),
+      allowedOrigins: z
+        .array(z.string().min(1).refine((o) => o.trim().toLowerCase() !== 'null', 'the opaque origin "null" cannot be allowed: any sandboxed page or file sends it'))
+        .default([])
+        .describe('Browser origins allowed to call the API (exact match, e.g. http://localhost:5173); any other Origin is refused 403.'),
+      maxBodyBytes: z.int().min(1024).max(256 * 1024 * 1024).default(1_048_576).describe('Largest request body; a larger one is answered 413.'),
       // Default: below the process's open-file limit (see src/kernel/connections.ts).
-      maxConnections: z.int().min(16).max(65_536).optional(),
+      maxConnections: z.int().min(16).max(65_536).optional().describe('Open connections at most (default: below the open-file limit, 896 under 1,024).'),
     })
     .prefault({}),
-  apiKeys: z.array(ApiKeySchema).default([]),
+  apiKeys: z.array(ApiKeySchema).default([]).describe('Keys that open the API, besides .svc/local.key and SERVICE_API_KEY; an edit applies without a restart.'),
   providers: z
     .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'provider ids are lower-case letters, digits, "-" or "_"'), ProviderSchema)
     .default({})
@@ -70,13 +78,13 @@ export const ProjectConfigSchema = z.object({
   orchestrator: z
     .strictObject({
       model: z.string().min(3).max(200).optional().describe('provider/model answering chat without an agent.'),
-      maxTurns: z.int().min(1).max(64).default(8),
+      maxTurns: z.int().min(1).max(64).default(8).describe('Upstream calls one orchestrated chat may make (each tool round is one).'),
     })
     .prefault({}),
   data: z
     .strictObject({
-      provider: z.enum(['sqlite', 'postgres']).default('sqlite'),
-      url: z.string().optional(),
+      provider: z.enum(['sqlite', 'postgres']).default('sqlite').describe('Where application databases live: sqlite (files in .svc/data/); postgres is not built yet (503).'),
+      url: z.string().optional().describe('The PostgreSQL URL, for provider postgres.'),
       statementTimeoutMs: z.int().min(100).max(600_000).default(5_000).describe('A caller statement running longer is stopped (503 data_unavailable).'),
       maxWorkers: z
         .int()
@@ -94,8 +102,8 @@ export const ProjectConfigSchema = z.object({
     .prefault({}),
   webhooks: z
     .strictObject({
-      timeoutMs: z.int().min(100).max(60_000).default(10_000),
-      retryBaseMs: z.int().min(10).max(3_600_000).default(5_000),
+      timeoutMs: z.int().min(100).max(60_000).default(10_000).describe('A delivery not answered in this time is a failed attempt.'),
+      retryBaseMs: z.int().min(10).max(3_600_000).default(5_000).describe('The retry backoff\'s base: after attempt n fails, the next waits a random time up to retryBaseMs × 4^(n−1); a Retry-After is a floor.'),
       concurrency: z.int().min(1).max(256).default(16).describe('Deliveries on the wire at once, all webhooks together.'),
       perEndpointConcurrency: z
         .int()
@@ -118,7 +126,7 @@ export const ProjectConfigSchema = z.object({
       leaseSeconds: z.int().min(5).max(7 * 24 * 3600).default(900).describe('How long a claim holds a task without a heartbeat.'),
     })
     .prefault({}),
-  skillsDir: z.string().min(1).default('skills'),
+  skillsDir: z.string().min(1).default('skills').describe('Folder of skills (SKILL.md files), relative to the project; watched.'),
 });
 
 export type ProjectConfig = z.output<typeof ProjectConfigSchema>;
