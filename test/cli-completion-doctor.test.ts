@@ -152,6 +152,23 @@ describe('svc doctor', () => {
     expect(free.by('port')).toMatchObject({ status: 'ok', detail: expect.stringContaining('is free') });
   });
 
+  it('port: a daemon running on a port of its own (--port 0) passes, the busy server.port only warns', async () => {
+    const other: Server = createServer();
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()));
+    const port = (other.address() as { port: number }).port;
+    // The test daemon listens on a free port whatever server.port says, as `svc serve --port 0` does.
+    const own = await startTestDaemon({ config: { server: { host: '127.0.0.1', port } } });
+    try {
+      const r = await doctor(own.root);
+      expect(r.by('daemon').status).toBe('ok');
+      expect(r.by('port')).toMatchObject({ status: 'warn', detail: expect.stringContaining(`the daemon runs on ${own.url}`), fix: expect.stringContaining('server.port') });
+      expect(r.code).toBe(0);
+    } finally {
+      await own.close();
+      await new Promise((res) => other.close(res));
+    }
+  });
+
   it('vault key: one that does not open the entries fails', async () => {
     expect((await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'ana', service: 'mail', type: 'api_key', credentials: { k: 'v' } } })).status).toBe(200);
     const ok = await doctor(d.root);

@@ -112,6 +112,9 @@ export async function checkPort(config: ProjectConfig | null, info: DaemonInfo |
   const e = await portFree(host, port);
   if (!e) return { check: 'port', status: 'ok', detail: `${host}:${port} is free${info ? ` (the daemon runs on ${info.url})` : ''}` };
   if (e.code === 'EADDRINUSE') {
+    // The daemon is up on a port of its own (svc serve --port 0, --port N): nothing fails now, but
+    // a start without --port would.
+    if (info) return { check: 'port', status: 'warn', detail: `the daemon runs on ${info.url}; ${host}:${port} (server.port) is in use by another process, so a start without --port would fail`, fix: 'set server.port in project.json, or keep starting with `svc serve --port 0`' };
     return { check: 'port', status: 'fail', detail: `${host}:${port} is in use by another process`, fix: `stop it, set server.port in project.json, or start with \`svc serve --port 0\`` };
   }
   return { check: 'port', status: 'fail', detail: `cannot listen on ${host}:${port}: ${e.code ?? e.message}`, fix: 'check server.host in project.json' };
