@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,25 @@ describe('svc logs', () => {
     const { lines } = tailLines(file, 3);
     expect(lines).toEqual(['{"n":19997}', '{"n":19998}', '{"n":19999}']);
     expect(tailLines(join(file, 'missing'), 3)).toEqual({ lines: [], size: 0 });
+    // -n 0: none of them (slice(-0) would be all 20,000), and the size to follow from.
+    expect(tailLines(file, 0)).toMatchObject({ lines: [] });
+    expect(tailLines(file, 0).size).toBeGreaterThan(0);
+  });
+
+  it('follow keeps one abort listener however many times it polls', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'svc-logs-')), 'daemon.log');
+    writeFileSync(file, '');
+    const seen: string[] = [];
+    const abort = new AbortController();
+    const done = follow(file, 0, (l) => seen.push(l), abort.signal);
+    // Each line is seen at a later poll than the one before.
+    for (let i = 0; i < 5; i++) {
+      appendFileSync(file, `line ${i}\n`);
+      await expect.poll(() => seen.length).toBe(i + 1);
+    }
+    expect(getEventListeners(abort.signal, 'abort').length).toBeLessThanOrEqual(1);
+    abort.abort();
+    await done;
   });
 
   it('follow prints appended lines whole, and starts over when the file is rotated', async () => {

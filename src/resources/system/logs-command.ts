@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { localAction, parseIntOption } from '../../cli/action.js';
 import { projectRoot, UsageError } from '../../cli/context.js';
 import { prettyLogSink } from '../../cli/log-format.js';
@@ -34,7 +35,8 @@ export function tailLines(file: string, n: number): { lines: string[]; size: num
       text = buf.toString('utf8') + text;
     }
     const lines = text.split('\n').filter((l) => l !== '');
-    return { lines: lines.slice(-n), size };
+    // slice(-0) is the whole list: -n 0 means none.
+    return { lines: n > 0 ? lines.slice(-n) : [], size };
   } finally {
     closeSync(fd);
   }
@@ -69,10 +71,9 @@ export async function follow(file: string, from: number, onLine: (line: string) 
         closeSync(fd);
       }
     }
-    await new Promise<void>((r) => {
-      const t = setTimeout(r, FOLLOW_POLL_MS);
-      signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
-    });
+    // The timer's abort listener goes with it (one added per poll and never removed piled up:
+    // MaxListenersExceededWarning after 3 s).
+    await sleep(FOLLOW_POLL_MS, undefined, { signal }).catch(() => undefined);
   }
 }
 
