@@ -52,6 +52,9 @@ describe('svc db', () => {
     expect(csv.stdout).toBe('title,done\n"a, ""b""",false\nplain,false\n');
     const json = await run('--json', 'db', 'query', 'notes', 'SELECT title FROM notes WHERE title = ?', '--param-json', '"plain"', '--max-rows', '1');
     expect(JSON.parse(json.stdout)).toEqual({ rows: [{ title: 'plain' }], rowCount: 1, truncated: false });
+    // Bound in the order typed, whichever option gave each: 7 (JSON), then 'plain', then true.
+    const mixed = await run('--json', 'db', 'query', 'notes', 'SELECT ? AS a, ? AS b, ? AS c', '--param-json', '7', '--param', 'plain', '--param-json', 'true');
+    expect(JSON.parse(mixed.stdout).rows).toEqual([{ a: 7, b: 'plain', c: 1 }]);
     const refused = await run('db', 'query', 'notes', 'DROP TABLE notes', '--write');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/data_invalid \(400\)/);

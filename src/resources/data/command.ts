@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { createInterface } from 'node:readline';
-import { action, collect, parseIntOption } from '../../cli/action.js';
+import { action, parseIntOption } from '../../cli/action.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
@@ -95,24 +95,39 @@ export function toCsv(rows: Record<string, unknown>[]): string {
 
 const WRITE_WORDS = /^\s*(insert|update|delete|replace)\b/i;
 
+/** A --param or --param-json as typed, with its place on the command line. */
+interface TypedParam {
+  at: number;
+  json: boolean;
+  text: string;
+}
+
+// Commander keeps each option's values apart; a counter across both keeps the order they were typed.
+let typed = 0;
+const typedParam =
+  (json: boolean) =>
+  (text: string, prev: TypedParam[] = []): TypedParam[] => [...prev, { at: typed++, json, text }];
+
 interface QueryOptions {
-  param?: string[];
-  paramJson?: string[];
+  param?: TypedParam[];
+  paramJson?: TypedParam[];
   write?: boolean;
   maxRows?: number;
   csv?: boolean;
 }
 
-function paramsFrom(o: QueryOptions): unknown[] {
-  const params: unknown[] = [...(o.param ?? [])];
-  for (const p of o.paramJson ?? []) {
-    try {
-      params.push(JSON.parse(p));
-    } catch {
-      throw new UsageError(`--param-json ${p}: not JSON (write strings as "\\"text\\"")`);
-    }
-  }
-  return params;
+/** The parameters in the order they were typed, whichever of the two options gave each. */
+export function paramsFrom(o: Pick<QueryOptions, 'param' | 'paramJson'>): unknown[] {
+  return [...(o.param ?? []), ...(o.paramJson ?? [])]
+    .sort((a, b) => a.at - b.at)
+    .map((p) => {
+      if (!p.json) return p.text;
+      try {
+        return JSON.parse(p.text) as unknown;
+      } catch {
+        throw new UsageError(`--param-json ${p.text}: not JSON (write strings as "\\"text\\"")`);
+      }
+    });
 }
 
 function printResult(ctx: CliContext, r: QueryResult, csv: boolean, write: boolean): void {
@@ -214,8 +229,8 @@ export function dbCommand(): Command {
   cmd
     .command('query <name> [sql]')
     .description('Run one SQL statement (no SQL: an interactive prompt)')
-    .option('--param <value>', 'a parameter for the next ? (a string; repeatable)', collect)
-    .option('--param-json <json>', 'a parameter as JSON: 42, true, null, "text" (repeatable, after --param ones)', collect)
+    .option('--param <value>', 'a parameter for the next ? (a string; repeatable)', typedParam(false))
+    .option('--param-json <json>', 'a parameter as JSON for the next ?: 42, true, null, "text" (repeatable; bound in the order typed, mixed with --param)', typedParam(true))
     .option('--write', 'run in write mode (INSERT, UPDATE, DELETE, REPLACE)')
     .option('--max-rows <n>', 'at most this many rows (1-200, default 200)', parseIntOption('--max-rows'))
     .option('--csv', 'print rows as CSV')
