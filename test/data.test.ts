@@ -66,6 +66,14 @@ describe('application databases', () => {
     expect((await d.api('POST', '/api/v1/data', { body: { name: 'l5', schema: { tables: { t: { columns: cols(20), indexes: idx(17) } } } } })).status).toBe(400);
   });
 
+  it('a table or column name refused by the identifier rule says the rule, at the name\'s path', async () => {
+    const col = await d.api('POST', '/api/v1/data', { body: { name: 'rules', schema: { tables: { t: { columns: { 'Bad-Name': { type: 'text' } } } } } } });
+    expect(col.status).toBe(400);
+    expect(col.body.details).toEqual([{ path: 'body.schema.tables.t.columns.Bad-Name', message: 'invalid name: must match ^[a-z][a-z0-9_]{0,47}$' }]);
+    const table = await d.api('POST', '/api/v1/data', { body: { name: 'rules', schema: { tables: { sqlite_t: { columns: { a: { type: 'text' } } } } } } });
+    expect(table.body.details).toEqual([{ path: 'body.schema.tables.sqlite_t', message: 'invalid name: names starting with sqlite_ are reserved' }]);
+  });
+
   it('keeps one private WAL file per database', async () => {
     const file = join(d.root, '.svc', 'data', `${shopId}.sqlite`);
     expect(statSync(file).mode & 0o777).toBe(0o600);

@@ -1,3 +1,4 @@
+import { issueMessage } from '../lib/issue-message.js';
 import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parseJson } from '../lib/json.js';
@@ -25,7 +26,7 @@ export function parseConfig(text: string, root: string): LoadResult {
       ok: false,
       issues: r.error.issues.map((i) => ({
         path: i.path.length ? i.path.join('.') : '(root)',
-        message: i.code === 'unrecognized_keys' ? `unknown keys: ${i.keys.join(', ')}` : i.message,
+        message: i.code === 'unrecognized_keys' ? `unknown keys: ${i.keys.join(', ')}` : issueMessage(i),
       })),
     };
   }

@@ -1,3 +1,4 @@
+import { issueMessage } from '../lib/issue-message.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
@@ -85,7 +86,7 @@ export function zodDetails(where: string, error: z.ZodError): ErrorDetail[] {
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) details.push({ path: `${base}.${key}`, message: 'Unknown property; it is not allowed here.' });
     } else {
-      details.push({ path: base, message: issue.message });
+      details.push({ path: base, message: issueMessage(issue) });
     }
   }
   return details;
