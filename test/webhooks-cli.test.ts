@@ -65,10 +65,14 @@ describe('svc webhooks', () => {
     await eventually(async () => (await d.api('GET', `/v1/webhooks/${id}/deliveries/${deliveryId}`)).body.data.status === 'succeeded');
     const list = await svcAgainst(d, ['webhooks', 'deliveries', id]);
     expect(list.stdout).toMatch(/succeeded\s+webhook:test/);
-    const one = await svcAgainst(d, ['webhooks', 'delivery', id, deliveryId]);
+    // Delivery ids take short forms like every other id: the table prints the last 8 characters.
+    expect(list.stdout).toContain(deliveryId.slice(-8));
+    expect(list.stdout).not.toContain(deliveryId);
+    const one = await svcAgainst(d, ['webhooks', 'delivery', id, deliveryId.slice(-8)]);
     expect(one.stdout).toMatch(/HTTP 200/);
-    const re = await svcAgainst(d, ['webhooks', 'redeliver', id, deliveryId]);
-    expect(re.stdout).toMatch(/queued \S+ \(re-sends/);
+    const re = await svcAgainst(d, ['webhooks', 'redeliver', id, deliveryId.slice(-6)]);
+    expect(re.stdout).toMatch(new RegExp(`queued \\S+ \\(re-sends ${deliveryId.slice(-8)}\\)`));
+    expect((await svcAgainst(d, ['webhooks', 'delivery', id, 'ffffffff'])).code).toBe(1);
     const rec = await svcAgainst(d, ['webhooks', 'recover', id, '--since', '1h']);
     expect(rec.stdout).toMatch(/queued 0 failed deliveries again/);
     expect((await svcAgainst(d, ['webhooks', 'recover', id, '--since', 'soon'])).code).toBe(2);

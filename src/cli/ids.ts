@@ -24,12 +24,16 @@ export interface IdKind {
   label?: (row: Record<string, unknown>) => unknown;
   /** False for a bounded list answered whole (no limit or cursor). */
   paged?: boolean;
+  /** The query parameter taking X-Next-Cursor (default `cursor`; a webhook's deliveries take `before`). */
+  cursorParam?: string;
 }
 
 export const TASK: IdKind = { noun: 'task', list: '/api/v1/tasks', label: (r) => r.title };
 export const MISSION: IdKind = { noun: 'mission', list: '/api/v1/missions', label: (r) => r.name };
 export const APPROVAL: IdKind = { noun: 'approval', list: '/api/v1/approvals', label: (r) => r.title };
 export const WEBHOOK: IdKind = { noun: 'webhook', list: '/v1/webhooks', label: (r) => r.url, paged: false };
+/** The deliveries of one webhook (its full id). */
+export const deliveryOf = (webhookId: string): IdKind => ({ noun: 'delivery', list: `/v1/webhooks/${encodeURIComponent(webhookId)}/deliveries`, label: (r) => r.event, cursorParam: 'before' });
 
 /** Matches `input` against the ids: each that starts or ends with it, or whose short id starts with it. */
 export function matchIds<T extends { id: string }>(input: string, rows: Iterable<T>): T[] {
@@ -53,7 +57,7 @@ export async function resolveId(client: SvcClient, kind: IdKind, input: string):
   const candidates: Record<string, unknown>[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.call<Record<string, unknown>[]>('GET', kind.list, kind.paged === false ? {} : { query: { limit: PAGE, cursor } });
+    const page = await client.call<Record<string, unknown>[]>('GET', kind.list, kind.paged === false ? {} : { query: { limit: PAGE, [kind.cursorParam ?? 'cursor']: cursor } });
     for (const m of matchIds(given, page.data as { id: string }[])) {
       if ((m.id as string).toLowerCase() === given.toLowerCase()) return m.id as string;
       candidates.push(m);

@@ -3,7 +3,7 @@ import { action, parseIntOption } from '../../cli/action.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { shortId } from '../../cli/human.js';
-import { resolveId, WEBHOOK } from '../../cli/ids.js';
+import { deliveryOf, resolveId, WEBHOOK } from '../../cli/ids.js';
 import { emit, err, keyValues, out, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
 import { listen } from './listen.js';
@@ -45,7 +45,7 @@ const deliveryTable = (list: Delivery[]) =>
   table(
     list,
     [
-      { header: 'ID', value: (x) => x.id },
+      { header: 'ID', value: (x) => shortId(x.id) },
       { header: 'STATUS', value: (x) => x.status },
       { header: 'EVENT', value: (x) => x.event },
       { header: 'ATTEMPTS', value: (x) => x.attempts },
@@ -162,7 +162,9 @@ export function webhooksCommand(): Command {
     .option('--before <deliveryId>', 'only deliveries older than this one (printed after a full page)')
     .action(
       action(async (ctx, id: string, o: { limit?: number; before?: string }) => {
-        const res = await ctx.client.call<Delivery[]>('GET', `${path(await resolveId(ctx.client, WEBHOOK, id))}/deliveries`, { query: { limit: o.limit, before: o.before } });
+        const hook = await resolveId(ctx.client, WEBHOOK, id);
+        const before = o.before === undefined ? undefined : await resolveId(ctx.client, deliveryOf(hook), o.before);
+        const res = await ctx.client.call<Delivery[]>('GET', `${path(hook)}/deliveries`, { query: { limit: o.limit, before } });
         emit(ctx.json, res.data, () => deliveryTable(res.data));
         const next = res.headers['x-next-cursor'];
         if (typeof next === 'string' && !ctx.json) err(style.dim(`more: svc webhooks deliveries ${id} --before ${next}\n`));
@@ -174,7 +176,8 @@ export function webhooksCommand(): Command {
     .description('Show a delivery with every attempt')
     .action(
       action(async (ctx, id: string, deliveryId: string) => {
-        const x = await ctx.client.get<DeliveryDetail>(`${path(await resolveId(ctx.client, WEBHOOK, id))}/deliveries/${seg(deliveryId)}`);
+        const hook = await resolveId(ctx.client, WEBHOOK, id);
+        const x = await ctx.client.get<DeliveryDetail>(`${path(hook)}/deliveries/${seg(await resolveId(ctx.client, deliveryOf(hook), deliveryId))}`);
         const { attemptLog, body, ...rest } = x;
         emit(ctx.json, x, () => `${keyValues(rest)}\n${attemptTable(attemptLog)}\n${style.bold('body')}\n${body}\n`);
       }),
@@ -185,8 +188,10 @@ export function webhooksCommand(): Command {
     .description('Send a delivery again (as a new delivery)')
     .action(
       action(async (ctx, id: string, deliveryId: string) => {
-        const x = await ctx.client.post<Delivery>(`${path(await resolveId(ctx.client, WEBHOOK, id))}/deliveries/${seg(deliveryId)}/redeliver`);
-        emit(ctx.json, x, () => `queued ${x.id} (re-sends ${deliveryId})\n`);
+        const hook = await resolveId(ctx.client, WEBHOOK, id);
+        const full = await resolveId(ctx.client, deliveryOf(hook), deliveryId);
+        const x = await ctx.client.post<Delivery>(`${path(hook)}/deliveries/${seg(full)}/redeliver`);
+        emit(ctx.json, x, () => `queued ${shortId(x.id)} (re-sends ${shortId(full)})\n`);
       }),
     );
 
