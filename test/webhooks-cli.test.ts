@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSince } from '../src/resources/webhooks/command.js';
+import { verifyWebhook } from '../src/resources/webhooks/verify.js';
 import { SVC, svcAgainst } from './cli-helpers.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
@@ -123,6 +125,11 @@ describe('svc webhooks listen', () => {
       const [got] = await fwd.waitFor(1);
       expect(JSON.parse(got!.body)).toMatchObject({ event: 'team:created', data: { name: 'listeners' } });
       expect(got!.headers['x-service-signature']).toMatch(/^t=\d+,v1=/);
+      // The forward verifies with the secret the Ready line shows, by the Standard Webhooks headers too.
+      const secret = /verify them with the secret (whsec_\S+)\./.exec(err())![1]!;
+      expect(verifyWebhook(got!.body, got!.headers['x-service-signature'] as string, secret)).toBe(true);
+      const std = new StandardWebhook(secret).verify(got!.body, { 'webhook-id': got!.headers['webhook-id'] as string, 'webhook-timestamp': got!.headers['webhook-timestamp'] as string, 'webhook-signature': got!.headers['webhook-signature'] as string });
+      expect(std).toMatchObject({ event: 'team:created' });
       child.kill('SIGINT');
       const code = await new Promise((r) => child.on('close', r));
       expect(code).toBe(0);

@@ -81,8 +81,10 @@ export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?:
     throw err;
   }
   secret = hook.secret;
+  // Forwards keep the daemon's signature headers as they came, signed with this webhook's secret:
+  // the receiver verifies them with it, so it is shown (it dies with the webhook at Ctrl-C).
   err(
-    `Ready. Webhook ${hook.id} sends ${o.events.join(',')} to http://127.0.0.1:${port}/${o.forwardTo ? `, forwarded to ${o.forwardTo}` : ''}. Ctrl-C to stop.\n`,
+    `Ready. Webhook ${hook.id} sends ${o.events.join(',')} to http://127.0.0.1:${port}/${o.forwardTo ? `, forwarded to ${o.forwardTo} with its signature headers; verify them with the secret ${hook.secret}` : ''}. Ctrl-C to stop.\n`,
   );
   await new Promise<void>((resolve) => {
     const stop = () => {
