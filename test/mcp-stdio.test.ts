@@ -78,6 +78,25 @@ describe('svc mcp (stdio, the SDK client spawning it)', () => {
     expect(code).toBe(0);
   });
 
+  it('answers every request written before stdin closed (`… | svc mcp`), then exits 0', async () => {
+    const child = spawn(process.execPath, [SVC, 'mcp', '--project', d.root], { env: { ...process.env, SERVICE_API_KEY: '', SVC_URL: '', SVC_PROJECT: '' } });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    const lines = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'agent_list', arguments: {} } },
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'task_create', arguments: { title: 'piped in' } } },
+    ];
+    child.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    expect(code).toBe(0);
+    const answers = out.trim().split('\n').map((l) => JSON.parse(l) as { id: number; result?: unknown; error?: unknown });
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4]);
+    expect(answers.filter((a) => a.error)).toEqual([]);
+  });
+
   it('says on stderr, and exits 3, when no daemon runs for the project', async () => {
     const root = makeProject();
     const r = await svc(['mcp', '--project', root]);

@@ -70,15 +70,20 @@ export async function runStdioBridge(o: StdioBridgeOptions): Promise<void> {
     }
   }
 
+  // Requests on their way to the daemon: when stdin closes (a client that writes its requests and
+  // closes, `… | svc mcp`), each still gets its answer before the connection to the daemon closes.
+  const pending = new Set<Promise<void>>();
   await new Promise<void>((resolve) => {
     local.onmessage = (msg) => {
       if (isJSONRPCRequest(msg) && msg.method === 'initialize') initializeIds.add(msg.id);
-      void forward(msg);
+      const p: Promise<void> = forward(msg).finally(() => pending.delete(p));
+      pending.add(p);
     };
     local.onerror = (err) => o.warn(`svc mcp: ${err.message}`);
     local.onclose = () => resolve();
     process.stdin.once('end', () => resolve());
     void local.start();
   });
+  while (pending.size) await Promise.allSettled([...pending]);
   await upstream.close().catch(() => undefined);
 }
