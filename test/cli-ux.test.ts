@@ -206,3 +206,19 @@ describe('confirmations', () => {
   });
 
 });
+
+describe('errors name what was typed', () => {
+  it('a refused field is named by its flag, not by its place in the request body', async () => {
+    // Checked by the daemon (the CLI sends what was typed): its detail names body.maxRows.
+    const rows = await svc(['db', 'query', 'nope-db', 'SELECT 1', '--max-rows', '500']);
+    expect(rows.code).toBe(1);
+    expect(rows.stderr).toMatch(/^ {2}--max-rows: /m);
+    expect(rows.stderr).not.toContain('body.maxRows');
+    const json = await svc(['--json', 'db', 'query', 'nope-db', 'SELECT 1', '--max-rows', '500']);
+    expect(JSON.parse(json.stderr).details).toEqual([{ path: '--max-rows', message: expect.any(String) }]);
+    // Checked before sending: named by its flag too.
+    const turns = await svc(['agents', 'add', 'flagged', '--max-turns', '0']);
+    expect(turns.code).toBe(2);
+    expect(turns.stderr).toMatch(/^ {2}--max-turns: /m);
+  });
+});

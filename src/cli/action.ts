@@ -23,11 +23,28 @@ function describe(e: unknown): { code: string; message: string; hint?: string; s
 }
 
 /**
- * Reports a failure the way every command does and sets the exit code. With --json it is one
- * object on stderr: {code, error, hint?} (plus status and details for API errors).
+ * The API names a refused field by its place in the request (`body.maxTurns`, `query.limit`); a
+ * person typed a flag. Where the command has an option for that field, its flag is named instead.
  */
-export function fail(e: unknown, json = false): void {
+export function flagPaths(details: { path: string; message: string }[], cmd: Command | undefined): { path: string; message: string }[] {
+  if (!cmd) return details;
+  const flags = new Map<string, string>();
+  for (const o of cmd.options) if (o.long) flags.set(o.attributeName(), o.long);
+  return details.map((x) => {
+    const m = /^(?:body|query)\.([A-Za-z][A-Za-z0-9]*)$/.exec(x.path);
+    const flag = m && flags.get(m[1]!);
+    return flag ? { ...x, path: flag } : x;
+  });
+}
+
+/**
+ * Reports a failure the way every command does and sets the exit code. With --json it is one
+ * object on stderr: {code, error, hint?} (plus status and details for API errors). `cmd`, the
+ * command that failed, names its flags in place of the request fields they fill.
+ */
+export function fail(e: unknown, json = false, cmd?: Command): void {
   const d = describe(e);
+  d.details = flagPaths(d.details, cmd);
   io().exitCode = d.exit;
   if (json) {
     const body = { code: d.code, error: d.message.replace(/:$/, ''), hint: d.hint, status: d.status, details: d.details.length ? d.details : undefined };
@@ -48,7 +65,7 @@ export function action<A extends unknown[]>(fn: (ctx: CliContext, ...args: A) =>
     try {
       await fn(cliContext(this), ...(args.slice(0, -1) as A));
     } catch (e) {
-      fail(e, Boolean(this.optsWithGlobals<GlobalOptions>().json));
+      fail(e, Boolean(this.optsWithGlobals<GlobalOptions>().json), this);
     }
   };
 }
@@ -60,7 +77,7 @@ export function localAction<A extends unknown[]>(fn: (opts: GlobalOptions, ...ar
     try {
       await fn(globals, ...(args.slice(0, -1) as A));
     } catch (e) {
-      fail(e, Boolean(globals.json));
+      fail(e, Boolean(globals.json), this);
     }
   };
 }
