@@ -9,10 +9,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as h from './lib/harness.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
+const arg = h.arg;
 const SECONDS = Number(arg('seconds', 300));
 const RATE = Number(arg('rate', 1000));
 const CONFIG = JSON.parse(arg('config', '{}'));

@@ -8,10 +8,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import * as h from './lib/harness.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
+const arg = h.arg;
 const DATABASES = Number(arg('databases', 40));
 const ROUNDS = Number(arg('rounds', 2));
 const CONFIG = JSON.parse(arg('config', '{}'));

@@ -29,6 +29,12 @@ export async function cleanupAll() {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** The value after `--name` on the command line of a standalone bench script, or `dflt`. */
+export function arg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+}
+
 /** An empty svc project in a temp directory; removed at exit. */
 export function makeProject(config = {}) {
   const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
