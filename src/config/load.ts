@@ -1,9 +1,8 @@
-import { issueMessage } from '../lib/issue-message.js';
 import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { issueMessage } from '../lib/issue-message.js';
 import { parseJson } from '../lib/json.js';
 import { KNOWN_TOP_LEVEL, ProjectConfigSchema, type ProjectConfig } from './schema.js';
-
 import { CONFIG_FILE } from './find.js';
 
 export { CONFIG_FILE, findProjectRoot } from './find.js';

@@ -1,4 +1,3 @@
-import { issueMessage } from '../lib/issue-message.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
@@ -11,6 +10,7 @@ import { errorFields, type Logger } from './log.js';
 import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
 import { Router } from './router.js';
 import { uuidv7 } from '../lib/ids.js';
+import { issueMessage } from '../lib/issue-message.js';
 
 export interface HttpSettings {
   allowedHosts: string[];
