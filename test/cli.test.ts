@@ -43,7 +43,7 @@ describe('svc agents and teams', () => {
     expect(JSON.parse((await run('agents', 'ls', '--json')).stdout)).toEqual([]);
   });
 
-  it('checks option values with the API schema before any request: exit 2, the field named as the API would', async () => {
+  it('checks option values with the API schema before any request: exit 2, with the API\'s message under the flag typed', async () => {
     const posts = () => d.logs.filter((l) => l.includes('"method":"POST","path":"/api/v1/agents"')).length;
     const before = posts();
     const r = await run('agents', 'add', 'bob', '--max-turns', '0');
@@ -51,7 +51,7 @@ describe('svc agents and teams', () => {
     expect(posts()).toBe(before);
     const api = await d.api('POST', '/api/v1/agents', { body: { name: 'bob', maxTurns: 0 } });
     expect(api.body.details).toEqual([{ path: 'body.maxTurns', message: expect.any(String) }]);
-    expect(r.stderr).toContain(`body.maxTurns: ${api.body.details[0].message}`);
+    expect(r.stderr).toContain(`--max-turns: ${api.body.details[0].message}`);
   });
 
   it('exits 1 with the code and message on an API error', async () => {
@@ -108,7 +108,7 @@ describe('finding the daemon', () => {
 
   it('prints each invalid field once, and errors as JSON with --json', async () => {
     const r = await run('agents', 'add', 'bob', '--max-turns', '0');
-    expect(r.stderr.match(/body\.maxTurns/g)).toHaveLength(1);
+    expect(r.stderr.match(/--max-turns:/g)).toHaveLength(1);
     const j = await run('--json', 'agents', 'show', 'ghost');
     expect(j.code).toBe(1);
     expect(JSON.parse(j.stderr)).toEqual({ code: 'not_found', error: 'Agent "ghost" not found.', status: 404 });

@@ -69,6 +69,8 @@ export interface RunnerOptions {
   maxWorkers?(): number;
   /** What one worker may map, in MiB (data.workerMemoryMb); read at each start of a worker. */
   workerMemoryMb?(): number;
+  /** The worker's entry module (default: worker.js beside this file). */
+  workerEntry?: string;
 }
 
 /** A worker's own JavaScript heap: answers are at most a few MiB of rows, SQLite's memory is outside it. */
@@ -81,13 +83,13 @@ const v8HeapMb = (memoryMb: number) => Math.max(64, Math.floor(memoryMb / 3));
  * statement could otherwise take the machine's memory. Past the cap SQLite's allocations fail
  * (SQLITE_NOMEM, answered 413) or V8's do (the process aborts; also answered 413).
  */
-function forkWorker(memoryMb: number | undefined): ChildProcess {
+function forkWorker(memoryMb: number | undefined, entry: string = WORKER): ChildProcess {
   const nodeArgs = [...profilerArgs(process.execArgv), `--max-old-space-size=${v8HeapMb(memoryMb ?? 768)}`];
   // 'advanced': V8's serialiser, so an answer's JSON bytes cross as one Buffer (a copy), where
   // 'json' would parse them again on the daemon's event loop.
   const common = { env: workerEnv(), stdio: ['ignore', 'ignore', 'pipe', 'ipc'] as ('ignore' | 'pipe' | 'ipc')[], serialization: 'advanced' as const };
   if (memoryMb === undefined || process.platform !== 'linux') {
-    const child = fork(WORKER, [], { ...common, execArgv: nodeArgs });
+    const child = fork(entry, [], { ...common, execArgv: nodeArgs });
     try {
       if (child.pid) setPriority(child.pid, WORKER_NICE);
     } catch {
@@ -95,7 +97,7 @@ function forkWorker(memoryMb: number | undefined): ChildProcess {
     }
     return child;
   }
-  return fork(WORKER, [], {
+  return fork(entry, [], {
     ...common,
     execPath: '/bin/sh',
     // sh -c SCRIPT $0 $@: the limit in KiB, then node and its arguments (fork appends worker.js).
@@ -169,8 +171,9 @@ class Worker {
     onReply: (w: Worker, r: WorkerReply) => void,
     onExit: (w: Worker) => void,
     records?: WorkerRecords,
+    entry?: string,
   ) {
-    this.proc = forkWorker(memoryMb);
+    this.proc = forkWorker(memoryMb, entry);
     records?.add(this.proc.pid);
     this.proc.stderr?.setEncoding('utf8');
     this.proc.stderr?.on('data', (chunk: string) => {
@@ -357,7 +360,7 @@ export class DataRunner {
   /** A new worker process, or null when none can be started now (the failure is logged). */
   private spawn(): Worker | null {
     try {
-      const w = new Worker(this.opts.log, this.opts.workerMemoryMb?.(), (w, r) => this.onReply(w, r), (w) => this.onExit(w), this.opts.records);
+      const w = new Worker(this.opts.log, this.opts.workerMemoryMb?.(), (w, r) => this.onReply(w, r), (w) => this.onExit(w), this.opts.records, this.opts.workerEntry);
       this.live.add(w);
       return w;
     } catch (err) {
