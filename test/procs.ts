@@ -1,12 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { statFields } from '../src/lib/proc.js';
 
 // Processes as the tests see them in /proc (Linux): a worker's parent, state and CPU.
 
 /** Fields of /proc/<pid>/stat from the 3rd on (state [0], ppid [1], utime [11]), or null when gone. */
 export function procStat(pid: number): string[] | null {
   try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return null;
   }

@@ -8,12 +8,18 @@ const readFile = promisify(readFileCb);
 // A pid with its start time (field 22 of /proc/<pid>/stat, in clock ticks since boot) does, for as
 // long as the machine runs. Linux only: elsewhere there is no /proc and these answer null.
 
-/** The start time of `stat`'s process: the 20th field after the command name, which is in parentheses and may hold anything. */
-export function parseStartTime(stat: string): string | null {
+/**
+ * The fields of a /proc/<pid>/stat line from the 3rd on (state [0], ppid [1], utime [11], start
+ * time [19]): they follow the command name, which is in parentheses and may hold anything.
+ */
+export function statFields(stat: string): string[] | null {
   const close = stat.lastIndexOf(')');
-  if (close < 0) return null;
-  // Fields from 3 (state) on; starttime is field 22.
-  const start = stat.slice(close + 2).split(' ')[19];
+  return close < 0 ? null : stat.slice(close + 2).split(' ');
+}
+
+/** The start time of `stat`'s process (field 22). */
+export function parseStartTime(stat: string): string | null {
+  const start = statFields(stat)?.[19];
   return start && /^\d+$/.test(start) ? start : null;
 }
 
@@ -30,7 +36,7 @@ export function startTimeOf(pid: number): string | null {
 export async function isSameProcess(pid: number, start: string): Promise<boolean> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    const state = statFields(stat)?.[0];
     return state !== 'Z' && state !== 'X' && parseStartTime(stat) === start;
   } catch {
     return false;
