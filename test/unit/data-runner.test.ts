@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/kernel/log.js';
-import { DataRunner, profilerArgs } from '../../src/resources/data/sql-runner.js';
+import { DataRunner } from '../../src/resources/data/sql-runner.js';
+import { profilerArgs } from '../../src/resources/data/worker-process.js';
 import { eventually } from '../harness.js';
 import { ownDataWorkers as liveWorkers } from '../procs.js';
 

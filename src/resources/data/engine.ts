@@ -28,7 +28,7 @@ const INTERNAL_DDL = `
 
 /**
  * Memory SQLite may use for one connection. In force only where SQLite keeps memory statistics;
- * better-sqlite3's build does not, and there the worker's RLIMIT_DATA (sql-runner.ts) is the limit.
+ * better-sqlite3's build does not, and there the worker's RLIMIT_DATA (worker-process.ts) is the limit.
  */
 const HEAP_LIMIT_BYTES = 256 * 1024 * 1024;
 

@@ -6,9 +6,9 @@ import { sqlError } from './sqlite-errors.js';
 import type { QueryRequest } from './engine.js';
 import { watchParent } from './worker-watchdog.js';
 
-// The child process that serves one application database (see sql-runner.ts). It handles one
-// message at a time; the parent kills it when a statement runs past the time limit, which is the
-// only way to stop SQLite mid-statement from outside.
+// The child process that serves one application database (see sql-runner.ts, and worker-process.ts
+// for how it is started). It handles one message at a time; the parent kills it when a statement
+// runs past the time limit, which is the only way to stop SQLite mid-statement from outside.
 
 export type WorkerRequest =
   | { type: 'open'; file: string; create?: SchemaDefT }
