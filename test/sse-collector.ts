@@ -1,4 +1,4 @@
-import { SseParser, type SseMessage } from '../src/client/sse.js';
+import { sseReader, type SseMessage } from '../src/lib/sse-read.js';
 
 export interface Collector {
   status: number;
@@ -37,14 +37,10 @@ export async function collect(url: string, opts: { key?: string; filter?: string
     c.ended = true;
     return c;
   }
-  const parser = new SseParser(
-    (m) => c.messages.push(m),
-    (t) => c.comments.push(t),
-  );
-  const decoder = new TextDecoder();
+  const reader = sseReader((m) => c.messages.push(m), { onComment: (t) => c.comments.push(t) });
   void (async () => {
     try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.push(decoder.decode(chunk, { stream: true }));
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) reader.push(chunk);
     } catch {
       // aborted or cut by the server
     }

@@ -1,55 +1,8 @@
 import { request } from 'undici';
+import { sseReader, type SseMessage } from '../lib/sse-read.js';
 import { ApiError, UnreachableError, type SvcClient } from './client.js';
 
-export interface SseMessage {
-  id?: string;
-  event: string;
-  data: string;
-}
-
-/** An incremental parser of the text/event-stream format (WHATWG rules for fields and line ends). */
-export class SseParser {
-  private buffer = '';
-  private data: string[] = [];
-  private event = '';
-  private id: string | undefined;
-  private pendingCR = false;
-
-  constructor(
-    private readonly onMessage: (m: SseMessage) => void,
-    private readonly onComment: (text: string) => void = () => {},
-  ) {}
-
-  push(chunk: string): void {
-    // A CR at the end of one chunk and an LF at the start of the next are one line end.
-    if (this.pendingCR && chunk.startsWith('\n')) chunk = chunk.slice(1);
-    this.pendingCR = chunk.endsWith('\r');
-    this.buffer += chunk;
-    const lines = this.buffer.split(/\r\n|\r|\n/);
-    this.buffer = lines.pop()!;
-    for (const line of lines) this.line(line);
-  }
-
-  private line(line: string): void {
-    if (line === '') {
-      if (this.data.length) this.onMessage({ id: this.id, event: this.event || 'message', data: this.data.join('\n') });
-      this.data = [];
-      this.event = '';
-      return;
-    }
-    if (line.startsWith(':')) {
-      this.onComment(line.slice(1).trim());
-      return;
-    }
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') this.data.push(value);
-    else if (field === 'event') this.event = value;
-    else if (field === 'id' && !value.includes('\0')) this.id = value;
-  }
-}
+export type { SseMessage } from '../lib/sse-read.js';
 
 export interface StreamOptions {
   filter?: string;
@@ -75,11 +28,9 @@ export async function streamEvents(client: SvcClient, onMessage: (m: SseMessage)
     const body = (await res.body.json().catch(() => ({}))) as { code?: string; error?: string };
     throw new ApiError(res.statusCode, body.code ?? 'unknown', body.error ?? `HTTP ${res.statusCode}`);
   }
-  const parser = new SseParser(onMessage, opts.onComment);
-  // A multi-byte character may be split across chunks; the streaming decoder holds its first bytes.
-  const decoder = new TextDecoder();
+  const reader = sseReader(onMessage, { onComment: opts.onComment });
   try {
-    for await (const chunk of res.body as AsyncIterable<Buffer>) parser.push(decoder.decode(chunk, { stream: true }));
+    for await (const chunk of res.body as AsyncIterable<Buffer>) reader.push(chunk);
   } catch (err) {
     if (!isStreamEnd(err, opts.signal)) throw err;
     // Aborted, or the daemon went away mid-stream: the caller decides whether to reconnect.

@@ -3,7 +3,6 @@ import { openDatabase } from '../../src/db/open.js';
 import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
 import { compileFilter } from '../../src/events/filter.js';
 import { EventLog, type StoredEvent } from '../../src/events/outbox.js';
-import { SseParser, type SseMessage } from '../../src/client/sse.js';
 import { formatEvent } from '../../src/events/command.js';
 
 describe('compileFilter', () => {
@@ -88,21 +87,6 @@ describe('EventLog (outbox)', () => {
     log.write(() => log.emit('team:created', { name: 'c' }));
     expect(log.since(0, 10).map((e) => e.id)).toEqual([3]);
     expect(log.oldestId()).toBe(3);
-  });
-});
-
-describe('SseParser', () => {
-  it('parses frames split anywhere, comments, multi-line data and CRLF', () => {
-    const got: SseMessage[] = [];
-    const comments: string[] = [];
-    const p = new SseParser((m) => got.push(m), (c) => comments.push(c));
-    const text = 'retry: 2000\n\n: ping\n\nid: 7\r\nevent: task:created\r\ndata: {"a":1}\r\n\r\nid: 8\nevent: x:y\ndata: line1\ndata: line2\n\n';
-    for (const ch of text) p.push(ch);
-    expect(comments).toEqual(['ping']);
-    expect(got).toEqual([
-      { id: '7', event: 'task:created', data: '{"a":1}' },
-      { id: '8', event: 'x:y', data: 'line1\nline2' },
-    ]);
   });
 });
 
