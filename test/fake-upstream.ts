@@ -8,7 +8,9 @@ type FromRequest<T> = T | ((r: Recorded) => T);
 
 export type Scripted =
   | { status?: number; json: FromRequest<unknown>; headers?: Record<string, string> }
-  | { stream: FromRequest<unknown[]>; delayMs?: number; stall?: boolean };
+  | { stream: FromRequest<unknown[]>; delayMs?: number; stall?: boolean }
+  /** Bytes written as they are, one write each (a character may be cut between two). */
+  | { raw: FromRequest<(string | Buffer)[]>; delayMs?: number };
 
 const made = <T>(v: FromRequest<T>, r: Recorded): T => (typeof v === 'function' ? (v as (r: Recorded) => T)(r) : v);
 
@@ -93,6 +95,22 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if ('raw' in next) {
+        const pieces = [...made(next.raw, recorded)];
+        const write = () => {
+          if (res.destroyed) return;
+          const p = pieces.shift();
+          if (p === undefined) {
+            done = true;
+            res.end();
+            return;
+          }
+          res.write(p);
+          setTimeout(write, next.delayMs ?? 5);
+        };
+        write();
+        return;
+      }
       const chunks = [...made(next.stream, recorded)];
       const tick = () => {
         if (res.destroyed) return;

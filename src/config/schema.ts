@@ -40,6 +40,10 @@ export const ProviderSchema = z.strictObject({
     .optional()
     .describe("The environment variable holding the key (built-in providers have one: OPENAI_API_KEY…)."),
   keyless: z.boolean().optional().describe('Called without a key (a local server).'),
+  api: z
+    .enum(['chat', 'responses'])
+    .optional()
+    .describe('The wire svc speaks to it: "chat" (POST …/chat/completions, the default; every OpenAI-compatible server) or "responses" (POST …/responses, the OpenAI Responses API).'),
   defaultModel: z.string().min(1).max(200).optional().describe('The model asked for when no request, agent or orchestrator names one (default: the first of models, else the built-in default).'),
   models: z.array(z.string().min(1).max(200)).max(1000).optional().describe('Models it serves: while another provider cools down, a model listed here is served by this one.'),
   headers: z

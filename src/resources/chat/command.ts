@@ -7,6 +7,7 @@ import { UsageError, type CliContext } from '../../cli/context.js';
 import { io } from '../../cli/io.js';
 import { err, out, style } from '../../cli/output.js';
 import { ApiError, UnreachableError } from '../../client/client.js';
+import { sseReader } from '../../lib/sse-read.js';
 
 /**
  * One streamed chat turn: prints the answer's text as it arrives and resolves with the session id
@@ -20,9 +21,9 @@ function streamTurn(ctx: CliContext, body: Record<string, unknown>, sessionId: s
   return new Promise((resolve, reject) => {
     const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, { method: 'POST', headers }, (res) => {
       const session = (res.headers['x-session-id'] as string | undefined) ?? sessionId;
-      res.setEncoding('utf8');
-      let buffered = '';
       if ((res.statusCode ?? 0) >= 400) {
+        let buffered = '';
+        res.setEncoding('utf8');
         res.on('data', (c: string) => (buffered += c));
         res.on('end', () => {
           try {
@@ -35,23 +36,25 @@ function streamTurn(ctx: CliContext, body: Record<string, unknown>, sessionId: s
         return;
       }
       let failure: Error | null = null;
-      res.on('data', (c: string) => {
-        buffered += c;
-        let nl;
-        while ((nl = buffered.indexOf('\n')) >= 0) {
-          const line = buffered.slice(0, nl).trim();
-          buffered = buffered.slice(nl + 1);
-          if (!line.startsWith('data:')) continue;
-          const payload = line.slice(5).trim();
-          if (payload === '[DONE]') continue;
-          try {
-            const chunk = JSON.parse(payload) as { choices?: { delta?: { content?: string } }[]; error?: { message: string; code: string } };
-            if (chunk.error) failure = new ApiError(502, chunk.error.code, chunk.error.message);
-            const piece = chunk.choices?.[0]?.delta?.content;
-            if (piece) print(piece);
-          } catch {
-            // not a chunk: ignored
-          }
+      // Bytes, not text: the shared reader decodes them, holding a character cut between chunks.
+      const reader = sseReader(({ data }) => {
+        if (data === '[DONE]') return;
+        try {
+          const chunk = JSON.parse(data) as { choices?: { delta?: { content?: string } }[]; error?: { message: string; code: string } };
+          if (chunk.error) failure = new ApiError(502, chunk.error.code, chunk.error.message);
+          const piece = chunk.choices?.[0]?.delta?.content;
+          if (piece) print(piece);
+        } catch {
+          // not a chunk: ignored
+        }
+      });
+      res.on('data', (c: Buffer) => {
+        try {
+          reader.push(c);
+        } catch (e) {
+          // An oversized frame: the answer is abandoned, and said so.
+          reject(e as Error);
+          res.destroy();
         }
       });
       res.on('end', () => (failure ? reject(failure) : resolve(session)));

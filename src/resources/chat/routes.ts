@@ -1,17 +1,26 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { route } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
 import { RAW_RESPONSE } from '../../kernel/route.js';
-import { openAiError, sendOpenAiError } from './openai-errors.js';
-import { runOrchestrator } from './orchestrator.js';
-import { ChatCompletion, ChatRequest, SessionId, type ChatMessage } from './schema.js';
-import { failChat, finishChat, openEventStream, planChat, upstreamBody } from './service.js';
-import { complete, stream, UpstreamError } from './upstream.js';
+import { agentCompletion, orchestratorCompletion } from './completions.js';
+import { openAiError } from './openai-errors.js';
+import { ChatCompletion, ChatRequest, SessionId } from './schema.js';
+import { planChat } from './service.js';
 
-function sseWrite(res: ServerResponse, payload: unknown): void {
-  if (!res.writableEnded) res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`);
+/** What every chat call reads off the request: its session header, and an abort for when the client goes. */
+function callOf(req: IncomingMessage, res: ServerResponse): { sessionHeader: string | undefined; signal: AbortSignal } {
+  const header = req.headers['x-session-id'];
+  const sessionHeader = Array.isArray(header) ? header[0] : header;
+  if (sessionHeader !== undefined && !SessionId.safeParse(sessionHeader).success) {
+    throw new AppError('invalid_request', 'x-session-id must be 1-128 letters, digits, ".", "_", ":" or "-".', { details: [{ path: 'headers.x-session-id', message: 'invalid session id' }] });
+  }
+  // A client that goes away aborts the upstream call: nobody is left to pay for.
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  return { sessionHeader, signal: abort.signal };
 }
-
 
 export const chatRoutes = [
   route({
@@ -30,67 +39,10 @@ export const chatRoutes = [
     rawContentType: 'application/json',
     errorBody: openAiError,
     handler: async ({ app, body, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
-      const header = req.headers['x-session-id'];
-      const sessionHeader = Array.isArray(header) ? header[0] : header;
-      if (sessionHeader !== undefined && !SessionId.safeParse(sessionHeader).success) {
-        throw new AppError('invalid_request', 'x-session-id must be 1-128 letters, digits, ".", "_", ":" or "-".', { details: [{ path: 'headers.x-session-id', message: 'invalid session id' }] });
-      }
+      const { sessionHeader, signal } = callOf(req, res);
       const plan = planChat(app, body, sessionHeader);
-      // A client that goes away aborts the upstream call: nobody is left to pay for.
-      const abort = new AbortController();
-      res.on('close', () => {
-        if (!res.writableFinished) abort.abort();
-      });
-
-      if (!body.agent) {
-        await runOrchestrator(app, plan, { stream: body.stream === true, includeUsage: body.stream_options?.include_usage === true, res, signal: abort.signal, principal });
-        return RAW_RESPONSE;
-      }
-
-      if (!body.stream) {
-        let answer;
-        try {
-          answer = await complete(plan.provider, upstreamBody(plan), abort.signal);
-        } catch (err) {
-          if (!(err instanceof UpstreamError)) throw err;
-          throw failChat(app, plan, err);
-        }
-        const choice = answer.choices?.[0];
-        finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: choice?.message ? [choice.message as ChatMessage] : [] });
-        const text = JSON.stringify({ ...answer, model: plan.modelId });
-        res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-session-id': plan.sessionId });
-        res.end(text);
-        return RAW_RESPONSE;
-      }
-
-      let opened = false;
-      try {
-        const result = await stream(plan.provider, upstreamBody(plan), abort.signal, (chunk) => {
-          if (!opened) {
-            openEventStream(res, plan);
-            opened = true;
-          }
-          sseWrite(res, { ...chunk, model: plan.modelId });
-        });
-        if (!opened) openEventStream(res, plan);
-        finishChat(app, plan, {
-          finishReason: result.finishReason,
-          usage: result.usage,
-          reply: [{ role: 'assistant', content: result.content, ...(result.toolCalls.length ? { tool_calls: result.toolCalls as ChatMessage['tool_calls'] } : {}) }],
-        });
-        sseWrite(res, '[DONE]');
-        res.end();
-      } catch (err) {
-        if (abort.signal.aborted) {
-          finishChat(app, plan, { finishReason: 'aborted', usage: null, reply: [], aborted: true });
-          return RAW_RESPONSE;
-        }
-        if (!(err instanceof UpstreamError)) throw err;
-        const failure = failChat(app, plan, err);
-        if (!opened) throw failure;
-        // Headers are gone: the failure travels as a last chunk, as OpenAI's own streams do.
-        sendOpenAiError(res, failure);
-      }
+      const io = { app, plan, body, res, signal, principal };
+      await (body.agent ? agentCompletion(io) : orchestratorCompletion(io));
       return RAW_RESPONSE;
     },
   }),

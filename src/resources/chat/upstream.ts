@@ -1,10 +1,15 @@
 import { request } from 'undici';
 import { redact } from '../../lib/redact.js';
+import { readSse, SseOverflowError } from '../../lib/sse-read.js';
 import type { Provider } from '../providers/service.js';
+import { fromResponse, ResponsesToChunks, toResponsesRequest } from './responses-upstream.js';
 import type { ChatCompletion, Usage } from './schema.js';
+import { mergeToolCalls, type ToolCall } from './tool-calls.js';
 
 // One call to an OpenAI-compatible upstream. Only this file speaks to providers; it knows nothing
-// of agents, sessions or events.
+// of agents, sessions or events. Whatever wire the provider speaks (chat completions, or the
+// Responses API translated by responses-upstream.ts), callers send a chat body and get chat
+// completions and chunks back.
 
 /** An upstream's message is cut to this length once it is scrubbed (a whole secret is needed to find it). */
 const MESSAGE_MAX = 500;
@@ -51,18 +56,21 @@ function inlineError(e: unknown): UpstreamError {
 
 export interface StreamResult {
   content: string;
-  toolCalls: unknown[];
+  /** Whole calls: the stream's fragments merged. */
+  toolCalls: ToolCall[];
   finishReason: string | null;
   usage: Usage | null;
 }
 
-async function send(provider: Provider, body: Record<string, unknown>, signal: AbortSignal) {
+async function send(provider: Provider, chatBody: Record<string, unknown>, signal: AbortSignal) {
+  const responsesApi = provider.api === 'responses';
+  const body = responsesApi ? toResponsesRequest(chatBody) : chatBody;
   const headers: Record<string, string> = { ...provider.headers, 'content-type': 'application/json', accept: body.stream ? 'text/event-stream' : 'application/json' };
   if (provider.key) headers.authorization = `Bearer ${provider.key}`;
   let res;
   try {
     // undici's request() never follows a redirect: a 3xx is an upstream failure like any non-2xx.
-    res = await request(`${provider.baseUrl}/chat/completions`, { method: 'POST', headers, body: JSON.stringify(body), signal });
+    res = await request(`${provider.baseUrl}${responsesApi ? '/responses' : '/chat/completions'}`, { method: 'POST', headers, body: JSON.stringify(body), signal });
   } catch (err) {
     if (signal.aborted) throw err;
     throw new UpstreamError('network', `cannot reach ${provider.id} at ${new URL(provider.baseUrl).host}: ${(err as Error).message}`);
@@ -87,9 +95,10 @@ export async function complete(provider: Provider, body: Record<string, unknown>
   const res = await send(provider, { ...body, stream: false }, signal);
   let answer: ChatCompletion & { error?: unknown };
   try {
-    answer = (await res.body.json()) as ChatCompletion & { error?: unknown };
+    const parsed = (await res.body.json()) as Record<string, unknown>;
+    answer = (provider.api === 'responses' && parsed && typeof parsed === 'object' && !parsed.error ? fromResponse(parsed) : parsed) as ChatCompletion & { error?: unknown };
   } catch {
-    throw new UpstreamError(502, `${provider.id} answered something that is not a chat completion`);
+    throw new UpstreamError(502, `${provider.id} answered something that is not a ${provider.api === 'responses' ? 'response' : 'chat completion'}`);
   }
   if (answer && typeof answer === 'object' && answer.error !== undefined && answer.error !== null) throw inlineError(answer.error);
   return answer;
@@ -101,38 +110,34 @@ export async function complete(provider: Provider, body: Record<string, unknown>
  */
 export async function stream(provider: Provider, body: Record<string, unknown>, signal: AbortSignal, onChunk: (chunk: Record<string, unknown>) => void): Promise<StreamResult> {
   const res = await send(provider, { ...body, stream: true }, signal);
-  const out: StreamResult = { content: '', toolCalls: [], finishReason: null, usage: null };
-  let buffered = '';
-  const handleLine = (line: string) => {
-    if (!line.startsWith('data:')) return;
-    const payload = line.slice(5).trim();
-    if (!payload || payload === '[DONE]') return;
-    let chunk: Record<string, unknown>;
-    try {
-      chunk = JSON.parse(payload) as Record<string, unknown>;
-    } catch {
-      return; // a malformed chunk is dropped, not forwarded
-    }
-    if (!chunk || typeof chunk !== 'object') return; // nor is one that is not an object
+  const out = { content: '', fragments: [] as unknown[], finishReason: null as string | null, usage: null as Usage | null };
+  const fromResponses = provider.api === 'responses' ? new ResponsesToChunks() : null;
+  const handle = (chunk: Record<string, unknown>) => {
     // A failure after the headers: never forwarded as a chunk, it ends the call like any other.
     if (chunk.error !== undefined && chunk.error !== null) throw inlineError(chunk.error);
     const choice = (chunk.choices as { delta?: { content?: unknown; tool_calls?: unknown[] }; finish_reason?: unknown }[] | undefined)?.[0];
     if (typeof choice?.delta?.content === 'string') out.content += choice.delta.content;
-    if (Array.isArray(choice?.delta?.tool_calls)) out.toolCalls.push(...choice.delta.tool_calls);
+    if (Array.isArray(choice?.delta?.tool_calls)) out.fragments.push(...choice.delta.tool_calls);
     if (typeof choice?.finish_reason === 'string') out.finishReason = choice.finish_reason;
     if (chunk.usage && typeof chunk.usage === 'object') out.usage = chunk.usage as Usage;
     onChunk(chunk);
   };
-  for await (const piece of res.body) {
-    buffered += (piece as Buffer).toString('utf8');
-    // Bounded: a line longer than 4 MiB is not an SSE chunk any upstream sends.
-    if (buffered.length > 4 * 1024 * 1024) throw new UpstreamError(502, 'the upstream stream sent an oversized line');
-    let nl;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      handleLine(buffered.slice(0, nl).replace(/\r$/, ''));
-      buffered = buffered.slice(nl + 1);
-    }
+  try {
+    await readSse(res.body, ({ data }) => {
+      if (!data || data === '[DONE]') return;
+      let parsed: Record<string, unknown>;
+      try {
+        parsed = JSON.parse(data) as Record<string, unknown>;
+      } catch {
+        return; // a malformed chunk is dropped, not forwarded
+      }
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return; // nor is one that is not an object
+      if (fromResponses) for (const c of fromResponses.push(parsed)) handle(c);
+      else handle(parsed);
+    });
+  } catch (err) {
+    if (err instanceof SseOverflowError) throw new UpstreamError(502, 'the upstream stream sent an oversized line');
+    throw err;
   }
-  if (buffered) handleLine(buffered);
-  return out;
+  return { content: out.content, toolCalls: mergeToolCalls(out.fragments), finishReason: out.finishReason, usage: out.usage };
 }

@@ -33,6 +33,8 @@ export interface Provider {
   /** Where in project.json a key may be put instead. */
   configKey: string;
   keyless: boolean;
+  /** Which OpenAI wire it speaks: chat completions, or the Responses API. */
+  api: 'chat' | 'responses';
   defaultModel: string | null;
   models: string[];
   headers: Record<string, string>;
@@ -61,6 +63,7 @@ export function resolveProviders(config: ProjectConfig, env: NodeJS.ProcessEnv):
       envVar,
       configKey: `providers.${id}.apiKey`,
       keyless: own?.keyless ?? base?.keyless ?? false,
+      api: own?.api ?? 'chat',
       defaultModel: own?.defaultModel ?? own?.models?.[0] ?? base?.defaultModel ?? null,
       models: own?.models ?? [],
       headers: own?.headers ?? {},
