@@ -4,6 +4,8 @@ import { AppError } from '../../kernel/errors.js';
 import { RAW_RESPONSE } from '../../kernel/route.js';
 import { agentCompletion, orchestratorCompletion } from './completions.js';
 import { openAiError } from './openai-errors.js';
+import { listModels, serveResponse } from './responses.js';
+import { ModelList, ResponseObject, ResponsesRequest } from './responses-schema.js';
 import { ChatCompletion, ChatRequest, SessionId } from './schema.js';
 import { planChat } from './service.js';
 
@@ -43,6 +45,44 @@ export const chatRoutes = [
       const plan = planChat(app, body, sessionHeader);
       const io = { app, plan, body, res, signal, principal };
       await (body.agent ? agentCompletion(io) : orchestratorCompletion(io));
+      return RAW_RESPONSE;
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/v1/responses',
+    operationId: 'createResponse',
+    summary: 'OpenAI Responses API, plain or streamed (talk to an agent, or to the orchestrator)',
+    description:
+      'The OpenAI Responses wire: `client.responses.create` from the official packages (and Codex) works unchanged. `agent`, the orchestrator, providers and sessions work as for chat completions; ' +
+      'the answer is a Response, or `response.*` Server-Sent Events. `previous_response_id` continues the conversation through a stored response (`store: false` keeps none). ' +
+      '`input` items: messages, function_call and function_call_output (reasoning items are skipped); tools: function tools. Failures are `{error: {message, type, code, param}}`.',
+    tag: 'Chat',
+    errors: ['not_found', 'conflict', 'upstream_error', 'unavailable'],
+    body: ResponsesRequest,
+    response: ResponseObject,
+    rawContentType: 'application/json',
+    errorBody: openAiError,
+    handler: async ({ app, body, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
+      const { sessionHeader, signal } = callOf(req, res);
+      await serveResponse({ app, req: body, res, signal, principal, sessionHeader });
+      return RAW_RESPONSE;
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/v1/models',
+    operationId: 'listModels',
+    summary: 'The models of every provider that can be called now, as provider/model (OpenAI shape)',
+    description: 'Each usable provider (a key set, or keyless) contributes its default model and `models` from project.json; `created` is 0.',
+    tag: 'Chat',
+    response: ModelList,
+    rawContentType: 'application/json',
+    errorBody: openAiError,
+    handler: ({ app, res }): typeof RAW_RESPONSE => {
+      const text = JSON.stringify(listModels(app));
+      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+      res.end(text);
       return RAW_RESPONSE;
     },
   }),

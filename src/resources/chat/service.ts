@@ -9,6 +9,7 @@ import { blockedUntil, isUsable, providers, recordUpstream, splitModelId, type P
 import { getSkill } from '../skills/service.js';
 import { agentSystemMessage } from './prompt.js';
 import type { ChatMessage, ChatRequest, Usage } from './schema.js';
+import { saveResponse, type StoredResponse } from './responses-store.js';
 import { getSession, saveSession, type Session } from './sessions.js';
 import { UpstreamError } from './upstream.js';
 
@@ -31,6 +32,8 @@ export interface ChatPlan {
   /** Request fields passed through unchanged (temperature, tools…). */
   passthrough: Record<string, unknown>;
   started: number;
+  /** Set by POST /v1/responses when the answer is stored: previous_response_id continues from it. */
+  responseId: string | null;
 }
 
 const OWN_FIELDS = new Set(['model', 'messages', 'stream', 'stream_options', 'agent']);
@@ -83,12 +86,17 @@ function pickProvider(app: App, modelId: string): { provider: Provider; upstream
   });
 }
 
-export function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined): ChatPlan {
+/**
+ * Decides a call. The conversation so far is the session named by `sessionHeader`, or, for the
+ * Responses API's previous_response_id, the stored response `from` (which continues its session).
+ */
+export function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined, from?: StoredResponse): ChatPlan {
   const agent = body.agent ? getAgent(app.db, body.agent) : null;
   if (body.agent && !agent) throw new AppError('not_found', `Agent "${body.agent}" not found.`);
-  const session: Session | null = sessionHeader ? getSession(app.db, sessionHeader) : null;
+  const session: Session | null = from ? { id: from.sessionId, agent: from.agent, model: from.model, messages: from.messages } : sessionHeader ? getSession(app.db, sessionHeader) : null;
   if (session && session.agent !== (agent?.name ?? null)) {
-    throw new AppError('conflict', `Session "${session.id}" belongs to ${session.agent ? `agent "${session.agent}"` : 'the orchestrator'}; start a new session to talk to ${agent ? `"${agent.name}"` : 'the orchestrator'}.`);
+    const what = from ? `Response "${from.id}"` : `Session "${session.id}"`;
+    throw new AppError('conflict', `${what} belongs to ${session.agent ? `agent "${session.agent}"` : 'the orchestrator'}; start a new ${from ? 'conversation' : 'session'} to talk to ${agent ? `"${agent.name}"` : 'the orchestrator'}.`);
   }
   const modelId = modelIdFor(app, body, agent?.model ?? null);
   const { provider, upstreamModel } = pickProvider(app, modelId);
@@ -109,7 +117,7 @@ export function planChat(app: App, body: ChatRequest, sessionHeader: string | un
   if (body.stream && body.stream_options) passthrough.stream_options = body.stream_options;
   return {
     sessionId: session?.id ?? sessionHeader ?? uuidv7(),
-    newSession: !session,
+    newSession: !session || (!!from && !getSession(app.db, from.sessionId)),
     agent: agent?.name ?? null,
     modelId,
     provider,
@@ -119,6 +127,7 @@ export function planChat(app: App, body: ChatRequest, sessionHeader: string | un
     added: body.messages,
     passthrough,
     started: Date.now(),
+    responseId: null,
   };
 }
 
@@ -146,7 +155,9 @@ export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void
       recordUpstream(app, plan.provider.id, { ok: false, status: outcome.error.status, code: outcome.error.code, reason: reasonOf(outcome.error) });
     } else {
       recordUpstream(app, plan.provider.id, { ok: true });
-      saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages: [...plan.messages, ...outcome.reply] }, secrets, nowIso());
+      const messages = [...plan.messages, ...outcome.reply];
+      saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso());
+      if (plan.responseId) saveResponse(app.db, { id: plan.responseId, sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso());
       if (plan.newSession) app.events.emit('session:started', { sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId });
     }
     app.events.emit('completion:finished', {

@@ -1,0 +1,43 @@
+import { stmt, type DB } from '../../db/open.js';
+import { redactValue } from '../../lib/redact.js';
+import type { ChatMessage } from './schema.js';
+import { SESSION_MAX_MESSAGES } from './sessions.js';
+
+/** Stored responses kept at most; the oldest go first (a response older than that cannot be continued). */
+export const RESPONSES_KEPT = 10_000;
+
+export interface StoredResponse {
+  id: string;
+  sessionId: string;
+  agent: string | null;
+  model: string;
+  /** The conversation through this response, as the next turn continues it. */
+  messages: ChatMessage[];
+}
+
+interface Row {
+  id: string;
+  session_id: string;
+  agent: string | null;
+  model: string;
+  messages: string;
+}
+
+export function getResponse(db: DB, id: string): StoredResponse | null {
+  const r = stmt(db, 'SELECT id, session_id, agent, model, messages FROM chat_responses WHERE id = ?').get(id) as Row | undefined;
+  return r ? { id: r.id, sessionId: r.session_id, agent: r.agent, model: r.model, messages: JSON.parse(r.messages) as ChatMessage[] } : null;
+}
+
+/** Writes a response's conversation with each of `secrets` replaced, and drops the oldest beyond the cap. */
+export function saveResponse(db: DB, r: StoredResponse, secrets: readonly string[], now: string): void {
+  const kept = r.messages.slice(-SESSION_MAX_MESSAGES);
+  const { lastInsertRowid } = stmt(db, 'INSERT INTO chat_responses (id, session_id, agent, model, messages, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+    r.id,
+    r.sessionId,
+    r.agent,
+    r.model,
+    JSON.stringify(redactValue(kept, secrets)),
+    now,
+  );
+  stmt(db, 'DELETE FROM chat_responses WHERE seq <= ?').run(Number(lastInsertRowid) - RESPONSES_KEPT);
+}
