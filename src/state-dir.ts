@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, writePrivateFile } from './lib/files.js';
+import { pidAlive } from './lib/proc.js';
 
 // The layout of <root>/.svc/, shared by the daemon (which writes it) and the CLI (which reads it).
 
@@ -38,14 +39,6 @@ export function readDaemonInfo(root: string): DaemonInfo | null {
   }
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** The daemon.json of a daemon whose process is alive; a file left by a crash counts as none. */
 export function runningDaemon(root: string): DaemonInfo | null {

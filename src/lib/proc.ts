@@ -42,3 +42,22 @@ export async function isSameProcess(pid: number, start: string): Promise<boolean
     return false;
   }
 }
+
+/**
+ * Whether a process runs as `pid` (one of another user counts). A zombie does not: it has exited
+ * and only waits for its parent to collect it, which a detached daemon's parent (init, or a
+ * container's first process) may do seconds later.
+ */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    const state = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return true; // no /proc (macOS): the signal's answer stands
+  }
+}

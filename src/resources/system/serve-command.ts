@@ -11,6 +11,7 @@ import { emit, err, style } from '../../cli/output.js';
 import { SvcClient, UnreachableError } from '../../client/client.js';
 import { CONFIG_FILE } from '../../config/find.js';
 import { ensurePrivateDir } from '../../lib/files.js';
+import { pidAlive } from '../../lib/proc.js';
 import { readLocalKey, removeDaemonInfo, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
 
 // Running the daemon: in the foreground (`svc serve`, readable on a terminal), in the background
@@ -22,14 +23,6 @@ const POLL_MS = 50;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** bin/svc, found upwards from this module (it runs from src/ in tests and from dist/ when built). */
 function svcBin(): string {
