@@ -92,13 +92,18 @@ export function logsCommand(): Command {
         const write = globals.json ? (line: string) => out(line + '\n') : prettyLogSink(out);
         const { lines, size } = tailLines(file, n);
         if (!size && !o.follow) throw new UsageError(`no log yet at ${file}`, 'the daemon writes it once `svc serve` has started');
-        for (const l of lines) write(l);
-        if (!o.follow) return;
+        if (!o.follow) {
+          for (const l of lines) write(l);
+          return;
+        }
+        // Ctrl-C is ours before the first line shows: one pressed as soon as output appears ends
+        // the command cleanly (exit 0) instead of killing it by the signal's default action.
         const abort = new AbortController();
         const stop = () => abort.abort();
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
         try {
+          for (const l of lines) write(l);
           await follow(file, size, write, abort.signal);
         } finally {
           process.off('SIGINT', stop);
