@@ -1,5 +1,6 @@
 import type { SchemaNames } from './kernel/openapi.js';
 import { IdentitySchema } from './resources/agents/schema.js';
+import { ChatCompletion, ChatCompletionChunk } from './resources/chat/schema.js';
 import { Timestamp } from './resources/common.js';
 import { ColumnDef, DatabaseOut, Deleted, IndexDef, MigrationOut, QueryOut, RecordResult, SchemaDef, TableDef } from './resources/data/schema.js';
 import { Parameter } from './resources/playbooks/schema.js';
@@ -38,4 +39,6 @@ export const API_SCHEMA_NAMES: SchemaNames = {
   NextTask: NextOut,
   AuthStatus: AuthStatusOut,
   ProviderStatus: ProviderStatusOut,
+  ChatCompletion,
+  ChatCompletionChunk,
 };

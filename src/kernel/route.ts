@@ -64,6 +64,11 @@ export interface RouteDef<App, P extends Schema | undefined, Q extends Schema | 
   rawContentType?: string;
   description?: string;
   /**
+   * The streamed answer of a route that streams when asked (`stream: true`): Server-Sent Events,
+   * documented as the success status's `text/event-stream` content beside its JSON answer.
+   */
+  stream?: StreamDef;
+  /**
    * The error format of this route's failures for clients that expect another one than the
    * envelope (the OpenAI one on /v1/chat/completions; see errorFormat). The one error writer
    * applies it to every failure on the route's path, the kernel's own included (the Host and
@@ -117,6 +122,16 @@ export function errorFormat(def: { id: string; schema: Schema; description: stri
 export function sharedErrorFormat(routes: readonly { errorBody?: ErrorFormat }[]): ErrorFormat | undefined {
   const first = routes[0]?.errorBody;
   return routes.every((r) => r.errorBody === first) ? first : undefined;
+}
+
+/** A Server-Sent Events answer: what each event's `data:` holds, and the literal the last one holds. */
+export interface StreamDef {
+  /** The schema of one event's `data:` (JSON). */
+  data: Schema;
+  /** The `data:` of the last event, when the stream ends with one (`[DONE]`). */
+  done?: string;
+  /** When the route streams, and how the events come. */
+  description: string;
 }
 
 // Erased form the router stores; the typed form only exists where a route is written.

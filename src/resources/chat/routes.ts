@@ -4,7 +4,7 @@ import { AppError } from '../../kernel/errors.js';
 import { RAW_RESPONSE } from '../../kernel/route.js';
 import { openAiError, sendOpenAiError } from './openai-errors.js';
 import { runOrchestrator } from './orchestrator.js';
-import { ChatCompletion, ChatRequest, SessionId, type ChatMessage } from './schema.js';
+import { ChatCompletion, ChatCompletionStream, ChatRequest, SessionId, type ChatMessage } from './schema.js';
 import { failChat, finishChat, openEventStream, planChat, upstreamBody } from './service.js';
 import { complete, stream, UpstreamError } from './upstream.js';
 
@@ -22,12 +22,13 @@ export const chatRoutes = [
     description:
       'The OpenAI wire format: official OpenAI clients work unchanged. With `agent` (an svc extension) the agent answers: its model, system prompt, identity and assigned skills go upstream. ' +
       'Without it the project\'s orchestrator answers with management tools the daemon runs itself (tasks, missions, approvals, agents, skills). ' +
-      '`x-session-id` continues a session (stored with every configured secret redacted); the answer carries it. Failures are `{error: {message, type, code}}`, an upstream\'s text scrubbed of secrets.',
+      '`x-session-id` continues a session (stored with every configured secret redacted); the answer carries it. Every failure on this path, the Host and Origin guards\' 403 and the 405 included, is `{error: {message, type, code, param}}`, an upstream\'s text scrubbed of secrets.',
     tag: 'Chat',
     errors: ['not_found', 'conflict', 'upstream_error', 'unavailable'],
     body: ChatRequest,
     response: ChatCompletion,
     rawContentType: 'application/json',
+    stream: ChatCompletionStream,
     errorBody: openAiError,
     handler: async ({ app, body, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
       const header = req.headers['x-session-id'];
