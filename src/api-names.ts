@@ -1,5 +1,7 @@
 import type { SchemaNames } from './kernel/openapi.js';
 import { IdentitySchema } from './resources/agents/schema.js';
+import { InputItem, ModelList, ResponseObject, ResponseStreamEvent, ResponseUsage } from './resources/chat/responses-schema.js';
+import { ChatCompletion, ChatCompletionChunk } from './resources/chat/schema.js';
 import { Timestamp } from './resources/common.js';
 import { ColumnDef, DatabaseOut, Deleted, IndexDef, MigrationOut, QueryOut, RecordResult, SchemaDef, TableDef } from './resources/data/schema.js';
 import { Parameter } from './resources/playbooks/schema.js';
@@ -38,4 +40,11 @@ export const API_SCHEMA_NAMES: SchemaNames = {
   NextTask: NextOut,
   AuthStatus: AuthStatusOut,
   ProviderStatus: ProviderStatusOut,
+  ChatCompletion,
+  ChatCompletionChunk,
+  Response: ResponseObject,
+  ResponseStreamEvent,
+  ResponseUsage,
+  ResponseInputItem: InputItem,
+  ModelList,
 };

@@ -1,7 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completion, startFakeUpstream, textChunks, toolCallCompletion, type FakeUpstream } from './fake-upstream.js';
-import { startTestDaemon, type TestDaemon } from './harness.js';
+import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
+import { ALLOWED_ORIGIN } from './origin-cases.js';
 
 const UPSTREAM_KEY = 'sk-upstream-secret-0123456789';
 
@@ -270,5 +271,101 @@ describe('orchestrator mode', () => {
     } finally {
       await o.close();
     }
+  });
+});
+
+describe('the kernel\'s own failures: OpenAI-shaped on the chat path, the envelope elsewhere', () => {
+  // A daemon of its own: a small body limit and an allowed origin, and a failed-auth count of its own.
+  const MAX_BODY = 2048;
+  let k: TestDaemon;
+  beforeAll(async () => {
+    k = await startTestDaemon({ config: { server: { allowedOrigins: [ALLOWED_ORIGIN], maxBodyBytes: MAX_BODY } } });
+  });
+  afterAll(async () => {
+    await k.close();
+  });
+
+  const CHAT = '/v1/chat/completions';
+  const SVC = '/api/v1/tasks/no-such-task/transition';
+  const okBody = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] });
+  const big = JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(4000) }] });
+
+  /** How a case changes a valid POST with a key: another method, headers changed (null: left out), another body. */
+  interface Change {
+    method?: string;
+    headers?: Record<string, string | null>;
+    body?: string;
+  }
+  type Case = [name: string, change: Change, status: number, code: string, message: (path: string) => string, openAiType: string, openAiClass: typeof OpenAI.APIError];
+  const cases: Case[] = [
+    ['a Host that is not allowed', { headers: { host: 'evil.example.com' } }, 403, 'forbidden', () => 'Host header not allowed; add it to server.allowedHosts in project.json to serve it.', 'permission_error', OpenAI.PermissionDeniedError],
+    ['a cross-site Origin', { headers: { origin: 'https://evil.example.com' } }, 403, 'forbidden', () => 'Origin not allowed; add it to server.allowedOrigins in project.json to allow it.', 'permission_error', OpenAI.PermissionDeniedError],
+    ['GET', { method: 'GET', body: '' }, 405, 'method_not_allowed', (p) => `GET is not allowed on ${p}; allowed: POST.`, 'invalid_request_error', OpenAI.APIError],
+    ['PUT', { method: 'PUT' }, 405, 'method_not_allowed', (p) => `PUT is not allowed on ${p}; allowed: POST.`, 'invalid_request_error', OpenAI.APIError],
+    ['no key', { headers: { authorization: null } }, 401, 'unauthorized', () => 'Missing API key: send Authorization: Bearer <key>.', 'authentication_error', OpenAI.AuthenticationError],
+    ['a body over server.maxBodyBytes', { body: big }, 413, 'payload_too_large', () => `The request body is ${Buffer.byteLength(big)} bytes; the limit is ${MAX_BODY}.`, 'invalid_request_error', OpenAI.APIError],
+    ['a body that is not JSON', { headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type', () => 'Content-Type "text/plain" is not JSON; send application/json.', 'invalid_request_error', OpenAI.APIError],
+  ];
+
+  /** The request of a case, over node:http (fetch cannot send another Host). */
+  function send(path: string, change: Change, base: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
+    const headers: Record<string, string> = { ...(base.headers ?? { authorization: `Bearer ${k.key}`, 'content-type': 'application/json' }) };
+    for (const [name, value] of Object.entries(change.headers ?? {})) {
+      if (value === null) delete headers[name];
+      else headers[name] = value;
+    }
+    const body = change.body ?? base.body ?? okBody;
+    if (body) headers['content-length'] = String(Buffer.byteLength(body));
+    else delete headers['content-length'];
+    return rawRequest(k.url, { method: change.method ?? base.method ?? 'POST', path, headers, ...(body ? { body } : {}) });
+  }
+
+  // /v1/responses declares the same error format, and gets all of it without code of its own.
+  const pathCases = [CHAT, '/v1/responses'].flatMap((path) => cases.map((c) => [path, ...c] as const));
+  it.each(pathCases)('%s, %s: answers in the OpenAI shape', async (path, _name, change, status, code, message, type) => {
+    const res = await send(path, change);
+    expect(res.status).toBe(status);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(res.body)).toEqual({ error: { message: message(path), type, code, param: null } });
+    if (status === 405) expect(res.headers.allow).toBe('POST');
+    if (status === 401) expect(res.headers['www-authenticate']).toBe('Bearer');
+  });
+
+  it('GET /v1/models: a foreign Host and a POST answer in the OpenAI shape too', async () => {
+    const host = await send('/v1/models', { method: 'GET', body: '', headers: { host: 'evil.example.com' } });
+    expect(host.status).toBe(403);
+    expect(JSON.parse(host.body).error).toMatchObject({ type: 'permission_error', code: 'forbidden' });
+    const post = await send('/v1/models', {});
+    expect(post.status).toBe(405);
+    expect(post.headers.allow).toBe('GET, HEAD');
+    expect(JSON.parse(post.body).error).toMatchObject({ type: 'invalid_request_error', code: 'method_not_allowed' });
+  });
+
+  it.each(cases)('%s: an /api/v1 path still answers the svc envelope', async (_name, change, status, code, message) => {
+    const res = await send(SVC, change, { body: JSON.stringify({ to: 'in_progress' }) });
+    expect(res.status).toBe(status);
+    expect(JSON.parse(res.body)).toEqual({ ok: false, code, error: message(SVC) });
+  });
+
+  it.each(cases)('%s: the openai package surfaces it as its error class, with code and type', async (_name, change, status, code, message, type, errorClass) => {
+    // The client's own request, changed on its way by a fetch of the test's.
+    const fetchChanged = async (url: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+      const u = new URL(String(url));
+      const headers = Object.fromEntries(new Headers(init.headers).entries());
+      const res = await send(u.pathname, change, { method: init.method, headers, body: typeof init.body === 'string' ? init.body : undefined });
+      const out = new Headers();
+      for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') out.set(name, value);
+      return new Response(res.body, { status: res.status, headers: out });
+    };
+    const client = new OpenAI({ baseURL: `${k.url}/v1`, apiKey: k.key, maxRetries: 0, fetch: fetchChanged });
+    const err = await client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }).then(
+      () => expect.unreachable('the request succeeded'),
+      (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+    );
+    // Exactly that class: 405, 413 and 415 have none of their own in the client, and are its base class.
+    expect(err.constructor).toBe(errorClass);
+    expect(err.status).toBe(status);
+    expect(err).toMatchObject({ code, type, param: null });
+    expect(err.message).toBe(`${status} ${message(CHAT)}`);
   });
 });

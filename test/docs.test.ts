@@ -73,7 +73,8 @@ describe('OpenAPI', () => {
     for (const [kind, entries] of Object.entries(served.doc.components) as [string, Record<string, unknown>][]) {
       if (kind === 'securitySchemes') continue;
       for (const name of Object.keys(entries)) {
-        if (kind === 'responses' && name === 'MethodNotAllowed') continue; // documented for every path, declared by none
+        // Documented for every path (one per error format), declared by no operation.
+        if (kind === 'responses' && name.endsWith('MethodNotAllowed')) continue;
         expect(used.has(`#/components/${kind}/${name}`), `${kind}/${name} is used`).toBe(true);
       }
     }
@@ -142,8 +143,9 @@ describe('OpenAPI', () => {
     expect(repeated).toEqual([]);
   });
 
-  it('declares every error status a route can answer, with the envelope and its headers', () => {
+  it('declares every error status a route can answer, with the envelope (or the route\'s error format) and its headers', () => {
     const doc = openApiDocument() as any;
+    const routeOf = new Map(ROUTES.map((r) => [`${r.method.toLowerCase()} ${r.path}`, r]));
     const statuses = (path: string, method: string) => Object.keys(doc.paths[path][method].responses).sort();
     const resolved = (res: any) => (res.$ref ? atPointer(doc, res.$ref) : res) as any;
     expect(statuses('/api/v1/tasks/{taskId}', 'get')).toEqual(['200', '400', '401', '403', '404', '429', '500']);
@@ -161,7 +163,8 @@ describe('OpenAPI', () => {
           if (Number(status) >= 400) expect(ref.$ref, where).toMatch(/^#\/components\/responses\/[A-Za-z]+$/);
           const res = resolved(ref);
           expect(res.headers?.['X-Request-Id'], where).toEqual({ $ref: '#/components/headers/RequestId' });
-          if (Number(status) >= 400) expect(res.content['application/json'].schema, where).toEqual({ $ref: '#/components/schemas/Error' });
+          const format = routeOf.get(`${method} ${path}`)!.errorBody;
+          if (Number(status) >= 400) expect(res.content['application/json'].schema, where).toEqual({ $ref: `#/components/schemas/${format ? `${format.id}Error` : 'Error'}` });
           if (status === '429') expect(res.headers['Retry-After'], where).toBeDefined();
         }
       }
@@ -175,6 +178,47 @@ describe('OpenAPI', () => {
     expect(stream.parameters.find((p: any) => p.name === 'filter').description).toMatch(/^Comma-separated/);
     expect(doc.paths['/api/v1/tasks'].post.requestBody.content['application/json'].schema.properties.priority.description).toMatch(/normal/);
     expect(Object.keys(stream.responses)).toContain('503');
+  });
+
+  it('declares the chat completion\'s JSON and event-stream answers, and every error of a route with an error format in that format', async () => {
+    const doc = served.doc;
+    const chat = doc.paths['/v1/chat/completions'].post;
+    const ok = chat.responses['200'].content;
+    expect(Object.keys(ok)).toEqual(['application/json', 'text/event-stream']);
+    expect(ok['application/json'].schema).toEqual({ $ref: '#/components/schemas/ChatCompletion' });
+    expect(ok['text/event-stream'].schema.anyOf).toEqual([
+      { $ref: '#/components/schemas/ChatCompletionChunk' },
+      { $ref: '#/components/schemas/OpenAiError' },
+      { type: 'string', const: '[DONE]', description: expect.any(String) },
+    ]);
+    expect(doc.components.schemas.ChatCompletionChunk.properties.object).toMatchObject({ const: 'chat.completion.chunk' });
+    const error = doc.components.schemas.OpenAiError;
+    expect(error.required).toEqual(['error']);
+    expect(error.properties.error.required).toEqual(['message', 'type', 'code', 'param']);
+    expect(Object.keys(error.properties.error.properties)).toEqual(['message', 'type', 'code', 'param', 'upstream_status']);
+    // The kernel's own failures (auth, guards, body) are declared in the route's format too.
+    expect(Object.keys(chat.responses)).toEqual(['200', '400', '401', '403', '404', '409', '413', '415', '429', '500', '502', '503']);
+    for (const [status, ref] of Object.entries(chat.responses) as [string, any][]) {
+      if (status !== '200') expect(atPointer(doc, ref.$ref).content['application/json'].schema, status).toEqual({ $ref: '#/components/schemas/OpenAiError' });
+    }
+    // A 405 is no operation's: the format's own component says which paths answer it so.
+    const notAllowed = doc.components.responses.OpenAiMethodNotAllowed;
+    expect(notAllowed.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OpenAiError' });
+    expect(notAllowed.headers.Allow).toEqual({ $ref: '#/components/headers/Allow' });
+    expect(doc.components.responses.MethodNotAllowed.description).toContain('OpenAiMethodNotAllowed');
+    // Any route that declares the format gets all of it (a route added later too).
+    const formatted = ROUTES.filter((r) => r.errorBody);
+    expect(formatted.map((r) => r.operationId)).toContain('createChatCompletion');
+    for (const r of formatted) {
+      const op = doc.paths[r.path][r.method.toLowerCase()];
+      for (const [status, ref] of Object.entries(op.responses) as [string, any][]) {
+        if (Number(status) >= 400) expect(ref.$ref, `${r.operationId} ${status}`).toMatch(new RegExp(`^#/components/responses/${r.errorBody!.id}[A-Z]`));
+      }
+      if (ROUTES.filter((o) => o.path === r.path).every((o) => o.errorBody === r.errorBody)) expect(notAllowed.description).toContain(`\`${r.path}\``);
+    }
+    // And the document holding all this is valid OpenAPI 3.1.
+    const result = await new Validator().validate(structuredClone(doc));
+    expect(result.errors ?? []).toEqual([]);
   });
 
   it('docs/openapi.json is the committed copy of the served document (run `npm run docs` after changing routes)', () => {

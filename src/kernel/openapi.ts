@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { ERRORS, type ErrorCode } from './errors.js';
-import { routeErrors, type AnyRoute } from './route.js';
+import { routeErrors, sharedErrorFormat, type AnyRoute, type ErrorFormat } from './route.js';
 import { MAX_JSON_DEPTH } from '../lib/json.js';
 
 type Json = Record<string, unknown>;
@@ -185,12 +185,22 @@ const WHY: Partial<Record<ErrorCode, string>> = {
   internal: 'an unexpected error (logged with the request id; nothing internal is shown)',
 };
 
-function errorResponse(codes: ErrorCode[]): Json {
+/** How a route's failures are written: the envelope, or its own error format. */
+interface ErrorStyle {
+  /** Prefix of the response components' names ('' for the envelope). */
+  prefix: string;
+  description: string;
+  schema: Json;
+}
+
+const ENVELOPE: ErrorStyle = { prefix: '', description: 'Error envelope.', schema: { $ref: `${SCHEMA_REF}Error` } };
+
+function errorResponse(codes: ErrorCode[], style: ErrorStyle): Json {
   const reasons = codes.map((c) => `\`${c}\`${WHY[c] ? `: ${WHY[c]}` : ''}`).join('; ');
   const res: Json = {
-    description: `Error envelope. ${reasons}.`,
+    description: `${style.description} ${reasons}.`,
     headers: { 'X-Request-Id': headerRef('RequestId') } as Json,
-    content: { 'application/json': { schema: { $ref: `${SCHEMA_REF}Error` } } },
+    content: { 'application/json': { schema: style.schema } },
   };
   const h = res.headers as Json;
   if (codes.includes('rate_limited')) h['Retry-After'] = headerRef('RetryAfter');
@@ -205,7 +215,7 @@ const pascal = (code: string): string => code.replace(/(?:^|_)([a-z])/g, (_m, ch
  * A route's error responses by status, each a $ref to components.responses named after its codes
  * in registry order (NotFoundOrDataNotFound), so routes that can answer the same share one.
  */
-function errorResponses(route: AnyRoute<unknown>, shared: Record<string, Json>): Record<string, Json> {
+function errorResponses(route: AnyRoute<unknown>, style: ErrorStyle, shared: Record<string, Json>): Record<string, Json> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of routeErrors(route)) {
     const s = ERRORS[code].status;
@@ -214,8 +224,8 @@ function errorResponses(route: AnyRoute<unknown>, shared: Record<string, Json>):
   const out: Record<string, Json> = {};
   for (const [s, codes] of byStatus) {
     codes.sort((a, b) => ERROR_ORDER.indexOf(a) - ERROR_ORDER.indexOf(b));
-    const name = codes.map(pascal).join('Or');
-    addComponent(shared, name, errorResponse(codes), route.operationId);
+    const name = style.prefix + codes.map(pascal).join('Or');
+    addComponent(shared, name, errorResponse(codes, style), route.operationId);
     out[String(s)] = { $ref: RESPONSE_REF + name };
   }
   return out;
@@ -234,27 +244,66 @@ function parameters(schemas: SchemaComponents, schema: z.ZodType | undefined, wh
   });
 }
 
-// Any path answers a method it has no operation for with this; no operation can declare it.
-const methodNotAllowed: Json = {
-  description: 'Any path answers a method it does not define with 405 `method_not_allowed` and the methods it does define in Allow.',
-  headers: { Allow: headerRef('Allow'), 'X-Request-Id': headerRef('RequestId') },
-  content: { 'application/json': { schema: { $ref: `${SCHEMA_REF}Error` } } },
-};
+// Any path answers a method it has no operation for with this; no operation can declare it. A path
+// whose operations share an error format answers it in that format (<id>MethodNotAllowed).
+function methodNotAllowed(style: ErrorStyle, paths: string[], others: string[]): Json {
+  const [who, it] = paths.length === 0 ? ['Any path answers', 'it does'] : paths.length === 1 ? [`\`${paths[0]}\` answers`, 'it does'] : [`${paths.map((p) => `\`${p}\``).join(', ')} answer`, 'they do'];
+  const format = style === ENVELOPE ? '' : `${style.description} `;
+  const elsewhere = others.length ? ` A path whose operations answer in another error format answers it in that format: ${others.join(', ')}.` : '';
+  return {
+    description: `${format}${who} a method ${it} not define with 405 \`method_not_allowed\` and the methods ${it} define in Allow.${elsewhere}`,
+    headers: { Allow: headerRef('Allow'), 'X-Request-Id': headerRef('RequestId') },
+    content: { 'application/json': { schema: style.schema } },
+  };
+}
+
+/** The alternatives of a schema that is nothing but `anyOf` (a union), to list beside another. */
+const onlyAnyOf = (schema: Json): Json[] | undefined => (Object.keys(schema).length === 1 && Array.isArray(schema.anyOf) ? (schema.anyOf as Json[]) : undefined);
+
+/** The success status's content: the enveloped `data`, or the body the handler writes, and the event stream. */
+function successContent(r: AnyRoute<unknown>, schemas: SchemaComponents): Json {
+  const content: Json = r.rawContentType
+    ? { [r.rawContentType]: { schema: schemas.output(r.response, r.operationId) } }
+    : { 'application/json': { schema: okEnvelope(schemas.output(r.response, r.operationId)) } };
+  if (r.stream) {
+    if (Object.hasOwn(content, 'text/event-stream')) throw new Error(`${r.operationId}: a stream declared twice`);
+    const data = schemas.output(r.stream.data, r.operationId);
+    const done: Json = { type: 'string', const: r.stream.done, description: 'The last event\'s data: the stream is over.' };
+    content['text/event-stream'] = {
+      schema: {
+        description: `${r.stream.description} Server-Sent Events: this is the schema of each event's \`data:\`${r.stream.done === undefined ? '' : `; \`${r.stream.done}\` ends the stream`}.`,
+        ...(r.stream.done === undefined ? data : { anyOf: [...(onlyAnyOf(data) ?? [data]), done] }),
+      },
+    };
+  }
+  return content;
+}
 
 /** Builds the OpenAPI 3.1.0 document from the route list; nothing about the API is written twice. */
 export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { title: string; description: string }, names: SchemaNames = {}): Json {
-  const schemas = new SchemaComponents(names);
+  // Each error format's schema is a component named after it (OpenAiError), like the envelope's Error.
+  const formats = new Map<string, ErrorFormat>();
+  for (const r of routes) {
+    const f = r.errorBody;
+    if (!f) continue;
+    if ((formats.get(f.id) ?? f) !== f) throw new Error(`two error formats are named ${f.id}`);
+    formats.set(f.id, f);
+  }
+  const formatNames: Record<string, z.ZodType> = {};
+  for (const [id, f] of formats) formatNames[`${id}Error`] = f.schema;
+  const schemas = new SchemaComponents({ ...names, ...formatNames });
+  const styles = new Map<ErrorFormat | undefined, ErrorStyle>([[undefined, ENVELOPE]]);
+  for (const [id, f] of formats) styles.set(f, { prefix: id, description: f.description, schema: schemas.output(f.schema, `error format ${id}`) });
+
   const paths: Record<string, Record<string, Json>> = {};
-  const responseComponents: Record<string, Json> = { MethodNotAllowed: methodNotAllowed };
+  const responseComponents: Record<string, Json> = {};
   for (const r of routes) {
     const status = String(r.status ?? 200);
     const okHeaders: Json = { 'X-Request-Id': headerRef('RequestId') };
     const paged = r.query instanceof z.ZodObject && 'cursor' in r.query.shape;
     if (paged) okHeaders['X-Next-Cursor'] = headerRef('NextCursor');
-    const ok: Json = r.rawContentType
-      ? { description: r.summary, headers: okHeaders, content: { [r.rawContentType]: { schema: { type: 'string' } } } }
-      : { description: 'Success', headers: okHeaders, content: { 'application/json': { schema: okEnvelope(schemas.output(r.response, r.operationId)) } } };
-    const responses: Record<string, Json> = { [status]: ok, ...errorResponses(r as AnyRoute<unknown>, responseComponents) };
+    const ok: Json = { description: r.rawContentType || r.stream ? r.summary : 'Success', headers: okHeaders, content: successContent(r as AnyRoute<unknown>, schemas) };
+    const responses: Record<string, Json> = { [status]: ok, ...errorResponses(r as AnyRoute<unknown>, styles.get(r.errorBody)!, responseComponents) };
 
     const params = [...parameters(schemas, r.params, 'path', r.operationId), ...parameters(schemas, r.query, 'query', r.operationId)];
     for (const h of r.requestHeaders ?? []) params.push({ name: h.name, in: 'header', required: false, description: h.description, schema: schemas.input(h.schema, r.operationId) });
@@ -266,6 +315,17 @@ export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { titl
       op.requestBody = { required: !r.body.safeParse({}).success, content: { 'application/json': { schema: schemas.input(r.body, r.operationId) } } };
     }
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+  }
+  // The 405 of each path is in the error format its routes share, as the server answers it.
+  const pathsIn = new Map<ErrorFormat | undefined, string[]>([[undefined, []]]);
+  for (const path of Object.keys(paths).sort()) {
+    const format = sharedErrorFormat(routes.filter((r) => r.path === path));
+    if (format) pathsIn.set(format, [...(pathsIn.get(format) ?? []), path]);
+  }
+  const formatted = [...formats.values()].filter((f) => pathsIn.has(f)).sort((a, b) => (a.id < b.id ? -1 : 1));
+  for (const [format, inFormat] of pathsIn) {
+    const name = `${format?.id ?? ''}MethodNotAllowed`;
+    responseComponents[name] = methodNotAllowed(styles.get(format)!, inFormat, format ? [] : formatted.map((f) => `${f.id}MethodNotAllowed`));
   }
   const schemaComponents: Record<string, Json> = { Error: errorSchema, Ok: okSchema };
   for (const id of Object.keys(schemas.named).sort()) {

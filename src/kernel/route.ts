@@ -64,11 +64,18 @@ export interface RouteDef<App, P extends Schema | undefined, Q extends Schema | 
   rawContentType?: string;
   description?: string;
   /**
-   * Reshapes this route's failures for clients that expect another error format (the OpenAI
-   * one on /v1/chat/completions). Applied by the one error writer to every failure of the route,
-   * validation and auth included.
+   * The streamed answer of a route that streams when asked (`stream: true`): Server-Sent Events,
+   * documented as the success status's `text/event-stream` content beside its JSON answer.
    */
-  errorBody?(error: { status: number; code: string; message: string; details?: unknown }): unknown;
+  stream?: StreamDef;
+  /**
+   * The error format of this route's failures for clients that expect another one than the
+   * envelope (the OpenAI one on /v1/chat/completions; see errorFormat). The one error writer
+   * applies it to every failure on the route's path, the kernel's own included (the Host and
+   * Origin guards, 405, auth, body and validation errors), and the OpenAPI document declares each
+   * error response of the route with its schema.
+   */
+  errorBody?: ErrorFormat;
   /**
    * Error codes the handler itself may answer (404 not_found, 409 conflict, 422 unprocessable...).
    * The kernel adds the ones it answers for every route (see routeErrors); the OpenAPI document
@@ -78,6 +85,53 @@ export interface RouteDef<App, P extends Schema | undefined, Q extends Schema | 
   /** Request headers the handler reads, documented as header parameters (the kernel does not validate them). */
   requestHeaders?: { name: string; description: string; schema: Schema }[];
   handler(ctx: HandlerContext<App, P, Q, B>): In<R> | JsonText | typeof RAW_RESPONSE | Promise<In<R> | JsonText | typeof RAW_RESPONSE>;
+}
+
+/** What the one error writer knows of a failure, handed to a route's error format. */
+export interface ErrorFields {
+  status: number;
+  code: string;
+  message: string;
+  details?: unknown;
+}
+
+/**
+ * An error format other than the envelope: the body a failure is answered with, made from its
+ * fields, with the schema of that body and the words that document it.
+ */
+export interface ErrorFormat {
+  (error: ErrorFields): unknown;
+  /**
+   * Names the format's OpenAPI components: the schema `<id>Error`, the error responses `<id><Codes>`
+   * (OpenAiUnauthorized) and `<id>MethodNotAllowed`. Give the schema itself no `.meta({ id })`.
+   */
+  readonly id: string;
+  /** The schema of every body the format makes. */
+  readonly schema: Schema;
+  /** Opens the description of each of its error responses. */
+  readonly description: string;
+}
+
+/** An error format from its parts; `format` must make bodies that `schema` accepts (checked in tests). */
+export function errorFormat(def: { id: string; schema: Schema; description: string; format(error: ErrorFields): unknown }): ErrorFormat {
+  if (!/^[A-Z][A-Za-z0-9]*$/.test(def.id)) throw new Error(`error format id ${def.id} must be PascalCase`);
+  return Object.assign((error: ErrorFields) => def.format(error), { id: def.id, schema: def.schema, description: def.description });
+}
+
+/** The error format every route of a path shares, which is the path's own (undefined: the envelope). */
+export function sharedErrorFormat(routes: readonly { errorBody?: ErrorFormat }[]): ErrorFormat | undefined {
+  const first = routes[0]?.errorBody;
+  return routes.every((r) => r.errorBody === first) ? first : undefined;
+}
+
+/** A Server-Sent Events answer: what each event's `data:` holds, and the literal the last one holds. */
+export interface StreamDef {
+  /** The schema of one event's `data:` (JSON). */
+  data: Schema;
+  /** The `data:` of the last event, when the stream ends with one (`[DONE]`). */
+  done?: string;
+  /** When the route streams, and how the events come. */
+  description: string;
 }
 
 // Erased form the router stores; the typed form only exists where a route is written.

@@ -1,4 +1,4 @@
-import type { AnyRoute, Method } from './route.js';
+import { sharedErrorFormat, type AnyRoute, type ErrorFormat, type Method } from './route.js';
 
 interface Compiled<App> {
   route: AnyRoute<App>;
@@ -38,28 +38,46 @@ export class Router<App> {
 
   /** HEAD is answered by the GET route of the path (the server sends its headers, not its body). */
   match(method: string, pathname: string): Match<App> {
+    const m = this.find(method, pathname);
+    if (m.found) return { kind: 'found', route: m.found.route, params: m.found.params };
+    if (m.allow.length) return { kind: 'method', allow: m.allow };
+    return { kind: 'none' };
+  }
+
+  /**
+   * The error format a failure of this request is answered in, known without passing the route's
+   * checks (a guard refuses before routing): its route's for the method; for a method the path
+   * lacks, the one every route of the path shares; none (the envelope) where no route matches.
+   */
+  errorFormat(method: string, pathname: string): ErrorFormat | undefined {
+    const m = this.find(method, pathname);
+    return m.found ? m.found.route.errorBody : sharedErrorFormat(m.pathRoutes);
+  }
+
+  private find(method: string, pathname: string): { found?: { route: AnyRoute<App>; params: Record<string, string> }; allow: (Method | 'HEAD')[]; pathRoutes: AnyRoute<App>[] } {
     const wanted = method === 'HEAD' ? 'GET' : method;
+    const allow: (Method | 'HEAD')[] = [];
+    const pathRoutes: AnyRoute<App>[] = [];
     let parts: string[];
     try {
       parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
     } catch {
-      return { kind: 'none' };
+      return { allow, pathRoutes };
     }
     // The most specific path template that matches decides the Allow list of a 405.
     let bestPath: string | undefined;
-    const allow: (Method | 'HEAD')[] = [];
     for (const c of this.compiled) {
       const params = matchSegments(c.segments, parts);
       if (!params) continue;
-      if (c.route.method === wanted) return { kind: 'found', route: c.route, params };
+      if (c.route.method === wanted) return { found: { route: c.route, params }, allow, pathRoutes };
       bestPath ??= c.route.path;
       if (c.route.path === bestPath) {
+        pathRoutes.push(c.route);
         allow.push(c.route.method);
         if (c.route.method === 'GET') allow.push('HEAD');
       }
     }
-    if (allow.length) return { kind: 'method', allow };
-    return { kind: 'none' };
+    return { allow, pathRoutes };
   }
 }
 

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { authenticate, bearerToken, DigestCache, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
 import { NO_BODY, readJsonBody } from './body.js';
 import { connectionCapFor, DEFAULT_CONNECTION_LIMITS, guardConnections, readFileLimit, type ConnectionLimits, type ConnectionStats } from './connections.js';
-import { AppError, toErrorResponse, type ErrorDetail } from './errors.js';
+import { AppError, ERRORS, toErrorResponse, type ErrorDetail } from './errors.js';
 import { hostAllowed, originAllowed } from './guards.js';
 import { errorFields, type Logger } from './log.js';
 import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
@@ -131,6 +131,15 @@ function checkResponse<App>(route: AnyRoute<App>, data: unknown): void {
 function undeclared<App>(route: AnyRoute<App>, err: unknown): unknown {
   if (!(err instanceof AppError) || routeErrors(route).includes(err.code)) return err;
   return new Error(`${route.operationId} answered ${err.status} ${err.code}, which its route does not declare (add it to errors)`, { cause: err });
+}
+
+/** The path of a request target, or '' for one that is not a URL path (no route matches it). */
+function pathOf(target: string | undefined): string {
+  try {
+    return new URL(target ?? '/', 'http://localhost').pathname;
+  } catch {
+    return '';
+  }
 }
 
 /** Timeouts node:http enforces itself: a head or a whole request that does not arrive in time is answered 408 and closed. */
@@ -293,8 +302,19 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       if (res.destroyed) return; // the client went away; nobody is left to answer
       if (opts.checkResponses && matched.route) err = undeclared(matched.route, err);
       const { status, body: envelope, headers, known } = toErrorResponse(err);
-      const body = matched.route?.errorBody ? matched.route.errorBody({ status, code: envelope.code, message: envelope.error, details: envelope.details }) : envelope;
       if (!known) opts.log.error('unhandled error', { id: requestId, method: req.method, ...errorFields(err) });
+      // A path whose routes answer in another format does so for every failure, a guard's or a
+      // 405 (which come before or without a route) as much as its handler's.
+      const format = matched.route ? matched.route.errorBody : router.errorFormat(req.method ?? 'GET', pathOf(req.url));
+      let body: unknown = envelope;
+      if (format) {
+        body = format({ status, code: envelope.code, message: envelope.error, details: envelope.details });
+        if (opts.checkResponses && !format.schema.safeParse(body).success) {
+          opts.log.error('unhandled error', { id: requestId, method: req.method, error: `a ${format.id} error body does not match its schema: ${JSON.stringify(body)}` });
+          sendJson(res, 500, format({ status: 500, code: 'internal', message: ERRORS.internal.message }));
+          return;
+        }
+      }
       // A refused oversized body is not read further; close the connection rather than drain it.
       if (status === 413) headers.Connection = 'close';
       sendJson(res, status, body, headers);

@@ -1,8 +1,9 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { API_SCHEMA_NAMES } from '../../src/api-names.js';
 import { buildOpenApi, type SchemaNames } from '../../src/kernel/openapi.js';
-import { routeDefiner, type AnyRoute } from '../../src/kernel/route.js';
+import { errorFormat, routeDefiner, type AnyRoute } from '../../src/kernel/route.js';
 import { formatJson } from '../../src/lib/format-json.js';
 import { atPointer, dereference } from '../../src/lib/json-ref.js';
 import { ROUTES } from '../../src/routes.js';
@@ -86,6 +87,70 @@ describe('OpenAPI generator: component names', () => {
     const forward = names(ROUTES as AnyRoute<unknown>[]);
     const backward = names([...ROUTES].reverse() as AnyRoute<unknown>[]);
     expect(JSON.stringify(backward.components)).toBe(JSON.stringify(forward.components));
+  });
+});
+
+describe('OpenAPI generator: error formats and streamed answers', () => {
+  const teapot = errorFormat({ id: 'Teapot', schema: z.strictObject({ fault: z.string(), status: z.int() }), description: 'A teapot error.', format: (e) => ({ fault: e.code, status: e.status }) });
+  const chunk = z.object({ n: z.int() });
+  const routes = [
+    // A route with a format and a streamed answer beside its enveloped one.
+    route({ method: 'POST', path: '/brew', operationId: 'brew', summary: 's', tag: 't', body: z.strictObject({ tea: z.string() }), response: z.object({ cup: z.string() }), stream: { data: chunk, done: 'END', description: 'With `stream`.' }, errorBody: teapot, errors: ['conflict'], handler: () => null as never }),
+    route({ method: 'GET', path: '/pots', operationId: 'listPots', summary: 's', tag: 't', response: z.array(z.string()), errorBody: teapot, handler: () => null as never }),
+    // A path whose routes differ in format: its 405 is the envelope's.
+    route({ method: 'GET', path: '/pots/{id}', operationId: 'getPot', summary: 's', tag: 't', params: z.strictObject({ id: z.string() }), response: z.string(), errorBody: teapot, handler: () => null as never }),
+    route({ method: 'DELETE', path: '/pots/{id}', operationId: 'dropPot', summary: 's', tag: 't', params: z.strictObject({ id: z.string() }), response: z.null(), handler: () => null as never }),
+  ];
+
+  it('declares a streamed answer beside the JSON one, and each error of a route in its format, kernel errors included', async () => {
+    const doc = build(routes);
+    const brew = doc.paths['/brew']!.post;
+    expect(Object.keys(brew.responses['200'].content)).toEqual(['application/json', 'text/event-stream']);
+    expect(brew.responses['200'].content['application/json'].schema.allOf[0]).toEqual({ $ref: '#/components/schemas/Ok' });
+    expect(brew.responses['200'].content['text/event-stream'].schema).toEqual({
+      description: expect.stringMatching(/^With `stream`\. Server-Sent Events.*`END` ends the stream\.$/),
+      anyOf: [{ type: 'object', properties: { n: expect.objectContaining({ type: 'integer' }) }, required: ['n'], additionalProperties: false }, { type: 'string', const: 'END', description: expect.any(String) }],
+    });
+    expect(brew.responses).toEqual({
+      '200': expect.anything(),
+      '400': { $ref: '#/components/responses/TeapotInvalidRequest' },
+      '401': { $ref: '#/components/responses/TeapotUnauthorized' },
+      '403': { $ref: '#/components/responses/TeapotForbidden' },
+      '409': { $ref: '#/components/responses/TeapotConflict' },
+      '413': { $ref: '#/components/responses/TeapotPayloadTooLarge' },
+      '415': { $ref: '#/components/responses/TeapotUnsupportedMediaType' },
+      '429': { $ref: '#/components/responses/TeapotRateLimited' },
+      '500': { $ref: '#/components/responses/TeapotInternal' },
+    });
+    expect(doc.components.schemas.TeapotError).toMatchObject({ required: ['fault', 'status'] });
+    expect(doc.components.responses.TeapotForbidden).toMatchObject({
+      description: expect.stringMatching(/^A teapot error\. `forbidden`: the Host or Origin header/),
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/TeapotError' } } },
+    });
+    // A route without a format keeps the envelope, even on a path shared with one.
+    expect(doc.paths['/pots/{id}']!.delete.responses['404']).toEqual({ $ref: '#/components/responses/NotFound' });
+    expect(doc.paths['/pots/{id}']!.get.responses['404']).toEqual({ $ref: '#/components/responses/TeapotNotFound' });
+    // The 405 of the paths whose routes all share the format, in that format; the others', the envelope's.
+    expect(doc.components.responses.TeapotMethodNotAllowed.description).toBe('A teapot error. `/brew`, `/pots` answer a method they do not define with 405 `method_not_allowed` and the methods they do define in Allow.');
+    expect(doc.components.responses.TeapotMethodNotAllowed.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/TeapotError' });
+    expect(doc.components.responses.MethodNotAllowed.description).toMatch(/^Any path answers .* in that format: TeapotMethodNotAllowed\.$/);
+    // Whatever order the routes come in.
+    expect(JSON.stringify(build([...routes].reverse()).components)).toBe(JSON.stringify(doc.components));
+    const result = await new Validator().validate(structuredClone(doc));
+    expect(result.errors ?? []).toEqual([]);
+  });
+
+  it('documents the body a raw route writes by its response schema, unenveloped', () => {
+    const raw = get('/raw', 'getRaw', z.object({ a: z.string() }), { rawContentType: 'application/json' });
+    expect(build([raw]).paths['/raw']!.get.responses['200'].content).toEqual({
+      'application/json': { schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false } },
+    });
+  });
+
+  it('refuses two error formats under one id', () => {
+    const other = errorFormat({ id: 'Teapot', schema: z.object({ x: z.string() }), description: 'd', format: () => ({ x: '' }) });
+    expect(() => build([...routes, get('/other', 'getOther', z.null(), { errorBody: other })])).toThrow(/two error formats are named Teapot/);
+    expect(() => errorFormat({ id: 'teapot', schema: z.null(), description: '', format: () => null })).toThrow(/PascalCase/);
   });
 });
 

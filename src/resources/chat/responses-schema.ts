@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { StreamDef } from '../../kernel/route.js';
 import { SessionId } from './schema.js';
 
 // The OpenAI Responses API wire (POST /v1/responses), as much of it as svc reads. Loose objects, as
@@ -65,6 +66,23 @@ export const ResponseObject = z.looseObject({
   usage: ResponseUsage.nullable(),
 });
 export type ResponseObject = z.output<typeof ResponseObject>;
+
+/** One `response.*` event of a streamed Response (the SSE `event:` names the same type). */
+export const ResponseStreamEvent = z.looseObject({
+  type: z.string().describe('response.created, response.output_text.delta, response.completed, response.failed…'),
+  sequence_number: z.number(),
+  response: ResponseObject.optional().describe('On response.created, response.in_progress and the terminal events.'),
+  output_index: z.number().optional(),
+  item_id: z.string().optional(),
+  delta: z.string().optional(),
+});
+
+/** The Server-Sent Events of `stream: true`: OpenAI's event types, no `[DONE]`. */
+export const ResponseStream = {
+  data: ResponseStreamEvent,
+  description:
+    'With `stream: true`: `event: <type>` / `data: {type, sequence_number, …}` pairs as OpenAI sends them, from response.created to response.completed (or response.incomplete); a failure after the stream started ends it with response.failed.',
+} satisfies StreamDef;
 export type OutputItem = z.output<typeof OutputItem>;
 
 export const ModelList = z.object({

@@ -5,8 +5,8 @@ import { RAW_RESPONSE } from '../../kernel/route.js';
 import { agentCompletion, orchestratorCompletion } from './completions.js';
 import { openAiError } from './openai-errors.js';
 import { listModels, serveResponse } from './responses.js';
-import { ModelList, ResponseObject, ResponsesRequest } from './responses-schema.js';
-import { ChatCompletion, ChatRequest, SessionId } from './schema.js';
+import { ModelList, ResponseObject, ResponsesRequest, ResponseStream } from './responses-schema.js';
+import { ChatCompletion, ChatCompletionStream, ChatRequest, SessionId } from './schema.js';
 import { planChat } from './service.js';
 
 /** What every chat call reads off the request: its session header, and an abort for when the client goes. */
@@ -33,12 +33,13 @@ export const chatRoutes = [
     description:
       'The OpenAI wire format: official OpenAI clients work unchanged. With `agent` (an svc extension) the agent answers: its model, system prompt, identity and assigned skills go upstream. ' +
       'Without it the project\'s orchestrator answers with management tools the daemon runs itself (tasks, missions, approvals, agents, skills). ' +
-      '`x-session-id` continues a session (stored with every configured secret redacted); the answer carries it. Failures are `{error: {message, type, code}}`, an upstream\'s text scrubbed of secrets.',
+      '`x-session-id` continues a session (stored with every configured secret redacted); the answer carries it. Every failure on this path, the Host and Origin guards\' 403 and the 405 included, is `{error: {message, type, code, param}}`, an upstream\'s text scrubbed of secrets.',
     tag: 'Chat',
     errors: ['not_found', 'conflict', 'upstream_error', 'unavailable'],
     body: ChatRequest,
     response: ChatCompletion,
     rawContentType: 'application/json',
+    stream: ChatCompletionStream,
     errorBody: openAiError,
     handler: async ({ app, body, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
       const { sessionHeader, signal } = callOf(req, res);
@@ -62,6 +63,7 @@ export const chatRoutes = [
     body: ResponsesRequest,
     response: ResponseObject,
     rawContentType: 'application/json',
+    stream: ResponseStream,
     errorBody: openAiError,
     handler: async ({ app, body, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
       const { sessionHeader, signal } = callOf(req, res);

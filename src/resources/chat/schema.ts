@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { StreamDef } from '../../kernel/route.js';
+import { OpenAiErrorBody } from './openai-errors.js';
 
 // The OpenAI chat-completions wire format, as much of it as svc reads. Objects are loose: OpenAI
 // clients send fields this version does not know (and upstreams understand), and those are passed
@@ -41,3 +43,36 @@ export type ChatCompletion = z.output<typeof ChatCompletion>;
 
 /** Session ids come from clients (x-session-id): printable, bounded. */
 export const SessionId = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1-128 letters, digits, ".", "_", ":" or "-"');
+
+/** One chunk of a streamed completion (`stream: true`), as OpenAI sends it; an upstream's are passed on. */
+export const ChatCompletionChunk = z.looseObject({
+  id: z.string(),
+  object: z.literal('chat.completion.chunk'),
+  created: z.number(),
+  model: z.string(),
+  choices: z
+    .array(
+      z.looseObject({
+        index: z.number(),
+        delta: z.looseObject({
+          role: z.string().optional(),
+          content: z.string().nullable().optional(),
+          tool_calls: z
+            .array(z.looseObject({ index: z.number(), id: z.string().optional(), type: z.string().optional(), function: z.looseObject({ name: z.string().optional(), arguments: z.string().optional() }).optional() }))
+            .optional(),
+        }),
+        finish_reason: z.string().nullable(),
+      }),
+    )
+    .describe('Empty in the usage chunk (`stream_options.include_usage`).'),
+  usage: Usage.nullable().optional(),
+});
+export type ChatCompletionChunk = z.output<typeof ChatCompletionChunk>;
+
+/** The Server-Sent Events a chat answers with `stream: true`: chunks, then `[DONE]`; or a last error frame. */
+export const ChatCompletionStream = {
+  data: z.union([ChatCompletionChunk, OpenAiErrorBody]),
+  done: '[DONE]',
+  description:
+    'With `stream: true`: the completion as chunks, then `data: [DONE]`. A failure after the stream started ends it with one OpenAI-shaped error frame instead, and no `[DONE]`.',
+} satisfies StreamDef;
