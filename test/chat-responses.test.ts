@@ -175,6 +175,25 @@ describe('POST /v1/responses to an agent (chat-completions upstream)', () => {
   });
 });
 
+describe('x-svc-agent: choosing the agent by header, for clients that cannot add a body field (Codex)', () => {
+  it('routes both wires to the agent, with the client\'s own tools, and refuses a malformed name', async () => {
+    const codex = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: d.key, maxRetries: 0, defaultHeaders: { 'x-svc-agent': 'alice' } });
+    up.script({ stream: textChunks(['ok']) }, { json: completion('ok too') });
+    const r = await codex.responses.stream({ model: 'fake/m1', input: 'hi', tools: [weatherTool] }).finalResponse();
+    expect(r.output_text).toBe('ok');
+    const c = await codex.chat.completions.create({ model: 'fake/m1', messages: [{ role: 'user', content: 'hi' }] });
+    expect(c.choices[0]!.message.content).toBe('ok too');
+    for (const sent of up.requests) expect(sent.body.messages[0].content).toContain('You review code.');
+    // The agent path: the client's tool went upstream, not the orchestrator's.
+    expect(up.requests[0]!.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(['get_weather']);
+
+    const bad = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: d.key, maxRetries: 0, defaultHeaders: { 'x-svc-agent': 'x'.repeat(65) } });
+    const err = await bad.responses.create({ model: 'svc', input: 'hi' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as Error).message).toContain('x-svc-agent');
+  });
+});
+
 describe('POST /v1/responses errors in the OpenAI shape', () => {
   it('refuses what it cannot translate, naming the field', async () => {
     const err = await client()

@@ -297,6 +297,9 @@ export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { titl
 
   const paths: Record<string, Record<string, Json>> = {};
   const responseComponents: Record<string, Json> = {};
+  const headerUses = new Map<object, number>();
+  for (const r of routes) for (const h of r.requestHeaders ?? []) headerUses.set(h, (headerUses.get(h) ?? 0) + 1);
+  const parameterComponents: Record<string, Json> = {};
   for (const r of routes) {
     const status = String(r.status ?? 200);
     const okHeaders: Json = { 'X-Request-Id': headerRef('RequestId') };
@@ -306,7 +309,17 @@ export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { titl
     const responses: Record<string, Json> = { [status]: ok, ...errorResponses(r as AnyRoute<unknown>, styles.get(r.errorBody)!, responseComponents) };
 
     const params = [...parameters(schemas, r.params, 'path', r.operationId), ...parameters(schemas, r.query, 'query', r.operationId)];
-    for (const h of r.requestHeaders ?? []) params.push({ name: h.name, in: 'header', required: false, description: h.description, schema: schemas.input(h.schema, r.operationId) });
+    for (const h of r.requestHeaders ?? []) {
+      const param = { name: h.name, in: 'header', required: false, description: h.description, schema: schemas.input(h.schema, r.operationId) };
+      if ((headerUses.get(h) ?? 0) < 2) {
+        params.push(param);
+        continue;
+      }
+      // A header several operations read is written once, as a parameter component.
+      const id = `${h.name.split('-').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('')}Header`;
+      parameterComponents[id] = param;
+      params.push({ $ref: `#/components/parameters/${id}` });
+    }
     const op: Json = { operationId: r.operationId, summary: r.summary, tags: [r.tag], parameters: params, responses };
     if (r.description) op.description = r.description;
     if (r.auth === 'public') op.security = [];
@@ -345,6 +358,7 @@ export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { titl
       schemas: schemaComponents,
       headers,
       responses,
+      ...(Object.keys(parameterComponents).length ? { parameters: Object.fromEntries(Object.keys(parameterComponents).sort().map((k) => [k, parameterComponents[k]!])) } : {}),
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
 import { route } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
 import { RAW_RESPONSE } from '../../kernel/route.js';
@@ -9,19 +10,39 @@ import { ModelList, ResponseObject, ResponsesRequest, ResponseStream } from './r
 import { ChatCompletion, ChatCompletionStream, ChatRequest, SessionId } from './schema.js';
 import { planChat } from './service.js';
 
-/** What every chat call reads off the request: its session header, and an abort for when the client goes. */
-function callOf(req: IncomingMessage, res: ServerResponse): { sessionHeader: string | undefined; signal: AbortSignal } {
-  const header = req.headers['x-session-id'];
-  const sessionHeader = Array.isArray(header) ? header[0] : header;
+const AgentHeader = z.string().min(1).max(64);
+
+/** The headers both chat wires read: documented once for both operations. */
+const CHAT_HEADERS = [
+  { name: 'x-session-id', description: 'Continue this session (the x-session-id of an earlier answer); a new id starts one.', schema: SessionId },
+  {
+    name: 'x-svc-agent',
+    description: 'The agent to talk to, for clients that cannot add a body field (Codex: `http_headers` of its model provider); the body\'s `agent` wins.',
+    schema: AgentHeader,
+  },
+];
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/** What every chat call reads off the request: its headers, and an abort for when the client goes. */
+function callOf(req: IncomingMessage, res: ServerResponse): { sessionHeader: string | undefined; agentHeader: string | undefined; signal: AbortSignal } {
+  const sessionHeader = header(req, 'x-session-id');
   if (sessionHeader !== undefined && !SessionId.safeParse(sessionHeader).success) {
     throw new AppError('invalid_request', 'x-session-id must be 1-128 letters, digits, ".", "_", ":" or "-".', { details: [{ path: 'headers.x-session-id', message: 'invalid session id' }] });
+  }
+  const agentHeader = header(req, 'x-svc-agent');
+  if (agentHeader !== undefined && !AgentHeader.safeParse(agentHeader).success) {
+    throw new AppError('invalid_request', 'x-svc-agent must be an agent name of 1-64 characters.', { details: [{ path: 'headers.x-svc-agent', message: 'invalid agent name' }] });
   }
   // A client that goes away aborts the upstream call: nobody is left to pay for.
   const abort = new AbortController();
   res.on('close', () => {
     if (!res.writableFinished) abort.abort();
   });
-  return { sessionHeader, signal: abort.signal };
+  return { sessionHeader, agentHeader, signal: abort.signal };
 }
 
 export const chatRoutes = [
@@ -37,12 +58,14 @@ export const chatRoutes = [
     tag: 'Chat',
     errors: ['not_found', 'conflict', 'upstream_error', 'unavailable'],
     body: ChatRequest,
+    requestHeaders: CHAT_HEADERS,
     response: ChatCompletion,
     rawContentType: 'application/json',
     stream: ChatCompletionStream,
     errorBody: openAiError,
-    handler: async ({ app, body, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
-      const { sessionHeader, signal } = callOf(req, res);
+    handler: async ({ app, body: asked, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
+      const { sessionHeader, agentHeader, signal } = callOf(req, res);
+      const body = asked.agent === undefined && agentHeader !== undefined ? { ...asked, agent: agentHeader } : asked;
       const plan = planChat(app, body, sessionHeader);
       const io = { app, plan, body, res, signal, principal };
       await (body.agent ? agentCompletion(io) : orchestratorCompletion(io));
@@ -61,13 +84,15 @@ export const chatRoutes = [
     tag: 'Chat',
     errors: ['not_found', 'conflict', 'upstream_error', 'unavailable'],
     body: ResponsesRequest,
+    requestHeaders: CHAT_HEADERS,
     response: ResponseObject,
     rawContentType: 'application/json',
     stream: ResponseStream,
     errorBody: openAiError,
     handler: async ({ app, body, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
-      const { sessionHeader, signal } = callOf(req, res);
-      await serveResponse({ app, req: body, res, signal, principal, sessionHeader });
+      const { sessionHeader, agentHeader, signal } = callOf(req, res);
+      const asked = body.agent === undefined && agentHeader !== undefined ? { ...body, agent: agentHeader } : body;
+      await serveResponse({ app, req: asked, res, signal, principal, sessionHeader });
       return RAW_RESPONSE;
     },
   }),
