@@ -1,8 +1,9 @@
 // Sequential chat requests from their own process, timing each one: the whole answer for a plain
-// completion, the first content chunk for a stream. Prints {p50, p99, n} in ms.
+// completion, the first content chunk for a stream (the first piece holding `marker`: a chat
+// chunk's content, or a Responses text delta). Prints {p50, p99, n} in ms.
 import { request } from 'undici';
 
-const { url, headers, body, stream, count } = JSON.parse(process.argv[2]);
+const { url, headers, body, stream, count, marker = '"content":"ok"' } = JSON.parse(process.argv[2]);
 const times = [];
 for (let i = 0; i < count; i++) {
   const t0 = process.hrtime.bigint();
@@ -12,7 +13,7 @@ for (let i = 0; i < count; i++) {
     let seen = '';
     for await (const piece of res.body) {
       seen += piece;
-      if (seen.includes('"content":"ok"')) break; // the first content chunk
+      if (seen.includes(marker)) break; // the first content chunk
     }
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
     await res.body.dump().catch(() => undefined);
