@@ -61,11 +61,13 @@ describe('svc db', () => {
   });
 
   it('opens a prompt without SQL', async () => {
-    const r = await svcAgainst(d, ['db', 'query', 'notes'], { input: "SELECT count(*) AS n\nFROM notes;\nUPDATE notes SET done = 1 WHERE title = 'plain';\nSELECT nope;\n.exit\n" });
+    const r = await svcAgainst(d, ['db', 'query', 'notes'], { input: "SELECT count(*) AS n\nFROM notes;\nUPDATE notes SET done = 1 WHERE title = 'plain';\nSELECT nope;\nCREATE TABLE t (a);\n.exit\n" });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/n\s*\n2\b/);
     expect(r.stdout).toMatch(/1 row changed/);
     expect(r.stdout).toMatch(/error data_invalid/);
+    // An error that sends people to an endpoint names the command instead.
+    expect(r.stdout).toContain('schema changes go through `svc db migrate <name> <file>`.');
   });
 
   it('runs batches and migrations', async () => {

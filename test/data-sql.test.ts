@@ -164,6 +164,18 @@ describe('scoped SQL', () => {
     expect(ok.body.data.rows).toEqual([{ rowid: 1, name: 'by rowid' }]);
   });
 
+  it('a timestamp in another spelling than the stored one is 422 naming the column and the conversion; converted, it compares right', async () => {
+    const ins = "INSERT INTO orders (customer, total, placed) VALUES ((SELECT _id FROM customers WHERE email = 'c0@x.io'), 1, ?) RETURNING placed";
+    const r = await q({ sql: ins, params: ['2026-01-02T03:04:05+01:00'], mode: 'write' });
+    expect(r.status, JSON.stringify(r.body)).toBe(422);
+    expect(r.body).toMatchObject({ code: 'data_constraint', details: [{ path: 'placed' }] });
+    expect(r.body.error).toMatch(/^orders\.placed: must be UTC with milliseconds, like 2026-01-31T11:00:00\.000Z \(in SQL, strftime\('%Y-%m-%dT%H:%M:%fZ', x\)/);
+    const ok = await q({ sql: ins.replace('?', "strftime('%Y-%m-%dT%H:%M:%fZ', ?)"), params: ['2026-01-02T03:04:05+01:00'], mode: 'write' });
+    expect(ok.body.data.rows).toEqual([{ placed: '2026-01-02T02:04:05.000Z' }]);
+    const before = await q({ sql: "SELECT count(*) AS n FROM orders WHERE placed < '2026-01-02T02:30:00.000Z'" });
+    expect(before.body.data.rows[0].n).toBe(1);
+  });
+
   it('answers 401 without a key and 404 for an unknown database', async () => {
     expect((await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 1' }, key: null })).status).toBe(401);
     expect((await q({ sql: 'SELECT 1' }, 'nope')).status).toBe(404);

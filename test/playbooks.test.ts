@@ -307,7 +307,8 @@ describe('svc playbooks (CLI)', () => {
     expect(badNumber.code).toBe(2);
     const missing = await svc('playbooks', 'run', 'cli-train');
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain('body.params.version');
+    // The parameter is named as typed (-p version=…), not by its place in the request body.
+    expect(missing.stderr).toContain('--param version: required string parameter is missing');
 
     const rm = await svc('playbooks', 'rm', 'cli-train', '--yes');
     expect(rm.code, rm.stderr).toBe(0);

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError, UnreachableError } from '../client/client.js';
+import { cliDetails, cliText } from './api-words.js';
 import { CliError, cliContext, EXIT, NoDaemonError, UsageError, type CliContext, type GlobalOptions } from './context.js';
 import { io } from './io.js';
 import { err, style } from './output.js';
@@ -23,28 +24,18 @@ function describe(e: unknown): { code: string; message: string; hint?: string; s
 }
 
 /**
- * The API names a refused field by its place in the request (`body.maxTurns`, `query.limit`); a
- * person typed a flag. Where the command has an option for that field, its flag is named instead.
- */
-export function flagPaths(details: { path: string; message: string }[], cmd: Command | undefined): { path: string; message: string }[] {
-  if (!cmd) return details;
-  const flags = new Map<string, string>();
-  for (const o of cmd.options) if (o.long) flags.set(o.attributeName(), o.long);
-  return details.map((x) => {
-    const m = /^(?:body|query)\.([A-Za-z][A-Za-z0-9]*)$/.exec(x.path);
-    const flag = m && flags.get(m[1]!);
-    return flag ? { ...x, path: flag } : x;
-  });
-}
-
-/**
  * Reports a failure the way every command does and sets the exit code. With --json it is one
  * object on stderr: {code, error, hint?} (plus status and details for API errors). `cmd`, the
- * command that failed, names its flags in place of the request fields they fill.
+ * command that failed, names its flags and arguments in place of the request fields they fill,
+ * and commands in place of endpoints (api-words.ts).
  */
 export function fail(e: unknown, json = false, cmd?: Command): void {
   const d = describe(e);
-  d.details = flagPaths(d.details, cmd);
+  // The API's words (its own, or its schemas' for options checked here) → the command line's.
+  if (e instanceof ApiError || e instanceof InvalidOptions) {
+    d.message = cliText(d.message, cmd);
+    d.details = cliDetails(d.details, cmd);
+  }
   io().exitCode = d.exit;
   if (json) {
     const body = { code: d.code, error: d.message.replace(/:$/, ''), hint: d.hint, status: d.status, details: d.details.length ? d.details : undefined };

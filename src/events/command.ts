@@ -1,7 +1,7 @@
 import { Command } from 'commander';
-import { fail } from '../cli/action.js';
+import { action, fail } from '../cli/action.js';
 import { cliContext, type GlobalOptions } from '../cli/context.js';
-import { err, out, style } from '../cli/output.js';
+import { emit, err, out, style, table } from '../cli/output.js';
 import { ApiError } from '../client/client.js';
 import { streamEvents, type SseMessage } from '../client/sse.js';
 
@@ -22,7 +22,7 @@ export function formatEvent(m: SseMessage, now = new Date()): string {
 }
 
 export function eventsCommand(): Command {
-  const cmd = new Command('events').description('Watch the live event stream');
+  const cmd = new Command('events').description('Watch the live event stream, or list the events there are');
   cmd
     .command('tail')
     .description('Print events as they happen; reconnects (with Last-Event-ID) when the daemon restarts')
@@ -56,7 +56,7 @@ export function eventsCommand(): Command {
           );
         } catch (e) {
           if (e instanceof ApiError) {
-            fail(e, json);
+            fail(e, json, this);
             break;
           }
           if (!warned) {
@@ -71,5 +71,16 @@ export function eventsCommand(): Command {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
     });
+  // What the API's "see GET /v1/events/catalog" comes to on the command line.
+  cmd
+    .command('catalog')
+    .description('List every event name, with what it means (for --filter and webhook --events)')
+    .action(
+      action(async (ctx) => {
+        const categories = await ctx.client.get<{ category: string; events: { name: string; description: string }[] }[]>('/v1/events/catalog');
+        const events = categories.flatMap((c) => c.events.map((e) => ({ name: e.name, description: e.description })));
+        emit(ctx.json, events, () => table(events, [{ header: 'EVENT', value: (e) => e.name }, { header: 'DESCRIPTION', value: (e) => e.description, flex: true }]));
+      }),
+    );
   return cmd;
 }

@@ -9,7 +9,7 @@ export function eventsMarkdown(): string {
     '',
     'Every state change appends an event to the durable log in the same transaction as the change, then',
     'fans it out to the SSE stream (`GET /v1/events`). The same list, with JSON Schemas, is served',
-    'without auth at `GET /v1/events/catalog`.',
+    'without auth at `GET /v1/events/catalog`; `svc events catalog` lists the names.',
     '',
     'SSE frames: `id` is the durable sequence number (it never resets across restarts), `event` the name,',
     '`data` the JSON below. Filters: `filter=task:,approval:` (prefixes), `task:*`, exact names, `*`.',

@@ -28,7 +28,7 @@ export function compileFilter(filter: string | undefined, where = 'query.filter'
   }
   if (bad.length) {
     throw new AppError('invalid_request', `Unknown event names or categories in filter: ${bad.join(', ')}. See GET /v1/events/catalog.`, {
-      details: bad.map((b) => ({ path: where, message: `unknown event or category "${b}"` })),
+      details: bad.map((b) => ({ path: where, message: `unknown event or category "${b}" (see GET /v1/events/catalog)` })),
     });
   }
   return (name) => exact.has(name) || prefixes.some((p) => name.startsWith(p));

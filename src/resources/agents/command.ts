@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { action, collect, parseIntOption } from '../../cli/action.js';
+import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { emit, keyValues, table } from '../../cli/output.js';
@@ -27,7 +28,7 @@ interface FieldOptions {
 }
 
 function withFieldOptions(cmd: Command): Command {
-  return cmd
+  return fills(cmd, { 'body.allowedTools': '--tool', 'body.allowedPaths': '--path', 'body.skills': '--skill' })
     .option('--role <role>', 'what the agent does')
     .option('--model <provider/model>', 'model, e.g. openai/gpt-4o')
     .option('--team <team>', 'team name (must exist)')
@@ -106,7 +107,7 @@ export function agentsCommand(): Command {
       }),
     );
 
-  withFieldOptions(cmd.command('set <name>').description('Update an agent; only the options given change'))
+  withFieldOptions(fills(cmd.command('set <name>'), { 'body.*': '--unset *' }).description('Update an agent; only the options given change'))
     .option('--unset <field>', 'clear a field, e.g. --unset team (repeatable)', collect)
     .action(
       action(async (ctx, name: string, o: FieldOptions) => {

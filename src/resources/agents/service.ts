@@ -16,9 +16,8 @@ export function requireAgent(app: App, name: string): Agent {
 /** The references an agent holds must point at things that exist and must not loop. */
 function checkReferences(app: App, name: string, fields: AgentFields): void {
   if (fields.team !== undefined && !teamExists(app.db, fields.team)) {
-    throw new AppError('unprocessable', `team: team "${fields.team}" does not exist; create it with POST /api/v1/agents/teams.`, {
-      details: [{ path: 'body.team', message: `team "${fields.team}" does not exist` }],
-    });
+    const message = `team "${fields.team}" does not exist; create it with POST /api/v1/agents/teams {"name": ${JSON.stringify(fields.team)}}`;
+    throw new AppError('unprocessable', `team: ${message}.`, { details: [{ path: 'body.team', message }] });
   }
   if (fields.reportsTo === undefined) return;
   const chain = [name];

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { userInfo } from 'node:os';
 import { action, parseIntOption } from '../../cli/action.js';
+import { fills } from '../../cli/api-words.js';
 import { formatAge, formatRemaining, shortId } from '../../cli/human.js';
 import { APPROVAL, resolveId, TASK } from '../../cli/ids.js';
 import { UsageError } from '../../cli/context.js';
@@ -89,8 +90,7 @@ function defaultResolver(): string | undefined {
 export function approvalsCommand(): Command {
   const cmd = new Command('approvals').description('Human decisions that gate work');
 
-  cmd
-    .command('ls')
+  fills(cmd.command('ls'), { 'query.taskId': '--task' })
     .description('List approval requests, newest first (pending ones highlighted, with their age)')
     .addOption(new Option('--status <status>', 'only requests in this status').choices([...APPROVAL_STATUSES]))
     .option('--task <taskId>', 'only requests for this task')
@@ -107,8 +107,7 @@ export function approvalsCommand(): Command {
       }),
     );
 
-  cmd
-    .command('request <taskId>')
+  fills(cmd.command('request <taskId>'), { 'body.requestedBy': '--by', 'body.timeoutSeconds': '--timeout', 'body.timeoutAction': '--on-timeout' })
     .description('Ask a person to decide before a task goes on: the task waits in awaiting_approval until the request is decided')
     .requiredOption('--title <text>', 'what is to be decided')
     .option('--reason <text>', 'why the decision is needed')
@@ -143,8 +142,7 @@ export function approvalsCommand(): Command {
       }),
     );
 
-  cmd
-    .command('approve <id>')
+  fills(cmd.command('approve <id>'), { 'body.resolvedBy': '--by' })
     .description('Approve a pending request (its task goes to assigned, or done when it was in review)')
     .option('--note <text>', 'a note kept with the decision')
     .option('--by <name>', 'who decides (default: your user name)')
@@ -159,8 +157,7 @@ export function approvalsCommand(): Command {
       }),
     );
 
-  cmd
-    .command('reject <id>')
+  fills(cmd.command('reject <id>'), { 'body.resolvedBy': '--by' })
     .description('Reject a pending request; the feedback is appended to its task, which goes back to pending')
     .requiredOption('--feedback <text>', 'what to change')
     .option('--by <name>', 'who decides (default: your user name)')

@@ -196,7 +196,7 @@ function guardTransition(app: App, task: Task, to: TaskState): void {
     throw new AppError(
       'invalid_transition',
       `Task ${task.id} cannot move from ${task.status} to awaiting_approval by hand: a task enters awaiting_approval only through an approval request. ` +
-        `Request one with POST /api/v1/approvals {"taskId": "${task.id}", "requestedBy", "title"} (CLI: svc approvals request ${task.id} --title …).`,
+        `Request one with POST /api/v1/approvals {"taskId": "${task.id}", "requestedBy", "title"}.`,
     );
   }
   if (task.status !== 'awaiting_approval') return;

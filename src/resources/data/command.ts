@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { createInterface } from 'node:readline';
 import { action, parseIntOption } from '../../cli/action.js';
+import { commandWords, fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
@@ -168,7 +169,8 @@ async function interactive(ctx: CliContext, name: string, o: QueryOptions): Prom
       printResult(ctx, r.data, Boolean(o.csv), write);
     } catch (err) {
       const e = err as Error & { code?: string; status?: number };
-      out(`${style.red('error')} ${e.code ? `${e.code} (${e.status}): ` : ''}${e.message}\n`);
+      // Endpoints become commands; the prompt has no --write (it picks the mode), so fields stay.
+      out(`${style.red('error')} ${e.code ? `${e.code} (${e.status}): ` : ''}${commandWords(e.message)}\n`);
       if (e.code === undefined) throw err;
     }
     prompt(`${name}> `);
@@ -226,8 +228,10 @@ export function dbCommand(): Command {
       }),
     );
 
-  cmd
-    .command('query <name> [sql]')
+  fills(cmd.command('query <name> [sql]'), {
+    'body.mode': { as: '--write', values: { write: 'with --write', read: 'without --write' } },
+    'body.params': '--param/--param-json',
+  })
     .description('Run one SQL statement (no SQL: an interactive prompt)')
     .option('--param <value>', 'a parameter for the next ? (a string; repeatable)', typedParam(false))
     .option('--param-json <json>', 'a parameter as JSON for the next ?: 42, true, null, "text" (repeatable; bound in the order typed, mixed with --param)', typedParam(true))
@@ -244,8 +248,7 @@ export function dbCommand(): Command {
       }),
     );
 
-  cmd
-    .command('tx <name> <file>')
+  fills(cmd.command('tx <name> <file>'), { body: '<file>' })
     .description('Run an atomic batch of record operations from a file ([ops] or {operations, idempotencyKey})')
     .action(
       action(async (ctx, name: string, file: string) => {
@@ -264,8 +267,7 @@ export function dbCommand(): Command {
       }),
     );
 
-  cmd
-    .command('migrate <name> <file>')
+  fills(cmd.command('migrate <name> <file>'), { body: '<file>' })
     .description('Apply a migration file ({id, expectedVersion, steps, allowDestructive?})')
     .action(
       action(async (ctx, name: string, file: string) => {
@@ -295,5 +297,7 @@ export function dbCommand(): Command {
       }),
     );
 
+  // Every subcommand names the database the way the API's path does ({resource}).
+  for (const c of cmd.commands) if (c.registeredArguments[0]?.name() === 'name') fills(c, { 'params.resource': '<name>' });
   return cmd;
 }

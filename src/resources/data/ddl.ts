@@ -70,6 +70,38 @@ export function triggerSql(table: string): string[] {
   ];
 }
 
+/**
+ * A timestamp column holds one spelling of an instant, the one the batch path writes
+ * (`Date#toISOString()`: UTC, milliseconds, `Z`), so that comparing and ordering the text in SQL
+ * compares the instants. The column's CHECK only looks at the shape; these triggers refuse any
+ * other spelling from raw SQL (an offset, no zone, a date alone, 24:00), whatever the statement:
+ * INSERT … VALUES or SELECT, UPDATE, upserts, REPLACE. They refuse rather than convert because
+ * SQLite cannot change a row in a BEFORE trigger, and converting after the write would bump
+ * `_version` twice and make `RETURNING` show a value that is not the one stored.
+ * `strftime(…, '+0 seconds')` is the canonical text of what SQLite reads, normalised (without the
+ * modifier, 24:00:00 would come back as it was given).
+ */
+export function timestampTriggerSql(schema: SchemaDefT): string[] {
+  const out: string[] = [];
+  for (const [table, def] of Object.entries(schema.tables)) {
+    for (const [column, col] of Object.entries(def.columns)) {
+      if (col.type !== 'timestamp') continue;
+      const c = `NEW.${q(column)}`;
+      const refuse = `SELECT RAISE(ABORT, '${TIMESTAMP_REFUSAL} ${table}.${column}') WHERE ${c} IS NOT NULL AND ${c} IS NOT strftime('%Y-%m-%dT%H:%M:%fZ', ${c}, '+0 seconds')`;
+      // One trigger per column and event: an UPDATE that does not set the column does not check
+      // it, so a row holding an old unconvertible value can still have its other columns changed.
+      out.push(`CREATE TRIGGER ${q(`${TIMESTAMP_TRIGGER}${table}.${column}:insert`)} BEFORE INSERT ON ${q(table)} FOR EACH ROW BEGIN ${refuse}; END`);
+      out.push(`CREATE TRIGGER ${q(`${TIMESTAMP_TRIGGER}${table}.${column}:update`)} BEFORE UPDATE OF ${q(column)} ON ${q(table)} FOR EACH ROW BEGIN ${refuse}; END`);
+    }
+  }
+  return out;
+}
+
+/** Names of the timestamp triggers start with this ('.' and ':' keep table and column apart). */
+export const TIMESTAMP_TRIGGER = '_svc_ts:';
+/** What a timestamp trigger raises, followed by `table.column` (sqlite-errors.ts reads it). */
+export const TIMESTAMP_REFUSAL = 'svc-timestamp';
+
 export function indexSql(table: string, ix: IndexDefT): string {
   return `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${q(ix.name!)} ON ${q(table)} (${ix.columns.map(q).join(', ')})`;
 }

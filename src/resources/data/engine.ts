@@ -2,14 +2,14 @@ import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { AppError } from '../../kernel/errors.js';
 import { planBatch, runBatch } from './batch.js';
-import { createTableSql, SchemaError } from './ddl.js';
+import { createTableSql, q, SchemaError, TIMESTAMP_TRIGGER, timestampTriggerSql } from './ddl.js';
 import { IDEMPOTENCY_DDL, remember, replayOf, type IdempotencyRef } from './idempotency.js';
 import { planMigration } from './migrations.js';
 import { LIMITS, type MigrationInT, type MigrationRecord, type OperationT, type QueryResult, type RecordResultT, type SchemaDefT } from './schema.js';
 import { ShadowSchema } from './shadow.js';
 import { admit, checkGrants, type Admitted, type Mode, type TableGrants } from './sql-guard.js';
 import { sqlError } from './sqlite-errors.js';
-import { decode } from './values.js';
+import { decode, encode, ValueError } from './values.js';
 
 // One application database file, opened by the child process that serves it. Everything that
 // touches the file goes through here: batches, caller SQL, migrations, idempotency records.
@@ -94,10 +94,13 @@ export class DataFile {
     if (create) {
       this.db.transaction(() => {
         for (const [t, def] of Object.entries(create.tables)) for (const sql of createTableSql(t, def)) this.db.exec(sql);
+        this.createTimestampTriggers(create);
+        this.markTimestampsGuarded();
         this.writeState({ schema: create, schemaVersion: 1 });
       })();
     }
     this.state = this.readState();
+    this.guardTimestamps();
   }
 
   info(): FileState {
@@ -133,6 +136,58 @@ export class DataFile {
     const put = this.db.prepare('INSERT INTO _svc_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
     put.run('schema', JSON.stringify(s.schema));
     put.run('schemaVersion', String(s.schemaVersion));
+  }
+
+  /**
+   * A file made before timestamp columns had their triggers (ddl.ts) gets them the first time it
+   * is opened, and its stored values are brought to the one spelling the batch path writes, so
+   * that SQL comparisons on old rows are right too. A value is converted with the batch path's own
+   * encode(): only text that names its zone is, since an instant without one cannot be known.
+   * A value that cannot be converted (no zone, not a date) or whose conversion would break a
+   * unique constraint or a reference is left as it is; docs/data.md says how to find those.
+   * Converted rows get a new `_version`, as every change does.
+   */
+  private guardTimestamps(): void {
+    if (this.db.prepare("SELECT 1 FROM _svc_meta WHERE key = 'timestampTriggers'").get()) return;
+    this.db.transaction(() => {
+      for (const [t, def] of Object.entries(this.state.schema.tables)) {
+        for (const [c, col] of Object.entries(def.columns)) {
+          if (col.type !== 'timestamp') continue;
+          const odd = this.db.prepare(`SELECT rowid AS r, ${q(c)} AS v FROM ${q(t)} WHERE ${q(c)} IS NOT strftime('%Y-%m-%dT%H:%M:%fZ', ${q(c)}, '+0 seconds')`).all() as { r: number; v: unknown }[];
+          const set = this.db.prepare(`UPDATE ${q(t)} SET ${q(c)} = ? WHERE rowid = ?`);
+          for (const { r, v } of odd) {
+            let utc;
+            try {
+              utc = encode('timestamp', v);
+            } catch (err) {
+              if (err instanceof ValueError) continue;
+              throw err;
+            }
+            try {
+              set.run(utc, r);
+            } catch (err) {
+              if (!String((err as { code?: unknown }).code).startsWith('SQLITE_CONSTRAINT')) throw err;
+            }
+          }
+        }
+      }
+      this.dropTimestampTriggers();
+      this.createTimestampTriggers(this.state.schema);
+      this.markTimestampsGuarded();
+    })();
+  }
+
+  private markTimestampsGuarded(): void {
+    this.db.prepare("INSERT INTO _svc_meta (key, value) VALUES ('timestampTriggers', '1') ON CONFLICT (key) DO NOTHING").run();
+  }
+
+  private dropTimestampTriggers(): void {
+    const names = this.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND substr(name, 1, ?) = ?").pluck().all(TIMESTAMP_TRIGGER.length, TIMESTAMP_TRIGGER) as string[];
+    for (const n of names) this.db.exec(`DROP TRIGGER ${q(n)}`);
+  }
+
+  private createTimestampTriggers(schema: SchemaDefT): void {
+    for (const sql of timestampTriggerSql(schema)) this.db.exec(sql);
   }
 
   /** Runs `fn` in one transaction with the idempotency record of `ref` (if any) written in it too. */
@@ -259,7 +314,12 @@ export class DataFile {
       }
       const plan = planMigration(this.state.schema, m);
       try {
+        // The triggers name their columns: SQLite refuses to drop a column a trigger uses, and a
+        // renamed column would keep a trigger named after its old name. They are made again for
+        // the new schema, in the same transaction.
+        this.dropTimestampTriggers();
         for (const sql of plan.ddl) this.db.exec(sql);
+        this.createTimestampTriggers(plan.schema);
       } catch (err) {
         const e = sqlError(err);
         throw new AppError(e.code === 'data_invalid' ? 'data_conflict' : e.code, `The migration cannot be applied to the current data: ${e.message}`);

@@ -1,4 +1,5 @@
 import { AppError } from '../../kernel/errors.js';
+import { TIMESTAMP_REFUSAL } from './ddl.js';
 
 // SQLite's errors as the API's: a constraint names its column; nothing else of SQLite (error
 // codes, file names) reaches a caller.
@@ -17,8 +18,11 @@ const sqliteMessage = (err: unknown): string => {
   return typeof m === 'string' ? m : '';
 };
 
-/** The column a constraint failure is about, with a message for people; null if not a constraint failure. */
-export function constraintColumn(err: unknown): { column: string | null; message: string } | null {
+/** What to write instead, for a timestamp in another spelling than the stored one (ddl.ts's triggers). */
+export const TIMESTAMP_HINT = "must be UTC with milliseconds, like 2026-01-31T11:00:00.000Z (in SQL, strftime('%Y-%m-%dT%H:%M:%fZ', x) converts an x that names its zone)";
+
+/** The column a constraint failure is about (and its table, when SQLite says), with a message for people; null if not a constraint failure. */
+export function constraintColumn(err: unknown): { column: string | null; table?: string; message: string } | null {
   const code = sqliteCode(err);
   if (!code.startsWith('SQLITE_CONSTRAINT')) return null;
   const msg = sqliteMessage(err);
@@ -33,6 +37,8 @@ export function constraintColumn(err: unknown): { column: string | null; message
   if (code === 'SQLITE_CONSTRAINT_CHECK') return { column: cols[0] ?? null, message: 'is not a valid value of the column type' };
   if (code === 'SQLITE_CONSTRAINT_DATATYPE') return { column: dt?.[1] ?? null, message: 'has the wrong type for the column' };
   if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return { column: null, message: 'a foreign key constraint failed' };
+  const ts = new RegExp(`^${TIMESTAMP_REFUSAL} (\\w+)\\.(\\w+)$`).exec(msg);
+  if (code === 'SQLITE_CONSTRAINT_TRIGGER' && ts) return { table: ts[1]!, column: ts[2]!, message: TIMESTAMP_HINT };
   if (code === 'SQLITE_CONSTRAINT_TRIGGER') return { column: null, message: msg.replace(/^.*?: /, '') || 'refused' };
   return { column: null, message: 'a constraint failed' };
 }
@@ -47,7 +53,7 @@ export function sqlError(err: unknown): AppError {
   const msg = sqliteMessage(err);
   const c = constraintColumn(err);
   if (c) {
-    const message = c.column ? `${c.column}: ${c.message}.` : `${c.message}.`;
+    const message = c.column ? `${c.table ? `${c.table}.` : ''}${c.column}: ${c.message}.` : `${c.message}.`;
     return new AppError('data_constraint', message, c.column ? { details: [{ path: c.column, message: c.message }] } : {});
   }
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return new AppError('data_unavailable', 'The database is busy; retry.');

@@ -31,7 +31,11 @@ export function encode(type: ColumnType, v: unknown): SqlValue {
       if (typeof v !== 'string' || !ISO_RE.test(v)) throw new ValueError('must be an ISO 8601 date-time with a time zone (2026-01-31T12:00:00.000Z)');
       const t = Date.parse(v);
       if (Number.isNaN(t)) throw new ValueError('is not a valid date-time');
-      return new Date(t).toISOString();
+      const utc = new Date(t).toISOString();
+      // An offset can carry 0000-01-01 or 9999-12-31 out of four-digit years (-000001-…, +010000-…),
+      // which SQLite's date functions, the column's check and text ordering do not read.
+      if (utc.length !== 24) throw new ValueError('is outside the years 0000 to 9999 in UTC');
+      return utc;
     }
     case 'uuid':
       if (typeof v !== 'string' || !UUID_RE.test(v)) throw new ValueError('must be a UUID');

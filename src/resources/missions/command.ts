@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { action, parseIntOption } from '../../cli/action.js';
+import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
@@ -76,8 +77,7 @@ export function missionsCommand(): Command {
       }),
     );
 
-  cmd
-    .command('add <file>')
+  fills(cmd.command('add <file>'), { body: '<file>' })
     .description('Create a mission and its tasks from a JSON or YAML file: {name, goal?, deadline?, tasks: [{title, dependsOn: [titles], ...}]}')
     .action(
       action(async (ctx, file: string) => {

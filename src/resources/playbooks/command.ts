@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { basename, dirname, resolve } from 'node:path';
 import { action, collect } from '../../cli/action.js';
+import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { shortId } from '../../cli/human.js';
@@ -105,8 +106,7 @@ export function playbooksCommand(): Command {
       }),
     );
 
-  cmd
-    .command('add <file>')
+  fills(cmd.command('add <file>'), { body: '<file>' })
     .description('Create a playbook from a JSON or YAML file: {name?, description?, parameters?, mission}')
     .option('--name <name>', 'playbook name (default: the file name field, else the file or folder name)')
     .action(
@@ -132,8 +132,7 @@ export function playbooksCommand(): Command {
       }),
     );
 
-  cmd
-    .command('run <name>')
+  fills(cmd.command('run <name>'), { 'body.params': '--param' })
     .description('Create a mission from a playbook')
     .option('-p, --param <key=value>', 'parameter value (repeatable)', collect)
     .action(

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { action, collect } from '../../cli/action.js';
+import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { io } from '../../cli/io.js';
@@ -65,8 +66,7 @@ export function skillsCommand(): Command {
       }),
     );
 
-  cmd
-    .command('add <name>')
+  fills(cmd.command('add <name>'), { 'body.content': '--file/--content', 'body.allowedTools': '--tool' })
     .description('Write a new skill folder: <skillsDir>/<name>/SKILL.md')
     .requiredOption('-d, --description <text>', 'when to use the skill')
     .option('--file <path>', 'the Markdown body, from a file ("-" for stdin)')

@@ -1,5 +1,6 @@
 import { Argument, Command, Option } from 'commander';
 import { action, collect, parseIntOption } from '../../cli/action.js';
+import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { relativeTime, shortId } from '../../cli/human.js';
@@ -60,7 +61,7 @@ interface FieldOptions {
 }
 
 function withFieldOptions(cmd: Command): Command {
-  return cmd
+  return fills(cmd, { 'body.labels': '--label', 'body.missionId': '--mission', 'params.taskId': '<id>' })
     .option('--description <text>', 'what to do')
     .option('--assign-to <agent>', 'agent to assign (must exist)')
     .option('--depends-on <taskId>', 'task that must be done first; a short id works (repeatable)', collect)
@@ -102,8 +103,7 @@ async function resolveDeps(ctx: CliContext, body: Record<string, unknown>): Prom
 export function tasksCommand(): Command {
   const cmd = new Command('tasks').description('Manage the task board (ids: a unique prefix or suffix of 4+ characters works)');
 
-  cmd
-    .command('ls')
+  fills(cmd.command('ls'), { 'query.missionId': '--mission' })
     .description('List tasks, newest first')
     .addOption(new Option('--status <state>', 'only tasks in this state').choices([...TASK_STATES]))
     .option('--assign-to <agent>', 'only tasks assigned to this agent')
@@ -145,7 +145,7 @@ export function tasksCommand(): Command {
       }),
     );
 
-  withFieldOptions(cmd.command('edit <id>').description('Change fields of a task (not its state: see `svc tasks mv`)'))
+  withFieldOptions(fills(cmd.command('edit <id>'), { 'body.*': '--unset *' }).description('Change fields of a task (not its state: see `svc tasks mv`)'))
     .option('--title <title>', 'new title')
     .option('--no-side-effects', 'the task has no side effects')
     .option('--unset <field>', 'clear a field: description, assignTo, dependsOn or labels (repeatable)', collect)
@@ -161,8 +161,7 @@ export function tasksCommand(): Command {
       }),
     );
 
-  cmd
-    .command('mv')
+  fills(cmd.command('mv'), { 'body.to': '<state>', 'params.taskId': '<id>' })
     .description('Move a task to another state')
     .argument('<id>', 'task id')
     .addArgument(new Argument('<state>', 'target state').choices([...TASK_STATES]))

@@ -45,7 +45,7 @@ export const TaskIn = z.strictObject({
 export type TaskInput = z.output<typeof TaskIn>;
 
 // The state never changes through PATCH; naming it gets a message that says where to go instead.
-const noStatus = z.never({ error: 'status cannot be changed with PATCH; use POST /api/v1/tasks/{taskId}/transition' });
+const noStatus = z.never({ error: 'status changes only through a transition: POST /api/v1/tasks/{taskId}/transition' });
 
 export const TaskPatch = z.strictObject({
   title: title.optional(),

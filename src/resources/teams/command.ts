@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { action } from '../../cli/action.js';
+import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { emit, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';
@@ -44,8 +45,7 @@ export function teamsCommand(): Command {
       }),
     );
 
-  cmd
-    .command('rename <oldName> <newName>')
+  fills(cmd.command('rename <oldName> <newName>'), { 'body.name': '<newName>' })
     .description('Rename a team (its agents follow)')
     .action(
       action(async (ctx, oldName: string, name: string) => {

@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { action, collect } from '../../cli/action.js';
+import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { relativeTime } from '../../cli/human.js';
@@ -84,8 +85,7 @@ export function vaultCommand(): Command {
       }),
     );
 
-  cmd
-    .command('set <agent> <service> [credentials...]')
+  fills(cmd.command('set <agent> <service> [credentials...]'), { 'body.credentials': '[credentials...]/--from-env' })
     .description('Create or replace the entry of agent + service. KEY=VALUE sets a value; KEY alone prompts for it without echo (or reads a line of stdin)')
     .addOption(new Option('--type <type>', 'kind of credential (required)').choices([...VAULT_TYPES]).makeOptionMandatory())
     .option('--label <label>', 'human-readable label')
@@ -113,8 +113,7 @@ export function vaultCommand(): Command {
       }),
     );
 
-  cmd
-    .command('rotate-key')
+  fills(cmd.command('rotate-key'), { 'body.newKey': '--new-key-env' })
     .description('Re-seal every entry under a new master key, stored where the current one is')
     .option('--new-key-env <VAR>', 'take the new key (64 hex) from this environment variable; required when the key comes from SVC_VAULT_KEY')
     .option('-y, --yes', 'do not ask for confirmation')

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { action, parseIntOption } from '../../cli/action.js';
+import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { shortId } from '../../cli/human.js';
@@ -109,8 +110,7 @@ export function webhooksCommand(): Command {
       }),
     );
 
-  cmd
-    .command('set <id>')
+  fills(cmd.command('set <id>'), { 'body.enabled': '--enable/--disable' })
     .description('Change a webhook')
     .option('--url <url>', 'new target')
     .option('--events <patterns>', 'comma-separated patterns')
@@ -144,8 +144,7 @@ export function webhooksCommand(): Command {
       }),
     );
 
-  cmd
-    .command('rotate <id>')
+  fills(cmd.command('rotate <id>'), { 'body.graceSeconds': '--grace' })
     .description('Replace the signing secret; the old one keeps signing beside it during the grace window')
     .option('--grace <seconds>', 'how long the old secret stays valid (default 86400; 0 = now)', parseIntOption('--grace'))
     .action(

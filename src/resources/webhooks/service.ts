@@ -138,7 +138,7 @@ export function getDelivery(app: App, id: string, deliveryId: string): DeliveryD
 }
 
 function requireEnabled(w: Webhook): void {
-  if (!w.enabled) throw new AppError('conflict', `Webhook ${w.id} is disabled (${w.disabledReason ?? 'by hand'}); enable it with PATCH {"enabled": true} first.`);
+  if (!w.enabled) throw new AppError('conflict', `Webhook ${w.id} is disabled (${w.disabledReason ?? 'by hand'}); enable it first with PATCH /v1/webhooks/${w.id} {"enabled": true}.`);
 }
 
 /** A new delivery of the same body (new id, fresh attempts), due now. */
