@@ -9,6 +9,7 @@ import { stopDaemon } from '../src/resources/system/serve-command.js';
 import { readDaemonInfo } from '../src/state-dir.js';
 import { exited, serve, svc } from './cli-helpers.js';
 import { makeProject } from './harness.js';
+import { pidAlive } from '../src/lib/proc.js';
 
 // `svc serve` for people, and the daemon in the background: --detach, stop, restart and logs with
 // real processes, driven through the in-process CLI.
@@ -23,15 +24,6 @@ afterEach(() => {
     }
   }
 });
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('serve --detach, stop, restart, logs', () => {
   it('starts in the background once it answers, restarts on the same port, and stop returns once it has exited', async () => {
@@ -59,7 +51,7 @@ describe('serve --detach, stop, restart, logs', () => {
     pids.push(second.pid);
     expect(second.pid).not.toBe(first.pid);
     expect(second.port).toBe(first.port);
-    expect(alive(first.pid)).toBe(false);
+    expect(pidAlive(first.pid)).toBe(false);
     expect(restart.stdout).toContain(`restarted (pid ${first.pid} → ${second.pid})`);
 
     const logs = await svc(['logs', '-n', '50'], { cwd: root });
@@ -74,7 +66,7 @@ describe('serve --detach, stop, restart, logs', () => {
     expect(stop.code, stop.stderr).toBe(0);
     expect(stop.stdout).toBe(`stopped (pid ${second.pid})\n`);
     // Returned only once the process had exited, and it cleaned up after itself.
-    expect(alive(second.pid)).toBe(false);
+    expect(pidAlive(second.pid)).toBe(false);
     expect(existsSync(join(root, '.svc', 'daemon.json'))).toBe(false);
 
     const stopAgain = await svc(['stop'], { cwd: root });

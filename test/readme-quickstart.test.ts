@@ -7,6 +7,7 @@ import { readDaemonInfo, readLocalKey } from '../src/state-dir.js';
 import { verifyWebhook } from '../src/resources/webhooks/verify.js';
 import { SVC } from './cli-helpers.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
+import { pidAlive } from '../src/lib/proc.js';
 
 // The README's quick start, followed command by command on a fresh temp project: the ```sh blocks
 // of "Use the CLI" and "Call the API" are read from README.md itself (not copied here), so a README
@@ -180,7 +181,7 @@ const CHECKS: Record<string, (s: Session, r: RunResult) => Promise<void> | void>
   },
   // "graceful; returns once the process has exited"
   'svc stop': (s) => {
-    expect(alive(s.daemons.at(-1)!.pid)).toBe(false);
+    expect(pidAlive(s.daemons.at(-1)!.pid)).toBe(false);
     expect(existsSync(join(s.root, '.svc', 'daemon.json'))).toBe(false);
   },
   // "prints the signing secret once"
@@ -211,15 +212,6 @@ interface Streaming {
   /** Ctrl-C: SIGINT to its process group; resolves with how it ended. */
   interrupt(): Promise<Exit>;
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const made: string[] = [];
 const groups = new Set<ChildProcess>();
