@@ -305,7 +305,7 @@ export const STATE_MIGRATIONS: Migration[] = [
     version: 13,
     name: 'stored responses',
     sql: `
-      -- A stored answer of POST /v1/responses: the whole conversation through it (secrets redacted),
+      -- A stored answer of the Responses API: the whole conversation through it (secrets redacted),
       -- so previous_response_id continues from exactly that point, even after the session moved on.
       -- seq orders them for the cap on how many are kept.
       CREATE TABLE chat_responses (
