@@ -22,7 +22,9 @@ import { ROUTES } from './routes.js';
 import { agentsInTeam } from './resources/agents/service.js';
 import { wireApprovals } from './resources/approvals/service.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
-import { DATA_RUNNER, reconcile, removeOrphanFiles } from './resources/data/service.js';
+import { DATA_BACKEND, reconcile } from './resources/data/service.js';
+import { DATA_RUNNER, removeOrphanFiles, SqliteBackend } from './resources/data/sqlite-backend.js';
+import { allIds } from './resources/data/store.js';
 import { DataRunner } from './resources/data/sql-runner.js';
 import { reapOrphanWorkers, WorkerRecords } from './resources/data/orphans.js';
 import { wireMissions } from './resources/missions/service.js';
@@ -251,24 +253,21 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     startWorker(app.services.provide(PRUNER, pruner));
     // Application databases: one child process per open database, so that caller SQL can be
     // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
-    removeOrphanFiles(app);
+    removeOrphanFiles(paths.data, new Set(allIds(db)));
     // A worker of a daemon that crashed and could not die with it (stopped, say) would hold its
     // database's write lock: killed by pid and start time before any database is opened again.
     await reapOrphanWorkers(paths.workers, log);
-    startWorker(
-      app.services.provide(
-        DATA_RUNNER,
-        new DataRunner({
-          log,
-          dir: paths.data,
-          statementTimeoutMs: () => config.data.statementTimeoutMs,
-          maxWorkers: () => config.data.maxWorkers,
-          workerMemoryMb: () => config.data.workerMemoryMb,
-          records: new WorkerRecords(paths.workers),
-          onOpened: guarded(log, 'updating the database registry', (id: string, state: unknown) => reconcile(app, id, state as Parameters<typeof reconcile>[2])),
-        }),
-      ),
-    );
+    const runner = new DataRunner({
+      log,
+      dir: paths.data,
+      statementTimeoutMs: () => config.data.statementTimeoutMs,
+      maxWorkers: () => config.data.maxWorkers,
+      workerMemoryMb: () => config.data.workerMemoryMb,
+      records: new WorkerRecords(paths.workers),
+      onOpened: guarded(log, 'updating the database registry', (id: string, state: unknown) => reconcile(app, id, state as Parameters<typeof reconcile>[2])),
+    });
+    startWorker(app.services.provide(DATA_RUNNER, runner));
+    app.services.provide(DATA_BACKEND, new SqliteBackend(runner, paths.data));
   } catch (err) {
     return abort(err);
   }

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { DATA_RUNNER, resolve } from '../src/resources/data/service.js';
+import { resolve } from '../src/resources/data/service.js';
+import { DATA_RUNNER } from '../src/resources/data/sqlite-backend.js';
 import { exited, serve } from './cli-helpers.js';
 import { eventually, makeProject, startTestDaemon, type TestDaemon } from './harness.js';
 import { readLocalKey } from '../src/state-dir.js';

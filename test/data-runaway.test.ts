@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DATA_RUNNER, resolve } from '../src/resources/data/service.js';
+import { resolve } from '../src/resources/data/service.js';
+import { DATA_RUNNER } from '../src/resources/data/sqlite-backend.js';
 import { collect } from './sse-collector.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { AppError } from '../../kernel/errors.js';
+import type { DatabaseState, QueryRequest } from './backend.js';
 import { planBatch, runBatch } from './batch.js';
 import { createTableSql, q, SchemaError, TIMESTAMP_TRIGGER, timestampTriggerSql } from './ddl.js';
 import { IDEMPOTENCY_DDL, remember, replayOf, type IdempotencyRef } from './idempotency.js';
@@ -32,10 +33,7 @@ const INTERNAL_DDL = `
  */
 const HEAP_LIMIT_BYTES = 256 * 1024 * 1024;
 
-export interface FileState {
-  schema: SchemaDefT;
-  schemaVersion: number;
-}
+export type FileState = DatabaseState;
 
 export interface Answer<T> {
   answer: T;
@@ -44,13 +42,7 @@ export interface Answer<T> {
   json?: Uint8Array;
 }
 
-export interface QueryRequest {
-  sql: string;
-  params: (string | number | boolean | null)[];
-  mode: Mode;
-  maxRows: number;
-  grants: TableGrants;
-}
+export type { QueryRequest } from './backend.js';
 
 /** A statement's result columns, read once at admission: names, and types where a column is a table's. */
 interface Shape {

@@ -1,38 +1,30 @@
-import { readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { serviceKey, type App } from '../../app.js';
 import type { Principal } from '../../kernel/auth.js';
 import { AppError } from '../../kernel/errors.js';
-import { ensurePrivateDir } from '../../lib/files.js';
 import { UUID_RE, uuidv7 } from '../../lib/ids.js';
-import { statePaths } from '../../state-dir.js';
 import { toPage, type Page } from '../common.js';
+import type { DataBackend, DatabaseState, EncodedAnswer } from './backend.js';
 import { isWriteOp, opError } from './batch.js';
 import { normalizeSchema, SchemaError } from './ddl.js';
-import type { Answer, FileState } from './engine.js';
 import { canSee, canUseTable, requireCreate, requireManage, requireRead, tableGrants } from './grants.js';
 import { requestHash, type IdempotencyRef } from './idempotency.js';
 import { migrationChecksum } from './migrations.js';
 import type { Database, MigrationInT, MigrationRecord, OperationT, QueryInT, QueryResult, RecordResultT, SchemaDefT } from './schema.js';
 import { LIMITS } from './schema.js';
-import type { DataRunner } from './sql-runner.js';
-import type { SerialisedAnswer as WorkerAnswer } from './worker.js';
 import { JsonText } from '../../kernel/route.js';
 import * as store from './store.js';
 
-/** The daemon's worker pool for application databases, wired in daemon.ts. */
-export const DATA_RUNNER = serviceKey<DataRunner>('data.runner');
+/** Where application databases live (data.provider, chosen at start), wired in daemon.ts. */
+export const DATA_BACKEND = serviceKey<DataBackend>('data.backend');
 
-/** The worker pool, once the provider is one this build serves. */
-function runner(app: App): DataRunner {
+function backend(app: App): DataBackend {
   const provider = app.config().data.provider;
   if (provider !== 'sqlite') throw new AppError('data_unavailable', `The data provider "${provider}" is not available in this build; set data.provider to "sqlite".`);
-  return app.services.get(DATA_RUNNER);
+  return app.services.get(DATA_BACKEND);
 }
-const fileOf = (app: App, id: string): string => app.services.get(DATA_RUNNER).fileOf(id);
 
-/** The registry follows the file: after a crash between a migration's commit and the registry update, the next open catches up. */
-export function reconcile(app: App, id: string, state: FileState): void {
+/** The registry follows the database: after a crash between a migration's commit and the registry update, the next open catches up. */
+export function reconcile(app: App, id: string, state: DatabaseState): void {
   const d = store.getById(app.db, id);
   if (d && d.schemaVersion !== state.schemaVersion) {
     store.setSchema(app.db, id, state.schema, state.schemaVersion);
@@ -40,19 +32,8 @@ export function reconcile(app: App, id: string, state: FileState): void {
   }
 }
 
-/** Files under .svc/data that no registry row names: left by a crash between file and row. */
-export function removeOrphanFiles(app: App): void {
-  const dir = statePaths(app.root).data;
-  ensurePrivateDir(dir);
-  const known = new Set(store.allIds(app.db));
-  for (const f of readdirSync(dir)) {
-    const m = /^([0-9a-f-]{36})\.sqlite(-wal|-shm)?$/.exec(f);
-    if (m && !known.has(m[1]!)) rmSync(join(dir, f), { force: true });
-  }
-}
-
 export function resolve(app: App, ref: string): Database {
-  runner(app);
+  backend(app);
   const d = UUID_RE.test(ref) ? store.getById(app.db, ref) : store.getByName(app.db, ref);
   if (!d) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
   return d;
@@ -76,18 +57,15 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
   }
   if (store.getByName(app.db, body.name)) throw nameTaken(body.name);
   const d: Database = { id: uuidv7(), name: body.name, schema, schemaVersion: 1, createdAt: new Date().toISOString() };
-  ensurePrivateDir(statePaths(app.root).data);
-  const file = fileOf(app, d.id);
+  await backend(app).create(d.id, schema);
   try {
-    await runner(app).call(d.id, { type: 'open', file, create: schema }, { slow: true });
     app.events.write(() => {
       if (store.getByName(app.db, body.name)) throw nameTaken(body.name);
       store.insertDatabase(app.db, d);
       app.events.emit('data:created', { id: d.id, name: d.name });
     });
   } catch (err) {
-    await runner(app).retire(d.id);
-    removeFiles(file);
+    await backend(app).drop(d.id);
     throw err;
   }
   return d;
@@ -95,12 +73,8 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
 
 const nameTaken = (name: string) => new AppError('data_conflict', `A database named ${name} already exists.`, { details: [{ path: 'body.name', message: 'already exists' }] });
 
-function removeFiles(file: string): void {
-  for (const s of ['', '-wal', '-shm']) rmSync(file + s, { force: true });
-}
-
 export function listDatabases(app: App, p: Principal | null, q: { limit: number; cursor?: string }): Page<Database> {
-  runner(app);
+  backend(app);
   const rows = store.listDatabases(app.db, { after: q.cursor, limit: q.limit + 1 });
   const page = toPage(rows, q.limit, (d) => d.id);
   return { items: page.items.filter((d) => canSee(p, d)).map((d) => visible(p, d)), next: page.next };
@@ -122,9 +96,8 @@ export async function deleteDatabase(app: App, p: Principal | null, ref: string,
     if (!store.deleteDatabase(app.db, d.id)) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
     app.events.emit('data:deleted', { id: d.id, name: d.name });
   });
-  // The row is gone first, so no new request reaches the file; then its worker closes and it goes.
-  await runner(app).retire(d.id);
-  removeFiles(fileOf(app, d.id));
+  // The row is gone first, so no new request reaches the database; then it goes.
+  await backend(app).drop(d.id);
 }
 
 function idempotency(p: Principal | null, endpoint: string, body: { idempotencyKey?: string }): IdempotencyRef | undefined {
@@ -141,7 +114,7 @@ export interface SerialisedAnswer<T> {
   replayed: boolean;
 }
 
-async function serialised<T>(pending: Promise<WorkerAnswer>): Promise<SerialisedAnswer<T>> {
+async function serialised<T>(pending: Promise<EncodedAnswer>): Promise<SerialisedAnswer<T>> {
   const r = await pending;
   return { answer: new JsonText(r.json), replayed: r.replayed };
 }
@@ -154,7 +127,7 @@ export async function transactions(app: App, p: Principal | null, ref: string, b
     const write = isWriteOp(op);
     if (!canUseTable(write ? grants.write : grants.read, op.table)) throw opError('data_forbidden', i, op, 'table', `this key may not ${write ? 'write' : 'read'} table ${op.table}`);
   });
-  return serialised(runner(app).call(d.id, { type: 'batch', ops: body.operations, ref: idempotency(p, 'transactions', body) }));
+  return serialised(backend(app).batch(d.id, body.operations, idempotency(p, 'transactions', body)));
 }
 
 export async function query(app: App, p: Principal | null, ref: string, body: QueryInT): Promise<SerialisedAnswer<QueryResult>> {
@@ -164,14 +137,14 @@ export async function query(app: App, p: Principal | null, ref: string, body: Qu
   const grants = tableGrants(p, d);
   if (mode === 'write' && grants.write !== '*' && grants.write.length === 0) throw new AppError('data_forbidden', 'This key has no write grant on this database.');
   const req = { sql: body.sql, params: body.params ?? [], mode, maxRows: body.maxRows ?? LIMITS.maxRows, grants };
-  return serialised(runner(app).call(d.id, { type: 'query', req, ref: idempotency(p, 'query', body) }));
+  return serialised(backend(app).query(d.id, req, idempotency(p, 'query', body)));
 }
 
 export async function migrate(app: App, p: Principal | null, ref: string, body: MigrationInT): Promise<{ database: Database; replayed: boolean }> {
   const d = resolve(app, ref);
   requireManage(p, d);
   const checksum = migrationChecksum(body);
-  const r = await runner(app).call<Answer<FileState & { record: MigrationRecord }>>(d.id, { type: 'migrate', migration: body, checksum }, { slow: true });
+  const r = await backend(app).migrate(d.id, body, checksum);
   if (!r.replayed) {
     app.events.write(() => {
       store.setSchema(app.db, d.id, r.answer.schema, r.answer.schemaVersion);
@@ -184,5 +157,5 @@ export async function migrate(app: App, p: Principal | null, ref: string, body: 
 export async function listMigrations(app: App, p: Principal | null, ref: string): Promise<MigrationRecord[]> {
   const d = resolve(app, ref);
   requireRead(p, d);
-  return runner(app).call(d.id, { type: 'migrations' });
+  return backend(app).migrations(d.id);
 }

@@ -3,7 +3,7 @@ import { DataFile, type Answer } from './engine.js';
 import type { IdempotencyRef } from './idempotency.js';
 import type { MigrationInT, OperationT, SchemaDefT } from './schema.js';
 import { sqlError } from './sqlite-errors.js';
-import type { QueryRequest } from './engine.js';
+import type { EncodedAnswer, QueryRequest } from './backend.js';
 import { watchParent } from './worker-watchdog.js';
 
 // The child process that serves one application database (see sql-runner.ts, and worker-process.ts
@@ -54,13 +54,8 @@ function handle(msg: WorkerRequest): unknown {
   }
 }
 
-/** An answer as the daemon hands it on: serialised here, so the daemon's event loop never parses or re-serialises it. */
-export interface SerialisedAnswer {
-  replayed: boolean;
-  json: Uint8Array;
-}
-
-function serialised(a: Answer<unknown>): SerialisedAnswer {
+/** An answer serialised here, so the daemon's event loop never parses or re-serialises it. */
+function serialised(a: Answer<unknown>): EncodedAnswer {
   return { replayed: a.replayed, json: a.json ?? encode(a.answer) };
 }
 
