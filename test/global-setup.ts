@@ -8,6 +8,16 @@ import { EVENT_NAMES } from '../src/events/registry.js';
 import { configDir } from '../src/resources/vault/master-key.js';
 import { makeEmittedDir, neverEmitted, readEmitted, removeEmittedDir } from './event-coverage.js';
 import { changes, homeEnv, snapshot, testHome } from './home-guard.js';
+import { startTestPostgres } from './pg-server.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The run's throwaway PostgreSQL (superuser URL), or '' when the machine has none. */
+    pgUrl: string;
+    /** Why there is none, said once by the setup. */
+    pgSkip: string;
+  }
+}
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 
@@ -15,7 +25,7 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 // test runs against a stale build and none rebuilds it while another is running the CLI. The build
 // is incremental (its state in dist/.tsbuildinfo, gone with dist/): a run after a small change
 // recompiles what changed in about a second instead of everything in seven.
-export default function setup(project: TestProject): () => void {
+export default async function setup(project: TestProject): Promise<() => void> {
   const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
   execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', 'dist/.tsbuildinfo'], { cwd: repo, stdio: 'inherit' });
   const dir = makeEmittedDir();
@@ -29,8 +39,14 @@ export default function setup(project: TestProject): () => void {
   mkdirSync(home, { recursive: true });
   const real = realConfigDirs();
   const before = snapshot(real);
+  // One real PostgreSQL for the whole run, shared by the Postgres provider's tests (pg-server.ts).
+  const pg = await startTestPostgres();
+  if ('skip' in pg) console.warn(`\n${pg.skip}\n`);
+  project.provide('pgUrl', 'url' in pg ? pg.url : '');
+  project.provide('pgSkip', 'skip' in pg ? pg.skip : '');
   return () => {
     try {
+      if ('stop' in pg) pg.stop();
       checkEveryEventEmitted(project, dir);
       checkRealHomeUntouched(real, before);
     } finally {
