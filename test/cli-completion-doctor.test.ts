@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { checkNode, type CheckResult } from '../src/resources/system/doctor.js';
 import { svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
@@ -93,12 +93,13 @@ describe('svc doctor', () => {
       ['api key', 'ok'],
       ['port', 'ok'],
       ['vault key', 'ok'],
+      ['data provider', 'ok'],
       ['keychain', 'ok'],
     ]);
     expect(r.code).toBe(0);
     const human = await svc(['doctor'], { cwd: d.root, env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(d.root, '.user-config') } });
-    expect(human.stdout.trim().split('\n')).toHaveLength(8);
-    expect(human.stdout).toMatch(/^✓ daemon {5}pid \d+ answers on http/m);
+    expect(human.stdout.trim().split('\n')).toHaveLength(9);
+    expect(human.stdout).toMatch(/^✓ daemon {9}pid \d+ answers on http/m);
   });
 
   it('node: too old fails with the fix', () => {
@@ -186,5 +187,46 @@ describe('svc doctor', () => {
       expect(k.detail).toContain('kept in a 0600 file instead');
       expect(k.detail.split('\n')).toHaveLength(1);
     }
+  });
+});
+
+describe('svc doctor: the Postgres provider\'s server', () => {
+  const pgUrl = inject('pgUrl');
+  const check = async (config: Record<string, unknown>, env: Record<string, string> = {}) => {
+    const r = await svc(['doctor', '--json'], { cwd: makeProject({ data: config }), env: { SVC_KEYCHAIN: 'off', ...env } });
+    return { out: r.stdout, result: (JSON.parse(r.stdout) as CheckResult[]).find((x) => x.check === 'data provider')! };
+  };
+
+  it.skipIf(!pgUrl)('connects with SVC_DATA_URL, names the version and the role\'s rights, and never shows the password', async () => {
+    const password = decodeURIComponent(new URL(pgUrl).password);
+    const ok = await check({ provider: 'postgres' }, { SVC_DATA_URL: pgUrl });
+    expect(ok.result).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^postgres at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres: PostgreSQL \d+/) });
+    expect(ok.out).not.toContain(password);
+
+    const wrong = new URL(pgUrl);
+    wrong.password = 'not-the-password';
+    const refused = await check({ provider: 'postgres' }, { SVC_DATA_URL: wrong.toString() });
+    expect(refused.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('password authentication failed') });
+    expect(refused.out).not.toContain('not-the-password');
+
+    // A role that may log in but not create roles: the right it lacks is named.
+    const pg = (await import('pg')).default;
+    const admin = new pg.Client({ connectionString: pgUrl });
+    await admin.connect();
+    await admin.query("DROP ROLE IF EXISTS doctor_weak; CREATE ROLE doctor_weak LOGIN PASSWORD 'weak-password-123'");
+    await admin.end();
+    const weak = new URL(pgUrl);
+    weak.username = 'doctor_weak';
+    weak.password = 'weak-password-123';
+    const lacking = await check({ provider: 'postgres', url: weak.toString() });
+    expect(lacking.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('lacks CREATEROLE and CREATE on the database'), fix: expect.stringContaining('docs/data.md') });
+    expect(lacking.out).not.toContain('weak-password-123');
+  });
+
+  it('says what is missing when no URL is set, and when nothing answers', async () => {
+    expect((await check({ provider: 'postgres' })).result).toMatchObject({ status: 'fail', detail: 'postgres, but no URL', fix: expect.stringContaining('SVC_DATA_URL') });
+    const down = await check({ provider: 'postgres' }, { SVC_DATA_URL: 'postgres://svc:secret-pw@127.0.0.1:1/app' });
+    expect(down.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('cannot connect to postgres://svc:***@127.0.0.1:1/app') });
+    expect(down.out).not.toContain('secret-pw');
   });
 });
