@@ -5,7 +5,7 @@ import { uuidv7 } from '../../lib/ids.js';
 import { sendOpenAiError } from './openai-errors.js';
 import { orchestrate } from './orchestrator.js';
 import type { ChatMessage, ChatRequest } from './schema.js';
-import { failChat, finishChat, openEventStream, upstreamBody, type ChatPlan } from './service.js';
+import { failChat, finishChat, openEventStream, sendAnswer, upstreamBody, type ChatPlan } from './service.js';
 import { complete, stream, UpstreamError } from './upstream.js';
 
 // The chat-completions wire (POST /v1/chat/completions): what the agent path and the orchestrator
@@ -24,11 +24,6 @@ function sseWrite(res: ServerResponse, payload: unknown): void {
   if (!res.writableEnded) res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`);
 }
 
-function sendJson(res: ServerResponse, plan: ChatPlan, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-session-id': plan.sessionId });
-  res.end(text);
-}
 
 /** An agent answers: the upstream's own completion or chunks are relayed, named with svc's model id. */
 export async function agentCompletion({ app, plan, body, res, signal }: ChatIo): Promise<void> {
@@ -42,7 +37,7 @@ export async function agentCompletion({ app, plan, body, res, signal }: ChatIo):
     }
     const choice = answer.choices?.[0];
     finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: choice?.message ? [choice.message as ChatMessage] : [] });
-    sendJson(res, plan, { ...answer, model: plan.modelId });
+    sendAnswer(res, plan, { ...answer, model: plan.modelId });
     return;
   }
 
@@ -108,7 +103,7 @@ export async function orchestratorCompletion({ app, plan, body, res, signal, pri
     res.end();
     return;
   }
-  sendJson(res, plan, {
+  sendAnswer(res, plan, {
     id,
     object: 'chat.completion',
     created,

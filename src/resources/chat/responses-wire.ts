@@ -2,6 +2,7 @@ import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import type { InputItem, OutputItem, ResponseObject, ResponsesRequest, ResponseUsage } from './responses-schema.js';
 import type { ChatMessage, ChatRequest, Usage } from './schema.js';
+import { mergeToolCalls } from './tool-calls.js';
 
 // Serving the Responses API on top of chat: a request becomes the chat body svc runs (agent path
 // or orchestrator), and what that says is built back into a Response, whole or as `response.*`
@@ -155,6 +156,7 @@ export class ResponseBuilder {
   private seq = 0;
   private text: OpenText | null = null;
   private readonly calls = new Map<number, OpenCall>();
+  private readonly fragments: unknown[] = [];
 
   constructor(
     skeleton: ResponseObject,
@@ -191,6 +193,7 @@ export class ResponseBuilder {
   addToolCall(fragment: unknown): void {
     if (!isObj(fragment)) return;
     const key = typeof fragment.index === 'number' ? fragment.index : this.calls.size;
+    this.fragments.push({ ...fragment, index: key });
     const fn = isObj(fragment.function) ? fragment.function : {};
     let open = this.calls.get(key);
     if (!open) {
@@ -201,10 +204,7 @@ export class ResponseBuilder {
       this.response.output.push(item);
       this.send('response.output_item.added', { output_index: open.index, item: structuredClone(item) });
     }
-    if (typeof fn.arguments === 'string' && fn.arguments) {
-      open.item.arguments += fn.arguments;
-      this.send('response.function_call_arguments.delta', { item_id: open.item.id, output_index: open.index, delta: fn.arguments });
-    }
+    if (typeof fn.arguments === 'string' && fn.arguments) this.send('response.function_call_arguments.delta', { item_id: open.item.id, output_index: open.index, delta: fn.arguments });
   }
 
   private closeText(): void {
@@ -219,12 +219,16 @@ export class ResponseBuilder {
   }
 
   private closeCalls(): void {
-    for (const { index, item } of this.calls.values()) {
-      if (item.status === 'completed') continue;
+    // The calls as the one merge of streamed fragments (tool-calls.ts) puts them together.
+    const merged = mergeToolCalls(this.fragments);
+    [...this.calls.keys()].sort((a, b) => a - b).forEach((key, i) => {
+      const { index, item } = this.calls.get(key)!;
+      if (item.status === 'completed') return;
+      const call = merged[i]!;
+      Object.assign(item, { call_id: call.id, name: call.function.name, arguments: call.function.arguments, status: 'completed' });
       this.send('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
-      item.status = 'completed';
       this.send('response.output_item.done', { output_index: index, item: structuredClone(item) });
-    }
+    });
   }
 
   /** Ends the response: completed, or incomplete when the model stopped at its length or a filter. */

@@ -9,7 +9,7 @@ import type { ModelList, ResponseObject, ResponsesRequest } from './responses-sc
 import { getResponse } from './responses-store.js';
 import { ResponseBuilder, responseSkeleton, toChatRequest } from './responses-wire.js';
 import type { ChatMessage } from './schema.js';
-import { failChat, finishChat, openEventStream, planChat, upstreamBody, type ChatPlan } from './service.js';
+import { failChat, finishChat, openEventStream, planChat, sendAnswer, upstreamBody, type ChatPlan } from './service.js';
 import { complete, stream, UpstreamError } from './upstream.js';
 
 // The Responses wire (POST /v1/responses): the same agent path and orchestrator as chat
@@ -24,11 +24,6 @@ export interface ResponsesIo {
   sessionHeader: string | undefined;
 }
 
-function sendJson(res: ServerResponse, plan: ChatPlan, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-session-id': plan.sessionId });
-  res.end(text);
-}
 
 export async function serveResponse({ app, req, res, signal, principal, sessionHeader }: ResponsesIo): Promise<void> {
   const from = req.previous_response_id ? getResponse(app.db, req.previous_response_id) : undefined;
@@ -86,7 +81,7 @@ export async function serveResponse({ app, req, res, signal, principal, sessionH
     return;
   }
   if (streamed) res.end();
-  else if (finished) sendJson(res, plan, finished);
+  else if (finished) sendAnswer(res, plan, finished);
 }
 
 /** An agent answers: its upstream's completion (or chunks) fed to the builder, the session kept. */

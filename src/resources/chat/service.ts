@@ -188,6 +188,13 @@ function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
   return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, { details: [{ path: 'upstream.status', message: status }] });
 }
 
+/** A whole answer (a completion, a Response), with the session id to continue. */
+export function sendAnswer(res: ServerResponse, plan: ChatPlan, value: unknown): void {
+  const text = JSON.stringify(value);
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-session-id': plan.sessionId });
+  res.end(text);
+}
+
 /** The head of a streamed answer: Server-Sent Events, with the session id to continue. */
 export function openEventStream(res: ServerResponse, plan: ChatPlan): void {
   res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'x-session-id': plan.sessionId });
