@@ -59,6 +59,22 @@ export type PgFunctionKind = keyof typeof PG_FUNCTIONS;
 export const ALLOWED_FUNCTIONS: ReadonlySet<string> = new Set(Object.values(PG_FUNCTIONS).flat());
 
 /**
+ * Functions of pg_catalog that PostgreSQL will call with a whole row as their only argument (those
+ * taking record, "any", anyelement, anycompatible, anynonarray or a variadic list): in `t.name`,
+ * when table t has no column `name`, PostgreSQL calls `name(t)` (attribute notation). So such a
+ * name after a table is refused unless it is allowed anyway. Taken from pg_proc of PostgreSQL 15,
+ * plus pg_column_toast_chunk_id (17); none of them has a side effect. (Calling a function on a
+ * scalar, `(x).name`, is checked against ALLOWED_FUNCTIONS itself.)
+ */
+export const ROW_CALLABLE: ReadonlySet<string> = new Set([
+  'any_out', 'anycompatible_out', 'anycompatiblenonarray_out', 'anyelement_out', 'anynonarray_out', 'array_agg', 'concat', 'count', 'cume_dist',
+  'datemultirange', 'dense_rank', 'first_value', 'hash_record', 'int4multirange', 'int8multirange', 'json_agg', 'json_build_array', 'json_build_object',
+  'jsonb_agg', 'jsonb_build_array', 'jsonb_build_object', 'lag', 'last_value', 'lead', 'mode', 'num_nonnulls', 'num_nulls', 'nummultirange', 'percent_rank',
+  'pg_collation_for', 'pg_column_compression', 'pg_column_size', 'pg_column_toast_chunk_id', 'pg_typeof', 'quote_literal', 'quote_nullable', 'rank',
+  'record_out', 'record_send', 'row_to_json', 'to_json', 'to_jsonb', 'tsmultirange', 'tstzmultirange', 'any_value',
+]);
+
+/**
  * Types a cast (`x::t`, `CAST(x AS t)`, `t 'literal'`, a column definition list) may name, with or
  * without `[]`, unqualified or qualified by pg_catalog. These are the names the parser gives: the
  * SQL spellings fold to them (`integer`/`int` → int4, `double precision` → float8, `timestamp with

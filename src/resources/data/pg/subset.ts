@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { AppError, type ErrorCode } from '../../../kernel/errors.js';
 import { SYSTEM_COLUMNS } from '../schema.js';
-import { ALLOWED_FUNCTIONS, ALLOWED_TYPES, ALLOWED_VALUE_KEYWORDS, CATALOG_TYPE } from './functions.js';
+import { ALLOWED_FUNCTIONS, ALLOWED_TYPES, ALLOWED_VALUE_KEYWORDS, CATALOG_TYPE, ROW_CALLABLE } from './functions.js';
 
 // The parser layer of the Postgres provider's /query: the first of two layers (the second is the
 // database role's privileges, and READ ONLY for reads), tested alone. The statement is parsed by
@@ -10,7 +10,8 @@ import { ALLOWED_FUNCTIONS, ALLOWED_TYPES, ALLOWED_VALUE_KEYWORDS, CATALOG_TYPE 
 // syntax the subset does not name is refused by default, wherever it appears. Along the walk:
 //   - every table reference (RangeVar) is unqualified; a name not in scope as a WITH query must be
 //     one of the database's tables (and never a pg_* name, which resolves to pg_catalog first);
-//   - every function call is one of the allow-list in functions.ts, unqualified or pg_catalog.;
+//   - every function call is one of the allow-list in functions.ts, unqualified or pg_catalog.,
+//     also when written as a field (PostgreSQL's attribute notation: (x).f and t.f call f(x), f(t));
 //   - every cast names a type of the allow-list (reg* types, which read the catalogs, are refused);
 //   - operators and collations are unqualified or pg_catalog.;
 //   - INSERT, UPDATE and DELETE appear only in write mode (at the top, or as WITH queries), and so do
@@ -448,10 +449,33 @@ class Walker {
         skip.add('funcname');
         break;
       }
+      // Attribute notation: PostgreSQL reads t.name, when table t has no column name, as the call
+      // name(t), and (x).name, when x has no field name, as name(x), with any one-argument function.
+      case 'ColumnRef': {
+        const refs = Array.isArray(body.fields) ? body.fields.map((f) => unwrap(f, 'ColumnRef.fields')) : [];
+        const parts = refs.map((f) => (f?.[0] === 'String' ? String(f[1].sval) : '*'));
+        if (parts.length > 2) throw forbidden(`${parts.join('.')} names a schema: a column is named by itself or after its table (or the table's alias), unqualified.`);
+        const name = parts[1];
+        if (name !== undefined && refs[1]?.[0] === 'String' && ROW_CALLABLE.has(name) && !ALLOWED_FUNCTIONS.has(name)) {
+          throw forbidden(`${parts.join('.')} is the call ${name}(${parts[0]}) to PostgreSQL when ${parts[0]} has no column ${name}, and the function ${name}() is not available to caller SQL.`);
+        }
+        break;
+      }
+      case 'A_Indirection':
+        for (const item of Array.isArray(body.indirection) ? body.indirection : []) {
+          const node = unwrap(item, 'A_Indirection.indirection');
+          if (node?.[0] !== 'String') continue;
+          const name = String(node[1].sval);
+          if (!ALLOWED_FUNCTIONS.has(name)) {
+            throw forbidden(`(…).${name} is refused: PostgreSQL reads (x).${name} as the call ${name}(x) when x has no field ${name}, and the function ${name}() is not available to caller SQL.`);
+          }
+        }
+        break;
       case 'TypeName': {
         const parts = nameParts(body.names, 'TypeName.names');
         const name = parts.join('.');
-        if (body.setof || body.pct_type) throw invalid(`The type ${name}${body.pct_type ? '%TYPE' : ''} is not in the subset /query admits.`);
+        if (body.pct_type) throw invalid(`The type ${name}%TYPE is not in the subset /query admits.`);
+        if (body.setof) throw invalid(`The type SETOF ${name} is not in the subset /query admits.`);
         if (!catalogOrBare(parts)) throw forbidden(`The type ${name} is not available: a type may be qualified only by pg_catalog.`);
         const base = parts[parts.length - 1]!;
         if (CATALOG_TYPE.test(base)) throw forbidden(`A cast to ${base} is refused: the reg* types look names up in the system catalogs.`);
@@ -535,6 +559,8 @@ class Walker {
 async function shape(sql: string, mode: Mode): Promise<Shape> {
   // The C parser reads a NUL as the end of the string: what follows would not be checked.
   if (sql.includes('\u0000')) throw invalid('The SQL contains a NUL character.');
+  // PostgreSQL's whitespace (the WASM wrapper has no parse result for an empty string).
+  if (/^[ \t\n\r\f\v]*$/.test(sql)) throw invalid('The SQL has no statement.');
   const tree = await parseSql(sql);
   const stmts = tree.stmts ?? [];
   if (stmts.length === 0) throw invalid('The SQL has no statement.');
@@ -553,7 +579,7 @@ async function shape(sql: string, mode: Mode): Promise<Shape> {
   if (mode === 'write' && walker.writes.length === 0) throw invalid('The statement does not write; send it with mode "read" (the default).');
   const params = walker.params.size ? Math.max(...walker.params) : 0;
   // The wire protocol carries at most 65535 parameters.
-  if (params > 65535) throw invalid(`The statement uses $${params}; a statement takes at most 65535 parameters.`);
+  if (params > 65535) throw invalid(`The statement uses $${params}; a statement takes at most 65535 parameters.`, 'body.params');
   // The lowest unused number below the highest, if any, is at most the count of numbers used.
   let gap = 0;
   if (walker.params.size < params) {
@@ -577,6 +603,8 @@ let cachedChars = 0;
 
 function remember(key: string, outcome: Outcome): void {
   if (key.length > CACHE_CHARS / 16) return;
+  // Two requests with the same text may both have missed: count it once.
+  if (cache.delete(key)) cachedChars -= key.length;
   cache.set(key, outcome);
   cachedChars += key.length;
   for (const [k] of cache) {
