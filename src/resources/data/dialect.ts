@@ -42,6 +42,8 @@ export interface Dialect {
   literal(col: ColumnDefT, v: unknown): string;
   /** After `)` of CREATE TABLE. */
   tableOptions: string;
+  /** Statements that follow a column's rename (a check named after the column keeps naming it). */
+  renamed(table: string, from: string, to: string, col: ColumnDefT): string[];
   /** Triggers (or other statements) a new table needs after its CREATE TABLE. */
   tableTriggers(table: string): string[];
 }
@@ -84,6 +86,7 @@ export const SQLITE: Dialect = {
   },
   literal: (col, v) => literal(col, v),
   tableOptions: ' STRICT',
+  renamed: () => [],
   /**
    * Raw SQL may update rows without touching _version: the trigger bumps it (and _updated_at), so
    * an optimistic `expectedVersion` check never passes over a change it did not see.

@@ -115,6 +115,7 @@ function applyStep(schema: SchemaDefT, step: StepT, _i: number, ddl: string[], d
         for (const col of Object.values(t.columns)) if (col.references?.table === step.table && col.references.column === step.from) col.references = { ...col.references, column: step.to };
       }
       ddl.push(`ALTER TABLE ${q(step.table)} RENAME COLUMN ${q(step.from)} TO ${q(step.to)}`);
+      ddl.push(...d.renamed(step.table, step.from, step.to, def.columns[step.to]!));
       return;
     }
     case 'dropColumn': {

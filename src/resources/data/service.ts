@@ -17,9 +17,8 @@ import * as store from './store.js';
 /** Where application databases live (data.provider, chosen at start), wired in daemon.ts. */
 export const DATA_BACKEND = serviceKey<DataBackend>('data.backend');
 
+/** The provider chosen at start (a change of data.provider applies at the next start). */
 function backend(app: App): DataBackend {
-  const provider = app.config().data.provider;
-  if (provider !== 'sqlite') throw new AppError('data_unavailable', `The data provider "${provider}" is not available in this build; set data.provider to "sqlite".`);
   return app.services.get(DATA_BACKEND);
 }
 
