@@ -40,6 +40,12 @@ interface Open {
 }
 
 const SLOW_MS = 60_000;
+/**
+ * What the server lets through of one result before it stops it (query.ts): twice the API's limit
+ * and some, since a row's size on the server (8 bytes an integer, a header a row) can pass its JSON
+ * size; the daemon then measures the JSON exactly, as SQLite's worker does.
+ */
+const SERVER_RESULT_BYTES = 2 * LIMITS.resultBytes + 65_536;
 
 export class PgBackend implements DataBackend {
   private readonly admin: pg.Pool;
@@ -113,7 +119,7 @@ export class PgBackend implements DataBackend {
         await c.query('ROLLBACK TO SAVEPOINT connect');
       }
       for (const sql of schemaFunctions(q(n.schema))) await c.query(sql);
-      for (const sql of metaSql(n, LIMITS.resultBytes)) await c.query(sql);
+      for (const sql of metaSql(n, SERVER_RESULT_BYTES)) await c.query(sql);
       for (const [t, def] of Object.entries(schema.tables)) for (const sql of createTableSql(t, def, PG)) await c.query(sql);
       for (const sql of grantSql(n, schema)) await c.query(sql);
       await writeState(c, n, { schema, schemaVersion: 1 });
@@ -218,7 +224,7 @@ export class PgBackend implements DataBackend {
       if (pgCode(err) === IDEMPOTENCY_CONFLICT) {
         throw new AppError('data_conflict', 'This idempotencyKey was already used with a different request; use a new key for a new request.', { details: [{ path: 'body.idempotencyKey', message: 'already used with a different request' }] });
       }
-      throw pgError(err, timeout);
+      throw pgError(err, timeout, o.state.schema);
     } finally {
       c.release(broken);
     }

@@ -1,5 +1,6 @@
 import { AppError } from '../../../kernel/errors.js';
 import type { ConstraintInfo } from '../dialect.js';
+import type { SchemaDefT } from '../schema.js';
 import { TIMESTAMP_HINT } from '../sqlite-errors.js';
 
 // PostgreSQL's errors as the API's, the same answers SQLite's give (sqlite-errors.ts): a
@@ -64,13 +65,16 @@ export function pgConstraint(err: unknown): ConstraintInfo | null {
 }
 
 /** Any error of caller SQL (or of a batch) → an AppError. */
-export function pgError(err: unknown, timeoutMs?: number): AppError {
+export function pgError(err: unknown, timeoutMs?: number, schema?: SchemaDefT): AppError {
   if (err instanceof AppError) return err;
   const code = pgCode(err);
   const msg = str((err as PgLike | null)?.message);
   const c = pgConstraint(err);
   if (c) {
-    const message = c.column ? `${c.table ? `${c.table}.` : ''}${c.column}: ${c.message}.` : `${c.message}.`;
+    // A missing referenced row names the referenced column too, as SQLite's answer does.
+    const ref = c.table && c.column && schema && Object.hasOwn(schema.tables, c.table) ? schema.tables[c.table]!.columns[c.column]?.references : undefined;
+    if (code === '23503' && ref) c.message = `references ${ref.table}.${ref.column}, and no row there has that value`;
+    const message = c.column ? `${c.column}: ${c.message}.` : `${c.message}.`;
     return new AppError('data_constraint', message, c.column ? { details: [{ path: c.column, message: c.message }] } : {});
   }
   if (code === '57014' || code === '25P03') {
