@@ -14,6 +14,9 @@ export interface TestPostgres {
   /** The superuser's URL: what a test project's data.url is. */
   url: string;
   stop(): void;
+  /** Stops the server but keeps its data (start() brings it back on the same port). */
+  halt(): void;
+  start(): void;
 }
 
 /** Where initdb is: on PATH, else the newest of Debian's /usr/lib/postgresql/<v>/bin. */
@@ -64,11 +67,12 @@ export async function startTestPostgres(): Promise<TestPostgres | { skip: string
   const run = (file: string, args: string[]) =>
     asRoot ? execFileSync('runuser', ['-u', 'postgres', '--', join(bin, file), ...args], { stdio: 'pipe' }) : execFileSync(join(bin, file), args, { stdio: 'pipe' });
   const port = await freePort();
+  const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+  const start = () => run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start']);
   try {
     // Passwords over TCP (the daemon logs in with them), none on the private socket.
     run('initdb', ['-D', data, '-U', 'postgres', '--pwfile', join(dir, 'pw'), '--auth-host=scram-sha-256', '--auth-local=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
-    const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
-    run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start']);
+    start();
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     const e = err as { stderr?: Buffer; message: string };
@@ -76,6 +80,10 @@ export async function startTestPostgres(): Promise<TestPostgres | { skip: string
   }
   return {
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    halt() {
+      run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+    },
+    start,
     stop() {
       try {
         run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
