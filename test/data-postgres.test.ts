@@ -131,6 +131,9 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
   it('bigint and numeric keep JSON numbers while exact, else decimal text', async () => {
     const r = await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 9007199254740991::bigint AS a, 9007199254740993::bigint AS b, 1.50 AS c, 12345678901234567890.5 AS e, avg(x) AS f FROM (VALUES (1), (2)) AS v(x)' } });
     expect(r.body.data.rows).toEqual([{ a: 9007199254740991, b: '9007199254740993', c: 1.5, e: '12345678901234567890.5', f: 1.5 }]);
+    // Pinned (docs/data.md): Postgres's own types for expressions; a bare parameter is text.
+    const e = await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 1 = 1 AS t, $1 AS p, $2::int AS i', params: [5, 6] } });
+    expect(e.body.data.rows).toEqual([{ t: true, p: '5', i: 6 }]);
   });
 
   it('a statement past statementTimeoutMs is 503 and keeps nothing; other requests go on meanwhile', async () => {

@@ -139,6 +139,16 @@ describeProviders('application databases', (p) => {
     expect(gone.body.details[0].path).toBe('body.operations.1.id');
   });
 
+  it('like ignores ASCII case on both providers; non-ASCII letters only on Postgres (ILIKE) — pinned in docs/data.md', async () => {
+    await tx([{ op: 'insert', table: 'customers', rows: [{ email: 'Like@x.io' }, { email: 'élan@x.io' }] }]);
+    const r = await tx([
+      { op: 'list', table: 'customers', filter: { email: { like: 'like@%' } } },
+      { op: 'list', table: 'customers', filter: { email: { like: 'ÉLAN@%' } } },
+    ]);
+    expect(r.body.data.map((x: any) => x.total)).toEqual([1, p.name === 'postgres' ? 1 : 0]);
+    await sql({ sql: "DELETE FROM customers WHERE email IN ('Like@x.io', 'élan@x.io')", mode: 'write' });
+  });
+
   it('upserts on a unique column', async () => {
     const first = await tx([{ op: 'upsert', table: 'customers', values: { email: 'u@x.io', name: 'U1' }, onConflict: ['email'] }]);
     const second = await tx([{ op: 'upsert', table: 'customers', values: { email: 'u@x.io', name: 'U2' }, onConflict: ['email'] }]);
