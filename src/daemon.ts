@@ -265,7 +265,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         pool: config.data.pool,
         onOpened: guarded(log, 'updating the database registry', (id: string, state: DatabaseState) => reconcile(app, id, state)),
       });
-      undo.push(() => pgBackend.close());
+      startWorker(pgBackend);
       await pgBackend.hardenPublic();
       app.services.provide(DATA_BACKEND, pgBackend);
       log.info('application databases on PostgreSQL', { url: maskUrl(url) });

@@ -252,10 +252,9 @@ function* runOne(d: Dialect, schema: SchemaDefT, p: Plan, i: number): Gen<Record
     }
   } catch (err) {
     if (err instanceof AppError) throw err;
-    if (d.name === 'postgres' && !d.constraintColumn(err)) throw err;
-    // Postgres: the failed statement aborted the transaction; the batch is over (it rolls back),
-    // so the referrer is named from the error instead of looked up.
-    const fk = p.op === 'delete' ? (d.name === 'postgres' ? d.constraintColumn(err)?.referencedBy ?? null : yield* referencedBy(schema, p.table, p.id)) : null;
+    // Where a failed statement aborts the transaction (Postgres), nothing more can be asked: the
+    // batch is over (it rolls back), and the referrer is named from the error instead of looked up.
+    const fk = p.op !== 'delete' ? null : d.abortsOnError ? (d.constraintColumn(err)?.referencedBy ?? null) : yield* referencedBy(schema, p.table, p.id);
     if (fk) throw opError('data_constraint', i, p, 'id', `the row is still referenced by ${fk}`);
     throw asConstraint(d, err, i, p, p.op === 'list' || p.op === 'get' || p.op === 'delete' ? null : 'values');
   }

@@ -18,6 +18,8 @@ export interface Dialect {
   false: string;
   /** `a IS DISTINCT FROM b`, as the dialect spells it. */
   distinct: string;
+  /** A failed statement aborts the transaction: no statement may follow it. */
+  abortsOnError: boolean;
   /** The last ORDER BY term of a `list`, so that offsets page in insertion order. */
   tiebreak: string;
   /** A `like` condition on column `c` (quoted) of `type`, with its one parameter as `?`. */
@@ -57,6 +59,7 @@ export const SQLITE: Dialect = {
   true: '1',
   false: '0',
   distinct: 'IS NOT',
+  abortsOnError: false,
   tiebreak: 'rowid ASC',
   like: (c) => `${c} LIKE ?`,
   serverStamps: false,

@@ -34,6 +34,7 @@ export const PG: Dialect = {
   true: 'TRUE',
   false: 'FALSE',
   distinct: 'IS DISTINCT FROM',
+  abortsOnError: true,
   tiebreak: '"_id" ASC',
   // SQLite's LIKE ignores ASCII case: ILIKE is the nearest (it also folds non-ASCII letters).
   // A timestamp is matched in the spelling the API shows, not Postgres's own.
