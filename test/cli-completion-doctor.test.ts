@@ -92,12 +92,13 @@ describe('svc doctor', () => {
       ['daemon', 'ok'],
       ['api key', 'ok'],
       ['port', 'ok'],
+      ['data', 'ok'],
       ['vault key', 'ok'],
       ['keychain', 'ok'],
     ]);
     expect(r.code).toBe(0);
     const human = await svc(['doctor'], { cwd: d.root, env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(d.root, '.user-config') } });
-    expect(human.stdout.trim().split('\n')).toHaveLength(8);
+    expect(human.stdout.trim().split('\n')).toHaveLength(9);
     expect(human.stdout).toMatch(/^✓ daemon {5}pid \d+ answers on http/m);
   });
 

@@ -4,6 +4,8 @@ import { SHOP } from './data-fixtures.js';
 import { onProvider, DATA_PROVIDERS } from './data-providers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
+import { checkData } from '../src/resources/system/doctor.js';
+import type { ProjectConfig } from '../src/config/schema.js';
 
 // What only the PostgreSQL provider has: isolation by the server's own privileges (each database a
 // schema and a login role), start-up errors, the server going away and coming back, the time limit
@@ -179,6 +181,20 @@ describe.skipIf(!url)('PostgreSQL provider: start-up and the server going away',
     const err = await start({ url: wrong.toString() }).then(() => null, (e: Error) => e);
     expect(err?.message).toMatch(/refused the login: check the user and password/);
     expect(err?.message).not.toMatch(/wrong-password/);
+  });
+
+  it('svc doctor checks the connection, version and rights, showing the URL masked', async () => {
+    const cfg = (u?: string) => ({ data: { provider: 'postgres', url: u } }) as unknown as ProjectConfig;
+    const ok = await checkData(cfg(url));
+    expect(ok).toMatchObject({ check: 'data', status: 'ok' });
+    expect(ok.detail).toMatch(/^PostgreSQL \d+ at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres: role postgres may create roles and schemas/);
+    expect(ok.detail).not.toContain(new URL(url).password);
+    expect((await checkData(cfg(), {})).status).toBe('fail');
+    const wrong = new URL(url);
+    wrong.password = 'nope-nope';
+    const bad = await checkData(cfg(wrong.toString()));
+    expect(bad).toMatchObject({ status: 'fail', detail: expect.stringMatching(/refused the login/) });
+    expect(bad.detail).not.toContain('nope-nope');
   });
 
   it('takes the URL from SVC_DATA_URL', async () => {

@@ -8,6 +8,7 @@ import { emit, style } from '../../cli/output.js';
 import { ApiError, SvcClient } from '../../client/client.js';
 import { CONFIG_FILE, formatIssues, loadConfig } from '../../config/load.js';
 import type { ProjectConfig } from '../../config/schema.js';
+import { checkServer, dataUrl, maskUrl } from '../data/pg/connect.js';
 import { readDaemonInfo, readLocalKey, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
 
 // `svc doctor`: what could stop svc from working here, one line per check, with the fix for each
@@ -180,13 +181,30 @@ export async function checkKeychain(): Promise<CheckResult> {
   }
 }
 
+/** Where application databases live; for PostgreSQL: the connection, the version, the admin's rights (the URL shown masked). */
+export async function checkData(config: ProjectConfig, env: NodeJS.ProcessEnv = process.env): Promise<CheckResult> {
+  if (config.data.provider !== 'postgres') return { check: 'data', status: 'ok', detail: 'SQLite files in .svc/data/' };
+  let url: string;
+  try {
+    url = dataUrl(config.data.url, env);
+  } catch (err) {
+    return { check: 'data', status: 'fail', detail: (err as Error).message, fix: 'set SVC_DATA_URL (or data.url) to postgres://user:password@host:5432/db' };
+  }
+  try {
+    const s = await checkServer(url, 5_000);
+    return { check: 'data', status: 'ok', detail: `PostgreSQL ${Math.floor(s.version / 10000)} at ${maskUrl(url)}: role ${s.user} may create roles and schemas in ${s.database}` };
+  } catch (err) {
+    return { check: 'data', status: 'fail', detail: (err as Error).message, fix: 'see docs/data.md, "PostgreSQL provider"' };
+  }
+}
+
 export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   const results: CheckResult[] = [checkNode(process.version)];
   const root = projectRoot(g);
   const project = checkProject(root);
   results.push(project.result);
   if (!root || !project.config) {
-    for (const check of ['state dir', 'daemon', 'api key', 'port', 'vault key']) results.push({ check, status: 'skip', detail: 'no valid project.json' });
+    for (const check of ['state dir', 'daemon', 'api key', 'port', 'data', 'vault key']) results.push({ check, status: 'skip', detail: 'no valid project.json' });
     results.push(await checkKeychain());
     return results;
   }
@@ -195,6 +213,7 @@ export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   results.push(daemon.result);
   results.push(await checkKey(root, daemon.info, g));
   results.push(await checkPort(project.config, daemon.info));
+  results.push(await checkData(project.config));
   results.push(await checkVault(root));
   results.push(await checkKeychain());
   return results;
@@ -213,7 +232,7 @@ export function formatChecks(results: CheckResult[]): string {
 }
 
 export function doctorCommand(): Command {
-  return new Command('doctor').description('Check the setup (Node, project.json, state dir, daemon, key, port, vault, keychain) and say how to fix what fails').action(
+  return new Command('doctor').description('Check the setup (Node, project.json, state dir, daemon, key, port, data provider, vault, keychain) and say how to fix what fails').action(
     localAction(async (g) => {
       const results = await runChecks(g);
       emit(Boolean(g.json), results, () => formatChecks(results));
