@@ -130,6 +130,12 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     expect(n.body.data.rows).toEqual([{ n: 1 }]);
   });
 
+  it('LIKE in raw SQL is case-sensitive (pinned: SQLite\'s ignores ASCII case; ILIKE does here)', async () => {
+    const q = (sql: string) => d.api('POST', '/api/v1/data/shop/query', { body: { sql } });
+    expect((await q("SELECT email FROM customers WHERE email LIKE 'A%'")).body.data.rows).toEqual([]);
+    expect((await q("SELECT email FROM customers WHERE email ILIKE 'A%'")).body.data.rows).toEqual([{ email: 'a@x.io' }]);
+  });
+
   it('bigint and numeric keep JSON numbers while exact, else decimal text', async () => {
     const r = await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 9007199254740991::bigint AS a, 9007199254740993::bigint AS b, 1.50 AS c, 12345678901234567890.5 AS e, avg(x) AS f FROM (VALUES (1), (2)) AS v(x)' } });
     expect(r.body.data.rows).toEqual([{ a: 9007199254740991, b: '9007199254740993', c: 1.5, e: '12345678901234567890.5', f: 1.5 }]);
