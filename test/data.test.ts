@@ -149,6 +149,13 @@ describeProviders('application databases', (p) => {
     await sql({ sql: "DELETE FROM customers WHERE email IN ('Like@x.io', 'élan@x.io')", mode: 'write' });
   });
 
+  it('a failing row of a many-row insert is named by its index, and none of the rows is kept', async () => {
+    const r = await tx([{ op: 'insert', table: 'customers', rows: [{ email: 'many1@x.io' }, { email: 'many2@x.io', name: 'n' }, { email: 'many1@x.io' }] }]);
+    expect(r.status).toBe(422);
+    expect(r.body.details[0].path).toBe('body.operations.0.rows.2.email');
+    expect((await sql({ sql: "SELECT count(*) AS n FROM customers WHERE email LIKE 'many%'" })).body.data.rows).toEqual([{ n: 0 }]);
+  });
+
   it('upserts on a unique column', async () => {
     const first = await tx([{ op: 'upsert', table: 'customers', values: { email: 'u@x.io', name: 'U1' }, onConflict: ['email'] }]);
     const second = await tx([{ op: 'upsert', table: 'customers', values: { email: 'u@x.io', name: 'U2' }, onConflict: ['email'] }]);

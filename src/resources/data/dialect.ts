@@ -18,6 +18,8 @@ export interface Dialect {
   false: string;
   /** `a IS DISTINCT FROM b`, as the dialect spells it. */
   distinct: string;
+  /** Rows of one insert go in one statement (RETURNING them in order); serverStamps only. */
+  multiRowInsert: boolean;
   /** A failed statement aborts the transaction: no statement may follow it. */
   abortsOnError: boolean;
   /** The last ORDER BY term of a `list`, so that offsets page in insertion order. */
@@ -60,6 +62,7 @@ export const SQLITE: Dialect = {
   false: '0',
   distinct: 'IS NOT',
   abortsOnError: false,
+  multiRowInsert: false,
   tiebreak: 'rowid ASC',
   like: (c) => `${c} LIKE ?`,
   serverStamps: false,

@@ -35,6 +35,7 @@ export const PG: Dialect = {
   false: 'FALSE',
   distinct: 'IS DISTINCT FROM',
   abortsOnError: true,
+  multiRowInsert: true,
   tiebreak: '"_id" ASC',
   // SQLite's LIKE ignores ASCII case: ILIKE is the nearest (it also folds non-ASCII letters).
   // A timestamp is matched in the spelling the API shows, not Postgres's own.
