@@ -100,6 +100,16 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     }
   });
 
+  it('idempotency records are kept 24 h: an older one is not replayed', async () => {
+    const body = { operations: [{ op: 'list', table: 'customers' }], idempotencyKey: 'ttl-1' };
+    const tx = () => d.api('POST', '/api/v1/data/shop/transactions', { body });
+    expect((await tx()).headers.get('idempotent-replayed')).toBeNull();
+    expect((await tx()).headers.get('idempotent-replayed')).toBe('true');
+    await superuser((c) => c.query(`UPDATE "svc_${hex(shop)}_m"._svc_idempotency SET created_at = created_at - $1 WHERE key = 'ttl-1'`, [24 * 3600 * 1000 + 1000]));
+    expect((await tx()).headers.get('idempotent-replayed')).toBeNull();
+    expect((await tx()).headers.get('idempotent-replayed')).toBe('true');
+  });
+
   it('deleting a database drops its schemas and its role', async () => {
     const id = (await d.api('POST', '/api/v1/data', { body: { name: 'gone', schema: SHOP } })).body.data.id;
     await d.api('POST', '/api/v1/data/gone/transactions', { body: { operations: [{ op: 'list', table: 'customers' }] } });
