@@ -37,7 +37,7 @@ function freePort() {
 
 /**
  * Starts one, or says why it cannot (no PostgreSQL on this machine).
- * @returns {Promise<{ url: string, stop(): void } | { skip: string }>}
+ * @returns {Promise<{ url: string, stop(): void, halt(): void, start(): void } | { skip: string }>}
  */
 export async function startThrowawayPostgres() {
   const bin = findPgBin();
@@ -64,11 +64,12 @@ export async function startThrowawayPostgres() {
   const run = (file, args) =>
     asRoot ? execFileSync('runuser', ['-u', 'postgres', '--', join(bin, file), ...args], { stdio: 'pipe' }) : execFileSync(join(bin, file), args, { stdio: 'pipe' });
   const port = await freePort();
+  const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+  const start = () => run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start']);
   try {
     // Passwords over TCP (the daemon logs in with them), none on the private socket.
     run('initdb', ['-D', data, '-U', 'postgres', '--pwfile', join(dir, 'pw'), '--auth-host=scram-sha-256', '--auth-local=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
-    const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
-    run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start']);
+    start();
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     const e = /** @type {{ stderr?: Buffer, message: string }} */ (err);
@@ -76,6 +77,11 @@ export async function startThrowawayPostgres() {
   }
   return {
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    /** Stops the server but keeps its data (start() brings it back on the same port). */
+    halt() {
+      run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+    },
+    start,
     stop() {
       try {
         run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);

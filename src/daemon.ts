@@ -24,6 +24,9 @@ import { wireApprovals } from './resources/approvals/service.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { DATA_BACKEND, reconcile } from './resources/data/service.js';
 import { DATA_RUNNER, removeOrphanFiles, SqliteBackend } from './resources/data/sqlite-backend.js';
+import type { DatabaseState } from './resources/data/backend.js';
+import { PgBackend } from './resources/data/pg/backend.js';
+import { checkServer, dataUrl, maskUrl } from './resources/data/pg/connect.js';
 import { allIds } from './resources/data/store.js';
 import { DataRunner } from './resources/data/sql-runner.js';
 import { reapOrphanWorkers, WorkerRecords } from './resources/data/orphans.js';
@@ -251,6 +254,22 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       onPruned: (counts) => log.debug('pruned old state', counts),
     });
     startWorker(app.services.provide(PRUNER, pruner));
+    if (config.data.provider === 'postgres') {
+      // Application databases on a PostgreSQL server: a schema and a login role each (pg/backend.ts).
+      const url = dataUrl(config.data.url, env);
+      await checkServer(url, 5_000);
+      const pgBackend = new PgBackend({
+        url,
+        log,
+        statementTimeoutMs: () => config.data.statementTimeoutMs,
+        pool: config.data.pool,
+        onOpened: guarded(log, 'updating the database registry', (id: string, state: DatabaseState) => reconcile(app, id, state)),
+      });
+      startWorker(pgBackend);
+      await pgBackend.hardenPublic();
+      app.services.provide(DATA_BACKEND, pgBackend);
+      log.info('application databases on PostgreSQL', { url: maskUrl(url) });
+    } else {
     // Application databases: one child process per open database, so that caller SQL can be
     // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
     removeOrphanFiles(paths.data, new Set(allIds(db)));
@@ -268,6 +287,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     });
     startWorker(app.services.provide(DATA_RUNNER, runner));
     app.services.provide(DATA_BACKEND, new SqliteBackend(runner, paths.data));
+    }
   } catch (err) {
     return abort(err);
   }
@@ -310,11 +330,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return;
     }
     const before = config.server;
+    const dataBefore = config.data;
     config = result.config;
     keys = buildKeys(config, env.SERVICE_API_KEY, localKey);
     const revoked = streams.revoke(new Set(keys.map((k) => k.digest.toString('hex'))));
     if (revoked) log.info('closed event streams of removed keys', { count: revoked });
     for (const w of result.warnings) log.warn('project.json', { warning: w });
+    if (dataBefore.provider !== config.data.provider || dataBefore.url !== config.data.url) {
+      log.warn('data.provider and data.url apply at the next restart', { provider: config.data.provider });
+    }
     if (before.host !== config.server.host || before.port !== config.server.port) {
       log.warn('server.host and server.port apply at the next restart', { host: config.server.host, port: config.server.port });
     }

@@ -92,14 +92,14 @@ describe('svc doctor', () => {
       ['daemon', 'ok'],
       ['api key', 'ok'],
       ['port', 'ok'],
+      ['data', 'ok'],
       ['vault key', 'ok'],
-      ['data provider', 'ok'],
       ['keychain', 'ok'],
     ]);
     expect(r.code).toBe(0);
     const human = await svc(['doctor'], { cwd: d.root, env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(d.root, '.user-config') } });
     expect(human.stdout.trim().split('\n')).toHaveLength(9);
-    expect(human.stdout).toMatch(/^✓ daemon {9}pid \d+ answers on http/m);
+    expect(human.stdout).toMatch(/^✓ daemon {5}pid \d+ answers on http/m);
   });
 
   it('node: too old fails with the fix', () => {
@@ -194,19 +194,19 @@ describe('svc doctor: the Postgres provider\'s server', () => {
   const pgUrl = inject('pgUrl');
   const check = async (config: Record<string, unknown>, env: Record<string, string> = {}) => {
     const r = await svc(['doctor', '--json'], { cwd: makeProject({ data: config }), env: { SVC_KEYCHAIN: 'off', ...env } });
-    return { out: r.stdout, result: (JSON.parse(r.stdout) as CheckResult[]).find((x) => x.check === 'data provider')! };
+    return { out: r.stdout, result: (JSON.parse(r.stdout) as CheckResult[]).find((x) => x.check === 'data')! };
   };
 
   it.skipIf(!pgUrl)('connects with SVC_DATA_URL, names the version and the role\'s rights, and never shows the password', async () => {
     const password = decodeURIComponent(new URL(pgUrl).password);
     const ok = await check({ provider: 'postgres' }, { SVC_DATA_URL: pgUrl });
-    expect(ok.result).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^postgres at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres: PostgreSQL \d+/) });
+    expect(ok.result).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^PostgreSQL \d+ at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres: role postgres may create roles and schemas/) });
     expect(ok.out).not.toContain(password);
 
     const wrong = new URL(pgUrl);
     wrong.password = 'not-the-password';
     const refused = await check({ provider: 'postgres' }, { SVC_DATA_URL: wrong.toString() });
-    expect(refused.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('password authentication failed') });
+    expect(refused.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('the server refused the login') });
     expect(refused.out).not.toContain('not-the-password');
 
     // A role that may log in but not create roles: the right it lacks is named.
@@ -219,14 +219,14 @@ describe('svc doctor: the Postgres provider\'s server', () => {
     weak.username = 'doctor_weak';
     weak.password = 'weak-password-123';
     const lacking = await check({ provider: 'postgres', url: weak.toString() });
-    expect(lacking.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('lacks CREATEROLE and CREATE on the database'), fix: expect.stringContaining('docs/data.md') });
+    expect(lacking.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('may not create roles (CREATEROLE)'), fix: expect.stringContaining('docs/data.md') });
     expect(lacking.out).not.toContain('weak-password-123');
   });
 
   it('says what is missing when no URL is set, and when nothing answers', async () => {
-    expect((await check({ provider: 'postgres' })).result).toMatchObject({ status: 'fail', detail: 'postgres, but no URL', fix: expect.stringContaining('SVC_DATA_URL') });
+    expect((await check({ provider: 'postgres' })).result).toMatchObject({ status: 'fail', detail: expect.stringContaining('there is no server URL'), fix: expect.stringContaining('SVC_DATA_URL') });
     const down = await check({ provider: 'postgres' }, { SVC_DATA_URL: 'postgres://svc:secret-pw@127.0.0.1:1/app' });
-    expect(down.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('cannot connect to postgres://svc:***@127.0.0.1:1/app') });
+    expect(down.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('Cannot use PostgreSQL at postgres://svc:***@127.0.0.1:1/app: the connection was refused') });
     expect(down.out).not.toContain('secret-pw');
   });
 });

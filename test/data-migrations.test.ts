@@ -1,15 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHOP } from './data-fixtures.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
+import { describeProviders, onProvider } from './data-providers.js';
 import { runCase } from './scenarios.js';
 
 // Structured migrations over HTTP: applied atomically, schemaVersion + 1, replay by id and checksum.
 
-describe('database migrations', () => {
+describeProviders('database migrations', (p) => {
   let d: TestDaemon;
   let id = '';
   beforeAll(async () => {
-    d = await startTestDaemon();
+    d = await startTestDaemon({ config: onProvider(p) });
     const r = await d.api('POST', '/api/v1/data', { body: { name: 'shop', schema: SHOP } });
     id = r.body.data.id;
     await d.api('POST', '/api/v1/data/shop/transactions', { body: { operations: [{ op: 'insert', table: 'customers', rows: [{ email: 'a@x.io', name: 'A' }, { email: 'b@x.io', name: 'A' }] }] } });

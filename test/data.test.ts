@@ -4,17 +4,19 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { SHOP } from './data-fixtures.js';
+import { describeProviders, onProvider } from './data-providers.js';
 import { runCase, type ApiCase } from './scenarios.js';
 
-// Application databases over HTTP against real files: databases, batches, errors and limits.
+// Application databases over HTTP, on each provider (SQLite files, a real PostgreSQL): databases,
+// batches, errors and limits. What only one provider has (files, schemas) is tested on it alone.
 
 const dataFiles = (d: TestDaemon) => readdirSync(join(d.root, '.svc', 'data')).filter((f) => f.endsWith('.sqlite'));
 
-describe('application databases', () => {
+describeProviders('application databases', (p) => {
   let d: TestDaemon;
   let shopId = '';
   beforeAll(async () => {
-    d = await startTestDaemon();
+    d = await startTestDaemon({ config: onProvider(p) });
   });
   afterAll(async () => {
     await d.close();
@@ -74,7 +76,7 @@ describe('application databases', () => {
     expect(table.body.details).toEqual([{ path: 'body.schema.tables.sqlite_t', message: 'invalid name: names starting with sqlite_ are reserved' }]);
   });
 
-  it('keeps one private WAL file per database', async () => {
+  it.skipIf(p.name !== 'sqlite')('keeps one private WAL file per database', async () => {
     const file = join(d.root, '.svc', 'data', `${shopId}.sqlite`);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(statSync(join(d.root, '.svc', 'data')).mode & 0o777).toBe(0o700);
@@ -135,6 +137,23 @@ describe('application databases', () => {
     const gone = await tx([{ op: 'get', table: 'customers', id: alice }, { op: 'delete', table: 'customers', id: alice }]);
     expect(gone.status).toBe(409);
     expect(gone.body.details[0].path).toBe('body.operations.1.id');
+  });
+
+  it('like ignores ASCII case on both providers; non-ASCII letters only on Postgres (ILIKE) — pinned in docs/data.md', async () => {
+    await tx([{ op: 'insert', table: 'customers', rows: [{ email: 'Like@x.io' }, { email: 'élan@x.io' }] }]);
+    const r = await tx([
+      { op: 'list', table: 'customers', filter: { email: { like: 'like@%' } } },
+      { op: 'list', table: 'customers', filter: { email: { like: 'ÉLAN@%' } } },
+    ]);
+    expect(r.body.data.map((x: any) => x.total)).toEqual([1, p.name === 'postgres' ? 1 : 0]);
+    await sql({ sql: "DELETE FROM customers WHERE email IN ('Like@x.io', 'élan@x.io')", mode: 'write' });
+  });
+
+  it('a failing row of a many-row insert is named by its index, and none of the rows is kept', async () => {
+    const r = await tx([{ op: 'insert', table: 'customers', rows: [{ email: 'many1@x.io' }, { email: 'many2@x.io', name: 'n' }, { email: 'many1@x.io' }] }]);
+    expect(r.status).toBe(422);
+    expect(r.body.details[0].path).toBe('body.operations.0.rows.2.email');
+    expect((await sql({ sql: "SELECT count(*) AS n FROM customers WHERE email LIKE 'many%'" })).body.data.rows).toEqual([{ n: 0 }]);
   });
 
   it('upserts on a unique column', async () => {
@@ -207,11 +226,11 @@ describe('application databases', () => {
     expect((await tx([get], { extra: 1 })).status).toBe(400);
   });
 
-  it('deletes with expectedVersion (pattern, mismatch) and removes the file', async () => {
+  it('deletes with expectedVersion (pattern, mismatch) and removes the file (SQLite; Postgres: data-postgres.test.ts)', async () => {
     const made = await d.api('POST', '/api/v1/data', { body: { name: 'gone', schema: SHOP } });
     const file = join(d.root, '.svc', 'data', `${made.body.data.id}.sqlite`);
     await tx([{ op: 'list', table: 'customers' }], {}, 'gone');
-    expect(existsSync(file)).toBe(true);
+    expect(existsSync(file)).toBe(p.name === 'sqlite');
     expect((await d.api('DELETE', '/api/v1/data/gone?expectedVersion=01')).status).toBe(400);
     expect((await d.api('DELETE', '/api/v1/data/gone?expectedVersion=0')).status).toBe(400);
     expect((await d.api('DELETE', '/api/v1/data/gone?expectedVersion=x')).status).toBe(400);
@@ -227,7 +246,7 @@ describe('application databases', () => {
       events: [{ name: 'data:deleted', data: { id: made.body.data.id, name: 'gone' } }],
     });
     expect(existsSync(file)).toBe(false);
-    expect(dataFiles(d).some((f) => f.startsWith(made.body.data.id))).toBe(false);
+    if (p.name === 'sqlite') expect(dataFiles(d).some((f) => f.startsWith(made.body.data.id))).toBe(false);
     expect((await d.api('GET', '/api/v1/data/gone')).status).toBe(404);
   });
 
@@ -239,21 +258,6 @@ describe('application databases', () => {
     expect(next).toBeTruthy();
     const rest = await d.api('GET', `/api/v1/data?limit=200&cursor=${next}`);
     expect(rest.body.data.map((x: any) => x.name)).not.toContain(page.body.data[0].name);
-  });
-});
-
-describe('data.provider', () => {
-  it('postgres, which this build does not serve, is a clear 503 rather than SQLite in disguise', async () => {
-    const d = await startTestDaemon({ config: { data: { provider: 'postgres', url: 'postgres://localhost/x' } } });
-    try {
-      const r = await d.api('POST', '/api/v1/data', { body: { name: 'shop', schema: SHOP } });
-      expect(r.status).toBe(503);
-      expect(r.body).toMatchObject({ code: 'data_unavailable' });
-      expect(r.body.error).toMatch(/postgres/);
-      expect((await d.api('GET', '/api/v1/data')).status).toBe(503);
-    } finally {
-      await d.close();
-    }
   });
 });
 

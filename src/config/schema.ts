@@ -87,8 +87,23 @@ export const ProjectConfigSchema = z.object({
     .prefault({}),
   data: z
     .strictObject({
-      provider: z.enum(['sqlite', 'postgres']).default('sqlite').describe('Where application databases live: sqlite (files in .svc/data/); postgres is not built yet (503).'),
-      url: z.string().optional().describe('The PostgreSQL URL, for provider postgres.'),
+      provider: z
+        .enum(['sqlite', 'postgres'])
+        .default('sqlite')
+        .describe('Where application databases live: sqlite (files in .svc/data/, the default) or postgres (a schema and a login role per database on a PostgreSQL 13+ server); applies at the next start.'),
+      url: z
+        .string()
+        .optional()
+        .describe("The PostgreSQL admin role's URL (postgres://user:password@host:5432/db), for provider postgres; else $SVC_DATA_URL. Prefer the environment variable: the URL holds a password. Never logged (shown masked)."),
+      pool: z
+        .strictObject({
+          admin: z.int().min(1).max(64).default(4).describe('Connections of the admin role (provisioning, migrations; never caller SQL).'),
+          perDatabase: z.int().min(1).max(64).default(4).describe("Connections of one database's own role at most (its CONNECTION LIMIT is one more)."),
+          idleMs: z.int().min(1_000).max(3_600_000).default(10_000).describe('An idle connection is closed after this long.'),
+          openDatabases: z.int().min(1).max(10_000).default(32).describe('Databases with a pool at once; past it the least recently used pool is closed (connections at most: admin + openDatabases × perDatabase).'),
+        })
+        .prefault({})
+        .describe('Connection pools of provider postgres.'),
       statementTimeoutMs: z.int().min(100).max(600_000).default(5_000).describe('A caller statement running longer is stopped (503 data_unavailable).'),
       maxWorkers: z
         .int()

@@ -1,4 +1,5 @@
 import { SYSTEM_COLUMNS, type ColumnDefT, type IndexDefT, type SchemaDefT, type TableDefT } from './schema.js';
+import { q, SQLITE, type Dialect } from './dialect.js';
 import { literal, ValueError } from './values.js';
 
 // A database's schema as SQL. Identifiers reach SQL only after schema.ts checked them against
@@ -14,60 +15,21 @@ export class SchemaError extends Error {
   }
 }
 
-export const q = (ident: string): string => `"${ident.replace(/"/g, '""')}"`;
+export { q };
 
-const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
-// A random (v4) UUID for rows inserted through raw SQL without an _id; the batch API writes v7 ids.
-const UUID_DEFAULT = `lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`;
-
-const SQL_TYPE = { text: 'TEXT', integer: 'INTEGER', number: 'REAL', boolean: 'INTEGER', timestamp: 'TEXT', uuid: 'TEXT', json: 'TEXT' } as const;
-
-/** The column's checks, named after the column so that a failure names it. */
-function checkOf(name: string, col: ColumnDefT): string {
-  const c = q(name);
-  switch (col.type) {
-    case 'boolean':
-      return ` CONSTRAINT ${c} CHECK (${c} IN (0, 1))`;
-    case 'json':
-      return ` CONSTRAINT ${c} CHECK (json_valid(${c}))`;
-    case 'uuid':
-      return ` CONSTRAINT ${c} CHECK (length(${c}) = 36)`;
-    case 'timestamp':
-      return ` CONSTRAINT ${c} CHECK (${c} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]*')`;
-    default:
-      return '';
-  }
-}
-
-export function columnSql(name: string, col: ColumnDefT): string {
-  let s = `${q(name)} ${SQL_TYPE[col.type]}`;
+export function columnSql(name: string, col: ColumnDefT, d: Dialect = SQLITE): string {
+  let s = `${q(name)} ${d.columnType[col.type]}`;
   if (!col.nullable) s += ' NOT NULL';
   if (col.unique) s += ' UNIQUE';
-  if (col.default !== undefined) s += ` DEFAULT ${literal(col, col.default)}`;
-  s += checkOf(name, col);
+  if (col.default !== undefined) s += ` DEFAULT ${d.literal(col, col.default)}`;
+  s += d.check(name, col);
   if (col.references) s += ` REFERENCES ${q(col.references.table)} (${q(col.references.column)})`;
   return s;
 }
 
-export function createTableSql(table: string, def: TableDefT): string[] {
-  const cols = [
-    `"_id" TEXT PRIMARY KEY NOT NULL DEFAULT (${UUID_DEFAULT})`,
-    `"_version" INTEGER NOT NULL DEFAULT 1`,
-    `"_created_at" TEXT NOT NULL DEFAULT (${NOW})`,
-    `"_updated_at" TEXT NOT NULL DEFAULT (${NOW})`,
-    ...Object.entries(def.columns).map(([n, c]) => columnSql(n, c)),
-  ];
-  return [`CREATE TABLE ${q(table)} (\n  ${cols.join(',\n  ')}\n) STRICT`, ...triggerSql(table), ...(def.indexes ?? []).map((ix) => indexSql(table, ix))];
-}
-
-/**
- * Raw SQL may update rows without touching _version: the trigger bumps it (and _updated_at), so
- * an optimistic `expectedVersion` check never passes over a change it did not see.
- */
-export function triggerSql(table: string): string[] {
-  return [
-    `CREATE TRIGGER ${q(`_svc_${table}_version`)} AFTER UPDATE ON ${q(table)} FOR EACH ROW WHEN NEW."_version" = OLD."_version" BEGIN UPDATE ${q(table)} SET "_version" = OLD."_version" + 1, "_updated_at" = ${NOW} WHERE rowid = NEW.rowid; END`,
-  ];
+export function createTableSql(table: string, def: TableDefT, d: Dialect = SQLITE): string[] {
+  const cols = [...d.systemColumns, ...Object.entries(def.columns).map(([n, c]) => columnSql(n, c, d))];
+  return [`CREATE TABLE ${q(table)} (\n  ${cols.join(',\n  ')}\n)${d.tableOptions}`, ...d.tableTriggers(table), ...(def.indexes ?? []).map((ix) => indexSql(table, ix))];
 }
 
 /**

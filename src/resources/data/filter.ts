@@ -1,4 +1,4 @@
-import { q } from './ddl.js';
+import { q, SQLITE, type Dialect } from './dialect.js';
 import { LIMITS, type ColumnType, type OrderByT, type TableDefT } from './schema.js';
 import { encode, ValueError, type SqlValue } from './values.js';
 
@@ -17,10 +17,10 @@ export class FilterError extends Error {
 }
 
 export interface CompiledList {
-  /** A boolean SQL expression ('1' when there is no filter). */
+  /** A boolean SQL expression (the dialect's true when there is no filter). */
   where: string;
   params: SqlValue[];
-  /** ORDER BY terms, always ending with rowid so that offsets page stably. */
+  /** ORDER BY terms, always ending with the dialect's tiebreak so that offsets page stably. */
   orderBy: string;
 }
 
@@ -35,7 +35,7 @@ export function columnType(table: TableDefT, column: string): ColumnType | undef
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export function compileList(tableName: string, table: TableDefT, filter: Record<string, unknown> | undefined, orderBy: OrderByT | undefined): CompiledList {
+export function compileList(tableName: string, table: TableDefT, filter: Record<string, unknown> | undefined, orderBy: OrderByT | undefined, d: Dialect = SQLITE): CompiledList {
   const params: SqlValue[] = [];
   let terms = 0;
 
@@ -71,7 +71,7 @@ export function compileList(tableName: string, table: TableDefT, filter: Record<
           parts.push(v === null ? `${c} IS NULL` : `${c} = ${bind(type, v, p)}`);
           break;
         case 'ne':
-          parts.push(v === null ? `${c} IS NOT NULL` : `${c} IS NOT ${bind(type, v, p)}`);
+          parts.push(v === null ? `${c} IS NOT NULL` : `${c} ${d.distinct} ${bind(type, v, p)}`);
           break;
         case 'gt':
         case 'gte':
@@ -90,14 +90,14 @@ export function compileList(tableName: string, table: TableDefT, filter: Record<
           const alts: string[] = [];
           if (binds.length) alts.push(`${c} IN (${binds.join(', ')})`);
           if (binds.length !== v.length) alts.push(`${c} IS NULL`);
-          parts.push(alts.length ? `(${alts.join(' OR ')})` : '0');
+          parts.push(alts.length ? `(${alts.join(' OR ')})` : d.false);
           break;
         }
         case 'like':
           if (typeof v !== 'string') throw new FilterError(p, 'must be a string pattern (% and _ are wildcards)');
           if (type !== 'text' && type !== 'uuid' && type !== 'timestamp' && type !== 'json') throw new FilterError(p, `like does not apply to a ${type} column`);
           params.push(v);
-          parts.push(`${c} LIKE ?`);
+          parts.push(d.like(c, type));
           break;
         case 'isNull':
           if (typeof v !== 'boolean') throw new FilterError(p, 'must be true or false');
@@ -126,17 +126,17 @@ export function compileList(tableName: string, table: TableDefT, filter: Record<
       if (++terms > MAX_TERMS) throw new FilterError(p, `a filter may have at most ${MAX_TERMS} conditions`);
       parts.push(condition(key, type, f[key], p));
     }
-    if (!parts.length) return '1';
+    if (!parts.length) return d.true;
     return parts.length === 1 ? parts[0]! : `(${parts.join(' AND ')})`;
   }
 
-  const where = filter === undefined ? '1' : group(filter, 'filter', 0);
+  const where = filter === undefined ? d.true : group(filter, 'filter', 0);
 
   const order: string[] = [];
   (orderBy ?? []).forEach((o, i) => {
     if (!columnType(table, o.column)) throw new FilterError(`orderBy.${i}.column`, `table ${tableName} has no column ${o.column}`);
     order.push(`${q(o.column)} ${o.direction === 'desc' ? 'DESC' : 'ASC'}`);
   });
-  order.push('rowid ASC');
+  order.push(d.tiebreak);
   return { where, params, orderBy: order.join(', ') };
 }

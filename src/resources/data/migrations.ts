@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../../kernel/errors.js';
 import { checkColumn, checkSchema, columnSql, createTableSql, indexName, indexSql, objectNames, q, SchemaError } from './ddl.js';
+import { SQLITE, type Dialect } from './dialect.js';
 import { canonicalJson } from './idempotency.js';
 import { LIMITS, type MigrationInT, type SchemaDefT, type StepT, type TableDefT } from './schema.js';
 
@@ -18,13 +19,13 @@ export function migrationChecksum(m: MigrationInT): string {
 const bad = (i: number, field: string, message: string): AppError =>
   new AppError('data_invalid', `steps[${i}]: ${message}.`, { details: [{ path: `body.steps.${i}${field ? `.${field}` : ''}`, message }] });
 
-export function planMigration(schema: SchemaDefT, m: MigrationInT): { schema: SchemaDefT; ddl: string[] } {
+export function planMigration(schema: SchemaDefT, m: MigrationInT, d: Dialect = SQLITE): { schema: SchemaDefT; ddl: string[] } {
   const next: SchemaDefT = structuredClone(schema);
   const ddl: string[] = [];
   m.steps.forEach((step, i) => {
     if (DESTRUCTIVE.has(step.op) && !m.allowDestructive) throw bad(i, 'op', `${step.op} removes data; send allowDestructive: true to apply it`);
     try {
-      applyStep(next, step, i, ddl);
+      applyStep(next, step, i, ddl, d);
     } catch (err) {
       if (err instanceof SchemaError) throw bad(i, err.path, err.message);
       throw err;
@@ -57,7 +58,7 @@ function referrers(schema: SchemaDefT, table: string, column?: string): string[]
   return out;
 }
 
-function applyStep(schema: SchemaDefT, step: StepT, _i: number, ddl: string[]): void {
+function applyStep(schema: SchemaDefT, step: StepT, _i: number, ddl: string[], d: Dialect): void {
   switch (step.op) {
     case 'addTable': {
       if (objectNames(schema).has(step.table)) throw new SchemaError('table', `the name ${step.table} is already used by a table or index`);
@@ -69,7 +70,7 @@ function applyStep(schema: SchemaDefT, step: StepT, _i: number, ddl: string[]): 
       const def: TableDefT = { columns: step.definition.columns, ...(indexes.length ? { indexes } : {}) };
       schema.tables[step.table] = def;
       for (const [c, col] of Object.entries(def.columns)) checkColumn(schema, c, col, `definition.columns.${c}`);
-      ddl.push(...createTableSql(step.table, def));
+      ddl.push(...createTableSql(step.table, def, d));
       return;
     }
     case 'addColumn': {
@@ -82,7 +83,7 @@ function applyStep(schema: SchemaDefT, step: StepT, _i: number, ddl: string[]): 
       def.columns[step.column] = col;
       checkColumn(schema, step.column, col, 'definition');
       // SQLite cannot add a UNIQUE column; a unique index gives the same guarantee.
-      ddl.push(`ALTER TABLE ${q(step.table)} ADD COLUMN ${columnSql(step.column, { ...col, unique: false })}`);
+      ddl.push(`ALTER TABLE ${q(step.table)} ADD COLUMN ${columnSql(step.column, { ...col, unique: false }, d)}`);
       if (col.unique) ddl.push(`CREATE UNIQUE INDEX ${q(`_svc_${step.table}_${step.column}_unique`)} ON ${q(step.table)} (${q(step.column)})`);
       return;
     }
@@ -114,6 +115,7 @@ function applyStep(schema: SchemaDefT, step: StepT, _i: number, ddl: string[]): 
         for (const col of Object.values(t.columns)) if (col.references?.table === step.table && col.references.column === step.from) col.references = { ...col.references, column: step.to };
       }
       ddl.push(`ALTER TABLE ${q(step.table)} RENAME COLUMN ${q(step.from)} TO ${q(step.to)}`);
+      ddl.push(...d.renamed(step.table, step.from, step.to, def.columns[step.to]!));
       return;
     }
     case 'dropColumn': {

@@ -17,9 +17,8 @@ import * as store from './store.js';
 /** Where application databases live (data.provider, chosen at start), wired in daemon.ts. */
 export const DATA_BACKEND = serviceKey<DataBackend>('data.backend');
 
+/** The provider chosen at start (a change of data.provider applies at the next start). */
 function backend(app: App): DataBackend {
-  const provider = app.config().data.provider;
-  if (provider !== 'sqlite') throw new AppError('data_unavailable', `The data provider "${provider}" is not available in this build; set data.provider to "sqlite".`);
   return app.services.get(DATA_BACKEND);
 }
 
@@ -33,7 +32,6 @@ export function reconcile(app: App, id: string, state: DatabaseState): void {
 }
 
 export function resolve(app: App, ref: string): Database {
-  backend(app);
   const d = UUID_RE.test(ref) ? store.getById(app.db, ref) : store.getByName(app.db, ref);
   if (!d) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
   return d;
@@ -74,7 +72,6 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
 const nameTaken = (name: string) => new AppError('data_conflict', `A database named ${name} already exists.`, { details: [{ path: 'body.name', message: 'already exists' }] });
 
 export function listDatabases(app: App, p: Principal | null, q: { limit: number; cursor?: string }): Page<Database> {
-  backend(app);
   const rows = store.listDatabases(app.db, { after: q.cursor, limit: q.limit + 1 });
   const page = toPage(rows, q.limit, (d) => d.id);
   return { items: page.items.filter((d) => canSee(p, d)).map((d) => visible(p, d)), next: page.next };

@@ -8,7 +8,6 @@ import { emit, style } from '../../cli/output.js';
 import { ApiError, SvcClient } from '../../client/client.js';
 import { CONFIG_FILE, formatIssues, loadConfig } from '../../config/load.js';
 import type { ProjectConfig } from '../../config/schema.js';
-import { maskUrl } from '../../lib/url-mask.js';
 import { readDaemonInfo, readLocalKey, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
 
 // `svc doctor`: what could stop svc from working here, one line per check, with the fix for each
@@ -181,43 +180,22 @@ export async function checkKeychain(): Promise<CheckResult> {
   }
 }
 
-/** PostgreSQL 13 is the oldest the Postgres provider supports. */
-const MIN_PG = 130000;
-
-/**
- * The Postgres provider's server: reachable with the configured URL, new enough, and the URL's role
- * allowed to make what each application database needs (a schema, and a login role of its own).
- */
-export async function checkDataProvider(config: ProjectConfig): Promise<CheckResult> {
-  if (config.data.provider !== 'postgres') return { check: 'data provider', status: 'ok', detail: 'sqlite: application databases are files in .svc/data/' };
-  const { env } = io();
-  const url = config.data.url ?? env.SVC_DATA_URL;
-  if (!url) return { check: 'data provider', status: 'fail', detail: 'postgres, but no URL', fix: 'set SVC_DATA_URL in the daemon\'s environment (or data.url in project.json, without a password in it)' };
-  const shown = maskUrl(url);
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  // A connection that fails later (the server going away) must not crash the CLI.
-  client.on('error', () => {});
+/** Where application databases live; for PostgreSQL: the connection, the version, the admin's rights (the URL shown masked). */
+export async function checkData(config: ProjectConfig, env: NodeJS.ProcessEnv = io().env as NodeJS.ProcessEnv): Promise<CheckResult> {
+  if (config.data.provider !== 'postgres') return { check: 'data', status: 'ok', detail: 'SQLite files in .svc/data/' };
+  // Loaded only here: the driver would slow the start of every other command.
+  const { checkServer, dataUrl, maskUrl } = await import('../data/pg/connect.js');
+  let url: string;
   try {
-    await client.connect();
-  } catch (e) {
-    return { check: 'data provider', status: 'fail', detail: `cannot connect to ${shown}: ${(e as Error).message}`, fix: 'check the URL, that the server runs and accepts this login (pg_hba.conf)' };
+    url = dataUrl(config.data.url, env);
+  } catch (err) {
+    return { check: 'data', status: 'fail', detail: (err as Error).message, fix: 'set SVC_DATA_URL (or data.url) to postgres://user:password@host:5432/db' };
   }
   try {
-    const { rows } = await client.query<{ version: string; num: string; createrole: boolean; create: boolean }>(
-      `SELECT current_setting('server_version') AS version, current_setting('server_version_num') AS num,
-              (SELECT rolcreaterole OR rolsuper FROM pg_roles WHERE rolname = current_user) AS createrole,
-              has_database_privilege(current_database(), 'CREATE') AS create`,
-    );
-    const r = rows[0]!;
-    if (Number(r.num) < MIN_PG) return { check: 'data provider', status: 'fail', detail: `${shown} runs PostgreSQL ${r.version}; 13 or newer is needed`, fix: 'upgrade the server, or use data.provider "sqlite"' };
-    const missing = [...(r.createrole ? [] : ['CREATEROLE']), ...(r.create ? [] : ['CREATE on the database'])];
-    if (missing.length) {
-      return { check: 'data provider', status: 'fail', detail: `${shown} (PostgreSQL ${r.version}): its role lacks ${missing.join(' and ')}`, fix: 'grant them (docs/data.md has the script that creates the role svc needs)' };
-    }
-    return { check: 'data provider', status: 'ok', detail: `postgres at ${shown}: PostgreSQL ${r.version}, its role may create schemas and roles` };
-  } finally {
-    await client.end().catch(() => undefined);
+    const s = await checkServer(url, 5_000);
+    return { check: 'data', status: 'ok', detail: `PostgreSQL ${Math.floor(s.version / 10000)} at ${maskUrl(url)}: role ${s.user} may create roles and schemas in ${s.database}` };
+  } catch (err) {
+    return { check: 'data', status: 'fail', detail: (err as Error).message, fix: 'see docs/data.md, "PostgreSQL provider"' };
   }
 }
 
@@ -227,7 +205,7 @@ export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   const project = checkProject(root);
   results.push(project.result);
   if (!root || !project.config) {
-    for (const check of ['state dir', 'daemon', 'api key', 'port', 'vault key', 'data provider']) results.push({ check, status: 'skip', detail: 'no valid project.json' });
+    for (const check of ['state dir', 'daemon', 'api key', 'port', 'data', 'vault key']) results.push({ check, status: 'skip', detail: 'no valid project.json' });
     results.push(await checkKeychain());
     return results;
   }
@@ -236,8 +214,8 @@ export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   results.push(daemon.result);
   results.push(await checkKey(root, daemon.info, g));
   results.push(await checkPort(project.config, daemon.info));
+  results.push(await checkData(project.config));
   results.push(await checkVault(root));
-  results.push(await checkDataProvider(project.config));
   results.push(await checkKeychain());
   return results;
 }
@@ -255,7 +233,7 @@ export function formatChecks(results: CheckResult[]): string {
 }
 
 export function doctorCommand(): Command {
-  return new Command('doctor').description('Check the setup (Node, project.json, state dir, daemon, key, port, vault, keychain) and say how to fix what fails').action(
+  return new Command('doctor').description('Check the setup (Node, project.json, state dir, daemon, key, port, data provider, vault, keychain) and say how to fix what fails').action(
     localAction(async (g) => {
       const results = await runChecks(g);
       emit(Boolean(g.json), results, () => formatChecks(results));

@@ -1,5 +1,5 @@
 // What caller SQL may call and cast to on the Postgres provider (the parser layer, subset.ts).
-// docs/data-postgres-subset.md lists the same names, and test/unit/pg-subset.test.ts keeps the two
+// docs/data.md ("The SQL subset on PostgreSQL") lists the same names, and test/unit/pg-subset.test.ts keeps the two
 // equal. A function is here only if it reads nothing but its arguments (no table, no catalog, no
 // setting, no other session), changes nothing (no sequence, no large object, no lock, no setting, no
 // notification), and cannot run SQL given as text. Anything not listed is refused, so a function
@@ -51,6 +51,9 @@ export const PG_FUNCTIONS = {
     'trim_array', 'unnest',
   ],
   uuid: ['gen_random_uuid', 'uuid_extract_timestamp', 'uuid_extract_version'],
+  // Waiting changes nothing and reads nothing; statement_timeout ends it like any slow statement
+  // (503, nothing kept), which the hostile table tests.
+  delay: ['pg_sleep', 'pg_sleep_for'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type PgFunctionKind = keyof typeof PG_FUNCTIONS;

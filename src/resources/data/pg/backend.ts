@@ -1,0 +1,397 @@
+import { parse } from 'libpg-query';
+import pg from 'pg';
+import { AppError } from '../../../kernel/errors.js';
+import type { Logger } from '../../../kernel/log.js';
+import type { DataBackend, DatabaseState, EncodedAnswer, Migrated, QueryRequest } from '../backend.js';
+import { batchSteps, driveAsync, planBatch, type Step } from '../batch.js';
+import { createTableSql, q } from '../ddl.js';
+import { IDEMPOTENCY_TTL_MS, type IdempotencyRef } from '../idempotency.js';
+import { planMigration } from '../migrations.js';
+import { LIMITS, type ColumnType, type MigrationInT, type MigrationRecord, type OperationT, type SchemaDefT } from '../schema.js';
+import { checkGrants } from '../sql-guard.js';
+import { maskUrl, TYPES } from './connect.js';
+import { PG, schemaFunctions } from './dialect.js';
+import { isConnectionError, pgCode, pgError, unavailable } from './errors.js';
+import { createSql, grantSql, IDEMPOTENCY_CONFLICT, lit, metaSql, namesOf, randomSecret, scramVerifier, type PgNames } from './provision.js';
+import { runQuery, type ColumnTypes } from './query.js';
+import { admitPgSql, type PgAdmission } from './subset.js';
+
+// The PostgreSQL provider (data.provider "postgres"). One admin pool provisions databases, runs
+// migrations and reads the daemon's own records; it never runs caller SQL. Record batches and caller
+// SQL run on a small pool per database, logged in as that database's own role, each request in one
+// transaction with its time limit and search_path set (tx below).
+
+export interface PgBackendOptions {
+  url: string;
+  log: Logger;
+  statementTimeoutMs: () => number;
+  pool: { admin: number; perDatabase: number; idleMs: number; openDatabases: number };
+  /** After a database's state was read from the server (the registry catches up, as with SQLite). */
+  onOpened?(id: string, state: DatabaseState): void;
+}
+
+interface Open {
+  names: PgNames;
+  pool: pg.Pool;
+  secret: string;
+  state: DatabaseState;
+  types: ColumnTypes;
+  admissions: Map<string, PgAdmission & { returning: boolean }>;
+}
+
+const SLOW_MS = 60_000;
+/**
+ * What the server lets through of one result before it stops it (query.ts): twice the API's limit
+ * and some, since a row's size on the server (8 bytes an integer, a header a row) can pass its JSON
+ * size; the daemon then measures the JSON exactly, as SQLite's worker does.
+ */
+const SERVER_RESULT_BYTES = 2 * LIMITS.resultBytes + 65_536;
+
+export class PgBackend implements DataBackend {
+  private readonly admin: pg.Pool;
+  private readonly open = new Map<string, Promise<Open>>();
+  private readonly url: URL;
+  private closed = false;
+
+  constructor(private readonly opts: PgBackendOptions) {
+    this.url = new URL(opts.url);
+    this.admin = new pg.Pool({ connectionString: opts.url, max: opts.pool.admin, idleTimeoutMillis: opts.pool.idleMs, connectionTimeoutMillis: 5_000, types: TYPES });
+    // A connection that breaks while idle (the server restarted) is dropped, never a crash.
+    this.admin.on('error', (err) => opts.log.warn('PostgreSQL admin connection lost; reconnecting on the next request', { url: maskUrl(opts.url), error: err.message }));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.open.values()];
+    this.open.clear();
+    await Promise.all(all.map((p) => p.then((o) => o.pool.end(), () => undefined)));
+    await this.admin.end();
+  }
+
+  /** Revokes CREATE on public from PUBLIC where the admin may (PostgreSQL 15 does by default). */
+  async hardenPublic(): Promise<void> {
+    try {
+      await this.admin.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
+    } catch (err) {
+      this.opts.log.warn('could not revoke CREATE on schema public from PUBLIC (the admin role does not own it); application roles may create objects there unless the server already forbids it', { error: (err as Error).message });
+    }
+  }
+
+  /** An admin transaction, with search_path on the database's schema. */
+  private async adminTx<T>(n: PgNames | null, fn: (c: pg.PoolClient) => Promise<T>, timeoutMs = SLOW_MS): Promise<T> {
+    let c: pg.PoolClient;
+    try {
+      c = await this.admin.connect();
+    } catch (err) {
+      throw this.unreachable(err);
+    }
+    let broken: Error | undefined;
+    try {
+      await c.query(`BEGIN; SET LOCAL statement_timeout = ${timeoutMs}; SET LOCAL lock_timeout = ${timeoutMs}; SET LOCAL TimeZone = 'UTC'${n ? `; SET LOCAL search_path = ${q(n.schema)}` : ''}`);
+      const out = await fn(c);
+      await c.query('COMMIT');
+      return out;
+    } catch (err) {
+      if (isConnectionError(err)) broken = err as Error;
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw isConnectionError(err) ? this.unreachable(err) : err;
+    } finally {
+      c.release(broken);
+    }
+  }
+
+  private unreachable(err: unknown): AppError {
+    this.opts.log.warn('PostgreSQL unreachable', { url: maskUrl(this.opts.url), error: (err as Error)?.message });
+    return unavailable();
+  }
+
+  // ---- lifecycle of one database ----
+
+  async create(id: string, schema: SchemaDefT): Promise<void> {
+    const n = namesOf(id);
+    await this.adminTx(n, async (c) => {
+      for (const sql of createSql(n, this.opts.pool.perDatabase + 1)) await c.query(sql);
+      const db = (await c.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d;
+      await c.query('SAVEPOINT connect');
+      try {
+        await c.query(`GRANT CONNECT ON DATABASE ${q(db)} TO ${q(n.role)}`);
+      } catch {
+        await c.query('ROLLBACK TO SAVEPOINT connect');
+      }
+      for (const sql of schemaFunctions(q(n.schema))) await c.query(sql);
+      for (const sql of metaSql(n, SERVER_RESULT_BYTES)) await c.query(sql);
+      for (const [t, def] of Object.entries(schema.tables)) for (const sql of createTableSql(t, def, PG)) await c.query(sql);
+      for (const sql of grantSql(n, schema)) await c.query(sql);
+      await writeState(c, n, { schema, schemaVersion: 1 });
+    });
+  }
+
+  async drop(id: string): Promise<void> {
+    const n = namesOf(id);
+    const o = this.open.get(id);
+    this.open.delete(id);
+    if (o) await o.then((x) => x.pool.end(), () => undefined);
+    await this.adminTx(null, async (c) => {
+      await c.query(`ALTER ROLE ${q(n.role)} NOLOGIN`).catch(() => undefined);
+    }).catch(() => undefined);
+    // Connections of the role that are not the daemon's own (none should be) are ended first.
+    await this.admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [n.role]).catch(() => undefined);
+    await this.adminTx(null, async (c) => {
+      await c.query(`DROP SCHEMA IF EXISTS ${q(n.schema)}, ${q(n.meta)} CASCADE`);
+      const db = (await c.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d;
+      const exists = (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [n.role])).rowCount;
+      if (exists) {
+        await c.query(`REVOKE ALL ON DATABASE ${q(db)} FROM ${q(n.role)}`);
+        await c.query(`DROP ROLE ${q(n.role)}`);
+      }
+    });
+  }
+
+  /** The database's pool and state, opened on first use: a fresh password and secret each time. */
+  private handle(id: string): Promise<Open> {
+    let p = this.open.get(id);
+    if (p) {
+      // Most recently used last: the first is the one closed when too many are open.
+      this.open.delete(id);
+      this.open.set(id, p);
+      return p;
+    }
+    p = this.openDatabase(id);
+    this.open.set(id, p);
+    p.catch(() => this.open.get(id) === p && this.open.delete(id));
+    while (this.open.size > this.opts.pool.openDatabases) {
+      const [oldId, old] = this.open.entries().next().value!;
+      this.open.delete(oldId);
+      void old.then((o) => o.pool.end(), () => undefined);
+    }
+    return p;
+  }
+
+  private async openDatabase(id: string): Promise<Open> {
+    if (this.closed) throw unavailable('The daemon is stopping.');
+    const n = namesOf(id);
+    const password = randomSecret();
+    const secret = randomSecret();
+    const { state, types } = await this.adminTx(n, async (c) => {
+      const state = await readState(c, n);
+      await c.query(`ALTER ROLE ${q(n.role)} PASSWORD ${lit(scramVerifier(password))}`);
+      await c.query(`DELETE FROM ${q(n.meta)}._svc_secret`);
+      await c.query(`INSERT INTO ${q(n.meta)}._svc_secret VALUES (sha256(convert_to($1, 'UTF8')))`, [secret]);
+      return { state, types: await columnTypes(c, n, state.schema) };
+    });
+    const pool = new pg.Pool({
+      host: this.url.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(this.url.port || 5432),
+      database: decodeURIComponent(this.url.pathname.slice(1)) || undefined,
+      user: n.role,
+      password,
+      ssl: sslOf(this.url),
+      max: this.opts.pool.perDatabase,
+      idleTimeoutMillis: this.opts.pool.idleMs,
+      connectionTimeoutMillis: 5_000,
+      types: TYPES,
+      application_name: 'svc-data',
+    });
+    pool.on('error', (err) => this.opts.log.warn('PostgreSQL connection of a database lost', { database: id, error: err.message }));
+    this.opts.onOpened?.(id, state);
+    return { names: n, pool, secret, state, types, admissions: new Map() };
+  }
+
+  /** A transaction of the database's role: time limit, search_path and READ ONLY for reads. */
+  private async tx<T>(o: Open, mode: 'read' | 'write', fn: (c: pg.PoolClient, deadline: number) => Promise<T>): Promise<T> {
+    const timeout = this.opts.statementTimeoutMs();
+    let c: pg.PoolClient;
+    try {
+      c = await o.pool.connect();
+    } catch (err) {
+      throw this.unreachable(err);
+    }
+    let broken: Error | undefined;
+    const deadline = Date.now() + timeout;
+    try {
+      await c.query(
+        `BEGIN ${mode === 'read' ? 'READ ONLY' : 'READ WRITE'}; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5_000}; SET LOCAL lock_timeout = ${timeout}; SET LOCAL search_path = ${q(o.names.schema)}; SET LOCAL TimeZone = 'UTC'`,
+      );
+      const out = await fn(c, deadline);
+      // A request that ran past its time in several statements is not kept either.
+      if (Date.now() > deadline) throw Object.assign(new Error('past the deadline'), { code: '57014' });
+      await c.query('COMMIT');
+      return out;
+    } catch (err) {
+      if (isConnectionError(err)) broken = err as Error;
+      await c.query('ROLLBACK').catch(() => undefined);
+      if (isConnectionError(err)) throw this.unreachable(err);
+      if (pgCode(err) === IDEMPOTENCY_CONFLICT) {
+        throw new AppError('data_conflict', 'This idempotencyKey was already used with a different request; use a new key for a new request.', { details: [{ path: 'body.idempotencyKey', message: 'already used with a different request' }] });
+      }
+      throw pgError(err, timeout, o.state.schema);
+    } finally {
+      c.release(broken);
+    }
+  }
+
+  private async take(c: pg.PoolClient, o: Open, ref: IdempotencyRef): Promise<string | null> {
+    const r = await c.query<{ a: string | null }>(`SELECT ${q(o.names.meta)}.idem_take($1, $2, $3, $4, $5) AS a`, [o.secret, ref.owner, ref.key, ref.hash, Date.now() - IDEMPOTENCY_TTL_MS]);
+    return r.rows[0]!.a;
+  }
+
+  private async put(c: pg.PoolClient, o: Open, ref: IdempotencyRef, answer: string): Promise<void> {
+    const now = Date.now();
+    await c.query(`SELECT ${q(o.names.meta)}.idem_put($1, $2, $3, $4, $5, $6, $7)`, [o.secret, ref.owner, ref.key, ref.hash, answer, now, now - IDEMPOTENCY_TTL_MS]);
+  }
+
+  // ---- requests ----
+
+  async batch(id: string, ops: OperationT[], ref?: IdempotencyRef): Promise<EncodedAnswer> {
+    const o = await this.handle(id);
+    const schema = o.state.schema;
+    const plans = planBatch(schema, ops, PG);
+    return this.tx(o, 'write', async (c) => {
+      if (ref) {
+        const stored = await this.take(c, o, ref);
+        if (stored !== null) return { json: Buffer.from(stored), replayed: true };
+      }
+      const answer = await driveAsync(batchSteps(PG, schema, plans), (s) => exec(c, s));
+      const text = JSON.stringify(answer);
+      if (ref) await this.put(c, o, ref, text);
+      return { json: Buffer.from(text), replayed: false };
+    });
+  }
+
+  async query(id: string, req: QueryRequest, ref?: IdempotencyRef): Promise<EncodedAnswer> {
+    const o = await this.handle(id);
+    const a = await this.admitted(o, req);
+    checkGrants(new Set(a.reads), new Set(a.writes), req.grants);
+    if (a.params !== req.params.length) {
+      throw new AppError('data_invalid', `The parameters do not match the statement: it uses ${a.params}, and ${req.params.length} were given.`, { details: [{ path: 'body.params', message: `the statement uses ${a.params}` }] });
+    }
+    const run = (c: pg.PoolClient) => runQuery(c, o.names.meta, req.sql, req.params, req.maxRows, req.mode, a.returning, o.types);
+    if (req.mode === 'write') {
+      return this.tx(o, 'write', async (c) => {
+        if (ref) {
+          const stored = await this.take(c, o, ref);
+          if (stored !== null) return { json: Buffer.from(stored), replayed: true };
+        }
+        const text = JSON.stringify(await run(c));
+        if (ref) await this.put(c, o, ref, text);
+        return { json: Buffer.from(text), replayed: false };
+      });
+    }
+    // A read changes nothing: its answer is stored after it, in a transaction of its own (READ
+    // ONLY forbids the write of the record in the read's own).
+    const out = await this.tx(o, 'read', async (c) => {
+      if (ref) {
+        const stored = await this.take(c, o, ref);
+        if (stored !== null) return { json: Buffer.from(stored), replayed: true };
+      }
+      return { json: Buffer.from(JSON.stringify(await run(c))), replayed: false };
+    });
+    if (ref && !out.replayed) await this.tx(o, 'write', (c) => this.put(c, o, ref, Buffer.from(out.json).toString()));
+    return out;
+  }
+
+  private async admitted(o: Open, req: QueryRequest): Promise<PgAdmission & { returning: boolean }> {
+    const key = `${req.mode}\u0000${req.sql}`;
+    let hit = o.admissions.get(key);
+    if (!hit) {
+      if (req.sql.includes('\u0000')) throw new AppError('data_invalid', 'The SQL contains a NUL character.', { details: [{ path: 'body.sql', message: 'The SQL contains a NUL character.' }] });
+      const a = await admitPgSql(req.sql, req.mode, new Set(Object.keys(o.state.schema.tables)), req.params.length);
+      hit = { ...a, returning: a.kind !== 'select' && (await hasReturning(req.sql)) };
+      if (o.admissions.size >= 200) o.admissions.delete(o.admissions.keys().next().value!);
+      o.admissions.set(key, hit);
+    }
+    return hit;
+  }
+
+  async migrate(id: string, m: MigrationInT, checksum: string): Promise<Migrated> {
+    const o = await this.handle(id);
+    const n = o.names;
+    const r = await this.adminTx(n, async (c): Promise<Migrated & { types?: ColumnTypes }> => {
+      // The schema record's row lock orders two migrations of one database.
+      await c.query(`SELECT 1 FROM ${q(n.meta)}._svc_meta WHERE key = 'schemaVersion' FOR UPDATE`);
+      const prev = (await c.query<{ checksum: string; answer: string }>(`SELECT checksum, answer FROM ${q(n.meta)}._svc_migrations WHERE id = $1`, [m.id])).rows[0];
+      if (prev) {
+        if (prev.checksum !== checksum) throw new AppError('data_conflict', `Migration ${m.id} was already applied with other content; give a new migration a new id.`, { details: [{ path: 'body.id', message: 'already applied with other content' }] });
+        return { answer: JSON.parse(prev.answer), replayed: true };
+      }
+      const state = await readState(c, n);
+      if (m.expectedVersion !== state.schemaVersion) {
+        throw new AppError('data_conflict', `The database is at schemaVersion ${state.schemaVersion}, not ${m.expectedVersion}.`, { details: [{ path: 'body.expectedVersion', message: `the database is at ${state.schemaVersion}` }] });
+      }
+      const plan = planMigration(state.schema, m, PG);
+      try {
+        for (const sql of plan.ddl) await c.query(sql);
+      } catch (err) {
+        if (isConnectionError(err)) throw err;
+        const e = pgError(err);
+        throw new AppError(e.code === 'data_invalid' ? 'data_conflict' : e.code, `The migration cannot be applied to the current data: ${e.message}`);
+      }
+      for (const sql of grantSql(n, plan.schema)) await c.query(sql);
+      const next: DatabaseState = { schema: plan.schema, schemaVersion: state.schemaVersion + 1 };
+      const record: MigrationRecord = { id: m.id, checksum, schemaVersion: next.schemaVersion, appliedAt: new Date().toISOString() };
+      await writeState(c, n, next);
+      const answer = { ...next, record };
+      await c.query(`INSERT INTO ${q(n.meta)}._svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES ($1, $2, $3, $4, $5)`, [m.id, checksum, next.schemaVersion, record.appliedAt, JSON.stringify(answer)]);
+      return { answer, replayed: false, types: await columnTypes(c, n, plan.schema) };
+    });
+    if (!r.replayed) {
+      o.state = { schema: r.answer.schema, schemaVersion: r.answer.schemaVersion };
+      o.types = r.types!;
+      o.admissions.clear();
+    }
+    return { answer: r.answer, replayed: r.replayed };
+  }
+
+  async migrations(id: string): Promise<MigrationRecord[]> {
+    const n = (await this.handle(id)).names;
+    const rows = await this.adminTx(n, async (c) => (await c.query<{ id: string; checksum: string; schema_version: number; applied_at: string }>(`SELECT id, checksum, schema_version, applied_at FROM ${q(n.meta)}._svc_migrations ORDER BY schema_version`)).rows);
+    return rows.map((r) => ({ id: r.id, checksum: r.checksum, schemaVersion: r.schema_version, appliedAt: r.applied_at }));
+  }
+}
+
+/** One statement of a batch: its `?` become $1…$n (generated SQL has no `?` anywhere else). */
+async function exec(c: pg.PoolClient, s: Step): Promise<unknown> {
+  let i = 0;
+  const r = await c.query({ text: s.sql.replace(/\?/g, () => `$${++i}`), values: s.params });
+  return s.all ? r.rows : r.rows[0];
+}
+
+async function readState(c: pg.PoolClient, n: PgNames): Promise<DatabaseState> {
+  const rows = (await c.query<{ key: string; value: string }>(`SELECT key, value FROM ${q(n.meta)}._svc_meta WHERE key IN ('schema', 'schemaVersion')`)).rows;
+  const m = new Map(rows.map((r) => [r.key, r.value]));
+  if (!m.has('schema')) throw new AppError('data_unavailable', 'The database has no schema record.');
+  return { schema: JSON.parse(m.get('schema')!) as SchemaDefT, schemaVersion: Number(m.get('schemaVersion')) };
+}
+
+async function writeState(c: pg.PoolClient, n: PgNames, s: DatabaseState): Promise<void> {
+  const put = `INSERT INTO ${q(n.meta)}._svc_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+  await c.query(put, ['schema', JSON.stringify(s.schema)]);
+  await c.query(put, ['schemaVersion', String(s.schemaVersion)]);
+}
+
+/** (table oid, attnum) → column type, for the columns whose values need decoding (json). */
+async function columnTypes(c: pg.PoolClient, n: PgNames, schema: SchemaDefT): Promise<ColumnTypes> {
+  const rows = (await c.query<{ oid: number; attnum: number; t: string; a: string }>(
+    "SELECT c.oid::int AS oid, a.attnum::int AS attnum, c.relname AS t, a.attname AS a FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped",
+    [n.schema],
+  )).rows;
+  const out: ColumnTypes = new Map();
+  for (const r of rows) {
+    const t = Object.hasOwn(schema.tables, r.t) ? schema.tables[r.t]! : undefined;
+    const type: ColumnType | undefined = t && Object.hasOwn(t.columns, r.a) ? t.columns[r.a]!.type : undefined;
+    if (type) out.set(`${r.oid}:${r.attnum}`, type);
+  }
+  return out;
+}
+
+async function hasReturning(sql: string): Promise<boolean> {
+  const tree = (await parse(sql)) as { stmts: { stmt: Record<string, { returningList?: unknown[] }> }[] };
+  const body = Object.values(tree.stmts[0]!.stmt)[0];
+  return Boolean(body?.returningList?.length);
+}
+
+function sslOf(u: URL): pg.PoolConfig['ssl'] {
+  const mode = u.searchParams.get('sslmode');
+  if (!mode || mode === 'disable') return undefined;
+  return mode === 'no-verify' || mode === 'require' || mode === 'prefer' ? { rejectUnauthorized: false } : true;
+}

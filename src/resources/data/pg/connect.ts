@@ -1,0 +1,102 @@
+import pg from 'pg';
+import { pgCode } from './errors.js';
+
+// Connections to the server: the URL (never logged or returned: masked), how values are read
+// (types), and the start-up check that says what to fix when the server cannot be used.
+
+/** postgres://user:***@host:port/db: the URL as messages and logs show it. */
+export function maskUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    u.search = '';
+    return u.toString();
+  } catch {
+    return '(an unparseable URL)';
+  }
+}
+
+/** The URL the daemon uses: data.url, else $SVC_DATA_URL. */
+export function dataUrl(configured: string | undefined, env: NodeJS.ProcessEnv): string {
+  const url = configured || env.SVC_DATA_URL || '';
+  if (!url) throw new Error('data.provider is "postgres" but there is no server URL: set data.url in project.json or SVC_DATA_URL in the environment (postgres://user:password@host:5432/db).');
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new Error(`data.url (or SVC_DATA_URL) is not a URL: ${maskUrl(url)}; write it as postgres://user:password@host:5432/db.`);
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new Error(`data.url must start with postgres:// (not ${u.protocol}//).`);
+  return url;
+}
+
+const int8 = (s: string): number | string => {
+  const n = Number(s);
+  return Number.isSafeInteger(n) ? n : s;
+};
+
+/**
+ * numeric → a JSON number when the number reads back as the same decimal (1.5, 2.50 → 2.5, an
+ * average), else its exact decimal text (more than ~15 significant digits, NaN, Infinity).
+ */
+export const numeric = (s: string): number | string => {
+  const n = Number(s);
+  if (!Number.isFinite(n) || !/^-?\d+(\.\d+)?$/.test(s)) return s;
+  const canon = s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s;
+  return String(n) === canon.replace(/^(-?)0+(?=\d)/, '$1') ? n : s;
+};
+
+const PARSERS: Record<number, (s: string) => unknown> = {
+  20: int8, // bigint: a number when it is a safe integer, else its decimal text
+  1700: numeric,
+  1082: (s) => s, // date: as the server wrote it, never shifted by the daemon's time zone
+  1114: (s) => s, // timestamp without time zone
+  1186: (s) => s, // interval
+};
+
+/** How the daemon reads values from every connection. */
+export const TYPES = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => PARSERS[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+/** What an admin connection's start-up check found. */
+export interface ServerInfo {
+  version: number;
+  user: string;
+  database: string;
+}
+
+/**
+ * Connects once with the admin URL and says what to fix when it cannot be used: the server is
+ * down, the login is refused, the database is missing, the version is older than 13, the role may
+ * not create roles or schemas.
+ */
+export async function checkServer(url: string, timeoutMs: number): Promise<ServerInfo> {
+  const where = maskUrl(url);
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, types: TYPES });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+  } catch (err) {
+    const code = pgCode(err);
+    const why =
+      code === 'ECONNREFUSED' ? 'the connection was refused: is the server running, and on that host and port?'
+      : code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'the host name does not resolve'
+      : code === '28P01' || code === '28000' ? 'the server refused the login: check the user and password'
+      : code === '3D000' ? 'the database does not exist: create it, or name another one in the URL'
+      : (err as Error).message;
+    throw new Error(`Cannot use PostgreSQL at ${where}: ${why}. Fix data.url in project.json (or SVC_DATA_URL), or set data.provider to "sqlite".`);
+  }
+  try {
+    const r = await c.query<{ v: number; u: string; d: string; su: boolean; cr: boolean; cdb: boolean }>(
+      "SELECT current_setting('server_version_num')::int AS v, current_user AS u, current_database() AS d, r.rolsuper AS su, r.rolcreaterole AS cr, has_database_privilege(current_database(), 'CREATE') AS cdb FROM pg_roles r WHERE r.rolname = current_user",
+    );
+    const row = r.rows[0]!;
+    if (row.v < 130000) throw new Error(`PostgreSQL at ${where} is version ${Math.floor(row.v / 10000)}; svc needs PostgreSQL 13 or newer.`);
+    if (!row.su && !row.cr) throw new Error(`The role ${row.u} of data.url may not create roles (CREATEROLE): each application database has a login role of its own. See docs/data.md, "The admin role".`);
+    if (!row.cdb) throw new Error(`The role ${row.u} of data.url may not create schemas in database ${row.d} (GRANT CREATE ON DATABASE). See docs/data.md, "The admin role".`);
+    return { version: row.v, user: row.u, database: row.d };
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,108 @@
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { q } from '../dialect.js';
+import type { SchemaDefT } from '../schema.js';
+import { SYSTEM_COLUMNS } from '../schema.js';
+
+// What one application database is on the server: a schema for its tables (svc_<id>), a schema for
+// what only the daemon touches (svc_<id>_m: its schema record, migrations, idempotency records), and
+// one login role (svc_<id>) that has USAGE on both, table privileges on its tables only, and no
+// privilege on the _m tables (it reaches the idempotency records only through two SECURITY DEFINER
+// functions that want the database's secret). Both schemas are owned by the admin role, which the
+// database's role cannot become (NOINHERIT, no membership).
+
+export interface PgNames {
+  /** The role, and the schema of the tables (quoted by q() where used). */
+  role: string;
+  schema: string;
+  meta: string;
+}
+
+export const namesOf = (id: string): PgNames => {
+  const hex = id.replace(/-/g, '').toLowerCase();
+  if (!/^[0-9a-f]{32}$/.test(hex)) throw new Error(`not a database id: ${id}`);
+  return { role: `svc_${hex}`, schema: `svc_${hex}`, meta: `svc_${hex}_m` };
+};
+
+/**
+ * A role's password as a SCRAM-SHA-256 verifier, so that the password itself is never sent to the
+ * server (nor written into its log by ALTER ROLE). The password lives only in the daemon's memory:
+ * a new one is set each time the daemon opens the database's pool.
+ */
+export function scramVerifier(password: string, iterations = 4096): string {
+  const salt = randomBytes(16);
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
+}
+
+export const randomSecret = (): string => randomBytes(24).toString('base64url');
+
+/** A SQL string literal (only for values the daemon made: verifiers, names). */
+export const lit = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+export const IDEMPOTENCY_CONFLICT = 'SV409';
+export const RESULT_LIMIT = 'SV413';
+
+/** The daemon's own tables and functions of a database, in its _m schema. */
+export function metaSql(n: PgNames, resultBytes: number): string[] {
+  const m = q(n.meta);
+  const r = q(n.role);
+  const fn = (sig: string, body: string, definer: boolean) =>
+    `CREATE FUNCTION ${m}.${sig} LANGUAGE plpgsql ${definer ? 'SECURITY DEFINER ' : ''}SET search_path = ${m}, pg_catalog AS $f$ ${body} $f$`;
+  const checkSecret = `IF NOT EXISTS (SELECT 1 FROM _svc_secret WHERE digest = sha256(convert_to(secret, 'UTF8'))) THEN RAISE EXCEPTION 'not permitted' USING ERRCODE = '42501'; END IF;`;
+  return [
+    `CREATE TABLE ${m}._svc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+    `CREATE TABLE ${m}._svc_migrations (id TEXT PRIMARY KEY, checksum TEXT NOT NULL, schema_version INTEGER NOT NULL, applied_at TEXT NOT NULL, answer TEXT NOT NULL)`,
+    `CREATE TABLE ${m}._svc_idempotency (owner TEXT NOT NULL, key TEXT NOT NULL, request_hash TEXT NOT NULL, answer TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (owner, key))`,
+    `CREATE INDEX ON ${m}._svc_idempotency (created_at)`,
+    `CREATE TABLE ${m}._svc_secret (digest BYTEA NOT NULL)`,
+    // The stored answer of (owner, key), null when there is none; 409 when the key was used with
+    // another request. The lock orders two requests with one key: the second sees the first's answer.
+    fn(
+      'idem_take(secret text, o text, k text, h text, oldest bigint) RETURNS text',
+      `DECLARE a text; rh text; BEGIN ${checkSecret}
+       PERFORM pg_advisory_xact_lock(hashtextextended(o || chr(1) || k, 0));
+       SELECT request_hash, answer INTO rh, a FROM _svc_idempotency WHERE owner = o AND key = k AND created_at >= oldest;
+       IF rh IS NOT NULL AND rh <> h THEN RAISE EXCEPTION 'idempotency key reused' USING ERRCODE = '${IDEMPOTENCY_CONFLICT}'; END IF;
+       RETURN a; END`,
+      true,
+    ),
+    fn(
+      'idem_put(secret text, o text, k text, h text, a text, at bigint, oldest bigint) RETURNS void',
+      `BEGIN ${checkSecret}
+       DELETE FROM _svc_idempotency WHERE created_at < oldest;
+       INSERT INTO _svc_idempotency VALUES (o, k, h, a, at) ON CONFLICT (owner, key) DO UPDATE SET request_hash = excluded.request_hash, answer = excluded.answer, created_at = excluded.created_at; END`,
+      true,
+    ),
+    // Raised inside a caller's statement as soon as its rows pass the result limit (query.ts).
+    fn('over_limit(b bigint) RETURNS boolean', `BEGIN IF b > ${resultBytes} THEN RAISE EXCEPTION 'result too large' USING ERRCODE = '${RESULT_LIMIT}'; END IF; RETURN true; END`, false),
+    `REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ${m} FROM PUBLIC`,
+    `GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${m} TO ${r}`,
+  ];
+}
+
+/** The role's privileges on the tables of `schema`, given again after every migration. */
+export function grantSql(n: PgNames, schema: SchemaDefT): string[] {
+  const s = q(n.schema);
+  const r = q(n.role);
+  const out = [`REVOKE ALL ON ALL TABLES IN SCHEMA ${s} FROM ${r}`, `GRANT USAGE ON SEQUENCE ${s}._svc_seq TO ${r}`];
+  for (const [t, def] of Object.entries(schema.tables)) {
+    const cols = Object.keys(def.columns).filter((c) => !(SYSTEM_COLUMNS as readonly string[]).includes(c)).map(q).join(', ');
+    out.push(`GRANT SELECT, DELETE ON ${s}.${q(t)} TO ${r}`, `GRANT INSERT (${cols}), UPDATE (${cols}) ON ${s}.${q(t)} TO ${r}`);
+  }
+  return out;
+}
+
+/** The role and its two schemas; the role logs in only once the daemon has set a password. */
+export function createSql(n: PgNames, connectionLimit: number): string[] {
+  const r = q(n.role);
+  return [
+    `CREATE ROLE ${r} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${connectionLimit} PASSWORD NULL`,
+    `CREATE SCHEMA ${q(n.schema)}`,
+    `CREATE SCHEMA ${q(n.meta)}`,
+    `REVOKE ALL ON SCHEMA ${q(n.schema)}, ${q(n.meta)} FROM PUBLIC`,
+    `GRANT USAGE ON SCHEMA ${q(n.schema)}, ${q(n.meta)} TO ${r}`,
+  ];
+}
