@@ -40,6 +40,8 @@ interface Open {
 }
 
 const SLOW_MS = 60_000;
+/** Uses of one connection of a database's pool before it is replaced (see query.ts). */
+const PREPARED_PER_CONNECTION = 1000;
 /**
  * What the server lets through of one result before it stops it (query.ts): twice the API's limit
  * and some, since a row's size on the server (8 bytes an integer, a header a row) can pass its JSON
@@ -191,6 +193,9 @@ export class PgBackend implements DataBackend {
       connectionTimeoutMillis: 5_000,
       types: TYPES,
       application_name: 'svc-data',
+      // Caller statements are prepared on the connection that runs them (query.ts): a connection is
+      // replaced after this many uses, which bounds what it keeps prepared on the server.
+      maxUses: PREPARED_PER_CONNECTION,
     });
     pool.on('error', (err) => this.opts.log.warn('PostgreSQL connection of a database lost', { database: id, error: err.message }));
     this.opts.onOpened?.(id, state);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { AppError } from '../../../kernel/errors.js';
 import { q } from '../dialect.js';
@@ -17,6 +18,9 @@ export type ColumnTypes = Map<string, ColumnType>;
 
 const trimmed = (sql: string): string => sql.replace(/[\s;]+$/, '');
 
+/** A prepared statement's name: its text's digest (a name is at most 63 bytes). */
+const statementName = (text: string): string => `svc_${createHash('sha256').update(text).digest('base64url').slice(0, 40)}`;
+
 export async function runQuery(c: PoolClient, meta: string, sql: string, params: unknown[], maxRows: number, mode: 'read' | 'write', returning: boolean, types: ColumnTypes): Promise<QueryResult> {
   if (mode === 'write' && !returning) {
     const r = await c.query({ text: sql, values: params });
@@ -27,7 +31,9 @@ export async function runQuery(c: PoolClient, meta: string, sql: string, params:
     `WITH "_svc_q" AS (${trimmed(sql)}\n) SELECT "_svc_s".* FROM (` +
     `SELECT count(*) OVER () AS "_svc_n", row_number() OVER w AS "_svc_i", sum(pg_column_size("_svc_q".*)) OVER w AS "_svc_b", "_svc_q".* FROM ${src} WINDOW w AS (ROWS UNBOUNDED PRECEDING)` +
     `) AS "_svc_s" WHERE CASE WHEN "_svc_i" <= ${maxRows} THEN ${q(meta)}.over_limit("_svc_b") ELSE false END`;
-  const r = await c.query({ text, values: params, rowMode: 'array' });
+  // Named, so the server parses and plans the wrapped statement once per connection, not per call
+  // (backend.ts replaces a connection after a bounded number of uses, and what it prepared with it).
+  const r = await c.query({ name: statementName(text), text, values: params, rowMode: 'array' });
   const fields = r.fields.slice(3);
   const colTypes = fields.map((f) => types.get(`${f.tableID}:${f.columnID}`));
   const names = fields.map((f) => f.name);
