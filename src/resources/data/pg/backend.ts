@@ -79,27 +79,36 @@ export class PgBackend implements DataBackend {
     }
   }
 
-  /** An admin transaction, with search_path on the database's schema. */
-  private async adminTx<T>(n: PgNames | null, fn: (c: pg.PoolClient) => Promise<T>, timeoutMs = SLOW_MS): Promise<T> {
+  /**
+   * One transaction on a connection of `pool`, opened by `begin` (BEGIN and its SET LOCALs, one
+   * round trip), committed after `fn`, rolled back on any failure. A connection that broke is
+   * dropped from its pool, and the failure is 503: the server is gone, not the request wrong.
+   */
+  private async within<T>(pool: pg.Pool, begin: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     let c: pg.PoolClient;
     try {
-      c = await this.admin.connect();
+      c = await pool.connect();
     } catch (err) {
       throw this.unreachable(err);
     }
     let broken: Error | undefined;
     try {
-      await c.query(`BEGIN; SET LOCAL statement_timeout = ${timeoutMs}; SET LOCAL lock_timeout = ${timeoutMs}; SET LOCAL TimeZone = 'UTC'${n ? `; SET LOCAL search_path = ${q(n.schema)}` : ''}`);
+      await c.query(begin);
       const out = await fn(c);
       await c.query('COMMIT');
       return out;
     } catch (err) {
       if (isConnectionError(err)) broken = err as Error;
       await c.query('ROLLBACK').catch(() => undefined);
-      throw isConnectionError(err) ? this.unreachable(err) : err;
+      throw broken ? this.unreachable(err) : err;
     } finally {
       c.release(broken);
     }
+  }
+
+  /** An admin transaction, with search_path on the database's schema. */
+  private adminTx<T>(n: PgNames | null, fn: (c: pg.PoolClient) => Promise<T>, timeoutMs = SLOW_MS): Promise<T> {
+    return this.within(this.admin, `BEGIN; SET LOCAL statement_timeout = ${timeoutMs}; SET LOCAL lock_timeout = ${timeoutMs}; SET LOCAL TimeZone = 'UTC'${n ? `; SET LOCAL search_path = ${q(n.schema)}` : ''}`, fn);
   }
 
   private unreachable(err: unknown): AppError {
@@ -205,33 +214,20 @@ export class PgBackend implements DataBackend {
   /** A transaction of the database's role: time limit, search_path and READ ONLY for reads. */
   private async tx<T>(o: Open, mode: 'read' | 'write', fn: (c: pg.PoolClient, deadline: number) => Promise<T>): Promise<T> {
     const timeout = this.opts.statementTimeoutMs();
-    let c: pg.PoolClient;
-    try {
-      c = await o.pool.connect();
-    } catch (err) {
-      throw this.unreachable(err);
-    }
-    let broken: Error | undefined;
     const deadline = Date.now() + timeout;
+    const begin = `BEGIN ${mode === 'read' ? 'READ ONLY' : 'READ WRITE'}; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5_000}; SET LOCAL lock_timeout = ${timeout}; SET LOCAL search_path = ${q(o.names.schema)}; SET LOCAL TimeZone = 'UTC'`;
     try {
-      await c.query(
-        `BEGIN ${mode === 'read' ? 'READ ONLY' : 'READ WRITE'}; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5_000}; SET LOCAL lock_timeout = ${timeout}; SET LOCAL search_path = ${q(o.names.schema)}; SET LOCAL TimeZone = 'UTC'`,
-      );
-      const out = await fn(c, deadline);
-      // A request that ran past its time in several statements is not kept either.
-      if (Date.now() > deadline) throw Object.assign(new Error('past the deadline'), { code: '57014' });
-      await c.query('COMMIT');
-      return out;
+      return await this.within(o.pool, begin, async (c) => {
+        const out = await fn(c, deadline);
+        // A request that ran past its time in several statements is not kept either.
+        if (Date.now() > deadline) throw Object.assign(new Error('past the deadline'), { code: '57014' });
+        return out;
+      });
     } catch (err) {
-      if (isConnectionError(err)) broken = err as Error;
-      await c.query('ROLLBACK').catch(() => undefined);
-      if (isConnectionError(err)) throw this.unreachable(err);
       if (pgCode(err) === IDEMPOTENCY_CONFLICT) {
         throw new AppError('data_conflict', 'This idempotencyKey was already used with a different request; use a new key for a new request.', { details: [{ path: 'body.idempotencyKey', message: 'already used with a different request' }] });
       }
       throw pgError(err, timeout, o.state.schema);
-    } finally {
-      c.release(broken);
     }
   }
 
