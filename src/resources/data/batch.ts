@@ -12,7 +12,7 @@ import { encode, ValueError, type SqlValue } from './values.js';
 //
 // The run is one generator for every provider: it yields the statements it needs (SQL with `?`
 // placeholders) and is handed their rows back, so SQLite drives it synchronously (runBatch) and
-// PostgreSQL over its async driver (pg/batch-driver.ts), with the dialect saying what differs.
+// PostgreSQL over its async driver (driveAsync, from pg/backend.ts), with the dialect saying what differs.
 
 type Row = Record<string, SqlValue>;
 
