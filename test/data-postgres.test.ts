@@ -179,6 +179,33 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     await eventually(async () => (await slow()).status === 503, 8000, 100);
   });
 
+  it('a database made before reads had a role of their own gets one when it is next opened', async () => {
+    const first = await startTestDaemon({ config: onProvider(PG), keepRoot: true });
+    let id = '';
+    try {
+      id = (await first.api('POST', '/api/v1/data', { body: { name: 'legacy', schema: SHOP } })).body.data.id;
+      await first.api('POST', '/api/v1/data/legacy/transactions', { body: { operations: [{ op: 'insert', table: 'customers', values: { email: 'l@x.io' } }] } });
+    } finally {
+      await first.close();
+    }
+    const r = `svc_${hex(id)}_r`;
+    await superuser(async (c) => {
+      await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [r]);
+      await c.query(`DROP OWNED BY "${r}"`);
+      await c.query(`DROP ROLE "${r}"`);
+    });
+    const again = await startTestDaemon({ root: first.root });
+    try {
+      const res = await again.api('POST', '/api/v1/data/legacy/query', { body: { sql: 'SELECT email FROM customers' } });
+      expect(res.body.data.rows).toEqual([{ email: 'l@x.io' }]);
+      const can = await superuser(async (c) => (await c.query(`SELECT has_table_privilege($1, 'svc_${hex(id)}.customers', 'SELECT') AS sel, has_table_privilege($1, 'svc_${hex(id)}.customers', 'INSERT') AS ins`, [r])).rows[0]);
+      expect(can).toEqual({ sel: true, ins: false });
+    } finally {
+      await again.api('DELETE', '/api/v1/data/legacy');
+      await again.close();
+    }
+  });
+
   it('idempotency records are kept 24 h: an older one is not replayed', async () => {
     const body = { operations: [{ op: 'list', table: 'customers' }], idempotencyKey: 'ttl-1' };
     const tx = () => d.api('POST', '/api/v1/data/shop/transactions', { body });
