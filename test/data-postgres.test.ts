@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SHOP } from './data-fixtures.js';
 import { onProvider, DATA_PROVIDERS } from './data-providers.js';
-import { startTestDaemon, type TestDaemon } from './harness.js';
+import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
 import { checkData } from '../src/resources/system/doctor.js';
 import type { ProjectConfig } from '../src/config/schema.js';
@@ -100,6 +102,110 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     }
   });
 
+  it('reads have a role of their own that may only SELECT its tables', async () => {
+    await superuser(async (c) => {
+      const r = `svc_${hex(shop)}_r`;
+      const role = (await c.query('SELECT * FROM pg_roles WHERE rolname = $1', [r])).rows[0];
+      expect(role).toMatchObject({ rolsuper: false, rolinherit: false, rolcreaterole: false, rolcreatedb: false, rolcanlogin: true, rolreplication: false, rolbypassrls: false, rolconnlimit: 5 });
+      expect((await c.query('SELECT 1 FROM pg_auth_members WHERE member = $1::regrole', [r])).rowCount).toBe(0);
+      const s = `svc_${hex(shop)}`;
+      const can = (await c.query(
+        `SELECT has_table_privilege($1, '${s}.customers', 'SELECT') AS sel, has_table_privilege($1, '${s}.customers', 'INSERT') AS ins,
+                has_table_privilege($1, '${s}.customers', 'UPDATE') AS upd, has_table_privilege($1, '${s}.customers', 'DELETE') AS del,
+                has_table_privilege($1, '${s}.customers', 'TRUNCATE') AS trunc, has_any_column_privilege($1, '${s}.customers', 'INSERT') AS col_ins,
+                has_sequence_privilege($1, '${s}._svc_seq', 'USAGE') AS seq,
+                has_schema_privilege($1, '${s}', 'CREATE') AS create_here, has_schema_privilege($1, 'svc_${hex(other)}', 'USAGE') AS other_schema,
+                has_table_privilege($1, '${s}_m._svc_idempotency', 'SELECT') AS idem, has_table_privilege($1, '${s}_m._svc_meta', 'SELECT') AS meta,
+                has_function_privilege($1, '${s}_m.over_limit(bigint)', 'EXECUTE') AS over_limit,
+                has_function_privilege($1, '${s}_m.idem_put(text, text, text, text, text, bigint, bigint)', 'EXECUTE') AS idem_put,
+                has_function_privilege($1, '${s}_m.idem_take(text, text, text, text, bigint)', 'EXECUTE') AS idem_take`,
+        [r],
+      )).rows[0];
+      expect(can).toEqual({ sel: true, ins: false, upd: false, del: false, trunc: false, col_ins: false, seq: false, create_here: false, other_schema: false, idem: false, meta: false, over_limit: true, idem_put: false, idem_take: false });
+    });
+  });
+
+  it('logged in as the read role (the parser bypassed), nothing can be written nor read beyond its tables', async () => {
+    // A database of its own: its read role's password is replaced here, so the daemon's read pool for it is spent.
+    const victim = (await d.api('POST', '/api/v1/data', { body: { name: 'rvictim', schema: SHOP } })).body.data.id;
+    await d.api('POST', '/api/v1/data/rvictim/transactions', { body: { operations: [{ op: 'insert', table: 'customers', values: { email: 'v@x.io' } }] } });
+    expect((await d.api('POST', '/api/v1/data/rvictim/query', { body: { sql: 'SELECT email FROM customers' } })).body.data.rows).toEqual([{ email: 'v@x.io' }]);
+    const s = `svc_${hex(victim)}`;
+    await superuser((c) => c.query(`ALTER ROLE "${s}_r" PASSWORD 'test-only-password'`));
+    const u = new URL(url);
+    u.username = `${s}_r`;
+    u.password = 'test-only-password';
+    const c = new pg.Client({ connectionString: u.toString() });
+    await c.connect();
+    try {
+      await c.query(`SET search_path = "${s}"`);
+      await c.query('SET default_transaction_read_only = off');
+      expect(await code(c.query("INSERT INTO customers (email) VALUES ('w@x.io')"))).toBe('42501');
+      expect(await code(c.query("UPDATE customers SET name = 'n'"))).toBe('42501');
+      expect(await code(c.query('DELETE FROM customers'))).toBe('42501');
+      expect(await code(c.query('TRUNCATE customers'))).toBe('42501');
+      expect(await code(c.query('CREATE TABLE x (a int)'))).toBe('42501');
+      expect(await code(c.query("SELECT nextval('_svc_seq')"))).toBe('42501');
+      expect(await code(c.query(`SELECT * FROM "svc_${hex(other)}".secrets`))).toBe('42501');
+      expect(await code(c.query(`SELECT * FROM "${s}_m"._svc_idempotency`))).toBe('42501');
+      expect(await code(c.query(`SELECT * FROM "${s}_m"._svc_meta`))).toBe('42501');
+      expect(await code(c.query(`SELECT "${s}_m".idem_put('guess', 'o', 'k', 'h', '{}', 0, 0)`))).toBe('42501');
+      expect(await code(c.query('SET ROLE postgres'))).toBe('42501');
+      expect(await code(c.query(`SET ROLE "${s}"`))).toBe('42501');
+      expect((await c.query('SELECT email FROM customers')).rows).toEqual([{ email: 'v@x.io' }]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('a change of statementTimeoutMs in project.json applies to the reads that follow', async () => {
+    const slow = () => d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 1 AS n FROM pg_sleep(1.5)' } });
+    // Reads run on the reader's own connections; a new limit replaces them.
+    const readers = () => superuser(async (c) => (await c.query('SELECT pid FROM pg_stat_activity WHERE usename = $1', [`svc_${hex(shop)}_r`])).rows.map((r) => r.pid as number));
+    expect((await slow()).status).toBe(503);
+    const old = await readers();
+    expect(old.length).toBeGreaterThan(0);
+    const file = join(d.root, 'project.json');
+    const before = readFileSync(file, 'utf8');
+    const config = JSON.parse(before);
+    d.writeConfig({ ...config, data: { ...config.data, statementTimeoutMs: 4000 } });
+    try {
+      await eventually(() => d.daemon.app.events.since(0, 10_000).some((e) => e.name === 'config:reloaded'), 3000);
+      await eventually(async () => (await slow()).status === 200, 8000, 100);
+      await eventually(async () => (await readers()).every((pid) => !old.includes(pid)), 3000, 50);
+    } finally {
+      d.writeConfig(before);
+    }
+    await eventually(async () => (await slow()).status === 503, 8000, 100);
+  });
+
+  it('a database made before reads had a role of their own gets one when it is next opened', async () => {
+    const first = await startTestDaemon({ config: onProvider(PG), keepRoot: true });
+    let id = '';
+    try {
+      id = (await first.api('POST', '/api/v1/data', { body: { name: 'legacy', schema: SHOP } })).body.data.id;
+      await first.api('POST', '/api/v1/data/legacy/transactions', { body: { operations: [{ op: 'insert', table: 'customers', values: { email: 'l@x.io' } }] } });
+    } finally {
+      await first.close();
+    }
+    const r = `svc_${hex(id)}_r`;
+    await superuser(async (c) => {
+      await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [r]);
+      await c.query(`DROP OWNED BY "${r}"`);
+      await c.query(`DROP ROLE "${r}"`);
+    });
+    const again = await startTestDaemon({ root: first.root });
+    try {
+      const res = await again.api('POST', '/api/v1/data/legacy/query', { body: { sql: 'SELECT email FROM customers' } });
+      expect(res.body.data.rows).toEqual([{ email: 'l@x.io' }]);
+      const can = await superuser(async (c) => (await c.query(`SELECT has_table_privilege($1, 'svc_${hex(id)}.customers', 'SELECT') AS sel, has_table_privilege($1, 'svc_${hex(id)}.customers', 'INSERT') AS ins`, [r])).rows[0]);
+      expect(can).toEqual({ sel: true, ins: false });
+    } finally {
+      await again.api('DELETE', '/api/v1/data/legacy');
+      await again.close();
+    }
+  });
+
   it('idempotency records are kept 24 h: an older one is not replayed', async () => {
     const body = { operations: [{ op: 'list', table: 'customers' }], idempotencyKey: 'ttl-1' };
     const tx = () => d.api('POST', '/api/v1/data/shop/transactions', { body });
@@ -110,14 +216,15 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     expect((await tx()).headers.get('idempotent-replayed')).toBe('true');
   });
 
-  it('deleting a database drops its schemas and its role', async () => {
+  it('deleting a database drops its schemas and its two roles', async () => {
     const id = (await d.api('POST', '/api/v1/data', { body: { name: 'gone', schema: SHOP } })).body.data.id;
     await d.api('POST', '/api/v1/data/gone/transactions', { body: { operations: [{ op: 'list', table: 'customers' }] } });
     const left = () => superuser(async (c) => ({
       schemas: (await c.query('SELECT nspname FROM pg_namespace WHERE nspname LIKE $1', [`svc_${hex(id)}%`])).rowCount,
-      roles: (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [`svc_${hex(id)}`])).rowCount,
+      roles: (await c.query('SELECT 1 FROM pg_roles WHERE rolname = ANY($1)', [[`svc_${hex(id)}`, `svc_${hex(id)}_r`]])).rowCount,
     }));
-    expect(await left()).toEqual({ schemas: 2, roles: 1 });
+    await d.api('POST', '/api/v1/data/gone/query', { body: { sql: 'SELECT count(*) FROM customers' } });
+    expect(await left()).toEqual({ schemas: 2, roles: 2 });
     expect((await d.api('DELETE', '/api/v1/data/gone')).status).toBe(200);
     expect(await left()).toEqual({ schemas: 0, roles: 0 });
   });

@@ -98,9 +98,9 @@ export const ProjectConfigSchema = z.object({
       pool: z
         .strictObject({
           admin: z.int().min(1).max(64).default(4).describe('Connections of the admin role (provisioning, migrations; never caller SQL).'),
-          perDatabase: z.int().min(1).max(64).default(4).describe("Connections of one database's own role at most (its CONNECTION LIMIT is one more)."),
+          perDatabase: z.int().min(1).max(64).default(4).describe("Connections of each of one database's two roles at most (writer and reader; each one's CONNECTION LIMIT is one more)."),
           idleMs: z.int().min(1_000).max(3_600_000).default(10_000).describe('An idle connection is closed after this long.'),
-          openDatabases: z.int().min(1).max(10_000).default(32).describe('Databases with a pool at once; past it the least recently used pool is closed (connections at most: admin + openDatabases × perDatabase).'),
+          openDatabases: z.int().min(1).max(10_000).default(32).describe("Databases with pools at once; past it the least recently used database's pools are closed (connections at most: admin + openDatabases × 2 × perDatabase)."),
         })
         .prefault({})
         .describe('Connection pools of provider postgres.'),

@@ -12,14 +12,16 @@ import { checkGrants } from '../sql-guard.js';
 import { maskUrl, TYPES } from './connect.js';
 import { PG, schemaFunctions } from './dialect.js';
 import { isConnectionError, pgCode, pgError, unavailable } from './errors.js';
-import { createSql, grantSql, IDEMPOTENCY_CONFLICT, lit, metaSql, namesOf, randomSecret, scramVerifier, type PgNames } from './provision.js';
+import { createSql, grantSql, IDEMPOTENCY_CONFLICT, lit, metaSql, namesOf, randomSecret, readerSql, scramVerifier, type PgNames } from './provision.js';
 import { runQuery, type ColumnTypes } from './query.js';
 import { admitPgSql, type PgAdmission } from './subset.js';
 
 // The PostgreSQL provider (data.provider "postgres"). One admin pool provisions databases, runs
 // migrations and reads the daemon's own records; it never runs caller SQL. Record batches and caller
 // SQL run on a small pool per database, logged in as that database's own role, each request in one
-// transaction with its time limit and search_path set (tx below).
+// transaction with its time limit and search_path set (tx below). A read-mode /query without an
+// idempotency key runs instead on a second small pool per database, logged in as its read-only role
+// with those settings given at connection start: one statement, one round trip (readPool below).
 
 export interface PgBackendOptions {
   url: string;
@@ -33,6 +35,11 @@ export interface PgBackendOptions {
 interface Open {
   names: PgNames;
   pool: pg.Pool;
+  /** The reader role's password and pool, made with the time limit it was made for. */
+  readerPassword: string;
+  read?: { pool: pg.Pool; timeoutMs: number };
+  /** Its pools were ended (closed when too many were open, or the database deleted). */
+  ended?: boolean;
   secret: string;
   state: DatabaseState;
   types: ColumnTypes;
@@ -66,7 +73,7 @@ export class PgBackend implements DataBackend {
     this.closed = true;
     const all = [...this.open.values()];
     this.open.clear();
-    await Promise.all(all.map((p) => p.then((o) => o.pool.end(), () => undefined)));
+    await Promise.all(all.map((p) => p.then(endPools, () => undefined)));
     await this.admin.end();
   }
 
@@ -122,13 +129,7 @@ export class PgBackend implements DataBackend {
     const n = namesOf(id);
     await this.adminTx(n, async (c) => {
       for (const sql of createSql(n, this.opts.pool.perDatabase + 1)) await c.query(sql);
-      const db = (await c.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d;
-      await c.query('SAVEPOINT connect');
-      try {
-        await c.query(`GRANT CONNECT ON DATABASE ${q(db)} TO ${q(n.role)}`);
-      } catch {
-        await c.query('ROLLBACK TO SAVEPOINT connect');
-      }
+      await grantConnect(c, n.role, n.reader);
       for (const sql of schemaFunctions(q(n.schema))) await c.query(sql);
       for (const sql of metaSql(n, SERVER_RESULT_BYTES)) await c.query(sql);
       for (const [t, def] of Object.entries(schema.tables)) for (const sql of createTableSql(t, def, PG)) await c.query(sql);
@@ -141,19 +142,24 @@ export class PgBackend implements DataBackend {
     const n = namesOf(id);
     const o = this.open.get(id);
     this.open.delete(id);
-    if (o) await o.then((x) => x.pool.end(), () => undefined);
-    await this.adminTx(null, async (c) => {
-      await c.query(`ALTER ROLE ${q(n.role)} NOLOGIN`).catch(() => undefined);
-    }).catch(() => undefined);
-    // Connections of the role that are not the daemon's own (none should be) are ended first.
-    await this.admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [n.role]).catch(() => undefined);
+    if (o) await o.then(endPools, () => undefined);
+    const roles = [n.role, n.reader];
+    for (const role of roles) {
+      await this.adminTx(null, async (c) => {
+        await c.query(`ALTER ROLE ${q(role)} NOLOGIN`);
+      }).catch(() => undefined);
+    }
+    // Connections of the roles that are not the daemon's own (none should be) are ended first.
+    await this.admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ANY($1)', [roles]).catch(() => undefined);
     await this.adminTx(null, async (c) => {
       await c.query(`DROP SCHEMA IF EXISTS ${q(n.schema)}, ${q(n.meta)} CASCADE`);
       const db = (await c.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d;
-      const exists = (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [n.role])).rowCount;
-      if (exists) {
-        await c.query(`REVOKE ALL ON DATABASE ${q(db)} FROM ${q(n.role)}`);
-        await c.query(`DROP ROLE ${q(n.role)}`);
+      for (const role of roles) {
+        const exists = (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount;
+        if (exists) {
+          await c.query(`REVOKE ALL ON DATABASE ${q(db)} FROM ${q(role)}`);
+          await c.query(`DROP ROLE ${q(role)}`);
+        }
       }
     });
   }
@@ -173,7 +179,7 @@ export class PgBackend implements DataBackend {
     while (this.open.size > this.opts.pool.openDatabases) {
       const [oldId, old] = this.open.entries().next().value!;
       this.open.delete(oldId);
-      void old.then((o) => o.pool.end(), () => undefined);
+      void old.then(endPools, () => undefined);
     }
     return p;
   }
@@ -182,19 +188,34 @@ export class PgBackend implements DataBackend {
     if (this.closed) throw unavailable('The daemon is stopping.');
     const n = namesOf(id);
     const password = randomSecret();
+    const readerPassword = randomSecret();
     const secret = randomSecret();
     const { state, types } = await this.adminTx(n, async (c) => {
       const state = await readState(c, n);
+      // A database made before reads had a role of their own gets it now.
+      if (!(await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [n.reader])).rowCount) {
+        for (const sql of readerSql(n, this.opts.pool.perDatabase + 1)) await c.query(sql);
+        for (const sql of grantSql(n, state.schema)) await c.query(sql);
+        await grantConnect(c, n.reader);
+      }
       await c.query(`ALTER ROLE ${q(n.role)} PASSWORD ${lit(scramVerifier(password))}`);
+      await c.query(`ALTER ROLE ${q(n.reader)} PASSWORD ${lit(scramVerifier(readerPassword))}`);
       await c.query(`DELETE FROM ${q(n.meta)}._svc_secret`);
       await c.query(`INSERT INTO ${q(n.meta)}._svc_secret VALUES (sha256(convert_to($1, 'UTF8')))`, [secret]);
       return { state, types: await columnTypes(c, n, state.schema) };
     });
+    const pool = this.databasePool(id, n.role, password);
+    this.opts.onOpened?.(id, state);
+    return { names: n, pool, readerPassword, secret, state, types, admissions: new Map() };
+  }
+
+  /** A pool of connections of a database's role; `options` are settings given at connection start. */
+  private databasePool(id: string, user: string, password: string, options?: string): pg.Pool {
     const pool = new pg.Pool({
       host: this.url.hostname.replace(/^\[|\]$/g, ''),
       port: Number(this.url.port || 5432),
       database: decodeURIComponent(this.url.pathname.slice(1)) || undefined,
-      user: n.role,
+      user,
       password,
       ssl: sslOf(this.url),
       max: this.opts.pool.perDatabase,
@@ -202,13 +223,52 @@ export class PgBackend implements DataBackend {
       connectionTimeoutMillis: 5_000,
       types: TYPES,
       application_name: 'svc-data',
+      options,
       // Caller statements are prepared on the connection that runs them (query.ts): a connection is
       // replaced after this many uses, which bounds what it keeps prepared on the server.
       maxUses: PREPARED_PER_CONNECTION,
     });
     pool.on('error', (err) => this.opts.log.warn('PostgreSQL connection of a database lost', { database: id, error: err.message }));
-    this.opts.onOpened?.(id, state);
-    return { names: n, pool, secret, state, types, admissions: new Map() };
+    return pool;
+  }
+
+  /**
+   * The database's read pool, logged in as its reader role, with what tx() sets per transaction
+   * given once per connection instead: read only, search_path, UTC, and the time limit. Made again
+   * (the old one ended once its connections are released) when data.statementTimeoutMs changed.
+   */
+  private readPool(id: string, o: Open, timeoutMs: number): pg.Pool {
+    if (o.read?.timeoutMs === timeoutMs) return o.read.pool;
+    const old = o.read?.pool;
+    // Names are svc_<hex>: nothing in them needs escaping in the startup options.
+    const options = [`default_transaction_read_only=on`, `search_path=${o.names.schema}`, `TimeZone=UTC`, `statement_timeout=${timeoutMs}`, `lock_timeout=${timeoutMs}`].map((x) => `-c ${x}`).join(' ');
+    o.read = { pool: this.databasePool(id, o.names.reader, o.readerPassword, options), timeoutMs };
+    if (old) void old.end().catch(() => undefined);
+    return o.read.pool;
+  }
+
+  /** One read statement on the read pool: an implicit transaction, one round trip. */
+  private async readOnce<T>(id: string, o: Open, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const timeout = this.opts.statementTimeoutMs();
+    let c: pg.PoolClient;
+    try {
+      if (o.ended) throw new Error('the pool was closed');
+      c = await this.readPool(id, o, timeout).connect();
+    } catch (err) {
+      throw this.unreachable(err);
+    }
+    let broken: Error | undefined;
+    try {
+      return await fn(c);
+    } catch (err) {
+      if (isConnectionError(err)) {
+        broken = err as Error;
+        throw this.unreachable(err);
+      }
+      throw pgError(err, timeout, o.state.schema);
+    } finally {
+      c.release(broken);
+    }
   }
 
   /** A transaction of the database's role: time limit, search_path and READ ONLY for reads. */
@@ -278,6 +338,8 @@ export class PgBackend implements DataBackend {
         return { json: Buffer.from(text), replayed: false };
       });
     }
+    // Without a key, a read is the one statement on the read pool.
+    if (!ref) return { json: Buffer.from(JSON.stringify(await this.readOnce(id, o, run))), replayed: false };
     // A read changes nothing: its answer is stored after it, in a transaction of its own (READ
     // ONLY forbids the write of the record in the read's own).
     const out = await this.tx(o, 'read', async (c) => {
@@ -347,6 +409,23 @@ export class PgBackend implements DataBackend {
     const n = (await this.handle(id)).names;
     const rows = await this.adminTx(n, async (c) => (await c.query<{ id: string; checksum: string; schema_version: number; applied_at: string }>(`SELECT id, checksum, schema_version, applied_at FROM ${q(n.meta)}._svc_migrations ORDER BY schema_version`)).rows);
     return rows.map((r) => ({ id: r.id, checksum: r.checksum, schemaVersion: r.schema_version, appliedAt: r.applied_at }));
+  }
+}
+
+/** Ends a database's pools (its connections are closed as they are released). */
+const endPools = async (o: Open): Promise<void> => {
+  o.ended = true;
+  await Promise.all([o.pool.end(), o.read?.pool.end()]);
+};
+
+/** CONNECT on the current database for `roles`, where the admin may grant it (else PUBLIC has it). */
+async function grantConnect(c: pg.PoolClient, ...roles: string[]): Promise<void> {
+  const db = (await c.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d;
+  await c.query('SAVEPOINT connect');
+  try {
+    await c.query(`GRANT CONNECT ON DATABASE ${q(db)} TO ${roles.map(q).join(', ')}`);
+  } catch {
+    await c.query('ROLLBACK TO SAVEPOINT connect');
   }
 }
 

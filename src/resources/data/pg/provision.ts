@@ -5,14 +5,19 @@ import { SYSTEM_COLUMNS } from '../schema.js';
 
 // What one application database is on the server: a schema for its tables (svc_<id>), a schema for
 // what only the daemon touches (svc_<id>_m: its schema record, migrations, idempotency records), and
-// one login role (svc_<id>) that has USAGE on both, table privileges on its tables only, and no
+// two login roles. svc_<id> has USAGE on both schemas, table privileges on its tables only, and no
 // privilege on the _m tables (it reaches the idempotency records only through two SECURITY DEFINER
-// functions that want the database's secret). Both schemas are owned by the admin role, which the
-// database's role cannot become (NOINHERIT, no membership).
+// functions that want the database's secret). svc_<id>_r, the reader, has SELECT on the tables and
+// EXECUTE on the one _m function that bounds a result (over_limit), nothing else: read-mode /query
+// runs on its connections as a single statement, without BEGIN READ ONLY, and its privileges, not the
+// connection's settings, are what keep it from writing. Both schemas are owned by the admin role,
+// which neither role can become (NOINHERIT, no membership).
 
 export interface PgNames {
   /** The role, and the schema of the tables (quoted by q() where used). */
   role: string;
+  /** The read-only role (SELECT on the tables, nothing else). */
+  reader: string;
   schema: string;
   meta: string;
 }
@@ -20,7 +25,7 @@ export interface PgNames {
 export const namesOf = (id: string): PgNames => {
   const hex = id.replace(/-/g, '').toLowerCase();
   if (!/^[0-9a-f]{32}$/.test(hex)) throw new Error(`not a database id: ${id}`);
-  return { role: `svc_${hex}`, schema: `svc_${hex}`, meta: `svc_${hex}_m` };
+  return { role: `svc_${hex}`, reader: `svc_${hex}_r`, schema: `svc_${hex}`, meta: `svc_${hex}_m` };
 };
 
 /**
@@ -80,29 +85,47 @@ export function metaSql(n: PgNames, resultBytes: number): string[] {
     fn('over_limit(b bigint) RETURNS boolean', `BEGIN IF b > ${resultBytes} THEN RAISE EXCEPTION 'result too large' USING ERRCODE = '${RESULT_LIMIT}'; END IF; RETURN true; END`, false),
     `REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ${m} FROM PUBLIC`,
     `GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${m} TO ${r}`,
+    `GRANT EXECUTE ON FUNCTION ${m}.over_limit(bigint) TO ${q(n.reader)}`,
   ];
 }
 
-/** The role's privileges on the tables of `schema`, given again after every migration. */
+/** The roles' privileges on the tables of `schema`, given again after every migration. */
 export function grantSql(n: PgNames, schema: SchemaDefT): string[] {
   const s = q(n.schema);
   const r = q(n.role);
-  const out = [`REVOKE ALL ON ALL TABLES IN SCHEMA ${s} FROM ${r}`, `GRANT USAGE ON SEQUENCE ${s}._svc_seq TO ${r}`];
+  const rd = q(n.reader);
+  const out = [`REVOKE ALL ON ALL TABLES IN SCHEMA ${s} FROM ${r}, ${rd}`, `GRANT USAGE ON SEQUENCE ${s}._svc_seq TO ${r}`];
   for (const [t, def] of Object.entries(schema.tables)) {
     const cols = Object.keys(def.columns).filter((c) => !(SYSTEM_COLUMNS as readonly string[]).includes(c)).map(q).join(', ');
-    out.push(`GRANT SELECT, DELETE ON ${s}.${q(t)} TO ${r}`, `GRANT INSERT (${cols}), UPDATE (${cols}) ON ${s}.${q(t)} TO ${r}`);
+    out.push(`GRANT SELECT, DELETE ON ${s}.${q(t)} TO ${r}`, `GRANT INSERT (${cols}), UPDATE (${cols}) ON ${s}.${q(t)} TO ${r}`, `GRANT SELECT ON ${s}.${q(t)} TO ${rd}`);
   }
   return out;
 }
 
-/** The role and its two schemas; the role logs in only once the daemon has set a password. */
+const loginRole = (role: string, connectionLimit: number): string =>
+  `CREATE ROLE ${q(role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${connectionLimit} PASSWORD NULL`;
+
+/**
+ * The reader role of a database made before it existed (the daemon adds it when it opens the
+ * database): the role, USAGE on both schemas, EXECUTE on over_limit. Its table grants are grantSql's.
+ */
+export function readerSql(n: PgNames, connectionLimit: number): string[] {
+  return [
+    loginRole(n.reader, connectionLimit),
+    `GRANT USAGE ON SCHEMA ${q(n.schema)}, ${q(n.meta)} TO ${q(n.reader)}`,
+    `GRANT EXECUTE ON FUNCTION ${q(n.meta)}.over_limit(bigint) TO ${q(n.reader)}`,
+  ];
+}
+
+/** The two roles and the two schemas; a role logs in only once the daemon has set a password. */
 export function createSql(n: PgNames, connectionLimit: number): string[] {
   const r = q(n.role);
   return [
-    `CREATE ROLE ${r} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT ${connectionLimit} PASSWORD NULL`,
+    loginRole(n.role, connectionLimit),
+    loginRole(n.reader, connectionLimit),
     `CREATE SCHEMA ${q(n.schema)}`,
     `CREATE SCHEMA ${q(n.meta)}`,
     `REVOKE ALL ON SCHEMA ${q(n.schema)}, ${q(n.meta)} FROM PUBLIC`,
-    `GRANT USAGE ON SCHEMA ${q(n.schema)}, ${q(n.meta)} TO ${r}`,
+    `GRANT USAGE ON SCHEMA ${q(n.schema)}, ${q(n.meta)} TO ${r}, ${q(n.reader)}`,
   ];
 }
