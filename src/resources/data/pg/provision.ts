@@ -82,7 +82,15 @@ export function metaSql(n: PgNames, resultBytes: number): string[] {
       true,
     ),
     // Raised inside a caller's statement as soon as its rows pass the result limit (query.ts).
-    fn('over_limit(b bigint) RETURNS boolean', `BEGIN IF b > ${resultBytes} THEN RAISE EXCEPTION 'result too large' USING ERRCODE = '${RESULT_LIMIT}'; END IF; RETURN true; END`, false),
+    // Adds one row's size to the statement's running total (a setting local to the transaction:
+    // every caller statement is one) and raises past the bound.
+    fn(
+      'over_limit(b bigint) RETURNS boolean',
+      `DECLARE total bigint := coalesce(nullif(current_setting('svc.result_bytes', true), ''), '0')::bigint + coalesce(b, 0);
+       BEGIN IF total > ${resultBytes} THEN RAISE EXCEPTION 'result too large' USING ERRCODE = '${RESULT_LIMIT}'; END IF;
+       PERFORM set_config('svc.result_bytes', total::text, true); RETURN true; END`,
+      false,
+    ),
     `REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ${m} FROM PUBLIC`,
     `GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${m} TO ${r}`,
     `GRANT EXECUTE ON FUNCTION ${m}.over_limit(bigint) TO ${q(n.reader)}`,
