@@ -5,6 +5,7 @@ import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
+import { ProjectConfigSchema } from '../src/config/schema.js';
 import { startDaemon, type Daemon } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { readDaemonInfo } from '../src/state-dir.js';
@@ -197,5 +198,17 @@ describe('server.trustedProxy', () => {
     } finally {
       await plain.close();
     }
+  });
+});
+
+describe('docs/deploy.md', () => {
+  it('every project.json of the three-machine layout is valid as pasted', () => {
+    const md = readFileSync(new URL('../docs/deploy.md', import.meta.url), 'utf8');
+    const blocks = [...md.matchAll(/```json\n([\s\S]*?)\n```/g)].map((m) => JSON.parse(m[1]!));
+    expect(blocks.length).toBe(2);
+    for (const b of blocks) expect(ProjectConfigSchema.safeParse(b).error?.issues ?? []).toEqual([]);
+    // Without the proxy declared, the same file is refused.
+    const { trustedProxy: _, ...server } = blocks[0].server;
+    expect(ProjectConfigSchema.safeParse({ ...blocks[0], server }).success).toBe(false);
   });
 });

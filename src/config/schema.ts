@@ -59,7 +59,7 @@ export const ProjectConfigSchema = z.object({
     .strictObject({
       host: z.string().min(1).default('127.0.0.1').describe('Address to listen on; applies at the next start. Anything but loopback (127.0.0.0/8, ::1, localhost) exposes the API to the network, so it needs tls or trustedProxy, and allowedHosts.'),
       port: z.int().min(0).max(65535).default(7420).describe('Port to listen on (0: any free port); applies at the next start.'),
-      allowedHosts: z.array(z.string().min(1)).default([]).describe('Host header values accepted besides loopback names and addresses (DNS-rebinding guard).'),
+      allowedHosts: z.array(z.string().min(1)).default([]).describe('Host header values accepted besides loopback names and addresses (DNS-rebinding guard); required when host is not loopback.'),
       // "null" is the opaque origin of every sandboxed iframe, data: URL and file: allowing it would
       // allow any page on the web, so it is refused here rather than ignored.
       allowedOrigins: z
