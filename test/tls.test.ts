@@ -90,7 +90,8 @@ describe.skipIf(!hasOpenssl)('server.tls (self-signed certificates made with ope
     second = makeCert(dir, 'second');
     writeFileSync(join(dir, 'cert.pem'), first.cert);
     writeFileSync(join(dir, 'key.pem'), first.key);
-    daemon = await startDaemon({ root, port: 0, env: daemonEnv(root), log: createLogger((l) => logs.push(l), 'debug'), checkResponses: true });
+    // A short head deadline, so that the keep-alive test below sees it pass.
+    daemon = await startDaemon({ root, port: 0, env: daemonEnv(root), log: createLogger((l) => logs.push(l), 'debug'), checkResponses: true, connections: { headersTimeoutMs: 500 } });
   });
   afterAll(async () => {
     await daemon?.close();
@@ -137,6 +138,26 @@ describe.skipIf(!hasOpenssl)('server.tls (self-signed certificates made with ope
     await eventually(() => logs.filter((l) => l.includes('TLS certificate change refused')).length >= 2, 3000);
     const r = await httpsGet(daemon.url, '/healthz', both);
     expect(r).toEqual({ status: 200, fingerprint: fingerprint(second.cert) });
+  });
+
+  it('a kept-alive TLS connection outlives the head deadline (the connection guard sees its requests)', async () => {
+    const agent = new (await import('node:https')).Agent({ keepAlive: true, ca: [first.cert, second.cert] });
+    try {
+      const get = () =>
+        new Promise<boolean>((resolve, reject) => {
+          const req = httpsRequest(daemon.url + '/healthz', { agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(req.reusedSocket));
+          });
+          req.on('error', reject);
+          req.end();
+        });
+      expect(await get()).toBe(false);
+      await new Promise((r) => setTimeout(r, 800));
+      expect(await get()).toBe(true);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('the Host guard still applies over TLS: allowedHosts names are served, others refused', async () => {
