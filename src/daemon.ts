@@ -13,7 +13,9 @@ import type { KeyEntry } from './kernel/auth.js';
 import type { ConnectionLimits } from './kernel/connections.js';
 import { DEFAULT_LOG_FILE, LogFile } from './kernel/log-file.js';
 import { createLogger, errorFields, lineBuffer, type Logger } from './kernel/log.js';
+import { exposureIssues } from './kernel/exposure.js';
 import { createHttpServer, type HttpServer } from './kernel/server.js';
+import { readTlsPair, tlsPaths, watchTls, type TlsPair } from './kernel/tls.js';
 import { ensurePrivateDir } from './lib/files.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { uuidv4 } from './lib/ids.js';
@@ -116,6 +118,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const loaded = loadConfig(root);
   if (!loaded.ok) throw new Error(`project.json is invalid: ${formatIssues(loaded.issues)}`);
   let config: ProjectConfig = loaded.config;
+  // project.json's own host is checked by its schema; --host is checked here the same way.
+  const exposure = exposureIssues(opts.host ?? config.server.host, config.server);
+  if (exposure.length) throw new Error(`refusing to listen on ${opts.host ?? config.server.host}: ${exposure.map((i) => i.message).join('; ')}`);
+  let tlsPair: TlsPair | undefined;
+  if (config.server.tls) tlsPair = readTlsPair(root, config.server.tls);
 
   ensurePrivateDir(paths.dir);
   // Lines go out in batches every 25 ms, written off the event loop to stdout and the file, never
@@ -300,6 +307,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     log,
     checkResponses: opts.checkResponses,
     connections: opts.connections,
+    tls: tlsPair,
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -320,8 +328,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   http.server.on('error', (err) => log.error('http server error', errorFields(err)));
   const addr = http.server.address();
   if (addr && typeof addr === 'object') listening = { host: listening.host, port: addr.port };
-  const urlHost = listening.host.includes(':') ? `[${listening.host}]` : listening.host;
-  const url = `http://${urlHost}:${listening.port}`;
+  // A wildcard address is not one to connect to: local clients are pointed at loopback.
+  const connectHost = listening.host === '0.0.0.0' ? '127.0.0.1' : listening.host === '::' ? '::1' : listening.host;
+  const urlHost = connectHost.includes(':') ? `[${connectHost}]` : connectHost;
+  const url = `${tlsPair ? 'https' : 'http'}://${urlHost}:${listening.port}`;
+  const tlsFiles = config.server.tls;
+  const tlsWatcher = tlsPair && tlsFiles ? watchTls(root, tlsFiles, http.server as import('node:https').Server, log, tlsPair.fingerprint) : null;
 
   const watcher = watchConfig(root, guarded(log, 'applying a project.json change', (result) => {
     if (!result.ok) {
@@ -339,6 +351,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (dataBefore.provider !== config.data.provider || dataBefore.url !== config.data.url) {
       log.warn('data.provider and data.url apply at the next restart', { provider: config.data.provider });
     }
+    if (JSON.stringify(before.tls) !== JSON.stringify(config.server.tls)) {
+      log.warn('server.tls applies at the next restart (a changed certificate file is reloaded at once)', { tls: config.server.tls ?? null });
+    }
     if (before.host !== config.server.host || before.port !== config.server.port) {
       log.warn('server.host and server.port apply at the next restart', { host: config.server.host, port: config.server.port });
     }
@@ -347,11 +362,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }), (err) => log.error('watching project.json failed; edits will not apply until restart', errorFields(err)));
   // An edit made once startDaemon has returned (or `listening` is logged) must not go unseen.
   await watcher.ready;
+  await tlsWatcher?.ready;
 
   async function close(): Promise<void> {
     closing ??= (async () => {
       log.info('shutting down');
       await watcher.close().catch(() => undefined);
+      await tlsWatcher?.close().catch(() => undefined);
       streams.closeAll();
       await http.close(SHUTDOWN_GRACE_MS);
       for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
@@ -377,9 +394,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     host: listening.host,
     port: listening.port,
     url,
+    // The CLI trusts this certificate when it talks to its own project's daemon.
+    ...(tlsFiles && tlsPair ? { ca: tlsPaths(root, tlsFiles).cert } : {}),
     startedAt: app.startedAt.toISOString(),
     version: app.version,
   });
-  log.info('listening', { url, project: config.name, root, version: app.version });
+  log.info('listening', { url, project: config.name, root, version: app.version, ...(tlsPair ? { tls: tlsPair.fingerprint } : {}) });
   return { app, host: listening.host, port: listening.port, url, http, closed, close };
 }

@@ -27,6 +27,8 @@ export interface DaemonInfo {
   host: string;
   port: number;
   url: string;
+  /** With server.tls: the certificate file (absolute), which the CLI trusts for this daemon. */
+  ca?: string;
   startedAt: string;
   version: string;
 }
@@ -44,6 +46,16 @@ export function readDaemonInfo(root: string): DaemonInfo | null {
 export function runningDaemon(root: string): DaemonInfo | null {
   const info = readDaemonInfo(root);
   return info && pidAlive(info.pid) ? info : null;
+}
+
+/** The certificate a TLS daemon serves (its server.tls.cert), for its own project's CLI to trust. */
+export function daemonCa(info: DaemonInfo | null): Buffer | undefined {
+  if (!info?.ca || !info.url.startsWith('https:')) return undefined;
+  try {
+    return readFileSync(info.ca);
+  } catch {
+    return undefined;
+  }
 }
 
 export function writeDaemonInfo(root: string, info: DaemonInfo): void {

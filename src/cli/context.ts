@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { SvcClient } from '../client/client.js';
 import { findProjectRoot } from '../config/find.js';
-import { readLocalKey, runningDaemon } from '../state-dir.js';
+import { daemonCa, readLocalKey, runningDaemon } from '../state-dir.js';
 import { io } from './io.js';
 
 export interface GlobalOptions {
@@ -59,16 +59,18 @@ export function cliContext(cmd: Command): CliContext {
   const root = projectRoot(opts);
   const explicitUrl = opts.url || env.SVC_URL || undefined;
   let url = explicitUrl;
+  let ca: Buffer | undefined;
   if (!url) {
     if (!root) throw new NoDaemonError('no project.json here or in any parent directory', 'run `svc init` to create one, or pass --project DIR or --url URL');
     const info = runningDaemon(root);
     if (!info) throw new NoDaemonError(`no svc daemon is running for the project in ${root}`, 'start it with `svc serve` (or `svc serve --detach`)');
     url = info.url;
+    ca = daemonCa(info); // its own daemon's certificate (server.tls), trusted even when self-signed
   }
   let apiKey = opts.apiKey || env.SERVICE_API_KEY || undefined;
   // The project's local key goes only to its own daemon, or to an explicit loopback URL.
   if (!apiKey && root && (!explicitUrl || isLoopbackUrl(explicitUrl))) apiKey = readLocalKey(root);
-  return { json: Boolean(opts.json), yes: Boolean(opts.yes), root, client: new SvcClient({ url, apiKey }) };
+  return { json: Boolean(opts.json), yes: Boolean(opts.yes), root, client: new SvcClient({ url, apiKey, ca }) };
 }
 
 export function isLoopbackUrl(url: string): boolean {

@@ -1,5 +1,7 @@
 import { request as httpRequest } from 'node:http';
+import { X509Certificate } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
+import { checkServerIdentity, rootCertificates, type ConnectionOptions, type PeerCertificate } from 'node:tls';
 
 // The typed HTTP client the CLI is built on, exported for users' own tools. It uses node:http
 // rather than the undici package (loading undici costs a CLI command more than its request) or
@@ -32,6 +34,26 @@ export interface ClientOptions {
   url: string;
   apiKey?: string;
   timeoutMs?: number;
+  /**
+   * PEM certificate (a daemon's server.tls.cert) to trust besides the system's CAs: a self-signed
+   * one verifies, and its leaf is accepted under any name (the CLI reaches its own daemon at
+   * 127.0.0.1 while the certificate names svc.example.com).
+   */
+  ca?: string | Buffer;
+}
+
+/** TLS options that trust `ca` besides the system's roots and pin its leaf certificate. */
+export function trustingTls(ca: string | Buffer): ConnectionOptions {
+  let pinned: string | undefined;
+  try {
+    pinned = new X509Certificate(ca).fingerprint256;
+  } catch {
+    // not a certificate: only the system's roots and the usual name check apply
+  }
+  return {
+    ca: [...rootCertificates, ca.toString()],
+    checkServerIdentity: (host: string, cert: PeerCertificate) => (pinned !== undefined && cert.fingerprint256 === pinned ? undefined : checkServerIdentity(host, cert)),
+  };
 }
 
 export interface RequestOptions {
@@ -52,8 +74,11 @@ const isNetworkError = (err: unknown): boolean => NETWORK_CODES.has((err as Node
 
 export class SvcClient {
   readonly url: string;
+  /** Connection options for https URLs (undefined: node's defaults). */
+  readonly tls: ConnectionOptions | undefined;
   constructor(private readonly opts: ClientOptions) {
     this.url = opts.url.replace(/\/+$/, '');
+    this.tls = opts.ca === undefined ? undefined : trustingTls(opts.ca);
   }
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
@@ -66,7 +91,8 @@ export class SvcClient {
     const u = typeof url === 'string' ? new URL(url) : url;
     const timeout = this.opts.timeoutMs ?? 30_000;
     return new Promise((resolve, reject) => {
-      const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+      const options = { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } };
+      const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, u.protocol === 'https:' && this.tls ? { ...options, ...this.tls } : options, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));

@@ -1,4 +1,4 @@
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import { sseReader, type SseMessage } from '../lib/sse-read.js';
 import { ApiError, UnreachableError, type SvcClient } from './client.js';
 
@@ -19,7 +19,9 @@ export async function streamEvents(client: SvcClient, onMessage: (m: SseMessage)
   if (opts.lastEventId) headers['last-event-id'] = opts.lastEventId;
   let res;
   try {
-    res = await request(url, { headers, signal: opts.signal, bodyTimeout: 0 });
+    // A daemon serving its own certificate (server.tls) is trusted as SvcClient trusts it.
+    const dispatcher = url.protocol === 'https:' && client.tls ? new Agent({ connect: client.tls as Agent.Options['connect'] }) : undefined;
+    res = await request(url, { headers, signal: opts.signal, bodyTimeout: 0, ...(dispatcher ? { dispatcher } : {}) });
   } catch (err) {
     if ((err as Error).name === 'AbortError') return;
     throw new UnreachableError(client.url, err);

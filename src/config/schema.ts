@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BUILT_IN_PROVIDERS } from '../resources/providers/catalog.js';
+import { exposureIssues, validProxyEntry } from '../kernel/exposure.js';
 
 // project.json. Nested objects are strict so a typo (`server.prot`) is reported with its path;
 // unknown top-level keys only warn, so a file written for a newer svc still loads.
@@ -56,9 +57,9 @@ export const ProjectConfigSchema = z.object({
   name: z.string().min(1).max(128).optional().describe('The project\'s name, in `GET /api/v1/status`, `svc doctor` and the start-up log line.'),
   server: z
     .strictObject({
-      host: z.string().min(1).default('127.0.0.1').describe('Address to listen on; applies at the next start. Anything but loopback exposes the API to the network.'),
+      host: z.string().min(1).default('127.0.0.1').describe('Address to listen on; applies at the next start. Anything but loopback (127.0.0.0/8, ::1, localhost) exposes the API to the network, so it needs tls or trustedProxy, and allowedHosts.'),
       port: z.int().min(0).max(65535).default(7420).describe('Port to listen on (0: any free port); applies at the next start.'),
-      allowedHosts: z.array(z.string().min(1)).default([]).describe('Host header values accepted besides loopback names and addresses (DNS-rebinding guard).'),
+      allowedHosts: z.array(z.string().min(1)).default([]).describe('Host header values accepted besides loopback names and addresses (DNS-rebinding guard); required when host is not loopback.'),
       // "null" is the opaque origin of every sandboxed iframe, data: URL and file: allowing it would
       // allow any page on the web, so it is refused here rather than ignored.
       allowedOrigins: z
@@ -68,6 +69,20 @@ export const ProjectConfigSchema = z.object({
       maxBodyBytes: z.int().min(1024).max(256 * 1024 * 1024).default(1_048_576).describe('Largest request body; a larger one is answered 413.'),
       // Default: below the process's open-file limit (see src/kernel/connections.ts).
       maxConnections: z.int().min(16).max(65_536).optional().describe('Open connections at most (default: below the open-file limit, 896 under 1,024).'),
+      tls: z
+        .strictObject({
+          cert: z.string().min(1).describe('PEM certificate file (the full chain), relative to the project.'),
+          key: z.string().min(1).describe('PEM private key file of that certificate, relative to the project.'),
+        })
+        .optional()
+        .describe('Serve HTTPS with this certificate and key; the files are watched and a new pair is served without a restart (a bad pair is logged and the old one kept). Adding or removing it applies at the next start.'),
+      trustedProxy: z
+        .array(z.string().min(1).refine(validProxyEntry, 'must be an IP address or a CIDR block (10.0.0.0/8, fd00::/8)'))
+        .optional()
+        .describe("Addresses (IP or CIDR) of the reverse proxy in front of the daemon: only from them is X-Forwarded-For believed, for the client address in logs and the failed-authentication limiter. Declaring one allows a non-loopback host without tls."),
+    })
+    .superRefine((server, ctx) => {
+      for (const issue of exposureIssues(server.host, server)) ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.message });
     })
     .prefault({}),
   apiKeys: z.array(ApiKeySchema).default([]).describe('Keys that open the API, besides .svc/local.key and SERVICE_API_KEY; an edit applies without a restart.'),

@@ -141,7 +141,8 @@ export function guardConnections(
   });
 
   server.on('request', (req, res) => {
-    const c = conns.get(req.socket);
+    // Over TLS the request's socket wraps the raw one counted at 'connection' (its _parent).
+    const c = conns.get(req.socket) ?? conns.get((req.socket as Socket & { _parent?: Socket })._parent as Socket);
     if (!c) return;
     if (c.headTimer) {
       clearTimeout(c.headTimer);

@@ -1,10 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:https';
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { authenticate, bearerToken, DigestCache, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
 import { NO_BODY, readJsonBody } from './body.js';
 import { connectionCapFor, DEFAULT_CONNECTION_LIMITS, guardConnections, readFileLimit, type ConnectionLimits, type ConnectionStats } from './connections.js';
 import { AppError, ERRORS, toErrorResponse, type ErrorDetail } from './errors.js';
+import { clientAddress } from './exposure.js';
 import { hostAllowed, originAllowed } from './guards.js';
 import { errorFields, type Logger } from './log.js';
 import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
@@ -18,6 +20,8 @@ export interface HttpSettings {
   maxBodyBytes: number;
   /** Open connections at most (project.json server.maxConnections); default: below the file limit. */
   maxConnections?: number;
+  /** Addresses (IP or CIDR) of a reverse proxy whose X-Forwarded-For is believed. */
+  trustedProxy?: readonly string[];
 }
 
 export interface HttpOptions<App> {
@@ -35,10 +39,13 @@ export interface HttpOptions<App> {
   limiter?: FailureLimiter;
   /** Connection bounds; maxConnections defaults to a cap below the process's file limit. */
   connections?: Partial<ConnectionLimits>;
+  /** Serve HTTPS with this PEM pair (node:https); without it, plain HTTP exactly as before. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 export interface HttpServer {
-  server: Server;
+  /** node:http, or node:https when started with tls (its setSecureContext swaps the pair). */
+  server: Server | TlsServer;
   /** The failed-authentication limiter this server answers 429 from. */
   limiter: FailureLimiter;
   /** Open connections and how often the cap was hit. */
@@ -205,7 +212,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     if (route.auth !== 'public') {
       principal = authenticate(opts.keys(), bearerToken(req), digests);
       if (!principal) {
-        const wait = limiter.fail(req.socket.remoteAddress ?? 'unknown');
+        const wait = limiter.fail(clientAddress(req, settings.trustedProxy) ?? 'unknown');
         if (wait > 0) {
           throw new AppError('rate_limited', `Too many failed authentications; retry in ${wait} s.`, { headers: { 'Retry-After': String(wait) } });
         }
@@ -283,7 +290,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
   // Read at each new connection, so a project.json reload applies to the next one.
   const maxConnections = () => opts.connections?.maxConnections ?? opts.settings().maxConnections ?? defaultCap;
-  const server = createServer(nodeServerOptions(limits), (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const started = process.hrtime.bigint();
     const requestId = uuidv7();
     res.setHeader('X-Request-Id', requestId);
@@ -295,7 +302,11 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       const path = (req.url ?? '/').split('?')[0];
       // 499 (nginx's "client closed request"): the client went away before the answer was sent.
       const status = res.writableFinished ? res.statusCode : 499;
-      opts.log.info('request', { id: requestId, method: req.method, path, status, ms: Math.round(ms * 10) / 10 });
+      const fields: Record<string, unknown> = { id: requestId, method: req.method, path, status, ms: Math.round(ms * 10) / 10 };
+      // Behind a declared proxy the peer is the proxy: the line says whom it forwarded.
+      const proxies = opts.settings().trustedProxy;
+      if (proxies?.length) fields.client = clientAddress(req, proxies);
+      opts.log.info('request', fields);
     });
     const matched: { route?: AnyRoute<App> } = {};
     handle(req, res, requestId, matched).catch((err: unknown) => {
@@ -319,8 +330,9 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       if (status === 413) headers.Connection = 'close';
       sendJson(res, status, body, headers);
     });
-  });
-  const connections = guardConnections(server, { ...limits, maxConnections }, opts.log);
+  };
+  const server = opts.tls ? createTlsServer({ ...nodeServerOptions(limits), cert: opts.tls.cert, key: opts.tls.key }, onRequest) : createServer(nodeServerOptions(limits), onRequest);
+  const connections = guardConnections(server as Server, { ...limits, maxConnections }, opts.log);
   opts.log.info('connection limits', {
     maxConnections: maxConnections(),
     fileLimit: fileLimit === undefined ? 'unknown' : Number.isFinite(fileLimit) ? fileLimit : 'unlimited',

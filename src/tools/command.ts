@@ -42,9 +42,9 @@ function daemonUrl(opts: GlobalOptions, root: string | null, mustRun: boolean): 
   if (info) return info.url;
   if (mustRun) throw new NoDaemonError(`no svc daemon is running for the project in ${root}.\nhint: start it with \`svc serve\`; \`svc mcp\` forwards to it.`);
   const loaded = loadConfig(root);
-  const server = loaded.ok ? loaded.config.server : { host: '127.0.0.1', port: 7420 };
+  const server: { host: string; port: number; tls?: unknown } = loaded.ok ? loaded.config.server : { host: '127.0.0.1', port: 7420 };
   const host = server.host.includes(':') ? `[${server.host}]` : server.host;
-  return `http://${host}:${server.port}`;
+  return `${server.tls ? 'https' : 'http'}://${host}:${server.port}`;
 }
 
 export function mcpCommand(): Command {

@@ -8,7 +8,7 @@ import { emit, style } from '../../cli/output.js';
 import { ApiError, SvcClient } from '../../client/client.js';
 import { CONFIG_FILE, formatIssues, loadConfig } from '../../config/load.js';
 import type { ProjectConfig } from '../../config/schema.js';
-import { readDaemonInfo, readLocalKey, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
+import { daemonCa, readDaemonInfo, readLocalKey, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
 
 // `svc doctor`: what could stop svc from working here, one line per check, with the fix for each
 // that fails. It reads the project's files and asks the daemon; it changes nothing.
@@ -66,7 +66,7 @@ export async function checkDaemon(root: string): Promise<{ result: CheckResult; 
     return { result: { check: 'daemon', status: 'fail', detail, fix: 'start it with `svc serve --detach` (or `svc serve` in a terminal)' }, info: null };
   }
   try {
-    const h = await new SvcClient({ url: info.url, timeoutMs: 2000 }).get<{ version: string }>('/healthz');
+    const h = await new SvcClient({ url: info.url, timeoutMs: 2000, ca: daemonCa(info) }).get<{ version: string }>('/healthz');
     return { result: { check: 'daemon', status: 'ok', detail: `pid ${info.pid} answers on ${info.url} (svc ${h.version})` }, info };
   } catch (e) {
     return {
@@ -85,7 +85,7 @@ export async function checkKey(root: string, info: DaemonInfo | null, g: GlobalO
   const source = fromFlag ?? '.svc/local.key';
   if (!key) return { check: 'api key', status: 'fail', detail: 'no key: none given and no .svc/local.key', fix: 'restart the daemon (`svc restart`) to create .svc/local.key, or set SERVICE_API_KEY' };
   try {
-    await new SvcClient({ url, apiKey: key, timeoutMs: 2000 }).get('/api/v1/status');
+    await new SvcClient({ url, apiKey: key, timeoutMs: 2000, ca: url === info.url ? daemonCa(info) : undefined }).get('/api/v1/status');
     return { check: 'api key', status: 'ok', detail: `the key from ${source} is accepted` };
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) {

@@ -12,7 +12,7 @@ import { SvcClient, UnreachableError } from '../../client/client.js';
 import { CONFIG_FILE } from '../../config/find.js';
 import { ensurePrivateDir } from '../../lib/files.js';
 import { pidAlive } from '../../lib/proc.js';
-import { readLocalKey, removeDaemonInfo, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
+import { daemonCa, readLocalKey, removeDaemonInfo, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
 
 // Running the daemon: in the foreground (`svc serve`, readable on a terminal), in the background
 // (`--detach`, returns once it answers), and stopping or restarting it (returns once it has exited).
@@ -87,7 +87,7 @@ async function startDetached(root: string, o: ServeOptions): Promise<DaemonInfo>
     const info = runningDaemon(root);
     if (info && info.pid === pid) {
       try {
-        await new SvcClient({ url: info.url, timeoutMs: 1000 }).get('/healthz');
+        await new SvcClient({ url: info.url, timeoutMs: 1000, ca: daemonCa(info) }).get('/healthz');
         return info;
       } catch {
         // listening, not answering yet
@@ -204,7 +204,7 @@ export function restartCommand(): Command {
         const before = runningDaemon(root);
         if (before) {
           const apiKey = globals.apiKey || io().env.SERVICE_API_KEY || readLocalKey(root);
-          await stopDaemon({ json: false, yes: false, root, client: new SvcClient({ url: before.url, apiKey }) });
+          await stopDaemon({ json: false, yes: false, root, client: new SvcClient({ url: before.url, apiKey, ca: daemonCa(before) }) });
         }
         const info = await startDetached(root, { host: o.host ?? before?.host, port: o.port ?? before?.port });
         emit(Boolean(globals.json), info, () => `${before ? `restarted (pid ${before.pid} → ${info.pid})` : 'started'}; svc ${info.version} on ${info.url}\n`);
