@@ -1,7 +1,7 @@
-import { createRequire } from 'node:module';
 import { AppError, type ErrorCode } from '../../../kernel/errors.js';
 import { SYSTEM_COLUMNS } from '../schema.js';
 import { ALLOWED_FUNCTIONS, ALLOWED_TYPES, ALLOWED_VALUE_KEYWORDS, CATALOG_TYPE, ROW_CALLABLE } from './functions.js';
+import { parsePg, ParseError, type ParseTree } from './parser.js';
 
 // The parser layer of the Postgres provider's /query: the first of two layers (the second is the
 // database role's privileges, and READ ONLY for reads), tested alone. The statement is parsed by
@@ -52,84 +52,15 @@ class Refusal extends Error {
 const invalid = (message: string, path?: string): Refusal => new Refusal('data_invalid', message, path);
 const forbidden = (message: string): Refusal => new Refusal('data_forbidden', message);
 
-// ---------------------------------------------------------------------------------------------
-// The parser. libpg-query's own wrapper keeps one WASM instance for the process; a statement whose
-// parse tree is deep enough overflows the stack inside the WASM (a RangeError), which can leave that
-// instance broken for every later call. So this file runs its own instance, through the same
-// exports the wrapper uses, and replaces it after anything but a parse error.
-
-interface PgModule {
-  _wasm_parse_query_raw(query: number): number;
-  _wasm_free_parse_result(result: number): void;
-  _malloc(size: number): number;
-  _free(ptr: number): void;
-  lengthBytesUTF8(s: string): number;
-  stringToUTF8(s: string, ptr: number, max: number): void;
-  getValue(ptr: number, type: 'i32'): number;
-  UTF8ToString(ptr: number): string;
-}
-
-const requireCjs = createRequire(import.meta.url);
-let instance: Promise<PgModule> | null = null;
-
-function pgModule(): Promise<PgModule> {
-  if (!instance) {
-    const factory = requireCjs('libpg-query/wasm/libpg-query.js') as () => Promise<PgModule>;
-    instance = factory();
-    instance.catch(() => (instance = null));
-  }
-  return instance;
-}
-
-class ParseError extends Error {
-  constructor(
-    message: string,
-    readonly position: number,
-  ) {
-    super(message);
-  }
-}
-
-interface ParseTree {
-  stmts?: { stmt?: Wrapped }[];
-}
-
-/** pg_query_parse: the JSON parse tree, or a ParseError with the parser's message and 1-based character position. */
-function rawParse(mod: PgModule, sql: string): ParseTree {
-  const len = mod.lengthBytesUTF8(sql) + 1;
-  const query = mod._malloc(len);
-  let result = 0;
-  try {
-    mod.stringToUTF8(sql, query, len);
-    result = mod._wasm_parse_query_raw(query);
-    if (!result) throw new Error('libpg_query: no parse result');
-    // struct PgQueryParseResult { char *parse_tree; char *stderr_buffer; PgQueryError *error; }
-    const tree = mod.getValue(result, 'i32');
-    const error = mod.getValue(result + 8, 'i32');
-    if (error) {
-      // struct PgQueryError { char *message; char *funcname; char *filename; int lineno; int cursorpos; char *context; }
-      const message = mod.getValue(error, 'i32');
-      throw new ParseError(message ? mod.UTF8ToString(message) : 'syntax error', mod.getValue(error + 16, 'i32'));
-    }
-    return JSON.parse(mod.UTF8ToString(tree)) as ParseTree;
-  } finally {
-    mod._free(query);
-    if (result) mod._wasm_free_parse_result(result);
-  }
-}
-
+/** The statement's parse tree, or a 400 naming what the parser could not read. */
 async function parseSql(sql: string): Promise<ParseTree> {
-  const current = pgModule();
-  const mod = await current;
   try {
-    return rawParse(mod, sql);
+    return await parsePg(sql);
   } catch (err) {
     if (err instanceof ParseError) {
       const at = err.position > 0 ? ` (at character ${err.position})` : '';
       throw invalid(`${err.message}${at}.`);
     }
-    // A trap inside the WASM (stack overflow, memory access): this instance is not trusted again.
-    if (instance === current) instance = null;
     if (err instanceof RangeError) throw invalid(`The statement is nested too deeply to parse (at most ${MAX_DEPTH} levels).`);
     throw err;
   }
