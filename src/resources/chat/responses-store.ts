@@ -1,7 +1,6 @@
 import { stmt, type DB } from '../../db/open.js';
-import { redactValue } from '../../lib/redact.js';
 import type { ChatMessage } from './schema.js';
-import { SESSION_MAX_MESSAGES } from './sessions.js';
+import { storedMessages } from './sessions.js';
 
 /** Stored responses kept at most; the oldest go first (a response older than that cannot be continued). */
 export const RESPONSES_KEPT = 10_000;
@@ -30,13 +29,12 @@ export function getResponse(db: DB, id: string): StoredResponse | null {
 
 /** Writes a response's conversation with each of `secrets` replaced, and drops the oldest beyond the cap. */
 export function saveResponse(db: DB, r: StoredResponse, secrets: readonly string[], now: string): void {
-  const kept = r.messages.slice(-SESSION_MAX_MESSAGES);
   const { lastInsertRowid } = stmt(db, 'INSERT INTO chat_responses (id, session_id, agent, model, messages, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
     r.id,
     r.sessionId,
     r.agent,
     r.model,
-    JSON.stringify(redactValue(kept, secrets)),
+    storedMessages(r.messages, secrets),
     now,
   );
   stmt(db, 'DELETE FROM chat_responses WHERE seq <= ?').run(Number(lastInsertRowid) - RESPONSES_KEPT);

@@ -24,12 +24,14 @@ export function getSession(db: DB, id: string): Session | null {
   return r ? { id: r.id, agent: r.agent, model: r.model, messages: JSON.parse(r.messages) as ChatMessage[] } : null;
 }
 
+/** A conversation as it is stored: its newest messages, each of `secrets` replaced wherever it appears. */
+export const storedMessages = (messages: ChatMessage[], secrets: readonly string[]): string => JSON.stringify(redactValue(messages.slice(-SESSION_MAX_MESSAGES), secrets));
+
 /** Writes the session with each of `secrets` replaced wherever it appears in its messages. */
 export function saveSession(db: DB, s: Session, secrets: readonly string[], now: string): void {
-  const kept = s.messages.slice(-SESSION_MAX_MESSAGES);
   stmt(
     db,
     `INSERT INTO chat_sessions (id, agent, model, messages, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET model = excluded.model, messages = excluded.messages, updated_at = excluded.updated_at`,
-  ).run(s.id, s.agent, s.model, JSON.stringify(redactValue(kept, secrets)), now, now);
+  ).run(s.id, s.agent, s.model, storedMessages(s.messages, secrets), now, now);
 }
