@@ -1,9 +1,34 @@
 import { defineConfig } from 'vitest/config';
 import { homeEnv, testHome } from './test/home-guard.js';
 
+/**
+ * The resource suites run a second time with the daemon's state on PostgreSQL (test/state-pg.ts
+ * gives each test daemon a database of its own on the run's throwaway server).
+ */
+export const STATE_PG_SUITES = [
+  'test/tasks.test.ts',
+  'test/leases.test.ts',
+  'test/missions.test.ts',
+  'test/playbooks.test.ts',
+  'test/approvals.test.ts',
+  'test/agents.test.ts',
+  'test/skills.test.ts',
+  'test/vault.test.ts',
+  'test/webhooks.test.ts',
+  'test/webhooks-worker.test.ts',
+  'test/webhooks-retention.test.ts',
+  'test/events.test.ts',
+  'test/outbox.test.ts',
+  'test/chat.test.ts',
+  'test/chat-responses.test.ts',
+  'test/mcp.test.ts',
+  'test/auth-status.test.ts',
+];
+
+const env = { NO_COLOR: '1', SVC_KEYCHAIN: 'off', ...homeEnv(testHome()) };
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     setupFiles: ['test/setup.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
@@ -15,6 +40,10 @@ export default defineConfig({
     // Daemons started by tests, in-process or as child processes, never touch the user's keychain,
     // home or ~/.config: HOME, the XDG dirs and SVC_CONFIG_DIR are a temp dir of this run (made and
     // removed by the global setup, which also fails the run if the real svc config dir changed).
-    env: { NO_COLOR: '1', SVC_KEYCHAIN: 'off', ...homeEnv(testHome()) },
+    env,
+    projects: [
+      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
+      { extends: true, test: { name: 'state-pg', include: STATE_PG_SUITES, env: { ...env, SVC_TEST_STATE: 'postgres' } } },
+    ],
   },
 });

@@ -5,7 +5,9 @@ import { formatIssues, loadConfig } from './config/load.js';
 import type { ProjectConfig } from './config/schema.js';
 import { watchConfig } from './config/watch.js';
 import { STATE_MIGRATIONS } from './db/migrations.js';
-import { openDatabase, stmt } from './db/open.js';
+import { isPostgres, openDatabase, openPostgresState, stmt, type DB } from './db/open.js';
+import { maskUrl } from './db/pg/url.js';
+import { stateUrl } from './config/state.js';
 import { PRUNER, startPruner } from './db/prune.js';
 import { EventLog } from './events/outbox.js';
 import { DEFAULT_SSE_LIMITS, SseHub, type SseLimits } from './events/sse.js';
@@ -28,7 +30,7 @@ import { DATA_BACKEND, reconcile } from './resources/data/service.js';
 import { DATA_RUNNER, removeOrphanFiles, SqliteBackend } from './resources/data/sqlite-backend.js';
 import type { DatabaseState } from './resources/data/backend.js';
 import { PgBackend } from './resources/data/pg/backend.js';
-import { checkServer, dataUrl, maskUrl } from './resources/data/pg/connect.js';
+import { checkServer, dataUrl } from './resources/data/pg/connect.js';
 import { allIds } from './resources/data/store.js';
 import { DataRunner } from './resources/data/sql-runner.js';
 import { reapOrphanWorkers, WorkerRecords } from './resources/data/orphans.js';
@@ -154,18 +156,24 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   };
 
   let localKey: string;
-  let db: ReturnType<typeof openDatabase>;
+  let db: DB;
+  // With provider postgres the state is shared by every daemon on that database (docs/deploy.md).
+  let sharedState: string | null = null;
   try {
     localKey = ensureLocalKey(root);
     // The same floor as keys in project.json: a short shared key is guessable.
     if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
-    db = openDatabase(paths.db, STATE_MIGRATIONS);
+    sharedState = stateUrl(config, env);
+    db = sharedState
+      ? openPostgresState({ url: sharedState, statementTimeoutMs: config.state.statementTimeoutMs }, STATE_MIGRATIONS)
+      : openDatabase(paths.db, STATE_MIGRATIONS);
   } catch (err) {
     return abort(err);
   }
   undo.push(() => db.close());
+  if (sharedState) log.info('state on PostgreSQL', { url: maskUrl(sharedState) });
   let keys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
-  for (const suffix of ['', '-wal', '-shm']) {
+  for (const suffix of sharedState ? [] : ['', '-wal', '-shm']) {
     try {
       chmodSync(paths.db + suffix, 0o600);
     } catch {
@@ -175,7 +183,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let projectId = (stmt(db, "SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string } | undefined)?.value;
   if (!projectId) {
     projectId = uuidv4();
-    stmt(db, "INSERT INTO meta (key, value) VALUES ('projectId', ?)").run(projectId);
+    // Daemons starting together on one PostgreSQL state: the first one's id wins.
+    stmt(db, "INSERT INTO meta (key, value) VALUES ('projectId', ?) ON CONFLICT (key) DO NOTHING").run(projectId);
+    projectId = (stmt(db, "SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string }).value;
   }
   const clock = opts.clock ?? systemClock;
   const events = new EventLog(db, clock);
@@ -373,7 +383,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       await http.close(SHUTDOWN_GRACE_MS);
       for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
       try {
-        db.pragma('wal_checkpoint(TRUNCATE)');
+        if (!isPostgres(db)) (db as unknown as { pragma(s: string): unknown }).pragma('wal_checkpoint(TRUNCATE)');
         db.close();
       } catch (err) {
         log.error('closing the state database failed', errorFields(err));

@@ -26,10 +26,23 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 // is incremental (its state in dist/.tsbuildinfo, gone with dist/): a run after a small change
 // recompiles what changed in about a second instead of everything in seven.
 export default async function setup(project: TestProject): Promise<() => void> {
+  // Each project of vitest.config.ts calls this; the build, the home and the server are made once.
+  const g = globalThis as { svcSetup?: Promise<{ pg: Awaited<ReturnType<typeof startTestPostgres>>; dir: string; teardown: () => void }>; svcSetupUsers?: number };
+  g.svcSetupUsers = (g.svcSetupUsers ?? 0) + 1;
+  const once = await (g.svcSetup ??= setupOnce(project));
+  project.provide('emittedEventsDir', once.dir);
+  project.provide('pgUrl', 'url' in once.pg ? once.pg.url : '');
+  project.provide('pgSkip', 'skip' in once.pg ? once.pg.skip : '');
+  return () => {
+    g.svcSetupUsers = (g.svcSetupUsers ?? 1) - 1;
+    if (g.svcSetupUsers === 0) once.teardown();
+  };
+}
+
+async function setupOnce(project: TestProject): Promise<{ pg: Awaited<ReturnType<typeof startTestPostgres>>; dir: string; teardown: () => void }> {
   const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
   execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', 'dist/.tsbuildinfo'], { cwd: repo, stdio: 'inherit' });
   const dir = makeEmittedDir();
-  project.provide('emittedEventsDir', dir);
   // The home is removed at the end: it is only ever the run's own dir under the temp dir (its name
   // made here, from this process's pid), never a path taken from the config, which could be a real home.
   const home = testHome();
@@ -42,9 +55,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
   // One real PostgreSQL for the whole run, shared by the Postgres provider's tests (pg-server.ts).
   const pg = await startTestPostgres();
   if ('skip' in pg) console.warn(`\n${pg.skip}\n`);
-  project.provide('pgUrl', 'url' in pg ? pg.url : '');
-  project.provide('pgSkip', 'skip' in pg ? pg.skip : '');
-  return () => {
+  const teardown = () => {
     try {
       if ('stop' in pg) pg.stop();
       checkEveryEventEmitted(project, dir);
@@ -54,6 +65,7 @@ export default async function setup(project: TestProject): Promise<() => void> {
       rmSync(home, { recursive: true, force: true });
     }
   };
+  return { pg, dir, teardown };
 }
 
 /**

@@ -6,6 +6,7 @@ import { startDaemon, type Daemon, type DaemonOptions } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { readLocalKey } from '../src/state-dir.js';
 import { recordEmitted } from './event-coverage.js';
+import { stateEnv } from './state-pg.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -74,7 +75,7 @@ export async function startTestDaemon(
     root,
     host: '127.0.0.1',
     port: 0,
-    env: daemonEnv(root, opts.env),
+    env: daemonEnv(root, { ...(await stateEnv(root)), ...opts.env }),
     ...(opts.logFile ? { console: (lines: string) => void logs.push(lines) } : { log: createLogger((l) => logs.push(l), 'debug') }),
     checkResponses: opts.checkResponses ?? true,
     sse: opts.sse,

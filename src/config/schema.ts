@@ -100,6 +100,24 @@ export const ProjectConfigSchema = z.object({
       maxTurns: z.int().min(1).max(64).default(8).describe('Upstream calls one orchestrated chat may make (each tool round is one).'),
     })
     .prefault({}),
+  state: z
+    .strictObject({
+      provider: z
+        .enum(['sqlite', 'postgres'])
+        .optional()
+        .describe("Where the daemon's own state lives (tasks, events, webhooks, the vault...): sqlite (.svc/state.sqlite) or postgres, which several daemons may share to act as one service. Unset: postgres when $SVC_STATE_URL is set, else sqlite. Applies at the next start."),
+      url: z
+        .string()
+        .optional()
+        .describe("The PostgreSQL URL for provider postgres (postgres://user:password@host:5432/db); else $SVC_STATE_URL. Prefer the environment variable: the URL holds a password. Never logged (shown masked)."),
+      vaultKeyFile: z
+        .string()
+        .min(1)
+        .optional()
+        .describe("With provider postgres: a file holding the vault's master key (32 bytes, base64), relative to the project; else $SVC_VAULT_KEY. Every daemon on one database needs the same key; the OS keychain is never used for it."),
+      statementTimeoutMs: z.int().min(100).max(600_000).default(10_000).describe('With provider postgres: a state statement running longer fails (503 unavailable).'),
+    })
+    .prefault({}),
   data: z
     .strictObject({
       provider: z

@@ -1,10 +1,16 @@
-import type Database from 'better-sqlite3';
+import { isPostgres, type DB } from './open.js';
+import { pgDdl } from './pg/translate.js';
 
 export interface Migration {
   version: number;
   name: string;
+  /** The DDL, in SQLite's spelling; PostgreSQL runs pgDdl(sql) unless `postgres` gives its own. */
   sql: string;
+  postgres?: string;
 }
+
+/** Held by the daemon migrating a PostgreSQL state, so daemons starting together migrate once. */
+const MIGRATE_LOCK = 0x73766302;
 
 /**
  * Applies, in version order and each in its own transaction, every migration the DB has not
@@ -13,30 +19,36 @@ export interface Migration {
  * DB that records a version this build does not know was written by a newer svc, and opening it is
  * refused rather than risked.
  */
-export function migrate(db: Database.Database, migrations: readonly Migration[]): number {
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-  )`);
-  const sorted = [...migrations].sort((a, b) => a.version - b.version);
-  sorted.forEach((m, i) => {
-    if (!Number.isInteger(m.version) || m.version < 1 || (i > 0 && m.version === sorted[i - 1]!.version)) {
-      throw new Error(`migration versions must be unique positive integers; found ${m.version} twice or invalid`);
+export function migrate(db: DB, migrations: readonly Migration[]): number {
+  const pg = isPostgres(db);
+  if (pg) db.exec(`SELECT pg_advisory_lock(${MIGRATE_LOCK})`);
+  try {
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY,
+      name TEXT NOT NULL,
+      applied_at TEXT NOT NULL
+    )`);
+    const sorted = [...migrations].sort((a, b) => a.version - b.version);
+    sorted.forEach((m, i) => {
+      if (!Number.isInteger(m.version) || m.version < 1 || (i > 0 && m.version === sorted[i - 1]!.version)) {
+        throw new Error(`migration versions must be unique positive integers; found ${m.version} twice or invalid`);
+      }
+    });
+    const known = new Set(sorted.map((m) => m.version));
+    const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => Number(r.version)));
+    const unknown = [...applied].filter((v) => !known.has(v));
+    if (unknown.length) {
+      throw new Error(`the state database has schema version ${Math.max(...unknown)}, which this svc does not know; upgrade svc`);
     }
-  });
-  const known = new Set(sorted.map((m) => m.version));
-  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
-  const unknown = [...applied].filter((v) => !known.has(v));
-  if (unknown.length) {
-    throw new Error(`the state database has schema version ${Math.max(...unknown)}, which this svc does not know; upgrade svc`);
+    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const m of sorted.filter((x) => !applied.has(x.version))) {
+      db.transaction(() => {
+        db.exec(pg ? (m.postgres ?? pgDdl(m.sql)) : m.sql);
+        record.run(m.version, m.name, new Date().toISOString());
+      })();
+    }
+    return sorted.length;
+  } finally {
+    if (pg) db.exec(`SELECT pg_advisory_unlock(${MIGRATE_LOCK})`);
   }
-  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-  for (const m of sorted.filter((x) => !applied.has(x.version))) {
-    db.transaction(() => {
-      db.exec(m.sql);
-      record.run(m.version, m.name, new Date().toISOString());
-    })();
-  }
-  return sorted.length;
 }

@@ -1,8 +1,36 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { migrate, type Migration } from './migrate.js';
+import { PgStateDb, type PgStateOptions } from './pg/sync.js';
+import { maskUrl } from './pg/url.js';
 
-export type DB = Database.Database;
+/** A prepared statement of either provider (better-sqlite3's shape). */
+export interface Stmt {
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  pluck(on?: boolean): Stmt;
+}
+
+/**
+ * The daemon's state database: a SQLite file (better-sqlite3) or PostgreSQL through PgStateDb,
+ * which answers the same calls synchronously. Stores see only this.
+ */
+export interface DB {
+  prepare(sql: string): Stmt;
+  transaction<A extends unknown[], T>(fn: (...args: A) => T): (...args: A) => T;
+  exec(sql: string): unknown;
+  close(): unknown;
+  readonly inTransaction: boolean;
+}
+
+/**
+ * A statement's text: one for both providers, or one per provider where they must differ. The
+ * shared text is SQLite's spelling; PostgreSQL gets it with numbered placeholders (pg/translate.ts).
+ */
+export type Sql = string | { sqlite: string; postgres: string };
+
+export const isPostgres = (db: DB): db is PgStateDb & DB => db instanceof PgStateDb;
 
 /**
  * Opens a SQLite file for the daemon. The file is created 0600 before SQLite touches it, because
@@ -16,17 +44,38 @@ export function openDatabase(file: string, migrations: readonly Migration[] = []
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
-  if (migrations.length) migrate(db, migrations);
+  const state = db as unknown as DB;
+  if (migrations.length) migrate(state, migrations);
+  return state;
+}
+
+/** Opens the state on PostgreSQL and brings its schema up to date (once, under a lock, whoever starts first). */
+export function openPostgresState(opts: PgStateOptions, migrations: readonly Migration[]): DB {
+  const db = new PgStateDb(opts) as PgStateDb & DB;
+  try {
+    if (migrations.length) migrate(db, migrations);
+    else db.exec('SELECT 1');
+  } catch (err) {
+    db.close();
+    const e = err as Error & { code?: string };
+    const why =
+      e.code === 'ECONNREFUSED' ? 'the connection was refused: is the server running, and on that host and port?'
+      : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'the host name does not resolve'
+      : e.code === '28P01' || e.code === '28000' ? 'the server refused the login: check the user and password'
+      : e.code === '3D000' ? 'the database does not exist: create it, or name another one in the URL'
+      : e.message;
+    throw new Error(`Cannot use PostgreSQL for the state at ${maskUrl(opts.url)}: ${why}. Fix state.url in project.json (or SVC_STATE_URL), or set state.provider to "sqlite".`);
+  }
   return db;
 }
 
-const cache = new WeakMap<DB, Map<string, Database.Statement>>();
+const cache = new WeakMap<DB, Map<Sql, Stmt>>();
 
 /** A prepared statement, prepared once per connection and reused. */
-export function stmt(db: DB, sql: string): Database.Statement {
+export function stmt(db: DB, sql: Sql): Stmt {
   let m = cache.get(db);
   if (!m) cache.set(db, (m = new Map()));
   let s = m.get(sql);
-  if (!s) m.set(sql, (s = db.prepare(sql)));
+  if (!s) m.set(sql, (s = db.prepare(typeof sql === 'string' ? sql : isPostgres(db) ? sql.postgres : sql.sqlite)));
   return s;
 }

@@ -1,4 +1,4 @@
-import { stmt, type DB } from '../db/open.js';
+import { isPostgres, stmt, type DB, type Sql } from '../db/open.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import { nowIso } from '../lib/time.js';
 import { eventDef, type EventData, type EventName } from './registry.js';
@@ -30,20 +30,55 @@ interface Row {
 const toEvent = (r: Row): StoredEvent => ({ id: r.id, name: r.name as EventName, data: JSON.parse(r.data), timestamp: r.created_at });
 
 /**
+ * The event's id on PostgreSQL: a counter row bumped in the writing transaction (under the write
+ * lock every daemon takes first), so a rolled-back write leaves no gap, commits come in id order,
+ * and the ids never reset, however many daemons write.
+ */
+const INSERT_EVENT: Sql = {
+  sqlite: 'INSERT INTO events (name, data, created_at) VALUES (?, ?, ?)',
+  postgres: `WITH n AS (
+      INSERT INTO meta (key, value) VALUES ('lastEventId', '1')
+      ON CONFLICT (key) DO UPDATE SET value = (CAST(meta.value AS BIGINT) + 1)::text RETURNING CAST(value AS BIGINT) AS id)
+    INSERT INTO events (id, name, data, created_at) SELECT id, $1, $2, $3 FROM n RETURNING id`,
+};
+
+const LAST_ID: Sql = {
+  sqlite: "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+  postgres: "SELECT CAST(value AS BIGINT) AS seq FROM meta WHERE key = 'lastEventId'",
+};
+
+/** The PostgreSQL channel on which a daemon tells the others it committed events. */
+export const EVENTS_CHANNEL = 'svc_events';
+
+/** Events other daemons on a shared PostgreSQL state wrote are read this many at a time. */
+const CATCH_UP_BATCH = 1_000;
+
+/**
  * The transactional outbox. A change and the events describing it are written by `write()` in one
- * SQLite transaction; listeners (the SSE streams) hear of the events only after that transaction
- * has committed, so nobody is told of a change that was rolled back.
+ * transaction; listeners (the SSE streams) hear of the events only after that transaction has
+ * committed, so nobody is told of a change that was rolled back.
+ *
+ * On a PostgreSQL state shared by several daemons, listeners hear every daemon's events in id
+ * order: this daemon's own right after its commit when nothing precedes them unheard, the rest
+ * (and any gap) read from the table by catchUp(), which the daemon calls when PostgreSQL notifies
+ * it of a commit elsewhere (and on a timer, should a notification be lost).
  */
 export class EventLog {
   private pending: StoredEvent[] | null = null;
   private readonly listeners = new Set<Listener>();
   private readonly sinks = new Set<EmitSink>();
+  private readonly shared: boolean;
+  /** With a shared state: the newest id the listeners have heard. */
+  private heard: number;
 
   constructor(
     private readonly db: DB,
     /** Where events take their timestamp from (the daemon's clock seam). */
     private readonly clock: Pick<Clock, 'now'> = systemClock,
-  ) {}
+  ) {
+    this.shared = isPostgres(db);
+    this.heard = this.shared ? this.lastId() : 0;
+  }
 
   write<T>(fn: () => T): T {
     if (this.pending) {
@@ -60,26 +95,54 @@ export class EventLog {
     let committed: StoredEvent[];
     let result: T;
     try {
-      result = this.db.transaction(fn)();
+      result = this.db.transaction(() => {
+        const r = fn();
+        // Other daemons on the shared state hear of the commit (delivered only if it commits).
+        if (isPostgres(this.db) && this.pending!.length) this.db.notifyAtCommit(EVENTS_CHANNEL);
+        return r;
+      })();
       committed = this.pending;
     } finally {
       this.pending = null;
     }
-    for (const e of committed) this.publish(e);
+    if (!this.shared) {
+      for (const e of committed) this.publish(e);
+    } else if (committed.length) {
+      if (committed[0]!.id === this.heard + 1) {
+        for (const e of committed) this.publish(e);
+        this.heard = committed[committed.length - 1]!.id;
+      } else {
+        this.catchUp();
+      }
+    }
     return result;
   }
 
+  /** With a shared state: tells the listeners, in id order, of every event committed since the last one they heard. */
+  catchUp(): void {
+    if (!this.shared || this.pending) return;
+    for (;;) {
+      const batch = this.since(this.heard, CATCH_UP_BATCH);
+      for (const e of batch) {
+        this.heard = e.id;
+        this.publish(e);
+      }
+      if (batch.length < CATCH_UP_BATCH) return;
+    }
+  }
+
   /** Appends an event inside the current write(); its data is checked against the registry. */
-  emit<N extends EventName>(name: N, data: EventData<N>): void {
+  emit<N extends EventName>(name: N, data: EventData<N>): StoredEvent {
     if (!this.pending) throw new Error(`event ${name} emitted outside a write() transaction`);
     const def = eventDef(name);
     if (!def) throw new Error(`unknown event ${name}`);
     const parsed = def.data.parse(data) as Record<string, unknown>;
     const timestamp = nowIso(this.clock);
-    const info = stmt(this.db, 'INSERT INTO events (name, data, created_at) VALUES (?, ?, ?)').run(name, JSON.stringify(parsed), timestamp);
+    const info = stmt(this.db, INSERT_EVENT).run(name, JSON.stringify(parsed), timestamp);
     const event: StoredEvent = { id: Number(info.lastInsertRowid), name, data: parsed, timestamp };
     for (const sink of this.sinks) sink(event);
     this.pending.push(event);
+    return event;
   }
 
   /** Adds a sink that runs in the emitting transaction (see EmitSink); returns its removal. */
@@ -105,8 +168,8 @@ export class EventLog {
   }
 
   lastId(): number {
-    const r = stmt(this.db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'").get() as { seq: number } | undefined;
-    return r?.seq ?? 0;
+    const r = stmt(this.db, LAST_ID).get() as { seq: number } | undefined;
+    return Number(r?.seq ?? 0);
   }
 
   /**

@@ -281,7 +281,10 @@ export function releaseClaims(db: DB, ids: string[]): void {
 
 /** After a restart nothing is in flight: what was is due again now, with the same delivery id. */
 export function releaseInFlight(db: DB, now: number): number {
-  return stmt(db, "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = MIN(COALESCE(next_attempt_at, ?), ?) WHERE in_flight = 1 AND status = 'pending'").run(now, now).changes;
+  return stmt(db, {
+    sqlite: "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = MIN(COALESCE(next_attempt_at, ?), ?) WHERE in_flight = 1 AND status = 'pending'",
+    postgres: "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $2) WHERE in_flight = 1 AND status = 'pending'",
+  }).run(now, now).changes;
 }
 
 export interface AttemptRecord {

@@ -1,34 +1,15 @@
 import pg from 'pg';
+import { maskUrl, postgresUrl } from '../../../db/pg/url.js';
 import { pgCode } from './errors.js';
 
 // Connections to the server: the URL (never logged or returned: masked), how values are read
 // (types), and the start-up check that says what to fix when the server cannot be used.
 
-/** postgres://user:***@host:port/db: the URL as messages and logs show it. */
-export function maskUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    u.search = '';
-    return u.toString();
-  } catch {
-    return '(an unparseable URL)';
-  }
-}
+export { maskUrl };
 
 /** The URL the daemon uses: data.url, else $SVC_DATA_URL. */
-export function dataUrl(configured: string | undefined, env: NodeJS.ProcessEnv): string {
-  const url = configured || env.SVC_DATA_URL || '';
-  if (!url) throw new Error('data.provider is "postgres" but there is no server URL: set data.url in project.json or SVC_DATA_URL in the environment (postgres://user:password@host:5432/db).');
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new Error(`data.url (or SVC_DATA_URL) is not a URL: ${maskUrl(url)}; write it as postgres://user:password@host:5432/db.`);
-  }
-  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new Error(`data.url must start with postgres:// (not ${u.protocol}//).`);
-  return url;
-}
+export const dataUrl = (configured: string | undefined, env: NodeJS.ProcessEnv): string =>
+  postgresUrl(configured, env, { field: 'data.url', envName: 'SVC_DATA_URL', provider: 'data.provider' });
 
 const int8 = (s: string): number | string => {
   const n = Number(s);

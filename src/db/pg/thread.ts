@@ -1,0 +1,81 @@
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import pg from 'pg';
+import type { Reply, Request } from './sync.js';
+
+// The thread behind PgStateDb (sync.ts): one PostgreSQL connection, one statement at a time, in
+// the order the daemon sent them. Each answer is posted, then the shared counter is bumped and
+// the daemon's thread, blocked in Atomics.wait, wakes to read it.
+
+interface Data {
+  url: string;
+  port: MessagePort;
+  counter: SharedArrayBuffer;
+  statementTimeoutMs: number;
+}
+
+const { url, port, counter, statementTimeoutMs } = workerData as Data;
+const wake = new Int32Array(counter);
+
+// State ids and counters are BIGINT in PostgreSQL; every one fits in a double (ids < 2^53).
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+let client: pg.Client | null = null;
+const names = new Map<string, string>();
+
+async function connection(): Promise<pg.Client> {
+  if (client) return client;
+  const c = new pg.Client({ connectionString: url, application_name: 'svc state', statement_timeout: statementTimeoutMs, types, keepAlive: true });
+  c.on('error', () => {
+    if (client === c) client = null;
+  });
+  await c.connect();
+  names.clear();
+  client = c;
+  return c;
+}
+
+function answer(reply: Reply): void {
+  port.postMessage(reply);
+  Atomics.add(wake, 0, 1);
+  Atomics.notify(wake, 0);
+}
+
+async function run(req: Exclude<Request, { kind: 'close' }>): Promise<Reply> {
+  try {
+    const c = await connection();
+    if (req.kind === 'exec') {
+      await c.query(req.sql);
+      return { id: req.id, rows: [], rowCount: 0 };
+    }
+    // Named, so each statement is parsed once per connection.
+    let name = names.get(req.sql);
+    if (!name) names.set(req.sql, (name = `s${names.size + 1}`));
+    const r = await c.query({ name, text: req.sql, values: req.params as unknown[] });
+    return { id: req.id, rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? 0 };
+  } catch (err) {
+    const e = err as Error & { code?: string; detail?: string; constraint?: string };
+    // A broken connection is replaced on the next request; a statement error leaves it usable.
+    if (!e.code || /^(08|57P)/.test(e.code)) {
+      const c = client;
+      client = null;
+      c?.end().catch(() => undefined);
+    }
+    return { id: req.id, error: { message: e.message, code: e.code, detail: e.detail, constraint: e.constraint } };
+  }
+}
+
+let chain = Promise.resolve();
+port.on('message', (req: Request) => {
+  if (req.kind === 'close') {
+    void chain.then(async () => {
+      await client?.end().catch(() => undefined);
+      port.close();
+      parentPort?.close();
+    });
+    return;
+  }
+  chain = chain.then(async () => answer(await run(req)));
+});
