@@ -1,4 +1,5 @@
 import { chmodSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Services, type App } from './app.js';
 import { buildKeys, keySecrets } from './config/keys.js';
 import { formatIssues, loadConfig } from './config/load.js';
@@ -6,10 +7,11 @@ import type { ProjectConfig } from './config/schema.js';
 import { watchConfig } from './config/watch.js';
 import { STATE_MIGRATIONS } from './db/migrations.js';
 import { isPostgres, openDatabase, openPostgresState, stmt, type DB } from './db/open.js';
+import { listen } from './db/pg/listen.js';
 import { maskUrl } from './db/pg/url.js';
 import { stateUrl } from './config/state.js';
 import { PRUNER, startPruner } from './db/prune.js';
-import { EventLog } from './events/outbox.js';
+import { EVENTS_CHANNEL, EventLog } from './events/outbox.js';
 import { DEFAULT_SSE_LIMITS, SseHub, type SseLimits } from './events/sse.js';
 import type { KeyEntry } from './kernel/auth.js';
 import type { ConnectionLimits } from './kernel/connections.js';
@@ -94,6 +96,8 @@ const SHUTDOWN_GRACE_MS = 5_000;
  */
 const PRUNE_EVERY_MS = 10_000;
 const PRUNE_BATCH = 500;
+/** On a shared state, other daemons' events are looked for at least this often (notifications come sooner). */
+const SHARED_POLL_MS = 1_000;
 
 /** SVC_LOG_MAX_BYTES sizes daemon.log before it rotates (default 10 MiB; 3 rotated files are kept). */
 function logFileOptions(env: NodeJS.ProcessEnv): typeof DEFAULT_LOG_FILE {
@@ -192,7 +196,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
   let vault;
   try {
-    vault = await openVault({ db, projectId, env, log });
+    const keyFile = config.state.vaultKeyFile;
+    vault = await openVault({ db, projectId, env, log, ...(sharedState ? { shared: { keyFile: keyFile ? resolve(root, keyFile) : null } } : {}) });
   } catch (err) {
     return abort(err);
   }
@@ -245,6 +250,24 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     startWorker(app.services.provide(LEASE_REAPER, startLeaseReaper(app)));
     // The agent tools over MCP (POST /mcp): one SDK Server for every client of this daemon.
     startWorker(app.services.provide(MCP_DOOR, await startMcp(app, { checkOutputs: opts.checkResponses })));
+    if (sharedState) {
+      // Other daemons' events: PostgreSQL notifies each commit that wrote some, and a poll every
+      // second covers a notification lost with a connection. Either way the log reads the table
+      // from the last id it published, so every stream hears every event once, in id order.
+      const catchUp = guarded(log, "reading other daemons' events", () => events.catchUp());
+      let queued = false;
+      const soon = () => {
+        if (queued) return;
+        queued = true;
+        setImmediate(() => {
+          queued = false;
+          catchUp();
+        });
+      };
+      const feed = listen(sharedState, EVENTS_CHANNEL, soon, (err) => log.warn('listening for other daemons\' events: connection lost; polling until it is back', { error: err.message }));
+      const poll = setInterval(catchUp, SHARED_POLL_MS);
+      startWorker({ close: () => (clearInterval(poll), feed.close()) });
+    }
     // Webhooks: delivery rows are written by the EventLog sink inside each event's transaction;
     // the worker sends them. Started before listening so in-flight ones from a crash go first.
     const webhooks = new DeliveryWorker(app, opts.webhooks);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isPostgres } from '../src/db/open.js';
 import type { StoredEvent } from '../src/events/outbox.js';
 import { FakeClock } from './fake-clock.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
@@ -19,12 +20,26 @@ afterAll(async () => {
 /** Every row of every table: what "nothing left behind" is compared against. */
 function snapshot(): Record<string, unknown[]> {
   const db = d.daemon.app.db;
-  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[];
-  return Object.fromEntries(tables.map(({ name }) => [name, db.prepare(`SELECT * FROM "${name}"`).all()]));
+  const tables = db
+    .prepare(
+      isPostgres(db)
+        ? "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name"
+        : "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+    )
+    .all() as { name: string }[];
+  // Rows in a fixed order: PostgreSQL returns an updated row's new version at another place.
+  return Object.fromEntries(tables.map(({ name }) => [name, (db.prepare(`SELECT * FROM "${name}"`).all() as unknown[]).map((r) => JSON.stringify(r)).sort()]));
 }
 
-const breakEvents = () => d.daemon.app.db.exec("CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'injected: the event insert fails'); END");
-const mendEvents = () => d.daemon.app.db.exec('DROP TRIGGER IF EXISTS fail_events');
+const breakEvents = () =>
+  d.daemon.app.db.exec(
+    isPostgres(d.daemon.app.db)
+      ? `CREATE FUNCTION fail_events() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected: the event insert fails'; END $$;
+         CREATE TRIGGER fail_events BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION fail_events()`
+      : "CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'injected: the event insert fails'); END",
+  );
+const mendEvents = () =>
+  d.daemon.app.db.exec(isPostgres(d.daemon.app.db) ? 'DROP TRIGGER IF EXISTS fail_events ON events; DROP FUNCTION IF EXISTS fail_events()' : 'DROP TRIGGER IF EXISTS fail_events');
 
 const post = async (path: string, body?: unknown) => (await d.api('POST', path, body === undefined ? {} : { body })).body.data;
 

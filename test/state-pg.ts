@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 
@@ -7,7 +8,7 @@ import { inject } from 'vitest';
 
 export const statePg = (): boolean => process.env.SVC_TEST_STATE === 'postgres';
 
-const byRoot = new Map<string, string>();
+const byRoot = new Map<string, { url: string; key: string }>();
 const made: string[] = [];
 
 /** A database of its own on the run's server: its URL. */
@@ -31,9 +32,10 @@ export async function freshStateDatabase(): Promise<string> {
 /** SVC_STATE_URL for a daemon on `root` in the state-pg run (the same database on a restart); {} otherwise. */
 export async function stateEnv(root: string): Promise<Record<string, string>> {
   if (!statePg()) return {};
-  let url = byRoot.get(root);
-  if (!url) byRoot.set(root, (url = await freshStateDatabase()));
-  return { SVC_STATE_URL: url };
+  let db = byRoot.get(root);
+  // A shared state's vault key comes from the environment (never a keychain): one per database.
+  if (!db) byRoot.set(root, (db = { url: await freshStateDatabase(), key: randomBytes(32).toString('base64') }));
+  return { SVC_STATE_URL: db.url, SVC_VAULT_KEY: db.key };
 }
 
 /** Drops this file's databases (test/setup.ts, after the file). */

@@ -5,7 +5,7 @@ import { AppError } from '../../kernel/errors.js';
 import type { Logger } from '../../kernel/log.js';
 import { deriveKeys, MASTER_KEY_BYTES, open, OpenError, sameCheck, seal, type VaultKeys } from './crypto.js';
 import { osKeychain, type Keychain } from './keychain.js';
-import { configDir, ENV_KEY, fileLocation, locateMasterKey, type KeyLocation, type KeySource } from './master-key.js';
+import { configDir, ENV_KEY, fileLocation, locateMasterKey, locateSharedKey, type KeyLocation, type KeySource } from './master-key.js';
 import { VAULT, type Vault } from './live.js';
 import { openRow, place } from './service.js';
 import * as store from './store.js';
@@ -21,6 +21,12 @@ export interface OpenVaultOptions {
   env: NodeJS.ProcessEnv;
   log: Logger;
   keychain?: Keychain;
+  /**
+   * The state is shared by several daemons (PostgreSQL): the key comes from SVC_VAULT_KEY or this
+   * key file (null: none named), and a key other than the one recorded is refused even when the
+   * vault is empty, since other daemons seal with the recorded one.
+   */
+  shared?: { keyFile: string | null };
 }
 
 /** The entry fails to authenticate under `keys`. */
@@ -40,6 +46,7 @@ function opensWith(projectId: string, keys: VaultKeys, row: store.SealedRow): bo
  * vault in place of the user's credentials would be worse than no daemon.
  */
 export async function openVault(o: OpenVaultOptions): Promise<Vault> {
+  if (o.shared) return openSharedVault(o, o.shared.keyFile);
   const { db, projectId, log } = o;
   const found = await locateMasterKey(o.env, projectId, o.keychain ?? osKeychain(), (m) => log.warn(m));
   const count = store.countEntries(db);
@@ -99,6 +106,27 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
   return { projectId, location, keys, rotating: false };
 }
 
+async function openSharedVault(o: OpenVaultOptions, keyFile: string | null): Promise<Vault> {
+  const { db, projectId, log } = o;
+  const { location, key } = await locateSharedKey(o.env, keyFile);
+  const keys = deriveKeys(key, projectId);
+  // Recorded by whichever daemon opened the shared state first, inside one transaction, so two
+  // daemons starting at once with different keys cannot both record theirs.
+  const recorded = db.transaction(() => {
+    const r = store.getKeyCheck(db);
+    if (!r) store.setKeyCheck(db, keys.check);
+    return r;
+  })();
+  if (recorded && !sameCheck(recorded, keys.check)) {
+    throw new Error(
+      `the vault master key from ${location.where} is not the one the other daemons on this state use (its check differs from the recorded one); give every daemon the same key`,
+    );
+  }
+  const count = store.countEntries(db);
+  log.info('vault master key', { source: location.source, where: location.where, entries: count, shared: true });
+  return { projectId, location, keys, rotating: false, shared: true };
+}
+
 /**
  * Re-seals every entry under a new master key in one transaction. The new key is first put in its
  * location's "next" slot, so that whatever step a crash interrupts, one stored key opens the vault.
@@ -106,6 +134,13 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
 export async function rotateKey(app: App, newKeyHex?: string): Promise<{ rotated: number; source: KeySource }> {
   const vault = app.services.get(VAULT);
   const { location } = vault;
+  if (vault.shared) {
+    // The other daemons hold the old key in memory and read it from their own environment or file.
+    throw new AppError(
+      'conflict',
+      'The state is shared by several daemons (PostgreSQL), which would keep sealing with the old key. Rotating the vault key there is not supported yet: see docs/deploy.md.',
+    );
+  }
   if (location.source === 'env' && !newKeyHex) {
     throw new AppError(
       'conflict',

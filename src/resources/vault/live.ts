@@ -8,6 +8,8 @@ export interface Vault {
   readonly location: KeyLocation;
   keys: VaultKeys;
   rotating: boolean;
+  /** The state is shared by several daemons: the key is theirs too (no rotation from one). */
+  shared?: boolean;
 }
 
 /** The open vault of this daemon (opened at start in daemon.ts, read by the vault's handlers). */

@@ -27,13 +27,17 @@ export interface KeyLocation {
 
 export const ENV_KEY = 'SVC_VAULT_KEY';
 
-/** Parses a stored or given key: exactly 64 hex characters. The value never appears in the error. */
+/**
+ * Parses a stored or given key: 64 hexadecimal characters, or the 32 bytes in base64 (what
+ * `openssl rand -base64 32` prints). The value never appears in the error.
+ */
 export function parseKeyHex(text: string, where: string): Buffer {
   const t = text.trim();
-  if (!/^[0-9a-fA-F]{64}$/.test(t)) {
-    throw new Error(`the vault master key in ${where} is not ${MASTER_KEY_BYTES * 2} hexadecimal characters (generate one with \`openssl rand -hex 32\`)`);
-  }
-  return Buffer.from(t, 'hex');
+  if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, 'hex');
+  if (/^[A-Za-z0-9+/]{43}=$/.test(t)) return Buffer.from(t, 'base64');
+  throw new Error(
+    `the vault master key in ${where} is neither ${MASTER_KEY_BYTES * 2} hexadecimal characters nor ${MASTER_KEY_BYTES} bytes in base64 (generate one with \`openssl rand -base64 32\`)`,
+  );
 }
 
 export function envLocation(value: string): KeyLocation {
@@ -149,4 +153,49 @@ export async function locateMasterKey(env: NodeJS.ProcessEnv, projectId: string,
     }
   }
   return { location: file, key: await file.read(), keychainSkipped };
+}
+
+/**
+ * A key file the project names (state.vaultKeyFile): on a shared state every daemon reads the same
+ * key from its own copy. svc never writes it; a missing file is a start-up error saying how to make one.
+ */
+export function namedFileLocation(file: string): KeyLocation {
+  const where = `the key file ${file} (state.vaultKeyFile)`;
+  const refuse = async (): Promise<never> => {
+    throw new Error(`svc does not change ${where}`);
+  };
+  return {
+    source: 'file',
+    where,
+    read: async () => {
+      if (!existsSync(file)) return null;
+      return parseKeyHex(readFileSync(file, 'utf8'), where);
+    },
+    write: refuse,
+    readNext: async () => null,
+    writeNext: refuse,
+    promoteNext: refuse,
+    clearNext: async () => undefined,
+  };
+}
+
+/**
+ * The master key of a state shared by several daemons: SVC_VAULT_KEY, else state.vaultKeyFile;
+ * never one machine's keychain or config dir, which the other daemons cannot read.
+ */
+export async function locateSharedKey(env: NodeJS.ProcessEnv, keyFile: string | null): Promise<{ location: KeyLocation; key: Buffer }> {
+  const fromEnv = env[ENV_KEY];
+  if (fromEnv !== undefined && fromEnv !== '') {
+    const location = envLocation(fromEnv);
+    return { location, key: (await location.read())! };
+  }
+  if (!keyFile) {
+    throw new Error(
+      `the state is on PostgreSQL, where every daemon must open the vault with the same master key: set ${ENV_KEY} (\`openssl rand -base64 32\`) or name a key file in state.vaultKeyFile, the same key on every daemon`,
+    );
+  }
+  const location = namedFileLocation(keyFile);
+  const key = await location.read();
+  if (!key) throw new Error(`${location.where} does not exist: make it with \`openssl rand -base64 32 > ${keyFile} && chmod 600 ${keyFile}\`, the same key on every daemon`);
+  return { location, key };
 }
