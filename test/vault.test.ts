@@ -404,7 +404,7 @@ describe('master key at start', () => {
       () => null,
       (e: Error) => e,
     );
-    expect(err?.message).toMatch(/SVC_VAULT_KEY is not 64 hexadecimal characters/);
+    expect(err?.message).toMatch(/SVC_VAULT_KEY is neither 64 hexadecimal characters nor 32 bytes in base64/);
     expect(err?.message).not.toContain(bad);
   });
 
