@@ -1,7 +1,7 @@
 import { chmodSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Services, type App } from './app.js';
-import { buildKeys, keySecrets } from './config/keys.js';
+import { buildKeys, keySecrets, keySetFingerprint } from './config/keys.js';
 import { formatIssues, loadConfig } from './config/load.js';
 import type { ProjectConfig } from './config/schema.js';
 import { watchConfig } from './config/watch.js';
@@ -50,6 +50,7 @@ import { VAULT } from './resources/vault/live.js';
 import { SECRETS } from './secrets.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 import { MCP_DOOR, startMcp } from './tools/mcp.js';
+import { startPresence } from './resources/system/presence.js';
 
 export interface DaemonOptions {
   root: string;
@@ -432,6 +433,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     startedAt: app.startedAt.toISOString(),
     version: app.version,
   });
+  // On a shared state the others (and svc doctor) see this daemon and the keys it accepts.
+  if (sharedState) workers.push(startPresence(app, url, () => keySetFingerprint(keys)));
   log.info('listening', { url, project: config.name, root, version: app.version, ...(tlsPair ? { tls: tlsPair.fingerprint } : {}) });
   return { app, host: listening.host, port: listening.port, url, http, closed, close };
 }

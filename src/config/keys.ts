@@ -1,4 +1,5 @@
 import type { KeyEntry } from '../kernel/auth.js';
+import { createHash } from 'node:crypto';
 import { sha256 } from '../kernel/auth.js';
 import type { ProjectConfig } from './schema.js';
 
@@ -23,4 +24,17 @@ export function keySecrets(config: ProjectConfig, serviceApiKey: string | undefi
   if (serviceApiKey) out.push(serviceApiKey);
   if (localKey) out.push(localKey);
   return out;
+}
+
+/**
+ * What identifies the keys this daemon shares with the others on one state: project.json's keys and
+ * SERVICE_API_KEY (their names, digests and rights), not the machine's own local key. Two daemons
+ * with different fingerprints let in different callers; `svc doctor` says so.
+ */
+export function keySetFingerprint(keys: readonly KeyEntry[]): string {
+  const lines = keys
+    .filter((k) => k.source !== 'local.key')
+    .map((k) => JSON.stringify([k.name, k.digest.toString('hex'), k.grants ?? null, k.tools ?? null]))
+    .sort();
+  return createHash('sha256').update(lines.join('\n')).digest('hex').slice(0, 16);
 }

@@ -8,6 +8,7 @@ import { emit, style } from '../../cli/output.js';
 import { ApiError, SvcClient } from '../../client/client.js';
 import { CONFIG_FILE, formatIssues, loadConfig } from '../../config/load.js';
 import type { ProjectConfig } from '../../config/schema.js';
+import { checkState } from './doctor-state.js';
 import { daemonCa, readDaemonInfo, readLocalKey, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
 
 // `svc doctor`: what could stop svc from working here, one line per check, with the fix for each
@@ -205,7 +206,7 @@ export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   const project = checkProject(root);
   results.push(project.result);
   if (!root || !project.config) {
-    for (const check of ['state dir', 'daemon', 'api key', 'port', 'data', 'vault key']) results.push({ check, status: 'skip', detail: 'no valid project.json' });
+    for (const check of ['state dir', 'daemon', 'api key', 'port', 'data', 'state', 'vault key']) results.push({ check, status: 'skip', detail: 'no valid project.json' });
     results.push(await checkKeychain());
     return results;
   }
@@ -215,7 +216,10 @@ export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   results.push(await checkKey(root, daemon.info, g));
   results.push(await checkPort(project.config, daemon.info));
   results.push(await checkData(project.config));
-  results.push(await checkVault(root));
+  const state = await checkState(root, project.config, io().env as NodeJS.ProcessEnv);
+  results.push(...state);
+  // A shared state's vault key is checked against that state (checkState), not the local file.
+  if (!state.some((r) => r.check === 'vault key')) results.push(await checkVault(root));
   results.push(await checkKeychain());
   return results;
 }
