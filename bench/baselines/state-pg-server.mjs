@@ -1,0 +1,126 @@
+// The raw baseline for the state-on-PostgreSQL scenarios: plain node:http and plain `pg` sending
+// the statements svc sends on a PostgreSQL state for GET /api/v1/tasks/{id} and POST
+// /api/v1/tasks (seen with log_statement=all), the bearer key checked, the same { ok, data }
+// envelope and task JSON, and nothing else (no router, no validation library, no request log).
+// A pool of one connection, since svc's state has one (its bridge thread's): the comparison is of
+// the synchronous wait per statement, not of parallelism. Prints {"port":N} when listening.
+import { timingSafeEqual } from 'node:crypto';
+import { createServer } from 'node:http';
+import pg from 'pg';
+// The same time-ordered ids as svc.
+import { uuidv7 } from '../../dist/src/lib/ids.js';
+import { WRITE_LOCK } from '../../dist/src/db/pg/sync.js';
+
+const { url, key, pool: size = 1 } = JSON.parse(process.argv[2]);
+// BIGINT as a number, as svc's bridge reads it.
+const types = { getTypeParser: (oid, format) => (oid === 20 ? (v) => Number(v) : pg.types.getTypeParser(oid, format)) };
+const db = new pg.Pool({ connectionString: url, max: size, types });
+
+const COLUMNS =
+  'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, lease_expires_at, created_at, updated_at';
+// Named, as svc's bridge names its statements: each is parsed once per connection.
+const GET_ONE = {
+  name: 'get_one',
+  text: `SELECT ${COLUMNS}, (SELECT COALESCE(json_agg(depends_on ORDER BY position), '[]')::text FROM task_dependencies WHERE task_id = tasks.id) AS deps FROM tasks WHERE id = $1`,
+};
+const INSERT_TASK = {
+  name: 'insert_task',
+  text: `INSERT INTO tasks (id, title, description, assign_to, mission_id, status, priority, labels, max_retries, side_effects, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+};
+// src/events/outbox.ts INSERT_EVENT: the event id from the meta counter, under the write lock.
+const INSERT_EVENT = {
+  name: 'insert_event',
+  text: `WITH n AS (
+      INSERT INTO meta (key, value) VALUES ('lastEventId', '1')
+      ON CONFLICT (key) DO UPDATE SET value = (CAST(meta.value AS BIGINT) + 1)::text RETURNING CAST(value AS BIGINT) AS id)
+    INSERT INTO events (id, name, data, created_at) SELECT id, $1, $2, $3 FROM n RETURNING id`,
+};
+// The webhook fan-out runs in the emitting transaction; with no webhooks it finds none.
+const WEBHOOKS = { name: 'webhooks', text: 'SELECT id, events FROM webhooks WHERE enabled = 1' };
+
+const toTask = (r) => ({
+  id: r.id,
+  title: r.title,
+  description: r.description,
+  assignTo: r.assign_to,
+  missionId: r.mission_id,
+  dependsOn: JSON.parse(r.deps),
+  status: r.status,
+  priority: r.priority,
+  labels: JSON.parse(r.labels),
+  retries: r.retries,
+  maxRetries: r.max_retries,
+  sideEffects: r.side_effects === 1,
+  result: r.result === null ? null : JSON.parse(r.result),
+  revisionCount: r.revision_count,
+  leaseExpiresAt: r.lease_expires_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+async function create(b) {
+  const c = await db.connect();
+  try {
+    await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK})`);
+    const id = uuidv7();
+    const now = new Date().toISOString();
+    const labels = [...new Set(b.labels ?? [])];
+    await c.query({ ...INSERT_TASK, values: [id, b.title, b.description ?? null, null, null, 'pending', b.priority ?? 'normal', JSON.stringify(labels), 3, 0, now, now] });
+    const data = { taskId: id, title: b.title, status: 'pending', assignTo: null, missionId: null };
+    await c.query({ ...INSERT_EVENT, values: ['task:created', JSON.stringify(data), new Date().toISOString()] });
+    await c.query(WEBHOOKS);
+    const { rows } = await c.query({ ...GET_ONE, values: [id] });
+    await c.query('NOTIFY svc_events; COMMIT');
+    return toTask(rows[0]);
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    c.release();
+  }
+}
+
+const expected = Buffer.from(`Bearer ${key}`);
+function send(res, status, body) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+const fail = (res) => (err) => send(res, 500, { ok: false, error: { code: 'internal', message: err.message } });
+
+const server = createServer((req, res) => {
+  const auth = Buffer.from(req.headers.authorization ?? '');
+  if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) return send(res, 401, { ok: false, error: { code: 'unauthorized' } });
+  const path = req.url.split('?')[0];
+  if (req.method === 'GET' && path.startsWith('/api/v1/tasks/')) {
+    db.query({ ...GET_ONE, values: [path.slice('/api/v1/tasks/'.length)] }).then(
+      ({ rows }) => (rows[0] ? send(res, 200, { ok: true, data: toTask(rows[0]) }) : send(res, 404, { ok: false, error: { code: 'not_found' } })),
+      fail(res),
+    );
+    return;
+  }
+  if (req.method === 'POST' && path === '/api/v1/tasks') {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      let b;
+      try {
+        b = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return send(res, 400, { ok: false, error: { code: 'invalid_request' } });
+      }
+      if (typeof b?.title !== 'string' || !b.title) return send(res, 422, { ok: false, error: { code: 'invalid_request' } });
+      create(b).then((t) => send(res, 201, { ok: true, data: t }), fail(res));
+    });
+    return;
+  }
+  send(res, 404, { ok: false, error: { code: 'not_found' } });
+});
+server.keepAliveTimeout = 5_000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: server.address().port }) + '\n'));
+process.on('SIGTERM', () => {
+  server.close();
+  server.closeAllConnections();
+  void db.end().finally(() => process.exit(0));
+});
