@@ -12,11 +12,14 @@ async function pair(h, a, b, ids) {
   const both = async (loadOf) => {
     const [ra, rb] = await Promise.all([h.loadServer(a, loadOf(a.key, half)), h.loadServer(b, loadOf(b.key, half))]);
     const requests = ra.requests + rb.requests;
+    // loadServer divides by at least one request; undo that to sum the two daemons' CPU.
+    const cpu = (r) => r.cpuUs * Math.max(1, r.requests);
+    // The slower daemon's p99 (a client of the service sees both); none when nothing was answered.
+    const p99s = [ra, rb].filter((r) => r.requests > 0).map((r) => r.p99);
     return {
       rps: ra.rps + rb.rps,
-      // The slower daemon's p99: a client of the service sees both.
-      p99: Math.max(ra.p99, rb.p99),
-      cpuUs: (ra.cpuUs * ra.requests + rb.cpuUs * rb.requests) / Math.max(1, requests),
+      p99: p99s.length ? Math.max(...p99s) : NaN,
+      cpuUs: (cpu(ra) + cpu(rb)) / Math.max(1, requests),
       errors: ra.errors + rb.errors,
       non2xx: ra.non2xx + rb.non2xx,
     };
