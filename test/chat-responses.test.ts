@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { completion, startFakeUpstream, textChunks, toolCallCompletion, type FakeUpstream } from './fake-upstream.js';
+import { getResponse, RESPONSES_KEPT, saveResponse } from '../src/resources/chat/responses-store.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 
 // POST /v1/responses and GET /v1/models through the official openai package, unchanged: plain and
@@ -298,4 +299,21 @@ describe('GET /v1/models', () => {
     expect(ids).toEqual(expect.arrayContaining(['fake/m1', 'fake/m2', 'native/r1', 'ollama/llama3.2']));
     expect(ids).not.toContain('openai/gpt-4o-mini'); // no OPENAI_API_KEY in the daemon's environment
   });
+});
+
+describe('stored responses', () => {
+  it(`keeps the newest ${RESPONSES_KEPT}: saving one more drops the oldest`, () => {
+    const db = d.daemon.app.db;
+    const now = new Date().toISOString();
+    const save = (i: number) => saveResponse(db, { id: `resp_cap_${i}`, sessionId: 's', agent: null, model: 'fake/m1', messages: [{ role: 'user', content: `q${i}` }] }, [], now);
+    db.transaction(() => {
+      for (let i = 0; i < RESPONSES_KEPT; i++) save(i);
+    })();
+    expect(getResponse(db, 'resp_cap_0')?.messages).toEqual([{ role: 'user', content: 'q0' }]);
+    save(RESPONSES_KEPT);
+    expect(getResponse(db, 'resp_cap_0')).toBeNull();
+    expect(getResponse(db, 'resp_cap_1')?.id).toBe('resp_cap_1');
+    expect(getResponse(db, `resp_cap_${RESPONSES_KEPT}`)?.id).toBe(`resp_cap_${RESPONSES_KEPT}`);
+    // Twenty thousand statements: each a round trip to the bridge's thread on state-pg.
+  }, 90_000);
 });

@@ -9,6 +9,7 @@ import { openEntry } from '../src/resources/vault/service.js';
 import { serve, svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
+import { statePg } from './state-pg.js';
 
 const hexKey = () => randomBytes(32).toString('hex');
 const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
@@ -207,7 +208,9 @@ function collectSse(url: string, key: string): { text: () => string; stop: () =>
 }
 
 describe('nothing leaks', () => {
-  it('no credential value (or the master key) appears in .svc/, responses, events, SSE frames or logs', async () => {
+  // Provokes its error line by editing .svc/state.sqlite from a second connection: on state-pg the
+  // entries are not in that file.
+  it.skipIf(statePg())('no credential value (or the master key) appears in .svc/, responses, events, SSE frames or logs', async () => {
     const key = hexKey();
     const rotatedKey = hexKey();
     const d = await startTestDaemon({ env: envKeyEnv(key), keepRoot: true });
@@ -327,7 +330,9 @@ async function eventsSettled(sse: { text: () => string }, last: string): Promise
   while (!sse.text().includes(`event: ${last}`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
 }
 
-describe('tampered or moved blobs', () => {
+// Tampers through a second connection to .svc/state.sqlite, as anyone with the file could: on
+// state-pg the entries are not in that file.
+describe.skipIf(statePg())('tampered or moved blobs', () => {
   let d: TestDaemon;
   let db: Database.Database;
   beforeAll(async () => {

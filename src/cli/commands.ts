@@ -18,6 +18,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'restart', summary: 'Stop the daemon and start it again in the background', load: async () => (await import('../resources/system/serve-command.js')).restartCommand() },
   { name: 'status', summary: 'Show whether the daemon runs, and its pid, port, uptime and version', load: async () => (await import('../resources/system/command.js')).statusCommand() },
   { name: 'logs', summary: "Print the daemon's log, readable (-f to follow)", load: async () => (await import('../resources/system/logs-command.js')).logsCommand() },
+  { name: 'state', summary: "Export the daemon's state to a file, or import one into a new state (SQLite to PostgreSQL)", load: async () => (await import('../resources/system/state-command.js')).stateCommand() },
   { name: 'doctor', summary: 'Check the setup and say how to fix what is wrong', load: async () => (await import('../resources/system/doctor.js')).doctorCommand() },
   { name: 'agents', summary: 'Manage agents', load: async () => (await import('../resources/agents/command.js')).agentsCommand() },
   { name: 'teams', summary: 'Manage teams of agents', load: async () => (await import('../resources/teams/command.js')).teamsCommand() },

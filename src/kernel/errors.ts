@@ -1,6 +1,8 @@
 // The one error registry. Every failure the API can answer has a code here; docs/errors.md
 // documents the same table and a test keeps the two in sync.
 
+import { isStateOutage } from '../db/pg/sync.js';
+
 export const ERRORS = {
   invalid_request: { status: 400, message: 'The request is invalid.' },
   unauthorized: { status: 401, message: 'A valid API key is required in the Authorization header.' },
@@ -72,6 +74,10 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
     const body: ErrorBody = { ok: false, code: err.code, error: err.message };
     if (err.details) body.details = err.details;
     return { status: err.status, body, headers: err.headers ?? {}, known: true };
+  }
+  // A shared state's server that is down or slow is an outage to retry, not a bug: 503, logged.
+  if (isStateOutage(err)) {
+    return { status: 503, body: { ok: false, code: 'unavailable', error: 'The state database is unavailable; try again shortly.' }, headers: { 'retry-after': '1' }, known: false };
   }
   return { status: 500, body: { ok: false, code: 'internal', error: ERRORS.internal.message }, headers: {}, known: false };
 }

@@ -37,6 +37,13 @@ export class StateUnavailableError extends Error {
 }
 
 /**
+ * The state database cannot be used right now (no answer in time, the server down or restarting,
+ * the connection lost): the request may be tried again, unlike a statement that failed.
+ */
+export const isStateOutage = (err: unknown): boolean =>
+  err instanceof StateUnavailableError || (err instanceof PgStateError && (err.code === undefined || /^(08|57P|53)/.test(err.code) || /^E[A-Z]+$/.test(err.code)));
+
+/**
  * Every write transaction of every daemon on one database takes this lock first, so writes are
  * serialised across daemons as SQLite serialises them within one: a service's read-check-write
  * stays correct, and event ids (taken from one sequence inside the lock) commit in id order, so a

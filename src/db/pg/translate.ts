@@ -21,6 +21,13 @@ export function toPostgres(sql: string): string {
       const stop = end < 0 ? sql.length : end;
       out += sql.slice(i, stop);
       i = stop;
+    } else if (c === '/' && sql[i + 1] === '*') {
+      // Without this, a quote or a `?` in a block comment would be read as SQL and shift every
+      // placeholder after it. Not nested: SQLite, whose spelling this is, does not nest them.
+      const end = sql.indexOf('*/', i + 2);
+      const stop = end < 0 ? sql.length : end + 2;
+      out += sql.slice(i, stop);
+      i = stop;
     } else if (c === '?') {
       out += `$${++n}`;
       i++;

@@ -27,9 +27,15 @@ export function getResponse(db: DB, id: string): StoredResponse | null {
   return r ? { id: r.id, sessionId: r.session_id, agent: r.agent, model: r.model, messages: JSON.parse(r.messages) as ChatMessage[] } : null;
 }
 
+const INSERT = {
+  sqlite: 'INSERT INTO chat_responses (id, session_id, agent, model, messages, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  // PostgreSQL has no last rowid: the bridge's run() reports a returned `id` instead.
+  postgres: 'INSERT INTO chat_responses (id, session_id, agent, model, messages, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq AS id',
+};
+
 /** Writes a response's conversation with each of `secrets` replaced, and drops the oldest beyond the cap. */
 export function saveResponse(db: DB, r: StoredResponse, secrets: readonly string[], now: string): void {
-  const { lastInsertRowid } = stmt(db, 'INSERT INTO chat_responses (id, session_id, agent, model, messages, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+  const { lastInsertRowid } = stmt(db, INSERT).run(
     r.id,
     r.sessionId,
     r.agent,

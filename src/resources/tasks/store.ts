@@ -46,14 +46,17 @@ function toTask(r: Row, dependsOn: string[]): Task {
   };
 }
 
+// A statement given per dialect is a module constant: stmt() caches by the Sql value itself.
+const EDGES = {
+  sqlite: 'SELECT task_id, depends_on FROM task_dependencies WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id, position',
+  postgres: 'SELECT task_id, depends_on FROM task_dependencies WHERE task_id IN (SELECT json_array_elements_text(?::json)) ORDER BY task_id, position',
+};
+
 /** Rows to tasks, with every row's dependencies read in one query. */
 function hydrate(db: DB, rows: Row[]): Task[] {
   if (!rows.length) return [];
   const deps = new Map<string, string[]>();
-  const edges = stmt(
-    db,
-    'SELECT task_id, depends_on FROM task_dependencies WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id, position',
-  ).all(JSON.stringify(rows.map((r) => r.id))) as { task_id: string; depends_on: string }[];
+  const edges = stmt(db, EDGES).all(JSON.stringify(rows.map((r) => r.id))) as { task_id: string; depends_on: string }[];
   for (const e of edges) {
     let list = deps.get(e.task_id);
     if (!list) deps.set(e.task_id, (list = []));
@@ -63,7 +66,11 @@ function hydrate(db: DB, rows: Row[]): Task[] {
 }
 
 /** One statement per task read: the dependencies come along as a JSON array (the read hot path). */
-const GET_ONE = `SELECT ${COLUMNS}, (SELECT json_group_array(depends_on) FROM (SELECT depends_on FROM task_dependencies WHERE task_id = tasks.id ORDER BY position)) AS deps FROM tasks WHERE id = ?`;
+const GET_ONE = {
+  sqlite: `SELECT ${COLUMNS}, (SELECT json_group_array(depends_on) FROM (SELECT depends_on FROM task_dependencies WHERE task_id = tasks.id ORDER BY position)) AS deps FROM tasks WHERE id = ?`,
+  // json_agg of no rows is NULL, and its result is json: as text, the same JSON.parse reads both.
+  postgres: `SELECT ${COLUMNS}, (SELECT COALESCE(json_agg(depends_on ORDER BY position)::text, '[]') FROM task_dependencies WHERE task_id = tasks.id) AS deps FROM tasks WHERE id = ?`,
+};
 
 export function getTask(db: DB, id: string): Task | null {
   const r = stmt(db, GET_ONE).get(id) as (Row & { deps: string }) | undefined;
@@ -159,11 +166,8 @@ export interface StatusChange {
   now: string;
 }
 
-/** Compare-and-set on the status: false when the task is no longer in `from`. */
-export function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c: StatusChange): boolean {
-  const info = stmt(
-    db,
-    `UPDATE tasks SET status = ?, retries = retries + ?,
+const SET_STATUS = {
+  sqlite: `UPDATE tasks SET status = ?, retries = retries + ?,
        result = CASE WHEN ? THEN ? ELSE result END,
        description = CASE WHEN ? IS NULL THEN description WHEN description IS NULL OR description = '' THEN ? ELSE description || char(10) || char(10) || ? END,
        revision_count = revision_count + ?,
@@ -171,7 +175,20 @@ export function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c:
        lease_expires_at = CASE WHEN ? = 'in_progress' THEN lease_expires_at END,
        updated_at = ?
      WHERE id = ? AND status = ?`,
-  ).run(
+  // PostgreSQL cannot type a bare `? IS NULL`, takes no integer as a condition, and spells char() chr().
+  postgres: `UPDATE tasks SET status = ?, retries = retries + ?,
+       result = CASE WHEN ?::bigint <> 0 THEN ? ELSE result END,
+       description = CASE WHEN ?::text IS NULL THEN description WHEN description IS NULL OR description = '' THEN ? ELSE description || chr(10) || chr(10) || ? END,
+       revision_count = revision_count + ?,
+       lease_id = CASE WHEN ?::text = 'in_progress' THEN lease_id END,
+       lease_expires_at = CASE WHEN ?::text = 'in_progress' THEN lease_expires_at END,
+       updated_at = ?
+     WHERE id = ? AND status = ?`,
+};
+
+/** Compare-and-set on the status: false when the task is no longer in `from`. */
+export function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c: StatusChange): boolean {
+  const info = stmt(db, SET_STATUS).run(
     to,
     c.retry ? 1 : 0,
     c.result !== undefined ? 1 : 0,
@@ -211,10 +228,15 @@ export function replaceDependencies(db: DB, id: string, dependsOn: string[]): vo
   dependsOn.forEach((d, i) => ins.run(id, d, i));
 }
 
+const MISSING = {
+  sqlite: 'SELECT value FROM json_each(?) WHERE value NOT IN (SELECT id FROM tasks)',
+  postgres: 'SELECT value FROM json_array_elements_text(?::json) WITH ORDINALITY AS j(value, n) WHERE value NOT IN (SELECT id FROM tasks) ORDER BY n',
+};
+
 /** Which of `ids` name no task. */
 export function missingTaskIds(db: DB, ids: string[]): string[] {
   if (!ids.length) return []; // most tasks have none: no statement on the create hot path
-  const rows = stmt(db, 'SELECT value FROM json_each(?) WHERE value NOT IN (SELECT id FROM tasks)').all(JSON.stringify(ids)) as { value: string }[];
+  const rows = stmt(db, MISSING).all(JSON.stringify(ids)) as { value: string }[];
   return rows.map((r) => r.value);
 }
 
@@ -233,16 +255,22 @@ export function dependentsOf(db: DB, id: string): string[] {
   return (stmt(db, 'SELECT task_id FROM task_dependencies WHERE depends_on = ? ORDER BY task_id').all(id) as { task_id: string }[]).map((r) => r.task_id);
 }
 
-/** Whether `target` is reachable from any of `from` by following dependencies (a cycle check). */
-export function dependsTransitively(db: DB, from: string[], target: string): boolean {
-  return (
-    stmt(
-      db,
-      `WITH RECURSIVE reach(id) AS (
+const REACHES = {
+  sqlite: `WITH RECURSIVE reach(id) AS (
          SELECT value FROM json_each(?)
          UNION SELECT d.depends_on FROM task_dependencies d JOIN reach r ON d.task_id = r.id
        ) SELECT 1 FROM reach WHERE id = ? LIMIT 1`,
-    ).get(JSON.stringify(from), target) !== undefined
+  // Both terms of a recursive union must have one collation: the ids' "C".
+  postgres: `WITH RECURSIVE reach(id) AS (
+         SELECT value COLLATE "C" FROM json_array_elements_text(?::json) AS j(value)
+         UNION SELECT d.depends_on FROM task_dependencies d JOIN reach r ON d.task_id = r.id
+       ) SELECT 1 FROM reach WHERE id = ? LIMIT 1`,
+};
+
+/** Whether `target` is reachable from any of `from` by following dependencies (a cycle check). */
+export function dependsTransitively(db: DB, from: string[], target: string): boolean {
+  return (
+    stmt(db, REACHES).get(JSON.stringify(from), target) !== undefined
   );
 }
 

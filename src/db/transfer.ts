@@ -1,0 +1,200 @@
+import { isPostgres, stmt, type DB } from './open.js';
+
+// Moving a project's state from one provider to another (svc state export / import): every row of
+// every state table, as JSON lines, read in one transaction (a consistent snapshot) and written in
+// one (all or nothing). The export file holds the vault's entries and the webhooks' secrets only
+// sealed, never a key.
+
+/**
+ * Every table of the state, parents before children (foreign keys are checked as rows go in).
+ * Not copied: schema_migrations (each state records its own) and daemons (who is running now).
+ * A test checks this list against the schema, so a new table cannot be left behind unnoticed.
+ */
+export const STATE_TABLES = [
+  'meta',
+  'teams',
+  'agents',
+  'tasks',
+  'task_dependencies',
+  'task_comments',
+  'vault_entries',
+  'missions',
+  'playbooks',
+  'approvals',
+  'webhooks',
+  'webhook_secrets',
+  'webhook_deliveries',
+  'webhook_attempts',
+  'data_databases',
+  'provider_health',
+  'chat_sessions',
+  'chat_responses',
+  'events',
+] as const;
+
+export const NOT_COPIED = ['schema_migrations', 'daemons'];
+
+/** Meta rows that belong to one provider's bookkeeping, written by import from the header instead. */
+const PROVIDER_META = new Set(['lastEventId']);
+
+export interface ExportHeader {
+  svc: 'state';
+  format: 1;
+  /** The schema version of the state exported: an import needs a state of the same version. */
+  schema: number;
+  /** The newest event id ever given: the imported state goes on from there, never reusing one. */
+  lastEventId: number;
+  exportedAt: string;
+  counts: Record<string, number>;
+}
+
+type Value = string | number | null | { $b64: string };
+
+const encode = (v: unknown): Value => (Buffer.isBuffer(v) || v instanceof Uint8Array ? { $b64: Buffer.from(v).toString('base64') } : (v as string | number | null));
+const decode = (v: unknown): unknown => {
+  if (v && typeof v === 'object' && Object.hasOwn(v, '$b64') && typeof (v as { $b64: unknown }).$b64 === 'string') return Buffer.from((v as { $b64: string }).$b64, 'base64');
+  if (v === null || typeof v === 'string' || typeof v === 'number') return v;
+  throw new TransferError(`a value of type ${typeof v} cannot be a column's`);
+};
+
+export class TransferError extends Error {}
+
+export function schemaVersion(db: DB): number {
+  return Number((stmt(db, 'SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0);
+}
+
+export function lastEventId(db: DB): number {
+  const r = stmt(db, {
+    sqlite: "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+    postgres: "SELECT CAST(value AS BIGINT) AS seq FROM meta WHERE key = 'lastEventId'",
+  }).get() as { seq: number } | undefined;
+  return Number(r?.seq ?? 0);
+}
+
+/** The tables the state has (for the check that STATE_TABLES misses none). */
+export function stateTables(db: DB): string[] {
+  const rows = stmt(db, {
+    sqlite: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    postgres: "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name",
+  }).all() as { name: string }[];
+  return rows.map((r) => r.name);
+}
+
+/** Writes the header line, then one line per row. */
+export function exportState(db: DB, write: (line: string) => void): ExportHeader {
+  return db.transaction(() => {
+    const tables = STATE_TABLES.map((t) => [t, db.prepare(`SELECT * FROM ${t}`).all() as Record<string, unknown>[]] as const);
+    const header: ExportHeader = {
+      svc: 'state',
+      format: 1,
+      schema: schemaVersion(db),
+      lastEventId: lastEventId(db),
+      exportedAt: new Date().toISOString(),
+      counts: {},
+    };
+    for (const [t, rows] of tables) header.counts[t] = t === 'meta' ? rows.filter((r) => !PROVIDER_META.has(String(r.key))).length : rows.length;
+    write(JSON.stringify(header));
+    for (const [t, rows] of tables) {
+      for (const r of rows) {
+        if (t === 'meta' && PROVIDER_META.has(String(r.key))) continue;
+        write(JSON.stringify({ t, r: Object.fromEntries(Object.entries(r).map(([k, v]) => [k, encode(v)])) }));
+      }
+    }
+    return header;
+  })();
+}
+
+function columnsOf(db: DB, table: string): Set<string> {
+  const rows = stmt(db, {
+    sqlite: 'SELECT name FROM pragma_table_info(?)',
+    postgres: 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
+  }).all(table) as { name: string }[];
+  return new Set(rows.map((r) => r.name));
+}
+
+/** Agents name the agent they report to: those first, so each row's reference exists when it goes in. */
+function parentsFirst(rows: Record<string, unknown>[]): Record<string, unknown>[] {
+  const byName = new Map(rows.map((r) => [String(r.name), r]));
+  const out: Record<string, unknown>[] = [];
+  const placed = new Set<string>();
+  const place = (r: Record<string, unknown>, depth: number) => {
+    const name = String(r.name);
+    if (placed.has(name)) return;
+    if (depth > rows.length) throw new TransferError('agents.reports_to forms a cycle');
+    const parent = r.reports_to === null ? undefined : byName.get(String(r.reports_to));
+    if (parent) place(parent, depth + 1);
+    placed.add(name);
+    out.push(r);
+  };
+  for (const r of rows) place(r, 0);
+  return out;
+}
+
+/**
+ * Loads an export into this state, which must be empty (a fresh database, or one only started):
+ * in one transaction, so a file that fails half-way leaves nothing. Returns the rows per table.
+ */
+export function importState(db: DB, lines: Iterable<string>): Record<string, number> {
+  const it = lines[Symbol.iterator]();
+  const first = it.next();
+  if (first.done) throw new TransferError('the file is empty');
+  let header: ExportHeader;
+  try {
+    header = JSON.parse(first.value) as ExportHeader;
+  } catch {
+    throw new TransferError('the first line is not JSON: not an svc state export');
+  }
+  if (header?.svc !== 'state' || header.format !== 1) throw new TransferError('the first line is not the header of an svc state export (format 1)');
+  const here = schemaVersion(db);
+  if (header.schema !== here) {
+    throw new TransferError(`the export has schema version ${header.schema} and this state ${here}: export and import with the same svc version`);
+  }
+  const known = new Set<string>(STATE_TABLES);
+  const rows = new Map<string, Record<string, unknown>[]>(STATE_TABLES.map((t) => [t, []]));
+  let n = 1;
+  for (let r = it.next(); !r.done; r = it.next()) {
+    n++;
+    if (!r.value.trim()) continue;
+    let line: { t?: unknown; r?: unknown };
+    try {
+      line = JSON.parse(r.value);
+    } catch {
+      throw new TransferError(`line ${n} is not JSON`);
+    }
+    if (typeof line.t !== 'string' || !known.has(line.t)) throw new TransferError(`line ${n} names no state table (${String(line.t).slice(0, 40)})`);
+    if (!line.r || typeof line.r !== 'object' || Array.isArray(line.r)) throw new TransferError(`line ${n} has no row`);
+    rows.get(line.t)!.push(line.r as Record<string, unknown>);
+  }
+  for (const [t, expected] of Object.entries(header.counts ?? {})) {
+    if (known.has(t) && rows.get(t)!.length !== expected) throw new TransferError(`the file is cut short: the header counts ${expected} rows of ${t}, the file holds ${rows.get(t)!.length}`);
+  }
+  const counts: Record<string, number> = {};
+  db.transaction(() => {
+    for (const t of STATE_TABLES) {
+      if (t === 'meta') continue;
+      if (db.prepare(`SELECT 1 AS x FROM ${t} LIMIT 1`).get()) throw new TransferError(`this state is not empty (${t} has rows): import into a new state`);
+    }
+    // The imported project keeps its id: vault entries are sealed under keys derived from it.
+    db.prepare('DELETE FROM meta').run();
+    for (const t of STATE_TABLES) {
+      const cols = columnsOf(db, t);
+      const list = t === 'agents' ? parentsFirst(rows.get(t)!) : rows.get(t)!;
+      for (const row of list) {
+        const names = Object.keys(row);
+        for (const c of names) if (!cols.has(c)) throw new TransferError(`${t} has no column ${c.slice(0, 40)}`);
+        db.prepare(`INSERT INTO ${t} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`).run(...names.map((c) => decode(row[c])));
+      }
+      counts[t] = list.length;
+    }
+    // Event ids go on from the exported state's last, whichever provider keeps the counter.
+    if (isPostgres(db)) {
+      db.prepare("INSERT INTO meta (key, value) VALUES ('lastEventId', ?)").run(String(header.lastEventId));
+      db.prepare("SELECT setval(pg_get_serial_sequence('chat_responses', 'seq'), GREATEST((SELECT MAX(seq) FROM chat_responses), 1))").get();
+    } else if (header.lastEventId > 0) {
+      if (!db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'").run(header.lastEventId).changes) {
+        db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)").run(header.lastEventId);
+      }
+    }
+  })();
+  return counts;
+}

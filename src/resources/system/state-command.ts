@@ -1,0 +1,102 @@
+import { Command } from 'commander';
+import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { localAction } from '../../cli/action.js';
+import { CliError, projectRoot, UsageError } from '../../cli/context.js';
+import { io } from '../../cli/io.js';
+import { emit, out } from '../../cli/output.js';
+import { formatIssues, loadConfig } from '../../config/load.js';
+import { stateUrl } from '../../config/state.js';
+import { STATE_MIGRATIONS } from '../../db/migrations.js';
+import { openDatabase, openPostgresState, type DB } from '../../db/open.js';
+import { maskUrl } from '../../db/pg/url.js';
+import { exportState, importState } from '../../db/transfer.js';
+import { runningDaemon, statePaths } from '../../state-dir.js';
+import { PRESENCE_STALE_MS } from './presence.js';
+
+// `svc state export` / `svc state import`: the way a project's state moves from SQLite to
+// PostgreSQL (or back, or to a new server). Both read project.json's state settings and the
+// environment as the daemon does, and talk to the state directly: there may be no daemon at all.
+
+interface Opened {
+  db: DB;
+  where: string;
+  shared: boolean;
+}
+
+function openState(root: string): Opened {
+  const loaded = loadConfig(root);
+  if (!loaded.ok) throw new UsageError(`project.json is invalid: ${formatIssues(loaded.issues)}`);
+  const url = stateUrl(loaded.config, io().env as NodeJS.ProcessEnv);
+  if (url) return { db: openPostgresState({ url, statementTimeoutMs: loaded.config.state.statementTimeoutMs }, STATE_MIGRATIONS), where: `PostgreSQL at ${maskUrl(url)}`, shared: true };
+  const file = statePaths(root).db;
+  if (!existsSync(file)) throw new CliError(`${file} does not exist: this project has no state yet`);
+  return { db: openDatabase(file, STATE_MIGRATIONS), where: file, shared: false };
+}
+
+function rootOf(g: Parameters<Parameters<typeof localAction>[0]>[0]): string {
+  const root = projectRoot(g);
+  if (!root) throw new UsageError('no project.json here or in any parent directory (or pass --project DIR)');
+  return root;
+}
+
+export function stateCommand(): Command {
+  const cmd = new Command('state').description("Move the daemon's state between providers: export it to a file, import it into a new state");
+  cmd
+    .command('export')
+    .description("Write this project's state (the provider project.json names) to a file, one JSON line per row; safe while the daemon runs")
+    .argument('<file>', 'the file to write (- for standard output); it holds sealed vault entries and webhook secrets, never a key')
+    .action(
+      localAction(async (g, file: string) => {
+        const root = rootOf(g);
+        const { db, where } = openState(root);
+        try {
+          const toStdout = file === '-';
+          const fd = toStdout ? null : openSync(resolve(io().cwd, file), 'wx', 0o600);
+          let header;
+          try {
+            header = exportState(db, (line) => (fd === null ? io().stdout.write(line + '\n') : writeSync(fd, line + '\n')));
+          } finally {
+            if (fd !== null) closeSync(fd);
+          }
+          if (!toStdout) {
+            const rows = Object.values(header.counts).reduce((a, b) => a + b, 0);
+            emit(Boolean(g.json), header, () => `exported ${rows} rows from ${where} (schema ${header.schema}, last event ${header.lastEventId}) to ${file}\n`);
+            io().stderr.write('the vault entries in it open only with this project\'s vault key: the importing daemon needs the same key (SVC_VAULT_KEY; see docs/deploy.md)\n');
+          }
+        } finally {
+          db.close();
+        }
+      }),
+    );
+  cmd
+    .command('import')
+    .description('Load an export into the state project.json names, which must be new (empty); no daemon may run on it')
+    .argument('<file>', 'a file written by `svc state export`')
+    .action(
+      localAction(async (g, file: string) => {
+        const root = rootOf(g);
+        const text = readFileSync(resolve(io().cwd, file), 'utf8');
+        const { db, where, shared } = openState(root);
+        try {
+          if (!shared && runningDaemon(root)) throw new CliError('a daemon runs on this project: stop it first (svc stop)');
+          if (shared) {
+            const n = (db.prepare('SELECT COUNT(*) AS n FROM daemons WHERE seen_at >= ?').get(Date.now() - PRESENCE_STALE_MS) as { n: number }).n;
+            if (n > 0) throw new CliError(`${n} daemon(s) run on ${where}: stop them first`);
+          }
+          let counts: Record<string, number>;
+          try {
+            counts = importState(db, text.split('\n'));
+          } catch (err) {
+            throw new CliError(`${file}: ${(err as Error).message}; nothing was imported`);
+          }
+          const rows = Object.values(counts).reduce((a, b) => a + b, 0);
+          emit(Boolean(g.json), counts, () => `imported ${rows} rows into ${where}\n`);
+          if (!g.json) out('start the daemon with the vault key the exported project used (SVC_VAULT_KEY); see docs/deploy.md\n');
+        } finally {
+          db.close();
+        }
+      }),
+    );
+  return cmd;
+}
