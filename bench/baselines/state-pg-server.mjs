@@ -21,7 +21,7 @@ const COLUMNS =
 // Named, as svc's bridge names its statements: each is parsed once per connection.
 const GET_ONE = {
   name: 'get_one',
-  text: `SELECT ${COLUMNS}, (SELECT COALESCE(json_agg(depends_on ORDER BY position), '[]')::text FROM task_dependencies WHERE task_id = tasks.id) AS deps FROM tasks WHERE id = $1`,
+  text: `SELECT ${COLUMNS}, (SELECT COALESCE(json_agg(depends_on ORDER BY position)::text, '[]') FROM task_dependencies WHERE task_id = tasks.id) AS deps FROM tasks WHERE id = $1`,
 };
 const INSERT_TASK = {
   name: 'insert_task',
