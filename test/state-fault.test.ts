@@ -94,7 +94,7 @@ describe.skipIf(noPg)('SIGKILL one of three daemons on one PostgreSQL state, at 
         for (const [i, s] of streams.entries()) {
           if (i === victim) continue;
           await s.until((c) => {
-            const seen = new Set(c.messages.filter((m) => m.event === 'task:created').map((m) => JSON.parse(m.data).data.taskId));
+            const seen = new Set(c.messages.filter((m) => m.event === 'task:created').map((m) => JSON.parse(m.data).taskId));
             return mine.every((id) => seen.has(id));
           }, 10_000);
           const ids = s.messages.filter((m) => m.id).map((m) => Number(m.id));

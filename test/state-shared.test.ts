@@ -54,7 +54,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     try {
       const made = await Promise.all(Array.from({ length: 30 }, (_, i) => post(ds[i % 3]!, '/api/v1/tasks', { title: `t${i}` })));
       const ids = new Set(made.map((t: { id: string }) => t.id));
-      for (const s of streams) await s.until((c) => c.messages.filter((m) => ids.has(JSON.parse(m.data).data.taskId)).length === 30, 5_000);
+      for (const s of streams) await s.until((c) => c.messages.filter((m) => ids.has(JSON.parse(m.data).taskId)).length === 30, 5_000);
       const seqs = streams.map((s) => s.messages.map((m) => Number(m.id)));
       // The same events, in the same order, on all three streams; ids only ever grow.
       expect(seqs[1]).toEqual(seqs[0]);
@@ -79,7 +79,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     try {
       const made = await Promise.all(Array.from({ length: 12 }, (_, i) => post(ds[i % 3]!, '/api/v1/tasks', { title: `g${i}` })));
       const last = made.at(-1)!.id as string;
-      for (const s of streams) await s.until((c) => c.messages.some((m) => m.event === 'task:created' && JSON.parse(m.data).data.taskId === last), 5_000);
+      for (const s of streams) await s.until((c) => c.messages.some((m) => m.event === 'task:created' && JSON.parse(m.data).taskId === last), 5_000);
       for (const s of streams) {
         const seq = s.messages.filter((m) => m.id).map((m) => Number(m.id));
         expect(seq).toEqual(Array.from({ length: seq.length }, (_, i) => seq[0]! + i));
@@ -113,7 +113,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
       clock.advance(31_000);
       await sse.until((c) => c.messages.length >= 1, 5_000);
       await new Promise((r) => setTimeout(r, 300));
-      expect(sse.messages.filter((m) => JSON.parse(m.data).data.taskId === t.id)).toHaveLength(1);
+      expect(sse.messages.filter((m) => JSON.parse(m.data).taskId === t.id)).toHaveLength(1);
       expect((await ds[B]!.api('GET', `/api/v1/tasks/${t.id}`)).body.data.status).toBe('pending');
     } finally {
       sse.close();
@@ -128,9 +128,9 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
       // Let every daemon hear of the request (a notification or the 1 s poll) and arm its timer.
       await new Promise((r) => setTimeout(r, 1_200));
       clock.advance(61_000);
-      await sse.until((c) => c.messages.some((m) => JSON.parse(m.data).data.approvalId === a.id), 5_000);
+      await sse.until((c) => c.messages.some((m) => JSON.parse(m.data).approvalId === a.id), 5_000);
       await new Promise((r) => setTimeout(r, 300));
-      expect(sse.messages.filter((m) => JSON.parse(m.data).data.approvalId === a.id)).toHaveLength(1);
+      expect(sse.messages.filter((m) => JSON.parse(m.data).approvalId === a.id)).toHaveLength(1);
       expect((await ds[A]!.api('GET', `/api/v1/approvals/${a.id}`)).body.data).toMatchObject({ status: 'rejected', timedOut: true });
     } finally {
       sse.close();
@@ -138,8 +138,15 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
   });
 
   it('the vault is one: an entry sealed through one daemon opens through another', async () => {
-    expect((await ds[A]!.api('POST', '/api/v1/vault/entries', { body: { agent: 'ana', service: 'gh', type: 'api_key', credentials: { token: 's3cret-token' } } })).status).toBe(201);
+    expect((await ds[A]!.api('POST', '/api/v1/vault/entries', { body: { agent: 'ana', service: 'gh', type: 'api_key', credentials: { token: 's3cret-token' } } })).status).toBeLessThan(300);
     expect(openEntry(ds[C]!.daemon.app, 'ana', 'gh')).toEqual({ token: 's3cret-token' });
+  });
+
+  it('rotating the vault key from one daemon is refused: the others would go on sealing with the old one', async () => {
+    const r = await ds[B]!.api('POST', '/api/v1/vault/rotate-key', { body: {} });
+    expect(r.status).toBe(409);
+    expect(r.body.error).toMatch(/shared by several daemons/);
+    expect(openEntry(ds[A]!.daemon.app, 'ana', 'gh')).toEqual({ token: 's3cret-token' });
   });
 
   it('a daemon with another vault key refuses to start rather than seal what the others cannot open', async () => {

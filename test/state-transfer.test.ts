@@ -35,7 +35,7 @@ describe.skipIf(noPg)('SQLite → PostgreSQL with svc state export / import', ()
       expect(r.status, `${method} ${path}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
       return r.body.data;
     };
-    await ok('POST', '/api/v1/teams', { name: 'core' });
+    await ok('POST', '/api/v1/agents/teams', { name: 'core' });
     await ok('POST', '/api/v1/agents', { name: 'lead', team: 'core' });
     // Named to sort before the agent it reports to: the import must put "lead" in first.
     await ok('POST', '/api/v1/agents', { name: 'dev', reportsTo: 'lead' });
@@ -46,7 +46,7 @@ describe.skipIf(noPg)('SQLite → PostgreSQL with svc state export / import', ()
     await ok('POST', '/api/v1/approvals', { taskId: b.id, requestedBy: 'dev', title: 'ok?' });
     await ok('POST', '/api/v1/vault/entries', { agent: 'dev', service: 'gh', type: 'api_key', credentials: { token: 'moved-token' } });
     await ok('POST', '/v1/webhooks', { url: 'https://example.com/hook', events: ['task:*'] });
-    const reads = ['/api/v1/tasks?limit=100', '/api/v1/agents', '/api/v1/teams', '/api/v1/missions', '/api/v1/approvals', '/v1/webhooks', '/api/v1/vault/entries'];
+    const reads = ['/api/v1/tasks?limit=100', '/api/v1/agents', '/api/v1/agents/teams', '/api/v1/missions', '/api/v1/approvals', '/v1/webhooks', '/api/v1/vault/entries'];
     const before = await Promise.all(reads.map(async (p) => (await src.api('GET', p)).body.data));
     const events = src.daemon.app.events.since(0, 10_000);
     const lastId = src.daemon.app.events.lastId();

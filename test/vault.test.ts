@@ -387,8 +387,13 @@ describe.skipIf(statePg())('tampered or moved blobs', () => {
   });
 });
 
+// On a PostgreSQL state the key comes only from SVC_VAULT_KEY or state.vaultKeyFile (never a
+// keychain or the user's config dir), a key other than the recorded one is refused even with an
+// empty vault, and rotation from one daemon is refused: test/state-shared.test.ts covers that.
+const sqliteKeyRules = !statePg();
+
 describe('master key at start', () => {
-  it('a wrong SVC_VAULT_KEY is a start-up error naming the source, not an empty vault', async () => {
+  it.runIf(sqliteKeyRules)('a wrong SVC_VAULT_KEY is a start-up error naming the source, not an empty vault', async () => {
     const d = await startTestDaemon({ env: envKeyEnv(hexKey()), keepRoot: true });
     await addAgents(d, 'dev');
     expect((await save(d, 'dev', 'github', { token: 'x' })).status).toBe(200);
@@ -413,7 +418,7 @@ describe('master key at start', () => {
     expect(err?.message).not.toContain(bad);
   });
 
-  it('without SVC_VAULT_KEY or a keychain, the first start creates a 0600 key file and later starts use it', async () => {
+  it.runIf(sqliteKeyRules)('without SVC_VAULT_KEY or a keychain, the first start creates a 0600 key file and later starts use it', async () => {
     const cfg = tempDir('svc-cfg-');
     const d = await startTestDaemon({ env: fileKeyEnv(cfg), keepRoot: true });
     const keyFile = join(cfg, 'keys', `${d.daemon.app.projectId}.key`);
@@ -452,7 +457,7 @@ describe('master key at start', () => {
     rmSync(cfg, { recursive: true, force: true });
   });
 
-  it('a key file others can read is tightened to 0600', async () => {
+  it.runIf(sqliteKeyRules)('a key file others can read is tightened to 0600', async () => {
     const cfg = tempDir('svc-cfg-');
     const d = await startTestDaemon({ env: fileKeyEnv(cfg), keepRoot: true });
     const keyFile = join(cfg, 'keys', `${d.daemon.app.projectId}.key`);
@@ -467,7 +472,7 @@ describe('master key at start', () => {
   });
 });
 
-describe('rotate-key', () => {
+describe.runIf(sqliteKeyRules)('rotate-key', () => {
   it('file source: re-seals every entry, stores the new key in the file, and the old key no longer opens', async () => {
     const cfg = tempDir('svc-cfg-');
     const d = await startTestDaemon({ env: fileKeyEnv(cfg), keepRoot: true });

@@ -16,7 +16,7 @@ export type Request =
   | { kind: 'close' };
 
 export type Reply =
-  | { id: number; rows: Record<string, unknown>[]; rowCount: number; error?: undefined }
+  | { id: number; rows: Record<string, unknown>[]; rowCount: number; binary?: string[]; error?: undefined }
   | { id: number; error: { message: string; code?: string; detail?: string; constraint?: string } };
 
 /** A PostgreSQL error, with its SQLSTATE (`23505` unique violation, `40P01` deadlock...). */
@@ -204,6 +204,14 @@ export class PgStateDb {
         const reply = m.message as Reply;
         if (reply.id !== req.id) continue;
         if (reply.error) throw new PgStateError(reply.error.message, reply.error.code, reply.error.detail);
+        if (reply.binary) {
+          for (const row of reply.rows) {
+            for (const c of reply.binary) {
+              const v = row[c];
+              if (v instanceof Uint8Array) row[c] = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+            }
+          }
+        }
         return reply;
       }
       const left = deadline - performance.now();

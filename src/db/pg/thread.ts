@@ -54,7 +54,9 @@ async function run(req: Exclude<Request, { kind: 'close' }>): Promise<Reply> {
     let name = names.get(req.sql);
     if (!name) names.set(req.sql, (name = `s${names.size + 1}`));
     const r = await c.query({ name, text: req.sql, values: req.params as unknown[] });
-    return { id: req.id, rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? 0 };
+    // BYTEA columns: posting a Buffer delivers a plain Uint8Array, so the daemon's side rewraps them.
+    const binary = r.fields.filter((f) => f.dataTypeID === 17).map((f) => f.name);
+    return { id: req.id, rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? 0, ...(binary.length ? { binary } : {}) };
   } catch (err) {
     const e = err as Error & { code?: string; detail?: string; constraint?: string };
     // A broken connection is replaced on the next request; a statement error leaves it usable.
