@@ -69,13 +69,14 @@ export function openPostgresState(opts: PgStateOptions, migrations: readonly Mig
   return db;
 }
 
-const cache = new WeakMap<DB, Map<Sql, Stmt>>();
+const cache = new WeakMap<DB, Map<string, Stmt>>();
 
-/** A prepared statement, prepared once per connection and reused. */
+/** A prepared statement, prepared once per connection (by its text) and reused. */
 export function stmt(db: DB, sql: Sql): Stmt {
   let m = cache.get(db);
   if (!m) cache.set(db, (m = new Map()));
-  let s = m.get(sql);
-  if (!s) m.set(sql, (s = db.prepare(typeof sql === 'string' ? sql : isPostgres(db) ? sql.postgres : sql.sqlite)));
+  const text = typeof sql === 'string' ? sql : isPostgres(db) ? sql.postgres : sql.sqlite;
+  let s = m.get(text);
+  if (!s) m.set(text, (s = db.prepare(text)));
   return s;
 }

@@ -1,4 +1,4 @@
-import { isPostgres, stmt, type DB } from './open.js';
+import { isPostgres, stmt, type DB, type Sql } from './open.js';
 
 // Moving a project's state from one provider to another (svc state export / import): every row of
 // every state table, as JSON lines, read in one transaction (a consistent snapshot) and written in
@@ -63,20 +63,28 @@ export function schemaVersion(db: DB): number {
   return Number((stmt(db, 'SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0);
 }
 
+// Module constants: stmt() caches a statement by its Sql value, so a literal per call would add one each time.
+const LAST_EVENT_ID: Sql = {
+  sqlite: "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+  postgres: "SELECT CAST(value AS BIGINT) AS seq FROM meta WHERE key = 'lastEventId'",
+};
+const TABLES: Sql = {
+  sqlite: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+  postgres: "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name",
+};
+const COLUMNS: Sql = {
+  sqlite: 'SELECT name FROM pragma_table_info(?)',
+  postgres: 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
+};
+
 export function lastEventId(db: DB): number {
-  const r = stmt(db, {
-    sqlite: "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
-    postgres: "SELECT CAST(value AS BIGINT) AS seq FROM meta WHERE key = 'lastEventId'",
-  }).get() as { seq: number } | undefined;
+  const r = stmt(db, LAST_EVENT_ID).get() as { seq: number } | undefined;
   return Number(r?.seq ?? 0);
 }
 
 /** The tables the state has (for the check that STATE_TABLES misses none). */
 export function stateTables(db: DB): string[] {
-  const rows = stmt(db, {
-    sqlite: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-    postgres: "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name",
-  }).all() as { name: string }[];
+  const rows = stmt(db, TABLES).all() as { name: string }[];
   return rows.map((r) => r.name);
 }
 
@@ -105,10 +113,7 @@ export function exportState(db: DB, write: (line: string) => void): ExportHeader
 }
 
 function columnsOf(db: DB, table: string): Set<string> {
-  const rows = stmt(db, {
-    sqlite: 'SELECT name FROM pragma_table_info(?)',
-    postgres: 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
-  }).all(table) as { name: string }[];
+  const rows = stmt(db, COLUMNS).all(table) as { name: string }[];
   return new Set(rows.map((r) => r.name));
 }
 
