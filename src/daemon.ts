@@ -265,7 +265,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           catchUp();
         });
       };
-      const feed = listen(sharedState, EVENTS_CHANNEL, soon, (err) => log.warn('listening for other daemons\' events: connection lost; polling until it is back', { error: err.message }));
+      // A notification names the log that committed: this daemon's own were published at commit.
+      const feed = listen(sharedState, EVENTS_CHANNEL, (writer) => writer !== events.writer && soon(), (err) => log.warn('listening for other daemons\' events: connection lost; polling until it is back', { error: err.message }));
       const poll = setInterval(catchUp, SHARED_POLL_MS);
       startWorker({ close: () => (clearInterval(poll), feed.close()) });
     }

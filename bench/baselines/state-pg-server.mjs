@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 // The raw baseline for the state-on-PostgreSQL scenarios: plain node:http and plain `pg` sending
 // the statements svc sends on a PostgreSQL state for GET /api/v1/tasks/{id} and POST
 // /api/v1/tasks (seen with log_statement=all), the bearer key checked, the same { ok, data }
@@ -59,6 +60,8 @@ const toTask = (r) => ({
   updatedAt: r.updated_at,
 });
 
+const WRITER = randomUUID();
+
 async function create(b) {
   const c = await db.connect();
   try {
@@ -71,7 +74,8 @@ async function create(b) {
     await c.query({ ...INSERT_EVENT, values: ['task:created', JSON.stringify(data), new Date().toISOString()] });
     await c.query(WEBHOOKS);
     const { rows } = await c.query({ ...GET_ONE, values: [id] });
-    await c.query('NOTIFY svc_events; COMMIT');
+    // svc names its writer in the payload so that a daemon skips its own notifications.
+    await c.query(`NOTIFY svc_events, '${WRITER}'; COMMIT`);
     return toTask(rows[0]);
   } catch (err) {
     await c.query('ROLLBACK').catch(() => undefined);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { isPostgres, stmt, type DB, type Sql } from '../db/open.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import { nowIso } from '../lib/time.js';
@@ -70,6 +71,8 @@ export class EventLog {
   private readonly shared: boolean;
   /** With a shared state: the newest id the listeners have heard. */
   private heard: number;
+  /** Names this log's commits in their notifications, so the daemon does not re-read its own. */
+  readonly writer = randomUUID();
 
   constructor(
     private readonly db: DB,
@@ -98,7 +101,7 @@ export class EventLog {
       result = this.db.transaction(() => {
         const r = fn();
         // Other daemons on the shared state hear of the commit (delivered only if it commits).
-        if (isPostgres(this.db) && this.pending!.length) this.db.notifyAtCommit(EVENTS_CHANNEL);
+        if (isPostgres(this.db) && this.pending!.length) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
         return r;
       })();
       committed = this.pending;

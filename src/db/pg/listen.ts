@@ -11,7 +11,7 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-export function listen(url: string, channel: string, onNotify: () => void, onLost: (err: Error) => void): Listening {
+export function listen(url: string, channel: string, onNotify: (payload?: string) => void, onLost: (err: Error) => void): Listening {
   let client: pg.Client | null = null;
   let timer: NodeJS.Timeout | null = null;
   let closed = false;
@@ -34,7 +34,7 @@ export function listen(url: string, channel: string, onNotify: () => void, onLos
     client = c;
     c.on('error', retry);
     c.on('end', () => retry(new Error('the connection ended')));
-    c.on('notification', () => onNotify());
+    c.on('notification', (n) => onNotify(n.payload));
     try {
       await c.connect();
       await c.query(`LISTEN ${channel}`);

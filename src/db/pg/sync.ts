@@ -106,8 +106,8 @@ export class PgStateDb {
   private nextId = 1;
   private depth = 0;
   private closed = false;
-  /** Channels notified when the current transaction commits (sent with its COMMIT, no extra round trip). */
-  private notify = new Set<string>();
+  /** Channels notified when the current transaction commits (sent with its COMMIT, no extra round trip), with their payloads. */
+  private notify = new Map<string, string>();
 
   constructor(readonly opts: PgStateOptions) {
     this.waitMs = opts.waitMs ?? opts.statementTimeoutMs + 5_000;
@@ -123,9 +123,10 @@ export class PgStateDb {
   }
 
   /** The current transaction's commit notifies `channel` (LISTEN/NOTIFY: heard only if it commits). */
-  notifyAtCommit(channel: string): void {
+  notifyAtCommit(channel: string, payload: string): void {
     if (this.depth === 0) throw new Error('notifyAtCommit outside a transaction');
-    this.notify.add(channel);
+    if (!/^[a-z_]+$/.test(channel) || !/^[\w-]*$/.test(payload)) throw new Error('a channel is a plain name and a payload plain word characters');
+    this.notify.set(channel, payload);
   }
 
   get inTransaction(): boolean {
@@ -176,7 +177,7 @@ export class PgStateDb {
         this.exec(`RELEASE SAVEPOINT ${sp}`);
         return result;
       }
-      const notices = [...this.notify].map((c) => `NOTIFY ${c}; `).join('');
+      const notices = [...this.notify].map(([c, p]) => `NOTIFY ${c}, '${p}'; `).join('');
       this.notify.clear();
       this.exec(`${notices}COMMIT`);
       return result;
