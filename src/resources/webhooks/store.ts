@@ -323,6 +323,12 @@ export function releaseInFlight(db: DB, now: number): number {
   }).run(now, now).changes;
 }
 
+/** Shared state only: the URL of each of these webhooks that is still enabled. */
+export function enabledUrls(db: DB, ids: string[]): Map<string, string> {
+  const rows = stmt(db, 'SELECT id, url FROM webhooks WHERE enabled = 1 AND id = ANY($1::text[])').all(ids) as { id: string; url: string }[];
+  return new Map(rows.map((r) => [r.id, r.url]));
+}
+
 /** Shared state only: whether any claim's lease has run out (a read, without the write lock). */
 export function hasExpiredClaims(db: DB, now: number): boolean {
   return stmt(db, "SELECT 1 AS x FROM webhook_deliveries WHERE in_flight = 1 AND status = 'pending' AND claimed_until < ? LIMIT 1").get(now) !== undefined;

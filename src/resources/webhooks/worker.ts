@@ -208,7 +208,7 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.closed) return;
     try {
       const limits = this.limits();
-      if (this.shared) this.dropExpiring();
+      if (this.shared) this.dropStale();
       this.startReady(limits);
       this.claim(limits);
       this.startReady(limits);
@@ -220,15 +220,28 @@ export class DeliveryWorker implements WebhookRuntime {
   }
 
   /**
-   * Shared state only: gives back the claimed deliveries that waited in `ready` so long that their
-   * lease could run out before their attempt is written; they are due again at once, for any daemon.
+   * Shared state only, before claimed deliveries start: gives back those that waited in `ready` so
+   * long that their lease could run out before their attempt is written, and those whose webhook
+   * another daemon changed, disabled or deleted since the claim (release() covers only this
+   * daemon's own changes; one read of the webhooks held covers the others'). What is given back is
+   * due again at once, for any daemon, at the webhook's current URL.
    */
-  private dropExpiring(): void {
+  private dropStale(): void {
+    if (!this.ready.length) return;
     const cutoff = this.app.clock.now() + this.app.config().webhooks.timeoutMs + LEASE_SLACK_MS;
-    const drop = this.ready.filter((c) => c.claimedUntil < cutoff);
+    const urls = store.enabledUrls(this.app.db, [...new Set(this.ready.map((c) => c.webhookId))]);
+    const keep = (c: store.Claimed) => c.claimedUntil >= cutoff && urls.get(c.webhookId) === c.url;
+    const drop = this.ready.filter((c) => !keep(c));
     if (!drop.length) return;
-    this.ready = this.ready.filter((c) => c.claimedUntil >= cutoff);
-    this.app.db.transaction(() => store.releaseClaims(this.app.db, drop))();
+    this.ready = this.ready.filter(keep);
+    const now = nowIso(this.app.clock);
+    this.app.db.transaction(() => {
+      store.releaseClaims(this.app.db, drop);
+      // Disabling failed what was waiting except what was claimed (this): fail it as it would have.
+      for (const id of new Set(drop.filter((c) => !urls.has(c.webhookId)).map((c) => c.webhookId))) {
+        if (store.getWebhook(this.app.db, id)?.enabled === false) store.failPending(this.app.db, id, 'webhook disabled before this delivery was made', now);
+      }
+    })();
     for (const c of drop) this.fresh.add(c.webhookId);
   }
 
