@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
+import { isPostgres } from '../src/db/open.js';
 import { PRUNER } from '../src/db/prune.js';
 import { FakeClock } from './fake-clock.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
@@ -69,7 +70,9 @@ it('by count: the newest events.maxEvents events and webhooks.maxDeliveries deli
   emit(20, 'p', 'agent:created');
   emit(150, 's');
   await d!.api('PATCH', `/v1/webhooks/${settled.id}`, { body: { enabled: false } });
-  const rows = (app.db.prepare('SELECT id, status FROM webhook_deliveries ORDER BY rowid').all() as { id: string; status: string }[]);
+  // Insertion order: SQLite's rowid, PostgreSQL's seq (migration 14).
+  const order = isPostgres(app.db) ? 'seq' : 'rowid';
+  const rows = (app.db.prepare(`SELECT id, status FROM webhook_deliveries ORDER BY ${order}`).all() as { id: string; status: string }[]);
   expect(rows.map((r) => r.status)).toEqual([...Array(20).fill('pending'), ...Array(150).fill('failed')]);
   const events = count('SELECT COUNT(*) AS n FROM events');
   const lastEvent = app.events.lastId();
@@ -78,7 +81,7 @@ it('by count: the newest events.maxEvents events and webhooks.maxDeliveries deli
   // Events: exactly the newest 100 remain (ids are never reused).
   expect(app.events.since(0, 1_000).map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => lastEvent - 99 + i));
   // Deliveries: the newest 100, and the pending ones older than those.
-  const left = (app.db.prepare('SELECT id FROM webhook_deliveries ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
+  const left = (app.db.prepare(`SELECT id FROM webhook_deliveries ORDER BY ${order}`).all() as { id: string }[]).map((r) => r.id);
   expect(left).toEqual([...rows.slice(0, 20), ...rows.slice(70)].map((r) => r.id));
   expect(count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", waiting.id)).toBe(20);
   // Nothing is over the limits any more.

@@ -454,7 +454,8 @@ describe('volume', () => {
       expect(new Set(r.received.map((x) => JSON.parse(x.body).data.name)).size).toBe(1000);
     }
     for (const h of hooks) {
-      const row = app.db.prepare("SELECT COUNT(*) AS n, SUM(attempts) AS a FROM webhook_deliveries WHERE webhook_id = ? AND status = 'succeeded'").get(h.id) as { n: number; a: number };
+      // SUM of a BIGINT is NUMERIC on PostgreSQL (a string to the driver): cast back to an integer.
+      const row = app.db.prepare("SELECT COUNT(*) AS n, CAST(SUM(attempts) AS INTEGER) AS a FROM webhook_deliveries WHERE webhook_id = ? AND status = 'succeeded'").get(h.id) as { n: number; a: number };
       expect(row).toEqual({ n: 1000, a: 1000 });
     }
   });

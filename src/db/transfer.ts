@@ -174,6 +174,7 @@ export function importState(db: DB, lines: Iterable<string>): Record<string, num
     if (known.has(t) && rows.get(t)!.length !== expected) throw new TransferError(`the file is cut short: the header counts ${expected} rows of ${t}, the file holds ${rows.get(t)!.length}`);
   }
   const counts: Record<string, number> = {};
+  const pg = isPostgres(db);
   db.transaction(() => {
     for (const t of STATE_TABLES) {
       if (t === 'meta') continue;
@@ -187,14 +188,21 @@ export function importState(db: DB, lines: Iterable<string>): Record<string, num
       for (const row of list) {
         const names = Object.keys(row);
         for (const c of names) if (!cols.has(c)) throw new TransferError(`${t} has no column ${c.slice(0, 40)}`);
-        db.prepare(`INSERT INTO ${t} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`).run(...names.map((c) => decode(row[c])));
+        // PostgreSQL numbers some rows itself (GENERATED ALWAYS): an exported number is kept as it was.
+        const overriding = pg ? ' OVERRIDING SYSTEM VALUE' : '';
+        db.prepare(`INSERT INTO ${t} (${names.join(', ')})${overriding} VALUES (${names.map(() => '?').join(', ')})`).run(...names.map((c) => decode(row[c])));
       }
       counts[t] = list.length;
     }
     // Event ids go on from the exported state's last, whichever provider keeps the counter.
-    if (isPostgres(db)) {
+    if (pg) {
       db.prepare("INSERT INTO meta (key, value) VALUES ('lastEventId', ?)").run(String(header.lastEventId));
-      db.prepare("SELECT setval(pg_get_serial_sequence('chat_responses', 'seq'), GREATEST((SELECT MAX(seq) FROM chat_responses), 1))").get();
+      // Identity columns go on after the numbers imported with their rows.
+      const identities = db.prepare("SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND is_identity = 'YES'").all() as { t: string; c: string }[];
+      for (const { t, c } of identities) {
+        if (!/^[a-z_]+$/.test(t) || !/^[a-z_]+$/.test(c)) continue;
+        db.prepare(`SELECT setval(pg_get_serial_sequence('${t}', '${c}'), GREATEST((SELECT MAX(${c}) FROM ${t}), 1))`).get();
+      }
     } else if (header.lastEventId > 0) {
       if (!db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'").run(header.lastEventId).changes) {
         db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)").run(header.lastEventId);

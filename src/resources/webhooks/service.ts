@@ -177,8 +177,9 @@ export function recover(app: App, id: string, since: string): { recovered: numbe
 export function sendTest(app: App, id: string): Delivery {
   return app.events.write(() => {
     requireEnabled(requireWebhook(app, id));
-    app.events.emit('webhook:test', { webhookId: id });
-    return store.deliveryForEvent(app.db, id, app.events.lastId())!;
+    // The event's own id: with several daemons on one state, lastId() may be another daemon's event.
+    const e = app.events.emit('webhook:test', { webhookId: id });
+    return store.deliveryForEvent(app.db, id, e.id)!;
   });
 }
 

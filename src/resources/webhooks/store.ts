@@ -1,4 +1,4 @@
-import { stmt, type DB } from '../../db/open.js';
+import { isPostgres, stmt, type DB } from '../../db/open.js';
 import type { Sealed } from '../vault/crypto.js';
 import type { Attempt, Delivery, Webhook } from './schema.js';
 
@@ -249,6 +249,8 @@ export interface Claimed {
   event: string;
   body: string;
   attempts: number;
+  /** When this daemon's claim runs out (epoch ms); also what tells its claim from a later one. */
+  claimedUntil: number;
 }
 
 /** Each enabled webhook with deliveries waiting (pending, not on the wire): when its oldest is due (epoch ms). */
@@ -261,30 +263,86 @@ export function dueHeads(db: DB): { webhookId: string; dueAt: number }[] {
   return rows.filter((r): r is { webhookId: string; dueAt: number } => r.dueAt !== null);
 }
 
-/** One enabled webhook's oldest due deliveries, marked in flight. Call inside a transaction. */
-export function claimDue(db: DB, webhookId: string, now: number, limit: number): Claimed[] {
+/**
+ * One enabled webhook's oldest due deliveries, marked in flight until `claimedUntil` (epoch ms; the
+ * claim's lease, read only on a shared state). Call inside a transaction.
+ */
+export function claimDue(db: DB, webhookId: string, now: number, limit: number, claimedUntil: number): Claimed[] {
+  if (isPostgres(db)) {
+    // One round trip for the whole claim. It needs no FOR UPDATE SKIP LOCKED: it runs in the
+    // worker's transaction, which holds the global write lock (pg/sync.ts WRITE_LOCK), so no other
+    // daemon's claim or record can run between its read and its write. The outer in_flight and
+    // status tests re-check each row as updated anyway, so a row claimed meanwhile is never taken twice.
+    const rows = stmt(
+      db,
+      `UPDATE webhook_deliveries d SET in_flight = 1, claimed_until = ? FROM webhooks w
+       WHERE w.id = d.webhook_id AND w.enabled = 1 AND d.status = 'pending' AND d.in_flight = 0 AND d.id IN (
+         SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND in_flight = 0 AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?)
+       RETURNING d.id, d.webhook_id AS webhookId, w.url, d.event, d.body, d.attempts, d.next_attempt_at AS dueAt`,
+    ).all(claimedUntil, webhookId, now, limit) as (Claimed & { dueAt: number })[];
+    // RETURNING comes in no particular order: the oldest due goes first, as on SQLite.
+    rows.sort((a, b) => a.dueAt - b.dueAt || (a.id < b.id ? -1 : 1));
+    return rows.map(({ dueAt: _, ...c }) => ({ ...c, claimedUntil }));
+  }
   const rows = stmt(
     db,
     `SELECT d.id, d.webhook_id AS webhookId, w.url, d.event, d.body, d.attempts FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
      WHERE d.webhook_id = ? AND d.status = 'pending' AND d.in_flight = 0 AND d.next_attempt_at <= ? AND w.enabled = 1 ORDER BY d.next_attempt_at LIMIT ?`,
   ).all(webhookId, now, limit) as Claimed[];
   const mark = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 1 WHERE id = ?');
-  for (const r of rows) mark.run(r.id);
+  for (const r of rows) {
+    mark.run(r.id);
+    r.claimedUntil = claimedUntil;
+  }
   return rows;
 }
 
 /** Claimed rows given back unsent: due again as they were. */
-export function releaseClaims(db: DB, ids: string[]): void {
+export function releaseClaims(db: DB, claims: readonly Pick<Claimed, 'id' | 'claimedUntil'>[]): void {
+  if (isPostgres(db)) {
+    // Only while the claim is still this daemon's: one that expired may have been taken by another
+    // daemon since (its claimed_until is then another), and that claim must stand.
+    const s = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL WHERE id = ? AND in_flight = 1 AND claimed_until = ?');
+    for (const c of claims) s.run(c.id, c.claimedUntil);
+    return;
+  }
   const s = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 0 WHERE id = ?');
-  for (const id of ids) s.run(id);
+  for (const c of claims) s.run(c.id);
 }
 
-/** After a restart nothing is in flight: what was is due again now, with the same delivery id. */
+/**
+ * At start. On SQLite this daemon is the only one, so nothing is in flight: what was is due again
+ * now, with the same delivery id. On a shared state a claim may be another live daemon's, so only
+ * claims whose lease has run out (or that predate leases) are given back.
+ */
 export function releaseInFlight(db: DB, now: number): number {
   return stmt(db, {
     sqlite: "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = MIN(COALESCE(next_attempt_at, ?), ?) WHERE in_flight = 1 AND status = 'pending'",
-    postgres: "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $2) WHERE in_flight = 1 AND status = 'pending'",
+    postgres:
+      "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $2) WHERE in_flight = 1 AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < $2)",
   }).run(now, now).changes;
+}
+
+/** Shared state only: the URL of each of these webhooks that is still enabled. */
+export function enabledUrls(db: DB, ids: string[]): Map<string, string> {
+  const rows = stmt(db, 'SELECT id, url FROM webhooks WHERE enabled = 1 AND id = ANY($1::text[])').all(ids) as { id: string; url: string }[];
+  return new Map(rows.map((r) => [r.id, r.url]));
+}
+
+/** Shared state only: whether any claim's lease has run out (a read, without the write lock). */
+export function hasExpiredClaims(db: DB, now: number): boolean {
+  return stmt(db, "SELECT 1 AS x FROM webhook_deliveries WHERE in_flight = 1 AND status = 'pending' AND claimed_until < ? LIMIT 1").get(now) !== undefined;
+}
+
+/**
+ * Shared state only: gives back claims whose lease ran out (their daemon died or hung mid-delivery),
+ * due at once, for any daemon to take. Returns how many.
+ */
+export function releaseExpiredClaims(db: DB, now: number): number {
+  return stmt(
+    db,
+    "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $1) WHERE in_flight = 1 AND status = 'pending' AND claimed_until < $1",
+  ).run(now).changes;
 }
 
 export interface AttemptRecord {
@@ -296,17 +354,27 @@ export interface AttemptRecord {
   responseBody: string | null;
 }
 
-/** Records an attempt and the delivery's new state; false when the delivery is gone (webhook deleted). */
+/**
+ * Records an attempt and the delivery's new state; false when the delivery is gone (webhook
+ * deleted) or, on a shared state, when another daemon recorded an attempt of it since this one was
+ * claimed (this daemon's claim had expired and the delivery was taken again): the record that is
+ * there stands, and this attempt (a duplicate send, which at-least-once allows) is not written.
+ */
 export function recordAttempt(
   db: DB,
   id: string,
   a: AttemptRecord,
   next: { status: Delivery['status']; nextAttemptAt: number | null; now: string },
 ): boolean {
-  const changed = stmt(
-    db,
-    'UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, updated_at = ? WHERE id = ?',
-  ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id).changes;
+  const changed = isPostgres(db)
+    ? stmt(
+        db,
+        "UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, claimed_until = NULL, updated_at = ? WHERE id = ? AND attempts = ? AND status = 'pending'",
+      ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id, a.n - 1).changes
+    : stmt(
+        db,
+        'UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, updated_at = ? WHERE id = ?',
+      ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id).changes;
   if (!changed) return false;
   stmt(db, 'INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
     id,
@@ -323,21 +391,25 @@ export function recordAttempt(
 /**
  * Drops at most `limit` settled deliveries (with their attempts): first those created before
  * `olderThan`, then those beyond the newest `keep` rows. A pending delivery is never dropped.
- * Rows are numbered in insertion order (rowid; only the oldest are ever pruned), so "beyond the
- * newest `keep`" is a range, not a count. Returns how many were dropped.
+ * Rows are numbered in insertion order (SQLite's rowid; on PostgreSQL the seq column of migration
+ * 14; only the oldest are ever pruned), so "beyond the newest `keep`" is a range, not a count.
+ * Returns how many were dropped.
  */
 export function pruneDeliveries(db: DB, o: { olderThan: string; keep: number }, limit: number): number {
-  let n = stmt(
-    db,
-    `DELETE FROM webhook_deliveries WHERE rowid IN (
+  let n = stmt(db, {
+    sqlite: `DELETE FROM webhook_deliveries WHERE rowid IN (
        SELECT rowid FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' ORDER BY created_at LIMIT ?)`,
-  ).run(o.olderThan, limit).changes;
+    postgres: `DELETE FROM webhook_deliveries WHERE seq IN (
+       SELECT seq FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' ORDER BY created_at LIMIT ?)`,
+  }).run(o.olderThan, limit).changes;
   if (n >= limit) return n;
-  const top = (stmt(db, 'SELECT MAX(rowid) AS r FROM webhook_deliveries').get() as { r: number | null }).r ?? 0;
-  n += stmt(
-    db,
-    `DELETE FROM webhook_deliveries WHERE rowid IN (
+  const top =
+    (stmt(db, { sqlite: 'SELECT MAX(rowid) AS r FROM webhook_deliveries', postgres: 'SELECT MAX(seq) AS r FROM webhook_deliveries' }).get() as { r: number | null }).r ?? 0;
+  n += stmt(db, {
+    sqlite: `DELETE FROM webhook_deliveries WHERE rowid IN (
        SELECT rowid FROM webhook_deliveries WHERE rowid <= ? AND status != 'pending' ORDER BY rowid LIMIT ?)`,
-  ).run(top - o.keep, limit - n).changes;
+    postgres: `DELETE FROM webhook_deliveries WHERE seq IN (
+       SELECT seq FROM webhook_deliveries WHERE seq <= ? AND status != 'pending' ORDER BY seq LIMIT ?)`,
+  }).run(top - o.keep, limit - n).changes;
   return n;
 }

@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { isPostgres } from '../../db/open.js';
 import { errorFields } from '../../kernel/log.js';
 import { nowIso } from '../../lib/time.js';
 import { decide } from './outcome.js';
@@ -41,6 +42,27 @@ const FLUSH_EVERY_MS = 10;
 /** At most this many attempts per write, so one commit never holds the event loop for long. */
 const FLUSH_MAX = 64;
 const START_PER_TURN = 8;
+/**
+ * A claim's lease beyond twice the delivery timeout. A claimed delivery may wait in `ready` behind
+ * one attempt of its webhook (a webhook claims at most one batch of its slots ahead), then takes at
+ * most its own timeout, then up to FLUSH_EVERY_MS (plus a commit) before its attempt is written.
+ */
+const LEASE_MARGIN_MS = 1_000;
+/**
+ * On a shared state, a claimed delivery is sent only with at least this much of its lease left
+ * beyond the timeout (time for the flush and its commit); one that waited too long in `ready` is
+ * given back instead, so it is never on the wire after another daemon may have taken it.
+ */
+const LEASE_SLACK_MS = 500;
+/**
+ * On a shared state, every daemon looks for due deliveries at least this often: deliveries that
+ * another daemon made (its own kick wakes only it), and claims whose daemon died. So a delivery is
+ * sent within about a second of being made even if the daemon that made it is busy or gone.
+ */
+const SHARED_POLL_MS = 1_000;
+
+/** How long a claim holds (ms): see LEASE_MARGIN_MS. */
+export const leaseMs = (timeoutMs: number): number => 2 * timeoutMs + FLUSH_EVERY_MS + LEASE_MARGIN_MS;
 
 export class DeliveryWorker implements WebhookRuntime {
   readonly box;
@@ -73,6 +95,11 @@ export class DeliveryWorker implements WebhookRuntime {
   private stale = true;
   private readonly fresh = new Set<string>();
   private readonly drained = new Set<string>();
+  /** Several daemons share the state (PostgreSQL): claims are leased, and the worker polls. */
+  private readonly shared: boolean;
+  private pollTimer: NodeJS.Timeout | null = null;
+  /** Claims whose attempt the shutdown cut short. */
+  private readonly cutShort: store.Claimed[] = [];
 
   constructor(
     private readonly app: App,
@@ -81,6 +108,7 @@ export class DeliveryWorker implements WebhookRuntime {
     this.box = openSecretBox(app.stateDir, app.projectId);
     this.random = opts.random ?? Math.random;
     this.sender = new Sender({ hosts: opts.hosts }, app.log);
+    this.shared = isPostgres(app.db);
     const released = store.releaseInFlight(app.db, app.clock.now());
     if (released) app.log.info('re-sending webhook deliveries that were in flight when the daemon stopped', { count: released });
   }
@@ -88,6 +116,34 @@ export class DeliveryWorker implements WebhookRuntime {
   /** Starts sending (after the daemon has wired everything). */
   start(): void {
     this.kick();
+    if (this.shared) this.poll();
+  }
+
+  /**
+   * Shared state only, on a real-time timer of its own (a fake daemon clock must not have to be
+   * advanced for it, and its wake-ups stay the daemon clock's): gives back claims whose lease ran
+   * out, then looks at every webhook's due deliveries. Finding none expired is a read; the write
+   * (and the global write lock) is taken only when there is one to give back.
+   */
+  private poll(): void {
+    if (this.closed) return;
+    const every = Math.min(SHARED_POLL_MS, leaseMs(this.app.config().webhooks.timeoutMs) / 2);
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = null;
+      if (this.closed) return;
+      try {
+        const now = this.app.clock.now();
+        if (store.hasExpiredClaims(this.app.db, now)) {
+          const n = this.app.db.transaction(() => store.releaseExpiredClaims(this.app.db, now))();
+          if (n) this.app.log.info('re-sending webhook deliveries whose claim ran out (a daemon stopped or hung mid-delivery)', { count: n });
+        }
+      } catch (err) {
+        this.app.log.error('releasing expired webhook claims failed; trying again on the next look', errorFields(err));
+      }
+      this.kick();
+      this.poll();
+    }, every);
+    this.pollTimer.unref();
   }
 
   /** Deliveries of `webhookId` (of any webhook when absent) may be due: look on the next turn. */
@@ -140,7 +196,7 @@ export class DeliveryWorker implements WebhookRuntime {
     const drop = this.ready.filter((c) => c.webhookId === webhookId);
     if (!drop.length) return;
     this.ready = this.ready.filter((c) => c.webhookId !== webhookId);
-    store.releaseClaims(this.app.db, drop.map((c) => c.id));
+    store.releaseClaims(this.app.db, drop);
   }
 
   private limits(): SlotLimits {
@@ -152,6 +208,7 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.closed) return;
     try {
       const limits = this.limits();
+      if (this.shared) this.dropStale();
       this.startReady(limits);
       this.claim(limits);
       this.startReady(limits);
@@ -162,9 +219,36 @@ export class DeliveryWorker implements WebhookRuntime {
     this.checkSettled();
   }
 
+  /**
+   * Shared state only, before claimed deliveries start: gives back those that waited in `ready` so
+   * long that their lease could run out before their attempt is written, and those whose webhook
+   * another daemon changed, disabled or deleted since the claim (release() covers only this
+   * daemon's own changes; one read of the webhooks held covers the others'). What is given back is
+   * due again at once, for any daemon, at the webhook's current URL.
+   */
+  private dropStale(): void {
+    if (!this.ready.length) return;
+    const cutoff = this.app.clock.now() + this.app.config().webhooks.timeoutMs + LEASE_SLACK_MS;
+    const urls = store.enabledUrls(this.app.db, [...new Set(this.ready.map((c) => c.webhookId))]);
+    const keep = (c: store.Claimed) => c.claimedUntil >= cutoff && urls.get(c.webhookId) === c.url;
+    const drop = this.ready.filter((c) => !keep(c));
+    if (!drop.length) return;
+    this.ready = this.ready.filter(keep);
+    const now = nowIso(this.app.clock);
+    this.app.db.transaction(() => {
+      store.releaseClaims(this.app.db, drop);
+      // Disabling failed what was waiting except what was claimed (this): fail it as it would have.
+      for (const id of new Set(drop.filter((c) => !urls.has(c.webhookId)).map((c) => c.webhookId))) {
+        if (store.getWebhook(this.app.db, id)?.enabled === false) store.failPending(this.app.db, id, 'webhook disabled before this delivery was made', now);
+      }
+    })();
+    for (const c of drop) this.fresh.add(c.webhookId);
+  }
+
   /** Claims, for each webhook that may have due deliveries, what schedule.ts says it may take now. */
   private claim(limits: SlotLimits): void {
     const now = this.app.clock.now();
+    const claimedUntil = now + leaseMs(this.app.config().webhooks.timeoutMs);
     const held = new Map<string, Held>();
     for (const [id, n] of this.active) held.set(id, { active: n, queued: 0 });
     for (const c of this.ready) {
@@ -196,7 +280,7 @@ export class DeliveryWorker implements WebhookRuntime {
     const claimed: store.Claimed[] = [];
     this.app.db.transaction(() => {
       for (const [id, n] of wants) {
-        const got = store.claimDue(this.app.db, id, now, n);
+        const got = store.claimDue(this.app.db, id, now, n, claimedUntil);
         claimed.push(...got);
         if (got.length < n) this.drained.add(id);
       }
@@ -270,8 +354,12 @@ export class DeliveryWorker implements WebhookRuntime {
     } catch (err) {
       sent = { result: { error: errorText(err).text }, responseBody: null, retryAfter: null, location: null };
     }
-    // Cut short by shutdown: not the receiver's doing, so not an attempt; the next start re-sends it.
-    if (this.closed) return;
+    // Cut short by shutdown: not the receiver's doing, so not an attempt; the next start re-sends it
+    // (on a shared state, close() gives the claim back so that another daemon sends it now).
+    if (this.closed) {
+      this.cutShort.push(c);
+      return;
+    }
     const attempts = c.attempts + 1;
     const now = this.app.clock.now();
     const retryAfterMs = parseRetryAfter(sent.retryAfter ?? undefined, now);
@@ -327,9 +415,22 @@ export class DeliveryWorker implements WebhookRuntime {
     this.closed = true;
     if (this.timer !== null) this.app.clock.clearTimeout(this.timer);
     this.timer = null;
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = null;
     await this.sender.close();
     await Promise.allSettled([...this.inFlight]);
     while (this.outcomes.length) this.flush();
+    // On a shared state the other daemons take at once what this one claimed and never sent (or
+    // whose attempt it cut short), not after the lease: a restarting daemon cannot tell its own old
+    // claims from a live daemon's. On SQLite the next start gives everything back anyway.
+    const unsent = [...this.ready.splice(0), ...this.cutShort.splice(0)];
+    if (this.shared && unsent.length) {
+      try {
+        this.app.db.transaction(() => store.releaseClaims(this.app.db, unsent))();
+      } catch (err) {
+        this.app.log.error('giving back unsent webhook claims failed; their lease frees them', errorFields(err));
+      }
+    }
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     this.checkSettled();
