@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { NOT_COPIED, STATE_TABLES, stateTables } from '../src/db/transfer.js';
 import { openEntry } from '../src/resources/vault/service.js';
+import { webhookSecrets } from '../src/resources/webhooks/service.js';
 import { svc } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { freshStateDatabase } from './state-pg.js';
@@ -45,7 +46,7 @@ describe.skipIf(noPg)('SQLite → PostgreSQL with svc state export / import', ()
     await ok('POST', '/api/v1/missions', { name: 'm', goal: 'g', tasks: [{ title: 'in mission' }] });
     await ok('POST', '/api/v1/approvals', { taskId: b.id, requestedBy: 'dev', title: 'ok?' });
     await ok('POST', '/api/v1/vault/entries', { agent: 'dev', service: 'gh', type: 'api_key', credentials: { token: 'moved-token' } });
-    await ok('POST', '/v1/webhooks', { url: 'https://example.com/hook', events: ['task:*'] });
+    const hook = await ok('POST', '/v1/webhooks', { url: 'https://example.com/hook', events: ['task:*'] });
     const reads = ['/api/v1/tasks?limit=100', '/api/v1/agents', '/api/v1/agents/teams', '/api/v1/missions', '/api/v1/approvals', '/v1/webhooks', '/api/v1/vault/entries'];
     const before = await Promise.all(reads.map(async (p) => (await src.api('GET', p)).body.data));
     const events = src.daemon.app.events.since(0, 10_000);
@@ -73,6 +74,8 @@ describe.skipIf(noPg)('SQLite → PostgreSQL with svc state export / import', ()
     expect(after).toEqual(before);
     expect(dst.daemon.app.events.since(0, 10_000)).toEqual(events);
     expect(openEntry(dst.daemon.app, 'dev', 'gh')).toEqual({ token: 'moved-token' });
+    // The webhook's signing secret still opens: the new state took this project's webhooks.key along.
+    expect(webhookSecrets(dst.daemon.app)).toContain(hook.secret);
     await dst.api('POST', '/api/v1/tasks', { body: { title: 'after the move' } });
     expect(dst.daemon.app.events.since(lastId, 10)[0]).toMatchObject({ id: lastId + 1, name: 'task:created' });
 

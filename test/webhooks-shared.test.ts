@@ -1,8 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { WEBHOOKS } from '../src/resources/webhooks/service.js';
 import * as store from '../src/resources/webhooks/store.js';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { eventually, makeProject, startTestDaemon, type TestDaemon } from './harness.js';
 import { freshStateDatabase } from './state-pg.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
@@ -19,21 +18,16 @@ const TIMEOUT_MS = 5_000;
 let a: TestDaemon;
 let b: TestDaemon;
 let stateUrl = '';
+const vaultKey = randomBytes(32).toString('base64');
 const cleanups: (() => Promise<unknown>)[] = [];
 
 const config = { webhooks: { retryBaseMs: 10, timeoutMs: TIMEOUT_MS, concurrency: 8 } };
 /**
- * A daemon on the shared state. Every daemon after the first gets the first one's
- * .svc/webhooks.key: the signing secrets in the shared state are sealed under it, so daemons that
- * act as one service share it, as they share the database.
+ * A daemon on the shared state, with the vault key every daemon there shares. Nothing else is
+ * copied between them: the key that seals the webhooks' signing secrets is kept in the state.
  */
 async function start(): Promise<TestDaemon> {
-  const root = makeProject(config);
-  if (a) {
-    mkdirSync(join(root, '.svc'), { recursive: true });
-    writeFileSync(join(root, '.svc', 'webhooks.key'), readFileSync(join(a.root, '.svc', 'webhooks.key')), { mode: 0o600 });
-  }
-  return startTestDaemon({ root, env: { SVC_STATE_URL: stateUrl }, webhooks: { random: () => 0.999999 } });
+  return startTestDaemon({ root: makeProject(config), env: { SVC_STATE_URL: stateUrl, SVC_VAULT_KEY: vaultKey }, webhooks: { random: () => 0.999999 } });
 }
 
 describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons${pgUrl ? '' : ` (skipped: ${inject('pgSkip')})`}`, () => {

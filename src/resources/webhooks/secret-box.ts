@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { stmt, type DB } from '../../db/open.js';
 import { open, seal, type Sealed } from '../vault/crypto.js';
 
 // Webhook signing secrets must be readable by the daemon (it signs with them) but are never kept in
 // the state DB in plaintext (DESIGN section 4): they are sealed with AES-256-GCM under a key of
 // their own in .svc/webhooks.key (0600). Not the vault's master key: rotating that must not make
-// every webhook unsignable, and a copy of state.sqlite alone reveals no secret.
+// every webhook unsignable, and a copy of state.sqlite alone reveals no secret. On a state shared
+// by several daemons (where the vault key cannot be rotated) that key is kept in the state, sealed
+// under the vault's key, so every daemon signs with the same secrets.
 
 export interface SecretBox {
   seal(secretId: string, secret: string): Sealed;
@@ -15,15 +18,56 @@ export interface SecretBox {
 
 const KEY_BYTES = 32;
 
-export function openSecretBox(stateDir: string, projectId: string): SecretBox {
+/**
+ * Where the box key lives when several daemons share a PostgreSQL state: in the state itself,
+ * sealed under the vault's entry key, which every daemon there holds (the same SVC_VAULT_KEY).
+ */
+export interface SharedBox {
+  db: DB;
+  entryKey: Buffer;
+}
+
+const SHARED_META = 'webhooks.boxKey';
+
+function localKey(file: string): Buffer | null {
+  if (!existsSync(file)) return null;
+  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+  if (key.length !== KEY_BYTES) throw new Error(`${file} does not hold a ${KEY_BYTES}-byte hex key; remove it and rotate every webhook's secret`);
+  return key;
+}
+
+/**
+ * The shared box key: the one the state holds, or, the first time, this daemon's own
+ * .svc/webhooks.key (a project moved with `svc state import` keeps signing with its secrets) or a
+ * new one, recorded in one transaction so that two daemons starting at once agree on one.
+ */
+function sharedKey(file: string, projectId: string, shared: SharedBox): Buffer {
+  const place = { projectId, agent: 'webhook-box', service: 'key' };
+  const stored = shared.db.transaction(() => {
+    const row = stmt(shared.db, 'SELECT value FROM meta WHERE key = ?').get(SHARED_META) as { value: string } | undefined;
+    if (row) return row.value;
+    const sealed = seal(shared.entryKey, place, localKey(file) ?? randomBytes(KEY_BYTES));
+    const value = JSON.stringify({ sealed: sealed.sealed.toString('base64'), nonce: sealed.nonce.toString('base64') });
+    stmt(shared.db, 'INSERT INTO meta (key, value) VALUES (?, ?)').run(SHARED_META, value);
+    return value;
+  })();
+  const { sealed, nonce } = JSON.parse(stored) as { sealed: string; nonce: string };
+  return open(shared.entryKey, place, { sealed: Buffer.from(sealed, 'base64'), nonce: Buffer.from(nonce, 'base64') });
+}
+
+export function openSecretBox(stateDir: string, projectId: string, shared?: SharedBox): SecretBox {
   const file = join(stateDir, 'webhooks.key');
   let key: Buffer;
-  if (existsSync(file)) {
-    key = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
-    if (key.length !== KEY_BYTES) throw new Error(`${file} does not hold a ${KEY_BYTES}-byte hex key; remove it and rotate every webhook's secret`);
+  if (shared) {
+    key = sharedKey(file, projectId, shared);
   } else {
-    key = randomBytes(KEY_BYTES);
-    writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+    const found = localKey(file);
+    if (found) {
+      key = found;
+    } else {
+      key = randomBytes(KEY_BYTES);
+      writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+    }
   }
   const place = (secretId: string) => ({ projectId, agent: 'webhook-secret', service: secretId });
   return {

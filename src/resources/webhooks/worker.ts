@@ -1,5 +1,6 @@
 import type { App } from '../../app.js';
 import { isPostgres } from '../../db/open.js';
+import { VAULT } from '../vault/live.js';
 import { errorFields } from '../../kernel/log.js';
 import { nowIso } from '../../lib/time.js';
 import { decide } from './outcome.js';
@@ -105,7 +106,8 @@ export class DeliveryWorker implements WebhookRuntime {
     private readonly app: App,
     opts: WorkerOptions = {},
   ) {
-    this.box = openSecretBox(app.stateDir, app.projectId);
+    // On a shared state every daemon must open the same secrets: the box key lives in the state.
+    this.box = openSecretBox(app.stateDir, app.projectId, isPostgres(app.db) ? { db: app.db, entryKey: app.services.get(VAULT).keys.entryKey } : undefined);
     this.random = opts.random ?? Math.random;
     this.sender = new Sender({ hosts: opts.hosts }, app.log);
     this.shared = isPostgres(app.db);
