@@ -118,6 +118,10 @@ describe.skipIf(noPg)('SIGKILL one of three daemons on one PostgreSQL state, at 
         const titles = new Set(rx!.received.filter((r) => r.answer === 200).map((r) => JSON.parse(r.body).data.title));
         return page.every((d) => d.status === 'succeeded') && [...acked.values()].every((t) => titles.has(t));
       }, 30_000);
+      const sent = rx.received.filter((r) => r.answer === 200).map((r) => r.headers['x-service-delivery-id'] as string);
+      console.log(
+        `state-fault: ${TRIALS} trials, ${acked.size} writes acknowledged and found, ${new Set(sent).size} deliveries received, ${sent.length - new Set(sent).size} of them twice or more (at-least-once)`,
+      );
       for (const nd of nodes) {
         nd.child.kill('SIGTERM');
         await exited(nd.child);
