@@ -170,6 +170,20 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     expect(wrongKey.find((r) => r.check === 'vault key')?.status).toBe('fail');
   });
 
+  it('a daemon refuses a state whose schema is newer than it knows', async () => {
+    const db = ds[A]!.daemon.app.db;
+    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'from a newer svc', '2032-01-01T00:00:00.000Z')").run();
+    try {
+      const err = await startTestDaemon({ env: { SVC_STATE_URL: url, SVC_VAULT_KEY: key } }).then(
+        (d) => (void d.close(), null),
+        (e: Error) => e,
+      );
+      expect(err?.message).toMatch(/schema version 999, which this svc does not know; upgrade svc/);
+    } finally {
+      db.prepare('DELETE FROM schema_migrations WHERE version = 999').run();
+    }
+  });
+
   it('a daemon with no shared vault key refuses to start and says what to set', async () => {
     const err = await startTestDaemon({ env: { SVC_STATE_URL: url, SVC_VAULT_KEY: '' } }).then(
       (d) => (void d.close(), null),

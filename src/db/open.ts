@@ -58,6 +58,8 @@ export function openPostgresState(opts: PgStateOptions, migrations: readonly Mig
   } catch (err) {
     db.close();
     const e = err as Error & { code?: string };
+    // Not about reaching the server (a schema from a newer svc, say): as it is.
+    if (!e.code) throw err;
     const why =
       e.code === 'ECONNREFUSED' ? 'the connection was refused: is the server running, and on that host and port?'
       : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'the host name does not resolve'
