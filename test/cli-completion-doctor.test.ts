@@ -93,12 +93,13 @@ describe('svc doctor', () => {
       ['api key', 'ok'],
       ['port', 'ok'],
       ['data', 'ok'],
+      ['state', 'ok'],
       ['vault key', 'ok'],
       ['keychain', 'ok'],
     ]);
     expect(r.code).toBe(0);
     const human = await svc(['doctor'], { cwd: d.root, env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(d.root, '.user-config') } });
-    expect(human.stdout.trim().split('\n')).toHaveLength(9);
+    expect(human.stdout.trim().split('\n')).toHaveLength(10);
     expect(human.stdout).toMatch(/^✓ daemon {5}pid \d+ answers on http/m);
   });
 

@@ -8,7 +8,6 @@ import { emit, style } from '../../cli/output.js';
 import { ApiError, SvcClient } from '../../client/client.js';
 import { CONFIG_FILE, formatIssues, loadConfig } from '../../config/load.js';
 import type { ProjectConfig } from '../../config/schema.js';
-import { checkState } from './doctor-state.js';
 import { daemonCa, readDaemonInfo, readLocalKey, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
 
 // `svc doctor`: what could stop svc from working here, one line per check, with the fix for each
@@ -216,6 +215,8 @@ export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   results.push(await checkKey(root, daemon.info, g));
   results.push(await checkPort(project.config, daemon.info));
   results.push(await checkData(project.config));
+  // Loaded only here: the state's modules would slow the start of every other command.
+  const { checkState } = await import('./doctor-state.js');
   const state = await checkState(root, project.config, io().env as NodeJS.ProcessEnv);
   results.push(...state);
   // A shared state's vault key is checked against that state (checkState), not the local file.

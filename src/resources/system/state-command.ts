@@ -6,13 +6,8 @@ import { CliError, projectRoot, UsageError } from '../../cli/context.js';
 import { io } from '../../cli/io.js';
 import { emit, out } from '../../cli/output.js';
 import { formatIssues, loadConfig } from '../../config/load.js';
-import { stateUrl } from '../../config/state.js';
-import { STATE_MIGRATIONS } from '../../db/migrations.js';
-import { openDatabase, openPostgresState, type DB } from '../../db/open.js';
-import { maskUrl } from '../../db/pg/url.js';
-import { exportState, importState } from '../../db/transfer.js';
+import type { DB } from '../../db/open.js';
 import { runningDaemon, statePaths } from '../../state-dir.js';
-import { PRESENCE_STALE_MS } from './presence.js';
 
 // `svc state export` / `svc state import`: the way a project's state moves from SQLite to
 // PostgreSQL (or back, or to a new server). Both read project.json's state settings and the
@@ -24,7 +19,21 @@ interface Opened {
   shared: boolean;
 }
 
-function openState(root: string): Opened {
+/** The state modules (better-sqlite3 among them), loaded only when a state command runs: completion and help list this command without them. */
+const stateModules = async () => {
+  const [{ stateUrl }, { STATE_MIGRATIONS }, { openDatabase, openPostgresState }, { maskUrl }, transfer, { PRESENCE_STALE_MS }] = await Promise.all([
+    import('../../config/state.js'),
+    import('../../db/migrations.js'),
+    import('../../db/open.js'),
+    import('../../db/pg/url.js'),
+    import('../../db/transfer.js'),
+    import('./presence.js'),
+  ]);
+  return { stateUrl, STATE_MIGRATIONS, openDatabase, openPostgresState, maskUrl, transfer, PRESENCE_STALE_MS };
+};
+
+async function openState(root: string): Promise<Opened> {
+  const { stateUrl, STATE_MIGRATIONS, openDatabase, openPostgresState, maskUrl } = await stateModules();
   const loaded = loadConfig(root);
   if (!loaded.ok) throw new UsageError(`project.json is invalid: ${formatIssues(loaded.issues)}`);
   const url = stateUrl(loaded.config, io().env as NodeJS.ProcessEnv);
@@ -49,7 +58,8 @@ export function stateCommand(): Command {
     .action(
       localAction(async (g, file: string) => {
         const root = rootOf(g);
-        const { db, where } = openState(root);
+        const { db, where } = await openState(root);
+        const { exportState } = (await stateModules()).transfer;
         try {
           const toStdout = file === '-';
           const fd = toStdout ? null : openSync(resolve(io().cwd, file), 'wx', 0o600);
@@ -77,7 +87,8 @@ export function stateCommand(): Command {
       localAction(async (g, file: string) => {
         const root = rootOf(g);
         const text = readFileSync(resolve(io().cwd, file), 'utf8');
-        const { db, where, shared } = openState(root);
+        const { db, where, shared } = await openState(root);
+        const { transfer: { importState }, PRESENCE_STALE_MS } = await stateModules();
         try {
           if (!shared && runningDaemon(root)) throw new CliError('a daemon runs on this project: stop it first (svc stop)');
           if (shared) {
