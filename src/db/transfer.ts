@@ -77,6 +77,7 @@ const COLUMNS: Sql = {
   postgres: 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
 };
 
+/** The newest event id ever given (pruned or not): where the next one goes on from. */
 export function lastEventId(db: DB): number {
   const r = stmt(db, LAST_EVENT_ID).get() as { seq: number } | undefined;
   return Number(r?.seq ?? 0);

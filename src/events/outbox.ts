@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isPostgres, stmt, type DB, type Sql } from '../db/open.js';
+import { lastEventId } from '../db/transfer.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import { nowIso } from '../lib/time.js';
 import { eventDef, type EventData, type EventName } from './registry.js';
@@ -41,11 +42,6 @@ const INSERT_EVENT: Sql = {
       INSERT INTO meta (key, value) VALUES ('lastEventId', '1')
       ON CONFLICT (key) DO UPDATE SET value = (CAST(meta.value AS BIGINT) + 1)::text RETURNING CAST(value AS BIGINT) AS id)
     INSERT INTO events (id, name, data, created_at) SELECT id, $1, $2, $3 FROM n RETURNING id`,
-};
-
-const LAST_ID: Sql = {
-  sqlite: "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
-  postgres: "SELECT CAST(value AS BIGINT) AS seq FROM meta WHERE key = 'lastEventId'",
 };
 
 /** The PostgreSQL channel on which a daemon tells the others it committed events. */
@@ -171,8 +167,7 @@ export class EventLog {
   }
 
   lastId(): number {
-    const r = stmt(this.db, LAST_ID).get() as { seq: number } | undefined;
-    return Number(r?.seq ?? 0);
+    return lastEventId(this.db);
   }
 
   /**
