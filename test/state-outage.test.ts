@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { afterAll, expect, inject, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
+import { freshStateDatabase } from './state-pg.js';
 
 // A state server that goes away is an outage, not a crash: requests answer 503 unavailable with
 // Retry-After while it is down, and the daemon carries on by itself once it is back.
@@ -30,4 +32,51 @@ it.skipIf(noPg)('PostgreSQL stopped under the daemon: 503 unavailable, then serv
   pg.start();
   expect((await d.api('GET', '/api/v1/agents/ana')).status).toBe(200);
   expect((await d.api('POST', '/api/v1/agents', { body: { name: 'bob' } })).status).toBe(201);
+});
+
+/**
+ * A TCP relay to `port` in a child process (the daemon's thread blocks on its state's answers, so
+ * a relay in this process would never relay them). "freeze" on its stdin makes every connection it
+ * holds go silent, like a network partition: no reset, no answer; new connections still relay.
+ */
+const RELAY = `
+const net = require('node:net');
+const held = [];
+const relay = net.createServer((c) => {
+  const up = net.connect(Number(process.argv[1]), '127.0.0.1');
+  held.push([c, up]);
+  c.pipe(up); up.pipe(c);
+  const drop = () => (c.destroy(), up.destroy());
+  c.on('error', drop).on('close', drop); up.on('error', drop).on('close', drop);
+});
+relay.listen(0, '127.0.0.1', () => process.stdout.write(relay.address().port + '\\n'));
+process.stdin.on('data', () => { for (const [c, up] of held.splice(0)) (c.unpipe(), up.unpipe()); process.stdout.write('frozen\\n'); });
+`;
+
+it.skipIf(noPg)('a connection that hangs (the peer answers nothing): 503 after the wait, then a new connection serves', async () => {
+  const target = new URL(await freshStateDatabase());
+  const relay = spawn(process.execPath, ['-e', RELAY, target.port], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  relay.stdout.setEncoding('utf8').on('data', (d: string) => lines.push(...d.trim().split('\n')));
+  const line = async (n: number) => {
+    while (lines.length < n) await new Promise((r) => setTimeout(r, 10));
+    return lines[n - 1]!;
+  };
+  const via = new URL(target);
+  via.port = await line(1);
+  const h = await startTestDaemon({ env: { SVC_STATE_URL: via.toString(), SVC_VAULT_KEY: randomBytes(32).toString('base64') }, config: { state: { statementTimeoutMs: 300 } } });
+  try {
+    expect((await h.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
+    relay.stdin.write('freeze\n');
+    expect(await line(2)).toBe('frozen');
+    const t0 = Date.now();
+    expect((await h.api('GET', '/api/v1/agents/ana')).status).toBe(503);
+    // The daemon's wait: the statement timeout plus a connection's making (2.8 s in all here).
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2_500);
+    // The silent connection is dropped; the next statement makes a new one, which relays.
+    expect((await h.api('GET', '/api/v1/agents/ana')).status).toBe(200);
+  } finally {
+    await h.close();
+    relay.kill();
+  }
 });

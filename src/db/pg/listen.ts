@@ -52,7 +52,11 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
       if (timer) clearTimeout(timer);
       const c = client;
       client = null;
-      await c?.end().catch(() => undefined);
+      if (!c) return;
+      // A connection gone silent never answers the goodbye: a second at most, then cut.
+      const cut = setTimeout(() => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy(), 1_000);
+      await c.end().catch(() => undefined);
+      clearTimeout(cut);
     },
   };
 }

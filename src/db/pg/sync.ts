@@ -13,6 +13,7 @@ import { toPostgres } from './translate.js';
 export type Request =
   | { kind: 'query'; id: number; sql: string; params: unknown[] }
   | { kind: 'exec'; id: number; sql: string }
+  | { kind: 'reset' }
   | { kind: 'close' };
 
 export type Reply =
@@ -55,7 +56,7 @@ export interface PgStateOptions {
   url: string;
   /** One statement may run this long (PostgreSQL's statement_timeout). */
   statementTimeoutMs: number;
-  /** The daemon waits this long for an answer (the statement timeout plus a connection's set-up). */
+  /** The daemon waits this long for an answer (default: the statement timeout plus a connection's set-up). */
   waitMs?: number;
 }
 
@@ -110,7 +111,8 @@ export class PgStateDb {
   private notify = new Map<string, string>();
 
   constructor(readonly opts: PgStateOptions) {
-    this.waitMs = opts.waitMs ?? opts.statementTimeoutMs + 5_000;
+    // The statement's own limit, plus the making of a connection (thread.ts CONNECT_TIMEOUT_MS) and a margin.
+    this.waitMs = opts.waitMs ?? opts.statementTimeoutMs + 2_500;
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     this.worker = new Worker(compiledEntry(import.meta.url, './thread.js'), {
@@ -216,7 +218,10 @@ export class PgStateDb {
         return reply;
       }
       const left = deadline - performance.now();
-      if (left <= 0) throw new StateUnavailableError(`the state database did not answer within ${Math.round(this.waitMs / 1000)} s`);
+      if (left <= 0) {
+        this.port.postMessage({ kind: 'reset' } satisfies Request);
+        throw new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`);
+      }
       Atomics.wait(this.counter, 0, seen, left);
       seen = Atomics.load(this.counter, 0);
     }

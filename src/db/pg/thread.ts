@@ -22,12 +22,15 @@ const types = {
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
+/** A connection not made in this time fails the statement (the daemon's wait allows for it). */
+const CONNECT_TIMEOUT_MS = 2_000;
+
 let client: pg.Client | null = null;
 const names = new Map<string, string>();
 
 async function connection(): Promise<pg.Client> {
   if (client) return client;
-  const c = new pg.Client({ connectionString: url, application_name: 'svc state', statement_timeout: statementTimeoutMs, types, keepAlive: true });
+  const c = new pg.Client({ connectionString: url, application_name: 'svc state', statement_timeout: statementTimeoutMs, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, types, keepAlive: true });
   c.on('error', () => {
     if (client === c) client = null;
   });
@@ -43,7 +46,7 @@ function answer(reply: Reply): void {
   Atomics.notify(wake, 0);
 }
 
-async function run(req: Exclude<Request, { kind: 'close' }>): Promise<Reply> {
+async function run(req: Extract<Request, { id: number }>): Promise<Reply> {
   try {
     const c = await connection();
     if (req.kind === 'exec') {
@@ -71,6 +74,15 @@ async function run(req: Exclude<Request, { kind: 'close' }>): Promise<Reply> {
 
 let chain = Promise.resolve();
 port.on('message', (req: Request) => {
+  if (req.kind === 'reset') {
+    // The daemon stopped waiting for an answer: the connection may hang (a dead peer answers
+    // nothing), so it goes now, failing what runs on it; the next statement makes a new one.
+    const c = client;
+    client = null;
+    (c as unknown as { connection?: { stream?: { destroy(): void } } } | null)?.connection?.stream?.destroy();
+    c?.end().catch(() => undefined);
+    return;
+  }
   if (req.kind === 'close') {
     void chain.then(async () => {
       await client?.end().catch(() => undefined);
