@@ -226,10 +226,14 @@ describe('docs/deploy.md', () => {
   it('every project.json of the three-machine layout is valid as pasted', () => {
     const md = readFileSync(new URL('../docs/deploy.md', import.meta.url), 'utf8');
     const blocks = [...md.matchAll(/```json\n([\s\S]*?)\n```/g)].map((m) => JSON.parse(m[1]!));
+    // The state snippet and the project.json both daemons share.
     expect(blocks.length).toBe(2);
-    for (const b of blocks) expect(ProjectConfigSchema.safeParse(b).error?.issues ?? []).toEqual([]);
+    for (const b of blocks) expect(ProjectConfigSchema.safeParse({ name: 'snippet', ...b }).error?.issues ?? []).toEqual([]);
+    const layout = blocks.filter((b) => b.server);
+    expect(layout).toHaveLength(1);
+    expect(layout[0]).toMatchObject({ state: { provider: 'postgres' } });
     // Without the proxy declared, the same file is refused.
-    const { trustedProxy: _, ...server } = blocks[0].server;
-    expect(ProjectConfigSchema.safeParse({ ...blocks[0], server }).success).toBe(false);
+    const { trustedProxy: _, ...server } = layout[0].server;
+    expect(ProjectConfigSchema.safeParse({ ...layout[0], server }).success).toBe(false);
   });
 });
