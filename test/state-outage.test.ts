@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
+import pgDriver from 'pg';
+import { WRITE_LOCK } from '../src/db/pg/sync.js';
 import { afterAll, expect, inject, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
@@ -78,5 +80,25 @@ it.skipIf(noPg)('a connection that hangs (the peer answers nothing): 503 after t
   } finally {
     await h.close();
     relay.kill();
+  }
+});
+
+it.skipIf(noPg)('a write that cannot get the write lock in time: 503, and the next write goes through (nothing left half-open)', async () => {
+  const url = await freshStateDatabase();
+  const h = await startTestDaemon({ env: { SVC_STATE_URL: url, SVC_VAULT_KEY: randomBytes(32).toString('base64') }, config: { state: { statementTimeoutMs: 300 } } });
+  // Another session holds the lock every write transaction takes first (a daemon stuck mid-write).
+  const other = new pgDriver.Client(url);
+  await other.connect();
+  try {
+    await other.query(`SELECT pg_advisory_lock(${WRITE_LOCK})`);
+    const held = await h.api('POST', '/api/v1/agents', { body: { name: 'ana' } });
+    expect(held.status).toBe(503);
+    expect(held.body).toMatchObject({ code: 'unavailable' });
+    await other.query(`SELECT pg_advisory_unlock(${WRITE_LOCK})`);
+    expect((await h.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
+    expect((await h.api('GET', '/api/v1/agents/ana')).status).toBe(200);
+  } finally {
+    await other.end();
+    await h.close();
   }
 });

@@ -67,6 +67,12 @@ describe.skipIf(noPg)('SQLite → PostgreSQL with svc state export / import', ()
     const keysDir = join(root, '.user-config', 'keys');
     const keyHex = readFileSync(join(keysDir, readdirSync(keysDir).find((f) => f === `${projectId}.key`)!), 'utf8').trim();
 
+    // A daemon elsewhere (no .svc/webhooks.key) started first would seal the imported secrets away: refused.
+    const elsewhere = await startTestDaemon({ env: { SVC_STATE_URL: url, SVC_VAULT_KEY: keyHex } }).then(
+      (d) => (void d.close(), null),
+      (e: Error) => e,
+    );
+    expect(elsewhere?.message).toMatch(/start first the daemon whose project has that \.svc\/webhooks\.key/);
     const dst = await startTestDaemon({ root, keepRoot: true, env: { SVC_STATE_URL: url, SVC_VAULT_KEY: keyHex } });
     open.push(dst);
     expect(dst.daemon.app.projectId).toBe(projectId);
@@ -78,6 +84,16 @@ describe.skipIf(noPg)('SQLite → PostgreSQL with svc state export / import', ()
     expect(webhookSecrets(dst.daemon.app)).toContain(hook.secret);
     await dst.api('POST', '/api/v1/tasks', { body: { title: 'after the move' } });
     expect(dst.daemon.app.events.since(lastId, 10)[0]).toMatchObject({ id: lastId + 1, name: 'task:created' });
+
+    // An export of the PostgreSQL state does not go back into SQLite.
+    const back = await svc(['state', 'export', 'from-pg.jsonl'], { cwd: root, env: { SVC_STATE_URL: url } });
+    expect(back.code, back.stderr).toBe(0);
+    const sqliteRoot = (await startTestDaemon({ keepRoot: true }).then(async (d) => (await d.close(), d))).root;
+    const { copyFileSync } = await import('node:fs');
+    copyFileSync(join(root, 'from-pg.jsonl'), join(sqliteRoot, 'from-pg.jsonl'));
+    const intoSqlite = await svc(['state', 'import', 'from-pg.jsonl'], { cwd: sqliteRoot });
+    expect(intoSqlite.code).toBe(1);
+    expect(intoSqlite.stderr).toMatch(/goes into a PostgreSQL state only/);
 
     // Into a state that is no longer empty: refused, and nothing changes.
     const again = await svc(['state', 'import', 'state.jsonl'], { cwd: root, env: { SVC_STATE_URL: url } });

@@ -40,6 +40,12 @@ const PROVIDER_META = new Set(['lastEventId']);
 export interface ExportHeader {
   svc: 'state';
   format: 1;
+  /**
+   * Where it came from. A PostgreSQL state's webhook secrets open with a key kept in the state
+   * itself (sealed under the vault key) and its rows carry numbers SQLite has no column for: it
+   * goes into PostgreSQL only.
+   */
+  provider: 'sqlite' | 'postgres';
   /** The schema version of the state exported: an import needs a state of the same version. */
   schema: number;
   /** The newest event id ever given: the imported state goes on from there, never reusing one. */
@@ -91,11 +97,14 @@ export function stateTables(db: DB): string[] {
 
 /** Writes the header line, then one line per row. */
 export function exportState(db: DB, write: (line: string) => void): ExportHeader {
-  return db.transaction(() => {
+  // One snapshot: on PostgreSQL a read-only one that holds no daemon's writes back.
+  const consistent = <T>(fn: () => T): T => (isPostgres(db) ? db.snapshot(fn) : db.transaction(fn)());
+  return consistent(() => {
     const tables = STATE_TABLES.map((t) => [t, db.prepare(`SELECT * FROM ${t}`).all() as Record<string, unknown>[]] as const);
     const header: ExportHeader = {
       svc: 'state',
       format: 1,
+      provider: isPostgres(db) ? 'postgres' : 'sqlite',
       schema: schemaVersion(db),
       lastEventId: lastEventId(db),
       exportedAt: new Date().toISOString(),
@@ -110,7 +119,7 @@ export function exportState(db: DB, write: (line: string) => void): ExportHeader
       }
     }
     return header;
-  })();
+  });
 }
 
 function columnsOf(db: DB, table: string): Set<string> {
@@ -151,6 +160,7 @@ export function importState(db: DB, lines: Iterable<string>): Record<string, num
     throw new TransferError('the first line is not JSON: not an svc state export');
   }
   if (header?.svc !== 'state' || header.format !== 1) throw new TransferError('the first line is not the header of an svc state export (format 1)');
+  if (header.provider === 'postgres' && !isPostgres(db)) throw new TransferError('an export of a PostgreSQL state goes into a PostgreSQL state only (its webhook secrets open with a key the state keeps)');
   const here = schemaVersion(db);
   if (header.schema !== here) {
     throw new TransferError(`the export has schema version ${header.schema} and this state ${here}: export and import with the same svc version`);

@@ -108,8 +108,11 @@ export class EventLog {
       for (const e of committed) this.publish(e);
     } else if (committed.length) {
       if (committed[0]!.id === this.heard + 1) {
-        for (const e of committed) this.publish(e);
-        this.heard = committed[committed.length - 1]!.id;
+        // heard moves before each publish: a listener that writes sees where the stream is.
+        for (const e of committed) {
+          this.heard = e.id;
+          this.publish(e);
+        }
       } else {
         this.catchUp();
       }

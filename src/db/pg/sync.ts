@@ -42,7 +42,11 @@ export class StateUnavailableError extends Error {
  * the connection lost): the request may be tried again, unlike a statement that failed.
  */
 export const isStateOutage = (err: unknown): boolean =>
-  err instanceof StateUnavailableError || (err instanceof PgStateError && (err.code === undefined || /^(08|57P|53)/.test(err.code) || /^E[A-Z]+$/.test(err.code)));
+  err instanceof StateUnavailableError ||
+  (err instanceof PgStateError && (err.code === undefined || OUTAGE_CODES.has(err.code) || /^(08|57P|53)/.test(err.code) || /^E[A-Z]+$/.test(err.code)));
+
+/** A statement stopped by statement_timeout (57014), a lock not had in time (55P03): the server was too slow, not the request wrong. */
+const OUTAGE_CODES = new Set(['57014', '55P03']);
 
 /**
  * Every write transaction of every daemon on one database takes this lock first, so writes are
@@ -158,7 +162,9 @@ export class PgStateDb {
     return (...args: A): T => {
       const depth = this.depth;
       const sp = `sp${depth}`;
-      this.exec(depth === 0 ? `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK})` : `SAVEPOINT ${sp}`);
+      // A BEGIN whose lock wait fails (statement timeout) leaves an aborted transaction open on the
+      // connection: it is rolled back here, or every later statement would fail with it.
+      this.guarded(depth === 0 ? `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK})` : `SAVEPOINT ${sp}`, depth);
       this.depth++;
       let result: T;
       try {
@@ -181,9 +187,41 @@ export class PgStateDb {
       }
       const notices = [...this.notify].map(([c, p]) => `NOTIFY ${c}, '${p}'; `).join('');
       this.notify.clear();
-      this.exec(`${notices}COMMIT`);
+      this.guarded(`${notices}COMMIT`, 0);
       return result;
     };
+  }
+
+  /**
+   * Reads in one consistent snapshot without the write lock (an export): REPEATABLE READ, read only,
+   * so a long read neither stops the daemons' writes nor sees half of one.
+   */
+  snapshot<T>(fn: () => T): T {
+    if (this.depth > 0) throw new Error('snapshot inside a transaction');
+    this.exec('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    this.depth++;
+    try {
+      return fn();
+    } finally {
+      this.depth--;
+      this.guarded('COMMIT', 0);
+    }
+  }
+
+  /** Runs `sql`; when it fails at the top level, what it left open is rolled back before the error goes on. */
+  private guarded(sql: string, depth: number): void {
+    try {
+      this.exec(sql);
+    } catch (err) {
+      if (depth === 0) {
+        try {
+          this.exec('ROLLBACK');
+        } catch {
+          // The connection is gone, and the transaction with it.
+        }
+      }
+      throw err;
+    }
   }
 
   close(): void {
@@ -206,7 +244,12 @@ export class PgStateDb {
       for (let m = receiveMessageOnPort(this.port); m; m = receiveMessageOnPort(this.port)) {
         const reply = m.message as Reply;
         if (reply.id !== req.id) continue;
-        if (reply.error) throw new PgStateError(reply.error.message, reply.error.code, reply.error.detail);
+        if (reply.error) {
+          // Outside a transaction nothing may stay aborted: a statement failing with "current
+          // transaction is aborted" means something left one open, and it is closed now.
+          if (reply.error.code === '25P02' && this.depth === 0) this.port.postMessage({ kind: 'exec', id: this.nextId++, sql: 'ROLLBACK' } satisfies Request);
+          throw new PgStateError(reply.error.message, reply.error.code, reply.error.detail);
+        }
         if (reply.binary) {
           for (const row of reply.rows) {
             for (const c of reply.binary) {

@@ -74,6 +74,11 @@ export const blockedUntil = (app: App, id: string, now = Date.now()): number | n
 
 /** Feeds an upstream answer into the provider's schedules. */
 export function recordUpstream(app: App, id: string, outcome: { ok: true } | { ok: false; status: number | 'network'; code?: string | null; reason: string }, now = Date.now()): void {
+  // Read and write in one transaction: daemons sharing a state must not lose each other's counts.
+  app.db.transaction(() => record(app, id, outcome, now))();
+}
+
+function record(app: App, id: string, outcome: Parameters<typeof recordUpstream>[2], now: number): void {
   const before = store.getHealth(app.db, id);
   if (outcome.ok) {
     if (before.errorCount || before.billingCount || before.authFailed || before.cooldownUntil || before.disabledUntil) store.putHealth(app.db, id, afterSuccess(), nowIso());

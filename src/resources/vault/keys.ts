@@ -108,14 +108,20 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
 
 async function openSharedVault(o: OpenVaultOptions, keyFile: string | null): Promise<Vault> {
   const { db, projectId, log } = o;
-  const { location, key } = await locateSharedKey(o.env, keyFile);
+  const { location, key } = await locateSharedKey(o.env, keyFile, (m) => log.warn(m));
   const keys = deriveKeys(key, projectId);
   // Recorded by whichever daemon opened the shared state first, inside one transaction, so two
   // daemons starting at once with different keys cannot both record theirs.
   const recorded = db.transaction(() => {
     const r = store.getKeyCheck(db);
-    if (!r) store.setKeyCheck(db, keys.check);
-    return r;
+    if (r) return r;
+    // Entries but no check recorded (an older export): the key must open them before it is recorded.
+    const first = store.allSealed(db)[0];
+    if (first && !opensWith(projectId, keys, first)) {
+      throw new Error(`the vault master key from ${location.where} cannot open the existing entries; give every daemon the key they were sealed with`);
+    }
+    store.setKeyCheck(db, keys.check);
+    return null;
   })();
   if (recorded && !sameCheck(recorded, keys.check)) {
     throw new Error(

@@ -159,7 +159,7 @@ export async function locateMasterKey(env: NodeJS.ProcessEnv, projectId: string,
  * A key file the project names (state.vaultKeyFile): on a shared state every daemon reads the same
  * key from its own copy. svc never writes it; a missing file is a start-up error saying how to make one.
  */
-export function namedFileLocation(file: string): KeyLocation {
+export function namedFileLocation(file: string, warn: (msg: string) => void = () => undefined): KeyLocation {
   const where = `the key file ${file} (state.vaultKeyFile)`;
   const refuse = async (): Promise<never> => {
     throw new Error(`svc does not change ${where}`);
@@ -169,6 +169,9 @@ export function namedFileLocation(file: string): KeyLocation {
     where,
     read: async () => {
       if (!existsSync(file)) return null;
+      const mode = statSync(file).mode & 0o777;
+      // svc does not change this file (it is the team's), but says when others could read it.
+      if (mode & 0o077) warn(`${file} (state.vaultKeyFile) is readable by other users (mode ${mode.toString(8)}): chmod 600 it`);
       return parseKeyHex(readFileSync(file, 'utf8'), where);
     },
     write: refuse,
@@ -183,7 +186,7 @@ export function namedFileLocation(file: string): KeyLocation {
  * The master key of a state shared by several daemons: SVC_VAULT_KEY, else state.vaultKeyFile;
  * never one machine's keychain or config dir, which the other daemons cannot read.
  */
-export async function locateSharedKey(env: NodeJS.ProcessEnv, keyFile: string | null): Promise<{ location: KeyLocation; key: Buffer }> {
+export async function locateSharedKey(env: NodeJS.ProcessEnv, keyFile: string | null, warn?: (msg: string) => void): Promise<{ location: KeyLocation; key: Buffer }> {
   const fromEnv = env[ENV_KEY];
   if (fromEnv !== undefined && fromEnv !== '') {
     const location = envLocation(fromEnv);
@@ -194,7 +197,7 @@ export async function locateSharedKey(env: NodeJS.ProcessEnv, keyFile: string | 
       `the state is on PostgreSQL, where every daemon must open the vault with the same master key: set ${ENV_KEY} (\`openssl rand -base64 32\`) or name a key file in state.vaultKeyFile, the same key on every daemon`,
     );
   }
-  const location = namedFileLocation(keyFile);
+  const location = namedFileLocation(keyFile, warn);
   const key = await location.read();
   if (!key) throw new Error(`${location.where} does not exist: make it with \`openssl rand -base64 32 > ${keyFile} && chmod 600 ${keyFile}\`, the same key on every daemon`);
   return { location, key };

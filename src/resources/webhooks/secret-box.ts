@@ -46,7 +46,15 @@ function sharedKey(file: string, projectId: string, shared: SharedBox): Buffer {
   const stored = shared.db.transaction(() => {
     const row = stmt(shared.db, 'SELECT value FROM meta WHERE key = ?').get(SHARED_META) as { value: string } | undefined;
     if (row) return row.value;
-    const sealed = seal(shared.entryKey, place, localKey(file) ?? randomBytes(KEY_BYTES));
+    const own = localKey(file);
+    // Secrets already in the state (an imported project) were sealed under a key this daemon
+    // lacks: a new one would make them unopenable for good.
+    if (!own && stmt(shared.db, 'SELECT 1 AS x FROM webhook_secrets LIMIT 1').get()) {
+      throw new Error(
+        `the state holds webhook secrets sealed under a key it does not keep yet: start first the daemon whose project has that .svc/webhooks.key (where the state was imported), or copy that file to ${file}`,
+      );
+    }
+    const sealed = seal(shared.entryKey, place, own ?? randomBytes(KEY_BYTES));
     const value = JSON.stringify({ sealed: sealed.sealed.toString('base64'), nonce: sealed.nonce.toString('base64') });
     stmt(shared.db, 'INSERT INTO meta (key, value) VALUES (?, ?)').run(SHARED_META, value);
     return value;

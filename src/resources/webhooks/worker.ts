@@ -38,6 +38,8 @@ interface Outcome {
 
 /** Opened secrets are re-read at least this often (rotation also drops them at once). */
 const SECRET_CACHE_MS = 60_000;
+/** On a shared state, where a rotation through another daemon drops nothing here. */
+const SHARED_SECRET_CACHE_MS = 1_000;
 /** Finished attempts are written together at most this long after the first of them. */
 const FLUSH_EVERY_MS = 10;
 /** At most this many attempts per write, so one commit never holds the event loop for long. */
@@ -336,7 +338,9 @@ export class DeliveryWorker implements WebhookRuntime {
       const list = rows.map((r) => this.box.open(r.id, r));
       // Kept until the first grace window ends (a retired secret must stop signing on time).
       const ends = rows.map((r) => (r.expiresAt ? Date.parse(r.expiresAt) : Infinity));
-      this.secrets.set(webhookId, { list, until: Math.min(now + SECRET_CACHE_MS, ...ends) });
+      // Shared state: another daemon may rotate a secret, and only its own cache hears of it.
+      const keep = this.shared ? SHARED_SECRET_CACHE_MS : SECRET_CACHE_MS;
+      this.secrets.set(webhookId, { list, until: Math.min(now + keep, ...ends) });
       if (this.secrets.size > 10_000) this.secrets.clear();
       return list;
     } catch (err) {
