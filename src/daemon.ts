@@ -32,6 +32,7 @@ import { DATA_BACKEND, reconcile } from './resources/data/service.js';
 import { DATA_RUNNER, removeOrphanFiles, SqliteBackend } from './resources/data/sqlite-backend.js';
 import type { DatabaseState } from './resources/data/backend.js';
 import { PgBackend } from './resources/data/pg/backend.js';
+import { sharedCredentials } from './resources/data/shared-credentials.js';
 import { checkServer, dataUrl } from './resources/data/pg/connect.js';
 import { allIds } from './resources/data/store.js';
 import { DataRunner } from './resources/data/sql-runner.js';
@@ -306,6 +307,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         statementTimeoutMs: () => config.data.statementTimeoutMs,
         pool: config.data.pool,
         onOpened: guarded(log, 'updating the database registry', (id: string, state: DatabaseState) => reconcile(app, id, state)),
+        // Daemons sharing a state share their databases' credentials too, instead of each rotating them.
+        ...(sharedState ? { credentials: sharedCredentials(app) } : {}),
       });
       startWorker(pgBackend);
       await pgBackend.hardenPublic();

@@ -30,6 +30,25 @@ export interface PgBackendOptions {
   pool: { admin: number; perDatabase: number; idleMs: number; openDatabases: number };
   /** After a database's state was read from the server (the registry catches up, as with SQLite). */
   onOpened?(id: string, state: DatabaseState): void;
+  /**
+   * Several daemons on one state open the same databases: the roles' passwords and the database's
+   * secret then come from this store (the first opener's, kept sealed in the state) instead of
+   * being made afresh at each open, which would lock the other daemons' new connections out.
+   */
+  credentials?: CredentialStore;
+}
+
+/** What opening a database sets on the server: its two roles' passwords and its secret. */
+export interface DatabaseCredentials {
+  password: string;
+  readerPassword: string;
+  secret: string;
+}
+
+export interface CredentialStore {
+  /** The database's credentials, or `fresh()` recorded as them when it has none yet (atomically). */
+  take(id: string, fresh: () => DatabaseCredentials): DatabaseCredentials;
+  drop(id: string): void;
 }
 
 interface Open {
@@ -140,6 +159,7 @@ export class PgBackend implements DataBackend {
 
   async drop(id: string): Promise<void> {
     const n = namesOf(id);
+    this.opts.credentials?.drop(id);
     const o = this.open.get(id);
     this.open.delete(id);
     if (o) await o.then(endPools, () => undefined);
@@ -164,7 +184,7 @@ export class PgBackend implements DataBackend {
     });
   }
 
-  /** The database's pool and state, opened on first use: a fresh password and secret each time. */
+  /** The database's pool and state, opened on first use: a fresh password and secret each time (or the shared ones, see credentials). */
   private handle(id: string): Promise<Open> {
     let p = this.open.get(id);
     if (p) {
@@ -187,9 +207,9 @@ export class PgBackend implements DataBackend {
   private async openDatabase(id: string): Promise<Open> {
     if (this.closed) throw unavailable('The daemon is stopping.');
     const n = namesOf(id);
-    const password = randomSecret();
-    const readerPassword = randomSecret();
-    const secret = randomSecret();
+    const fresh = (): DatabaseCredentials => ({ password: randomSecret(), readerPassword: randomSecret(), secret: randomSecret() });
+    // Setting the same values again is harmless: every daemon sharing them sets what the store holds.
+    const { password, readerPassword, secret } = this.opts.credentials ? this.opts.credentials.take(id, fresh) : fresh();
     const { state, types } = await this.adminTx(n, async (c) => {
       const state = await readState(c, n);
       // A database made before reads had a role of their own gets it now.
