@@ -256,7 +256,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       // Other daemons' events: PostgreSQL notifies each commit that wrote some, and a poll every
       // second covers a notification lost with a connection. Either way the log reads the table
       // from the last id it published, so every stream hears every event once, in id order.
-      const catchUp = guarded(log, "reading other daemons' events", () => events.catchUp());
+      let stopped = false;
+      const catchUp = guarded(log, "reading other daemons' events", () => stopped || events.catchUp());
       let queued = false;
       const soon = () => {
         if (queued) return;
@@ -269,7 +270,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       // A notification names the log that committed: this daemon's own were published at commit.
       const feed = listen(sharedState, EVENTS_CHANNEL, (writer) => writer !== events.writer && soon(), (err) => log.warn('listening for other daemons\' events: connection lost; polling until it is back', { error: err.message }));
       const poll = setInterval(catchUp, SHARED_POLL_MS);
-      startWorker({ close: () => (clearInterval(poll), feed.close()) });
+      startWorker({ close: () => ((stopped = true), clearInterval(poll), feed.close()) });
     }
     // Webhooks: delivery rows are written by the EventLog sink inside each event's transaction;
     // the worker sends them. Started before listening so in-flight ones from a crash go first.

@@ -102,3 +102,23 @@ it.skipIf(noPg)('a write that cannot get the write lock in time: 503, and the ne
     await h.close();
   }
 });
+
+it.skipIf(noPg)('a daemon waits for another daemon migrating the state, past its statement timeout', async () => {
+  const url = await freshStateDatabase();
+  // Another process holds the migration lock for 3.5 s (this process blocks while the daemon starts).
+  const holder = spawn(
+    process.execPath,
+    ['-e', `const { Client } = require('pg'); (async () => { const c = new Client(process.argv[1]); await c.connect(); await c.query('SELECT pg_advisory_lock(${0x73766302})'); process.stdout.write('held\\n'); await new Promise((r) => setTimeout(r, 3500)); await c.end(); })();`, url],
+    { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((r) => holder.stdout.once('data', () => r()));
+  const t0 = Date.now();
+  const h = await startTestDaemon({ env: { SVC_STATE_URL: url, SVC_VAULT_KEY: randomBytes(32).toString('base64') }, config: { state: { statementTimeoutMs: 300 } } });
+  try {
+    expect(Date.now() - t0).toBeGreaterThan(2_500);
+    expect((await h.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
+  } finally {
+    await h.close();
+    holder.kill();
+  }
+});

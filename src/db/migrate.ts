@@ -11,6 +11,22 @@ export interface Migration {
 
 /** Held by the daemon migrating a PostgreSQL state, so daemons starting together migrate once. */
 const MIGRATE_LOCK = 0x73766302;
+/** How long a daemon waits for another's migration before it gives up starting. */
+const MIGRATE_WAIT_MS = 120_000;
+
+/**
+ * Takes MIGRATE_LOCK, trying every 100 ms: a blocking pg_advisory_lock would be cut short by the
+ * statement timeout (and the daemon's wait for an answer) while another daemon runs a long migration.
+ */
+function waitForLock(db: DB): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + MIGRATE_WAIT_MS;
+  while (!(db.prepare(`SELECT pg_try_advisory_lock(${MIGRATE_LOCK}) AS got`).get() as { got: boolean }).got) {
+    if (Date.now() > deadline) throw new Error(`another daemon has been migrating the state for ${MIGRATE_WAIT_MS / 1000} s; try again when it is done`);
+    // Nothing else can run before the schema is known: the daemon is starting.
+    Atomics.wait(pause, 0, 0, 100);
+  }
+}
 
 /**
  * Applies, in version order and each in its own transaction, every migration the DB has not
@@ -21,7 +37,7 @@ const MIGRATE_LOCK = 0x73766302;
  */
 export function migrate(db: DB, migrations: readonly Migration[]): number {
   const pg = isPostgres(db);
-  if (pg) db.exec(`SELECT pg_advisory_lock(${MIGRATE_LOCK})`);
+  if (pg) waitForLock(db);
   try {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY,
