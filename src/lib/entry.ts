@@ -1,10 +1,12 @@
 /**
  * The JavaScript file of a thread or child entry point next to the calling module. Under vitest a
- * module runs from src/*.ts, but a thread needs JavaScript: the same path under dist/, which
- * test/global-setup.ts builds before any test starts.
+ * module runs from src/*.ts, but a thread or a child needs JavaScript: the same path under dist/,
+ * which test/global-setup.ts builds before any test starts. The repository's own src/ is the last
+ * one in the path (a checkout may itself sit under a directory named src).
  */
 export function compiledEntry(moduleUrl: string, file: string): URL {
   const here = new URL(file, moduleUrl);
   if (!moduleUrl.endsWith('.ts')) return here;
-  return new URL(here.href.replace('/src/', '/dist/src/'));
+  const i = here.href.lastIndexOf('/src/');
+  return new URL(`${here.href.slice(0, i)}/dist${here.href.slice(i)}`);
 }

@@ -1,8 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
-import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../kernel/log.js';
+import { compiledEntry } from '../../lib/entry.js';
 import type { WorkerRecords } from './orphans.js';
 import type { WorkerEnvelope, WorkerReply, WorkerRequest } from './worker.js';
 
@@ -11,14 +11,8 @@ import type { WorkerEnvelope, WorkerReply, WorkerRequest } from './worker.js';
 // printed, and how requests are sent to it. Which database it serves, and when, is the runner's
 // business (sql-runner.ts).
 
-const here = fileURLToPath(import.meta.url);
-/** Under the test runner this module is TypeScript; the child runs the compiled worker from dist/. */
-const WORKER = here.endsWith('.ts')
-  ? (() => {
-      const i = here.lastIndexOf(`${sep}src${sep}`);
-      return join(here.slice(0, i), 'dist', here.slice(i + 1)).replace(/worker-process\.ts$/, 'worker.js');
-    })()
-  : join(dirname(here), 'worker.js');
+/** The compiled worker (from dist/ under the test runner, whose modules are TypeScript). */
+const WORKER = fileURLToPath(compiledEntry(import.meta.url, './worker.js'));
 
 /** A request on its way to a worker, and how its caller is answered. */
 export interface Job {

@@ -1,15 +1,10 @@
 import { Worker } from 'node:worker_threads';
+import { compiledEntry } from '../../lib/entry.js';
 import type { Logger } from '../../kernel/log.js';
 import type { Sent, ThreadRequest, ThreadResult } from './send.js';
 
 // The daemon's side of the delivery thread (send-thread.ts): hands it deliveries, matches the
 // answers, and restarts it if it ever dies (what it held is reported as a network error: retried).
-
-/** Under vitest this module runs from src/*.ts; a thread needs JavaScript, which test/global-setup.ts builds into dist/ first. */
-function threadEntry(): URL {
-  const here = new URL('./send-thread.js', import.meta.url);
-  return import.meta.url.endsWith('.ts') ? new URL(here.href.replace('/src/resources/webhooks/', '/dist/src/resources/webhooks/')) : here;
-}
 
 const RESPAWN_MS = 1000;
 /** How long close() lets a starting thread finish loading before stopping it anyway. */
@@ -39,7 +34,7 @@ export class Sender {
   }
 
   private spawn(): void {
-    const t = new Worker(threadEntry(), { workerData: { hosts: this.opts.hosts } });
+    const t = new Worker(compiledEntry(import.meta.url, './send-thread.js'), { workerData: { hosts: this.opts.hosts } });
     let markLoaded!: () => void;
     this.loaded = new Promise((r) => (markLoaded = r));
     t.on('message', (r: ThreadResult | { loaded: true }) => {
