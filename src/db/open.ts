@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { migrate, type Migration } from './migrate.js';
 import { PgStateDb, type PgStateOptions } from './pg/sync.js';
-import { maskUrl } from './pg/url.js';
+import { connectFailure, maskUrl } from './pg/url.js';
 
 /** A prepared statement of either provider (better-sqlite3's shape). */
 export interface Stmt {
@@ -60,13 +60,7 @@ export function openPostgresState(opts: PgStateOptions, migrations: readonly Mig
     const e = err as Error & { code?: string };
     // Not about reaching the server (a schema from a newer svc, say): as it is.
     if (!e.code) throw err;
-    const why =
-      e.code === 'ECONNREFUSED' ? 'the connection was refused: is the server running, and on that host and port?'
-      : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'the host name does not resolve'
-      : e.code === '28P01' || e.code === '28000' ? 'the server refused the login: check the user and password'
-      : e.code === '3D000' ? 'the database does not exist: create it, or name another one in the URL'
-      : e.message;
-    throw new Error(`Cannot use PostgreSQL for the state at ${maskUrl(opts.url)}: ${why}. Fix state.url in project.json (or SVC_STATE_URL), or set state.provider to "sqlite".`);
+    throw new Error(`Cannot use PostgreSQL for the state at ${maskUrl(opts.url)}: ${connectFailure(e.code, e.message)}. Fix state.url in project.json (or SVC_STATE_URL), or set state.provider to "sqlite".`);
   }
   return db;
 }

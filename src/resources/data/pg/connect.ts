@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { maskUrl, postgresUrl } from '../../../db/pg/url.js';
+import { connectFailure, maskUrl, postgresUrl } from '../../../db/pg/url.js';
 import { pgCode } from './errors.js';
 
 // Connections to the server: the URL (never logged or returned: masked), how values are read
@@ -59,14 +59,7 @@ export async function checkServer(url: string, timeoutMs: number): Promise<Serve
   try {
     await c.connect();
   } catch (err) {
-    const code = pgCode(err);
-    const why =
-      code === 'ECONNREFUSED' ? 'the connection was refused: is the server running, and on that host and port?'
-      : code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'the host name does not resolve'
-      : code === '28P01' || code === '28000' ? 'the server refused the login: check the user and password'
-      : code === '3D000' ? 'the database does not exist: create it, or name another one in the URL'
-      : (err as Error).message;
-    throw new Error(`Cannot use PostgreSQL at ${where}: ${why}. Fix data.url in project.json (or SVC_DATA_URL), or set data.provider to "sqlite".`);
+    throw new Error(`Cannot use PostgreSQL at ${where}: ${connectFailure(pgCode(err), (err as Error).message)}. Fix data.url in project.json (or SVC_DATA_URL), or set data.provider to "sqlite".`);
   }
   try {
     const r = await c.query<{ v: number; u: string; d: string; su: boolean; cr: boolean; cdb: boolean }>(
