@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stmt, type DB } from '../../db/open.js';
 import { open, seal, type Sealed } from '../vault/crypto.js';
+import { sharedSealed } from '../vault/shared-sealed.js';
 
 // Webhook signing secrets must be readable by the daemon (it signs with them) but are never kept in
 // the state DB in plaintext (DESIGN section 4): they are sealed with AES-256-GCM under a key of
@@ -42,10 +43,7 @@ function localKey(file: string): Buffer | null {
  * new one, recorded in one transaction so that two daemons starting at once agree on one.
  */
 function sharedKey(file: string, projectId: string, shared: SharedBox): Buffer {
-  const place = { projectId, agent: 'webhook-box', service: 'key' };
-  const stored = shared.db.transaction(() => {
-    const row = stmt(shared.db, 'SELECT value FROM meta WHERE key = ?').get(SHARED_META) as { value: string } | undefined;
-    if (row) return row.value;
+  return sharedSealed(shared.db, shared.entryKey, { projectId, agent: 'webhook-box', service: 'key' }, SHARED_META, () => {
     const own = localKey(file);
     // Secrets already in the state (an imported project) were sealed under a key this daemon
     // lacks: a new one would make them unopenable for good.
@@ -54,13 +52,8 @@ function sharedKey(file: string, projectId: string, shared: SharedBox): Buffer {
         `the state holds webhook secrets sealed under a key it does not keep yet: start first the daemon whose project has that .svc/webhooks.key (where the state was imported), or copy that file to ${file}`,
       );
     }
-    const sealed = seal(shared.entryKey, place, own ?? randomBytes(KEY_BYTES));
-    const value = JSON.stringify({ sealed: sealed.sealed.toString('base64'), nonce: sealed.nonce.toString('base64') });
-    stmt(shared.db, 'INSERT INTO meta (key, value) VALUES (?, ?)').run(SHARED_META, value);
-    return value;
-  })();
-  const { sealed, nonce } = JSON.parse(stored) as { sealed: string; nonce: string };
-  return open(shared.entryKey, place, { sealed: Buffer.from(sealed, 'base64'), nonce: Buffer.from(nonce, 'base64') });
+    return own ?? randomBytes(KEY_BYTES);
+  });
 }
 
 export function openSecretBox(stateDir: string, projectId: string, shared?: SharedBox): SecretBox {

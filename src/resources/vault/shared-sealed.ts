@@ -1,0 +1,25 @@
+import { stmt, type DB } from '../../db/open.js';
+import { open, seal, type EntryPlace } from './crypto.js';
+
+// Values every daemon on a shared (PostgreSQL) state must hold alike, such as the key that seals
+// webhook secrets or an application database's role passwords: kept in the state's meta table,
+// sealed under the vault's entry key, which every daemon there holds. The first daemon to ask
+// records its fresh value in one transaction; every later one, on any machine, opens that one.
+
+/** The value recorded under `metaKey`, or `fresh()` recorded there when there is none yet (it may throw to refuse). */
+export function sharedSealed(db: DB, entryKey: Buffer, place: EntryPlace, metaKey: string, fresh: () => Buffer): Buffer {
+  const stored = db.transaction(() => {
+    const row = stmt(db, 'SELECT value FROM meta WHERE key = ?').get(metaKey) as { value: string } | undefined;
+    if (row) return row.value;
+    const s = seal(entryKey, place, fresh());
+    const value = JSON.stringify({ sealed: s.sealed.toString('base64'), nonce: s.nonce.toString('base64') });
+    stmt(db, 'INSERT INTO meta (key, value) VALUES (?, ?)').run(metaKey, value);
+    return value;
+  })();
+  const { sealed, nonce } = JSON.parse(stored) as { sealed: string; nonce: string };
+  return open(entryKey, place, { sealed: Buffer.from(sealed, 'base64'), nonce: Buffer.from(nonce, 'base64') });
+}
+
+export function dropShared(db: DB, metaKey: string): void {
+  stmt(db, 'DELETE FROM meta WHERE key = ?').run(metaKey);
+}
