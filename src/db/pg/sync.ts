@@ -173,11 +173,7 @@ export class PgStateDb {
       } catch (err) {
         this.depth = depth;
         if (depth === 0) this.notify.clear();
-        try {
-          this.exec(depth === 0 ? 'ROLLBACK' : `ROLLBACK TO SAVEPOINT ${sp}; RELEASE SAVEPOINT ${sp}`);
-        } catch {
-          // The connection is gone, and the transaction with it.
-        }
+        this.rollback(depth === 0 ? 'ROLLBACK' : `ROLLBACK TO SAVEPOINT ${sp}; RELEASE SAVEPOINT ${sp}`);
         throw err;
       }
       this.depth = depth;
@@ -213,14 +209,17 @@ export class PgStateDb {
     try {
       this.exec(sql);
     } catch (err) {
-      if (depth === 0) {
-        try {
-          this.exec('ROLLBACK');
-        } catch {
-          // The connection is gone, and the transaction with it.
-        }
-      }
+      if (depth === 0) this.rollback('ROLLBACK');
       throw err;
+    }
+  }
+
+  /** Undoes what a failure left open; a rollback that fails means the connection, and the transaction with it, is gone. */
+  private rollback(sql: string): void {
+    try {
+      this.exec(sql);
+    } catch {
+      // nothing left to undo
     }
   }
 
