@@ -4,8 +4,8 @@
 // checked, the same { ok, data } envelope — and nothing else (no validation library, no role
 // switch, no admission of SQL, no request log). POST /insert {rows}: one transaction and one
 // INSERT … RETURNING per batch; POST /query {params: [id]}: the point query. Prints {"port":N}.
-import { timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
+import { bearer, send } from './respond.mjs';
 import pg from 'pg';
 import { createTableSql, q } from '../../dist/src/resources/data/ddl.js';
 import { PG, pgDecode, schemaFunctions } from '../../dist/src/resources/data/pg/dialect.js';
@@ -30,12 +30,7 @@ const decodeRow = (r) => {
   return r;
 };
 
-const expected = Buffer.from(`Bearer ${key}`);
-function send(res, status, body) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
+const authorized = bearer(key);
 
 async function insert(rows) {
   const c = await db.connect();
@@ -55,8 +50,7 @@ async function insert(rows) {
 }
 
 const server = createServer((req, res) => {
-  const auth = Buffer.from(req.headers.authorization ?? '');
-  if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) return send(res, 401, { ok: false, code: 'unauthorized' });
+  if (!authorized(req)) return send(res, 401, { ok: false, code: 'unauthorized' });
   let body = '';
   req.setEncoding('utf8');
   req.on('data', (c) => (body += c));

@@ -4,8 +4,8 @@
 // library, no worker process, no request log). POST /insert {rows}: one transaction per batch,
 // answering the inserted rows; POST /query {params: [id]}: the point query. Prints {"port":N}.
 import Database from 'better-sqlite3';
-import { timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
+import { bearer, send } from './respond.mjs';
 import { createTableSql } from '../../dist/src/resources/data/ddl.js';
 import { uuidv7 } from '../../dist/src/lib/ids.js';
 
@@ -27,16 +27,10 @@ const insertMany = db.transaction((rows) => {
 });
 const point = db.prepare('SELECT * FROM items WHERE _id = ?');
 
-const expected = Buffer.from(`Bearer ${key}`);
-function send(res, status, body) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
+const authorized = bearer(key);
 
 const server = createServer((req, res) => {
-  const auth = Buffer.from(req.headers.authorization ?? '');
-  if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) return send(res, 401, { ok: false, code: 'unauthorized' });
+  if (!authorized(req)) return send(res, 401, { ok: false, code: 'unauthorized' });
   let body = '';
   req.setEncoding('utf8');
   req.on('data', (c) => (body += c));

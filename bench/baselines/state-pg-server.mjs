@@ -1,12 +1,12 @@
-import { randomUUID } from 'node:crypto';
 // The raw baseline for the state-on-PostgreSQL scenarios: plain node:http and plain `pg` sending
 // the statements svc sends on a PostgreSQL state for GET /api/v1/tasks/{id} and POST
 // /api/v1/tasks (seen with log_statement=all), the bearer key checked, the same { ok, data }
 // envelope and task JSON, and nothing else (no router, no validation library, no request log).
 // A pool of one connection, since svc's state has one (its bridge thread's): the comparison is of
 // the synchronous wait per statement, not of parallelism. Prints {"port":N} when listening.
-import { timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
+import { bearer, send, toTask } from './respond.mjs';
 import pg from 'pg';
 // The same time-ordered ids as svc.
 import { uuidv7 } from '../../dist/src/lib/ids.js';
@@ -40,25 +40,6 @@ const INSERT_EVENT = {
 // The webhook fan-out runs in the emitting transaction; with no webhooks it finds none.
 const WEBHOOKS = { name: 'webhooks', text: 'SELECT id, events FROM webhooks WHERE enabled = 1' };
 
-const toTask = (r) => ({
-  id: r.id,
-  title: r.title,
-  description: r.description,
-  assignTo: r.assign_to,
-  missionId: r.mission_id,
-  dependsOn: JSON.parse(r.deps),
-  status: r.status,
-  priority: r.priority,
-  labels: JSON.parse(r.labels),
-  retries: r.retries,
-  maxRetries: r.max_retries,
-  sideEffects: r.side_effects === 1,
-  result: r.result === null ? null : JSON.parse(r.result),
-  revisionCount: r.revision_count,
-  leaseExpiresAt: r.lease_expires_at,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
 
 const WRITER = randomUUID();
 
@@ -85,17 +66,11 @@ async function create(b) {
   }
 }
 
-const expected = Buffer.from(`Bearer ${key}`);
-function send(res, status, body) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
+const authorized = bearer(key);
 const fail = (res) => (err) => send(res, 500, { ok: false, error: { code: 'internal', message: err.message } });
 
 const server = createServer((req, res) => {
-  const auth = Buffer.from(req.headers.authorization ?? '');
-  if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) return send(res, 401, { ok: false, error: { code: 'unauthorized' } });
+  if (!authorized(req)) return send(res, 401, { ok: false, error: { code: 'unauthorized' } });
   const path = req.url.split('?')[0];
   if (req.method === 'GET' && path.startsWith('/api/v1/tasks/')) {
     db.query({ ...GET_ONE, values: [path.slice('/api/v1/tasks/'.length)] }).then(

@@ -3,8 +3,8 @@
 // checked, the same { ok, data } envelope, the same task JSON — and nothing else (no router, no
 // validation library, no request log). Run as its own process; prints {"port":N} when listening.
 import Database from 'better-sqlite3';
-import { timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
+import { bearer, send, toTask } from './respond.mjs';
 // The same time-ordered ids as svc (random v4 ids would make inserts into the id index slower).
 import { uuidv7 } from '../../dist/src/lib/ids.js';
 
@@ -25,35 +25,11 @@ const create = db.transaction((t) => {
   insertEvent.run(JSON.stringify({ taskId: t.id, title: t.title, status: t.status }), t.createdAt);
 });
 
-const toTask = (r) => ({
-  id: r.id,
-  title: r.title,
-  description: r.description,
-  assignTo: r.assign_to,
-  missionId: r.mission_id,
-  dependsOn: JSON.parse(r.deps),
-  status: r.status,
-  priority: r.priority,
-  labels: JSON.parse(r.labels),
-  retries: r.retries,
-  maxRetries: r.max_retries,
-  sideEffects: r.side_effects === 1,
-  result: r.result === null ? null : JSON.parse(r.result),
-  revisionCount: r.revision_count,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
 
-const expected = Buffer.from(`Bearer ${key}`);
-function send(res, status, body) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
+const authorized = bearer(key);
 
 const server = createServer((req, res) => {
-  const auth = Buffer.from(req.headers.authorization ?? '');
-  if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) return send(res, 401, { ok: false, error: { code: 'unauthorized' } });
+  if (!authorized(req)) return send(res, 401, { ok: false, error: { code: 'unauthorized' } });
   const url = new URL(req.url, 'http://localhost');
   if (req.method === 'GET' && url.pathname.startsWith('/api/v1/tasks/')) {
     const r = getOne.get(url.pathname.slice('/api/v1/tasks/'.length));
