@@ -94,12 +94,7 @@ export class EventLog {
     let committed: StoredEvent[];
     let result: T;
     try {
-      result = this.db.transaction(() => {
-        const r = fn();
-        // Other daemons on the shared state hear of the commit (delivered only if it commits).
-        if (isPostgres(this.db) && this.pending!.length) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
-        return r;
-      })();
+      result = this.db.transaction(this.shared ? () => this.notifying(fn) : fn)();
       committed = this.pending;
     } finally {
       this.pending = null;
@@ -118,6 +113,13 @@ export class EventLog {
       }
     }
     return result;
+  }
+
+  /** Runs `fn`; if it emitted, the other daemons on the shared state hear of the commit (only if it commits). */
+  private notifying<T>(fn: () => T): T {
+    const r = fn();
+    if (isPostgres(this.db) && this.pending!.length) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
+    return r;
   }
 
   /** With a shared state: tells the listeners, in id order, of every event committed since the last one they heard. */
