@@ -21,7 +21,7 @@ interface Opened {
 
 /** The state modules (better-sqlite3 among them), loaded only when a state command runs: completion and help list this command without them. */
 const stateModules = async () => {
-  const [{ stateUrl }, { STATE_MIGRATIONS }, { openDatabase, openPostgresState }, { maskUrl }, transfer, { PRESENCE_STALE_MS }] = await Promise.all([
+  const [{ stateUrl }, { STATE_MIGRATIONS }, { openDatabase, openPostgresState }, { maskUrl }, transfer, { presentDaemons }] = await Promise.all([
     import('../../config/state.js'),
     import('../../db/migrations.js'),
     import('../../db/open.js'),
@@ -29,7 +29,7 @@ const stateModules = async () => {
     import('../../db/transfer.js'),
     import('./presence.js'),
   ]);
-  return { stateUrl, STATE_MIGRATIONS, openDatabase, openPostgresState, maskUrl, transfer, PRESENCE_STALE_MS };
+  return { stateUrl, STATE_MIGRATIONS, openDatabase, openPostgresState, maskUrl, transfer, presentDaemons };
 };
 
 async function openState(root: string): Promise<Opened> {
@@ -88,11 +88,11 @@ export function stateCommand(): Command {
         const root = rootOf(g);
         const text = readFileSync(resolve(io().cwd, file), 'utf8');
         const { db, where, shared } = await openState(root);
-        const { transfer: { importState }, PRESENCE_STALE_MS } = await stateModules();
+        const { transfer: { importState }, presentDaemons } = await stateModules();
         try {
           if (!shared && runningDaemon(root)) throw new CliError('a daemon runs on this project: stop it first (svc stop)');
           if (shared) {
-            const n = (db.prepare('SELECT COUNT(*) AS n FROM daemons WHERE seen_at >= ?').get(Date.now() - PRESENCE_STALE_MS) as { n: number }).n;
+            const n = presentDaemons({ db }).length;
             if (n > 0) throw new CliError(`${n} daemon(s) run on ${where}: stop them first`);
           }
           let counts: Record<string, number>;
