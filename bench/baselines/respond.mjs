@@ -38,3 +38,19 @@ export const toTask = (r) => ({
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
+
+/** Reads a POST /api/v1/tasks body and hands a valid one to `use`: 400 for JSON that does not parse, 422 without a title. */
+export function taskInput(req, res, use) {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    let b;
+    try {
+      b = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      return send(res, 400, { ok: false, error: { code: 'invalid_request' } });
+    }
+    if (typeof b?.title !== 'string' || !b.title) return send(res, 422, { ok: false, error: { code: 'invalid_request' } });
+    use(b);
+  });
+}

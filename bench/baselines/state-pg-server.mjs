@@ -6,7 +6,7 @@
 // the synchronous wait per statement, not of parallelism. Prints {"port":N} when listening.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import { bearer, send, toTask } from './respond.mjs';
+import { bearer, send, taskInput, toTask } from './respond.mjs';
 import pg from 'pg';
 // The same time-ordered ids as svc.
 import { uuidv7 } from '../../dist/src/lib/ids.js';
@@ -80,18 +80,7 @@ const server = createServer((req, res) => {
     return;
   }
   if (req.method === 'POST' && path === '/api/v1/tasks') {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      let b;
-      try {
-        b = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      } catch {
-        return send(res, 400, { ok: false, error: { code: 'invalid_request' } });
-      }
-      if (typeof b?.title !== 'string' || !b.title) return send(res, 422, { ok: false, error: { code: 'invalid_request' } });
-      create(b).then((t) => send(res, 201, { ok: true, data: t }), fail(res));
-    });
+    taskInput(req, res, (b) => create(b).then((t) => send(res, 201, { ok: true, data: t }), fail(res)));
     return;
   }
   send(res, 404, { ok: false, error: { code: 'not_found' } });

@@ -4,7 +4,7 @@
 // validation library, no request log). Run as its own process; prints {"port":N} when listening.
 import Database from 'better-sqlite3';
 import { createServer } from 'node:http';
-import { bearer, send, toTask } from './respond.mjs';
+import { bearer, send, taskInput, toTask } from './respond.mjs';
 // The same time-ordered ids as svc (random v4 ids would make inserts into the id index slower).
 import { uuidv7 } from '../../dist/src/lib/ids.js';
 
@@ -46,16 +46,7 @@ const server = createServer((req, res) => {
     return send(res, 200, { ok: true, data: rows.map(toTask) });
   }
   if (req.method === 'POST' && url.pathname === '/api/v1/tasks') {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      let b;
-      try {
-        b = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      } catch {
-        return send(res, 400, { ok: false, error: { code: 'invalid_request' } });
-      }
-      if (typeof b?.title !== 'string' || !b.title) return send(res, 422, { ok: false, error: { code: 'invalid_request' } });
+    taskInput(req, res, (b) => {
       const now = new Date().toISOString();
       const t = {
         id: uuidv7(),
