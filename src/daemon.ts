@@ -171,13 +171,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
     sharedState = stateUrl(config, env);
     db = sharedState
-      ? openPostgresState({ url: sharedState, statementTimeoutMs: config.state.statementTimeoutMs }, STATE_MIGRATIONS)
+      ? openPostgresState({ url: sharedState, statementTimeoutMs: config.state.statementTimeoutMs, driver: config.state.driver }, STATE_MIGRATIONS)
       : openDatabase(paths.db, STATE_MIGRATIONS);
   } catch (err) {
     return abort(err);
   }
   undo.push(() => db.close());
-  if (sharedState) log.info('state on PostgreSQL', { url: maskUrl(sharedState) });
+  if (sharedState && isPostgres(db)) log.info('state on PostgreSQL', { url: maskUrl(sharedState), driver: db.driver });
   let keys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
   for (const suffix of sharedState ? [] : ['', '-wal', '-shm']) {
     try {

@@ -116,6 +116,10 @@ export const ProjectConfigSchema = z.object({
         .optional()
         .describe("With provider postgres: a file holding the vault's master key (32 bytes, base64), relative to the project; else $SVC_VAULT_KEY. Every daemon on one database needs the same key; the OS keychain is never used for it."),
       statementTimeoutMs: z.int().min(100).max(600_000).default(10_000).describe('With provider postgres: a state statement running longer fails (503 unavailable).'),
+      driver: z
+        .enum(['auto', 'libpq', 'pg'])
+        .default('auto')
+        .describe('With provider postgres, the client that runs state statements: libpq (the optional native addon: about half the CPU and wait per statement, docs/performance.md), pg (pure JavaScript, needs nothing native), or auto: libpq when its addon loads, else pg.'),
     })
     .prefault({}),
   data: z

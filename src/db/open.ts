@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { migrate, type Migration } from './migrate.js';
-import { PgStateDb, type PgStateOptions } from './pg/sync.js';
+import { PgStateDb, PgStatement, type PgStateOptions } from './pg/sync.js';
 import { connectFailure, maskUrl } from './pg/url.js';
 
 /** A prepared statement of either provider (better-sqlite3's shape). */
@@ -75,4 +75,19 @@ export function stmt(db: DB, sql: Sql): Stmt {
   let s = m.get(text);
   if (!s) m.set(text, (s = db.prepare(text)));
   return s;
+}
+
+/**
+ * A read for a route that need not block: on PostgreSQL the daemon's thread serves other requests
+ * while the server answers (PgStateDb.queryAsync); on SQLite it runs at once. Outside a
+ * transaction it sees what is committed; inside one, that transaction's own writes too.
+ */
+export function readRows(db: DB, sql: Sql, ...params: unknown[]): Promise<unknown[]> {
+  const s = stmt(db, sql);
+  if (s instanceof PgStatement) return s.allAsync(...params);
+  try {
+    return Promise.resolve(s.all(...params));
+  } catch (err) {
+    return Promise.reject(err as Error);
+  }
 }

@@ -1,5 +1,4 @@
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { compiledEntry } from '../../lib/entry.js';
+import { PortChannel, SharedChannel, type Channel, type Driver } from './channel.js';
 import { toPostgres } from './translate.js';
 
 // The daemon's state on PostgreSQL, with the interface the stores already use on SQLite: prepared
@@ -8,7 +7,8 @@ import { toPostgres } from './translate.js';
 // is what lets one service module serve both providers. The price is that a statement blocks the
 // daemon's thread for one round trip to PostgreSQL (measured in docs/performance.md), as a SQLite
 // statement blocks it for one page read; a statement longer than the wait bound fails with
-// state_unavailable instead of hanging the daemon.
+// state_unavailable instead of hanging the daemon. How a statement reaches its thread, and which
+// client runs it there (libpq, else `pg`), is channel.ts's.
 
 export type Request =
   | { kind: 'query'; id: number; sql: string; params: unknown[] }
@@ -62,6 +62,8 @@ export interface PgStateOptions {
   statementTimeoutMs: number;
   /** The daemon waits this long for an answer (default: the statement timeout plus a connection's set-up). */
   waitMs?: number;
+  /** libpq (needs the optional native addon), pg (pure JavaScript, slower), or auto: libpq when it loads. */
+  driver?: Driver | 'auto';
 }
 
 export interface RunResult {
@@ -93,6 +95,13 @@ export class PgStatement {
     return r.rows.map((row) => row[Object.keys(row)[0]!]);
   }
 
+  /** As all(), without blocking the daemon's thread (PgStateDb.queryAsync). */
+  async allAsync(...params: unknown[]): Promise<unknown[]> {
+    const r = await this.db.queryAsync(this.text, params);
+    if (!this.plucked) return r.rows;
+    return r.rows.map((row) => row[Object.keys(row)[0]!]);
+  }
+
   run(...params: unknown[]): RunResult {
     const r = this.db.query(this.text, params);
     const first = r.rows[0];
@@ -103,9 +112,8 @@ export class PgStatement {
 
 export class PgStateDb {
   readonly dialect = 'postgres' as const;
-  private readonly worker: Worker;
-  private readonly port: MessagePort;
-  private readonly counter = new Int32Array(new SharedArrayBuffer(4));
+  private channel: Channel | null = null;
+  private driverChoice: Driver | 'auto';
   private readonly statements = new Map<string, PgStatement>();
   private readonly waitMs: number;
   private nextId = 1;
@@ -113,19 +121,19 @@ export class PgStateDb {
   private closed = false;
   /** Channels notified when the current transaction commits (sent with its COMMIT, no extra round trip), with their payloads. */
   private notify = new Map<string, string>();
+  /** Reads waiting for the connection (queryAsync), and the one sent whose answer is awaited. */
+  private readonly queue: Queued[] = [];
+  private inflight: Inflight | null = null;
 
   constructor(readonly opts: PgStateOptions) {
-    // The statement's own limit, plus the making of a connection (thread.ts CONNECT_TIMEOUT_MS) and a margin.
+    // The statement's own limit, plus the making of a connection (channel.ts CONNECT_TIMEOUT_MS) and a margin.
     this.waitMs = opts.waitMs ?? opts.statementTimeoutMs + 2_500;
-    const { port1, port2 } = new MessageChannel();
-    this.port = port1;
-    this.worker = new Worker(compiledEntry(import.meta.url, './thread.js'), {
-      workerData: { url: opts.url, port: port2, counter: this.counter.buffer, statementTimeoutMs: opts.statementTimeoutMs },
-      transferList: [port2],
-    });
-    this.worker.unref();
-    // A thread that dies takes its answers with it; calls then time out with state_unavailable.
-    this.worker.on('error', () => undefined);
+    this.driverChoice = opts.driver ?? 'auto';
+  }
+
+  /** Which client runs the statements: known once the first one has run. */
+  get driver(): Driver | 'auto' {
+    return this.channel?.driver ?? this.driverChoice;
   }
 
   /** The current transaction's commit notifies `channel` (LISTEN/NOTIFY: heard only if it commits). */
@@ -150,7 +158,7 @@ export class PgStateDb {
     this.call({ kind: 'exec', id: this.nextId++, sql });
   }
 
-  query(sql: string, params: unknown[]): { rows: Record<string, unknown>[]; rowCount: number } {
+  query(sql: string, params: unknown[]): Result {
     return this.call({ kind: 'query', id: this.nextId++, sql, params });
   }
 
@@ -226,46 +234,129 @@ export class PgStateDb {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.port.postMessage({ kind: 'close' } satisfies Request);
-    // The thread ends its connection and exits on its own; terminate is the fallback.
-    const t = setTimeout(() => void this.worker.terminate(), 2_000);
-    t.unref();
-    this.worker.once('exit', () => clearTimeout(t));
+    const gone = new StateUnavailableError('the state database is closed');
+    if (this.inflight) this.inflight.reject(gone);
+    this.inflight = null;
+    for (const q of this.queue.splice(0)) q.reject(gone);
+    this.channel?.close();
+    this.channel = null;
   }
 
-  private call(req: Request & { id: number }): { rows: Record<string, unknown>[]; rowCount: number } {
+  /** The channel, opened (with its thread and connection) at first use or after one was abandoned. */
+  private open(): Channel {
     if (this.closed) throw new StateUnavailableError('the state database is closed');
-    let seen = Atomics.load(this.counter, 0);
-    this.port.postMessage(req);
-    const deadline = performance.now() + this.waitMs;
-    for (;;) {
-      // Answers to calls that timed out earlier may still arrive first: skip them.
-      for (let m = receiveMessageOnPort(this.port); m; m = receiveMessageOnPort(this.port)) {
-        const reply = m.message as Reply;
-        if (reply.id !== req.id) continue;
-        if (reply.error) {
-          // Outside a transaction nothing may stay aborted: a statement failing with "current
-          // transaction is aborted" means something left one open, and it is closed now.
-          if (reply.error.code === '25P02' && this.depth === 0) this.port.postMessage({ kind: 'exec', id: this.nextId++, sql: 'ROLLBACK' } satisfies Request);
-          throw new PgStateError(reply.error.message, reply.error.code, reply.error.detail);
-        }
-        if (reply.binary) {
-          for (const row of reply.rows) {
-            for (const c of reply.binary) {
-              const v = row[c];
-              if (v instanceof Uint8Array) row[c] = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
-            }
-          }
-        }
-        return reply;
+    if (!this.channel) {
+      const data = { url: this.opts.url, statementTimeoutMs: this.opts.statementTimeoutMs };
+      this.channel = this.driverChoice === 'pg' ? new PortChannel(data) : new SharedChannel(data);
+    }
+    return this.channel;
+  }
+
+  private abandon(channel: Channel): StateUnavailableError {
+    channel.abandon();
+    if (this.channel === channel) this.channel = null;
+    return new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`);
+  }
+
+  private call(req: Request & { id: number }): Result {
+    const channel = this.open();
+    // A read sent without waiting went first: its answer comes first.
+    if (this.inflight) this.settleInflight(channel, this.inflight, channel.wait(this.inflight.n, this.inflight.deadline));
+    const ch = this.open();
+    const n = ch.post(req);
+    if (!ch.wait(n, performance.now() + this.waitMs)) throw this.abandon(ch);
+    const reply = ch.read();
+    if (reply.error?.code === 'LIBPQ_UNAVAILABLE' && this.driverChoice === 'auto') {
+      // No native addon here (not built, or no libpq on this machine): `pg` does the same work.
+      ch.close();
+      this.channel = null;
+      this.driverChoice = 'pg';
+      return this.call(req);
+    }
+    if (this.queue.length) setImmediate(() => this.pump());
+    return this.outcome(reply);
+  }
+
+  /**
+   * A read outside any transaction that does not block the daemon's thread: sent when the
+   * connection is free, its answer awaited on the event loop. Inside a transaction it runs there,
+   * at once, so it sees the transaction's own writes.
+   */
+  queryAsync(sql: string, params: unknown[]): Promise<Result> {
+    if (this.depth > 0) {
+      try {
+        return Promise.resolve(this.query(sql, params));
+      } catch (err) {
+        return Promise.reject(err as Error);
       }
-      const left = deadline - performance.now();
-      if (left <= 0) {
-        this.port.postMessage({ kind: 'reset' } satisfies Request);
-        throw new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`);
-      }
-      Atomics.wait(this.counter, 0, seen, left);
-      seen = Atomics.load(this.counter, 0);
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ req: { kind: 'query', id: this.nextId++, sql, params }, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Sends the next queued read when the connection is free and no transaction is open. */
+  private pump(): void {
+    if (this.inflight || this.depth > 0 || this.closed || !this.queue.length) return;
+    const next = this.queue.shift()!;
+    let channel: Channel;
+    try {
+      channel = this.open();
+    } catch (err) {
+      next.reject(err as Error);
+      return;
+    }
+    const inflight = { ...next, n: channel.post(next.req), deadline: performance.now() + this.waitMs };
+    this.inflight = inflight;
+    void channel.waitAsync(inflight.n, inflight.deadline).then((ok) => {
+      // A blocking statement may have taken this answer already.
+      if (this.inflight !== inflight) return;
+      this.settleInflight(channel, inflight, ok);
+      this.pump();
+    });
+  }
+
+  private settleInflight(channel: Channel, inflight: Inflight, answered: boolean): void {
+    this.inflight = null;
+    if (!answered) return inflight.reject(this.abandon(channel));
+    try {
+      inflight.resolve(this.outcome(channel.read()));
+    } catch (err) {
+      inflight.reject(err as Error);
     }
   }
+
+  /** An answer as rows, or its error thrown. */
+  private outcome(reply: Reply): Result {
+    if (reply.error) {
+      // Outside a transaction nothing may stay aborted: a statement failing with "current
+      // transaction is aborted" means something left one open, and it is closed now.
+      if (reply.error.code === '25P02' && this.depth === 0) this.rollback('ROLLBACK');
+      throw new PgStateError(reply.error.message, reply.error.code, reply.error.detail);
+    }
+    if (reply.binary) {
+      // A Buffer reaches this thread as a plain Uint8Array (the port's clone) or a Buffer (v8.deserialize): one kind for the stores.
+      for (const row of reply.rows) {
+        for (const c of reply.binary) {
+          const v = row[c];
+          if (v instanceof Uint8Array && !Buffer.isBuffer(v)) row[c] = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+        }
+      }
+    }
+    return reply;
+  }
+}
+
+type Result = { rows: Record<string, unknown>[]; rowCount: number };
+
+interface Queued {
+  req: Request & { id: number };
+  resolve: (r: Result) => void;
+  reject: (err: Error) => void;
+}
+
+interface Inflight extends Queued {
+  n: number;
+  deadline: number;
 }

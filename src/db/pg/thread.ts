@@ -1,9 +1,10 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
+import { CONNECT_TIMEOUT_MS } from './channel.js';
 import type { Reply, Request } from './sync.js';
 
-// The thread behind PgStateDb (sync.ts): one PostgreSQL connection, one statement at a time, in
-// the order the daemon sent them. Each answer is posted, then the shared counter is bumped and
+// The thread behind PgStateDb's port channel (channel.ts), used when the libpq addon is not there:
+// one PostgreSQL connection through `pg`, one statement at a time, in the order the daemon sent them. Each answer is posted, then the shared counter is bumped and
 // the daemon's thread, blocked in Atomics.wait, wakes to read it.
 
 interface Data {
@@ -22,8 +23,6 @@ const types = {
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
-/** A connection not made in this time fails the statement (the daemon's wait allows for it). */
-const CONNECT_TIMEOUT_MS = 2_000;
 
 let client: pg.Client | null = null;
 const names = new Map<string, string>();

@@ -37,7 +37,7 @@ async function openState(root: string): Promise<Opened> {
   const loaded = loadConfig(root);
   if (!loaded.ok) throw new UsageError(`project.json is invalid: ${formatIssues(loaded.issues)}`);
   const url = stateUrl(loaded.config, io().env as NodeJS.ProcessEnv);
-  if (url) return { db: openPostgresState({ url, statementTimeoutMs: loaded.config.state.statementTimeoutMs }, STATE_MIGRATIONS), where: `PostgreSQL at ${maskUrl(url)}`, shared: true };
+  if (url) return { db: openPostgresState({ url, statementTimeoutMs: loaded.config.state.statementTimeoutMs, driver: loaded.config.state.driver }, STATE_MIGRATIONS), where: `PostgreSQL at ${maskUrl(url)}`, shared: true };
   const file = statePaths(root).db;
   if (!existsSync(file)) throw new CliError(`${file} does not exist: this project has no state yet`);
   return { db: openDatabase(file, STATE_MIGRATIONS), where: file, shared: false };

@@ -36,9 +36,7 @@ const listRoute = (path: string, operationId: string, summary: string) =>
     query: TaskListQuery,
     response: z.array(TaskOut),
     description: 'Newest first. Filters combine with AND. When more tasks follow, the X-Next-Cursor header holds the cursor of the next page.',
-    handler: ({ app, query, setHeader }) => {
-      return pageAnswer(setHeader, tasks.listTasks(app, query));
-    },
+    handler: async ({ app, query, setHeader }) => pageAnswer(setHeader, await tasks.readTaskPage(app, query)),
   });
 
 export const taskRoutes = [
@@ -67,7 +65,7 @@ export const taskRoutes = [
     tag,
     params: TaskIdParam,
     response: TaskOut,
-    handler: ({ app, params }) => tasks.requireTask(app, params.taskId),
+    handler: ({ app, params }) => tasks.readTask(app, params.taskId),
   }),
   route({
     method: 'PATCH',

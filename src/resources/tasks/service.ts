@@ -23,9 +23,22 @@ export function requireTask(app: App, id: string): Task {
   return task;
 }
 
+/** requireTask for a route: on a PostgreSQL state the daemon serves other requests while the read waits. */
+export async function readTask(app: App, id: string): Promise<Task> {
+  const task = await store.readTask(app.db, id);
+  if (!task) throw new AppError('not_found', `Task "${id}" not found.`);
+  return task;
+}
+
+const listFilter = (q: TaskListFilter): store.ListFilter => ({ status: q.status, assignTo: q.assignTo, missionId: q.missionId, before: q.cursor, limit: q.limit + 1 });
+
 export function listTasks(app: App, q: TaskListFilter): Page<Task> {
-  const rows = store.listTasks(app.db, { status: q.status, assignTo: q.assignTo, missionId: q.missionId, before: q.cursor, limit: q.limit + 1 });
-  return toPage(rows, q.limit, (t) => t.id);
+  return toPage(store.listTasks(app.db, listFilter(q)), q.limit, (t) => t.id);
+}
+
+/** listTasks for a route, as readTask. */
+export async function readTaskPage(app: App, q: TaskListFilter): Promise<Page<Task>> {
+  return toPage(await store.readTasks(app.db, listFilter(q)), q.limit, (t) => t.id);
 }
 
 export const listMissionTasks = (app: App, missionId: string): Task[] => store.listMissionTasks(app.db, missionId);

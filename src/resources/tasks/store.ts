@@ -1,4 +1,4 @@
-import { stmt, type DB } from '../../db/open.js';
+import { readRows, stmt, type DB } from '../../db/open.js';
 import type { Task } from './schema.js';
 import type { TaskState } from './state.js';
 
@@ -55,8 +55,14 @@ const EDGES = {
 /** Rows to tasks, with every row's dependencies read in one query. */
 function hydrate(db: DB, rows: Row[]): Task[] {
   if (!rows.length) return [];
+  return withEdges(rows, stmt(db, EDGES).all(edgeKeys(rows)) as Edge[]);
+}
+
+type Edge = { task_id: string; depends_on: string };
+const edgeKeys = (rows: Row[]): string => JSON.stringify(rows.map((r) => r.id));
+
+function withEdges(rows: Row[], edges: Edge[]): Task[] {
   const deps = new Map<string, string[]>();
-  const edges = stmt(db, EDGES).all(JSON.stringify(rows.map((r) => r.id))) as { task_id: string; depends_on: string }[];
   for (const e of edges) {
     let list = deps.get(e.task_id);
     if (!list) deps.set(e.task_id, (list = []));
@@ -72,9 +78,16 @@ const GET_ONE = {
   postgres: `SELECT ${COLUMNS}, (SELECT COALESCE(json_agg(depends_on ORDER BY position)::text, '[]') FROM task_dependencies WHERE task_id = tasks.id) AS deps FROM tasks WHERE id = ?`,
 };
 
+type OneRow = Row & { deps: string };
+const oneTask = (r: OneRow | undefined): Task | null => (r ? toTask(r, JSON.parse(r.deps) as string[]) : null);
+
 export function getTask(db: DB, id: string): Task | null {
-  const r = stmt(db, GET_ONE).get(id) as (Row & { deps: string }) | undefined;
-  return r ? toTask(r, JSON.parse(r.deps) as string[]) : null;
+  return oneTask(stmt(db, GET_ONE).get(id) as OneRow | undefined);
+}
+
+/** getTask for a route: on PostgreSQL the daemon serves other requests while it waits (readRows). */
+export async function readTask(db: DB, id: string): Promise<Task | null> {
+  return oneTask((await readRows(db, GET_ONE, id))[0] as OneRow | undefined);
 }
 
 export interface ListFilter {
@@ -93,6 +106,13 @@ export interface ListFilter {
 export function listTasks(db: DB, f: ListFilter): Task[] {
   const q = listQuery(f);
   return hydrate(db, stmt(db, q.sql).all(...q.args) as Row[]);
+}
+
+/** listTasks for a route, its two reads not blocking (readRows). */
+export async function readTasks(db: DB, f: ListFilter): Promise<Task[]> {
+  const q = listQuery(f);
+  const rows = (await readRows(db, q.sql, ...q.args)) as Row[];
+  return rows.length ? withEdges(rows, (await readRows(db, EDGES, edgeKeys(rows))) as Edge[]) : [];
 }
 
 /** The list statement for a filter (exported so a test can check its query plan). */

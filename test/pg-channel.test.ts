@@ -1,0 +1,143 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { PgStateDb, PgStateError, StateUnavailableError } from '../src/db/pg/sync.js';
+import { freshStateDatabase } from './state-pg.js';
+
+// The state bridge's two channels (src/db/pg/channel.ts) against the run's real PostgreSQL: the
+// values each gives the stores, answers bigger than the shared buffer, errors, reads that do not
+// block (queryAsync) beside blocking statements, a server too slow for the wait bound, and the
+// fallback from libpq to pg where the addon cannot load.
+
+const noPg = inject('pgUrl') === '';
+/** The addon is optional: where it did not build (no libpq headers), its channel cannot be tested. */
+const noLibpq = (() => {
+  try {
+    return existsSync(join(dirname(createRequire(import.meta.url).resolve('libpq/package.json')), 'build', 'Release', 'addon.node')) ? '' : 'the libpq addon is installed but not built';
+  } catch {
+    return 'the optional libpq addon is not installed (it needs pg_config and libpq headers to build)';
+  }
+})();
+if (noLibpq && !noPg) console.warn(`pg-channel: the libpq channel is not tested here: ${noLibpq}`);
+const open: PgStateDb[] = [];
+afterEach(() => {
+  for (const db of open.splice(0)) db.close();
+});
+
+async function stateDb(driver: 'libpq' | 'pg', opts: { statementTimeoutMs?: number; waitMs?: number } = {}): Promise<PgStateDb> {
+  const db = new PgStateDb({ url: await freshStateDatabase(), statementTimeoutMs: opts.statementTimeoutMs ?? 5_000, waitMs: opts.waitMs, driver });
+  open.push(db);
+  db.exec('CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT, b BYTEA, j TEXT)');
+  return db;
+}
+
+describe.each(['libpq', 'pg'] as const)('the %s channel', (driver) => {
+  if (noPg || (driver === 'libpq' && noLibpq)) return void it.skip('needs PostgreSQL (and for libpq, its addon)');
+  it('gives the stores the same values: BIGINT as a number, BYTEA as a Buffer, NULL, arrays as parameters', async () => {
+    const db = await stateDb(driver);
+    expect(db.driver).toBe(driver);
+    const bytes = Buffer.from([0, 1, 2, 250, 255]);
+    const ins = db.prepare('INSERT INTO t (id, n, b, j) VALUES (?, ?, ?, ?)');
+    expect(ins.run('a', 2 ** 40, bytes, null)).toEqual({ changes: 1, lastInsertRowid: 0 });
+    ins.run('b', -7, null, '{"x":1}');
+    const a = db.prepare('SELECT id, n, b, j FROM t WHERE id = ?').get('a') as Record<string, unknown>;
+    expect(a).toEqual({ id: 'a', n: 2 ** 40, b: bytes, j: null });
+    expect(Buffer.isBuffer(a.b)).toBe(true);
+    expect(db.prepare('SELECT id FROM t WHERE id = ANY($1::text[]) ORDER BY id').pluck().all(['a', 'b', 'q"\\'])).toEqual(['a', 'b']);
+    expect(db.prepare('UPDATE t SET n = n + 1').run().changes).toBe(2);
+  });
+
+  it('carries answers and parameters bigger than the shared buffer', async () => {
+    const db = await stateDb(driver);
+    const big = 'x'.repeat(600_000);
+    expect(db.prepare('SELECT length(?) AS n').get(big)).toEqual({ n: 600_000 });
+    const rows = db.prepare("SELECT g, repeat('y', 1000) AS s FROM generate_series(1, 1000) g").all() as { g: number; s: string }[];
+    expect(rows).toHaveLength(1000);
+    expect(rows[999]).toEqual({ g: 1000, s: 'y'.repeat(1000) });
+    // and small ones after them, through the shared buffer again
+    expect(db.prepare('SELECT 1 AS one').get()).toEqual({ one: 1 });
+  });
+
+  it('a failed statement throws its SQLSTATE and leaves the connection usable', async () => {
+    const db = await stateDb(driver);
+    db.prepare('INSERT INTO t (id) VALUES (?)').run('dup');
+    let err: unknown;
+    try {
+      db.prepare('INSERT INTO t (id) VALUES (?)').run('dup');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(PgStateError);
+    expect(err).toMatchObject({ code: '23505', message: expect.stringContaining('duplicate key') });
+    expect(() => db.prepare('SELEC nonsense').get()).toThrow(expect.objectContaining({ code: '42601' }));
+    expect(db.prepare('SELECT COUNT(*) AS n FROM t').get()).toEqual({ n: 1 });
+  });
+
+  it('reads that do not block come back in order, around blocking statements, each with its own answer', async () => {
+    const db = await stateDb(driver);
+    const reads = Array.from({ length: 40 }, (_, i) => db.queryAsync('SELECT $1::int AS i', [i]));
+    // A blocking statement while those are queued or in flight: it waits for the one in flight, not for the queue.
+    db.prepare('INSERT INTO t (id, n) VALUES (?, ?)').run('w', 1);
+    expect(db.prepare('SELECT n FROM t WHERE id = ?').get('w')).toEqual({ n: 1 });
+    const answers = await Promise.all(reads);
+    expect(answers.map((r) => r.rows[0]!.i)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    // The first read goes out at once and sees the row before the write; the second waits
+    // behind it, goes out after the write and sees it; one inside a transaction sees the
+    // transaction's own write.
+    const first = db.queryAsync('SELECT n FROM t WHERE id = $1', ['w']);
+    const second = db.queryAsync('SELECT n FROM t WHERE id = $1', ['w']);
+    let inside: Promise<unknown> | undefined;
+    db.transaction(() => {
+      db.prepare('UPDATE t SET n = 2 WHERE id = ?').run('w');
+      inside = db.queryAsync('SELECT n FROM t WHERE id = $1', ['w']);
+    })();
+    db.prepare('UPDATE t SET n = 3 WHERE id = ?').run('w');
+    expect((await first).rows).toEqual([{ n: 1 }]);
+    expect((await inside!)).toMatchObject({ rows: [{ n: 2 }] });
+    expect((await second).rows).toEqual([{ n: 3 }]);
+    await expect(db.queryAsync('SELECT nope FROM t', [])).rejects.toMatchObject({ code: '42703' });
+  });
+
+  it('a server slower than the wait bound: unavailable, then a new connection serves, and the slow transaction lets go of the write lock', async () => {
+    const db = await stateDb(driver, { statementTimeoutMs: 1_500, waitMs: 300 });
+    const slow = db.transaction(() => db.prepare('SELECT pg_sleep(0.8)').get());
+    expect(() => slow()).toThrow(StateUnavailableError);
+    await expect(db.queryAsync('SELECT pg_sleep(0.8)', [])).rejects.toBeInstanceOf(StateUnavailableError);
+    expect(db.prepare('SELECT 2 AS two').get()).toEqual({ two: 2 });
+    // The abandoned thread ends its connection once its sleep returns: the lock it held is free again.
+    const started = performance.now();
+    for (;;) {
+      try {
+        db.transaction(() => db.prepare('INSERT INTO t (id) VALUES (?)').run('after'))();
+        break;
+      } catch (err) {
+        if (!(err instanceof StateUnavailableError) || performance.now() - started > 5_000) throw err;
+      }
+    }
+    expect(db.prepare('SELECT id FROM t').pluck().all()).toEqual(['after']);
+  });
+});
+
+it.skipIf(noPg)('without the libpq addon, auto falls back to pg, and driver "libpq" says why it cannot start', async () => {
+  const url = await freshStateDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'svc-no-libpq-'));
+  // Preloaded in the process and in its threads: loading `libpq` fails, as where it was never built.
+  const preload = join(dir, 'no-libpq.cjs');
+  writeFileSync(preload, `const M = require('node:module'); const resolve = M._resolveFilename; M._resolveFilename = function (r, ...a) { if (/^libpq(\\/|$)/.test(r)) throw new Error('Cannot find module ' + r); return resolve.call(this, r, ...a); };`);
+  const sync = new URL('../dist/src/db/pg/sync.js', import.meta.url).href;
+  const script = (driver: string) =>
+    `import { PgStateDb } from ${JSON.stringify(sync)}; const db = new PgStateDb({ url: ${JSON.stringify(url)}, statementTimeoutMs: 5000, driver: '${driver}' });` +
+    `try { console.log(JSON.stringify({ row: db.prepare('SELECT 1 AS one').get(), driver: db.driver })); } catch (e) { console.log(JSON.stringify({ error: e.message })); } db.close();`;
+  const run = (driver: string) => {
+    // A file, not -e: threads inherit --input-type, and an ES module thread then fails to start.
+    const file = join(dir, `${driver}.mjs`);
+    writeFileSync(file, script(driver));
+    const r = spawnSync(process.execPath, ['--require', preload, file], { encoding: 'utf8', timeout: 20_000 });
+    return JSON.parse(r.stdout.trim()) as Record<string, unknown>;
+  };
+  expect(run('auto')).toEqual({ row: { one: 1 }, driver: 'pg' });
+  expect(run('libpq')).toEqual({ error: expect.stringContaining('the libpq addon cannot be loaded') });
+});
