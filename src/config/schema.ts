@@ -119,7 +119,7 @@ export const ProjectConfigSchema = z.object({
       driver: z
         .enum(['auto', 'libpq', 'pg'])
         .default('auto')
-        .describe('With provider postgres, the client that runs state statements: libpq (the optional native addon: about half the CPU and wait per statement, docs/performance.md), pg (pure JavaScript, needs nothing native), or auto: libpq when its addon loads, else pg.'),
+        .describe("With provider postgres, the client that runs state statements: libpq (PostgreSQL's C library, called through the optional koffi package; less CPU and wait per statement, docs/performance.md), pg (pure JavaScript, needs nothing native), or auto: libpq when it loads, else pg."),
     })
     .prefault({}),
   data: z

@@ -1,39 +1,19 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
 import { deserialize } from 'node:v8';
 import { receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import { CONNECT_TIMEOUT_MS, SharedSlots, writeMessage, type SharedData } from './channel.js';
 import type { Reply, Request } from './sync.js';
 
-// The thread behind PgStateDb's shared channel (shared-channel.ts): libpq's blocking calls, one
-// statement at a time. It never returns to an event loop: it sleeps in Atomics.wait until the
-// daemon's thread posts a request, runs it on libpq, writes the answer and wakes the daemon. No
-// promise, no event loop turn and no structured clone through a MessagePort per statement is what
-// makes this channel cheaper than thread.ts's (docs/performance.md has both measured).
-
-/** The native methods of the `libpq` addon used here (its index.js wraps these same calls). */
-interface Libpq {
-  $connectSync(conninfo: string): boolean;
-  $getLastErrorMessage(): string;
-  $finish(): void;
-  $exec(sql: string): void;
-  $prepare(name: string, sql: string, nParams: number): void;
-  $execPrepared(name: string, params: (string | null)[]): void;
-  $resultStatus(): string;
-  $resultErrorMessage(): string;
-  $resultErrorFields(): { sqlState?: string; messagePrimary?: string; messageDetail?: string; constraintName?: string } | null;
-  $transactionStatus(): number;
-  $ntuples(): number;
-  $nfields(): number;
-  $fname(col: number): string;
-  $ftype(col: number): number;
-  $getvalue(row: number, col: number): string;
-  $getisnull(row: number, col: number): boolean;
-  $cmdTuples(): string;
-}
+// The thread behind PgStateDb's shared channel (channel.ts): libpq, PostgreSQL's own C client,
+// called through the koffi FFI (an optional dependency with prebuilt binaries: nothing to compile,
+// only libpq itself needed), one blocking call per statement. The thread never returns to an event
+// loop: it sleeps in Atomics.wait until the daemon's thread posts a request, runs it, writes the
+// answer and wakes the daemon. No promise, no event loop turn and no structured clone through a
+// MessagePort per statement is what makes this channel cheaper than thread.ts's
+// (docs/performance.md has both measured). libpq is called directly rather than through the
+// `libpq` npm addon, which registers its socket with the main thread's libuv loop and so crashes
+// the process when used from a thread.
 
 const { url, port, buffer, statementTimeoutMs } = workerData as SharedData & { port: MessagePort };
 const slots = new SharedSlots(buffer);
@@ -41,37 +21,97 @@ const require = createRequire(import.meta.url);
 // pg's own conversion of a parameter to text (its package exports "./lib/*"), so both channels send the same values.
 const { prepareValue } = require('pg/lib/utils.js') as { prepareValue(v: unknown): unknown };
 
-/**
- * The addon, loaded from a copy of its own. It is not context-aware: a process loads it once per
- * file, and a second thread loading the same file while the first lives fails ("Module did not
- * self-register"). A daemon has two such threads when it gave up on a stuck one, and a process
- * may hold several daemons (tests). A copy in a fresh private directory (0700, removed once loaded)
- * is a file of its own to the dynamic loader, so each thread gets its own instance.
- */
-function loadAddon(): new () => Libpq {
-  const file = join(dirname(require.resolve('libpq/package.json')), 'build', 'Release', 'addon.node');
-  const dir = mkdtempSync(join(tmpdir(), 'svc-libpq-'));
-  try {
-    const copy = join(dir, 'addon.node');
-    copyFileSync(file, copy);
-    const m = { exports: {} as { PQ: new () => Libpq } };
-    process.dlopen(m, copy);
-    return m.exports.PQ;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+type Ptr = object;
+/** The libpq functions used here, declared for koffi. */
+interface Libpq {
+  PQconnectdb(conninfo: string): Ptr;
+  PQstatus(conn: Ptr): number;
+  PQerrorMessage(conn: Ptr): string;
+  PQfinish(conn: Ptr): void;
+  PQexec(conn: Ptr, sql: string): Ptr | null;
+  PQprepare(conn: Ptr, name: string, sql: string, nParams: number, types: null): Ptr | null;
+  PQexecPrepared(conn: Ptr, name: string, nParams: number, values: (string | null)[], lengths: null, formats: null, resultFormat: number): Ptr | null;
+  PQresultStatus(res: Ptr): number;
+  PQresultErrorField(res: Ptr, field: number): string | null;
+  PQresultErrorMessage(res: Ptr): string;
+  PQtransactionStatus(conn: Ptr): number;
+  PQntuples(res: Ptr): number;
+  PQnfields(res: Ptr): number;
+  PQfname(res: Ptr, col: number): string;
+  PQftype(res: Ptr, col: number): number;
+  PQgetvalue(res: Ptr, row: number, col: number): string;
+  PQgetisnull(res: Ptr, row: number, col: number): number;
+  PQcmdTuples(res: Ptr): string;
+  PQclear(res: Ptr): void;
 }
 
-let Addon: (new () => Libpq) | null = null;
+const SIGNATURES = [
+  'PGconn *PQconnectdb(const char *conninfo)',
+  'int PQstatus(PGconn *conn)',
+  'const char *PQerrorMessage(PGconn *conn)',
+  'void PQfinish(PGconn *conn)',
+  'PGresult *PQexec(PGconn *conn, const char *sql)',
+  'PGresult *PQprepare(PGconn *conn, const char *name, const char *sql, int nParams, const void *types)',
+  'PGresult *PQexecPrepared(PGconn *conn, const char *name, int nParams, const char **values, const int *lengths, const int *formats, int resultFormat)',
+  'int PQresultStatus(PGresult *res)',
+  'const char *PQresultErrorField(PGresult *res, int field)',
+  'const char *PQresultErrorMessage(PGresult *res)',
+  'int PQtransactionStatus(PGconn *conn)',
+  'int PQntuples(PGresult *res)',
+  'int PQnfields(PGresult *res)',
+  'const char *PQfname(PGresult *res, int col)',
+  'uint32_t PQftype(PGresult *res, int col)',
+  'const char *PQgetvalue(PGresult *res, int row, int col)',
+  'int PQgetisnull(PGresult *res, int row, int col)',
+  'const char *PQcmdTuples(PGresult *res)',
+  'void PQclear(PGresult *res)',
+];
+
+/** Where libpq is on each system (Homebrew's is keg-only on macOS). */
+const LIBRARIES: Record<string, string[]> = {
+  darwin: ['libpq.5.dylib', '/opt/homebrew/opt/libpq/lib/libpq.5.dylib', '/usr/local/opt/libpq/lib/libpq.5.dylib'],
+  win32: ['libpq.dll'],
+};
+
+function loadLibpq(): Libpq {
+  const koffi = require('koffi') as {
+    load(path: string): { func(signature: string): (...args: unknown[]) => unknown };
+    opaque(name: string): unknown;
+  };
+  koffi.opaque('PGconn');
+  koffi.opaque('PGresult');
+  const names = LIBRARIES[process.platform] ?? ['libpq.so.5'];
+  let lib: ReturnType<typeof koffi.load> | undefined;
+  const errors: string[] = [];
+  for (const name of names) {
+    try {
+      lib = koffi.load(name);
+      break;
+    } catch (err) {
+      errors.push((err as Error).message);
+    }
+  }
+  if (!lib) throw new Error(`libpq is not installed (${errors[0]})`);
+  const fns: Record<string, unknown> = {};
+  for (const sig of SIGNATURES) fns[/(PQ\w+)\(/.exec(sig)![1]!] = lib.func(sig);
+  return fns as unknown as Libpq;
+}
+
+let pq: Libpq | null = null;
 let loadError = '';
 try {
-  Addon = loadAddon();
+  pq = loadLibpq();
 } catch (err) {
   loadError = (err as Error).message.split('\n')[0]!;
 }
 
-/** TRANSACTION_UNKNOWN: the connection is bad. */
-const CONNECTION_BAD = 4;
+const CONNECTION_OK = 0;
+/** PQTRANS_UNKNOWN: the connection is bad. */
+const TRANSACTION_UNKNOWN = 4;
+/** ExecStatusType values that carry an error (BAD_RESPONSE, NONFATAL_ERROR, FATAL_ERROR, PIPELINE_ABORTED). */
+const ERROR_STATUS = new Set([5, 6, 7, 11]);
+/** PG_DIAG_* field codes: SQLSTATE, primary message, detail, constraint name. */
+const DIAG = { code: 'C'.charCodeAt(0), message: 'M'.charCodeAt(0), detail: 'D'.charCodeAt(0), constraint: 'n'.charCodeAt(0) };
 
 // Text values as `pg` parses them (pg-types), so both channels give the stores the same values;
 // BIGINT as a number, as thread.ts does (every state id and counter is below 2^53).
@@ -115,15 +155,15 @@ function conninfo(): string {
   return u.toString();
 }
 
-let conn: Libpq | null = null;
+let conn: Ptr | null = null;
 const names = new Map<string, string>();
 
-function connection(): Libpq {
+function connection(lib: Libpq): Ptr {
   if (conn) return conn;
-  const c = new Addon!();
-  if (!c.$connectSync(conninfo())) {
-    const message = c.$getLastErrorMessage().trim();
-    c.$finish();
+  const c = lib.PQconnectdb(conninfo());
+  if (lib.PQstatus(c) !== CONNECTION_OK) {
+    const message = lib.PQerrorMessage(c).trim();
+    lib.PQfinish(c);
     throw Object.assign(new Error(message), { code: connectCode(message) });
   }
   names.clear();
@@ -131,65 +171,70 @@ function connection(): Libpq {
 }
 
 function drop(): void {
-  conn?.$finish();
+  if (conn) pq!.PQfinish(conn);
   conn = null;
 }
 
-/** The current result: rows, or the error it holds. */
-function result(c: Libpq, id: number): Reply {
-  const status = c.$resultStatus();
-  if (status === 'PGRES_FATAL_ERROR' || status === 'PGRES_BAD_RESPONSE' || status === 'PGRES_NONFATAL_ERROR') {
-    const f = c.$resultErrorFields();
-    const message = f?.messagePrimary ?? (c.$resultErrorMessage() || c.$getLastErrorMessage()).trim();
-    // No SQLSTATE and a bad connection: the server went away; the next request reconnects.
-    if (c.$transactionStatus() === CONNECTION_BAD) drop();
-    return { id, error: { message, code: f?.sqlState, detail: f?.messageDetail, constraint: f?.constraintName } };
+/** A result as rows, or the error it holds; freed either way. */
+function result(lib: Libpq, c: Ptr, res: Ptr | null, id: number): Reply {
+  if (!res) {
+    const message = lib.PQerrorMessage(c).trim();
+    drop();
+    return { id, error: { message } };
   }
-  const nf = c.$nfields();
-  const nt = c.$ntuples();
-  const cols: string[] = [];
-  const parse: ((v: string) => unknown)[] = [];
-  const binary: string[] = [];
-  for (let f = 0; f < nf; f++) {
-    cols.push(c.$fname(f));
-    const oid = c.$ftype(f);
-    parse.push(parser(oid));
-    if (oid === 17) binary.push(c.$fname(f));
+  try {
+    if (ERROR_STATUS.has(lib.PQresultStatus(res))) {
+      const field = (f: number) => lib.PQresultErrorField(res, f) ?? undefined;
+      const message = field(DIAG.message) ?? (lib.PQresultErrorMessage(res) || lib.PQerrorMessage(c)).trim();
+      // No SQLSTATE and a bad connection: the server went away; the next request reconnects.
+      if (lib.PQtransactionStatus(c) === TRANSACTION_UNKNOWN) drop();
+      return { id, error: { message, code: field(DIAG.code), detail: field(DIAG.detail), constraint: field(DIAG.constraint) } };
+    }
+    const nf = lib.PQnfields(res);
+    const nt = lib.PQntuples(res);
+    const cols: string[] = [];
+    const parse: ((v: string) => unknown)[] = [];
+    const binary: string[] = [];
+    for (let f = 0; f < nf; f++) {
+      cols.push(lib.PQfname(res, f));
+      const oid = lib.PQftype(res, f);
+      parse.push(parser(oid));
+      if (oid === 17) binary.push(cols[f]!);
+    }
+    const rows: Record<string, unknown>[] = [];
+    for (let r = 0; r < nt; r++) {
+      const row: Record<string, unknown> = {};
+      for (let f = 0; f < nf; f++) row[cols[f]!] = lib.PQgetisnull(res, r, f) ? null : parse[f]!(lib.PQgetvalue(res, r, f));
+      rows.push(row);
+    }
+    const rowCount = Number(lib.PQcmdTuples(res)) || nt;
+    return { id, rows, rowCount, ...(binary.length ? { binary } : {}) };
+  } finally {
+    lib.PQclear(res);
   }
-  const rows: Record<string, unknown>[] = [];
-  for (let r = 0; r < nt; r++) {
-    const row: Record<string, unknown> = {};
-    for (let f = 0; f < nf; f++) row[cols[f]!] = c.$getisnull(r, f) ? null : parse[f]!(c.$getvalue(r, f));
-    rows.push(row);
-  }
-  const rowCount = Number(c.$cmdTuples()) || nt;
-  return { id, rows, rowCount, ...(binary.length ? { binary } : {}) };
 }
 
 function run(req: Extract<Request, { id: number }>): Reply {
-  if (!Addon) return { id: req.id, error: { message: `the libpq addon cannot be loaded: ${loadError}`, code: 'LIBPQ_UNAVAILABLE' } };
-  let c: Libpq;
+  const lib = pq;
+  if (!lib) return { id: req.id, error: { message: `libpq cannot be used: ${loadError}`, code: 'LIBPQ_UNAVAILABLE' } };
+  let c: Ptr;
   try {
-    c = connection();
+    c = connection(lib);
   } catch (err) {
     const e = err as Error & { code?: string };
     return { id: req.id, error: { message: e.message, code: e.code } };
   }
-  if (req.kind === 'exec') {
-    c.$exec(req.sql);
-    return result(c, req.id);
-  }
+  if (req.kind === 'exec') return result(lib, c, lib.PQexec(c, req.sql), req.id);
   // Prepared once per connection, by its text, as thread.ts names them.
   let name = names.get(req.sql);
   if (!name) {
     name = `s${names.size + 1}`;
-    c.$prepare(name, req.sql, req.params.length);
-    const prepared = result(c, req.id);
+    const prepared = result(lib, c, lib.PQprepare(c, name, req.sql, req.params.length, null), req.id);
     if (prepared.error) return prepared;
     names.set(req.sql, name);
   }
-  c.$execPrepared(name, req.params.map(param));
-  return result(c, req.id);
+  const values = req.params.map(param);
+  return result(lib, c, lib.PQexecPrepared(c, name, values.length, values, null, null, 0), req.id);
 }
 
 function read(): Request {

@@ -124,6 +124,7 @@ export class PgStateDb {
   /** Reads waiting for the connection (queryAsync), and the one sent whose answer is awaited. */
   private readonly queue: Queued[] = [];
   private inflight: Inflight | null = null;
+  private keepAlive: NodeJS.Timeout | undefined;
 
   constructor(readonly opts: PgStateOptions) {
     // The statement's own limit, plus the making of a connection (channel.ts CONNECT_TIMEOUT_MS) and a margin.
@@ -238,6 +239,7 @@ export class PgStateDb {
     if (this.inflight) this.inflight.reject(gone);
     this.inflight = null;
     for (const q of this.queue.splice(0)) q.reject(gone);
+    this.letGo();
     this.channel?.close();
     this.channel = null;
   }
@@ -309,6 +311,8 @@ export class PgStateDb {
     }
     const inflight = { ...next, n: channel.post(next.req), deadline: performance.now() + this.waitMs };
     this.inflight = inflight;
+    // Atomics.waitAsync holds nothing open: a read under way keeps the process alive, as a socket would.
+    this.keepAlive ??= setInterval(() => undefined, 2 ** 30);
     void channel.waitAsync(inflight.n, inflight.deadline).then((ok) => {
       // A blocking statement may have taken this answer already.
       if (this.inflight !== inflight) return;
@@ -319,12 +323,18 @@ export class PgStateDb {
 
   private settleInflight(channel: Channel, inflight: Inflight, answered: boolean): void {
     this.inflight = null;
+    if (!this.queue.length) this.letGo();
     if (!answered) return inflight.reject(this.abandon(channel));
     try {
       inflight.resolve(this.outcome(channel.read()));
     } catch (err) {
       inflight.reject(err as Error);
     }
+  }
+
+  private letGo(): void {
+    clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
   }
 
   /** An answer as rows, or its error thrown. */
