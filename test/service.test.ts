@@ -26,6 +26,8 @@ describe('the systemd unit', () => {
 # Remove it with \`svc service uninstall\` (stops the daemon, disables and deletes this file).
 [Unit]
 Description=svc daemon for /home/ana/shop
+StartLimitIntervalSec=60
+StartLimitBurst=5
 
 [Service]
 Type=simple
@@ -46,6 +48,8 @@ WantedBy=default.target
 # Remove it with \`svc service uninstall\` (stops the daemon, disables and deletes this file).
 [Unit]
 Description=svc daemon for /home/ana/My Projects/100%% shop
+StartLimitIntervalSec=60
+StartLimitBurst=5
 
 [Service]
 Type=simple
@@ -66,6 +70,8 @@ WantedBy=default.target
 # Remove it with \`svc service uninstall\` (stops the daemon, disables and deletes this file).
 [Unit]
 Description=svc daemon for /srv/a$b "c" d\\e
+StartLimitIntervalSec=60
+StartLimitBurst=5
 
 [Service]
 Type=simple

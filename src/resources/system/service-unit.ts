@@ -85,6 +85,9 @@ export function renderSystemdUnit(spec: ServiceSpec): string {
     '# Remove it with `svc service uninstall` (stops the daemon, disables and deletes this file).',
     '[Unit]',
     `Description=svc daemon for ${specifiers(spec.project)}`,
+    // A daemon that cannot start (its port taken, a bad project.json) is given up on, not retried forever.
+    'StartLimitIntervalSec=60',
+    'StartLimitBurst=5',
     '',
     '[Service]',
     'Type=simple',
