@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pidAlive } from '../src/lib/proc.js';
 import { renderLaunchdPlist, renderSystemdUnit, serviceNames, type ServiceSpec } from '../src/resources/system/service-unit.js';
 import { readDaemonInfo, runningDaemon } from '../src/state-dir.js';
-import { SVC, svc } from './cli-helpers.js';
+import { exited, SVC, svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
 
 const FAKE_BIN = fileURLToPath(new URL('./fixtures/service/bin', import.meta.url));
@@ -172,6 +172,11 @@ describe('the launchd agent', () => {
   });
 });
 
+/** The words of a unit setting as systemd reads what renderSystemdUnit writes: "quoted" with \\ escapes, %% and $$ doubled. */
+function unitWords(value: string): string[] {
+  return [...value.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g)].map((m) => (m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!).replace(/%%/g, '%').replace(/\$\$/g, '$'));
+}
+
 /** A home, a config dir and a log of the fake systemctl/journalctl/loginctl calls, for one test. */
 function sandbox(fake: Record<string, string> = {}) {
   const home = mkdtempSync(join(tmpdir(), 'svc-home-'));
@@ -201,7 +206,7 @@ describe.runIf(process.platform === 'linux')('svc service (fake systemctl, journ
     // A directory name with a space and a %: quoted and escaped in the unit, found all the same.
     const spaced = join(project, 'my shop 100%');
     mkdirSync(spaced);
-    writeFileSync(join(spaced, 'project.json'), '{"name":"shop"}');
+    writeFileSync(join(spaced, 'project.json'), '{"name":"shop","server":{"port":0}}');
     project = spaced;
     unit = serviceNames(project).unit;
   });
@@ -350,6 +355,27 @@ describe.runIf(process.platform === 'linux')('svc service (fake systemctl, journ
     expect(r.stderr).toContain(`service: ${unit}: installed; the service manager did not answer`);
   });
 
+  it('what the unit runs starts the daemon with the unit environment alone; svc stop and SIGTERM end it with exit 0, which on-failure does not restart', async () => {
+    const unitText = (await svc(['service', 'install', '--dry-run'], { cwd: project, env: sandbox().env })).stdout;
+    const setting = (k: string) => unitText.split('\n').find((l) => l.startsWith(`${k}=`))!.slice(k.length + 1);
+    const [node, ...args] = unitWords(setting('ExecStart'));
+    const env = Object.fromEntries(unitWords(setting('Environment')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
+    const cwd = setting('WorkingDirectory').replace(/%%/g, '%');
+    expect(cwd).toBe(project);
+    expect(args).toEqual([SVC, '--project', project, 'serve']);
+    for (const how of ['svc stop', 'SIGTERM']) {
+      const child = spawn(node!, args, { cwd, env, stdio: 'ignore' });
+      try {
+        await until(`the daemon (${how})`, () => runningDaemon(project)?.pid === child.pid);
+        if (how === 'svc stop') expect((await svc(['stop'], { cwd: project })).code).toBe(0);
+        else child.kill('SIGTERM');
+        expect(await exited(child), how).toBe(0);
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      }
+    }
+  }, 60_000);
+
   describe('with a daemon running', () => {
     let d: TestDaemon;
     beforeAll(async () => {
@@ -431,7 +457,7 @@ describe('svc service with the real user systemd', () => {
         const r = await svc(['tasks', 'ls'], { cwd: root, env });
         return r.code === 0 && r;
       });
-      expect(ls.stdout).toContain('nothing to show');
+      expect(ls.stdout).toContain('no tasks');
       const status = await svc(['status', '--json'], { cwd: root, env });
       expect(JSON.parse(status.stdout).service).toEqual({ name: unit, installed: true, running: true });
 
@@ -443,8 +469,12 @@ describe('svc service with the real user systemd', () => {
       const stop = await svc(['stop'], { cwd: root, env });
       expect(stop.code, stop.stderr).toBe(0);
       expect(pidAlive(second.pid)).toBe(false);
-      const after = await svc(['service', 'status', '--json'], { cwd: root, env });
-      expect(JSON.parse(after.stdout)).toMatchObject({ installed: true, running: false });
+      // Once systemd has seen the exit: a restart would show as "activating (auto-restart)".
+      const after = await until('systemd to see the clean stop', async () => {
+        const s = JSON.parse((await svc(['service', 'status', '--json'], { cwd: root, env })).stdout);
+        return !['active (running)', 'deactivating (stop-sigterm)'].includes(s.state) && s;
+      });
+      expect(after).toMatchObject({ installed: true, running: false, state: 'inactive (dead)' });
     } finally {
       const un = await svc(['service', 'uninstall', '--yes'], { cwd: root, env });
       expect(un.code, un.stderr).toBe(0);
