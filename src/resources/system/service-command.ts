@@ -59,8 +59,9 @@ export const runTool: Runner = (cmd, args, opts = {}) =>
           done({ code: null, stdout: out, stderr: `${cmd} did not answer within ${opts.timeoutMs} ms` });
         }, opts.timeoutMs)
       : undefined;
-    child.stdout.on('data', (c: Buffer) => (opts.passthrough ? stdout.write(c.toString()) : (out += c)));
-    child.stderr.on('data', (c: Buffer) => (opts.passthrough ? stderr.write(c.toString()) : (errText += c)));
+    // Decoded as a stream: a character split between two chunks stays whole.
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (opts.passthrough ? stdout.write(c) : (out += c)));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (opts.passthrough ? stderr.write(c) : (errText += c)));
     child.on('error', (e: NodeJS.ErrnoException) => done({ code: null, stdout: out, stderr: e.message, missing: e.code === 'ENOENT' }));
     child.on('close', (code, signal) => done({ code, stdout: out, stderr: errText || (signal ? `${cmd} was stopped by ${signal}` : '') }));
   });
@@ -219,7 +220,7 @@ async function launchdState(run: Runner, name: string, file: string, timeoutMs: 
   if (r.code !== 0) return { ...base, state: 'not loaded' };
   const state = /^\s*state = (.+)$/m.exec(r.stdout)?.[1]?.trim();
   const pid = Number(/^\s*pid = (\d+)$/m.exec(r.stdout)?.[1]);
-  return { ...base, running: state === 'running', state, pid: pid > 0 ? pid : undefined };
+  return { ...base, running: state === 'running', state: state ?? 'loaded', pid: pid > 0 ? pid : undefined };
 }
 
 // ---- the operations ---------------------------------------------------------------------------
@@ -246,7 +247,8 @@ export async function serviceSummary(root: string, run: Runner = runTool): Promi
 export function describeService(s: ServiceState): string {
   if (!s.installed) return `${s.name}: not installed`;
   if (s.running === null) return `${s.name}: installed; the service manager did not answer`;
-  return `${s.name}: installed, ${s.running ? 'running' : 'not running'}${s.state ? ` (${s.state}${s.pid ? `, pid ${s.pid}` : ''})` : ''}`;
+  if (s.running) return `${s.name}: installed, running${s.pid ? ` (pid ${s.pid})` : ''}`;
+  return `${s.name}: installed, not running${s.state ? `: ${s.state}` : ''}`;
 }
 
 async function install(run: Runner, p: Platform, project: string): Promise<{ changed: boolean; file: string; name: string }> {
