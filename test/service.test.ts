@@ -353,6 +353,14 @@ describe.runIf(process.platform === 'linux')('svc service (fake systemctl, journ
     const r = await svc(['status'], { cwd: project, env: s.env });
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`service: ${unit}: installed; the service manager did not answer`);
+
+    // No user manager at all: said as briefly, without the time the install hint would take.
+    const none = sandbox({ FAKE_NO_BUS: '1' });
+    mkdirSync(none.unitDir, { recursive: true });
+    writeFileSync(join(none.unitDir, unit), 'x');
+    const r2 = await svc(['status'], { cwd: project, env: none.env });
+    expect(r2.stderr).toContain(`service: ${unit}: installed; the service manager did not answer`);
+    expect(none.calls()).toEqual([`systemctl --user show -p ActiveState,SubState,MainPID,UnitFileState ${unit}`]);
   });
 
   it('what the unit runs starts the daemon with the unit environment alone; svc stop and SIGTERM end it with exit 0, which on-failure does not restart', async () => {

@@ -192,11 +192,19 @@ export interface ServiceState {
   enabled?: string;
 }
 
-/** Asks systemd only about an installed unit, unless `always` (install: is there a user manager at all?). */
-async function systemdState(run: Runner, name: string, file: string, timeoutMs: number, always = false): Promise<ServiceState> {
+interface StateOptions {
+  timeoutMs: number;
+  /** Ask even when no unit is installed (install: is there a user manager at all?). */
+  always?: boolean;
+  /** false: no time spent explaining a missing user manager (`svc status` only wants the answer). */
+  explain?: boolean;
+}
+
+async function systemdState(run: Runner, name: string, file: string, o: StateOptions): Promise<ServiceState> {
   const base: ServiceState = { platform: 'systemd', name, file, installed: existsSync(file), running: false };
-  if (!base.installed && !always) return base;
-  const r = await systemctl(run, ['show', '-p', 'ActiveState,SubState,MainPID,UnitFileState', name], timeoutMs);
+  if (!base.installed && !o.always) return base;
+  const args = ['show', '-p', 'ActiveState,SubState,MainPID,UnitFileState', name];
+  const r = o.explain === false ? await run('systemctl', ['--user', ...args], { timeoutMs: o.timeoutMs }) : await systemctl(run, args, o.timeoutMs);
   if (r.code !== 0) throw new CliError(`systemctl --user show ${name} failed: ${r.stderr.trim() || `exit ${r.code}`}`);
   const v = props(r.stdout);
   const pid = Number(v.MainPID);
@@ -225,9 +233,9 @@ async function launchdState(run: Runner, name: string, file: string, timeoutMs: 
 
 // ---- the operations ---------------------------------------------------------------------------
 
-async function currentState(run: Runner, p: Platform, project: string, timeoutMs = TOOL_TIMEOUT_MS, always = false): Promise<ServiceState> {
+async function currentState(run: Runner, p: Platform, project: string, o: StateOptions = { timeoutMs: TOOL_TIMEOUT_MS }): Promise<ServiceState> {
   const { name, file } = location(p, project);
-  return p === 'systemd' ? systemdState(run, name, file, timeoutMs, always) : launchdState(run, name, file, timeoutMs);
+  return p === 'systemd' ? systemdState(run, name, file, o) : launchdState(run, name, file, o.timeoutMs);
 }
 
 /** For `svc status`: the project's service, or null where there are no services; never throws, never slow. */
@@ -236,7 +244,7 @@ export async function serviceSummary(root: string, run: Runner = runTool): Promi
   const p = platform();
   const project = canonical(root);
   try {
-    return await currentState(run, p, project, STATUS_TIMEOUT_MS);
+    return await currentState(run, p, project, { timeoutMs: STATUS_TIMEOUT_MS, explain: false });
   } catch {
     const { name, file } = location(p, project);
     return { platform: p, name, file, installed: true, running: null, state: 'unknown' };
@@ -255,7 +263,7 @@ async function install(run: Runner, p: Platform, project: string): Promise<{ cha
   const content = render(p, project);
   const { name, file } = location(p, project);
   // Before anything is written: without a user manager there is nothing to install into.
-  const before = await currentState(run, p, project, TOOL_TIMEOUT_MS, true);
+  const before = await currentState(run, p, project, { timeoutMs: TOOL_TIMEOUT_MS, always: true });
   // The service's `svc serve` would refuse to start next to a daemon it does not own, and retry.
   const daemon = runningDaemon(project);
   if (daemon && !(before.running && before.pid === daemon.pid)) {
