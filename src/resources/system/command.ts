@@ -1,11 +1,11 @@
 import { Command } from 'commander';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { action, localAction } from '../../cli/action.js';
-import { UsageError } from '../../cli/context.js';
+import { action, fail, localAction } from '../../cli/action.js';
+import { cliContext, projectRoot, UsageError, type GlobalOptions } from '../../cli/context.js';
 import { formatDuration, relativeTime } from '../../cli/human.js';
 import { io } from '../../cli/io.js';
-import { emit, keyValues, out, printJson } from '../../cli/output.js';
+import { emit, err, keyValues, out, printJson, style } from '../../cli/output.js';
 import { CONFIG_FILE } from '../../config/find.js';
 import { STATE_DIR } from '../../state-dir.js';
 import type { z } from 'zod';
@@ -37,22 +37,38 @@ export function initCommand(): Command {
 }
 
 export function statusCommand(): Command {
-  return new Command('status').description('Show whether the daemon runs, and its pid, port, uptime and version').action(
-    action(async (ctx) => {
-      const s = await ctx.client.get<z.output<typeof StatusOut>>('/api/v1/status');
-      emit(ctx.json, s, () =>
-        keyValues({
-          status: 'running',
-          project: s.name,
-          url: ctx.client.url,
-          version: s.version,
-          pid: s.pid,
-          uptime: formatDuration(s.uptimeSeconds * 1000),
-          started: `${relativeTime(s.startedAt)} (${new Date(s.startedAt).toLocaleString()})`,
-          root: s.root,
-        }),
-      );
-    }),
+  return new Command('status').description('Show whether the daemon runs, and its pid, port, uptime and version, and whether its user service is installed').action(
+    async function (this: Command) {
+      const globals = this.optsWithGlobals<GlobalOptions>();
+      const root = projectRoot(globals);
+      // Asked alongside the daemon, bounded: a stuck service manager never holds `svc status` up.
+      const serviceModule = import('./service-command.js');
+      const service = root ? serviceModule.then((m) => m.serviceSummary(root)) : Promise.resolve(null);
+      try {
+        const ctx = cliContext(this);
+        const s = await ctx.client.get<z.output<typeof StatusOut>>('/api/v1/status');
+        const svc = await service;
+        const { describeService } = await serviceModule;
+        emit(ctx.json, { ...s, service: svc && { name: svc.name, installed: svc.installed, running: svc.running } }, () =>
+          keyValues({
+            status: 'running',
+            project: s.name,
+            url: ctx.client.url,
+            version: s.version,
+            pid: s.pid,
+            uptime: formatDuration(s.uptimeSeconds * 1000),
+            started: `${relativeTime(s.startedAt)} (${new Date(s.startedAt).toLocaleString()})`,
+            root: s.root,
+            ...(svc ? { service: describeService(svc) } : {}),
+          }),
+        );
+      } catch (e) {
+        fail(e, Boolean(globals.json), this);
+        // A daemon that is down while its service is installed: the service is where to look.
+        const svc = await service;
+        if (svc?.installed && !globals.json) err(`${style.dim('service:')} ${(await serviceModule).describeService(svc)}; see \`svc service logs\`\n`);
+      }
+    },
   );
 }
 
