@@ -105,7 +105,7 @@ describe('the npm package', () => {
   });
 
   for (const kind of ['esm', 'cjs'] as const) {
-    it(`imports SvcClient and verifyWebhook with their types from a ${kind === 'esm' ? 'ES module' : 'CommonJS'} consumer`, async () => {
+    it(`imports SvcClient and verifyWebhook with their types from ${kind === 'esm' ? 'an ES module' : 'a CommonJS'} consumer`, async () => {
       const dir = join(work, `consumer-${kind}`);
       cpSync(join(repo, 'test', 'fixtures', 'consumers', kind), dir, { recursive: true });
       mkdirSync(join(dir, 'node_modules'));
