@@ -1,3 +1,4 @@
+import { packageVersion } from '../lib/version.js';
 import { isPostgres, type DB } from './open.js';
 import { pgDdl } from './pg/translate.js';
 
@@ -8,6 +9,12 @@ export interface Migration {
   sql: string;
   postgres?: string;
 }
+
+/**
+ * The meta key holding the svc version that brought the schema to where it is: a refusal of a newer
+ * state can then say which svc to upgrade to, not only that one is needed.
+ */
+export const SCHEMA_WRITER_KEY = 'schema.svcVersion';
 
 /** Held by the daemon migrating a PostgreSQL state, so daemons starting together migrate once. */
 const MIGRATE_LOCK = 0x73766302;
@@ -35,7 +42,7 @@ function waitForLock(db: DB): void {
  * DB that records a version this build does not know was written by a newer svc, and opening it is
  * refused rather than risked.
  */
-export function migrate(db: DB, migrations: readonly Migration[]): number {
+export function migrate(db: DB, migrations: readonly Migration[], svcVersion = packageVersion()): number {
   const pg = isPostgres(db);
   if (pg) waitForLock(db);
   try {
@@ -54,17 +61,43 @@ export function migrate(db: DB, migrations: readonly Migration[]): number {
     const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => Number(r.version)));
     const unknown = [...applied].filter((v) => !known.has(v));
     if (unknown.length) {
-      throw new Error(`the state database has schema version ${Math.max(...unknown)}, which this svc does not know; upgrade svc`);
+      const writer = hasMeta(db) ? (db.prepare(`SELECT value FROM meta WHERE key = '${SCHEMA_WRITER_KEY}'`).get() as { value: string } | undefined)?.value : undefined;
+      throw new Error(
+        `the state database has schema version ${Math.max(...unknown)}, which this svc does not know; upgrade svc: ` +
+          `the state was written by svc ${writer ?? '(a version that did not record itself)'}, and this is svc ${svcVersion}, which knows schema versions up to ${Math.max(0, ...known)}`,
+      );
     }
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const m of sorted.filter((x) => !applied.has(x.version))) {
+    const pending = sorted.filter((x) => !applied.has(x.version));
+    for (const m of pending) {
       db.transaction(() => {
         db.exec(pg ? (m.postgres ?? pgDdl(m.sql)) : m.sql);
         record.run(m.version, m.name, new Date().toISOString());
       })();
     }
+    recordWriter(db, svcVersion, pending.length > 0);
     return sorted.length;
   } finally {
     if (pg) db.exec(`SELECT pg_advisory_unlock(${MIGRATE_LOCK})`);
   }
+}
+
+/** The state's own migrations make `meta`; other lists (the data provider's, tests') have none. */
+function hasMeta(db: DB): boolean {
+  const sql = isPostgres(db)
+    ? "SELECT to_regclass('meta') IS NOT NULL AS yes"
+    : "SELECT count(*) > 0 AS yes FROM sqlite_master WHERE type = 'table' AND name = 'meta'";
+  return Boolean((db.prepare(sql).get() as { yes: boolean | number }).yes);
+}
+
+/**
+ * Names this svc as the schema's writer when it migrated the schema, and on a state from before the
+ * record existed (1.0.0's). A svc that opens a schema as it found it leaves the name alone: an older
+ * svc with the same migrations did not bring the schema there.
+ */
+function recordWriter(db: DB, svcVersion: string, migrated: boolean): void {
+  if (!hasMeta(db)) return;
+  // Read first: a start that changes nothing takes no write lock on a state other daemons share.
+  if (!migrated && db.prepare('SELECT 1 AS one FROM meta WHERE key = ?').get(SCHEMA_WRITER_KEY)) return;
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(SCHEMA_WRITER_KEY, svcVersion);
 }

@@ -2,16 +2,23 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** The published name (`svc` on npm belongs to an unrelated package); the command is still `svc`. */
+export const PACKAGE_NAME = 'svc-daemon';
+
 let cached: string | undefined;
 
-/** The package version, found by walking up from this module (works from src/ and dist/). */
+/**
+ * The package version, found by walking up from this module: from src/ and dist/ in a checkout,
+ * and from <prefix>/lib/node_modules/svc-daemon/dist/src/lib in a global install. The name is
+ * checked so a project's own package.json above an embedded copy is never taken for ours.
+ */
 export function packageVersion(): string {
   if (cached) return cached;
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++) {
     try {
       const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'svc' && pkg.version) return (cached = pkg.version);
+      if (pkg.name === PACKAGE_NAME && pkg.version) return (cached = pkg.version);
     } catch {
       // not here; go up
     }
