@@ -130,10 +130,12 @@ it.skipIf(noPg)('without koffi, auto falls back to pg, and driver "libpq" says w
   // Preloaded in the process and in its threads: `koffi` is not found, as where the optional dependency was left out.
   const preload = join(dir, 'no-libpq.cjs');
   writeFileSync(preload, `const M = require('node:module'); const resolve = M._resolveFilename; M._resolveFilename = function (r, ...a) { if (/^koffi(\\/|$)/.test(r)) throw new Error('Cannot find module ' + r); return resolve.call(this, r, ...a); };`);
-  const sync = new URL('../dist/src/db/pg/sync.js', import.meta.url).href;
+  const open = new URL('../dist/src/db/open.js', import.meta.url).href;
+  // As the daemon opens its state (openPostgresState), so the refusal is the one a user reads.
   const script = (driver: string) =>
-    `import { PgStateDb } from ${JSON.stringify(sync)}; const db = new PgStateDb({ url: ${JSON.stringify(url)}, statementTimeoutMs: 5000, driver: '${driver}' });` +
-    `try { console.log(JSON.stringify({ row: db.prepare('SELECT 1 AS one').get(), driver: db.driver })); } catch (e) { console.log(JSON.stringify({ error: e.message })); } db.close();`;
+    `import { openPostgresState } from ${JSON.stringify(open)};` +
+    `try { const db = openPostgresState({ url: ${JSON.stringify(url)}, statementTimeoutMs: 5000, driver: '${driver}' }, []);` +
+    ` console.log(JSON.stringify({ row: db.prepare('SELECT 1 AS one').get(), driver: db.driver })); db.close(); } catch (e) { console.log(JSON.stringify({ error: e.message })); }`;
   const run = (driver: string) => {
     // A file, not -e: threads inherit --input-type, and an ES module thread then fails to start.
     const file = join(dir, `${driver}.mjs`);
@@ -142,5 +144,5 @@ it.skipIf(noPg)('without koffi, auto falls back to pg, and driver "libpq" says w
     return JSON.parse(r.stdout.trim()) as Record<string, unknown>;
   };
   expect(run('auto')).toEqual({ row: { one: 1 }, driver: 'pg' });
-  expect(run('libpq')).toEqual({ error: expect.stringContaining('libpq cannot be used') });
+  expect(run('libpq')).toEqual({ error: expect.stringMatching(/^state\.driver is "libpq", but libpq cannot be used: .*koffi.*set state\.driver to "auto" or "pg"\.$/) });
 });

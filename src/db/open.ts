@@ -60,6 +60,7 @@ export function openPostgresState(opts: PgStateOptions, migrations: readonly Mig
     const e = err as Error & { code?: string };
     // Not about reaching the server (a schema from a newer svc, say): as it is.
     if (!e.code) throw err;
+    if (e.code === 'LIBPQ_UNAVAILABLE') throw new Error(`state.driver is "libpq", but ${e.message}. Install libpq (Debian/Ubuntu: libpq5; macOS: brew install libpq) and svc's optional dependency koffi, or set state.driver to "auto" or "pg".`);
     throw new Error(`Cannot use PostgreSQL for the state at ${maskUrl(opts.url)}: ${connectFailure(e.code, e.message)}. Fix state.url in project.json (or SVC_STATE_URL), or set state.provider to "sqlite".`);
   }
   return db;
