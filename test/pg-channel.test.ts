@@ -3,7 +3,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
+import { openPostgresState } from '../src/db/open.js';
 import { PgStateDb, PgStateError, StateUnavailableError } from '../src/db/pg/sync.js';
 import { freshStateDatabase } from './state-pg.js';
 
@@ -122,6 +124,67 @@ describe.each(['libpq', 'pg'] as const)('the %s channel', (driver) => {
     }
     expect(db.prepare('SELECT id FROM t').pluck().all()).toEqual(['after']);
   });
+
+  it('reads queued behind a blocking statement that runs out of time still go out, on a new connection', async () => {
+    const db = await stateDb(driver, { statementTimeoutMs: 5_000, waitMs: 1_000 });
+    const first = db.queryAsync('SELECT 1 AS i', []);
+    const second = db.queryAsync('SELECT 2 AS i', []);
+    expect(() => db.prepare('SELECT pg_sleep(2)').get()).toThrow(StateUnavailableError);
+    expect((await first).rows).toEqual([{ i: 1 }]);
+    expect((await second).rows).toEqual([{ i: 2 }]);
+  });
+
+  it('closing while a read is under way fails that read and ends the thread and its connection', async () => {
+    const url = await freshStateDatabase();
+    const db = new PgStateDb({ url, statementTimeoutMs: 5_000, driver });
+    db.prepare('SELECT 1').get();
+    const read = db.queryAsync('SELECT pg_sleep(0.5)', []);
+    await new Promise((r) => setTimeout(r, 100));
+    db.close();
+    await expect(read).rejects.toBeInstanceOf(StateUnavailableError);
+    const admin = new pg.Client(inject('pgUrl'));
+    await admin.connect();
+    try {
+      const name = new URL(url).pathname.slice(1);
+      const deadline = Date.now() + 5_000;
+      let left = -1;
+      while (Date.now() < deadline && left !== 0) {
+        left = Number((await admin.query('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1', [name])).rows[0].n);
+        if (left) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(left).toBe(0);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('a parameter that cannot be sent fails at once, and leaves no transaction holding the write lock', async () => {
+    const db = await stateDb(driver);
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    const started = performance.now();
+    let err: unknown;
+    try {
+      db.transaction(() => db.prepare('SELECT ?::text AS v').get(circular))();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(PgStateError);
+    expect(performance.now() - started).toBeLessThan(4_000);
+    // Another connection takes the write lock at once: nothing was left open holding it.
+    const other = new PgStateDb({ url: db.opts.url, statementTimeoutMs: 5_000, waitMs: 3_000, driver });
+    open.push(other);
+    expect(other.transaction(() => other.prepare('INSERT INTO t (id) VALUES (?)').run('after').changes)()).toBe(1);
+    // A value no channel can carry at all fails its read; the reads after it go on.
+    await expect(db.queryAsync('SELECT $1::text AS v', [() => 1])).rejects.toThrow();
+    expect((await db.queryAsync('SELECT 3 AS i', [])).rows).toEqual([{ i: 3 }]);
+  });
+
+  it('refuses a NUL in text, as PostgreSQL does, rather than cutting the value short', async () => {
+    const db = await stateDb(driver);
+    expect(() => db.prepare('INSERT INTO t (id) VALUES (?)').run('a\0b')).toThrow(expect.objectContaining({ code: '22021' }));
+    expect(db.prepare('SELECT COUNT(*) AS n FROM t').get()).toEqual({ n: 0 });
+  });
 });
 
 it.skipIf(noPg)('without koffi, auto falls back to pg, and driver "libpq" says why it cannot start', async () => {
@@ -144,5 +207,15 @@ it.skipIf(noPg)('without koffi, auto falls back to pg, and driver "libpq" says w
     return JSON.parse(r.stdout.trim()) as Record<string, unknown>;
   };
   expect(run('auto')).toEqual({ row: { one: 1 }, driver: 'pg' });
+
   expect(run('libpq')).toEqual({ error: expect.stringMatching(/^state\.driver is "libpq", but libpq cannot be used: .*koffi.*set state\.driver to "auto" or "pg"\.$/) });
+});
+
+it.skipIf(noPg || noLibpq !== '')('a URL with a parameter only pg takes: auto connects with pg, driver "libpq" says so', async () => {
+  const url = `${await freshStateDatabase()}?ssl=0`;
+  const auto = new PgStateDb({ url, statementTimeoutMs: 5_000, driver: 'auto' });
+  open.push(auto);
+  expect(auto.prepare('SELECT 1 AS one').get()).toEqual({ one: 1 });
+  expect(auto.driver).toBe('pg');
+  expect(() => openPostgresState({ url, statementTimeoutMs: 5_000, driver: 'libpq' }, [])).toThrow(/^state\.driver is "libpq", but libpq does not take this URL: .*"ssl"/);
 });

@@ -22,6 +22,8 @@ export type Driver = 'libpq' | 'pg';
  */
 export interface Channel {
   readonly driver: Driver;
+  /** The thread has ended (it crashed, or was told to): it answers nothing more. */
+  readonly dead: boolean;
   /** Sends a request; returns the number its answer will have. The previous answer must have been read. */
   post(req: Request): number;
   /** Blocks until answer `n` is there; false at `deadline` (performance.now()). */
@@ -113,6 +115,7 @@ export class SharedChannel implements Channel {
   private readonly port: MessagePort;
   private readonly worker: Worker;
   private seq = 0;
+  dead = false;
 
   constructor(data: Omit<SharedData, 'buffer'>) {
     const { port1, port2 } = new MessageChannel();
@@ -122,8 +125,10 @@ export class SharedChannel implements Channel {
       transferList: [port2],
     });
     this.worker.unref();
-    // A thread that dies takes its answers with it; calls then reach their deadline.
+    // A thread that dies takes its answers with it: a call waiting then reaches its deadline, and
+    // the next one starts a new thread.
     this.worker.on('error', () => undefined);
+    this.worker.on('exit', () => (this.dead = true));
   }
 
   post(req: Request): number {
@@ -157,6 +162,9 @@ export class SharedChannel implements Channel {
 
   close(): void {
     if (this.slots.abandoned) return;
+    // Busy with a read whose answer nobody will take: writing a request now would race its
+    // answer in the shared area. The abandon flag ends it once that call returns.
+    if (Atomics.load(this.slots.ctl, 1) < this.seq) return this.abandon();
     this.post({ kind: 'close' });
   }
 }
@@ -168,6 +176,7 @@ export class PortChannel implements Channel {
   /** Answers given so far (thread.ts bumps it after each). */
   private readonly answered = new Int32Array(new SharedArrayBuffer(4));
   private seq = 0;
+  dead = false;
 
   constructor(data: Omit<SharedData, 'buffer'>) {
     const { port1, port2 } = new MessageChannel();
@@ -178,6 +187,7 @@ export class PortChannel implements Channel {
     });
     this.worker.unref();
     this.worker.on('error', () => undefined);
+    this.worker.on('exit', () => (this.dead = true));
   }
 
   post(req: Request): number {

@@ -164,6 +164,9 @@ function connection(lib: Libpq): Ptr {
   if (lib.PQstatus(c) !== CONNECTION_OK) {
     const message = lib.PQerrorMessage(c).trim();
     lib.PQfinish(c);
+    // A URL parameter only `pg` takes (ssl=true, sslmode=no-verify...): not this server's fault,
+    // and with driver auto the `pg` channel connects instead.
+    if (/invalid (URI query parameter|connection option|sslmode value)/i.test(message)) throw Object.assign(new Error(`libpq does not take this URL: ${message}`), { code: 'LIBPQ_UNAVAILABLE' });
     throw Object.assign(new Error(message), { code: connectCode(message) });
   }
   names.clear();
@@ -234,7 +237,22 @@ function run(req: Extract<Request, { id: number }>): Reply {
     names.set(req.sql, name);
   }
   const values = req.params.map(param);
+  // libpq takes C strings: a NUL would cut the value short without a word. PostgreSQL's text
+  // cannot hold one either, and refuses it through `pg` with this error.
+  if (values.some((v) => v?.includes('\0'))) return { id: req.id, error: { message: 'invalid byte sequence for encoding "UTF8": 0x00', code: '22021' } };
   return result(lib, c, lib.PQexecPrepared(c, name, values.length, values, null, null, 0), req.id);
+}
+
+/** run(), its own failures (a parameter it cannot convert, say) answered as errors: a thread that died would leave its transaction, and the write lock, held. */
+function answer(req: Extract<Request, { id: number }>): Reply {
+  try {
+    return run(req);
+  } catch (err) {
+    // What the statement was part of cannot be trusted to go on: the connection goes, and the
+    // server rolls back what it had open, as thread.ts does for an error without a code.
+    drop();
+    return { id: req.id, error: { message: (err as Error).message } };
+  }
 }
 
 function read(): Request {
@@ -245,18 +263,22 @@ function read(): Request {
 }
 
 let seen = 0;
-for (;;) {
-  Atomics.wait(slots.ctl, 0, seen);
-  // The daemon gave up on an answer (it took past its wait bound) and moved to a new thread.
-  if (slots.abandoned) break;
-  seen = Atomics.load(slots.ctl, 0);
-  const req = read();
-  if (req.kind === 'close' || req.kind === 'reset') break;
-  const reply = run(req);
-  if (slots.abandoned) break;
-  writeMessage(slots, port, reply);
-  Atomics.store(slots.ctl, 1, seen);
-  Atomics.notify(slots.ctl, 1);
+try {
+  for (;;) {
+    Atomics.wait(slots.ctl, 0, seen);
+    // The daemon gave up on an answer (it took past its wait bound) and moved to a new thread.
+    if (slots.abandoned) break;
+    seen = Atomics.load(slots.ctl, 0);
+    const req = read();
+    if (req.kind === 'close' || req.kind === 'reset') break;
+    const reply = answer(req);
+    if (slots.abandoned) break;
+    writeMessage(slots, port, reply);
+    Atomics.store(slots.ctl, 1, seen);
+    Atomics.notify(slots.ctl, 1);
+  }
+} finally {
+  // However the thread ends, its connection ends with it (and any transaction open on it).
+  drop();
+  port.close();
 }
-drop();
-port.close();

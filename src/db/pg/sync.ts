@@ -247,6 +247,8 @@ export class PgStateDb {
   /** The channel, opened (with its thread and connection) at first use or after one was abandoned. */
   private open(): Channel {
     if (this.closed) throw new StateUnavailableError('the state database is closed');
+    // A thread that died (it cannot answer again): a new one, instead of waiting out every bound.
+    if (this.channel?.dead) this.channel = null;
     if (!this.channel) {
       const data = { url: this.opts.url, statementTimeoutMs: this.opts.statementTimeoutMs };
       this.channel = this.driverChoice === 'pg' ? new PortChannel(data) : new SharedChannel(data);
@@ -261,22 +263,39 @@ export class PgStateDb {
   }
 
   private call(req: Request & { id: number }): Result {
-    const channel = this.open();
-    // A read sent without waiting went first: its answer comes first.
-    if (this.inflight) this.settleInflight(channel, this.inflight, channel.wait(this.inflight.n, this.inflight.deadline));
-    const ch = this.open();
-    const n = ch.post(req);
-    if (!ch.wait(n, performance.now() + this.waitMs)) throw this.abandon(ch);
-    const reply = ch.read();
-    if (reply.error?.code === 'LIBPQ_UNAVAILABLE' && this.driverChoice === 'auto') {
-      // No native addon here (not built, or no libpq on this machine): `pg` does the same work.
-      ch.close();
-      this.channel = null;
-      this.driverChoice = 'pg';
-      return this.call(req);
+    try {
+      let deadline = performance.now() + this.waitMs;
+      const inflight = this.inflight;
+      if (inflight) {
+        // A read sent without waiting went first: its answer comes first, within this call's bound.
+        const channel = this.open();
+        const answered = channel.wait(inflight.n, Math.min(inflight.deadline, deadline));
+        this.settleInflight(channel, inflight, answered);
+        // That read took the connection down with it: this statement gets a new one, and its own time.
+        if (!answered) deadline = performance.now() + this.waitMs;
+      }
+      const ch = this.open();
+      const n = ch.post(req);
+      if (!ch.wait(n, deadline)) throw this.abandon(ch);
+      const reply = ch.read();
+      if (this.fallBack(ch, reply)) return this.call(req);
+      return this.outcome(reply);
+    } finally {
+      // Reads queued meanwhile go out once this statement (and any transaction it is part of) is done.
+      if (this.queue.length) setImmediate(() => this.pump());
     }
-    if (this.queue.length) setImmediate(() => this.pump());
-    return this.outcome(reply);
+  }
+
+  /**
+   * No libpq here (koffi or libpq not installed, or a URL only `pg` takes) and the driver is auto:
+   * the `pg` channel does the same work from now on; the caller sends its request again.
+   */
+  private fallBack(channel: Channel, reply: Reply): boolean {
+    if (reply.error?.code !== 'LIBPQ_UNAVAILABLE' || this.driverChoice !== 'auto') return false;
+    channel.close();
+    if (this.channel === channel) this.channel = null;
+    this.driverChoice = 'pg';
+    return true;
   }
 
   /**
@@ -303,13 +322,18 @@ export class PgStateDb {
     if (this.inflight || this.depth > 0 || this.closed || !this.queue.length) return;
     const next = this.queue.shift()!;
     let channel: Channel;
+    let n: number;
     try {
       channel = this.open();
+      n = channel.post(next.req);
     } catch (err) {
+      // Not sent (a parameter the channel cannot carry): this read fails, the next ones go on.
       next.reject(err as Error);
+      if (!this.queue.length) this.letGo();
+      else setImmediate(() => this.pump());
       return;
     }
-    const inflight = { ...next, n: channel.post(next.req), deadline: performance.now() + this.waitMs };
+    const inflight = { ...next, n, deadline: performance.now() + this.waitMs };
     this.inflight = inflight;
     // Atomics.waitAsync holds nothing open: a read under way keeps the process alive, as a socket would.
     this.keepAlive ??= setInterval(() => undefined, 2 ** 30);
@@ -325,8 +349,14 @@ export class PgStateDb {
     this.inflight = null;
     if (!this.queue.length) this.letGo();
     if (!answered) return inflight.reject(this.abandon(channel));
+    const reply = channel.read();
+    if (this.fallBack(channel, reply)) {
+      // Sent again first, on the `pg` channel.
+      this.queue.unshift(inflight);
+      return;
+    }
     try {
-      inflight.resolve(this.outcome(channel.read()));
+      inflight.resolve(this.outcome(reply));
     } catch (err) {
       inflight.reject(err as Error);
     }
