@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../kernel/log.js';
@@ -29,6 +30,30 @@ export interface Job {
 const v8HeapMb = (memoryMb: number) => Math.max(64, Math.floor(memoryMb / 3));
 
 /**
+ * KiB of executable memory this process maps writable at start: Node 24's V8, on a CPU without
+ * memory protection keys, maps its whole code range (512 MiB) read-write-execute up front, and
+ * RLIMIT_DATA counts that reservation although none of it is used until code is compiled (Node 20
+ * and 22 map a few hundred KiB so). A worker runs the same node on the same CPU and maps the same,
+ * so it is added to the worker's limit: without it no worker starts under 384 MiB on Node 24.
+ */
+let codeReservedKb: number | undefined;
+function codeReserved(): number {
+  if (codeReservedKb !== undefined) return codeReservedKb;
+  let kb = 0;
+  try {
+    for (const line of readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+      const [range, perms, , , inode] = line.split(/\s+/);
+      if (perms !== 'rwxp' || inode !== '0' || !range) continue;
+      const [from, to] = range.split('-').map((x) => parseInt(x, 16));
+      kb += (to! - from!) / 1024;
+    }
+  } catch {
+    // no /proc: the limit is the configured one
+  }
+  return (codeReservedKb = Math.ceil(kb));
+}
+
+/**
  * Starts a worker process. On Linux its memory is capped by the kernel (RLIMIT_DATA, set by a
  * shell that then becomes the worker with exec, so the pid is the worker's): better-sqlite3 is
  * built without SQLite's memory statistics, so sqlite3_hard_heap_limit is not in force, and a
@@ -57,7 +82,7 @@ function forkWorker(memoryMb: number | undefined, entry: string = WORKER): Child
     execArgv: [
       '-c',
       `ulimit -d "$0" || echo "svc: the data worker runs without its memory limit" >&2; command -v nice >/dev/null && exec nice -n ${WORKER_NICE} "$@"; exec "$@"`,
-      String(memoryMb * 1024),
+      String(memoryMb * 1024 + codeReserved()),
       process.execPath,
       ...nodeArgs,
     ],

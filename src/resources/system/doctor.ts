@@ -22,14 +22,16 @@ export interface CheckResult {
   fix?: string;
 }
 
-const MIN_NODE = [20, 18] as const;
+/** The oldest minor of each supported line, as package.json's engines says: require(esm), which CommonJS consumers of the package need, came in 20.19 and 22.12. */
+const MIN_MINOR: Record<number, number> = { 20: 19, 22: 12 };
+const NEWEST_MIN_MAJOR = 24;
 
 export function checkNode(version: string): CheckResult {
   const [major = 0, minor = 0] = version.replace(/^v/, '').split('.').map(Number);
-  const ok = major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1]);
+  const ok = major >= NEWEST_MIN_MAJOR || (Object.hasOwn(MIN_MINOR, major) && minor >= MIN_MINOR[major]!);
   return ok
     ? { check: 'node', status: 'ok', detail: `Node ${version}` }
-    : { check: 'node', status: 'fail', detail: `Node ${version} is too old`, fix: `install Node ${MIN_NODE.join('.')} or newer (20, 22 and 24 are supported)` };
+    : { check: 'node', status: 'fail', detail: `Node ${version} is not supported`, fix: 'install Node 20.19+, 22.12+ or 24+' };
 }
 
 export function checkProject(root: string | null): { result: CheckResult; config: ProjectConfig | null } {
