@@ -109,6 +109,17 @@ export function writeMessage(slots: SharedSlots, port: MessagePort, message: Req
   }
 }
 
+/** A connection thread that does not hold the process open, given its end of the port; `onExit` when it ends (a crash, or told to). */
+function startThread(file: string, workerData: object, port: MessagePort, onExit: () => void): Worker {
+  const worker = new Worker(compiledEntry(import.meta.url, file), { workerData: { ...workerData, port }, transferList: [port] });
+  worker.unref();
+  // A thread that dies takes its answers with it: a call waiting then reaches its deadline, and
+  // the next one starts a new thread.
+  worker.on('error', () => undefined);
+  worker.on('exit', onExit);
+  return worker;
+}
+
 export class SharedChannel implements Channel {
   readonly driver = 'libpq' as const;
   private readonly slots = SharedSlots.create();
@@ -120,15 +131,7 @@ export class SharedChannel implements Channel {
   constructor(data: Omit<SharedData, 'buffer'>) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(compiledEntry(import.meta.url, './libpq-thread.js'), {
-      workerData: { ...data, buffer: this.slots.ctl.buffer, port: port2 },
-      transferList: [port2],
-    });
-    this.worker.unref();
-    // A thread that dies takes its answers with it: a call waiting then reaches its deadline, and
-    // the next one starts a new thread.
-    this.worker.on('error', () => undefined);
-    this.worker.on('exit', () => (this.dead = true));
+    this.worker = startThread('./libpq-thread.js', { ...data, buffer: this.slots.ctl.buffer }, port2, () => (this.dead = true));
   }
 
   post(req: Request): number {
@@ -181,13 +184,7 @@ export class PortChannel implements Channel {
   constructor(data: Omit<SharedData, 'buffer'>) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(compiledEntry(import.meta.url, './thread.js'), {
-      workerData: { ...data, port: port2, counter: this.answered.buffer },
-      transferList: [port2],
-    });
-    this.worker.unref();
-    this.worker.on('error', () => undefined);
-    this.worker.on('exit', () => (this.dead = true));
+    this.worker = startThread('./thread.js', { ...data, counter: this.answered.buffer }, port2, () => (this.dead = true));
   }
 
   post(req: Request): number {

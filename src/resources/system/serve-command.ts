@@ -1,14 +1,14 @@
 import { Command, Option } from 'commander';
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { action, localAction, parseIntOption } from '../../cli/action.js';
 import { CliError, projectRoot, UsageError, type CliContext, type GlobalOptions } from '../../cli/context.js';
 import { io } from '../../cli/io.js';
 import { prettyLogSink } from '../../cli/log-format.js';
 import { emit, err, style } from '../../cli/output.js';
 import { SvcClient, UnreachableError } from '../../client/client.js';
+import { svcBinScript } from '../../lib/entry.js';
 import { CONFIG_FILE } from '../../config/find.js';
 import { ensurePrivateDir } from '../../lib/files.js';
 import { pidAlive } from '../../lib/proc.js';
@@ -24,15 +24,11 @@ const POLL_MS = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 
-/** bin/svc, found upwards from this module (it runs from src/ in tests and from dist/ when built). */
+/** bin/svc of this package. */
 function svcBin(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const candidate = join(dir, 'bin', 'svc');
-    if (existsSync(candidate) && existsSync(join(dir, 'package.json'))) return candidate;
-    dir = dirname(dir);
-  }
-  throw new Error('cannot find bin/svc next to the svc package');
+  const script = svcBinScript(import.meta.url);
+  if (!script) throw new Error('cannot find bin/svc next to the svc package');
+  return script;
 }
 
 function requireRoot(opts: GlobalOptions): string {

@@ -3,7 +3,6 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { localAction, parseIntOption } from '../../cli/action.js';
 import { confirm } from '../../cli/confirm.js';
 import { CliError, projectRoot, UsageError, type GlobalOptions } from '../../cli/context.js';
@@ -14,6 +13,7 @@ import { ensurePrivateDir } from '../../lib/files.js';
 import { runningDaemon } from '../../state-dir.js';
 import { follow, tailLines } from './logs-command.js';
 import { launchdLogFile, renderLaunchdPlist, renderSystemdUnit, serviceNames, type ServiceSpec } from './service-unit.js';
+import { svcBinScript } from '../../lib/entry.js';
 
 // `svc service`: the daemon as a user service, restarted by the OS when it fails. Linux: a systemd
 // --user unit; macOS: a launchd agent. Every external program is run through one Runner, found on
@@ -66,15 +66,11 @@ export const runTool: Runner = (cmd, args, opts = {}) =>
     child.on('close', (code, signal) => done({ code, stdout: out, stderr: errText || (signal ? `${cmd} was stopped by ${signal}` : '') }));
   });
 
-/** bin/svc, found upwards from this module (it runs from src/ in tests and from dist/ when built). */
+/** bin/svc of this package. */
 function svcScript(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const candidate = join(dir, 'bin', 'svc');
-    if (existsSync(candidate) && existsSync(join(dir, 'package.json'))) return candidate;
-    dir = dirname(dir);
-  }
-  throw new CliError('cannot find bin/svc next to the svc package');
+  const script = svcBinScript(import.meta.url);
+  if (!script) throw new CliError('cannot find bin/svc next to the svc package');
+  return script;
 }
 
 /** One name per directory however it was reached (a symlink, a trailing slash), so `svc status` finds the service it installed. */
