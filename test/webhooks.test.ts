@@ -4,6 +4,7 @@ import { verifyWebhook } from '../src/index.js';
 import { WEBHOOKS, type WebhookRuntime } from '../src/resources/webhooks/service.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
+import { statePg } from './state-pg.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
 
 // Webhooks against the real daemon and a real receiver on port 0. Short retryBaseMs (10 ms) and
@@ -436,7 +437,7 @@ describe('delivery log', () => {
 });
 
 describe('volume', () => {
-  it('1,000 events to 3 webhooks: every delivery made exactly once', async () => {
+  it('1,000 events to 3 webhooks: every delivery made, exactly once on SQLite, never more often than attempted', async () => {
     const rxs = [await receiver(), await receiver(), await receiver()];
     const hooks = [];
     for (const r of rxs) hooks.push(await hook(r.url, ['team:created']));
@@ -448,15 +449,24 @@ describe('volume', () => {
     for (const r of rxs) await r.waitFor(1000, 60_000);
     await eventually(() => (app.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending' AND event = 'team:created'").get() as { n: number }).n === 0, 30_000);
     await (app.services.get(WEBHOOKS) as WebhookRuntime).settled({ wire: true });
-    for (const r of rxs) {
-      expect(r.received).toHaveLength(1000);
+    for (const [i, r] of rxs.entries()) {
       expect(new Set(r.received.map((x) => x.headers['x-service-delivery-id'])).size).toBe(1000);
       expect(new Set(r.received.map((x) => JSON.parse(x.body).data.name)).size).toBe(1000);
-    }
-    for (const h of hooks) {
-      // SUM of a BIGINT is NUMERIC on PostgreSQL (a string to the driver): cast back to an integer.
-      const row = app.db.prepare("SELECT COUNT(*) AS n, CAST(SUM(attempts) AS INTEGER) AS a FROM webhook_deliveries WHERE webhook_id = ? AND status = 'succeeded'").get(h.id) as { n: number; a: number };
-      expect(row).toEqual({ n: 1000, a: 1000 });
+      const rows = app.db.prepare("SELECT id, attempts FROM webhook_deliveries WHERE webhook_id = ? AND status = 'succeeded'").all(hooks[i].id) as { id: string; attempts: number }[];
+      expect(rows).toHaveLength(1000);
+      if (!statePg()) {
+        // One daemon on SQLite: each delivery made once, at its first attempt.
+        expect(r.received).toHaveLength(1000);
+        expect(rows.every((x) => x.attempts === 1)).toBe(true);
+        continue;
+      }
+      // On a PostgreSQL state the receiver shares this thread with an in-process daemon whose
+      // statements block it, so on a loaded machine an answer can miss the 400 ms timeoutMs and
+      // the delivery is tried again (at-least-once). Never more often than its recorded attempts:
+      // a copy without an attempt behind it would be a delivery made twice.
+      const got = new Map<string, number>();
+      for (const x of r.received) got.set(x.headers['x-service-delivery-id'] as string, (got.get(x.headers['x-service-delivery-id'] as string) ?? 0) + 1);
+      for (const x of rows) expect(got.get(x.id), x.id).toBeLessThanOrEqual(x.attempts);
     }
     // On a PostgreSQL state each of the 3,000 deliveries' claims and records is a round trip that
     // blocks the daemon's thread: about 10 s alone, several times that beside the rest of the suite.
