@@ -124,14 +124,14 @@ export class SharedChannel implements Channel {
   readonly driver = 'libpq' as const;
   private readonly slots = SharedSlots.create();
   private readonly port: MessagePort;
-  private readonly worker: Worker;
   private seq = 0;
   dead = false;
 
   constructor(data: Omit<SharedData, 'buffer'>) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = startThread('./libpq-thread.js', { ...data, buffer: this.slots.ctl.buffer }, port2, () => (this.dead = true));
+    // Never terminated: it ends itself on close or abandon, once its call in progress returns.
+    startThread('./libpq-thread.js', { ...data, buffer: this.slots.ctl.buffer }, port2, () => (this.dead = true));
   }
 
   post(req: Request): number {

@@ -3,7 +3,7 @@ import { deserialize } from 'node:v8';
 import { receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import { CONNECT_TIMEOUT_MS, SharedSlots, writeMessage, type SharedData } from './channel.js';
-import type { Reply, Request } from './sync.js';
+import type { Reply, Request, Statement } from './sync.js';
 
 // The thread behind PgStateDb's shared channel (channel.ts): libpq, PostgreSQL's own C client,
 // called through the koffi FFI (an optional dependency with prebuilt binaries: nothing to compile,
@@ -179,11 +179,11 @@ function drop(): void {
 }
 
 /** A result as rows, or the error it holds; freed either way. */
-function result(lib: Libpq, c: Ptr, res: Ptr | null, id: number): Reply {
+function result(lib: Libpq, c: Ptr, res: Ptr | null): Reply {
   if (!res) {
     const message = lib.PQerrorMessage(c).trim();
     drop();
-    return { id, error: { message } };
+    return { error: { message } };
   }
   try {
     if (ERROR_STATUS.has(lib.PQresultStatus(res))) {
@@ -191,7 +191,7 @@ function result(lib: Libpq, c: Ptr, res: Ptr | null, id: number): Reply {
       const message = field(DIAG.message) ?? (lib.PQresultErrorMessage(res) || lib.PQerrorMessage(c)).trim();
       // No SQLSTATE and a bad connection: the server went away; the next request reconnects.
       if (lib.PQtransactionStatus(c) === TRANSACTION_UNKNOWN) drop();
-      return { id, error: { message, code: field(DIAG.code), detail: field(DIAG.detail), constraint: field(DIAG.constraint) } };
+      return { error: { message, code: field(DIAG.code), detail: field(DIAG.detail), constraint: field(DIAG.constraint) } };
     }
     const nf = lib.PQnfields(res);
     const nt = lib.PQntuples(res);
@@ -211,47 +211,47 @@ function result(lib: Libpq, c: Ptr, res: Ptr | null, id: number): Reply {
       rows.push(row);
     }
     const rowCount = Number(lib.PQcmdTuples(res)) || nt;
-    return { id, rows, rowCount, ...(binary.length ? { binary } : {}) };
+    return { rows, rowCount, ...(binary.length ? { binary } : {}) };
   } finally {
     lib.PQclear(res);
   }
 }
 
-function run(req: Extract<Request, { id: number }>): Reply {
+function run(req: Statement): Reply {
   const lib = pq;
-  if (!lib) return { id: req.id, error: { message: `libpq cannot be used: ${loadError}`, code: 'LIBPQ_UNAVAILABLE' } };
+  if (!lib) return { error: { message: `libpq cannot be used: ${loadError}`, code: 'LIBPQ_UNAVAILABLE' } };
   let c: Ptr;
   try {
     c = connection(lib);
   } catch (err) {
     const e = err as Error & { code?: string };
-    return { id: req.id, error: { message: e.message, code: e.code } };
+    return { error: { message: e.message, code: e.code } };
   }
-  if (req.kind === 'exec') return result(lib, c, lib.PQexec(c, req.sql), req.id);
+  if (req.kind === 'exec') return result(lib, c, lib.PQexec(c, req.sql));
   // Prepared once per connection, by its text, as thread.ts names them.
   let name = names.get(req.sql);
   if (!name) {
     name = `s${names.size + 1}`;
-    const prepared = result(lib, c, lib.PQprepare(c, name, req.sql, req.params.length, null), req.id);
+    const prepared = result(lib, c, lib.PQprepare(c, name, req.sql, req.params.length, null));
     if (prepared.error) return prepared;
     names.set(req.sql, name);
   }
   const values = req.params.map(param);
   // libpq takes C strings: a NUL would cut the value short without a word. PostgreSQL's text
   // cannot hold one either, and refuses it through `pg` with this error.
-  if (values.some((v) => v?.includes('\0'))) return { id: req.id, error: { message: 'invalid byte sequence for encoding "UTF8": 0x00', code: '22021' } };
-  return result(lib, c, lib.PQexecPrepared(c, name, values.length, values, null, null, 0), req.id);
+  if (values.some((v) => v?.includes('\0'))) return { error: { message: 'invalid byte sequence for encoding "UTF8": 0x00', code: '22021' } };
+  return result(lib, c, lib.PQexecPrepared(c, name, values.length, values, null, null, 0));
 }
 
 /** run(), its own failures (a parameter it cannot convert, say) answered as errors: a thread that died would leave its transaction, and the write lock, held. */
-function answer(req: Extract<Request, { id: number }>): Reply {
+function answer(req: Statement): Reply {
   try {
     return run(req);
   } catch (err) {
     // What the statement was part of cannot be trusted to go on: the connection goes, and the
     // server rolls back what it had open, as thread.ts does for an error without a code.
     drop();
-    return { id: req.id, error: { message: (err as Error).message } };
+    return { error: { message: (err as Error).message } };
   }
 }
 

@@ -11,14 +11,17 @@ import { toPostgres } from './translate.js';
 // client runs it there (libpq, else `pg`), is channel.ts's.
 
 export type Request =
-  | { kind: 'query'; id: number; sql: string; params: unknown[] }
-  | { kind: 'exec'; id: number; sql: string }
+  | { kind: 'query'; sql: string; params: unknown[] }
+  | { kind: 'exec'; sql: string }
   | { kind: 'reset' }
   | { kind: 'close' };
 
 export type Reply =
-  | { id: number; rows: Record<string, unknown>[]; rowCount: number; binary?: string[]; error?: undefined }
-  | { id: number; error: { message: string; code?: string; detail?: string; constraint?: string } };
+  | { rows: Record<string, unknown>[]; rowCount: number; binary?: string[]; error?: undefined }
+  | { error: { message: string; code?: string; detail?: string; constraint?: string } };
+
+/** A request that runs SQL and is answered (the others tell the thread to stop). Answers come in the order the statements were sent. */
+export type Statement = Extract<Request, { sql: string }>;
 
 /** A PostgreSQL error, with its SQLSTATE (`23505` unique violation, `40P01` deadlock...). */
 export class PgStateError extends Error {
@@ -116,7 +119,6 @@ export class PgStateDb {
   private driverChoice: Driver | 'auto';
   private readonly statements = new Map<string, PgStatement>();
   private readonly waitMs: number;
-  private nextId = 1;
   private depth = 0;
   private closed = false;
   /** Channels notified when the current transaction commits (sent with its COMMIT, no extra round trip), with their payloads. */
@@ -156,11 +158,11 @@ export class PgStateDb {
 
   /** Statements without parameters, several at once (DDL, BEGIN...). */
   exec(sql: string): void {
-    this.call({ kind: 'exec', id: this.nextId++, sql });
+    this.call({ kind: 'exec', sql });
   }
 
   query(sql: string, params: unknown[]): Result {
-    return this.call({ kind: 'query', id: this.nextId++, sql, params });
+    return this.call({ kind: 'query', sql, params });
   }
 
   /**
@@ -262,7 +264,7 @@ export class PgStateDb {
     return new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`);
   }
 
-  private call(req: Request & { id: number }): Result {
+  private call(req: Statement): Result {
     try {
       let deadline = performance.now() + this.waitMs;
       const inflight = this.inflight;
@@ -312,7 +314,7 @@ export class PgStateDb {
       }
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ req: { kind: 'query', id: this.nextId++, sql, params }, resolve, reject });
+      this.queue.push({ req: { kind: 'query', sql, params }, resolve, reject });
       this.pump();
     });
   }
@@ -391,7 +393,7 @@ export class PgStateDb {
 type Result = { rows: Record<string, unknown>[]; rowCount: number };
 
 interface Queued {
-  req: Request & { id: number };
+  req: Statement;
   resolve: (r: Result) => void;
   reject: (err: Error) => void;
 }

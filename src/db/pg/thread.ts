@@ -1,11 +1,12 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import { CONNECT_TIMEOUT_MS } from './channel.js';
-import type { Reply, Request } from './sync.js';
+import type { Reply, Request, Statement } from './sync.js';
 
-// The thread behind PgStateDb's port channel (channel.ts), used when the libpq addon is not there:
-// one PostgreSQL connection through `pg`, one statement at a time, in the order the daemon sent them. Each answer is posted, then the shared counter is bumped and
-// the daemon's thread, blocked in Atomics.wait, wakes to read it.
+// The thread behind PgStateDb's port channel (channel.ts), used where libpq cannot be (state.driver
+// pg, or no koffi or libpq): one PostgreSQL connection through `pg`, one statement at a time, in the
+// order the daemon sent them. Each answer is posted, then the shared counter is bumped and the
+// daemon's thread, blocked in Atomics.wait, wakes to read it.
 
 interface Data {
   url: string;
@@ -22,7 +23,6 @@ const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
-
 
 let client: pg.Client | null = null;
 const names = new Map<string, string>();
@@ -45,12 +45,12 @@ function answer(reply: Reply): void {
   Atomics.notify(wake, 0);
 }
 
-async function run(req: Extract<Request, { id: number }>): Promise<Reply> {
+async function run(req: Statement): Promise<Reply> {
   try {
     const c = await connection();
     if (req.kind === 'exec') {
       await c.query(req.sql);
-      return { id: req.id, rows: [], rowCount: 0 };
+      return { rows: [], rowCount: 0 };
     }
     // Named, so each statement is parsed once per connection.
     let name = names.get(req.sql);
@@ -58,7 +58,7 @@ async function run(req: Extract<Request, { id: number }>): Promise<Reply> {
     const r = await c.query({ name, text: req.sql, values: req.params as unknown[] });
     // BYTEA columns: posting a Buffer delivers a plain Uint8Array, so the daemon's side rewraps them.
     const binary = r.fields.filter((f) => f.dataTypeID === 17).map((f) => f.name);
-    return { id: req.id, rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? 0, ...(binary.length ? { binary } : {}) };
+    return { rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? 0, ...(binary.length ? { binary } : {}) };
   } catch (err) {
     const e = err as Error & { code?: string; detail?: string; constraint?: string };
     // A broken connection is replaced on the next request; a statement error leaves it usable.
@@ -67,7 +67,7 @@ async function run(req: Extract<Request, { id: number }>): Promise<Reply> {
       client = null;
       c?.end().catch(() => undefined);
     }
-    return { id: req.id, error: { message: e.message, code: e.code, detail: e.detail, constraint: e.constraint } };
+    return { error: { message: e.message, code: e.code, detail: e.detail, constraint: e.constraint } };
   }
 }
 
