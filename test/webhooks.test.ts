@@ -406,7 +406,9 @@ describe('delivery log', () => {
 
   it('DELETE cancels pending deliveries', async () => {
     rx = await receiver();
-    rx.fallback = 500;
+    // Failed, with the next attempt an hour away (Retry-After): with a plain 500 and this file's
+    // 10 ms retry base, a retry could already be on the wire when the test pushes it back below.
+    rx.fallback = { status: 503, headers: { 'retry-after': '3600' } };
     const app = d.daemon.app;
     const res = await d.api('POST', '/v1/webhooks', { body: { url: rx.url } });
     const id = res.body.data.id;
