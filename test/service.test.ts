@@ -84,6 +84,28 @@ RestartSec=2
 WantedBy=default.target
 `,
     },
+    {
+      name: 'the single executable (no node, no bin/svc)',
+      spec: { project: '/home/ana/shop', node: '/home/ana/.local/bin/svc', env: { HOME: '/home/ana' } },
+      unit: `# Written by \`svc service install\` for the project in /home/ana/shop.
+# Remove it with \`svc service uninstall\` (stops the daemon, disables and deletes this file).
+[Unit]
+Description=svc daemon for /home/ana/shop
+StartLimitIntervalSec=60
+StartLimitBurst=5
+
+[Service]
+Type=simple
+WorkingDirectory=/home/ana/shop
+Environment="HOME=/home/ana"
+ExecStart=/home/ana/.local/bin/svc --project /home/ana/shop serve
+Restart=on-failure
+RestartSec=2
+
+[Install]
+WantedBy=default.target
+`,
+    },
   ];
   it.each(cases)('is exact for $name', ({ spec, unit }) => {
     expect(renderSystemdUnit(spec)).toBe(unit);
@@ -157,6 +179,11 @@ describe('the launchd agent', () => {
 
   it('is exact, XML-escaped, kept alive only after a failure', () => {
     expect(renderLaunchdPlist(spec, 'local.svc.r-d-new-1234')).toBe(plist);
+  });
+
+  it('runs the single executable by itself (no bin/svc argument)', () => {
+    const exe = renderLaunchdPlist({ ...spec, node: '/usr/local/bin/svc', script: undefined }, 'local.svc.r-d-new-1234');
+    expect(exe).toContain('  <array>\n    <string>/usr/local/bin/svc</string>\n    <string>--project</string>\n');
   });
 
   it.skipIf(!has('python3'))('reads back as the same values with a plist parser', () => {

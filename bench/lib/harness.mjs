@@ -80,14 +80,16 @@ function waitExit(child) {
  * Starts `node bin/svc serve --port 0` in `root` and resolves once /healthz answers. The port is
  * read from .svc/daemon.json, as the CLI does. `readyMs` is spawn → first healthz 200.
  */
-export async function startSvc(root, { nodeArgs = [], env = {}, timeoutMs = 30_000 } = {}) {
+export async function startSvc(root, { nodeArgs = [], env = {}, timeoutMs = 30_000, command } = {}) {
   const info = join(root, '.svc', 'daemon.json');
   rmSync(info, { force: true });
   // BENCH_CPU_PROF=<dir>: every daemon (and each data worker it forks) writes a V8 CPU profile
   // there when it stops (bench/lib/flame.mjs reads it).
   if (process.env.BENCH_CPU_PROF) nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, ...nodeArgs];
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, SVC_BIN, 'serve', '--port', '0', '--project', root], {
+  // `command`: how svc is started instead of node bin/svc (the single executable: [path]).
+  const [program, ...prefix] = command ?? [process.execPath, ...nodeArgs, SVC_BIN];
+  const child = spawn(program, [...prefix, 'serve', '--port', '0', '--project', root], {
     cwd: root,
     env: svcEnv(root, env),
     // stdout is a pipe the bench drains, as a terminal or a supervisor would take it.

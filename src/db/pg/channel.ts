@@ -1,6 +1,6 @@
 import { deserialize, serialize } from 'node:v8';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { compiledEntry } from '../../lib/entry.js';
+import { startThread } from '../../lib/entry.js';
 import type { Reply, Request } from './sync.js';
 
 // The two ways a state statement reaches the thread that holds the PostgreSQL connection, while
@@ -110,8 +110,8 @@ export function writeMessage(slots: SharedSlots, port: MessagePort, message: Req
 }
 
 /** A connection thread that does not hold the process open, given its end of the port; `onExit` when it ends (a crash, or told to). */
-function startThread(file: string, workerData: object, port: MessagePort, onExit: () => void): Worker {
-  const worker = new Worker(compiledEntry(import.meta.url, file), { workerData: { ...workerData, port }, transferList: [port] });
+function startConnectionThread(file: string, workerData: object, port: MessagePort, onExit: () => void): Worker {
+  const worker = startThread(import.meta.url, file, { workerData: { ...workerData, port }, transferList: [port] });
   worker.unref();
   // A thread that dies takes its answers with it: a call waiting then reaches its deadline, and
   // the next one starts a new thread.
@@ -131,7 +131,7 @@ export class SharedChannel implements Channel {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     // Never terminated: it ends itself on close or abandon, once its call in progress returns.
-    startThread('./libpq-thread.js', { ...data, buffer: this.slots.ctl.buffer }, port2, () => (this.dead = true));
+    startConnectionThread('./libpq-thread.js', { ...data, buffer: this.slots.ctl.buffer }, port2, () => (this.dead = true));
   }
 
   post(req: Request): number {
@@ -184,7 +184,7 @@ export class PortChannel implements Channel {
   constructor(data: Omit<SharedData, 'buffer'>) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = startThread('./thread.js', { ...data, counter: this.answered.buffer }, port2, () => (this.dead = true));
+    this.worker = startConnectionThread('./thread.js', { ...data, counter: this.answered.buffer }, port2, () => (this.dead = true));
   }
 
   post(req: Request): number {

@@ -2,6 +2,8 @@ import { createRequire } from 'node:module';
 import { deserialize } from 'node:v8';
 import { receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
+import pgUtils from 'pg/lib/utils.js';
+import { inExe, loadNative } from '../../lib/exe.js';
 import { CONNECT_TIMEOUT_MS, SharedSlots, writeMessage, type SharedData } from './channel.js';
 import type { Reply, Request, Statement } from './sync.js';
 
@@ -17,9 +19,6 @@ import type { Reply, Request, Statement } from './sync.js';
 
 const { url, port, buffer, statementTimeoutMs } = workerData as SharedData & { port: MessagePort };
 const slots = new SharedSlots(buffer);
-const require = createRequire(import.meta.url);
-// pg's own conversion of a parameter to text (its package exports "./lib/*"), so both channels send the same values.
-const { prepareValue } = require('pg/lib/utils.js') as { prepareValue(v: unknown): unknown };
 
 type Ptr = object;
 /** The libpq functions used here, declared for koffi. */
@@ -73,11 +72,12 @@ const LIBRARIES: Record<string, string[]> = {
   win32: ['libpq.dll'],
 };
 
-function loadLibpq(): Libpq {
-  const koffi = require('koffi') as {
-    load(path: string): { func(signature: string): (...args: unknown[]) => unknown };
-    opaque(name: string): unknown;
-  };
+interface Koffi {
+  load(path: string): { func(signature: string): (...args: unknown[]) => unknown };
+  opaque(name: string): unknown;
+}
+
+function loadLibpq(koffi: Koffi): Libpq {
   koffi.opaque('PGconn');
   koffi.opaque('PGresult');
   const names = LIBRARIES[process.platform] ?? ['libpq.so.5'];
@@ -97,10 +97,19 @@ function loadLibpq(): Libpq {
   return fns as unknown as Libpq;
 }
 
+/**
+ * koffi is optional: without it (or without libpq) every statement is answered with loadError,
+ * and the daemon falls back to the pg thread. The single executable carries koffi's native
+ * addon, which is the whole of what is used here.
+ */
+function loadKoffi(): Koffi {
+  return (inExe() ? loadNative('koffi') : createRequire(import.meta.url)('koffi')) as Koffi;
+}
+
 let pq: Libpq | null = null;
 let loadError = '';
 try {
-  pq = loadLibpq();
+  pq = loadLibpq(loadKoffi());
 } catch (err) {
   loadError = (err as Error).message.split('\n')[0]!;
 }
@@ -124,7 +133,7 @@ function parser(oid: number): (v: string) => unknown {
 
 /** A parameter as libpq takes it, text or null: as `pg` converts it (arrays, dates, objects), bytes as bytea's hex. */
 function param(v: unknown): string | null {
-  const p = prepareValue(v) as string | Buffer | null;
+  const p = pgUtils.prepareValue(v) as string | Buffer | null;
   return Buffer.isBuffer(p) ? `\\x${p.toString('hex')}` : p;
 }
 

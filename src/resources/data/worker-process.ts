@@ -4,6 +4,7 @@ import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../kernel/log.js';
 import { compiledEntry } from '../../lib/entry.js';
+import { EXE_ENTRY_ENV, inExe } from '../../lib/exe.js';
 import type { WorkerRecords } from './orphans.js';
 import type { WorkerEnvelope, WorkerReply, WorkerRequest } from './worker.js';
 
@@ -61,10 +62,19 @@ function codeReserved(): number {
  * (SQLITE_NOMEM, answered 413) or V8's do (the process aborts; also answered 413).
  */
 function forkWorker(memoryMb: number | undefined, entry: string = WORKER): ChildProcess {
-  const nodeArgs = [...profilerArgs(process.execArgv), `--max-old-space-size=${v8HeapMb(memoryMb ?? 768)}`];
+  let nodeArgs = [...profilerArgs(process.execArgv), `--max-old-space-size=${v8HeapMb(memoryMb ?? 768)}`];
+  const env = workerEnv();
+  if (inExe() && entry === WORKER) {
+    // The single executable is the worker too (src/exe/main.ts starts it by this variable); it
+    // takes its arguments as svc's own, so node's options go by NODE_OPTIONS.
+    env[EXE_ENTRY_ENV] = 'data-worker';
+    env.NODE_OPTIONS = nodeArgs.join(' ');
+    nodeArgs = [];
+    entry = 'data-worker';
+  }
   // 'advanced': V8's serialiser, so an answer's JSON bytes cross as one Buffer (a copy), where
   // 'json' would parse them again on the daemon's event loop.
-  const common = { env: workerEnv(), stdio: ['ignore', 'ignore', 'pipe', 'ipc'] as ('ignore' | 'pipe' | 'ipc')[], serialization: 'advanced' as const };
+  const common = { env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] as ('ignore' | 'pipe' | 'ipc')[], serialization: 'advanced' as const };
   if (memoryMb === undefined || process.platform !== 'linux') {
     const child = fork(entry, [], { ...common, execArgv: nodeArgs });
     try {

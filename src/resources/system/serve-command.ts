@@ -8,7 +8,7 @@ import { io } from '../../cli/io.js';
 import { prettyLogSink } from '../../cli/log-format.js';
 import { emit, err, style } from '../../cli/output.js';
 import { SvcClient, UnreachableError } from '../../client/client.js';
-import { svcBinScript } from '../../lib/entry.js';
+import { svcInvocation } from '../../lib/entry.js';
 import { CONFIG_FILE } from '../../config/find.js';
 import { ensurePrivateDir } from '../../lib/files.js';
 import { pidAlive } from '../../lib/proc.js';
@@ -24,11 +24,11 @@ const POLL_MS = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 
-/** bin/svc of this package. */
-function svcBin(): string {
-  const script = svcBinScript(import.meta.url);
-  if (!script) throw new Error('cannot find bin/svc next to the svc package');
-  return script;
+/** This svc's command line: node and bin/svc, or the single executable. */
+function svcCommand(): string[] {
+  const svc = svcInvocation(import.meta.url);
+  if (!svc) throw new Error('cannot find bin/svc next to the svc package');
+  return svc.script ? [svc.program, svc.script] : [svc.program];
 }
 
 function requireRoot(opts: GlobalOptions): string {
@@ -63,7 +63,8 @@ async function startDetached(root: string, o: ServeOptions): Promise<DaemonInfo>
   const fd = openSync(outFile, 'w', 0o600);
   const env = { ...io().env };
   delete env.SVC_URL;
-  const child = spawn(process.execPath, [svcBin(), '--project', root, 'serve', '--log-format', 'json', ...serveArgs(o)], {
+  const [program, ...prefix] = svcCommand();
+  const child = spawn(program!, [...prefix, '--project', root, 'serve', '--log-format', 'json', ...serveArgs(o)], {
     cwd: root,
     env,
     detached: true,

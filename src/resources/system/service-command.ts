@@ -13,7 +13,7 @@ import { ensurePrivateDir } from '../../lib/files.js';
 import { runningDaemon } from '../../state-dir.js';
 import { follow, tailLines } from './logs-command.js';
 import { launchdLogFile, renderLaunchdPlist, renderSystemdUnit, serviceNames, type ServiceSpec } from './service-unit.js';
-import { svcBinScript } from '../../lib/entry.js';
+import { svcInvocation, type SvcInvocation } from '../../lib/entry.js';
 
 // `svc service`: the daemon as a user service, restarted by the OS when it fails. Linux: a systemd
 // --user unit; macOS: a launchd agent. Every external program is run through one Runner, found on
@@ -66,11 +66,11 @@ export const runTool: Runner = (cmd, args, opts = {}) =>
     child.on('close', (code, signal) => done({ code, stdout: out, stderr: errText || (signal ? `${cmd} was stopped by ${signal}` : '') }));
   });
 
-/** bin/svc of this package. */
-function svcScript(): string {
-  const script = svcBinScript(import.meta.url);
-  if (!script) throw new CliError('cannot find bin/svc next to the svc package');
-  return script;
+/** This svc's command line: node and bin/svc, or the single executable. */
+function svcCommand(): SvcInvocation {
+  const svc = svcInvocation(import.meta.url);
+  if (!svc) throw new CliError('cannot find bin/svc next to the svc package');
+  return svc;
 }
 
 /** One name per directory however it was reached (a symlink, a trailing slash), so `svc status` finds the service it installed. */
@@ -98,7 +98,10 @@ function serviceEnv(): Record<string, string> {
   return picked;
 }
 
-const specFor = (project: string): ServiceSpec => ({ project, node: process.execPath, script: svcScript(), env: serviceEnv() });
+const specFor = (project: string): ServiceSpec => {
+  const { program, script } = svcCommand();
+  return { project, node: program, ...(script ? { script } : {}), env: serviceEnv() };
+};
 
 type Platform = 'systemd' | 'launchd';
 

@@ -10,10 +10,10 @@ import { STATE_DIR } from '../../state-dir.js';
 export interface ServiceSpec {
   /** The project directory (absolute). */
   project: string;
-  /** The node executable (absolute): process.execPath at install time. */
+  /** The program (absolute): node, or the single executable, as process.execPath at install time. */
   node: string;
-  /** svc's bin/svc (absolute). */
-  script: string;
+  /** svc's bin/svc (absolute), node's first argument; absent for the single executable. */
+  script?: string;
   /** Variables the daemon needs from the installing shell (PATH, HOME…); never secrets: the file is readable. */
   env: Record<string, string>;
 }
@@ -67,10 +67,12 @@ function barePath(what: string, s: string): string {
 
 const envAssignment = (k: string, v: string): string => `"${specifiers(`${k}=${v}`.replace(/\\/g, '\\\\').replace(/"/g, '\\"'))}"`;
 
+const scriptArg = (spec: ServiceSpec): string[] => (spec.script === undefined ? [] : [spec.script]);
+
 function check(spec: ServiceSpec): void {
   checkText('project directory', spec.project);
   checkText('node path', spec.node);
-  checkText('svc script path', spec.script);
+  if (spec.script !== undefined) checkText('svc script path', spec.script);
   for (const [k, v] of Object.entries(spec.env)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new UsageError(`${k} is not a name an environment variable can have in a service file`);
     checkText(`value of ${k}`, v);
@@ -93,7 +95,7 @@ export function renderSystemdUnit(spec: ServiceSpec): string {
     'Type=simple',
     `WorkingDirectory=${barePath('project directory', spec.project)}`,
     ...(env.length ? [`Environment=${env.map(([k, v]) => envAssignment(k, v)).join(' ')}`] : []),
-    `ExecStart=${execPath('node path', spec.node)} ${[spec.script, '--project', spec.project, 'serve'].map(execArg).join(' ')}`,
+    `ExecStart=${execPath('node path', spec.node)} ${[...scriptArg(spec), '--project', spec.project, 'serve'].map(execArg).join(' ')}`,
     // A crash or a failed start is retried; `svc stop` (exit 0) and `systemctl --user stop` are not.
     'Restart=on-failure',
     'RestartSec=2',
@@ -120,7 +122,7 @@ export function renderLaunchdPlist(spec: ServiceSpec, label: string): string {
     `  <key>Label</key>${xmlString(label)}`,
     '  <key>ProgramArguments</key>',
     '  <array>',
-    ...[spec.node, spec.script, '--project', spec.project, 'serve'].map((a) => `    ${xmlString(a)}`),
+    ...[spec.node, ...scriptArg(spec), '--project', spec.project, 'serve'].map((a) => `    ${xmlString(a)}`),
     '  </array>',
     `  <key>WorkingDirectory</key>${xmlString(spec.project)}`,
     ...(env.length ? ['  <key>EnvironmentVariables</key>', '  <dict>', ...env.map(([k, v]) => `    <key>${xml(k)}</key>${xmlString(v)}`), '  </dict>'] : []),

@@ -1,5 +1,5 @@
-import { Worker } from 'node:worker_threads';
-import { compiledEntry } from '../../lib/entry.js';
+import type { Worker } from 'node:worker_threads';
+import { startThread } from '../../lib/entry.js';
 import type { Logger } from '../../kernel/log.js';
 import type { Sent, ThreadRequest, ThreadResult } from './send.js';
 
@@ -34,7 +34,7 @@ export class Sender {
   }
 
   private spawn(): void {
-    const t = new Worker(compiledEntry(import.meta.url, './send-thread.js'), { workerData: { hosts: this.opts.hosts } });
+    const t = startThread(import.meta.url, './send-thread.js', { workerData: { hosts: this.opts.hosts } });
     let markLoaded!: () => void;
     this.loaded = new Promise((r) => (markLoaded = r));
     t.on('message', (r: ThreadResult | { loaded: true }) => {

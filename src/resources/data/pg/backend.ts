@@ -1,4 +1,3 @@
-import { parse } from 'libpg-query';
 import pg from 'pg';
 import { AppError } from '../../../kernel/errors.js';
 import type { Logger } from '../../../kernel/log.js';
@@ -13,6 +12,7 @@ import { maskUrl, TYPES } from './connect.js';
 import { PG, schemaFunctions } from './dialect.js';
 import { isConnectionError, pgCode, pgError, unavailable } from './errors.js';
 import { createSql, grantSql, IDEMPOTENCY_CONFLICT, lit, metaSql, namesOf, randomSecret, readerSql, scramVerifier, type PgNames } from './provision.js';
+import { parsePg } from './parser.js';
 import { runQuery, type ColumnTypes } from './query.js';
 import { admitPgSql, type PgAdmission } from './subset.js';
 
@@ -485,8 +485,8 @@ async function columnTypes(c: pg.PoolClient, n: PgNames, schema: SchemaDefT): Pr
 }
 
 async function hasReturning(sql: string): Promise<boolean> {
-  const tree = (await parse(sql)) as { stmts: { stmt: Record<string, { returningList?: unknown[] }> }[] };
-  const body = Object.values(tree.stmts[0]!.stmt)[0];
+  const tree = await parsePg(sql);
+  const body = Object.values(tree.stmts?.[0]?.stmt ?? {})[0] as { returningList?: unknown[] } | undefined;
   return Boolean(body?.returningList?.length);
 }
 

@@ -1,4 +1,5 @@
-import { createRequire } from 'node:module';
+import pgQueryModule from 'libpg-query/wasm/libpg-query.js';
+import { exeAsset } from '../../../lib/exe.js';
 
 // PostgreSQL's own parser (libpg_query, compiled to WASM) for the subset check (subset.ts).
 // libpg-query's own wrapper keeps one WASM instance for the process; a statement whose parse tree
@@ -17,13 +18,13 @@ interface PgModule {
   UTF8ToString(ptr: number): string;
 }
 
-const requireCjs = createRequire(import.meta.url);
 let instance: Promise<PgModule> | null = null;
 
 function pgModule(): Promise<PgModule> {
   if (!instance) {
-    const factory = requireCjs('libpg-query/wasm/libpg-query.js') as () => Promise<PgModule>;
-    instance = factory();
+    // The single executable carries the WASM as an asset; elsewhere it is read from the package.
+    const wasmBinary = exeAsset('libpg-query.wasm');
+    instance = pgQueryModule(wasmBinary ? { wasmBinary } : {}) as Promise<PgModule>;
     instance.catch(() => (instance = null));
   }
   return instance;
