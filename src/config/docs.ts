@@ -139,6 +139,7 @@ export function configurationMarkdown(): string {
     '| `SVC_PROJECT` | the project folder, as `--project` |',
     '| `SVC_CONFIG_DIR` | where the vault\'s key file goes when there is no OS keychain (default `$XDG_CONFIG_HOME/svc`, else `~/.config/svc`) |',
     '| `SVC_KEYCHAIN` | `off`: never use the OS keychain for the vault\'s key |',
+    '| `SVC_CACHE_DIR` | the single executable\'s cache of native addons (default `$XDG_CACHE_HOME/svc`, else `~/.cache/svc`; docs/install.md) |',
     '| `NO_COLOR` | no colour in the CLI\'s output |',
     '',
   ].join('\n');
