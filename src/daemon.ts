@@ -77,6 +77,8 @@ export interface DaemonOptions {
   webhooks?: WorkerOptions;
   /** Connection cap and timeouts (tests shorten them). */
   connections?: Partial<ConnectionLimits>;
+  /** Between two retention passes (default PRUNE_EVERY_MS); tests that call pass() themselves set it long, so no pass of the daemon's own runs between theirs. */
+  pruneEveryMs?: number;
 }
 
 export interface Daemon {
@@ -282,7 +284,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     webhooks.start();
     // Retention of events and deliveries, by age and by count, in small steps off the hot path.
     const pruner = startPruner({
-      everyMs: PRUNE_EVERY_MS,
+      everyMs: opts.pruneEveryMs ?? PRUNE_EVERY_MS,
       batch: PRUNE_BATCH,
       steps: [
         {

@@ -63,6 +63,7 @@ export async function startTestDaemon(
     webhooks?: DaemonOptions['webhooks'];
     clock?: DaemonOptions['clock'];
     connections?: DaemonOptions['connections'];
+    pruneEveryMs?: DaemonOptions['pruneEveryMs'];
     /** Off only where a test measures what the daemon itself does with a payload (the check parses it). */
     checkResponses?: boolean;
     /** Log as `svc serve` does, to .svc/logs/daemon.log (at info), instead of to memory at debug; `logs` still gets every line. */
@@ -82,6 +83,7 @@ export async function startTestDaemon(
     webhooks: opts.webhooks,
     clock: opts.clock,
     connections: opts.connections,
+    pruneEveryMs: opts.pruneEveryMs,
   });
   // Events emitted before this line (at start) are in the log; later ones are heard live.
   for (const e of daemon.app.events.since(0, 10_000)) recordEmitted(e.name);

@@ -17,7 +17,9 @@ afterEach(async () => {
 });
 
 async function start(config: Record<string, unknown>, clock = new FakeClock(Date.parse('2030-01-01T00:00:00.000Z'))) {
-  d = await startTestDaemon({ clock, config });
+  // The daemon's own passes (every 10 s) would run between this file's: a test on a loaded
+  // machine outlasts 10 s, and a pass under way when the test asks for one does the work itself.
+  d = await startTestDaemon({ clock, config, pruneEveryMs: 3_600_000 });
   const app = d.daemon.app;
   const hook = async (events: string[]) => (await d!.api('POST', '/v1/webhooks', { body: { url: 'http://127.0.0.1:9/', events } })).body.data as { id: string };
   const count = (sql: string, ...args: unknown[]) => (app.db.prepare(sql).get(...args) as { n: number }).n;
@@ -28,6 +30,8 @@ async function start(config: Record<string, unknown>, clock = new FakeClock(Date
       app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending'").run(clock.now() + 365 * DAY);
     });
   const pass = () => app.services.get(PRUNER).pass();
+  // The pass the daemon starts with is over before the test makes anything.
+  await pass();
   return { app, clock, hook, count, emit, pass };
 }
 
