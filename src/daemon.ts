@@ -52,6 +52,9 @@ import { SECRETS } from './secrets.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 import { MCP_DOOR, startMcp } from './tools/mcp.js';
 import { startPresence } from './resources/system/presence.js';
+import { boardFiles, type AssetSource } from './resources/board/assets.js';
+import { BOARD, BOARD_SESSIONS } from './resources/board/routes.js';
+import { sessionOf } from './resources/board/sessions.js';
 
 export interface DaemonOptions {
   root: string;
@@ -77,6 +80,11 @@ export interface DaemonOptions {
   webhooks?: WorkerOptions;
   /** Connection cap and timeouts (tests shorten them). */
   connections?: Partial<ConnectionLimits>;
+  /**
+   * Where the board's static files come from: default, dist/board next to this package's code
+   * (resources/board/assets.ts boardFiles()); a single executable passes its embedded files.
+   */
+  boardAssets?: AssetSource;
 }
 
 export interface Daemon {
@@ -338,11 +346,17 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     return abort(err);
   }
 
+  // The board: its files, and its session cookies as a second way to authenticate.
+  app.services.provide(BOARD, { assets: opts.boardAssets ?? boardFiles(), keys: () => keys });
+  const boardSession = (req: import('node:http').IncomingMessage) => sessionOf(db, req, keys, listening.port, clock.now());
+  app.services.provide(BOARD_SESSIONS, boardSession);
+
   const http = createHttpServer({
     app,
     routes: ROUTES,
     settings: () => config.server,
     keys: () => keys,
+    session: boardSession,
     log,
     checkResponses: opts.checkResponses,
     connections: opts.connections,
