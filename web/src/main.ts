@@ -83,12 +83,16 @@ const loaders: Record<View, () => Promise<void>> = {
     state.webhooks = await get<Webhook[]>('/v1/webhooks');
     const lists = await Promise.all(state.webhooks.map((w) => get<Delivery[]>(`/v1/webhooks/${seg(w.id)}/deliveries?limit=10`)));
     state.deliveries = new Map(state.webhooks.map((w, i) => [w.id, lists[i]!]));
+    // A delivery's outcome is no event of its own: while one is pending, look again shortly.
+    clearTimeout(deliveryPoll);
+    if (lists.some((l) => l.some((x) => x.status === 'pending'))) deliveryPoll = setTimeout(() => state.view === 'webhooks' && void refresh(), 500);
   },
   databases: async () => {
     state.databases = await all<Database>('/api/v1/data');
   },
 };
 
+let deliveryPoll: ReturnType<typeof setTimeout> | undefined;
 let refreshing: Promise<void> | null = null;
 let again = false;
 /** Reloads what the current view shows and draws it; calls during a reload coalesce into one more. */
@@ -346,7 +350,7 @@ function boardView(): HTMLElement {
     ),
     canWrite() ? newTaskForm() : null,
     h('p', { class: 'hint' }, canWrite() ? 'Drag a card to another lane, or use its “Move to” list. Arrow keys move between cards.' : 'Read-only: this session can look but not change anything.'),
-    h('div', { class: 'lanes', onkeydown: laneKeys }, ...TASK_STATES.map((s) => lane(s, shown.filter((t) => t.status === s)))),
+    h('div', { class: 'lanes', role: 'region', 'aria-label': 'Task lanes', tabindex: 0, onkeydown: laneKeys }, ...TASK_STATES.map((s) => lane(s, shown.filter((t) => t.status === s)))),
   );
 }
 
@@ -488,7 +492,7 @@ function agentsView(): HTMLElement {
     title('Agents and teams'),
     h(
       'div',
-      { class: 'table-wrap' },
+      { class: 'table-wrap', role: 'region', 'aria-label': 'Agents', tabindex: 0 },
       h(
         'table',
         null,
@@ -542,7 +546,7 @@ function eventsView(): HTMLElement {
       ),
     ),
     h('p', { class: 'hint' }, 'Newest first; events arriving while this page is open. Expand one to see its JSON.'),
-    h('ol', { class: 'events scroll', id: 'events-list', 'aria-label': 'Events' }, shown.length ? shown.map(eventRow) : h('li', { class: 'muted' }, 'Waiting for events…')),
+    h('ol', { class: 'events scroll', id: 'events-list', 'aria-label': 'Events', tabindex: 0 }, shown.length ? shown.map(eventRow) : h('li', { class: 'muted' }, 'Waiting for events…')),
   );
 }
 
@@ -577,7 +581,7 @@ function webhooksView(): HTMLElement {
         h('p', { class: 'meta' }, `events: ${w.events.join(', ')}`, w.description ? ` · ${w.description}` : ''),
         h(
           'div',
-          { class: 'table-wrap' },
+          { class: 'table-wrap', role: 'region', 'aria-label': `Deliveries to ${w.url}`, tabindex: 0 },
           h(
             'table',
             null,
@@ -661,7 +665,7 @@ function databasesView(): HTMLElement {
                 result
                   ? h(
                       'div',
-                      { class: 'table-wrap' },
+                      { class: 'table-wrap', role: 'region', 'aria-label': 'Query result', tabindex: 0 },
                       h(
                         'table',
                         { class: 'result' },
