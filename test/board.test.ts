@@ -214,6 +214,13 @@ describe('signing in with a one-time link', () => {
 
     const minted = await d.api('POST', '/api/v1/board/logins', { body: {}, key: 'r'.repeat(32) });
     expect(minted.body.data.readOnly).toBe(true);
+    const res = await rawRequest(d.url, { path: minted.body.data.path });
+    const cookie = (res.headers['set-cookie'] as string[]).map((c) => c.split(';')[0]).join('; ');
+    expect((await withCookie('GET', '/api/v1/board/session', cookie)).body.data).toEqual({ name: 'reader', session: true, readOnly: true });
+    // A session lives only as long as its key: removed from project.json, the session ends.
+    d.writeConfig({ name: 'test-project', apiKeys: [] });
+    await until('the session to end with its key', async () => (await withCookie('GET', '/api/v1/tasks', cookie)).status === 401);
+    d.writeConfig({ name: 'test-project', apiKeys: [{ name: 'reader', key: 'r'.repeat(32), tools: 'read' }] });
   });
 
   it('svc open --logout-all signs every session out and closes their event streams', async () => {
@@ -257,6 +264,7 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
   let mcp: Client;
 
   const shot = async (name: string, p: Page = page) => {
+    await p.evaluate(() => void (document.getElementById('toast')!.hidden = true));
     await p.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: false });
   };
   const go = async (view: string) => {
@@ -392,6 +400,7 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     const seenAt = await page.evaluate(() => (window as unknown as { seenAt: number }).seenAt);
     console.log(`claim over MCP seen on the board ${Math.round(seenAt - answered)} ms after the claim's answer`);
     expect(seenAt - answered).toBeLessThan(200);
+    if (await page.locator('.new-task[open]').count()) await page.locator('.new-task summary').click();
     await shot('board');
   });
 

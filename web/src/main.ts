@@ -227,10 +227,7 @@ function card(t: Task): HTMLElement {
               'div',
               { class: 'card-actions' },
               moves.length
-                ? label(
-                    'Move to',
-                    select(`move-${t.id}`, [['', '…'], ...moves.map((m): [string, string] => [m, STATE_LABEL[m]])], '', (v) => v && void move(t, v as TaskState), { 'data-keep': 'no', 'aria-label': `Move “${t.title}” to` }),
-                  )
+                ? select(`move-${t.id}`, [['', 'Move to…'], ...moves.map((m): [string, string] => [m, STATE_LABEL[m]])], '', (v) => v && void move(t, v as TaskState), { 'data-keep': 'no', 'aria-label': `Move “${t.title}” to`, class: 'move' })
                 : null,
               h('button', { type: 'button', class: 'small', onclick: () => ((state.editing = t.id), render()), 'aria-label': `Edit “${t.title}”` }, 'Edit'),
               state.confirmDelete === t.id
@@ -313,7 +310,8 @@ function newTaskForm(): HTMLElement {
           if (f.get('draft')) body.draft = true;
           void act(() => post('/api/v1/tasks', body), 'task created').then((ok) => {
             if (!ok) return;
-            for (const id of ['new-title', 'new-description', 'new-labels']) (document.getElementById(id) as HTMLInputElement).value = '';
+            for (const id of ['new-title', 'new-description', 'new-labels', 'new-assign', 'new-mission']) (document.getElementById(id) as HTMLInputElement).value = '';
+            (document.getElementById('new-draft') as HTMLInputElement).checked = false;
           });
         },
       },
