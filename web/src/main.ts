@@ -105,8 +105,8 @@ async function refresh(): Promise<void> {
     do {
       again = false;
       try {
-        await loaders[state.view]();
-        if (state.view !== 'approvals') await loadPendingCount();
+        await Promise.all([loaders[state.view](), state.view !== 'approvals' ? loadPendingCount() : null]);
+        applyPatches();
       } catch (e) {
         if (!(e instanceof ApiFailure && e.status === 401)) toast(e instanceof ApiFailure ? e.message : String(e));
       }
@@ -702,13 +702,54 @@ const RELOADS: Record<string, View[]> = {
   data: ['databases'],
 };
 
+/**
+ * On the board, a task's event reloads that one task (one small request, no wait), so a change
+ * shows in a few milliseconds; an answer older than what the board holds is dropped.
+ */
+async function patchTask(id: string, removed: boolean): Promise<void> {
+  let task: Task | null = null;
+  if (!removed) {
+    try {
+      task = await get<Task>(`/api/v1/tasks/${seg(id)}`);
+    } catch (e) {
+      if (!(e instanceof ApiFailure && e.status === 404)) return void refresh();
+    }
+  }
+  patched.set(id, { task, at: Date.now() });
+  applyPatches();
+  if (state.view === 'board' && !refreshing) render();
+}
+
+/**
+ * Tasks read one by one in the last seconds, laid over a list that may have been read before
+ * them (a reload racing with a patch), so the board never steps back to an older state.
+ */
+const patched = new Map<string, { task: Task | null; at: number }>();
+function applyPatches(): void {
+  const now = Date.now();
+  for (const [id, p] of patched) {
+    if (now - p.at > 5_000) {
+      patched.delete(id);
+      continue;
+    }
+    const i = state.tasks.findIndex((t) => t.id === id);
+    if (p.task === null) {
+      if (i !== -1) state.tasks.splice(i, 1);
+    } else if (i === -1) state.tasks.unshift(p.task);
+    else if (p.task.updatedAt > state.tasks[i]!.updatedAt) state.tasks[i] = p.task;
+  }
+}
+
 function onEvent(e: StreamedEvent): void {
   if (state.eventsPaused) state.pausedBuffer.push(e);
   else state.events.unshift(e);
   if (state.events.length > 500) state.events.length = 500;
   if (state.pausedBuffer.length > 500) state.pausedBuffer.shift();
   const views = RELOADS[e.name.split(':')[0]!] ?? [];
-  if (e.name.startsWith('approval:') || views.includes(state.view)) {
+  const taskId = (e.data as { taskId?: unknown } | null)?.taskId;
+  if (state.view === 'board' && e.name.startsWith('task:') && typeof taskId === 'string') {
+    void patchTask(taskId, e.name === 'task:removed');
+  } else if (e.name.startsWith('approval:') || views.includes(state.view)) {
     clearTimeout(timer);
     timer = setTimeout(() => void refresh(), 20);
   } else if (state.view === 'events') {
