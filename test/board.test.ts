@@ -417,6 +417,8 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     await text(page.locator('#live'), 'live', 10_000);
     await api('POST', '/api/v1/tasks', { title: 'Made after the restart' });
     await visible(page.locator('.card', { hasText: 'Made after the restart' }));
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await shot('board-after-restart');
     expect(await page.evaluate(() => (window as unknown as { marker: number }).marker)).toBe(marker);
     await context.close();
   });
