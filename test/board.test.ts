@@ -301,6 +301,13 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     await page.fill('#events-filter', 'approval:');
     await count(page.locator('.events li', { hasText: 'task:created' }), 0);
     await page.fill('#events-filter', '');
+    // No layout shift as events stream in: they go into a pane of fixed size.
+    const layout = () => page.evaluate(() => JSON.stringify([document.documentElement.scrollHeight, document.getElementById('events-list')!.getBoundingClientRect()]));
+    const before0 = await layout();
+    const n0 = await page.locator('.events li').count();
+    for (let i = 0; i < 5; i++) await api('POST', '/api/v1/tasks', { title: `Stream ${i}` });
+    await until('five more events', async () => (await page.locator('.events li').count()) >= n0 + 5);
+    expect(await layout()).toBe(before0);
     await page.click('#events-pause');
     const before = await page.locator('.events li').count();
     await api('POST', '/api/v1/tasks', { title: 'While paused' });
