@@ -364,6 +364,8 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     const ana = page.locator('tr[data-agent="ana"]');
     await contains(ana, 'Claim me over MCP');
     await contains(ana, 'left');
+    // Recent activity: its other tasks, most recently changed first.
+    await contains(ana, 'Write the release notes: Pending');
     await shot('agents');
   });
 

@@ -474,6 +474,8 @@ function agentsView(): HTMLElement {
   const agentRow = (a: Agent): HTMLElement => {
     const current = state.tasks.filter((t) => t.assignTo === a.name && ['assigned', 'in_progress', 'review'].includes(t.status));
     const recent = activity(a.name);
+    // Besides the events seen while the page is open: the agent's most recently changed tasks.
+    const touched = state.tasks.filter((t) => t.assignTo === a.name && !current.includes(t)).sort((x, y) => y.updatedAt.localeCompare(x.updatedAt)).slice(0, 3);
     return h(
       'tr',
       { 'data-agent': a.name },
@@ -481,7 +483,13 @@ function agentsView(): HTMLElement {
       h('td', null, a.team ?? ''),
       h('td', null, current.length ? current.map((t) => h('div', null, `${t.title} `, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status]))) : h('span', { class: 'muted' }, 'idle')),
       h('td', null, current.map((t) => (t.leaseExpiresAt ? h('div', null, timeLeft(t.leaseExpiresAt)) : null))),
-      h('td', null, recent.length ? recent.map((e) => h('div', null, `${e.name} `, time(new Date(e.at).toISOString()))) : h('span', { class: 'muted' }, '—')),
+      h(
+        'td',
+        null,
+        recent.map((e) => h('div', null, `${e.name} `, time(new Date(e.at).toISOString()))),
+        touched.map((t) => h('div', null, `${t.title}: ${STATE_LABEL[t.status]} `, time(t.updatedAt))),
+        recent.length || touched.length ? null : h('span', { class: 'muted' }, '—'),
+      ),
     );
   };
   return h(

@@ -167,8 +167,14 @@ export const boardRoutes = [
     query: z.strictObject({ token: z.string().max(200).optional() }),
     rawContentType: 'text/html',
     response: z.string(),
-    handler: ({ app, query, res }) => {
+    handler: ({ app, query, req, res }) => {
       const runtime = app.services.get(BOARD);
+      // A HEAD (a link preview, a prefetcher) must not spend the link.
+      if (req.method === 'HEAD') {
+        res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' });
+        res.end();
+        return RAW_RESPONSE;
+      }
       if (!query.token) return refusalPage(res, 'This login link is not valid', 'It carries no token.');
       const result = exchangeLogin(app.db, query.token, runtime.keys(), app.clock.now());
       if (!result.ok) {
