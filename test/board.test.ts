@@ -9,9 +9,9 @@ import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
-import { boardFiles } from '../src/resources/board/assets.js';
+import { boardAssets, boardFiles } from '../src/resources/board/assets.js';
 import { BOARD_CSP } from '../src/resources/board/routes.js';
-import { daemonEnv, rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
+import { daemonEnv, makeProject, rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
 import { stateEnv } from './state-pg.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
 
@@ -104,6 +104,40 @@ describe('the board files', () => {
     for (const f of files!.values()) expect(f.body.toString('utf8')).not.toMatch(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     expect(readme).toContain(`under ${BUDGET_GZIP_BYTES / 1024} KB gzipped`);
+  });
+});
+
+describe('the asset source', () => {
+  it('is one function the daemon is handed: files embedded elsewhere (a single executable) are served the same way', async () => {
+    const root = makeProject();
+    const page = '<!doctype html><title>embedded</title>';
+    const daemon = await startDaemon({
+      root,
+      host: '127.0.0.1',
+      port: 0,
+      env: daemonEnv(root, await stateEnv(root)),
+      log: createLogger(() => undefined),
+      boardAssets: () => boardAssets({ 'index.html': Buffer.from(page), 'app.js': Buffer.from('export {};'), '.hidden.js': Buffer.from('no') }),
+    });
+    try {
+      const res = await rawRequest(daemon.url, { path: '/' });
+      expect(res.status).toBe(200);
+      expect(res.body).toBe(page);
+      expect(res.headers['content-security-policy']).toBe(BOARD_CSP);
+      expect((await rawRequest(daemon.url, { path: '/board/app.js' })).headers['content-type']).toBe('text/javascript; charset=utf-8');
+      expect((await rawRequest(daemon.url, { path: '/board/.hidden.js' })).status).toBe(404);
+    } finally {
+      await daemon.close();
+    }
+    // No board at all (not built): a clear 503, not a crash.
+    const bare = await startDaemon({ root, host: '127.0.0.1', port: 0, env: daemonEnv(root, await stateEnv(root)), log: createLogger(() => undefined), boardAssets: () => null });
+    try {
+      const res = await rawRequest(bare.url, { path: '/' });
+      expect(res.status).toBe(503);
+      expect(res.body).toContain('npm run build');
+    } finally {
+      await bare.close();
+    }
   });
 });
 
