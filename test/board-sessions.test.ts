@@ -60,7 +60,9 @@ describe('signing in with a one-time link', () => {
   it('exchanges a link once for an HttpOnly, SameSite=Strict session cookie and drops the token from the URL', async () => {
     const minted = await d.api('POST', '/api/v1/board/logins', { body: {} });
     // A HEAD (a link preview) does not spend the link.
-    expect((await rawRequest(d.url, { method: 'HEAD', path: minted.body.data.path })).status).toBe(200);
+    const head = await rawRequest(d.url, { method: 'HEAD', path: minted.body.data.path });
+    expect(head.status).toBe(303);
+    expect(head.headers['set-cookie']).toBeUndefined();
     expect(minted.body.data).toMatchObject({ path: expect.stringMatching(/^\/login\?token=[\w-]{43}$/), readOnly: false });
     const res = await rawRequest(d.url, { path: minted.body.data.path });
     expect(res.status).toBe(303);

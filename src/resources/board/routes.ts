@@ -5,7 +5,7 @@ import { AppError } from '../../kernel/errors.js';
 import type { KeyEntry } from '../../kernel/auth.js';
 import { RAW_RESPONSE } from '../../kernel/route.js';
 import { ASSET_NAME, type AssetSource, type BoardAsset } from './assets.js';
-import { cookieNames, exchangeLogin, keyIsReadOnly, LOGIN_TTL_MS, mintLogin, revokeAll, type Exchange } from './sessions.js';
+import { cookieNames, exchangeLogin, keyIsReadOnly, LOGIN_TTL_MS, mintLogin, peekLogin, revokeAll, type Exchange } from './sessions.js';
 
 // The board: its static files at / and /board/<file>, the login exchange at /login, and the API
 // the CLI signs in with (svc open). Everything else the board shows comes from the public API.
@@ -169,13 +169,15 @@ export const boardRoutes = [
     response: z.string(),
     handler: ({ app, query, req, res }) => {
       const runtime = app.services.get(BOARD);
-      // A HEAD (a link preview, a prefetcher) must not spend the link.
+      if (!query.token) return refusalPage(res, 'This login link is not valid', 'It carries no token.');
+      // A HEAD (a link preview, a prefetcher) is answered as the GET would be, and does not spend the link.
       if (req.method === 'HEAD') {
-        res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' });
+        const peek = peekLogin(app.db, query.token, runtime.keys(), app.clock.now());
+        if (!peek.ok) return refusalPage(res, ...REFUSALS[peek.reason]);
+        res.writeHead(303, { ...SECURITY_HEADERS, Location: '/', 'Cache-Control': 'no-store', 'Content-Length': 0 });
         res.end();
         return RAW_RESPONSE;
       }
-      if (!query.token) return refusalPage(res, 'This login link is not valid', 'It carries no token.');
       const result = exchangeLogin(app.db, query.token, runtime.keys(), app.clock.now());
       if (!result.ok) {
         app.log.info('board login refused', { reason: result.reason });

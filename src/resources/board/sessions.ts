@@ -47,19 +47,34 @@ export type Exchange =
   | { ok: true; session: string; csrf: string; expiresAt: string; maxAgeS: number }
   | { ok: false; reason: 'unknown' | 'used' | 'expired' | 'key_gone' };
 
-/** Exchanges a login link's token for a new session, once: a used or expired link is refused. */
-export function exchangeLogin(db: DB, token: string, keys: readonly KeyEntry[], now: number): Exchange {
-  const hash = digestHex(token);
+type Refusal = Exclude<Exchange, { ok: true }>;
+
+function lookLogin(db: DB, hash: string, keys: readonly KeyEntry[], now: number): Refusal | { ok: true; row: { key_id: string; read_only: number } } {
   const row = stmt(db, 'SELECT key_id, read_only, expires_at, used_at FROM board_logins WHERE token_hash = ?').get(hash) as
     | { key_id: string; read_only: number; expires_at: string; used_at: string | null }
     | undefined;
   if (!row) return { ok: false, reason: 'unknown' };
   if (row.used_at !== null) return { ok: false, reason: 'used' };
+  if (row.expires_at <= new Date(now).toISOString()) return { ok: false, reason: 'expired' };
+  if (!keyOf(keys, row.key_id)) return { ok: false, reason: 'key_gone' };
+  return { ok: true, row };
+}
+
+/** What an exchange of this token would answer, without spending it (a HEAD of the link). */
+export function peekLogin(db: DB, token: string, keys: readonly KeyEntry[], now: number): Refusal | { ok: true } {
+  const r = lookLogin(db, digestHex(token), keys, now);
+  return r.ok ? { ok: true } : r;
+}
+
+/** Exchanges a login link's token for a new session, once: a used or expired link is refused. */
+export function exchangeLogin(db: DB, token: string, keys: readonly KeyEntry[], now: number): Exchange {
+  const hash = digestHex(token);
+  const looked = lookLogin(db, hash, keys, now);
+  if (!looked.ok) return looked;
+  const row = looked.row;
   const nowIso = new Date(now).toISOString();
-  if (row.expires_at <= nowIso) return { ok: false, reason: 'expired' };
   // Marked used before the session exists: two tabs racing with one link get one session.
   if (stmt(db, 'UPDATE board_logins SET used_at = ? WHERE token_hash = ? AND used_at IS NULL').run(nowIso, hash).changes !== 1) return { ok: false, reason: 'used' };
-  if (!keyOf(keys, row.key_id)) return { ok: false, reason: 'key_gone' };
   const session = newToken();
   const expiresAt = new Date(now + SESSION_TTL_MS).toISOString();
   stmt(db, 'INSERT INTO board_sessions (id_hash, key_id, read_only, created_at, expires_at) VALUES (?, ?, ?, ?, ?)').run(digestHex(session), row.key_id, row.read_only, nowIso, expiresAt);
