@@ -23,6 +23,7 @@ export const STATE_PG_SUITES = [
   'test/chat-responses.test.ts',
   'test/mcp.test.ts',
   'test/auth-status.test.ts',
+  'test/board-sessions.test.ts',
 ];
 
 const env = { NO_COLOR: '1', SVC_KEYCHAIN: 'off', ...homeEnv(testHome()) };

@@ -6,15 +6,15 @@
 // The executable is a copy of a Node binary (--node, default: the node running this script) with
 // a blob injected that holds: the CLI and daemon bundled into one script by esbuild (from dist/,
 // so `npm run build` comes first), each worker thread's entry bundled on its own, the native
-// addons of node_modules (better-sqlite3, the keychain's, koffi's when installed) and libpg_query's
-// WASM. At run time src/lib/exe.ts finds them (native addons go to a private cache, by hash, and
-// are loaded from there). The native addons must have been built for that Node: the script checks.
+// addons of node_modules (better-sqlite3, the keychain's, koffi's when installed), libpg_query's
+// WASM and the board's files. At run time src/lib/exe.ts finds them (native addons go to a private
+// cache, by hash, and are loaded from there). The native addons must have been built for that Node: the script checks.
 //
 // Built and tested on Linux x64. macOS (codesign) and Windows (.exe) follow Node's documented
 // steps but are untested.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, copyFileSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -184,7 +184,12 @@ async function main() {
     await bundle(entry, out);
     assets[`thread/${name}`] = out;
   }
-  const info = { version: pkg.version, node: nodeVersion, platform: `${process.platform}-${process.arch}`, natives: digests };
+  // The board (dist/board, built by npm run build): served from these assets (resources/board/assets.ts).
+  const boardDir = join(root, 'dist', 'board');
+  if (!existsSync(join(boardDir, 'index.html'))) fail('dist/board is not built: run npm run build first');
+  const board = readdirSync(boardDir).filter((f) => statSync(join(boardDir, f)).isFile());
+  for (const name of board) assets[`board/${name}`] = join(boardDir, name);
+  const info = { version: pkg.version, node: nodeVersion, platform: `${process.platform}-${process.arch}`, natives: digests, board };
   writeFileSync(join(work, 'build.json'), JSON.stringify(info, null, 2));
   assets['build.json'] = join(work, 'build.json');
 

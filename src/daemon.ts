@@ -20,6 +20,7 @@ import { createLogger, errorFields, lineBuffer, type Logger } from './kernel/log
 import { exposureIssues } from './kernel/exposure.js';
 import { createHttpServer, type HttpServer } from './kernel/server.js';
 import { readTlsPair, tlsPaths, watchTls, type TlsPair } from './kernel/tls.js';
+import { inExe } from './lib/exe.js';
 import { ensurePrivateDir } from './lib/files.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { uuidv4 } from './lib/ids.js';
@@ -52,6 +53,9 @@ import { SECRETS } from './secrets.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 import { MCP_DOOR, startMcp } from './tools/mcp.js';
 import { startPresence } from './resources/system/presence.js';
+import { boardFiles, embeddedBoardFiles, type AssetSource } from './resources/board/assets.js';
+import { BOARD, BOARD_SESSIONS } from './resources/board/routes.js';
+import { sessionOf } from './resources/board/sessions.js';
 
 export interface DaemonOptions {
   root: string;
@@ -79,6 +83,11 @@ export interface DaemonOptions {
   connections?: Partial<ConnectionLimits>;
   /** Between two retention passes (default PRUNE_EVERY_MS); tests that call pass() themselves set it long, so no pass of the daemon's own runs between theirs. */
   pruneEveryMs?: number;
+  /**
+   * Where the board's static files come from: default, dist/board next to this package's code
+   * (resources/board/assets.ts boardFiles()); a single executable passes its embedded files.
+   */
+  boardAssets?: AssetSource;
 }
 
 export interface Daemon {
@@ -340,11 +349,17 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     return abort(err);
   }
 
+  // The board: its files, and its session cookies as a second way to authenticate.
+  app.services.provide(BOARD, { assets: opts.boardAssets ?? (inExe() ? embeddedBoardFiles() : boardFiles()), keys: () => keys });
+  const boardSession = (req: import('node:http').IncomingMessage) => sessionOf(db, req, keys, listening.port, clock.now());
+  app.services.provide(BOARD_SESSIONS, boardSession);
+
   const http = createHttpServer({
     app,
     routes: ROUTES,
     settings: () => config.server,
     keys: () => keys,
+    session: boardSession,
     log,
     checkResponses: opts.checkResponses,
     connections: opts.connections,

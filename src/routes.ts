@@ -6,6 +6,7 @@ import { buildOpenApi } from './kernel/openapi.js';
 import { RAW_RESPONSE as RAW, type AnyRoute } from './kernel/route.js';
 import { agentRoutes } from './resources/agents/routes.js';
 import { approvalRoutes } from './resources/approvals/routes.js';
+import { boardRoutes } from './resources/board/routes.js';
 import { chatRoutes } from './resources/chat/routes.js';
 import { dataRoutes } from './resources/data/routes.js';
 import { missionRoutes } from './resources/missions/routes.js';
@@ -21,7 +22,7 @@ import { toolRoutes } from './tools/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...webhookRoutes, ...toolRoutes, ...dataRoutes, ...providerRoutes, ...chatRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...webhookRoutes, ...toolRoutes, ...dataRoutes, ...providerRoutes, ...chatRoutes, ...boardRoutes];
 
 const openApiRoute = route({
   method: 'GET',

@@ -23,7 +23,12 @@ describe('docs/errors.md', () => {
 });
 
 const openApiPath = 'docs/openapi.json';
-const MAX_BYTES = 250_000;
+/**
+ * The ceiling of the committed document. It stood at 250,000 until the board's six operations
+ * (issue 23: its page, files, login exchange and the three session operations, 9 kB together)
+ * took the document from 249,749 bytes to about 259,000; the ceiling moved with them, by 20 kB.
+ */
+const MAX_BYTES = 270_000;
 
 /** Every $ref anywhere in `v`. */
 function refs(v: unknown, out: string[] = []): string[] {

@@ -15,7 +15,7 @@ import { startReceiver, type Receiver } from './webhook-receiver.js';
 // The single executable (npm run build:exe) as a user gets it: built from this checkout with the
 // node running the tests (and the native addons built for it), copied alone into an empty folder,
 // and run with a PATH that holds no node, a fresh HOME and nothing of the repository: the CLI, the
-// daemon, its webhook thread, a data query in its child process, SSE, MCP and a clean SIGTERM.
+// daemon, its webhook thread, a data query in its child process, SSE, MCP, the board and a clean SIGTERM.
 
 const REPO = new URL('..', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'svc-exe-'));
@@ -87,7 +87,7 @@ describe('the single executable', () => {
   });
   afterAll(() => receiver?.close());
 
-  it('runs alone, with no node on PATH: the CLI, serve, a claim seen on SSE and by a webhook, a data query, MCP, SIGTERM, --detach', async (ctx) => {
+  it('runs alone, with no node on PATH: the CLI, serve, a claim seen on SSE and by a webhook, a data query, MCP, the board, SIGTERM, --detach', async (ctx) => {
     if (built.skip) return ctx.skip(built.skip);
     expect(spawnSync('sh', ['-c', 'command -v node'], { env: env() }).status).not.toBe(0);
     expect(readdirSync(alone)).toEqual([exe.split('/').pop()]);
@@ -141,6 +141,12 @@ describe('the single executable', () => {
     const tools = await api('POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' });
     expect(tools.status).toBe(200);
     expect(tools.body.result.tools.map((t: { name: string }) => t.name)).toContain('task_claim');
+
+    // The board is served from the executable's own assets.
+    const board = await fetch(`${daemon.url}/`);
+    expect(board.status).toBe(200);
+    expect(board.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await board.text()).toContain('<script');
 
     // The native addons went to the private cache, one folder per hash.
     const cache = join(home, '.cache', 'svc', 'native');

@@ -19,7 +19,7 @@ const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { na
  * test/, bench/ or the source maps again (each adds 0.5 MiB or more unpacked) goes over.
  */
 const BUDGET = { packedBytes: 660 * 1024, unpackedBytes: 2.5 * 1024 * 1024, files: 620 };
-const ALLOWED = [/^dist\/(src|bin)\/.+\.(js|d\.ts)$/, /^bin\/svc$/, /^docs\/[^/]+\.(md|json)$/, /^(LICENSE|README\.md|package\.json)$/];
+const ALLOWED = [/^dist\/(src|bin)\/.+\.(js|d\.ts)$/, /^dist\/board\/[a-z0-9][a-z0-9._-]*\.(html|js|css|svg)$/, /^bin\/svc$/, /^docs\/[^/]+\.(md|json)$/, /^(LICENSE|README\.md|package\.json)$/];
 
 interface Packed {
   filename: string;
@@ -89,7 +89,7 @@ describe('the npm package', () => {
     );
     const paths = packed.files.map((f) => f.path);
     expect(paths.filter((p) => !ALLOWED.some((re) => re.test(p)))).toEqual([]);
-    for (const p of ['bin/svc', 'dist/bin/svc.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'LICENSE', 'README.md', 'docs/openapi.json']) expect(paths).toContain(p);
+    for (const p of ['bin/svc', 'dist/bin/svc.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/board/index.html', 'dist/board/app.js', 'LICENSE', 'README.md', 'docs/openapi.json']) expect(paths).toContain(p);
     expect(packed.size).toBeLessThanOrEqual(BUDGET.packedBytes);
     expect(packed.unpackedSize).toBeLessThanOrEqual(BUDGET.unpackedBytes);
     expect(packed.entryCount).toBeLessThanOrEqual(BUDGET.files);
@@ -102,6 +102,13 @@ describe('the npm package', () => {
     expect(stdout.trim()).toBe(pkg.version);
     const help = await run('svc', ['--help'], { cwd: work, env });
     expect(help.stdout).toMatch(/serve/);
+  });
+
+  it("finds the board's files from the installed package (relative to its own module)", async () => {
+    const assets = join(prefix, 'lib', 'node_modules', pkg.name, 'dist', 'src', 'resources', 'board', 'assets.js');
+    const script = `import(process.argv[1]).then((m) => { const files = m.boardFiles()(); console.log(JSON.stringify(files ? [...files.keys()].sort() : null)); })`;
+    const { stdout } = await run(process.execPath, ['-e', script, assets], { cwd: work });
+    expect(JSON.parse(stdout)).toEqual(['app.css', 'app.js', 'icon.svg', 'index.html']);
   });
 
   for (const kind of ['esm', 'cjs'] as const) {

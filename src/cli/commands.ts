@@ -21,6 +21,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'logs', summary: "Print the daemon's log, readable (-f to follow)", load: async () => (await import('../resources/system/logs-command.js')).logsCommand() },
   { name: 'state', summary: "Export the daemon's state to a file, or import one into a new state (SQLite to PostgreSQL)", load: async () => (await import('../resources/system/state-command.js')).stateCommand() },
   { name: 'doctor', summary: 'Check the setup and say how to fix what is wrong', load: async () => (await import('../resources/system/doctor.js')).doctorCommand() },
+  { name: 'open', summary: 'Open the web board in the browser (a one-time login link; --logout-all signs every session out)', load: async () => (await import('../resources/board/command.js')).openCommand() },
   { name: 'agents', summary: 'Manage agents', load: async () => (await import('../resources/agents/command.js')).agentsCommand() },
   { name: 'teams', summary: 'Manage teams of agents', load: async () => (await import('../resources/teams/command.js')).teamsCommand() },
   { name: 'skills', summary: 'Manage skills and assign them to agents', load: async () => (await import('../resources/skills/command.js')).skillsCommand() },

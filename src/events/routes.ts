@@ -24,7 +24,7 @@ export const eventRoutes = [
     method: 'GET',
     path: '/v1/events',
     operationId: 'streamEvents',
-    summary: 'Live Server-Sent Events stream (bearer auth only; Last-Event-ID replays the last 24 h)',
+    summary: 'Live Server-Sent Events stream (bearer key or board session; Last-Event-ID replays the last 24 h)',
     description:
       'Frames carry `id` (the durable event sequence, never reset), `event` (the name) and `data` (JSON). ' +
       'A `: ping` comment is sent every 15 s. A client more than 1,000 events or 1 MiB behind, or whose connection ' +
@@ -56,7 +56,7 @@ export const eventRoutes = [
       }
       const header = req.headers['last-event-id'];
       const lastEventId = typeof header === 'string' && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
-      app.streams.open(res, { keyId: principal!.keyId, matches, lastEventId });
+      app.streams.open(res, { keyId: principal!.keyId, session: principal!.session, matches, lastEventId });
       return RAW_RESPONSE;
     },
   }),

@@ -53,6 +53,8 @@ export function frame(e: StoredEvent): string {
 interface Stream {
   res: ServerResponse;
   keyId: string;
+  /** Opened by a board session (closed when the sessions are revoked). */
+  session: boolean;
   matches: EventMatcher;
   /** Highest event id handled (sent or filtered out). */
   cursor: number;
@@ -120,7 +122,7 @@ export class SseHub {
     return n;
   }
 
-  open(res: ServerResponse, opts: { keyId: string; matches: EventMatcher; lastEventId?: number }): void {
+  open(res: ServerResponse, opts: { keyId: string; session?: boolean; matches: EventMatcher; lastEventId?: number }): void {
     // Shutting down: a stream opened now would hear nothing and hold its connection until the grace period ends.
     if (this.closed) throw new AppError('unavailable', 'The daemon is shutting down; reconnect shortly.');
     const { maxStreams, maxStreamsPerKey } = this.limits;
@@ -143,6 +145,7 @@ export class SseHub {
     const s: Stream = {
       res,
       keyId: opts.keyId,
+      session: opts.session === true,
       matches: opts.matches,
       cursor: last,
       openedAt: last,
@@ -180,6 +183,19 @@ export class SseHub {
     let n = 0;
     for (const s of this.streams) {
       if (!liveKeyIds.has(s.keyId)) {
+        s.res.end();
+        this.drop(s);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Closes the streams opened by board sessions (they were all signed out). */
+  closeSessions(): number {
+    let n = 0;
+    for (const s of this.streams) {
+      if (s.session) {
         s.res.end();
         this.drop(s);
         n++;

@@ -28,6 +28,8 @@ export interface Principal {
   grants?: Grant[];
   tools?: KeyEntry['tools'];
   source: KeyEntry['source'];
+  /** Signed in through the board's session cookie rather than a bearer key (the key is the one that minted it). */
+  session?: boolean;
 }
 
 export function sha256(value: string): Buffer {

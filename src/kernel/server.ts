@@ -41,6 +41,31 @@ export interface HttpOptions<App> {
   connections?: Partial<ConnectionLimits>;
   /** Serve HTTPS with this PEM pair (node:https); without it, plain HTTP exactly as before. */
   tls?: { cert: string | Buffer; key: string | Buffer };
+  /**
+   * A second way to authenticate, tried when a request carries no Authorization header: the
+   * board's session cookie (resources/board, wired in daemon.ts). A session's state-changing
+   * requests must carry its CSRF token, and a read-only session may only read.
+   */
+  session?(req: IncomingMessage): CookieSession | null;
+}
+
+/** A request authenticated by a session cookie. */
+export interface CookieSession {
+  principal: Principal;
+  /** The request carried the session's CSRF token (checked in constant time). */
+  csrf: boolean;
+  readOnly: boolean;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * An Origin that is the daemon's own (the board's pages): the scheme it serves and the Host the
+ * request was sent to, which the Host guard has already accepted. A rebinding page's Host is
+ * refused before this is asked.
+ */
+function sameOrigin(origin: string, host: string | undefined, scheme: 'http' | 'https'): boolean {
+  return host !== undefined && origin.trim().toLowerCase() === `${scheme}://${host.toLowerCase()}`;
 }
 
 export interface HttpServer {
@@ -175,7 +200,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     }
     const origin = req.headers.origin;
     if (origin !== undefined) {
-      if (!originAllowed(origin, settings.allowedOrigins)) {
+      if (!originAllowed(origin, settings.allowedOrigins) && !sameOrigin(origin, req.headers.host, opts.tls ? 'https' : 'http')) {
         throw new AppError('forbidden', 'Origin not allowed; add it to server.allowedOrigins in project.json to allow it.');
       }
       res.setHeader('Access-Control-Allow-Origin', origin);
@@ -211,6 +236,14 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     let principal: Principal | null = null;
     if (route.auth !== 'public') {
       principal = authenticate(opts.keys(), bearerToken(req), digests);
+      const session = !principal && req.headers.authorization === undefined ? opts.session?.(req) : null;
+      if (session) {
+        if (!SAFE_METHODS.has(req.method ?? 'GET')) {
+          if (!session.csrf) throw new AppError('forbidden', 'This request changes state and comes with a board session: it needs the session\'s X-CSRF-Token header.');
+          if (session.readOnly) throw new AppError('forbidden', 'This board session is read-only; it cannot change anything.');
+        }
+        principal = session.principal;
+      }
       if (!principal) {
         const wait = limiter.fail(clientAddress(req, settings.trustedProxy) ?? 'unknown');
         if (wait > 0) {

@@ -18,6 +18,8 @@ export interface ExeBuild {
   platform: string;
   /** Native addon name → the SHA-256 of its bytes (the asset is `native/<name>.node`). */
   natives: Record<string, string>;
+  /** The board's files (assets `board/<name>`). */
+  board: string[];
 }
 
 /** Set in a child process's environment to start the executable as that entry (src/exe/main.ts), not as the CLI. */

@@ -1,0 +1,27 @@
+// The API's shapes, the same types src/client's users get from the daemon's schemas: type-only
+// imports, erased from the bundle.
+import type { z } from 'zod';
+export type { Task } from '../../src/resources/tasks/schema.js';
+export type { Mission } from '../../src/resources/missions/schema.js';
+export type { Approval } from '../../src/resources/approvals/schema.js';
+export type { Agent } from '../../src/resources/agents/schema.js';
+export type { Team } from '../../src/resources/teams/schema.js';
+import type { WebhookOut, DeliveryOut } from '../../src/resources/webhooks/schema.js';
+import type { DatabaseOut, QueryOut } from '../../src/resources/data/schema.js';
+
+export type Webhook = z.output<typeof WebhookOut>;
+export type Delivery = z.output<typeof DeliveryOut>;
+export type Database = z.output<typeof DatabaseOut>;
+export type QueryResult = z.output<typeof QueryOut>;
+export interface BoardSession {
+  name: string;
+  session: boolean;
+  readOnly: boolean;
+}
+export interface StreamedEvent {
+  id: number;
+  name: string;
+  data: unknown;
+  /** When the board received it (ms). */
+  at: number;
+}
