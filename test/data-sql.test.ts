@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../src/db/sqlite.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -133,7 +133,7 @@ export async function checkVault(root: string): Promise<CheckResult> {
   const paths = statePaths(root);
   if (!existsSync(paths.db)) return { check: 'vault key', status: 'ok', detail: 'no database yet (the first `svc serve` creates the key)' };
   const { env } = io();
-  const { default: Database } = await import('better-sqlite3');
+  const { default: Database } = await import('../../db/sqlite.js');
   const db = new Database(paths.db, { readonly: true, fileMustExist: true });
   try {
     const projectId = (db.prepare("SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string } | undefined)?.value;
