@@ -8,8 +8,8 @@ import type BetterSqlite3 from 'better-sqlite3';
 // - better-sqlite3 13 (the `better-sqlite3` dependency) is a Node-API 10 addon, prebuilt in its npm
 //   package for every platform: nothing to compile, one binary for Node 22 and 24. Node 20 knows
 //   Node-API 9 only and crashes (SIGSEGV) while refusing the module, so it must never load it.
-// - better-sqlite3 12 (the optional `better-sqlite3-12` alias) is compiled at install against the
-//   running Node's headers; it is Node 20's. On Node 24 it must not be loaded: it derives from
+// - better-sqlite3 12 (the optional `better-sqlite3-12` alias) is Node 20's: its install downloads a
+//   binary for the running Node's ABI from GitHub, or else compiles against that Node's headers. On Node 24 it must not be loaded: it derives from
 //   node::ObjectWrap, whose Node 24 header registers a cleanup hook per object and removes it in the
 //   destructor, which needs the current Environment; V8 runs that destructor from a GC weak callback,
 //   where there is none, and Node aborts ("Assertion failed: (env) != nullptr" under
@@ -31,7 +31,7 @@ function load(): typeof BetterSqlite3 {
     if (err.code !== 'MODULE_NOT_FOUND' || !String(err.message).includes(SQLITE_PACKAGE)) throw e;
     const why =
       SQLITE_PACKAGE === 'better-sqlite3-12'
-        ? `On Node ${process.version} svc uses better-sqlite3 12, which npm compiles at install (it needs python3, make and a C++ compiler) and leaves out when that fails. ` +
+        ? `On Node ${process.version} svc uses better-sqlite3 12, which npm downloads prebuilt or else compiles (with python3, make and a C++ compiler), and leaves out when neither works. ` +
           'Run `npm rebuild better-sqlite3-12` in svc\'s folder to see why, or use Node 22.14+ or 24, where the prebuilt better-sqlite3 13 needs no compiler.'
         : `On Node ${process.version} svc uses better-sqlite3 13, a dependency that is not installed: run \`npm install\` in svc's folder.`;
     throw new Error(`SQLite is not available: ${why}`, { cause: e });
