@@ -6,14 +6,16 @@ import type BetterSqlite3 from 'better-sqlite3';
 // the Node that runs:
 //
 // - better-sqlite3 13 (the `better-sqlite3` dependency) is a Node-API 10 addon, prebuilt in its npm
-//   package for every platform: nothing to compile, one binary for Node 22 and 24. Node 20 knows
-//   Node-API 9 only and crashes (SIGSEGV) while refusing the module, so it must never load it.
+//   package (Linux with glibc or musl, macOS, Windows; x64 and arm64): nothing compiles, one binary
+//   serves Node 22 and 24. Node 20 offers Node-API 9 only and crashes (SIGSEGV) while refusing the
+//   module, so it must never load it.
 // - better-sqlite3 12 (the optional `better-sqlite3-12` alias) is Node 20's: its install downloads a
-//   binary for the running Node's ABI from GitHub, or else compiles against that Node's headers. On Node 24 it must not be loaded: it derives from
-//   node::ObjectWrap, whose Node 24 header registers a cleanup hook per object and removes it in the
-//   destructor, which needs the current Environment; V8 runs that destructor from a GC weak callback,
-//   where there is none, and Node aborts ("Assertion failed: (env) != nullptr" under
-//   Statement::~Statement) the first time a young statement is collected.
+//   binary for the running Node's ABI from GitHub, or else compiles against that Node's headers.
+//   On Node 24 it must not be loaded: it derives from node::ObjectWrap, whose Node 24 header
+//   registers a cleanup hook per object and removes it in the destructor, which needs the current
+//   Environment; V8 runs that destructor from a GC weak callback, where there is none, and Node
+//   aborts ("Assertion failed: (env) != nullptr" under Statement::~Statement) the first time a
+//   young statement is collected.
 //
 // The choice is by the Node-API version the running Node offers (process.versions.napi): 10 or more
 // (Node 22.14+, 24) loads 13; less (Node 20, 22.12 and 22.13) loads 12.
