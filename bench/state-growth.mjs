@@ -4,7 +4,7 @@
 // delivery to a local receiver answering 200, one attempt row), so nothing but events, deliveries
 // and attempts grows. Every 10 s it prints the size of state.sqlite and its WAL, the rows kept and
 // the free pages; the last line sums it up. Not part of `npm run bench`: a run lasts minutes.
-import Database from 'better-sqlite3';
+import Database from '../dist/src/db/sqlite.js';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as h from './lib/harness.mjs';

@@ -104,9 +104,9 @@ describe('svc doctor', () => {
   });
 
   it('node: too old fails with the fix', () => {
-    expect(checkNode('v18.19.0')).toMatchObject({ status: 'fail', fix: expect.stringContaining('22.12+ or 20.19+') });
-    // As package.json's engines: ^20.19.0 || ^22.12.0; 24 runs, with a warning until better-sqlite3 is fixed there.
-    for (const [v, status] of [['v20.18.3', 'fail'], ['v20.19.0', 'ok'], ['v21.7.3', 'fail'], ['v22.11.0', 'fail'], ['v22.12.0', 'ok'], ['v23.9.0', 'fail'], ['v24.0.0', 'warn'], ['v25.1.0', 'warn']]) {
+    expect(checkNode('v18.19.0')).toMatchObject({ status: 'fail', fix: expect.stringContaining('Node 24, 22.12+ or 20.19+') });
+    // As package.json's engines: ^20.19.0 || ^22.12.0 || ^24.0.0; a newer line runs, with a warning that it is untested.
+    for (const [v, status] of [['v20.18.3', 'fail'], ['v20.19.0', 'ok'], ['v21.7.3', 'fail'], ['v22.11.0', 'fail'], ['v22.12.0', 'ok'], ['v23.9.0', 'fail'], ['v24.0.0', 'ok'], ['v24.21.0', 'ok'], ['v25.1.0', 'warn'], ['v26.0.0', 'warn']]) {
       expect(checkNode(v!).status, v).toBe(status);
     }
   });

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../src/db/sqlite.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDEMPOTENCY_DDL, IDEMPOTENCY_TTL_MS, remember, replayOf } from '../src/resources/data/idempotency.js';
 import { SHOP } from './data-fixtures.js';

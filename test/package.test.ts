@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,33 +45,18 @@ let packed: Packed;
 let prefix: string;
 let installMs = 0;
 
-/**
- * better-sqlite3's install takes a prebuilt binary from a local folder before it downloads or
- * compiles (prebuild-install's `local prebuilds`): giving it the one this checkout compiled for this
- * Node turns a ~90 s compile into an unpack. Another version than the checkout's still compiles.
- */
-function localPrebuilds(dir: string): Promise<unknown> {
-  const mod = join(repo, 'node_modules', 'better-sqlite3');
-  const version = (JSON.parse(readFileSync(join(mod, 'package.json'), 'utf8')) as { version: string }).version;
-  if (!existsSync(join(mod, 'build', 'Release', 'better_sqlite3.node'))) return Promise.resolve();
-  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
-  return run('tar', ['-czf', join(dir, name), 'build/Release/better_sqlite3.node'], { cwd: mod });
-}
-
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'svc-pkg-'));
   // The global setup has just built dist/: without --ignore-scripts `prepare` would compile it again.
   const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: repo, env: npmEnv(), maxBuffer: 16 << 20 });
   packed = (JSON.parse(stdout) as Packed[])[0]!;
   prefix = join(work, 'prefix');
-  const prebuilds = join(work, 'prebuilds');
-  mkdirSync(prebuilds);
-  await localPrebuilds(prebuilds);
   const started = performance.now();
-  // Optional dependencies are left out: libpq compiles for a minute, and svc runs without it.
+  // Optional dependencies are left out: better-sqlite3 12 (Node 20's SQLite, src/db/sqlite.ts)
+  // compiles for a minute, and nothing tested here (--version, --help, the types) loads SQLite.
   await run('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', '--omit=optional', join(work, packed.filename)], {
     cwd: work,
-    env: npmEnv({ npm_config_better_sqlite3_local_prebuilds: prebuilds }),
+    env: npmEnv(),
     maxBuffer: 16 << 20,
   });
   installMs = performance.now() - started;

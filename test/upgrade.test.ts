@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../src/db/sqlite.js';
 import { createHash } from 'node:crypto';
 import { cpSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';

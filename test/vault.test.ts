@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../src/db/sqlite.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -3,7 +3,7 @@
 // checked, the same { ok, data } envelope and result shapes — and nothing else (no validation
 // library, no worker process, no request log). POST /insert {rows}: one transaction per batch,
 // answering the inserted rows; POST /query {params: [id]}: the point query. Prints {"port":N}.
-import Database from 'better-sqlite3';
+import Database from '../../dist/src/db/sqlite.js';
 import { createServer } from 'node:http';
 import { bearer, send } from './respond.mjs';
 import { createTableSql } from '../../dist/src/resources/data/ddl.js';

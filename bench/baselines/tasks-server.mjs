@@ -2,7 +2,7 @@
 // same libraries — plain node:http and better-sqlite3, the same WAL settings, the bearer key
 // checked, the same { ok, data } envelope, the same task JSON — and nothing else (no router, no
 // validation library, no request log). Run as its own process; prints {"port":N} when listening.
-import Database from 'better-sqlite3';
+import Database from '../../dist/src/db/sqlite.js';
 import { createServer } from 'node:http';
 import { bearer, send, taskInput, toTask } from './respond.mjs';
 // The same time-ordered ids as svc (random v4 ids would make inserts into the id index slower).

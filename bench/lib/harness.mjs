@@ -1,7 +1,7 @@
 // What scenarios use: temp projects, the real daemon as a `svc serve` child process, baselines
 // and load generators as their own child processes, and process RSS. Nothing here runs load in
 // the bench's own process, so the daemon, its baseline and the load never share an event loop.
-import Database from 'better-sqlite3';
+import Database from '../../dist/src/db/sqlite.js';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -3,7 +3,7 @@
 // `expected` events (or at the deadline) prints what it saw. Emit time is the event's created_at in
 // the state database (written in the emitting transaction), so emit → receive is measured without
 // trusting the daemon or the emitter for timing. Frames are scanned for their `id:` line only.
-import Database from 'better-sqlite3';
+import Database from '../../dist/src/db/sqlite.js';
 import { request } from 'node:http';
 
 const o = JSON.parse(process.argv[2]);

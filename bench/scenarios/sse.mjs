@@ -62,7 +62,7 @@ export default {
 };
 
 async function lastEventId(h, dbFile) {
-  const { default: Database } = await import('better-sqlite3');
+  const { default: Database } = await import('../../dist/src/db/sqlite.js');
   const db = new Database(dbFile, { readonly: true });
   const r = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").get();
   db.close();

@@ -12,7 +12,7 @@
 // hangs 15 s gets 40 deliveries each round (team:created), then a healthy receiver gets 200
 // (task:created, one POST /api/v1/tasks every 10 ms); its p50 and p99 are the time from each
 // event to its arrival (the envelope's timestamp against the receiver's clock, same machine).
-import Database from 'better-sqlite3';
+import Database from '../../dist/src/db/sqlite.js';
 import { join } from 'node:path';
 import { uuidv7 } from '../../dist/src/lib/ids.js';
 

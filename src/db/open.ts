@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from './sqlite.js';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { migrate, type Migration } from './migrate.js';
 import { PgStateDb, PgStatement, type PgStateOptions } from './pg/sync.js';

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../../src/db/sqlite.js';
 import { describe, expect, it } from 'vitest';
 import { createTableSql } from '../../src/resources/data/ddl.js';
 import { compileList, FilterError } from '../../src/resources/data/filter.js';

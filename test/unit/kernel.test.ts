@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../../src/db/sqlite.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config/load.js';

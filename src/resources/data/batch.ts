@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type Database from '../../db/sqlite.js';
 import { AppError, type ErrorCode } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { q, SQLITE, type Dialect } from './dialect.js';

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../../db/sqlite.js';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { AppError } from '../../kernel/errors.js';
 import type { DatabaseState, QueryRequest } from './backend.js';

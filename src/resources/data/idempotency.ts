@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import type Database from '../../db/sqlite.js';
 import { AppError } from '../../kernel/errors.js';
 
 // Idempotency keys of query and transactions, kept in the database file they write to: the stored

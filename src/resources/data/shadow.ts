@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import Database from '../../db/sqlite.js';
 import { indexSql, q } from './ddl.js';
 import { SYSTEM_COLUMNS, type SchemaDefT } from './schema.js';
 

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type Database from '../../db/sqlite.js';
 import { AppError } from '../../kernel/errors.js';
 import { shadowRefusal, type ShadowSchema } from './shadow.js';
 import { sqlError } from './sqlite-errors.js';
