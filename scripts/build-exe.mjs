@@ -51,7 +51,8 @@ const fail = (message) => {
 };
 
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
-const mb = (n) => `${(n / 1024 / 1024).toFixed(1)} MB`;
+/** Megabytes of 10^6 bytes, as the size target (140 MB) is stated. */
+const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
 /** The platform package of @napi-rs/keyring for this machine, as its index.js picks it. */
 function keyringAddon() {
@@ -65,6 +66,20 @@ function keyringAddon() {
   } catch {
     fail(`${name} is not installed (the keychain's native addon for this platform): run npm install`);
   }
+}
+
+/** better-sqlite3's addon: one compiled in the package if there is one, else 13's prebuilt binary for this platform. */
+function sqliteAddon(name) {
+  let dir;
+  try {
+    dir = dirname(require.resolve(`${name}/package.json`));
+  } catch {
+    fail(`${name} is not installed: the executable's Node needs it (src/db/sqlite.ts); run npm install`);
+  }
+  const built = join(dir, 'build', 'Release', 'better_sqlite3.node');
+  if (existsSync(built)) return built;
+  const musl = process.platform === 'linux' && !process.report?.getReport()?.header?.glibcVersionRuntime;
+  return join(dir, 'prebuilds', `${musl ? 'linuxmusl' : process.platform}-${process.arch}.node`);
 }
 
 /** koffi's addon for this machine, when the optional koffi is installed (else the executable's state on PostgreSQL uses pg). */
@@ -93,25 +108,35 @@ function loads(node, file) {
 // name, and what asks for it (lib/entry.ts, outside the executable's paths) gets the executable's.
 const banner = { js: 'var __svcExeUrl = require("node:url").pathToFileURL(process.execPath).href;' };
 
-/** Native addons are required by name at run time from the cache (src/lib/exe.ts loadNative). */
-const nativePlugin = {
-  name: 'svc-native',
-  setup(b) {
-    const exeModule = join(root, 'dist', 'src', 'lib', 'exe.js');
-    const shim = (name, asFunction) => ({
-      contents: `const { loadNative } = require(${JSON.stringify(exeModule)});\nmodule.exports = ${asFunction ? `() => loadNative(${JSON.stringify(name)})` : `loadNative(${JSON.stringify(name)})`};\n`,
-      resolveDir: root,
-      loader: 'js',
-    });
-    // better-sqlite3 finds its addon with `bindings`; the keychain's index.js picks a platform package.
-    b.onResolve({ filter: /^bindings$/ }, () => ({ path: 'better_sqlite3', namespace: 'svc-native-fn' }));
-    b.onResolve({ filter: /^@napi-rs\/keyring$/ }, () => ({ path: 'keyring', namespace: 'svc-native' }));
-    b.onLoad({ filter: /.*/, namespace: 'svc-native-fn' }, (a) => shim(a.path, true));
-    b.onLoad({ filter: /.*/, namespace: 'svc-native' }, (a) => shim(a.path, false));
-  },
-};
+/**
+ * Native addons are required by name at run time from the cache (src/lib/exe.ts loadNative), and
+ * src/db/sqlite.ts, which picks one of two better-sqlite3 versions by the running Node's Node-API
+ * version, becomes an import of the one the executable's Node loads (`sqlite`: its package name).
+ */
+function nativePlugin(sqlite) {
+  return {
+    name: 'svc-native',
+    setup(b) {
+      const exeModule = join(root, 'dist', 'src', 'lib', 'exe.js');
+      const load = (name) => `require(${JSON.stringify(exeModule)}).loadNative(${JSON.stringify(name)})`;
+      const js = (contents) => ({ contents, resolveDir: root, loader: 'js' });
+      b.onLoad({ filter: /[\\/]dist[\\/]src[\\/]db[\\/]sqlite\.js$/ }, () =>
+        js(`import Database from ${JSON.stringify(sqlite)};\nexport const SQLITE_PACKAGE = ${JSON.stringify(sqlite)};\nexport default Database;\n`),
+      );
+      // better-sqlite3 12 finds its addon with `bindings`, 13 with its lib/binding.js; the keychain's index.js picks a platform package.
+      b.onResolve({ filter: /^bindings$/ }, () => ({ path: 'bindings', namespace: 'svc-native' }));
+      b.onResolve({ filter: /^\.\/binding$/ }, (a) => (/better-sqlite3/.test(a.importer) ? { path: 'binding', namespace: 'svc-native' } : undefined));
+      b.onResolve({ filter: /^@napi-rs\/keyring$/ }, () => ({ path: 'keyring', namespace: 'svc-native' }));
+      b.onLoad({ filter: /.*/, namespace: 'svc-native' }, (a) => {
+        if (a.path === 'bindings') return js(`module.exports = () => ${load('better_sqlite3')};\n`);
+        if (a.path === 'binding') return js(`module.exports = { getBinding: () => ${load('better_sqlite3')} };\n`);
+        return js(`module.exports = ${load(a.path)};\n`);
+      });
+    },
+  };
+}
 
-async function bundle(entry, outfile) {
+async function bundle(entry, outfile, sqlite) {
   const result = await build({
     entryPoints: [join(root, entry)],
     outfile,
@@ -124,7 +149,7 @@ async function bundle(entry, outfile) {
     legalComments: 'none',
     banner,
     define: { 'import.meta.url': '__svcExeUrl' },
-    plugins: [nativePlugin],
+    plugins: [nativePlugin(sqlite)],
     logLevel: 'error',
     metafile: true,
   });
@@ -155,9 +180,12 @@ async function main() {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(join(work, 'thread'), { recursive: true });
 
-  // The native addons, each checked to load in the Node the executable runs on.
+  // The native addons, each checked to load in the Node the executable runs on. better-sqlite3:
+  // the version src/db/sqlite.ts would load in that Node (13 from Node-API 10, else 12).
+  const napi = Number(execFileSync(opts.node, ['-p', 'process.versions.napi'], { encoding: 'utf8' }).trim());
+  const sqlite = napi >= 10 ? 'better-sqlite3' : 'better-sqlite3-12';
   const natives = {
-    better_sqlite3: join(dirname(require.resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node'),
+    better_sqlite3: sqliteAddon(sqlite),
     keyring: keyringAddon(),
   };
   const koffi = koffiAddon();
@@ -165,7 +193,7 @@ async function main() {
   for (const [name, file] of Object.entries(natives)) {
     if (!existsSync(file)) fail(`${relative(root, file)} is missing: run npm install`);
     const ok = loads(opts.node, file);
-    if (ok !== true) fail(`${name} (${relative(root, file)}) was built for another Node than ${nodeVersion} (${ok}); rebuild it for that Node (npm rebuild better-sqlite3 with that node on PATH)`);
+    if (ok !== true) fail(`${name} (${relative(root, file)}) was built for another Node than ${nodeVersion} (${ok}); rebuild it for that Node (npm rebuild with that node on PATH)`);
   }
 
   const assets = {};
@@ -177,11 +205,11 @@ async function main() {
   assets['libpg-query.wasm'] = join(dirname(require.resolve('libpg-query/package.json')), 'wasm', 'libpg-query.wasm');
 
   const mainFile = join(work, 'main.cjs');
-  const mainBytes = await bundle('dist/src/exe/main.js', mainFile);
+  const mainBytes = await bundle('dist/src/exe/main.js', mainFile, sqlite);
   for (const entry of THREADS) {
     const name = entry.split('/').pop();
     const out = join(work, 'thread', name);
-    await bundle(entry, out);
+    await bundle(entry, out, sqlite);
     assets[`thread/${name}`] = out;
   }
   // The board (dist/board, built by npm run build): served from these assets (resources/board/assets.ts).
@@ -228,10 +256,11 @@ async function main() {
     gzipBytes: gz,
     scriptBytes: mainBytes.length,
     natives: Object.keys(natives),
+    sqlite,
     seconds: (Date.now() - started) / 1000,
   };
   writeFileSync(join(dirname(opts.out), 'build-report.json'), JSON.stringify(report, null, 2));
-  console.log(`build:exe: ${report.file} for ${info.platform} on Node ${nodeVersion}: ${mb(size)} (${mb(gz)} gzipped; script ${mb(mainBytes.length)}; natives ${report.natives.join(', ')}) in ${report.seconds.toFixed(1)} s`);
+  console.log(`build:exe: ${report.file} for ${info.platform} on Node ${nodeVersion}: ${mb(size)} (${mb(gz)} gzipped; script ${mb(mainBytes.length)}; natives ${report.natives.join(', ')}; ${sqlite}) in ${report.seconds.toFixed(1)} s`);
 }
 
 await main();
