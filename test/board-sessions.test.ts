@@ -3,7 +3,7 @@ import { browserCommand } from '../src/resources/board/command.js';
 import { BOARD_CSP } from '../src/resources/board/routes.js';
 import { svcAgainst } from './cli-helpers.js';
 import { FakeClock } from './fake-clock.js';
-import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
+import { rawRequest, startTestDaemon, until, type TestDaemon } from './harness.js';
 
 // Signing in to the board over plain HTTP: the one-time login link, the session cookie it is
 // exchanged for (CSRF, Origin, read-only, revocation, the key's removal) and `svc open`. Sessions
@@ -12,20 +12,6 @@ import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
 
 let d: TestDaemon;
 
-const WAIT_MS = 5_000;
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = WAIT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}${last ? ` (${String(last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 /** Mints a login link with the test key and exchanges it over plain HTTP: the session's cookies. */
 async function login(opts: { readOnly?: boolean } = {}): Promise<{ cookie: string; csrf: string; session: string; setCookie: string[] }> {
   const minted = await d.api('POST', '/api/v1/board/logins', { body: opts.readOnly ? { readOnly: true } : {} });

@@ -11,7 +11,7 @@ import { startDaemon } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { boardAssets, boardFiles } from '../src/resources/board/assets.js';
 import { BOARD_CSP } from '../src/resources/board/routes.js';
-import { daemonEnv, makeProject, rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
+import { daemonEnv, makeProject, rawRequest, startTestDaemon, until, type TestDaemon } from './harness.js';
 import { stateEnv } from './state-pg.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
 
@@ -31,19 +31,6 @@ let d: TestDaemon;
 
 // playwright-core has no expect(): these wait for what a test then asserts (5 s at most).
 const WAIT_MS = 5_000;
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = WAIT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}${last ? ` (${String(last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 const visible = (l: Locator) => l.first().waitFor({ state: 'visible', timeout: WAIT_MS });
 const count = (l: Locator, n: number) => until(`${n} of ${l}`, async () => (await l.count()) === n);
 const textOf = async (l: Locator) => ((await l.first().textContent({ timeout: 200 })) ?? '').trim();

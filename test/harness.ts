@@ -155,6 +155,24 @@ export function rawRequest(
 }
 
 /** Polls `check` until it returns true (for things that happen asynchronously, like a config reload). */
+/**
+ * Waits for `check` to hold, trying every 20 ms; a check that throws counts as not yet (a page
+ * element not there). The error names `what` and the last exception, so a failure says what it waited for.
+ */
+export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}${last ? ` (${String(last)})` : ''}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 3000, stepMs = 25): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
