@@ -12,18 +12,20 @@ import { rawRequest, startTestDaemon, until, type TestDaemon } from './harness.j
 
 let d: TestDaemon;
 
-/** Mints a login link with the test key and exchanges it over plain HTTP: the session's cookies. */
-async function login(opts: { readOnly?: boolean } = {}): Promise<{ cookie: string; csrf: string; session: string; setCookie: string[] }> {
+/** Mints a login link with the test key and exchanges it over plain HTTP: the session cookie, and the token the redirect's fragment hands the page. */
+async function login(opts: { readOnly?: boolean } = {}): Promise<{ cookie: string; csrf: string; setCookie: string }> {
   const minted = await d.api('POST', '/api/v1/board/logins', { body: opts.readOnly ? { readOnly: true } : {} });
   expect(minted.status).toBe(201);
   const res = await rawRequest(d.url, { path: minted.body.data.path });
   expect(res.status).toBe(303);
-  const setCookie = res.headers['set-cookie'] as string[];
-  const pair = (prefix: string) => setCookie.find((c) => c.startsWith(prefix))!.split(';')[0]!;
-  const session = pair(`svc_session_${d.port}=`);
-  const csrf = pair(`svc_csrf_${d.port}=`);
-  return { cookie: `${session}; ${csrf}`, csrf: csrf.split('=')[1]!, session, setCookie };
+  const setCookie = String(res.headers['set-cookie']);
+  const csrf = /^\/#csrf=([\w-]{43})$/.exec(String(res.headers.location))![1]!;
+  return { cookie: setCookie.split(';')[0]!, csrf, setCookie };
 }
+
+/** A request of a session as the board makes it: its cookie and its token (headers may override or drop the token). */
+const asBoard = (method: string, path: string, s: { cookie: string; csrf: string }, headers: Record<string, string> = {}, body?: unknown) =>
+  withCookie(method, path, s.cookie, { 'x-csrf-token': s.csrf, ...headers }, body);
 
 async function withCookie(method: string, path: string, cookie: string, headers: Record<string, string> = {}, body?: unknown) {
   const res = await rawRequest(d.url, {
@@ -52,14 +54,12 @@ describe('signing in with a one-time link', () => {
     expect(minted.body.data).toMatchObject({ path: expect.stringMatching(/^\/login\?token=[\w-]{43}$/), readOnly: false });
     const res = await rawRequest(d.url, { path: minted.body.data.path });
     expect(res.status).toBe(303);
-    expect(res.headers.location).toBe('/');
+    // The CSRF token is handed to the page in the fragment (never sent to a server), not in a cookie.
+    expect(res.headers.location).toMatch(/^\/#csrf=[\w-]{43}$/);
     expect(res.headers['cache-control']).toBe('no-store');
-    const cookies = res.headers['set-cookie'] as string[];
-    const session = cookies.find((c) => c.startsWith(`svc_session_${d.port}=`))!;
-    expect(session).toMatch(/; Path=\/; Max-Age=43200; HttpOnly; SameSite=Strict$/);
-    const csrf = cookies.find((c) => c.startsWith(`svc_csrf_${d.port}=`))!;
-    expect(csrf).toMatch(/; SameSite=Strict$/);
-    expect(csrf).not.toContain('HttpOnly');
+    const cookies = ([] as string[]).concat(res.headers['set-cookie'] as string | string[]);
+    expect(cookies).toHaveLength(1);
+    expect(cookies[0]).toMatch(new RegExp(`^svc_session_${d.port}=[\\w-]+; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict$`));
 
     // The same link again is refused with a page that says why.
     const reused = await rawRequest(d.url, { path: minted.body.data.path });
@@ -89,20 +89,30 @@ describe('signing in with a one-time link', () => {
     }
   });
 
-  it('lets a session read, and change state only with its CSRF token, from its own origin', async () => {
+  it('lets a session read and change state only with its CSRF token, from its own origin', async () => {
     const s = await login();
-    expect((await withCookie('GET', '/api/v1/board/session', s.cookie)).body.data).toEqual({ name: 'local', session: true, readOnly: false });
-    expect((await withCookie('GET', '/api/v1/tasks', s.cookie)).status).toBe(200);
+    expect((await asBoard('GET', '/api/v1/board/session', s)).body.data).toEqual({ name: 'local', session: true, readOnly: false });
+    expect((await asBoard('GET', '/api/v1/tasks', s)).status).toBe(200);
+    // The cookie alone is refused, reads included: a browser sends it to a server on any port of
+    // this host, and that server must not be able to use it.
+    const cookieOnly = await withCookie('GET', '/api/v1/tasks', s.cookie);
+    expect(cookieOnly.status).toBe(403);
+    expect(cookieOnly.body.error).toContain('X-CSRF-Token');
+    expect((await fetch(`${d.url}/v1/events`, { headers: { cookie: s.cookie } })).status).toBe(403);
 
     const noCsrf = await withCookie('POST', '/api/v1/tasks', s.cookie, {}, { title: 'no token' });
     expect(noCsrf.status).toBe(403);
     expect(noCsrf.body.error).toContain('X-CSRF-Token');
-    const wrong = await withCookie('POST', '/api/v1/tasks', s.cookie, { 'x-csrf-token': s.csrf.slice(0, -2) + 'AA' }, { title: 'wrong token' });
+    const wrong = await asBoard('POST', '/api/v1/tasks', s, { 'x-csrf-token': s.csrf.slice(0, -2) + 'AA' }, { title: 'wrong token' });
     expect(wrong.status).toBe(403);
     // Another session's token does not fit this one: it is bound to the session.
     const other = await login();
-    expect((await withCookie('POST', '/api/v1/tasks', s.cookie, { 'x-csrf-token': other.csrf }, { title: 'foreign token' })).status).toBe(403);
+    expect((await asBoard('POST', '/api/v1/tasks', s, { 'x-csrf-token': other.csrf }, { title: 'foreign token' })).status).toBe(403);
     expect((await withCookie('DELETE', '/api/v1/board/sessions', s.cookie)).status).toBe(403);
+    // A session cannot mint its own next login link (it would never expire).
+    const again = await asBoard('POST', '/api/v1/board/logins', s, { origin: d.url }, {});
+    expect(again.status).toBe(403);
+    expect(again.body.error).toContain('svc open');
 
     const ok = await withCookie('POST', '/api/v1/tasks', s.cookie, { 'x-csrf-token': s.csrf, origin: d.url }, { title: 'with token' });
     expect(ok.status).toBe(201);
@@ -111,36 +121,36 @@ describe('signing in with a one-time link', () => {
     expect(cross.status).toBe(403);
     expect(cross.body.error).toContain('Origin not allowed');
     // A rebinding page (foreign Host) is refused before anything else.
-    expect((await withCookie('GET', '/api/v1/tasks', s.cookie, { host: 'evil.example' })).status).toBe(403);
+    expect((await asBoard('GET', '/api/v1/tasks', s, { host: 'evil.example' })).status).toBe(403);
     // No cookie, no access; a session cookie never rides along with a wrong bearer key.
     expect((await withCookie('GET', '/api/v1/tasks', '')).status).toBe(401);
-    expect((await withCookie('GET', '/api/v1/tasks', s.cookie, { authorization: 'Bearer nope-nope-nope-nope' })).status).toBe(401);
+    expect((await asBoard('GET', '/api/v1/tasks', s, { authorization: 'Bearer nope-nope-nope-nope' })).status).toBe(401);
     // Keys never go in a URL: a key in the query string is refused, not read.
     expect((await rawRequest(d.url, { path: `/api/v1/tasks?apiKey=${d.key}` })).status).not.toBe(200);
   });
 
   it('makes read-only sessions for a read-only link or a tools:"read" key, and enforces them', async () => {
     const ro = await login({ readOnly: true });
-    expect((await withCookie('GET', '/api/v1/board/session', ro.cookie)).body.data).toMatchObject({ readOnly: true, session: true });
-    const refused = await withCookie('POST', '/api/v1/tasks', ro.cookie, { 'x-csrf-token': ro.csrf }, { title: 'read-only' });
+    expect((await asBoard('GET', '/api/v1/board/session', ro)).body.data).toMatchObject({ readOnly: true, session: true });
+    const refused = await asBoard('POST', '/api/v1/tasks', ro, {}, { title: 'read-only' });
     expect(refused.status).toBe(403);
     expect(refused.body.error).toContain('read-only');
 
     const minted = await d.api('POST', '/api/v1/board/logins', { body: {}, key: 'r'.repeat(32) });
     expect(minted.body.data.readOnly).toBe(true);
     const res = await rawRequest(d.url, { path: minted.body.data.path });
-    const cookie = (res.headers['set-cookie'] as string[]).map((c) => c.split(';')[0]).join('; ');
-    expect((await withCookie('GET', '/api/v1/board/session', cookie)).body.data).toEqual({ name: 'reader', session: true, readOnly: true });
+    const reader = { cookie: String(res.headers['set-cookie']).split(';')[0]!, csrf: /#csrf=(.+)$/.exec(String(res.headers.location))![1]! };
+    expect((await asBoard('GET', '/api/v1/board/session', reader)).body.data).toEqual({ name: 'reader', session: true, readOnly: true });
     // A session lives only as long as its key: removed from project.json, the session ends.
     d.writeConfig({ name: 'test-project', apiKeys: [] });
-    await until('the session to end with its key', async () => (await withCookie('GET', '/api/v1/tasks', cookie)).status === 401);
+    await until('the session to end with its key', async () => (await asBoard('GET', '/api/v1/tasks', reader)).status === 401);
     d.writeConfig({ name: 'test-project', apiKeys: [{ name: 'reader', key: 'r'.repeat(32), tools: 'read' }] });
   });
 
   it('svc open --logout-all signs every session out and closes their event streams', async () => {
     const s = await login();
     const ctrl = new AbortController();
-    const stream = await fetch(`${d.url}/v1/events`, { headers: { cookie: s.cookie }, signal: ctrl.signal });
+    const stream = await fetch(`${d.url}/v1/events`, { headers: { cookie: s.cookie, 'x-csrf-token': s.csrf }, signal: ctrl.signal });
     expect(stream.status).toBe(200);
     const ended = (async () => {
       const reader = stream.body!.getReader();
@@ -151,7 +161,7 @@ describe('signing in with a one-time link', () => {
     expect(out.code).toBe(0);
     expect(JSON.parse(out.stdout).revoked).toBeGreaterThanOrEqual(1);
     expect(await ended).toBe(true);
-    expect((await withCookie('GET', '/api/v1/tasks', s.cookie)).status).toBe(401);
+    expect((await asBoard('GET', '/api/v1/tasks', s)).status).toBe(401);
     ctrl.abort();
   });
 

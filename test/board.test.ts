@@ -188,10 +188,13 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     const minted = await api('POST', '/api/v1/board/logins', {});
     const res = await p.goto(d.url + minted.path);
     expect(res!.status()).toBe(200);
-    expect(p.url()).toBe(`${d.url}/`); // the redirect's target: the token is gone from the address bar
     await p.locator('#live.on').waitFor();
     await count(p.locator('.lane'), 8);
-    expect(await p.evaluate(() => document.cookie)).not.toContain('svc_session'); // HttpOnly: the page cannot read it
+    // The login token is gone from the address bar; the CSRF token came in the fragment and is
+    // kept in this origin's storage, in no cookie; the session cookie is HttpOnly.
+    expect(p.url()).toBe(`${d.url}/`);
+    expect(await p.evaluate(() => localStorage.getItem('svc.csrf'))).toMatch(/^[\w-]{43}$/);
+    expect(await p.evaluate(() => document.cookie)).toBe('');
     const again = await (await browser.newContext()).newPage();
     const refused = await again.goto(d.url + minted.path);
     expect(refused!.status()).toBe(401);

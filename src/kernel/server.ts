@@ -43,8 +43,8 @@ export interface HttpOptions<App> {
   tls?: { cert: string | Buffer; key: string | Buffer };
   /**
    * A second way to authenticate, tried when a request carries no Authorization header: the
-   * board's session cookie (resources/board, wired in daemon.ts). A session's state-changing
-   * requests must carry its CSRF token, and a read-only session may only read.
+   * board's session cookie (resources/board, wired in daemon.ts). Every request of a session
+   * must carry its CSRF token, and a read-only session may only read.
    */
   session?(req: IncomingMessage): CookieSession | null;
 }
@@ -238,10 +238,10 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       principal = authenticate(opts.keys(), bearerToken(req), digests);
       const session = !principal && req.headers.authorization === undefined ? opts.session?.(req) : null;
       if (session) {
-        if (!SAFE_METHODS.has(req.method ?? 'GET')) {
-          if (!session.csrf) throw new AppError('forbidden', 'This request changes state and comes with a board session: it needs the session\'s X-CSRF-Token header.');
-          if (session.readOnly) throw new AppError('forbidden', 'This board session is read-only; it cannot change anything.');
-        }
+        // Every request of a session carries its token, reads too: browsers send the cookie to
+        // every port of the host, and only the board's own origin has the token.
+        if (!session.csrf) throw new AppError('forbidden', 'This request comes with a board session cookie but without the session\'s X-CSRF-Token header.');
+        if (session.readOnly && !SAFE_METHODS.has(req.method ?? 'GET')) throw new AppError('forbidden', 'This board session is read-only; it cannot change anything.');
         principal = session.principal;
       }
       if (!principal) {

@@ -1,6 +1,5 @@
 // The board's side of the public API: the same paths and envelope as src/client, authenticated by
-// the session cookie (sent by the browser), with the session's CSRF token on every request that
-// changes state.
+// the session cookie (sent by the browser) together with the session's CSRF token, on every request.
 
 export class ApiFailure extends Error {
   constructor(
@@ -12,16 +11,21 @@ export class ApiFailure extends Error {
   }
 }
 
-const port = location.port || (location.protocol === 'https:' ? '443' : '80');
+const TOKEN_KEY = 'svc.csrf';
 
-/** The CSRF token the login exchange left in a cookie the board may read (the session cookie it may not). */
-export function csrfToken(): string {
-  const name = `svc_csrf_${port}=`;
-  for (const part of document.cookie.split(';')) {
-    const p = part.trim();
-    if (p.startsWith(name)) return p.slice(name.length);
+// The login exchange sends the page to /#csrf=<token>: kept in this origin's localStorage (no
+// other port or site can read it) and taken out of the address bar and the history.
+{
+  const m = /^#csrf=([\w-]{20,128})$/.exec(location.hash);
+  if (m) {
+    localStorage.setItem(TOKEN_KEY, m[1]!);
+    history.replaceState(null, '', location.pathname + location.search);
   }
-  return '';
+}
+
+/** The session's CSRF token, sent on every request: the session cookie alone is not enough. */
+export function csrfToken(): string {
+  return localStorage.getItem(TOKEN_KEY) ?? '';
 }
 
 let onSignedOut: () => void = () => undefined;
@@ -31,7 +35,7 @@ export const whenSignedOut = (fn: () => void): void => {
 
 export async function call<T>(method: string, path: string, body?: unknown): Promise<{ data: T; headers: Headers }> {
   const headers: Record<string, string> = { accept: 'application/json' };
-  if (method !== 'GET') headers['x-csrf-token'] = csrfToken();
+  headers['x-csrf-token'] = csrfToken();
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
@@ -40,7 +44,7 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
     throw new ApiFailure(0, 'unreachable', 'The daemon cannot be reached; is it running?');
   }
   const json = (await res.json().catch(() => null)) as { ok?: boolean; data?: T; code?: string; error?: string } | null;
-  if (res.status === 401) onSignedOut();
+  if (res.status === 401 || (res.status === 403 && !csrfToken())) onSignedOut();
   if (!res.ok || !json || json.ok === false) throw new ApiFailure(res.status, json?.code ?? 'unknown', json?.error ?? `HTTP ${res.status}`);
   return { data: json.data as T, headers: res.headers };
 }

@@ -1,7 +1,8 @@
 // The live event stream (GET /v1/events), read with fetch so the board sends Last-Event-ID itself
 // on every reconnect: after a dropped connection or a daemon restart, the stream replays what was
-// missed and the page never reloads. The session cookie authenticates it.
+// missed and the page never reloads. The session cookie and its token authenticate it.
 
+import { csrfToken } from './api.js';
 import type { StreamedEvent } from './types.js';
 
 export interface LiveOptions {
@@ -19,10 +20,10 @@ export function startLive(opts: LiveOptions): void {
   const run = async (): Promise<void> => {
     for (;;) {
       try {
-        const headers: Record<string, string> = { accept: 'text/event-stream' };
+        const headers: Record<string, string> = { accept: 'text/event-stream', 'x-csrf-token': csrfToken() };
         if (lastId !== undefined) headers['last-event-id'] = String(lastId);
         const res = await fetch('/v1/events', { headers, credentials: 'same-origin', cache: 'no-store' });
-        if (res.status === 401) {
+        if (res.status === 401 || res.status === 403) {
           opts.onSignedOut();
           return;
         }

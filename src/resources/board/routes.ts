@@ -187,13 +187,12 @@ export const boardRoutes = [
       const secure = app.config().server.tls ? '; Secure' : '';
       res.writeHead(303, {
         ...SECURITY_HEADERS,
-        Location: '/',
+        // The CSRF token goes to the page in the fragment, which the browser never sends anywhere:
+        // the board keeps it in its origin's localStorage and sends it on every request. A
+        // cookie is sent to every port of the host, so the session cookie alone must not be enough.
+        Location: `/#csrf=${result.csrf}`,
         'Cache-Control': 'no-store',
-        'Set-Cookie': [
-          `${names.session}=${result.session}; Path=/; Max-Age=${result.maxAgeS}; HttpOnly; SameSite=Strict${secure}`,
-          // Read by the board's script and sent back as X-CSRF-Token; a page of another site can neither read it nor send it.
-          `${names.csrf}=${result.csrf}; Path=/; Max-Age=${result.maxAgeS}; SameSite=Strict${secure}`,
-        ],
+        'Set-Cookie': `${names.session}=${result.session}; Path=/; Max-Age=${result.maxAgeS}; HttpOnly; SameSite=Strict${secure}`,
         'Content-Length': 0,
       });
       res.end();
@@ -213,6 +212,8 @@ export const boardRoutes = [
     response: LoginOut,
     handler: ({ app, body, principal }) => {
       const key = principal!;
+      // A session minting its own next link would outlive its 12 h for ever.
+      if (key.session) throw new AppError('forbidden', 'A board session cannot mint login links: run `svc open` (it uses a key).');
       const readOnly = body.readOnly === true || keyIsReadOnly(key);
       const { token, expiresAt } = mintLogin(app.db, { keyId: key.keyId, readOnly, now: app.clock.now() });
       return { path: `/login?token=${token}`, expiresAt, readOnly };

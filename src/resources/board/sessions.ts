@@ -12,17 +12,18 @@ import { sha256, type KeyEntry, type Principal } from '../../kernel/auth.js';
 export const LOGIN_TTL_MS = 60_000;
 /** How long a session lasts (no sliding: sign in again with `svc open`). */
 export const SESSION_TTL_MS = 12 * 3_600_000;
-/** The request header carrying the CSRF token on every state-changing request of a session. */
+/** The request header carrying a session's CSRF token, on every request the session makes. */
 export const CSRF_HEADER = 'x-csrf-token';
 
 const digestHex = (token: string): string => sha256(token).toString('hex');
 const newToken = (): string => randomBytes(32).toString('base64url');
 
 /**
- * Cookie names carry the daemon's port: browsers send a cookie to every port of a host, so two
- * daemons on one machine would otherwise sign each other's boards out.
+ * The cookie's name carries the daemon's port: browsers send a cookie to every port of a host, so
+ * two daemons on one machine would otherwise sign each other's boards out. (That a server on
+ * another port receives the cookie is why the CSRF token is required on every request.)
  */
-export const cookieNames = (port: number) => ({ session: `svc_session_${port}`, csrf: `svc_csrf_${port}` });
+export const cookieNames = (port: number) => ({ session: `svc_session_${port}` });
 
 /** The CSRF token of a session: derived from its secret, so it needs no storage and is bound to it. */
 export const csrfToken = (sessionToken: string): string => createHmac('sha256', sessionToken).update('svc board csrf').digest('base64url');
