@@ -160,7 +160,7 @@ export const boardRoutes = [
     operationId: 'boardLogin',
     summary: 'Exchange a one-time login link for a board session cookie, then go to the board',
     description:
-      'Answers 303 to `/` with an `HttpOnly; SameSite=Strict` session cookie and the CSRF cookie, so the token leaves the address bar. ' +
+      'Answers 303 to `/#csrf=<token>` with an `HttpOnly; SameSite=Strict` session cookie, so the login token leaves the address bar; the board sends the CSRF token from the fragment as X-CSRF-Token on every request. ' +
       'A link that is unknown, used or expired is answered 401 with a page that says so.',
     tag,
     auth: 'public',
