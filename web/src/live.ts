@@ -2,6 +2,7 @@
 // on every reconnect: after a dropped connection or a daemon restart, the stream replays what was
 // missed and the page never reloads. The session cookie and its token authenticate it.
 
+import { sseReader } from '../../src/lib/sse-read.js';
 import { csrfToken } from './api.js';
 import type { StreamedEvent } from './types.js';
 
@@ -31,38 +32,26 @@ export function startLive(opts: LiveOptions): void {
         opts.onState(true, connectedBefore);
         connectedBefore = true;
         delay = 250;
-        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buf = '';
+        // svc's one reader of event-stream bytes (src/lib/sse-read.ts): CR/LF pairs split across
+        // chunks, characters cut in two and oversized messages are handled as everywhere else.
+        const sse = sseReader((m) => {
+          if (m.id === undefined || !/^\d+$/.test(m.id) || !m.data) return;
+          const id = Number(m.id);
+          if (id === lastId) return;
+          lastId = id;
+          let parsed: unknown = m.data;
+          try {
+            parsed = JSON.parse(m.data);
+          } catch {
+            // kept as text
+          }
+          opts.onEvent({ id, name: m.event, data: parsed, at: Date.now() });
+        });
+        const reader = res.body.getReader();
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
-          buf += value;
-          let end: number;
-          while ((end = buf.indexOf('\n\n')) !== -1) {
-            const block = buf.slice(0, end);
-            buf = buf.slice(end + 2);
-            let id: number | undefined;
-            let name = 'message';
-            const data: string[] = [];
-            for (const line of block.split('\n')) {
-              if (line.startsWith(':')) continue;
-              const colon = line.indexOf(':');
-              const field = colon === -1 ? line : line.slice(0, colon);
-              const v = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
-              if (field === 'id' && /^\d+$/.test(v)) id = Number(v);
-              else if (field === 'event') name = v;
-              else if (field === 'data') data.push(v);
-            }
-            if (id === undefined || !data.length) continue;
-            lastId = id;
-            let parsed: unknown = data.join('\n');
-            try {
-              parsed = JSON.parse(parsed as string);
-            } catch {
-              // kept as text
-            }
-            opts.onEvent({ id, name, data: parsed, at: Date.now() });
-          }
+          sse.push(value);
         }
       } catch {
         // the daemon went away or the network dropped: try again below
