@@ -175,6 +175,8 @@ async function main() {
   const started = Date.now();
   if (!existsSync(join(root, 'dist', 'src', 'exe', 'main.js'))) fail('dist/ is not built: run npm run build first (npm run build:exe does)');
   const nodeVersion = execFileSync(opts.node, ['-p', 'process.version'], { encoding: 'utf8' }).trim();
+  // Node 20 reached its end of life on 2026-04-30: it still builds (CI tests it), but a release should not carry it.
+  if (Number(nodeVersion.slice(1).split('.')[0]) <= 20) console.warn(`build:exe: warning: Node ${nodeVersion} is past its end of life; for an executable to hand out, build with Node 24 or 22 (--node PATH)`);
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
   const work = join(dirname(opts.out), 'build');
   rmSync(work, { recursive: true, force: true });

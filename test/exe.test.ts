@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -152,9 +152,30 @@ describe('the single executable', () => {
     const cache = join(home, '.cache', 'svc', 'native');
     expect(readdirSync(cache).every((d) => /^[0-9a-f]{64}$/.test(d))).toBe(true);
 
+    // Nothing the data worker printed (a warning on each start would be logged as its stderr, a
+    // second after it came).
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(daemon.stderr()).not.toContain('data worker stderr');
+
     daemon.child.kill('SIGTERM');
     expect(await exited(daemon.child)).toBe(0);
     for (const pid of workers) expect(existsSync(`/proc/${pid}`)).toBe(false);
+
+    // The keychain's native addon loads from the executable: with the keychain on, doctor reaches
+    // the OS keychain (there is none here, so it says why, in the addon's own words).
+    const doctor = spawnSync(exe, ['doctor', '--json'], { cwd: root, env: { ...env(), SVC_KEYCHAIN: '' }, encoding: 'utf8', timeout: 30_000 });
+    const keychain = (JSON.parse(doctor.stdout) as { check: string; status: string; detail: string }[]).find((c) => c.check === 'keychain')!;
+    expect(keychain, doctor.stdout + doctor.stderr).toBeDefined();
+    expect(keychain.detail).not.toMatch(/not in this executable|Cannot find module|dlopen/);
+    expect(readdirSync(cache).some((d) => existsSync(join(cache, d, 'keyring.node')))).toBe(true);
+
+    // A cache folder others can write to is refused (it holds code the executable runs), with the fix.
+    const open = join(work, 'open-cache');
+    mkdirSync(open, { mode: 0o777 });
+    chmodSync(open, 0o777);
+    const refused = spawnSync(exe, ['doctor'], { cwd: root, env: env({ SVC_CACHE_DIR: open }), encoding: 'utf8', timeout: 30_000 });
+    expect(refused.stdout + refused.stderr).toContain(`the cache ${open} is not a private folder of this user`);
+    expect(readdirSync(join(open, 'native')).flatMap((d) => readdirSync(join(open, 'native', d)))).toEqual([]);
 
     // In the background, the executable starts itself (there is no bin/svc to give node).
     const detached = svc(root, 'serve', '--detach', '--port', '0');

@@ -27,15 +27,21 @@ export const SQLITE_PACKAGE: 'better-sqlite3' | 'better-sqlite3-12' =
 function load(): typeof BetterSqlite3 {
   const require = createRequire(import.meta.url);
   try {
-    return require(SQLITE_PACKAGE) as typeof BetterSqlite3;
+    const Db = require(SQLITE_PACKAGE) as typeof BetterSqlite3;
+    // Its native addon is loaded by the first database: opened here, so that a package installed
+    // without its build (scripts skipped, a failed compile) is told apart now, with the fix.
+    new Db(':memory:').close();
+    return Db;
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    if (err.code !== 'MODULE_NOT_FOUND' || !String(err.message).includes(SQLITE_PACKAGE)) throw e;
+    const missing = err.code === 'MODULE_NOT_FOUND' && String(err.message).includes(SQLITE_PACKAGE);
+    const unbuilt = /Could not locate the bindings file|better_sqlite3\.node/.test(String(err.message));
+    if (!missing && !unbuilt) throw e;
     const why =
       SQLITE_PACKAGE === 'better-sqlite3-12'
         ? `On Node ${process.version} svc uses better-sqlite3 12, which npm downloads prebuilt or else compiles (with python3, make and a C++ compiler), and leaves out when neither works. ` +
           'Run `npm rebuild better-sqlite3-12` in svc\'s folder to see why, or use Node 22.14+ or 24, where the prebuilt better-sqlite3 13 needs no compiler.'
-        : `On Node ${process.version} svc uses better-sqlite3 13, a dependency that is not installed: run \`npm install\` in svc's folder.`;
+        : `On Node ${process.version} svc uses better-sqlite3 13, a dependency that is not installed or has no binary for this platform: run \`npm install\` in svc's folder.`;
     throw new Error(`SQLite is not available: ${why}`, { cause: e });
   }
 }

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { lstatSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as sea from 'node:sea';
@@ -60,15 +60,28 @@ export function exeCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.XDG_CACHE_HOME || join(home, '.cache'), 'svc');
 }
 
+/**
+ * The cache holds code this process will run: a folder another user could write to would let them
+ * swap a library between its check and its load, so it must be ours and closed to others.
+ */
+function privateDir(dir: string): void {
+  if (process.platform === 'win32') return;
+  const st = lstatSync(dir);
+  if (!st.isDirectory() || st.uid !== process.getuid!() || (st.mode & 0o022) !== 0) {
+    throw new Error(`the cache ${dir} is not a private folder of this user (owner ${st.uid}, mode ${(st.mode & 0o777).toString(8)}): fix it (chmod 700) or set SVC_CACHE_DIR to one`);
+  }
+}
+
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const loaded = new Map<string, unknown>();
 
 /**
  * A native addon carried in the executable, loaded with process.dlopen from
- * <cache>/native/<sha256>/<name>.node. The file is written through a temporary name and renamed,
- * so a crash or a second process starting at the same moment never leaves half a library where
- * one is loaded; a file there whose bytes are not the expected ones (a truncated disk, a hand
- * edit) is written again before it is loaded.
+ * <cache>/native/<sha256>/<name>.node. The file is written through a temporary name of its own
+ * and renamed, so a crash or a second process starting at the same moment never leaves half a
+ * library where one is loaded; a file there whose bytes are not the expected ones (a truncated
+ * disk, a hand edit) is written again before it is loaded. The cache must be a folder of this user
+ * that no one else can write to.
  */
 export function loadNative(name: string): unknown {
   const done = loaded.get(name);
@@ -86,14 +99,19 @@ export function loadNative(name: string): unknown {
   }
   if (!current || sha256(current) !== digest) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const tmp = `${file}.${process.pid}.tmp`;
+    privateDir(exeCacheDir());
+    // A name of its own (two processes, or two threads of one, may write at once) created afresh
+    // (never a file someone left there), checked, then renamed over the final name in one step.
+    const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
     try {
-      writeFileSync(tmp, bytes, { mode: 0o700 });
-      chmodSync(tmp, 0o700);
+      writeFileSync(tmp, bytes, { mode: 0o700, flag: 'wx' });
+      if (sha256(readFileSync(tmp)) !== digest) throw new Error(`writing ${tmp} did not keep its bytes (is the disk full?)`);
       renameSync(tmp, file);
     } finally {
       rmSync(tmp, { force: true });
     }
+  } else {
+    privateDir(exeCacheDir());
   }
   const module = { exports: {} as unknown };
   process.dlopen(module, file);

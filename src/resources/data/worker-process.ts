@@ -68,7 +68,9 @@ function forkWorker(memoryMb: number | undefined, entry: string = WORKER): Child
     // The single executable is the worker too (src/exe/main.ts starts it by this variable); it
     // takes its arguments as svc's own, so node's options go by NODE_OPTIONS.
     env[EXE_ENTRY_ENV] = 'data-worker';
-    env.NODE_OPTIONS = nodeArgs.join(' ');
+    // A V8 flag of its own makes V8 reject the executable's code cache (built without it), and
+    // Node warns so on every start; the worker parses its script instead, which is all it costs.
+    env.NODE_OPTIONS = [...nodeArgs, '--no-warnings'].join(' ');
     nodeArgs = [];
     entry = 'data-worker';
   }
