@@ -4,7 +4,6 @@ import { verifyWebhook } from '../src/index.js';
 import { WEBHOOKS, type WebhookRuntime } from '../src/resources/webhooks/service.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
-import { statePg } from './state-pg.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
 
 // Webhooks against the real daemon and a real receiver on port 0. Short retryBaseMs (10 ms) and
@@ -439,7 +438,7 @@ describe('delivery log', () => {
 });
 
 describe('volume', () => {
-  it('1,000 events to 3 webhooks: every delivery made, exactly once on SQLite, never more often than attempted', async () => {
+  it('1,000 events to 3 webhooks: every delivery made, never more often than attempted', async () => {
     const rxs = [await receiver(), await receiver(), await receiver()];
     const hooks = [];
     for (const r of rxs) hooks.push(await hook(r.url, ['team:created']));
@@ -456,16 +455,11 @@ describe('volume', () => {
       expect(new Set(r.received.map((x) => JSON.parse(x.body).data.name)).size).toBe(1000);
       const rows = app.db.prepare("SELECT id, attempts FROM webhook_deliveries WHERE webhook_id = ? AND status = 'succeeded'").all(hooks[i].id) as { id: string; attempts: number }[];
       expect(rows).toHaveLength(1000);
-      if (!statePg()) {
-        // One daemon on SQLite: each delivery made once, at its first attempt.
-        expect(r.received).toHaveLength(1000);
-        expect(rows.every((x) => x.attempts === 1)).toBe(true);
-        continue;
-      }
-      // On a PostgreSQL state the receiver shares this thread with an in-process daemon whose
-      // statements block it, so on a loaded machine an answer can miss the 400 ms timeoutMs and
-      // the delivery is tried again (at-least-once). Never more often than its recorded attempts:
-      // a copy without an attempt behind it would be a delivery made twice.
+      // The receiver shares this thread with the in-process daemon (whose statements block it on a
+      // PostgreSQL state), and on a loaded machine (Chromium beside it in CI) an answer can miss
+      // the file's 400 ms timeoutMs: the delivery is then tried again (at-least-once). Never more
+      // often than its recorded attempts: a copy without an attempt behind it would be a delivery
+      // made twice.
       const got = new Map<string, number>();
       for (const x of r.received) got.set(x.headers['x-service-delivery-id'] as string, (got.get(x.headers['x-service-delivery-id'] as string) ?? 0) + 1);
       for (const x of rows) expect(got.get(x.id), x.id).toBeLessThanOrEqual(x.attempts);

@@ -180,22 +180,18 @@ export class SseHub {
 
   /** Closes the streams opened with keys that no longer exist. */
   revoke(liveKeyIds: ReadonlySet<string>): number {
-    let n = 0;
-    for (const s of this.streams) {
-      if (!liveKeyIds.has(s.keyId)) {
-        s.res.end();
-        this.drop(s);
-        n++;
-      }
-    }
-    return n;
+    return this.closeWhere((s) => !liveKeyIds.has(s.keyId));
   }
 
   /** Closes the streams opened by board sessions (they were all signed out). */
   closeSessions(): number {
+    return this.closeWhere((s) => s.session);
+  }
+
+  private closeWhere(which: (s: Stream) => boolean): number {
     let n = 0;
     for (const s of this.streams) {
-      if (s.session) {
+      if (which(s)) {
         s.res.end();
         this.drop(s);
         n++;

@@ -66,20 +66,29 @@ export function bearerToken(req: IncomingMessage): string | undefined {
 }
 
 /**
- * Finds the key entry whose digest equals the presented key's digest. Every entry is compared,
- * match or not, with a constant-time comparison over fixed-length digests, so timing tells
- * nothing about how close a guess was or which entry matched.
+ * The key entry whose digest is `digest`. Every entry is compared, match or not, with a
+ * constant-time comparison over fixed-length digests, so timing tells nothing about how close a
+ * guess was or which entry matched.
  */
+export function keyByDigest(keys: readonly KeyEntry[], digest: Buffer): KeyEntry | null {
+  let found: KeyEntry | null = null;
+  for (const entry of keys) {
+    if (entry.digest.length === digest.length && timingSafeEqual(entry.digest, digest) && found === null) found = entry;
+  }
+  return found;
+}
+
+/** Who a request is when it authenticated with `entry`. */
+export const principalOf = (entry: KeyEntry): Principal => ({ name: entry.name, keyId: entry.digest.toString('hex'), grants: entry.grants, tools: entry.tools, source: entry.source });
+
+/** The principal of the presented key, or null when no configured key is it. */
 export function authenticate(keys: readonly KeyEntry[], presented: string | undefined, cache?: DigestCache): Principal | null {
   if (presented === undefined) return null;
   const digest = cache ? cache.digest(presented) : sha256(presented);
-  let found: KeyEntry | null = null;
-  for (const entry of keys) {
-    if (timingSafeEqual(entry.digest, digest) && found === null) found = entry;
-  }
+  const found = keyByDigest(keys, digest);
   if (!found) return null;
   cache?.remember(presented, digest);
-  return { name: found.name, keyId: found.digest.toString('hex'), grants: found.grants, tools: found.tools, source: found.source };
+  return principalOf(found);
 }
 
 /**

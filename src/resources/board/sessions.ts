@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { stmt, type DB } from '../../db/open.js';
-import { sha256, type KeyEntry, type Principal } from '../../kernel/auth.js';
+import { keyByDigest, principalOf, sha256, type KeyEntry, type Principal } from '../../kernel/auth.js';
 
 // The board's sign-in: `svc open` mints a one-time link with its key (POST /api/v1/board/logins);
 // GET /login exchanges it for a session cookie. Only SHA-256 digests of links and sessions are
@@ -57,7 +57,7 @@ function lookLogin(db: DB, hash: string, keys: readonly KeyEntry[], now: number)
   if (!row) return { ok: false, reason: 'unknown' };
   if (row.used_at !== null) return { ok: false, reason: 'used' };
   if (row.expires_at <= new Date(now).toISOString()) return { ok: false, reason: 'expired' };
-  if (!keyOf(keys, row.key_id)) return { ok: false, reason: 'key_gone' };
+  if (!keyByDigest(keys, Buffer.from(row.key_id, 'hex'))) return { ok: false, reason: 'key_gone' };
   return { ok: true, row };
 }
 
@@ -86,14 +86,6 @@ export function exchangeLogin(db: DB, token: string, keys: readonly KeyEntry[], 
 export function revokeAll(db: DB): number {
   stmt(db, 'DELETE FROM board_logins').run();
   return stmt(db, 'DELETE FROM board_sessions').run().changes;
-}
-
-function keyOf(keys: readonly KeyEntry[], keyId: string): KeyEntry | undefined {
-  const wanted = Buffer.from(keyId, 'hex');
-  let found: KeyEntry | undefined;
-  // Every entry compared, in constant time, as authenticate() does.
-  for (const k of keys) if (wanted.length === k.digest.length && timingSafeEqual(k.digest, wanted) && !found) found = k;
-  return found;
 }
 
 /** Whether a key may change things from the board: not one limited to read-only tools or to database grants. */
@@ -130,12 +122,12 @@ export function sessionOf(db: DB, req: IncomingMessage, keys: readonly KeyEntry[
     | { key_id: string; read_only: number; expires_at: string }
     | undefined;
   if (!row || row.expires_at <= new Date(now).toISOString()) return null;
-  const key = keyOf(keys, row.key_id);
+  const key = keyByDigest(keys, Buffer.from(row.key_id, 'hex'));
   if (!key) return null;
   const header = req.headers[CSRF_HEADER];
   const csrf = typeof header === 'string' && safeEqual(header, csrfToken(token));
   return {
-    principal: { name: key.name, keyId: row.key_id, grants: key.grants, tools: key.tools, source: key.source, session: true },
+    principal: { ...principalOf(key), session: true },
     csrf,
     readOnly: row.read_only === 1 || keyIsReadOnly(key),
   };
