@@ -89,6 +89,33 @@ describe('signing in with a one-time link', () => {
     }
   });
 
+  it('ends a session at its 12 h, and the event stream it opened with it', async () => {
+    const clock = new FakeClock(Date.now());
+    const e = await startTestDaemon({ clock, sse: { heartbeatMs: 50 } });
+    try {
+      const minted = await e.api('POST', '/api/v1/board/logins', { body: {} });
+      const res = await rawRequest(e.url, { path: minted.body.data.path });
+      const s = { cookie: String(res.headers['set-cookie']).split(';')[0]!, csrf: /#csrf=(.+)$/.exec(String(res.headers.location))![1]! };
+      const headers = { cookie: s.cookie, 'x-csrf-token': s.csrf };
+      const stream = await fetch(`${e.url}/v1/events`, { headers });
+      expect(stream.status).toBe(200);
+      const ended = (async () => {
+        const reader = stream.body!.getReader();
+        while (!(await reader.read()).done);
+        return true;
+      })();
+      clock.advance(12 * 3_600_000 - 1_000);
+      expect((await fetch(`${e.url}/api/v1/tasks`, { headers })).status).toBe(200);
+      expect(e.daemon.app.streams.size).toBe(1);
+      clock.advance(2_000);
+      expect((await fetch(`${e.url}/api/v1/tasks`, { headers })).status).toBe(401);
+      expect(await ended).toBe(true);
+      expect(e.daemon.app.streams.size).toBe(0);
+    } finally {
+      await e.close();
+    }
+  });
+
   it('lets a session read and change state only with its CSRF token, from its own origin', async () => {
     const s = await login();
     expect((await asBoard('GET', '/api/v1/board/session', s)).body.data).toEqual({ name: 'local', session: true, readOnly: false });

@@ -55,6 +55,8 @@ interface Stream {
   keyId: string;
   /** Opened by a board session (closed when the sessions are revoked). */
   session: boolean;
+  /** When the session that opened it ends (epoch ms, the hub's clock): the stream is closed at its next heartbeat after. */
+  endsAt: number | null;
   matches: EventMatcher;
   /** Highest event id handled (sent or filtered out). */
   cursor: number;
@@ -122,7 +124,7 @@ export class SseHub {
     return n;
   }
 
-  open(res: ServerResponse, opts: { keyId: string; session?: boolean; matches: EventMatcher; lastEventId?: number }): void {
+  open(res: ServerResponse, opts: { keyId: string; session?: boolean; endsAt?: number; matches: EventMatcher; lastEventId?: number }): void {
     // Shutting down: a stream opened now would hear nothing and hold its connection until the grace period ends.
     if (this.closed) throw new AppError('unavailable', 'The daemon is shutting down; reconnect shortly.');
     const { maxStreams, maxStreamsPerKey } = this.limits;
@@ -146,6 +148,7 @@ export class SseHub {
       res,
       keyId: opts.keyId,
       session: opts.session === true,
+      endsAt: opts.endsAt ?? null,
       matches: opts.matches,
       cursor: last,
       openedAt: last,
@@ -310,6 +313,12 @@ export class SseHub {
   }
 
   private tick(s: Stream): void {
+    if (s.endsAt !== null && this.now() >= s.endsAt) {
+      // Its session is over: the stream goes with it (the board then shows it is signed out).
+      s.res.end();
+      this.drop(s);
+      return;
+    }
     if (s.res.writableNeedDrain) {
       s.fullSince ??= this.now();
       this.enforce(s);

@@ -30,6 +30,8 @@ export interface Principal {
   source: KeyEntry['source'];
   /** Signed in through the board's session cookie rather than a bearer key (the key is the one that minted it). */
   session?: boolean;
+  /** When that board session ends (epoch ms): what it opened (an event stream) ends with it. */
+  sessionEndsAt?: number;
 }
 
 export function sha256(value: string): Buffer {

@@ -127,7 +127,7 @@ export function sessionOf(db: DB, req: IncomingMessage, keys: readonly KeyEntry[
   const header = req.headers[CSRF_HEADER];
   const csrf = typeof header === 'string' && safeEqual(header, csrfToken(token));
   return {
-    principal: { ...principalOf(key), session: true },
+    principal: { ...principalOf(key), session: true, sessionEndsAt: Date.parse(row.expires_at) },
     csrf,
     readOnly: row.read_only === 1 || keyIsReadOnly(key),
   };
