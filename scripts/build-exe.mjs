@@ -54,10 +54,13 @@ const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 /** Megabytes of 10^6 bytes, as the size target (140 MB) is stated. */
 const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
+/** Linux with musl rather than glibc: the addons' platform packages and prebuilt binaries differ. */
+const musl = process.platform === 'linux' && !process.report?.getReport()?.header?.glibcVersionRuntime;
+
 /** The platform package of @napi-rs/keyring for this machine, as its index.js picks it. */
 function keyringAddon() {
   const { platform, arch } = process;
-  const suffix = platform === 'linux' ? (process.report?.getReport()?.header?.glibcVersionRuntime ? '-gnu' : '-musl') : platform === 'win32' ? '-msvc' : '';
+  const suffix = platform === 'linux' ? (musl ? '-musl' : '-gnu') : platform === 'win32' ? '-msvc' : '';
   const name = `@napi-rs/keyring-${platform}-${arch}${suffix}`;
   try {
     const dir = dirname(require.resolve(`${name}/package.json`));
@@ -78,7 +81,6 @@ function sqliteAddon(name) {
   }
   const built = join(dir, 'build', 'Release', 'better_sqlite3.node');
   if (existsSync(built)) return built;
-  const musl = process.platform === 'linux' && !process.report?.getReport()?.header?.glibcVersionRuntime;
   return join(dir, 'prebuilds', `${musl ? 'linuxmusl' : process.platform}-${process.arch}.node`);
 }
 

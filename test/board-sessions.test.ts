@@ -12,15 +12,20 @@ import { rawRequest, startTestDaemon, until, type TestDaemon } from './harness.j
 
 let d: TestDaemon;
 
-/** Mints a login link with the test key and exchanges it over plain HTTP: the session cookie, and the token the redirect's fragment hands the page. */
-async function login(opts: { readOnly?: boolean } = {}): Promise<{ cookie: string; csrf: string; setCookie: string }> {
-  const minted = await d.api('POST', '/api/v1/board/logins', { body: opts.readOnly ? { readOnly: true } : {} });
+/**
+ * Mints a login link (with the test key, or `key`, on `daemon`, default this file's) and exchanges
+ * it over plain HTTP: the session cookie, the token the redirect's fragment hands the page, and
+ * whether the minted link was read-only.
+ */
+async function login(opts: { daemon?: TestDaemon; readOnly?: boolean; key?: string } = {}): Promise<{ cookie: string; csrf: string; setCookie: string; readOnly: boolean }> {
+  const on = opts.daemon ?? d;
+  const minted = await on.api('POST', '/api/v1/board/logins', { body: opts.readOnly ? { readOnly: true } : {}, ...(opts.key ? { key: opts.key } : {}) });
   expect(minted.status).toBe(201);
-  const res = await rawRequest(d.url, { path: minted.body.data.path });
+  const res = await rawRequest(on.url, { path: minted.body.data.path });
   expect(res.status).toBe(303);
   const setCookie = String(res.headers['set-cookie']);
   const csrf = /^\/#csrf=([\w-]{43})$/.exec(String(res.headers.location))![1]!;
-  return { cookie: setCookie.split(';')[0]!, csrf, setCookie };
+  return { cookie: setCookie.split(';')[0]!, csrf, setCookie, readOnly: minted.body.data.readOnly };
 }
 
 /** A request of a session as the board makes it: its cookie and its token (headers may override or drop the token). */
@@ -93,9 +98,7 @@ describe('signing in with a one-time link', () => {
     const clock = new FakeClock(Date.now());
     const e = await startTestDaemon({ clock, sse: { heartbeatMs: 50 } });
     try {
-      const minted = await e.api('POST', '/api/v1/board/logins', { body: {} });
-      const res = await rawRequest(e.url, { path: minted.body.data.path });
-      const s = { cookie: String(res.headers['set-cookie']).split(';')[0]!, csrf: /#csrf=(.+)$/.exec(String(res.headers.location))![1]! };
+      const s = await login({ daemon: e });
       const headers = { cookie: s.cookie, 'x-csrf-token': s.csrf };
       const stream = await fetch(`${e.url}/v1/events`, { headers });
       expect(stream.status).toBe(200);
@@ -163,10 +166,8 @@ describe('signing in with a one-time link', () => {
     expect(refused.status).toBe(403);
     expect(refused.body.error).toContain('read-only');
 
-    const minted = await d.api('POST', '/api/v1/board/logins', { body: {}, key: 'r'.repeat(32) });
-    expect(minted.body.data.readOnly).toBe(true);
-    const res = await rawRequest(d.url, { path: minted.body.data.path });
-    const reader = { cookie: String(res.headers['set-cookie']).split(';')[0]!, csrf: /#csrf=(.+)$/.exec(String(res.headers.location))![1]! };
+    const reader = await login({ key: 'r'.repeat(32) });
+    expect(reader.readOnly).toBe(true);
     expect((await asBoard('GET', '/api/v1/board/session', reader)).body.data).toEqual({ name: 'reader', session: true, readOnly: true });
     // A session lives only as long as its key: removed from project.json, the session ends.
     d.writeConfig({ name: 'test-project', apiKeys: [] });

@@ -89,7 +89,8 @@ export function loadNative(name: string): unknown {
   const digest = exeBuild()?.natives[name];
   const bytes = exeAsset(`native/${name}.node`);
   if (!digest || !bytes) throw new Error(`the native addon ${name} is not in this executable (rebuild it with npm run build:exe)`);
-  const dir = join(exeCacheDir(), 'native', digest);
+  const cache = exeCacheDir();
+  const dir = join(cache, 'native', digest);
   const file = join(dir, `${name}.node`);
   let current: Buffer | undefined;
   try {
@@ -97,9 +98,9 @@ export function loadNative(name: string): unknown {
   } catch {
     // not written yet
   }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  privateDir(cache);
   if (!current || sha256(current) !== digest) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    privateDir(exeCacheDir());
     // A name of its own (two processes, or two threads of one, may write at once) created afresh
     // (never a file someone left there), checked, then renamed over the final name in one step.
     const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
@@ -110,8 +111,6 @@ export function loadNative(name: string): unknown {
     } finally {
       rmSync(tmp, { force: true });
     }
-  } else {
-    privateDir(exeCacheDir());
   }
   const module = { exports: {} as unknown };
   process.dlopen(module, file);
