@@ -39,6 +39,11 @@ import { allIds } from './resources/data/store.js';
 import { DataRunner } from './resources/data/sql-runner.js';
 import { reapOrphanWorkers, WorkerRecords } from './resources/data/orphans.js';
 import { wireMissions } from './resources/missions/service.js';
+import { RUNTIME_CHECK } from './resources/agents/service.js';
+import { RunKeys } from './resources/runs/keys.js';
+import { Runner } from './resources/runs/runner.js';
+import { runnerId } from './resources/runs/runner-id.js';
+import { checkRuntime, RUNNER } from './resources/runs/service.js';
 import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/skills/live-index.js';
 import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
 import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
@@ -189,7 +194,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }
   undo.push(() => db.close());
   if (sharedState && isPostgres(db)) log.info('state on PostgreSQL', { url: maskUrl(sharedState), driver: db.driver });
-  let keys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
+  // The keys the API accepts: the configured ones (rebuilt at each reload) and one per live run.
+  let configKeys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
+  let keys: KeyEntry[] = configKeys;
+  let streamsOf: SseHub | null = null;
+  const runKeys = new RunKeys((revoked) => {
+    keys = [...configKeys, ...runKeys.entries()];
+    if (revoked) streamsOf?.revoke(new Set(keys.map((k) => k.digest.toString('hex'))));
+  });
   for (const suffix of sharedState ? [] : ['', '-wal', '-shm']) {
     try {
       chmodSync(paths.db + suffix, 0o600);
@@ -207,6 +219,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
   const events = new EventLog(db, clock);
   const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
+  streamsOf = streams;
   let vault;
   try {
     const keyFile = config.state.vaultKeyFile;
@@ -241,6 +254,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // How the resources meet, per daemon: nothing is registered on import.
   app.services.provide(VAULT, vault);
   app.services.provide(TEAM_MEMBERS, agentsInTeam);
+  app.services.provide(RUNTIME_CHECK, checkRuntime); // an agent's runtime is checked by the runs resource
   const taskHooks = app.services.provide(TASK_HOOKS, new TaskHooks());
   wireMissions(taskHooks); // a mission's tasks follow its state; tasks decide its completion
   wireApprovals(taskHooks); // a task waiting for approval leaves only through the decision
@@ -400,7 +414,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const before = config.server;
     const dataBefore = config.data;
     config = result.config;
-    keys = buildKeys(config, env.SERVICE_API_KEY, localKey);
+    configKeys = buildKeys(config, env.SERVICE_API_KEY, localKey);
+    keys = [...configKeys, ...runKeys.entries()];
     const revoked = streams.revoke(new Set(keys.map((k) => k.digest.toString('hex'))));
     if (revoked) log.info('closed event streams of removed keys', { count: revoked });
     for (const w of result.warnings) log.warn('project.json', { warning: w });
@@ -456,7 +471,21 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     version: app.version,
   });
   // On a shared state the others (and svc doctor) see this daemon and the keys it accepts.
-  if (sharedState) workers.push(startPresence(app, url, () => keySetFingerprint(keys)));
+  if (sharedState) workers.push(startPresence(app, url, () => keySetFingerprint(configKeys)));
+  // The runner: agents with a runtime get their tasks run here. Started once the daemon listens
+  // (its runs' CLIs call back on `url`); it first reaps what a crashed predecessor left running.
+  if (config.runner.enabled) {
+    const runner = new Runner(app, { id: runnerId(paths.dir), shared: sharedState !== null, url: () => url, keys: runKeys });
+    app.services.provide(RUNNER, runner);
+    workers.push(runner);
+    try {
+      await runner.start();
+    } catch (err) {
+      log.error('the runner could not start; agents will not be run until the daemon restarts', errorFields(err));
+    }
+  } else {
+    app.services.provide(RUNNER, null);
+  }
   log.info('listening', { url, project: config.name, root, version: app.version, ...(tlsPair ? { tls: tlsPair.fingerprint } : {}) });
   return { app, host: listening.host, port: listening.port, url, http, closed, close };
 }

@@ -9,6 +9,8 @@ export interface StreamOptions {
   lastEventId?: string;
   signal?: AbortSignal;
   onComment?: (text: string) => void;
+  /** The stream is open: every event committed from now on will come (read what came before, then follow). */
+  onOpen?: () => void;
 }
 
 /** Opens GET /v1/events and calls onMessage for each event until the stream ends or is aborted. */
@@ -30,6 +32,7 @@ export async function streamEvents(client: SvcClient, onMessage: (m: SseMessage)
     const body = (await res.body.json().catch(() => ({}))) as { code?: string; error?: string };
     throw new ApiError(res.statusCode, body.code ?? 'unknown', body.error ?? `HTTP ${res.statusCode}`);
   }
+  opts.onOpen?.();
   const reader = sseReader(onMessage, { onComment: opts.onComment });
   try {
     for await (const chunk of res.body as AsyncIterable<Buffer>) reader.push(chunk);

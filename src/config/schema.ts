@@ -182,6 +182,25 @@ export const ProjectConfigSchema = z.object({
       leaseSeconds: z.int().min(5).max(7 * 24 * 3600).default(900).describe('How long a claim holds a task without a heartbeat.'),
     })
     .prefault({}),
+  runner: z
+    .strictObject({
+      enabled: z.boolean().default(true).describe('Whether this daemon runs agents (agents with a runtime). A daemon with false serves the API only; on a shared PostgreSQL state the other daemons run them.'),
+      maxConcurrentRuns: z
+        .int()
+        .min(1)
+        .max(256)
+        .optional()
+        .describe("Runs at once on this daemon, all agents together (default: one per 400 MB of the machine's memory beyond the first GB, at least 1 and at most 16). More wait in order: priority, then age."),
+      baseRef: z.string().min(1).max(256).optional().describe("The git ref a task's branch starts from (default: the commit checked out in the project when the run starts). A task with one dependency starts from that dependency's branch."),
+      promptFile: z.string().min(1).max(1024).optional().describe('A prompt template in the repository (relative to the project; {{task.title}}-style placeholders, docs/runs.md), instead of the built-in one.'),
+      stallTimeoutSec: z.int().min(5).max(86_400).default(300).describe('A run that prints nothing for this long is ended as timed_out.'),
+      timeoutSec: z.int().min(10).max(7 * 86_400).default(3600).describe('A run that lasts longer than this in all is ended as timed_out.'),
+      keepWorkspacesHours: z.number().min(0).max(24 * 365).default(24).describe("A done task's worktree is removed this long after it finished (its branch stays)."),
+      maxLogItems: z.int().min(100).max(1_000_000).default(10_000).describe("Log items kept per run; past it the run's log says how many were left out, and usage, summary and errors are still recorded."),
+      labels: z.array(z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'labels are lower-case letters, digits, ".", "_" or "-"')).max(32).default([]).describe("This daemon's runner labels: an agent whose runtime names runners runs only on a runner with one of those labels."),
+    })
+    .prefault({})
+    .describe('Running agents: each task assigned to an agent with a runtime becomes a run of its CLI in a git worktree (docs/runs.md).'),
   skillsDir: z.string().min(1).default('skills').describe('Folder of skills (SKILL.md files), relative to the project; watched.'),
 });
 

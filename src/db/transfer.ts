@@ -7,7 +7,7 @@ import { isPostgres, stmt, type DB, type Sql } from './open.js';
 
 /**
  * Every table of the state, parents before children (foreign keys are checked as rows go in).
- * Not copied: schema_migrations (each state records its own), daemons (who is running now) and the
+ * Not copied: schema_migrations (each state records its own), daemons and runners (who is running now) and the
  * board's logins and sessions (a move to another state signs the board out; `svc open` again).
  * A test checks this list against the schema, so a new table cannot be left behind unnoticed.
  */
@@ -30,10 +30,12 @@ export const STATE_TABLES = [
   'provider_health',
   'chat_sessions',
   'chat_responses',
+  'runs',
+  'run_log',
   'events',
 ] as const;
 
-export const NOT_COPIED = ['schema_migrations', 'daemons', 'board_logins', 'board_sessions'];
+export const NOT_COPIED = ['schema_migrations', 'daemons', 'board_logins', 'board_sessions', 'runners'];
 
 /** Meta rows that belong to one provider's bookkeeping, written by import from the header instead. */
 const PROVIDER_META = new Set(['lastEventId']);

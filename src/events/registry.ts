@@ -7,6 +7,7 @@ import { z } from 'zod';
 
 const taskState = z.enum(['draft', 'pending', 'assigned', 'in_progress', 'review', 'awaiting_approval', 'done', 'failed']);
 const missionRef = { missionId: z.string(), name: z.string() };
+const runReasons = ['dispatch', 'manual', 'retry', 'revision', 'requeue'] as const;
 
 interface EventDef {
   description: string;
@@ -132,6 +133,55 @@ export const CATEGORIES = {
     description: 'Chat sessions.',
     events: {
       started: ev('A chat session was started (a call without x-session-id, or with a new one).', { sessionId: z.string(), agent: z.string().nullable(), model: z.string() }),
+    },
+  },
+  run: {
+    description: "Runs: svc starting an agent's CLI on a task, its live log and how it ended (docs/runs.md).",
+    events: {
+      queued: ev('A run was queued for a task; it starts when the agent, the project and a runner have a free slot.', {
+        runId: z.string(),
+        taskId: z.string(),
+        agent: z.string(),
+        attempt: z.int(),
+        reason: z.enum(runReasons).describe('dispatch: the task became ready; manual: POST /tasks/{id}/runs; retry: the last run failed; revision: review feedback; requeue: a run was lost.'),
+      }),
+      started: ev("A run's CLI process was started in its workspace.", {
+        runId: z.string(),
+        taskId: z.string(),
+        agent: z.string(),
+        runner: z.string(),
+        pid: z.int(),
+        branch: z.string().nullable(),
+      }),
+      activity: ev("New items of a run's log (at most one event per run every 100 ms, items cut to 2 KiB; the whole log is GET /api/v1/runs/{runId}/log). Leave them out with an SSE filter such as `task:,run:started,run:finished`.", {
+        runId: z.string(),
+        taskId: z.string(),
+        agent: z.string(),
+        fromSeq: z.int(),
+        items: z.array(z.looseObject({ seq: z.int(), kind: z.string() })),
+      }),
+      finished: ev('A run ended: succeeded, failed, cancelled, timed_out or lost.', {
+        runId: z.string(),
+        taskId: z.string(),
+        agent: z.string(),
+        status: z.enum(['succeeded', 'failed', 'cancelled', 'timed_out', 'lost']),
+        exitCode: z.int().nullable(),
+        error: z.string().nullable(),
+        headCommit: z.string().nullable(),
+        usage: z.object({ inputTokens: z.int(), outputTokens: z.int(), cacheReadTokens: z.int(), cacheWriteTokens: z.int(), costUsd: z.number().nullable() }),
+      }),
+    },
+  },
+  runner: {
+    description: 'Runners: the daemons that run agents (several on a shared PostgreSQL state).',
+    events: {
+      online: ev('A runner started: it runs agents whose runtimes it found.', { runnerId: z.string(), host: z.string(), runtimes: z.array(z.string()) }),
+      offline: ev("A runner stopped (a clean stop) or was not seen for too long (its runs are lost and queued again elsewhere).", {
+        runnerId: z.string(),
+        host: z.string(),
+        reason: z.enum(['stopped', 'unresponsive']),
+        lostRuns: z.array(z.string()),
+      }),
     },
   },
   config: {

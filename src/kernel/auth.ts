@@ -17,7 +17,8 @@ export interface KeyEntry {
   grants?: Grant[];
   /** 'read': only read-only agent tools over MCP; undefined or 'all': every tool. */
   tools?: 'read' | 'all';
-  source: 'project.json' | 'SERVICE_API_KEY' | 'local.key';
+  /** run: minted for one run of an agent's CLI, refused once the run ends (resources/runs/keys.ts). */
+  source: 'project.json' | 'SERVICE_API_KEY' | 'local.key' | 'run';
 }
 
 /** Who made a request: the key that matched, never the key itself. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { NameSchema, RESERVED_AGENT_NAMES, Timestamp } from '../common.js';
 import { REASONING } from './values.js';
+import { RuntimeOut, RuntimeSchema } from '../runs/runtime.js';
 
 export { REASONING };
 
@@ -44,6 +45,8 @@ const fields = {
   browserProfile: text(200),
   emailAllowedDomains: list,
   team: z.string().min(1).max(64),
+  /** svc's own field: the CLI svc runs for this agent's tasks (docs/runs.md). */
+  runtime: RuntimeSchema,
 };
 
 export type AgentFieldName = keyof typeof fields;
@@ -83,6 +86,7 @@ export const AgentOut = z.object({
   browserProfile: z.string().nullable(),
   emailAllowedDomains: z.array(z.string()),
   team: z.string().nullable(),
+  runtime: RuntimeOut.nullable().describe("The CLI svc runs for this agent's tasks (svc's field; null: svc runs nothing for it)."),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 }).meta({ id: 'Agent' });

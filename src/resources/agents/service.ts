@@ -1,7 +1,8 @@
-import type { App } from '../../app.js';
+import { serviceKey, type App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
 import { teamExists } from '../teams/service.js';
+import type { Runtime } from '../runs/runtime.js';
 import type { Agent, AgentFieldName, AgentFields, AgentInput, AgentPatchInput } from './schema.js';
 import * as store from './store.js';
 
@@ -40,11 +41,21 @@ function checkReferences(app: App, name: string, fields: AgentFields): void {
   }
 }
 
+/**
+ * Checks that a runtime can run here (its executable found, its vault references naming keys of
+ * this agent's entries), throwing a 422 that says what is missing. The runs resource answers;
+ * daemon.ts provides it (runs already depend on agents, so agents may not import runs back).
+ */
+export const RUNTIME_CHECK = serviceKey<(app: App, agent: string, runtime: Runtime, path: string) => void>('agents.runtimeCheck');
+
+const checkRuntime = (app: App, name: string, runtime: Runtime) => app.services.get(RUNTIME_CHECK)(app, name, runtime, 'body.runtime');
+
 export function createAgent(app: App, input: AgentInput): Agent {
   return app.events.write(() => {
     const { name, ...fields } = input;
     if (store.agentExists(app.db, name)) throw new AppError('conflict', `Agent "${name}" already exists.`);
     checkReferences(app, name, fields);
+    if (fields.runtime) checkRuntime(app, name, fields.runtime);
     store.insertAgent(app.db, name, fields, nowIso());
     app.events.emit('agent:created', { name });
     return store.getAgent(app.db, name)!;
@@ -67,6 +78,7 @@ export function updateAgent(app: App, name: string, patch: AgentPatchInput): voi
       team: patch.team ?? undefined,
       reportsTo: patch.reportsTo ?? undefined,
     });
+    if (patch.runtime) checkRuntime(app, name, patch.runtime);
     store.replaceAgentFields(app.db, name, merged, nowIso());
     app.events.emit('agent:updated', { name, fields: changed });
   });

@@ -32,6 +32,7 @@ export function toAgent(r: Row): Agent {
     browserProfile: f.browserProfile ?? null,
     emailAllowedDomains: [],
     team: r.team,
+    runtime: f.runtime ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -208,3 +208,6 @@ function guardTransition(app: App, task: Task, to: TaskState): void {
 export function wireApprovals(hooks: TaskHooks): void {
   hooks.beforeTransition(guardTransition);
 }
+
+/** What the person who last sent the task back said (its latest rejected approval's feedback), or null. */
+export const latestFeedback = (app: App, taskId: string): string | null => store.latestFeedback(app.db, taskId);

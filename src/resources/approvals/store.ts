@@ -142,3 +142,11 @@ export function expiringApprovals(db: DB, cutoff: string): Expiring[] {
     | undefined;
   return next ? [...due, next] : due;
 }
+
+/** The feedback of the task's latest rejected approval, or null. */
+export function latestFeedback(db: DB, taskId: string): string | null {
+  const r = stmt(db, "SELECT feedback FROM approvals WHERE task_id = ? AND status = 'rejected' AND feedback IS NOT NULL ORDER BY id DESC LIMIT 1").get(taskId) as
+    | { feedback: string }
+    | undefined;
+  return r?.feedback ?? null;
+}

@@ -188,3 +188,10 @@ export interface Supervised {
   /** Close stdin, SIGTERM the group, SIGKILL it after killGraceMs; resolves with the exit. */
   cancel(): Promise<ProcessExit>;
 }
+
+/** What a run's commit changed: files, and lines added and removed (binary files count as files). */
+export interface DiffStat {
+  files: number;
+  added: number;
+  removed: number;
+}

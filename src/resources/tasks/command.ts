@@ -203,6 +203,26 @@ export function tasksCommand(): Command {
     );
 
   cmd
+    .command('run <id>')
+    .description("Start a run of the task's agent now (its CLI in the task's worktree); -f follows its log")
+    .option('--agent <agent>', 'run this agent instead of the assignee (reassigns the task)')
+    .option('--prompt <text>', 'what to ask of this run (the task is given too)')
+    .option('-f, --follow', "print the run's log until it ends")
+    .action(
+      action(async (ctx, id: string, o: { agent?: string; prompt?: string; follow?: boolean }) => {
+        const full = await resolveId(ctx.client, TASK, id);
+        const body = defined({ agent: o.agent, prompt: o.prompt });
+        const run = await ctx.client.post<{ id: string; agent: string; status: string; attempt: number }>(`${path(full)}/runs`, body);
+        if (!o.follow || ctx.json) {
+          emit(ctx.json, run, () => `queued run ${shortId(run.id)} of ${run.agent} on task ${shortId(full)} (attempt ${run.attempt}); follow it with \`svc runs logs -f ${shortId(run.id)}\`\n`);
+          return;
+        }
+        const { followRun } = await import('../runs/command.js');
+        await followRun(ctx, run.id);
+      }),
+    );
+
+  cmd
     .command('rm <id>')
     .description('Delete a task')
     .option('-y, --yes', 'do not ask for confirmation')

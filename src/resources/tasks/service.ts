@@ -319,6 +319,33 @@ export function expireLease(app: App, id: string, now: number): { taskId: string
   });
 }
 
+/**
+ * A run lets go of the task it claimed without finishing it (cancelled, or lost with its daemon):
+ * in_progress → assigned, the agent kept as assignee, the lease gone. Like a lease running out, this
+ * is a release rather than a move of the state machine; task:transition says so with its reason.
+ * Returns false when the lease is no longer the task's (something else moved it meanwhile).
+ */
+export function releaseClaim(app: App, id: string, leaseId: string, reason: string): boolean {
+  return app.events.write(() => {
+    const task = store.getTask(app.db, id);
+    if (!task || task.status !== 'in_progress') return false;
+    if (!store.releaseToAssigned(app.db, id, leaseId, nowIso(app.clock))) return false;
+    app.events.emit('task:transition', { taskId: id, from: 'in_progress', to: 'assigned', reason });
+    const after = store.getTask(app.db, id)!;
+    for (const l of hooksOf(app).transitionListeners) l(app, { task: after, from: 'in_progress', to: 'assigned', reason });
+    return true;
+  });
+}
+
+/** Tasks an agent could start now (pending or assigned to it, dependencies done), oldest first. */
+export const readyTasksOf = (app: App, agent: string, limit: number): string[] => store.readyTasksOf(app.db, agent, limit);
+
+/** Ids of the task's dependencies that are not done yet. */
+export const openDependenciesOf = (app: App, id: string): string[] => store.openDependencies(app.db, id);
+
+/** Ids of the tasks that depend on this one. */
+export const dependentsOf = (app: App, id: string): string[] => store.dependentsOf(app.db, id);
+
 /** failed → pending, counting one retry; refused (409) once maxRetries are used. */
 export function retryTask(app: App, id: string): Task {
   return app.events.write(() => {

@@ -381,3 +381,26 @@ export function listComments(db: DB, taskId: string, before: string | undefined,
       : stmt(db, `${cols} WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(taskId, before, limit)
   ) as CommentRow[];
 }
+
+/** in_progress → assigned, the holder kept as assignee and the lease gone: a run let go of its claim. */
+export function releaseToAssigned(db: DB, id: string, leaseId: string, now: string): boolean {
+  return (
+    stmt(
+      db,
+      `UPDATE tasks SET status = 'assigned', lease_id = NULL, lease_expires_at = NULL, updated_at = ?
+       WHERE id = ? AND lease_id = ? AND status = 'in_progress'`,
+    ).run(now, id, leaseId).changes === 1
+  );
+}
+
+/** Ids of tasks assigned to `agent`, pending or assigned, with every dependency done (oldest first). */
+export function readyTasksOf(db: DB, agent: string, limit: number): string[] {
+  const rows = stmt(
+    db,
+    `SELECT t.id FROM tasks t
+     WHERE t.assign_to = ? AND t.status IN ('pending', 'assigned')
+       AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks x ON x.id = d.depends_on WHERE d.task_id = t.id AND x.status <> 'done')
+     ORDER BY t.id LIMIT ?`,
+  ).all(agent, limit) as { id: string }[];
+  return rows.map((r) => r.id);
+}

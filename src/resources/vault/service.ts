@@ -86,3 +86,8 @@ export function secretValues(app: App): string[] {
   }
   return [...values];
 }
+
+/** The key names an agent's entry holds, or null when it has no such entry (metadata only, no values). */
+export function entryKeys(app: App, agent: string, service: string): string[] | null {
+  return store.getEntry(app.db, agent, service)?.keys ?? null;
+}

@@ -1,0 +1,44 @@
+import type { App } from '../../app.js';
+import { AppError } from '../../kernel/errors.js';
+import { detectRuntime } from './drivers/detect.js';
+import { DIFF_MAX_BYTES } from './runner.js';
+import * as store from './store.js';
+import { RUNTIME_KINDS } from './types.js';
+import * as git from './workspace.js';
+
+// What the runs routes read beyond the runs themselves: a run's diff from git, the runners, and
+// the agent CLIs this daemon finds.
+
+/** A runner not seen for this long reads as offline (runner.ts writes every 5 s). */
+const ONLINE_MS = 30_000;
+
+export async function readDiff(app: App, runId: string) {
+  const run = await store.readRun(app.db, runId);
+  if (!run) throw new AppError('not_found', `Run "${runId}" not found.`);
+  const out = { runId, branch: run.branch, baseCommit: run.baseCommit, headCommit: run.headCommit, diffStat: run.diffStat, patch: '', truncated: false };
+  if (!run.baseCommit || !run.headCommit) return out;
+  // The branch's commits live in the project's repository whether or not the worktree is still there.
+  const d = await git.diffPatch({ path: app.root, baseCommit: run.baseCommit, headCommit: run.headCommit, maxBytes: DIFF_MAX_BYTES });
+  return { ...out, patch: d.patch, truncated: d.truncated };
+}
+
+export async function readRunners(app: App) {
+  const now = app.clock.now();
+  return (await store.readRunners(app.db)).map((r) => ({
+    id: r.id,
+    host: r.host,
+    pid: Number(r.pid),
+    labels: JSON.parse(r.labels) as string[],
+    runtimes: JSON.parse(r.runtimes) as { kind: (typeof RUNTIME_KINDS)[number]; path: string; version: string | null }[],
+    capacity: Number(r.capacity),
+    running: Number(r.running),
+    online: r.stopped_at === null && now - Number(r.seen_at) < ONLINE_MS,
+    startedAt: r.started_at,
+    lastSeenAt: new Date(Number(r.seen_at)).toISOString(),
+  }));
+}
+
+/** Each agent CLI svc knows, looked for on this daemon's PATH, with the version it prints. */
+export async function readRuntimes(app: App) {
+  return Promise.all(RUNTIME_KINDS.filter((k) => k !== 'command').map((kind) => detectRuntime(kind, app.env.PATH, app.root)));
+}

@@ -1,0 +1,82 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { PERMISSION_MODES, RUNTIME_KINDS, type RuntimeKind } from './types.js';
+
+// An agent's runtime: which CLI svc starts for it, and how (DESIGN section 12). It is an svc field
+// of the agent record (the reference has none), validated here and checked against the machine
+// when it is set: a binary that cannot be found is refused with where it was looked for.
+
+/** `{vault: "<service>", key: "<name>"}`: read from the agent's vault entry at spawn time, given to that process only. */
+export const VaultRef = z.strictObject({
+  vault: z.string().min(1).max(128).describe("The service of one of this agent's vault entries."),
+  key: z.string().min(1).max(256).describe('The key inside that entry.'),
+});
+export type VaultRef = z.output<typeof VaultRef>;
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/** Set by the runner for every run: an agent's env cannot replace them. */
+export const RESERVED_ENV = ['SVC_URL', 'SVC_API_KEY', 'SVC_TASK_ID', 'SVC_RUN_ID', 'SVC_AGENT'] as const;
+
+const runtimeShape = {
+  kind: z.enum(RUNTIME_KINDS).describe('claude (Claude Code), codex (Codex CLI) or command (any program: the prompt on stdin, JSON lines read from stdout when it prints them).'),
+  command: z.string().min(1).max(1024).optional().describe('The executable: a name looked up on the daemon\'s PATH, or a path. Default: claude or codex by kind; required for kind command.'),
+  args: z.array(z.string().max(4096)).max(64).optional().describe('Extra arguments, after the ones svc gives (docs/runs.md says where for each kind).'),
+  env: z
+    .record(z.string().regex(ENV_NAME, 'must be an environment variable name'), z.union([z.string().max(32_768), VaultRef]))
+    .optional()
+    .refine((env) => !env || Object.keys(env).length <= 64, 'at most 64 variables')
+    .refine((env) => !env || !RESERVED_ENV.some((k) => Object.hasOwn(env, k)), `${RESERVED_ENV.join(', ')} are set by svc for each run`)
+    .describe('Variables for the agent\'s process only: a string, or {vault, key} read from this agent\'s vault entry when the run starts (never logged, stored or shown).'),
+  permissionMode: z.enum(PERMISSION_MODES).optional().describe('ask: permission prompts become svc approvals; acceptEdits (default): edits in the workspace and allowedTools run without asking; bypass: anything runs (Claude Code refuses it as root).'),
+  autoRun: z.boolean().optional().describe('Start a run as soon as a task assigned to this agent is ready (default true); false: only POST /tasks/{id}/runs starts one.'),
+  runners: z.array(z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/)).max(32).optional().describe('Run only on runners with one of these labels (runner.labels of their project.json).'),
+};
+
+export const RuntimeSchema = z.strictObject(runtimeShape).superRefine((r, ctx) => {
+  if (r.kind === 'command' && !r.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'kind "command" needs a command to run' });
+});
+export type Runtime = z.output<typeof RuntimeSchema>;
+
+/** The runtime as answered: what was set (env vault references shown as references, never values). */
+export const RuntimeOut = z.object(runtimeShape).meta({ id: 'AgentRuntime' });
+
+/** The executable each kind runs when the runtime names none. */
+export const DEFAULT_COMMANDS: Readonly<Record<RuntimeKind, string | null>> = { claude: 'claude', codex: 'codex', command: null };
+
+export type Resolved = { ok: true; path: string } | { ok: false; reason: string; looked: string[] };
+
+const executable = (p: string): boolean => {
+  try {
+    if (!statSync(p).isFile()) return false;
+    accessSync(p, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Where a runtime's executable is: a path (relative to `cwd`) is taken as it is, a bare name is
+ * looked up on `pathEnv` like a shell would. Says where it looked when there is none.
+ */
+export function resolveCommand(runtime: Pick<Runtime, 'kind' | 'command'>, pathEnv: string | undefined, cwd: string): Resolved {
+  const name = runtime.command ?? DEFAULT_COMMANDS[runtime.kind];
+  if (!name) return { ok: false, reason: `kind "${runtime.kind}" needs a command`, looked: [] };
+  if (name.includes('/')) {
+    const p = isAbsolute(name) ? name : resolve(cwd, name);
+    return executable(p) ? { ok: true, path: p } : { ok: false, reason: `${p} is not an executable file`, looked: [p] };
+  }
+  const dirs = (pathEnv ?? '').split(delimiter).filter(Boolean);
+  const looked: string[] = [];
+  for (const dir of dirs) {
+    const p = join(dir, name);
+    looked.push(dir);
+    if (executable(p)) return { ok: true, path: p };
+  }
+  return { ok: false, reason: `"${name}" was not found on the daemon's PATH`, looked };
+}
+
+/** The vault references of a runtime's env, by variable. */
+export const vaultRefs = (runtime: Runtime): [string, VaultRef][] =>
+  Object.entries(runtime.env ?? {}).filter((e): e is [string, VaultRef] => typeof e[1] !== 'string');

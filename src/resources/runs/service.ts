@@ -1,0 +1,210 @@
+import { serviceKey, type App } from '../../app.js';
+import { AppError, unprocessableField } from '../../kernel/errors.js';
+import { uuidv7 } from '../../lib/ids.js';
+import { nowIso } from '../../lib/time.js';
+import { toPage, type Page } from '../common.js';
+import { getAgent } from '../agents/service.js';
+import { latestFeedback } from '../approvals/service.js';
+import { PRIORITIES } from '../tasks/schema.js';
+import { getTask, openDependenciesOf, requireTask, updateTask } from '../tasks/service.js';
+import { entryKeys } from '../vault/service.js';
+import { resolveCommand, vaultRefs, type Runtime } from './runtime.js';
+import { LIVE_STATUSES, type Run, type RunListFilter, type RunReason, type UsageFilter } from './schema.js';
+import * as store from './store.js';
+import type { RunLogItem } from './types.js';
+
+// Runs as a resource: queueing, reading, cancelling, usage. What runs them is the runner
+// (runner.ts, one per daemon); these functions only touch the state and its events.
+
+/** The daemon's runner, as the routes need it (provided in daemon.ts; absent when runner.enabled is false). */
+export interface RunnerHandle {
+  /** Ends a run this daemon runs (close stdin, SIGTERM, SIGKILL after 10 s); resolves once it ended. */
+  cancel(runId: string): Promise<boolean>;
+  /** Looks at the queue now (a run was queued, a slot freed). */
+  kick(): void;
+}
+export const RUNNER = serviceKey<RunnerHandle | null>('runs.runner');
+
+/**
+ * Checks that a runtime can run on this daemon (its executable found, 422 naming it and where it
+ * was looked for) and that every vault reference of its env names a key of this agent's entries
+ * (422 naming agent, service and key). The agents resource calls it through RUNTIME_CHECK.
+ */
+export function checkRuntime(app: App, agent: string, runtime: Runtime, path: string): void {
+  const found = resolveCommand(runtime, app.env.PATH, app.root);
+  if (!found.ok) {
+    const where = found.looked.length ? ` (looked in ${found.looked.join(', ')})` : '';
+    const what = runtime.kind === 'command' ? 'the program' : `the ${runtime.kind === 'claude' ? 'Claude Code' : 'Codex'} CLI`;
+    throw unprocessableField(`${path}.command`, `${found.reason}${where}; install ${what} or give its path as runtime.command`);
+  }
+  for (const [variable, ref] of vaultRefs(runtime)) {
+    const keys = entryKeys(app, agent, ref.vault);
+    const at = `${path}.env.${variable}`;
+    if (!keys) throw unprocessableField(at, `agent "${agent}" has no vault entry for service "${ref.vault}"; save it first (svc vault set ${agent} ${ref.vault} …)`);
+    if (!keys.includes(ref.key)) throw unprocessableField(at, `agent "${agent}"'s vault entry "${ref.vault}" has no key "${ref.key}" (it has: ${keys.join(', ') || 'none'})`);
+  }
+}
+
+/** Higher runs first: urgent 3 … low 0. */
+const rankOf = (priority: string): number => Math.max(0, PRIORITIES.indexOf(priority as (typeof PRIORITIES)[number]));
+
+export interface QueueOptions {
+  agent?: string;
+  prompt?: string | null;
+  reason: RunReason;
+  /** A retry waits for its backoff. */
+  notBefore?: string | null;
+}
+
+/**
+ * Queues a run of the task inside the caller's write() (or its own), with its run:queued event.
+ * Returns null when the task already has a live run (whoever queued it: two daemons may try).
+ */
+export function queueRun(app: App, taskId: string, o: QueueOptions): Run | null {
+  return app.events.write(() => {
+    const task = requireTask(app, taskId);
+    const agentName = o.agent ?? task.assignTo;
+    if (!agentName) throw unprocessableField('body.agent', `task ${taskId} has no assignee; assign it to an agent with a runtime, or name one as agent`);
+    const agent = getAgent(app.db, agentName);
+    if (!agent) throw unprocessableField('body.agent', `agent "${agentName}" does not exist`);
+    if (!agent.runtime) throw unprocessableField('body.agent', `agent "${agentName}" has no runtime, so svc cannot run it; set one (svc agents edit ${agentName} --runtime claude|codex|command)`);
+    const attempt = store.countRunsOfTask(app.db, taskId) + 1;
+    const id = uuidv7(app.clock.now());
+    const inserted = store.insertRun(app.db, {
+      id,
+      taskId,
+      missionId: task.missionId,
+      agent: agentName,
+      runtime: agent.runtime.kind,
+      attempt,
+      revision: task.revisionCount,
+      reason: o.reason,
+      prompt: o.prompt ?? null,
+      priorityRank: rankOf(task.priority),
+      notBefore: o.notBefore ?? null,
+      resumeSessionId: attempt > 1 ? store.latestSession(app.db, taskId, agentName, agent.runtime.kind) : null,
+      now: nowIso(app.clock),
+    });
+    if (!inserted) return null;
+    app.events.emit('run:queued', { runId: id, taskId, agent: agentName, attempt, reason: o.reason });
+    return store.publicRun(store.getRun(app.db, id)!);
+  });
+}
+
+/**
+ * POST /tasks/{taskId}/runs: a run started by hand. The task must be one a run can take (pending,
+ * assigned, or failed with a retry left); naming another agent than the assignee reassigns it.
+ */
+export function startRunByHand(app: App, taskId: string, body: { agent?: string; prompt?: string }): Run {
+  return app.events.write(() => {
+    const task = requireTask(app, taskId);
+    const live = store.liveRunOfTask(app.db, taskId);
+    if (live) throw new AppError('conflict', `Task ${taskId} already has a ${live.status} run (${live.id}); cancel it first (POST /api/v1/runs/${live.id}/cancel).`);
+    if (!['pending', 'assigned', 'failed'].includes(task.status)) {
+      throw new AppError('conflict', `Task ${taskId} is ${task.status}; a run can start only on a pending, assigned or failed task.`);
+    }
+    if (task.status === 'failed' && task.retries >= task.maxRetries) {
+      throw new AppError('conflict', `Task ${taskId} has used ${task.retries} of its ${task.maxRetries} retries; raise maxRetries (PATCH the task) to run it again.`);
+    }
+    if (!body.agent && !task.assignTo) throw unprocessableField('body.agent', `task ${taskId} has no assignee; name the agent to run`);
+    if (body.agent && body.agent !== task.assignTo) {
+      if (!getAgent(app.db, body.agent)) throw unprocessableField('body.agent', `agent "${body.agent}" does not exist`);
+      if (task.status !== 'failed') updateTask(app, taskId, { assignTo: body.agent });
+    }
+    const run = queueRun(app, taskId, { agent: body.agent, prompt: body.prompt ?? null, reason: 'manual' });
+    // The live check above ran in this transaction: nothing else can have queued one since.
+    return run!;
+  });
+}
+
+/**
+ * Whether the task should get a run on its own (DESIGN 12, dispatch) and, if so, queues it: a task
+ * assigned to an agent with a runtime and autoRun, pending or assigned, dependencies done, no live
+ * run, and not held: a cancelled run holds its task until someone asks again (a new review
+ * round counts as asking). Returns the run queued, or null.
+ */
+export function dispatchTask(app: App, taskId: string): Run | null {
+  return app.events.write(() => {
+    const task = getTask(app, taskId);
+    if (!task || !task.assignTo || (task.status !== 'pending' && task.status !== 'assigned')) return null;
+    const agent = getAgent(app.db, task.assignTo);
+    if (!agent?.runtime || agent.runtime.autoRun === false) return null;
+    if (openDependenciesOf(app, taskId).length) return null;
+    if (store.liveRunOfTask(app.db, taskId)) return null;
+    const latest = store.latestRunOfTask(app.db, taskId);
+    const revised = latest !== null && task.revisionCount > latest.revision;
+    if (latest?.status === 'cancelled' && !revised) return null;
+    return queueRun(app, taskId, { reason: revised ? 'revision' : 'dispatch', prompt: revised ? latestFeedback(app, taskId) : null });
+  });
+}
+
+export const getRun = (app: App, id: string): store.RunRecord | null => store.getRun(app.db, id);
+
+export async function readRun(app: App, id: string): Promise<Run> {
+  const run = await store.readRun(app.db, id);
+  if (!run) throw new AppError('not_found', `Run "${id}" not found.`);
+  return store.publicRun(run);
+}
+
+export async function readRunPage(app: App, q: RunListFilter): Promise<Page<Run>> {
+  const rows = await store.readRuns(app.db, { taskId: q.taskId, agent: q.agent, status: q.status, before: q.cursor, limit: q.limit + 1 });
+  return toPage(rows.map(store.publicRun), q.limit, (r) => r.id);
+}
+
+/** readRunPage for the agent tools (synchronous). */
+export function listRuns(app: App, q: RunListFilter): Page<Run> {
+  const rows = store.listRuns(app.db, { taskId: q.taskId, agent: q.agent, status: q.status, before: q.cursor, limit: q.limit + 1 });
+  return toPage(rows.map(store.publicRun), q.limit, (r) => r.id);
+}
+
+export function requireRun(app: App, id: string): Run {
+  const run = store.getRun(app.db, id);
+  if (!run) throw new AppError('not_found', `Run "${id}" not found.`);
+  return store.publicRun(run);
+}
+
+export type LogEntry = { seq: number; at: string } & (RunLogItem | { kind: 'truncated'; dropped: number });
+
+export async function readRunLog(app: App, runId: string, after: number, limit: number): Promise<LogEntry[]> {
+  await readRun(app, runId);
+  const rows = await store.readLog(app.db, runId, after, limit);
+  return rows.map((r) => ({ seq: Number(r.seq), at: r.at, ...(JSON.parse(r.data) as RunLogItem) }));
+}
+
+/**
+ * POST /runs/{runId}/cancel. A queued run is cancelled at once; a live one is ended by the runner
+ * that runs it (this daemon: awaited; another: it sees the request within a second and ends it).
+ * A finished run: 409.
+ */
+export async function cancelRun(app: App, runId: string): Promise<Run> {
+  const run = store.getRun(app.db, runId);
+  if (!run) throw new AppError('not_found', `Run "${runId}" not found.`);
+  if (!LIVE_STATUSES.includes(run.status)) throw new AppError('conflict', `Run ${runId} already ended (${run.status}); only a queued, starting, running or paused run can be cancelled.`);
+  const runner = app.services.get(RUNNER);
+  if (run.status === 'queued' || run.status === 'paused') {
+    const done = app.events.write(() => {
+      const fresh = store.getRun(app.db, runId)!;
+      if (fresh.status !== 'queued' && fresh.status !== 'paused') return false;
+      store.finishRun(app.db, runId, { status: 'cancelled', exitCode: null, error: 'cancelled before it started', summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) });
+      app.events.emit('run:finished', { runId, taskId: run.taskId, agent: run.agent, status: 'cancelled', exitCode: null, error: 'cancelled before it started', headCommit: null, usage: run.usage });
+      return true;
+    });
+    if (done) return readRun(app, runId);
+  }
+  app.events.write(() => store.requestCancel(app.db, runId, nowIso(app.clock)));
+  if (runner) await runner.cancel(runId);
+  return readRun(app, runId);
+}
+
+export async function readUsage(app: App, q: UsageFilter) {
+  const rows = await store.readUsage(app.db, q);
+  return rows.map((r) => ({
+    key: r.key,
+    runs: r.runs,
+    inputTokens: r.input,
+    outputTokens: r.output,
+    cacheReadTokens: r.cacheRead,
+    cacheWriteTokens: r.cacheWrite,
+    costUsd: store.costOf(r.costMicros),
+  }));
+}
