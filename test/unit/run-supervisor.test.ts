@@ -2,7 +2,8 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { cutMarker, LineSplitter, supervise, utf8Boundary } from '../../src/resources/runs/supervisor.js';
+import { cutMarker, LineSplitter, utf8Boundary } from '../../src/resources/runs/lines.js';
+import { supervise } from '../../src/resources/runs/supervisor.js';
 import type { SuperviseOptions, Supervised } from '../../src/resources/runs/types.js';
 import { FakeClock } from '../fake-clock.js';
 import { eventually } from '../harness.js';
