@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import type { Logger } from '../../kernel/log.js';
 import { isSameProcess, startTimeOf } from '../../lib/proc.js';
+import { reapRecorded, type RecordedProcess } from '../../lib/reap.js';
 
 // A data worker dies by itself within a second of its daemon (worker-watchdog.ts). One that
 // cannot (stopped with SIGSTOP, or stuck in the kernel) would keep its database's write lock across
@@ -71,10 +72,10 @@ export async function reapOrphanWorkers(dir: string, log: Logger, waitMs = 2000)
   } catch {
     return [];
   }
-  const killed: { pid: number; start: string }[] = [];
+  const orphans: RecordedProcess[] = [];
+  const forget: string[] = [];
   for (const name of names) {
     if (!/^\d+$/.test(name)) continue;
-    const pid = Number(name);
     const file = join(dir, name);
     let rec: Record_ | null = null;
     try {
@@ -84,21 +85,13 @@ export async function reapOrphanWorkers(dir: string, log: Logger, waitMs = 2000)
     }
     // A daemon that is still running (another on this project, or one more in this process) keeps its workers.
     if (rec && (await isSameProcess(rec.daemon.pid, rec.daemon.start))) continue;
-    if (rec && (await isSameProcess(pid, rec.start))) {
-      try {
-        process.kill(pid, 'SIGKILL');
-        killed.push({ pid, start: rec.start });
-      } catch {
-        // gone meanwhile, or not ours to kill
-      }
-    }
-    await rm(file, { force: true });
+    if (rec) orphans.push({ pid: Number(name), startTime: rec.start });
+    forget.push(file);
   }
-  if (killed.length) {
-    log.warn('killed data workers left by a daemon that is gone', { pids: killed.map((k) => k.pid) });
-    const until = Date.now() + waitMs;
-    for (const k of killed) while ((await isSameProcess(k.pid, k.start)) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-  }
+  // SIGKILL at once: a worker stopped with SIGSTOP would never act on SIGTERM.
+  const killed = await reapRecorded(orphans, { group: false, graceMs: 0, waitMs });
+  for (const file of forget) await rm(file, { force: true });
+  if (killed.length) log.warn('killed data workers left by a daemon that is gone', { pids: killed.map((k) => k.pid) });
   return killed.map((k) => k.pid);
 }
 

@@ -165,8 +165,12 @@ export interface SuperviseOptions {
   killGraceMs: number;
   /** A line longer than this is cut (and said so); the rest of it up to the newline is dropped. */
   maxLineBytes: number;
-  onStdoutLine(line: string): void;
-  onStderrLine(line: string): void;
+  /**
+   * One line (without its newline). A promise holds the stream's reading until it settles: a slow
+   * consumer slows the CLI (full pipe) instead of growing a queue.
+   */
+  onStdoutLine(line: string): void | Promise<unknown>;
+  onStderrLine(line: string): void | Promise<unknown>;
 }
 
 /** How a supervised process ended. `reason` says who ended it. */
@@ -180,7 +184,8 @@ export interface ProcessExit {
 
 /** A live supervised process: its own process group, leader pid and start time (reaping after a crash). */
 export interface Supervised {
-  pid: number;
+  /** null when the process could not be started (the exit says spawn_failed): no group to signal. */
+  pid: number | null;
   /** /proc start time of the leader (lib/proc.ts), null where there is no /proc. */
   startTime: string | null;
   /** Resolves once the process group is gone and both streams are drained. */

@@ -1,0 +1,315 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  branchName,
+  commitAll,
+  commitMessage,
+  detectRepo,
+  diffPatch,
+  diffStat,
+  ensureWorktree,
+  parseNumstat,
+  removeWorktree,
+  staleWorktrees,
+  taskShortId,
+  worktreeDir,
+} from '../../src/resources/runs/workspace.js';
+
+// Worktrees of real git repositories in temp folders (git 2.39 here). The project's own working
+// tree, index and HEAD are compared before and after: svc must not touch them.
+
+const tmp = mkdtempSync(join(tmpdir(), 'svc-workspace-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const ID = { name: 'Test', email: 'test@example.com' };
+const g = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', `user.name=${ID.name}`, '-c', `user.email=${ID.email}`, ...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+
+let n = 0;
+/** A repository with two commits and, as a person's project often is, uncommitted work of all kinds. */
+function makeRepo(): string {
+  const root = join(tmp, `repo-${++n}`);
+  mkdirSync(root);
+  g(root, 'init', '-q', '-b', 'main');
+  writeFileSync(join(root, '.gitignore'), '*.log\n');
+  writeFileSync(join(root, 'a.txt'), 'one\ntwo\nthree\n');
+  mkdirSync(join(root, 'sub'));
+  writeFileSync(join(root, 'sub', 'b.txt'), 'b\n');
+  g(root, 'add', '.');
+  g(root, 'commit', '-qm', 'first');
+  writeFileSync(join(root, 'a.txt'), 'one\ntwo\nthree\nfour\n');
+  g(root, 'commit', '-qam', 'second');
+  // The person's own work in progress: staged, modified, untracked.
+  writeFileSync(join(root, 'sub', 'b.txt'), 'b staged\n');
+  g(root, 'add', 'sub/b.txt');
+  writeFileSync(join(root, 'a.txt'), 'mine, not committed\n');
+  writeFileSync(join(root, 'untracked.txt'), 'u\n');
+  return root;
+}
+
+/** What the project's own checkout looks like: status, HEAD, index and the files it holds. */
+function snapshot(root: string) {
+  return {
+    status: g(root, 'status', '--porcelain=v1', '--untracked-files=all'),
+    head: g(root, 'rev-parse', 'HEAD'),
+    branch: g(root, 'symbolic-ref', 'HEAD'),
+    staged: g(root, 'diff', '--cached'),
+    a: readFileSync(join(root, 'a.txt'), 'utf8'),
+  };
+}
+
+const TASK = (i: number) => `0190f3c2-7a1b-7c3d-8e4f-5a6b7c8d${String(i).padStart(4, '0')}`;
+
+function opts(root: string, i: number, agent = 'coder', extra: { fromBranch?: string } = {}) {
+  return { root, dir: worktreeDir(root, TASK(i)), branch: branchName(agent, TASK(i)), baseRef: 'HEAD', ...extra };
+}
+
+describe('names', () => {
+  it('the short id is the last 8 characters, as the CLI prints ids', () => {
+    expect(taskShortId(TASK(7))).toBe('7c8d0007');
+    expect(taskShortId(TASK(7))).toBe(TASK(7).slice(-8));
+  });
+
+  it('branch names are valid git refs whatever the agent name holds', () => {
+    const names = ['coder', 'Bob_1-2.3', 'a..b', 'x.lock', 'X.LOCK', 'end.', 'a...b.lock.', '9', 'a.-b', 'v1.0..lock'];
+    for (const agent of names) {
+      const branch = branchName(agent, TASK(1));
+      expect(branch.startsWith('svc/') && branch.endsWith('/' + TASK(1).slice(-8)), branch).toBe(true);
+      expect(() => execFileSync('git', ['check-ref-format', `refs/heads/${branch}`]), `${agent} → ${branch}`).not.toThrow();
+    }
+    expect(branchName('coder', TASK(1))).toBe(`svc/coder/${TASK(1).slice(-8)}`);
+  });
+
+  it('a commit message ends with its trailers, each on one line', () => {
+    expect(commitMessage('  Fix it\n\nBecause.\n', { 'Svc-Task': 't1', 'Svc-Run': 'r\n1' })).toBe('Fix it\n\nBecause.\n\nSvc-Task: t1\nSvc-Run: r 1\n');
+  });
+
+  it('numstat: text, binary and renamed files', () => {
+    expect(parseNumstat('3\t1\ta.txt\0-\t-\tbin.dat\0' + '0\t0\t\0old name\0new name\0')).toEqual({ files: 3, added: 3, removed: 1 });
+    expect(parseNumstat('')).toEqual({ files: 0, added: 0, removed: 0 });
+  });
+});
+
+describe('detectRepo', () => {
+  it('a repository: its top, the project root inside it, the commit and branch checked out', async () => {
+    const root = makeRepo();
+    expect(await detectRepo(root)).toEqual({ kind: 'git', toplevel: root, prefix: '', head: g(root, 'rev-parse', 'HEAD'), branch: 'main' });
+    expect(await detectRepo(join(root, 'sub'))).toMatchObject({ kind: 'git', toplevel: root, prefix: 'sub/' });
+  });
+
+  it('a folder that is no repository says so; a repository without commits has no head', async () => {
+    const plain = join(tmp, 'plain');
+    mkdirSync(plain);
+    const none = await detectRepo(plain);
+    expect(none).toMatchObject({ kind: 'none', reason: expect.stringContaining('not a git repository') });
+    await expect(ensureWorktree({ root: plain, dir: worktreeDir(plain, TASK(1)), branch: 'svc/a/b', baseRef: 'HEAD' })).rejects.toThrow(/not a git repository/);
+
+    const empty = join(tmp, 'empty');
+    mkdirSync(empty);
+    g(empty, 'init', '-q', '-b', 'main');
+    expect(await detectRepo(empty)).toEqual({ kind: 'git', toplevel: empty, prefix: '', head: null, branch: 'main' });
+    await expect(ensureWorktree(opts(empty, 1))).rejects.toThrow(/HEAD is not a commit/);
+  });
+});
+
+describe('worktrees', () => {
+  it('made from HEAD on the task branch, reused on the next attempt; the project checkout untouched', async () => {
+    const root = makeRepo();
+    const before = snapshot(root);
+    const o = opts(root, 1);
+    const t0 = performance.now();
+    const wt = await ensureWorktree(o);
+    const createMs = performance.now() - t0;
+    expect(wt).toEqual({ path: o.dir, branch: o.branch, baseCommit: before.head, cwd: o.dir, created: true });
+    expect(g(wt.path, 'symbolic-ref', 'HEAD')).toBe(`refs/heads/${o.branch}`);
+    expect(readFileSync(join(wt.path, 'a.txt'), 'utf8')).toBe('one\ntwo\nthree\nfour\n'); // the commit, not the person's edit
+    expect(existsSync(join(wt.path, 'untracked.txt'))).toBe(false);
+
+    // The agent works; the run fails; the retry finds its work where it left it.
+    writeFileSync(join(wt.path, 'new.txt'), 'half done\n');
+    const t1 = performance.now();
+    const again = await ensureWorktree(o);
+    const reuseMs = performance.now() - t1;
+    expect(again).toEqual({ ...wt, created: false });
+    expect(readFileSync(join(wt.path, 'new.txt'), 'utf8')).toBe('half done\n');
+    expect(snapshot(root)).toEqual(before);
+    console.log(`ensureWorktree: create ${createMs.toFixed(1)} ms, reuse ${reuseMs.toFixed(1)} ms`);
+  });
+
+  it('a project inside a larger repository works in its own folder of the worktree', async () => {
+    const repo = makeRepo();
+    const project = join(repo, 'sub');
+    const wt = await ensureWorktree(opts(project, 1));
+    expect(wt.path).toBe(worktreeDir(project, TASK(1)));
+    expect(wt.cwd).toBe(join(wt.path, 'sub/'));
+    expect(readFileSync(join(wt.cwd, 'b.txt'), 'utf8')).toBe('b\n');
+  });
+
+  it('recovers from what a crash leaves: an entry without its folder, a folder git does not know, an entry locked mid-creation', async () => {
+    const root = makeRepo();
+    const before = snapshot(root);
+    const o = opts(root, 1);
+    const wt = await ensureWorktree(o);
+
+    // The folder is gone, git still lists it.
+    rmSync(wt.path, { recursive: true, force: true });
+    expect(g(root, 'worktree', 'list', '--porcelain')).toContain('prunable');
+    expect(await ensureWorktree(o)).toMatchObject({ created: true, baseCommit: before.head });
+    expect(g(wt.path, 'symbolic-ref', 'HEAD')).toBe(`refs/heads/${o.branch}`);
+
+    // git forgot it, the folder stayed (with junk in it).
+    g(root, 'worktree', 'remove', '--force', wt.path);
+    mkdirSync(join(wt.path, 'junk'), { recursive: true });
+    writeFileSync(join(wt.path, 'junk', 'x'), 'x');
+    expect(await ensureWorktree(o)).toMatchObject({ created: true });
+    expect(existsSync(join(wt.path, 'junk'))).toBe(false);
+    expect(existsSync(join(wt.path, 'a.txt'))).toBe(true);
+
+    // `git worktree add` died halfway: its entry is still locked "initializing".
+    const admin = readFileSync(join(wt.path, '.git'), 'utf8').trim().slice('gitdir: '.length);
+    writeFileSync(join(admin, 'locked'), 'initializing');
+    rmSync(join(wt.path, 'a.txt'));
+    expect(await ensureWorktree(o)).toMatchObject({ created: true });
+    expect(existsSync(join(wt.path, 'a.txt'))).toBe(true);
+
+    expect(g(root, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length).toBe(2);
+    expect(snapshot(root)).toEqual(before);
+  });
+
+  it('refuses a folder outside .svc/worktrees', async () => {
+    const root = makeRepo();
+    await expect(ensureWorktree({ ...opts(root, 1), dir: join(root, 'sub') })).rejects.toThrow(/must be a folder of/);
+    await expect(removeWorktree({ root, path: root })).rejects.toThrow(/must be a folder of/);
+    expect(existsSync(join(root, 'sub', 'b.txt'))).toBe(true);
+  });
+
+  it('a task that depends on another starts from its branch', async () => {
+    const root = makeRepo();
+    const dep = await ensureWorktree(opts(root, 1, 'planner'));
+    writeFileSync(join(dep.path, 'plan.md'), 'the plan\n');
+    const { commit } = await commitAll({ path: dep.path, author: ID, message: 'plan', trailers: {} });
+    const wt = await ensureWorktree(opts(root, 2, 'coder', { fromBranch: dep.branch }));
+    expect(wt.baseCommit).toBe(commit);
+    expect(readFileSync(join(wt.path, 'plan.md'), 'utf8')).toBe('the plan\n');
+    // Its branch is its own.
+    expect(g(wt.path, 'symbolic-ref', 'HEAD')).toBe(`refs/heads/${branchName('coder', TASK(2))}`);
+  });
+
+  it('an existing branch without a worktree (removed after review) is checked out again, its base where it forked', async () => {
+    const root = makeRepo();
+    const o = opts(root, 1);
+    const wt = await ensureWorktree(o);
+    writeFileSync(join(wt.path, 'x.txt'), 'x\n');
+    const { commit } = await commitAll({ path: wt.path, author: ID, message: 'x', trailers: {} });
+    await removeWorktree({ root, path: wt.path });
+    const again = await ensureWorktree(o);
+    expect(again).toMatchObject({ created: true, baseCommit: wt.baseCommit });
+    expect(g(again.path, 'rev-parse', 'HEAD')).toBe(commit);
+  });
+
+  it('several made at once, for different tasks, do not collide', async () => {
+    // Unserialised, `git worktree add` reads the entries of the others half-made: "failed to read
+    // .git/worktrees/<id>/commondir" (this test failed 3 runs of 3 without it, git 2.39).
+    const root = makeRepo();
+    const before = snapshot(root);
+    const ids = Array.from({ length: 16 }, (_, i) => i + 1);
+    const all = await Promise.all(ids.map((i) => ensureWorktree(opts(root, i))));
+    expect(all.every((w) => w.created)).toBe(true);
+    for (const w of all) expect(g(w.path, 'symbolic-ref', '--short', 'HEAD')).toBe(w.branch);
+    expect(snapshot(root)).toEqual(before);
+  });
+
+  it('removal takes the folder and the entry, and keeps the branch', async () => {
+    const root = makeRepo();
+    const wt = await ensureWorktree(opts(root, 1));
+    await removeWorktree({ root, path: wt.path });
+    expect(existsSync(wt.path)).toBe(false);
+    expect(g(root, 'worktree', 'list', '--porcelain')).not.toContain(wt.path);
+    expect(g(root, 'rev-parse', '--verify', `refs/heads/${wt.branch}`)).toBe(wt.baseCommit);
+    // Removing again (a folder already gone) is no error.
+    await removeWorktree({ root, path: wt.path });
+  });
+
+  it('stale: done tasks whose worktree was last used before the cut-off', async () => {
+    const root = makeRepo();
+    const a = await ensureWorktree(opts(root, 1));
+    const b = await ensureWorktree(opts(root, 2));
+    const done = new Set([taskShortId(TASK(1))]);
+    const isDone = (id: string) => done.has(id);
+    const later = Date.now() + 60_000;
+    expect((await staleWorktrees({ root, olderThan: later, isDone })).map((s) => s.path)).toEqual([a.path]);
+    expect(await staleWorktrees({ root, olderThan: 0, isDone })).toEqual([]);
+    done.add(taskShortId(TASK(2)));
+    expect((await staleWorktrees({ root, olderThan: later, isDone })).map((s) => s.path).sort()).toEqual([a.path, b.path].sort());
+  });
+});
+
+describe('results', () => {
+  it('commits everything the agent changed, with its identity and the trailers, and no global git config', async () => {
+    // The test run's HOME has no git config: the identity comes from svc alone.
+    expect(() => execFileSync('git', ['config', '--global', 'user.name'], { stdio: 'ignore' })).toThrow();
+    const root = makeRepo();
+    const before = snapshot(root);
+    const wt = await ensureWorktree(opts(root, 1));
+    writeFileSync(join(wt.path, 'a.txt'), 'one\n2\nthree\nfour\nfive\n'); // modified
+    rmSync(join(wt.path, 'sub', 'b.txt')); // deleted
+    writeFileSync(join(wt.path, 'new.txt'), 'new\n'); // untracked
+    writeFileSync(join(wt.path, 'debug.log'), 'ignored\n'); // .gitignore'd
+    mkdirSync(join(wt.path, '.svc'));
+    writeFileSync(join(wt.path, '.svc', 'state'), 'svc state');
+    mkdirSync(join(wt.path, 'sub', '.svc'), { recursive: true });
+    writeFileSync(join(wt.path, 'sub', '.svc', 'state'), 'a nested project state');
+
+    const t0 = performance.now();
+    const res = await commitAll({ path: wt.path, author: { name: 'Coder Bot', email: 'coder@agents.example' }, message: '# Did the thing\n\nDetails.', trailers: { 'Svc-Task': 'task-1', 'Svc-Run': 'run-1' } });
+    console.log(`commitAll: ${(performance.now() - t0).toFixed(1)} ms`);
+    expect(res.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(res.head).toBe(res.commit);
+    expect(g(wt.path, 'log', '-1', '--format=%an <%ae>|%cn <%ce>')).toBe('Coder Bot <coder@agents.example>|Coder Bot <coder@agents.example>');
+    expect(g(wt.path, 'log', '-1', '--format=%B')).toBe('# Did the thing\n\nDetails.\n\nSvc-Task: task-1\nSvc-Run: run-1');
+    expect(g(wt.path, 'log', '-1', '--format=%(trailers:key=Svc-Task,valueonly)')).toBe('task-1');
+    expect(g(wt.path, 'show', '--name-status', '--format=', 'HEAD').split('\n').sort()).toEqual(['A\tnew.txt', 'D\tsub/b.txt', 'M\ta.txt']);
+    expect(g(wt.path, 'rev-parse', 'HEAD^')).toBe(wt.baseCommit);
+
+    // Nothing more to commit: no commit, the head as it is.
+    expect(await commitAll({ path: wt.path, author: ID, message: 'again', trailers: {} })).toEqual({ commit: null, head: res.commit });
+    expect(await diffStat({ path: wt.path, baseCommit: wt.baseCommit, headCommit: res.commit! })).toEqual({ files: 3, added: 3, removed: 2 });
+    expect(snapshot(root)).toEqual(before);
+  });
+
+  it('a commit the agent made itself is the head when svc has nothing left to commit', async () => {
+    const root = makeRepo();
+    const wt = await ensureWorktree(opts(root, 1));
+    writeFileSync(join(wt.path, 'own.txt'), 'own\n');
+    g(wt.path, 'add', 'own.txt');
+    g(wt.path, 'commit', '-qm', 'by the agent');
+    const head = g(wt.path, 'rev-parse', 'HEAD');
+    expect(await commitAll({ path: wt.path, author: ID, message: 'x', trailers: {} })).toEqual({ commit: null, head });
+  });
+
+  it('diff stat counts binary files as files; the patch is bounded', async () => {
+    const root = makeRepo();
+    const wt = await ensureWorktree(opts(root, 1));
+    writeFileSync(join(wt.path, 'bin.dat'), Buffer.from([0, 1, 2, 0, 255, 0]));
+    writeFileSync(join(wt.path, 'big.txt'), Array.from({ length: 5000 }, (_, i) => `line ${i} é`).join('\n') + '\n');
+    g(wt.path, 'mv', 'sub/b.txt', 'sub/renamed.txt');
+    const { commit } = await commitAll({ path: wt.path, author: ID, message: 'files', trailers: {} });
+    const stat = await diffStat({ path: wt.path, baseCommit: wt.baseCommit, headCommit: commit! });
+    expect(stat).toEqual({ files: 3, added: 5000, removed: 0 });
+
+    const whole = await diffPatch({ path: wt.path, baseCommit: wt.baseCommit, headCommit: commit!, maxBytes: 10 * 1024 * 1024 });
+    expect(whole.truncated).toBe(false);
+    expect(whole.patch).toContain('diff --git a/big.txt b/big.txt');
+    expect(whole.patch).toContain('Binary files /dev/null and b/bin.dat differ');
+    expect(whole.patch).toContain('rename to sub/renamed.txt');
+
+    const cut = await diffPatch({ path: wt.path, baseCommit: wt.baseCommit, headCommit: commit!, maxBytes: 1000 });
+    expect(cut.truncated).toBe(true);
+    expect(Buffer.byteLength(cut.patch)).toBeLessThanOrEqual(1000);
+    expect(cut.patch.endsWith('\n')).toBe(true);
+    expect(whole.patch.startsWith(cut.patch)).toBe(true);
+  });
+});
