@@ -108,6 +108,9 @@ async function run(driver: Driver, spec: RunSpec, env: Record<string, string>, r
     cwd: spec.cwd,
     env: { PATH: process.env.PATH ?? '', HOME: home, ...env, ...inv.env },
     stdio: ['pipe', 'pipe', 'pipe'],
+    // Its own process group, as the supervisor runs it: `codex` is a Node wrapper around the
+    // native binary, and killing the wrapper alone leaves the binary holding stdout open.
+    detached: true,
   });
   child.stdin.end(inv.stdin);
   const parser = driver.parser({ cwd: spec.cwd });
@@ -115,7 +118,7 @@ async function run(driver: Driver, spec: RunSpec, env: Record<string, string>, r
   const lines: string[] = [];
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const kill = () => child.kill('SIGKILL');
+  const kill = () => process.kill(-child.pid!, 'SIGKILL');
   createInterface({ input: child.stdout }).on('line', (line) => {
     lines.push(line);
     for (const item of parser.line(line)) {
@@ -331,5 +334,26 @@ describe.skipIf(!codex)(`Codex ${codex?.version} driven by the codex driver`, ()
     expect(r.state).toMatchObject({ succeeded: false, error: expect.stringContaining('usage limit'), usageLimit: { resetsAt: expected, status: null } });
     expect(of(r.items, 'rate_limit')).toEqual([{ kind: 'rate_limit', status: 'rejected', resetsAt: expected, limitType: null }]);
   });
-});
 
+  it('a response that fails in the stream fails the turn: exit 1, the error in the state', async () => {
+    up.script({ failed: { code: 'server_error', message: 'the scripted model broke down' } });
+    const r = await run(codexDriver, runSpec('codex', codex!.path, { model: 'openai/gpt-5.5', args: R.codexProviderArgs(up.url) }), env);
+    expect(r.code).toBe(1);
+    expect(r.state).toMatchObject({ succeeded: false, error: expect.stringContaining('the scripted model broke down'), usageLimit: null });
+  });
+
+  it('a model that never answers leaves the run undecided until it is killed', async () => {
+    up.script({ hang: true });
+    const seen = up.requests.length;
+    const r = await run(codexDriver, runSpec('codex', codex!.path, { model: 'openai/gpt-5.5', args: R.codexProviderArgs(up.url) }), env, undefined, (item, kill) => {
+      if (item.kind === 'system')
+        void (async () => {
+          for (let i = 0; i < 250 && up.requests.length === seen; i++) await new Promise((res) => setTimeout(res, 20));
+          kill();
+        })();
+    });
+    expect(r.code).toBe(null);
+    expect(up.requests.length).toBe(seen + 1);
+    expect(r.state).toMatchObject({ succeeded: null, error: null, summary: null, turns: 1 });
+  });
+});
