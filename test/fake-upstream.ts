@@ -2,13 +2,19 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 
 // A scripted OpenAI-compatible upstream on a local port: each request takes the next scripted
 // answer (plain JSON, an error, a stream, a stream that stalls) and is recorded for the test.
+// test/scripted-anthropic.ts and test/scripted-responses.ts script the agent CLIs' wires on it.
 
 /** An answer may be made from the request it answers (an upstream that echoes what it was sent). */
 type FromRequest<T> = T | ((r: Recorded) => T);
 
 export type Scripted =
   | { status?: number; json: FromRequest<unknown>; headers?: Record<string, string> }
-  | { stream: FromRequest<unknown[]>; delayMs?: number; stall?: boolean }
+  /**
+   * Server-sent events, one per chunk: `data: <json>` lines closed by `data: [DONE]` (chat
+   * completions), or with `events` an `event: <chunk.type>` line before each and no [DONE] (the
+   * Anthropic Messages and OpenAI Responses streams).
+   */
+  | { stream: FromRequest<unknown[]>; delayMs?: number; stall?: boolean; events?: boolean }
   /** Bytes written as they are, one write each (a character may be cut between two). */
   | { raw: FromRequest<(string | Buffer)[]>; delayMs?: number };
 
@@ -63,7 +69,11 @@ export const textChunks = (parts: string[], usage = true): unknown[] => [
   ...(usage ? [{ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [], usage: { prompt_tokens: 4, completion_tokens: parts.length, total_tokens: 4 + parts.length } }] : []),
 ];
 
-export async function startFakeUpstream(): Promise<FakeUpstream> {
+/**
+ * `scripted` picks the requests the script answers (by default all); any other is answered 404 and
+ * neither recorded nor given a scripted answer (an agent CLI's probe of `HEAD /`, say).
+ */
+export async function startFakeUpstream(opts: { scripted?: (method: string, path: string) => boolean } = {}): Promise<FakeUpstream> {
   const queue: Scripted[] = [];
   const requests: Recorded[] = [];
   const server: Server = createServer((req, res) => {
@@ -71,6 +81,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     req.setEncoding('utf8');
     req.on('data', (c) => (raw += c));
     req.on('end', () => {
+      if (opts.scripted && !opts.scripted(req.method ?? '', req.url ?? '')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `${req.method} ${req.url} is not scripted`, type: 'not_found' } }));
+        return;
+      }
       let done = false;
       let aborted = false;
       const closed = new Promise<void>((resolve) => {
@@ -118,10 +133,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         if (c === undefined) {
           if (next.stall) return; // keeps the stream open forever
           done = true;
-          res.end('data: [DONE]\n\n');
+          res.end(next.events ? undefined : 'data: [DONE]\n\n');
           return;
         }
-        res.write(`data: ${JSON.stringify(c)}\n\n`);
+        const type = (c as { type?: unknown }).type;
+        res.write(next.events && typeof type === 'string' ? `event: ${type}\ndata: ${JSON.stringify(c)}\n\n` : `data: ${JSON.stringify(c)}\n\n`);
         setTimeout(tick, next.delayMs ?? 0);
       };
       tick();

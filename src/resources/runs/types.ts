@@ -1,3 +1,5 @@
+import type { Clock } from '../../lib/clock.js';
+
 // The shapes the runner's parts agree on: the drivers (one per agent CLI: how to invoke it and how
 // to read its stream), the workspace (git worktrees) and the supervisor (the process). Each part is
 // pure or owns one OS resource, and none of them knows the state database: the runner (runner.ts)
@@ -130,6 +132,15 @@ export interface StreamState {
   usageLimit: { resetsAt: string | null; status: number | null } | null;
 }
 
+/**
+ * What a parser may know of its run: the workspace (file paths inside it are shown relative to it)
+ * and the clock (Codex says a reset time as "5:46 PM" when it is today: today by this clock).
+ */
+export interface ParserOptions {
+  cwd?: string;
+  clock?: Pick<Clock, 'now'>;
+}
+
 /** Reads one CLI's stdout, line by line. Never throws: what it cannot read becomes a `raw` item. */
 export interface StreamParser {
   /** One stdout line (without its newline): the log items it holds, in order. */
@@ -146,7 +157,7 @@ export interface Driver {
   /** Arguments that make the CLI print its version and exit (`svc agents detect`). */
   versionArgs: string[];
   build(spec: RunSpec): Invocation;
-  parser(): StreamParser;
+  parser(opts?: ParserOptions): StreamParser;
 }
 
 /** What the supervisor is asked to run (an Invocation, placed and bounded). */
