@@ -17,7 +17,7 @@ const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user
 
 /** A project that is a git repository with one commit. */
 export function gitProject(config: Record<string, unknown> = {}): string {
-  const root = makeProject(config, { 'README.md': '# test project\n', '.gitignore': '.svc/\n' });
+  const root = makeProject(config, { 'README.md': '# test project\n', '.gitignore': '.svc/\n.user-config/\n' });
   git(root, 'init', '-q', '-b', 'main');
   git(root, 'add', '-A');
   git(root, 'commit', '-q', '-m', 'initial');
@@ -129,7 +129,7 @@ describe('a task assigned to an agent with a runtime', () => {
     expect(missing.status).toBe(422);
     expect(missing.body.details[0].path).toBe('body.runtime.env.TOKEN');
     expect(missing.body.details[0].message).toMatch(/agent "alice" has no vault entry for service "github"/);
-    expect((await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'alice', service: 'github', type: 'token', credentials: { token: 'ghp_supersecretvalue123' } } })).status).toBe(201);
+    expect((await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'alice', service: 'github', type: 'api_key', credentials: { token: 'ghp_supersecretvalue123' } } })).status).toBe(201);
     const wrongKey = await d.api('PATCH', '/api/v1/agents/alice', { body: { runtime: { kind: 'command', command: FAKE_AGENT, env: { TOKEN: { vault: 'github', key: 'password' } } } } });
     expect(wrongKey.status).toBe(422);
     expect(wrongKey.body.details[0].message).toMatch(/vault entry "github" has no key "password" \(it has: token\)/);

@@ -1,6 +1,7 @@
 import type { App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
 import { detectRuntime } from './drivers/detect.js';
+import { driverFor } from './drivers/index.js';
 import { DIFF_MAX_BYTES } from './runner.js';
 import * as store from './store.js';
 import { RUNTIME_KINDS } from './types.js';
@@ -40,5 +41,10 @@ export async function readRunners(app: App) {
 
 /** Each agent CLI svc knows, looked for on this daemon's PATH, with the version it prints. */
 export async function readRuntimes(app: App) {
-  return Promise.all(RUNTIME_KINDS.filter((k) => k !== 'command').map((kind) => detectRuntime(kind, app.env.PATH, app.root)));
+  return Promise.all(
+    RUNTIME_KINDS.filter((k) => k !== 'command').map(async (kind) => {
+      const d = await detectRuntime(driverFor(kind), null, { PATH: app.env.PATH, cwd: app.root, env: app.env });
+      return { kind, command: driverFor(kind).defaultCommand!, path: d.path, version: d.version, error: d.error };
+    }),
+  );
 }

@@ -15,7 +15,7 @@ import { driverFor } from './drivers/index.js';
 import { runEnvironment, VaultRefError } from './env.js';
 import type { RunKeys } from './keys.js';
 import { builtInPrompt, promptValues, templatePrompt, type PromptFacts } from './prompt.js';
-import { reapProcessGroups } from './reap.js';
+import { reapRecorded } from '../../lib/reap.js';
 import { eventItem, RunLogBuffer, type Numbered } from './run-log.js';
 import { resolveCommand, type Runtime } from './runtime.js';
 import { dispatchTask, queueRun, type RunnerHandle } from './service.js';
@@ -38,8 +38,6 @@ const FLUSH_MS = 100;
 const FLUSH_ITEMS = 500;
 /** Between SIGTERM and SIGKILL of a cancelled run's process group. */
 const KILL_GRACE_MS = 10_000;
-/** At a daemon stop the grace is shorter: the daemon's own shutdown waits for it. */
-const STOP_GRACE_MS = 3_000;
 /** A stdout line longer than this is cut. */
 const MAX_LINE_BYTES = 1024 * 1024;
 /** Runners write their row this often... */
@@ -75,12 +73,13 @@ interface LiveRun {
   process: Supervised | null;
   parser: StreamParser | null;
   log: RunLogBuffer;
-  flushTimer: unknown;
+  flushTimer: NodeJS.Timeout | null;
   heartbeat: unknown;
   secrets: string[];
   /** Why the runner ended it, when it did (a cancel, the task moving away, the daemon stopping). */
   endedBy: { status: 'cancelled' | 'lost'; error: string } | null;
-  workspace: { path: string; branch: string | null; baseCommit: string | null };
+  /** The worktree (path), where the CLI works in it (cwd: the project's folder inside the repository), its branch and base. */
+  workspace: { path: string; cwd: string; branch: string | null; baseCommit: string | null };
   runDir: string | null;
   /** The CLI's last stderr line: what a failure without a message of its own says. */
   lastStderr: string | null;
@@ -120,8 +119,10 @@ export class Runner implements RunnerHandle {
   /** Recovers what a crashed predecessor left, says it is online, then takes what is queued. */
   async start(): Promise<void> {
     const { app } = this;
-    this.gitRoot = await git.isRepository(app.root);
-    if (!this.gitRoot) app.log.warn('the project is not a git repository: agents run in the project folder itself, one at a time (git init to give each task a worktree and a branch)');
+    const repo = await git.detectRepo(app.root);
+    this.gitRoot = repo.kind === 'git' && repo.head !== null;
+    if (repo.kind !== 'git') app.log.warn('the project is not a git repository: agents run in the project folder itself, one at a time (git init to give each task a worktree and a branch)', { reason: repo.reason });
+    else if (!repo.head) app.log.warn('the project\'s git repository has no commit yet: agents run in the project folder itself, one at a time, until it has one');
     await this.recover();
     app.events.write(() => {
       store.upsertRunner(app.db, {
@@ -328,7 +329,7 @@ export class Runner implements RunnerHandle {
       heartbeat: null,
       secrets: [],
       endedBy: null,
-      workspace: { path: this.app.root, branch: null, baseCommit: null },
+      workspace: { path: this.app.root, cwd: this.app.root, branch: null, baseCommit: null },
       runDir: null,
       lastStderr: null,
       ended: new Promise<void>((r) => (done = r)),
@@ -356,16 +357,15 @@ export class Runner implements RunnerHandle {
     if (!command.ok) return fail(`${command.reason}${command.looked.length ? ` (looked in ${command.looked.join(', ')})` : ''}`);
 
     if (this.gitRoot) {
-      const short = run.taskId.slice(-8);
       try {
         const ws = await git.ensureWorktree({
           root: app.root,
-          dir: join(app.stateDir, 'worktrees', short),
-          branch: `svc/${run.agent}/${short}`,
-          baseRef: this.config.baseRef ?? null,
+          dir: git.worktreeDir(app.root, run.taskId),
+          branch: git.branchName(run.agent, run.taskId),
+          baseRef: this.config.baseRef ?? 'HEAD',
           fromBranch: this.dependencyBranch(run.taskId),
         });
-        live.workspace = { path: ws.path, branch: ws.branch, baseCommit: ws.baseCommit };
+        live.workspace = { path: ws.path, cwd: ws.cwd, branch: ws.branch, baseCommit: ws.baseCommit };
       } catch (err) {
         return fail(`could not prepare the task's git worktree: ${(err as Error).message}`);
       }
@@ -387,7 +387,7 @@ export class Runner implements RunnerHandle {
       taskId: run.taskId,
       agent: this.runAgent(agent),
       runtime: { kind: runtime.kind, command: command.path, args: runtime.args ?? [], permissionMode: runtime.permissionMode ?? 'acceptEdits' },
-      cwd: live.workspace.path,
+      cwd: live.workspace.cwd,
       prompt,
       resumeSessionId: run.resumeSessionId,
       mcp: { url: `${this.o.url()}/mcp`, key },
@@ -407,7 +407,7 @@ export class Runner implements RunnerHandle {
       mkdirSync(dirname(f.path), { recursive: true, mode: 0o700 });
       writeFileSync(f.path, f.content, { mode: 0o600 });
     }
-    const parser = driver.parser();
+    const parser = driver.parser({ cwd: live.workspace.cwd, clock: app.clock });
     live.parser = parser;
     const take = (items: ReturnType<StreamParser['line']>) => {
       const at = nowIso(app.clock);
@@ -419,7 +419,7 @@ export class Runner implements RunnerHandle {
       {
         command: invocation.command,
         args: invocation.args,
-        cwd: live.workspace.path,
+        cwd: live.workspace.cwd,
         env,
         stdin: invocation.stdin,
         stallMs: this.config.stallTimeoutSec * 1000,
@@ -435,10 +435,11 @@ export class Runner implements RunnerHandle {
       app.clock,
     );
     live.process = proc;
-    if (proc.pid) {
+    if (proc.pid !== null) {
+      const pid = proc.pid;
       app.events.write(() => {
-        store.setStarted(app.db, run.id, { pid: proc.pid, pidStart: proc.startTime, workspace: live.workspace.path, branch: live.workspace.branch, baseCommit: live.workspace.baseCommit, now: nowIso(app.clock) });
-        app.events.emit('run:started', { runId: run.id, taskId: run.taskId, agent: run.agent, runner: this.o.id, pid: proc.pid, branch: live.workspace.branch });
+        store.setStarted(app.db, run.id, { pid, pidStart: proc.startTime, workspace: live.workspace.path, branch: live.workspace.branch, baseCommit: live.workspace.baseCommit, now: nowIso(app.clock) });
+        app.events.emit('run:started', { runId: run.id, taskId: run.taskId, agent: run.agent, runner: this.o.id, pid, branch: live.workspace.branch });
       });
     }
     if (live.endedBy) void proc.cancel();
@@ -512,19 +513,20 @@ export class Runner implements RunnerHandle {
 
   // --- while it runs
 
+  /** Batching, not a deadline: on the real clock whatever clock the daemon keeps (a test's fake one included). */
   private flushLater(live: LiveRun): void {
     if (live.flushTimer) return;
-    live.flushTimer = this.app.clock.setTimeout(() => {
+    live.flushTimer = setTimeout(() => {
       live.flushTimer = null;
       this.flush(live);
-    }, FLUSH_MS);
+    }, FLUSH_MS).unref();
   }
 
   /** Writes the log items that wait, the run's progress and one run:activity event, in one transaction. */
   private flush(live: LiveRun, closing: Numbered | null = null): void {
     const { app } = this;
     if (live.flushTimer) {
-      app.clock.clearTimeout(live.flushTimer);
+      clearTimeout(live.flushTimer as NodeJS.Timeout);
       live.flushTimer = null;
     }
     const items = live.log.take();
@@ -603,15 +605,15 @@ export class Runner implements RunnerHandle {
       try {
         const agent = getAgent(app.db, run.agent);
         const task = getTask(app, run.taskId);
-        headCommit = await git.commitAll({
+        const committed = await git.commitAll({
           path: live.workspace.path,
           author: { name: agent?.identity?.displayName ?? `${run.agent} (svc)`, email: agent?.identity?.email ?? `${run.agent}@svc.invalid` },
-          message: `${task?.title ?? run.taskId}\n\n${(state?.summary ?? '').slice(0, 4000)}`.trim(),
+          message: `${task?.title ?? run.taskId}\n\n${redactValue((state?.summary ?? '').slice(0, 4000), live.secrets)}`.trim(),
           trailers: { 'Svc-Task': run.taskId, 'Svc-Run': run.id },
         });
-        const head = headCommit ?? (await git.headOf(live.workspace.path));
-        diffStat = await git.diffStat({ path: live.workspace.path, baseCommit: live.workspace.baseCommit, headCommit: head });
-        headCommit = head === live.workspace.baseCommit ? null : head;
+        // The agent may have committed on its own: its work is everything from the base to the head.
+        diffStat = await git.diffStat({ path: live.workspace.path, baseCommit: live.workspace.baseCommit, headCommit: committed.head });
+        headCommit = committed.head === live.workspace.baseCommit ? null : committed.head;
       } catch (err) {
         status = 'failed';
         error = `the run ended well but its work could not be committed: ${(err as Error).message}`;
@@ -667,7 +669,7 @@ export class Runner implements RunnerHandle {
   private cleanUp(live: LiveRun): void {
     const { app } = this;
     if (live.heartbeat) app.clock.clearTimeout(live.heartbeat);
-    if (live.flushTimer) app.clock.clearTimeout(live.flushTimer);
+    if (live.flushTimer) clearTimeout(live.flushTimer as NodeJS.Timeout);
     this.o.keys.revoke(live.id);
     if (live.runDir) rmSync(live.runDir, { recursive: true, force: true });
     this.live.delete(live.id);
@@ -694,7 +696,9 @@ export class Runner implements RunnerHandle {
     const { app } = this;
     const left = this.o.shared ? store.unfinishedOf(app.db, this.o.id) : store.unfinishedAnywhere(app.db);
     if (!left.length) return;
-    await reapProcessGroups(left.filter((r) => r.pid !== null && r.pidStart !== null).map((r) => ({ pid: r.pid!, startTime: r.pidStart! })));
+    const records = left.filter((r) => r.pid !== null && r.pidStart !== null).map((r) => ({ pid: r.pid!, startTime: r.pidStart! }));
+    const killed = await reapRecorded(records, { group: true, graceMs: KILL_GRACE_MS, waitMs: 5_000 });
+    if (killed.length) app.log.warn("killed agent processes a stopped daemon left running", { processes: killed.map((k) => k.pid) });
     for (const r of left) this.loseRun(r, 'the daemon running it stopped without ending it (a crash or a kill); it is started again');
     app.log.warn('runs left by a daemon that stopped unexpectedly were marked lost and queued again', { runs: left.length });
   }
@@ -764,7 +768,7 @@ export class Runner implements RunnerHandle {
     const live = [...this.live.values()];
     for (const run of live) {
       run.endedBy = { status: 'lost', error: 'the daemon stopped while it ran; it is started again' };
-      void run.process?.cancel(STOP_GRACE_MS);
+      void run.process?.cancel();
     }
     await Promise.all(live.map((r) => r.ended));
     try {
