@@ -1,6 +1,6 @@
 import { isAbsolute, relative } from 'node:path';
 import { MAX_JSON_DEPTH, nestedDeeperThan, parseJson } from '../../../lib/json.js';
-import type { RunLogItem } from '../types.js';
+import { ZERO_USAGE, type RunLogItem, type StreamParser, type StreamState } from '../types.js';
 
 // What every driver's parser shares: the bounds of a log item, a defensive JSON line reader and
 // own-property readers for the CLIs' objects. A CLI's stream is input from a program svc does not
@@ -124,3 +124,25 @@ export const isoFromEpochSeconds = (s: number | null): string | null => {
   if (s === null || s <= 0 || s > 1e11) return null;
   return new Date(s * 1000).toISOString();
 };
+
+/**
+ * A parser of JSON lines: a blank line is nothing, a line that is not a JSON object (or that
+ * `read` does not know: it answers null) is one `raw` item. `st` is the state the stream built;
+ * state() hands out a copy.
+ */
+export abstract class JsonLinesParser implements StreamParser {
+  protected st: StreamState = { sessionId: null, usage: { ...ZERO_USAGE }, turns: 0, summary: null, succeeded: null, error: null, usageLimit: null };
+
+  state(): StreamState {
+    return { ...this.st, usage: { ...this.st.usage }, usageLimit: this.st.usageLimit && { ...this.st.usageLimit } };
+  }
+
+  line(text: string): RunLogItem[] {
+    if (text.trim() === '') return [];
+    const o = parseLine(text);
+    return (o && this.read(o)) ?? [rawItem(text)];
+  }
+
+  /** The items of one JSON object line, or null when the parser does not know its shape. */
+  protected abstract read(o: JsonObject): RunLogItem[] | null;
+}
