@@ -54,8 +54,8 @@ function build(spec: RunSpec): Invocation {
   for (const dir of agent.allowedPaths) args.push(`--add-dir=${dir}`);
   args.push(`--permission-mode=${PERMISSION[spec.runtime.permissionMode]}`);
   args.push(`--mcp-config=${mcpFile}`, '--strict-mcp-config');
-  // A folder holding a SKILL.md loads as a plugin of that one skill (named `<name>:<name>`), with
-  // no access to the folder granted beyond reading the skill.
+  // A folder holding a SKILL.md loads as a plugin of that one skill (named `<name>:<name>`);
+  // unlike --add-dir, that makes no working directory of it.
   for (const skill of agent.skills) args.push(`--plugin-dir=${skill.dir}`);
   if (agent.reasoning === 'off') env.MAX_THINKING_TOKENS = '0';
   else if (agent.reasoning) args.push(`--effort=${agent.reasoning}`);

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { systemClock } from '../../../lib/clock.js';
 import type { Driver, Invocation, ParserOptions, PermissionMode, RunLogItem, RunSpec, Usage } from '../types.js';
 import { cliModel, systemText } from './agent-text.js';
-import { arr, boundInput, count, cutText, ITEM_NAME_MAX, JsonLinesParser, num, obj, own, showPath, str, type JsonObject } from './bounds.js';
+import { arr, boundInput, count, cutText, ITEM_NAME_MAX, JsonLinesParser, num, obj, own, showPath, str, wellFormed, type JsonObject } from './bounds.js';
 
 // Codex, headless: `codex exec --json … -` (or `codex exec --json … resume <id> -`), the prompt on
 // stdin, which must be closed (exec waits for more input while it is open). docs/runs.md
@@ -32,8 +32,7 @@ const EFFORT: Record<'off' | 'low' | 'medium' | 'high', string> = { off: 'none',
  * A TOML basic string: JSON's escapes are TOML's, except that TOML also wants DEL escaped and
  * has no lone surrogates (JSON.stringify writes them as \uD8xx escapes).
  */
-export const tomlString = (s: string): string =>
-  JSON.stringify(s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')).replace(/\u007f/g, '\\u007f');
+export const tomlString = (s: string): string => JSON.stringify(wellFormed(s)).replace(/\u007f/g, '\\u007f');
 
 /** Whether `dir` lies in a git repository (Codex refuses a directory that is not one, unless told). */
 function inGitRepo(dir: string): boolean {
