@@ -118,7 +118,9 @@ async function run(driver: Driver, spec: RunSpec, env: Record<string, string>, r
   const lines: string[] = [];
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const kill = () => process.kill(-child.pid!, 'SIGKILL');
+  const kill = () => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+  };
   createInterface({ input: child.stdout }).on('line', (line) => {
     lines.push(line);
     for (const item of parser.line(line)) {
@@ -132,6 +134,23 @@ async function run(driver: Driver, spec: RunSpec, env: Record<string, string>, r
     writeFileSync(join(FIXTURES, `${record}.jsonl`), `${text}\n`);
   }
   return { code, items, state: parser.state(), stderr };
+}
+
+/**
+ * For a model that never answers: once the CLI's session is up (its first `system` item), waits
+ * (up to 5 s) for its request to reach the model server, then kills the process.
+ */
+function killOnceAsked(requests: unknown[]): (item: RunLogItem, kill: () => void) => void {
+  const seen = requests.length;
+  let armed = false;
+  return (item, kill) => {
+    if (item.kind !== 'system' || armed) return;
+    armed = true;
+    void (async () => {
+      for (let i = 0; i < 250 && requests.length === seen; i++) await new Promise((res) => setTimeout(res, 20));
+      kill();
+    })();
+  };
 }
 
 const of = <K extends RunLogItem['kind']>(items: RunLogItem[], kind: K) => items.filter((i): i is Extract<RunLogItem, { kind: K }> => i.kind === kind);
@@ -235,14 +254,7 @@ describe.skipIf(!claude)(`Claude Code ${claude?.version} driven by the claude dr
   it('a model that never answers leaves the run undecided until it is killed', async () => {
     up.script({ hang: true });
     const seen = up.requests.length;
-    const r = await run(claudeDriver, runSpec('claude', claude!.path), env, undefined, (item, kill) => {
-      // Once the session is up, wait for the request to hang, then end the process.
-      if (item.kind === 'system')
-        void (async () => {
-          for (let i = 0; i < 250 && up.requests.length === seen; i++) await new Promise((res) => setTimeout(res, 20));
-          kill();
-        })();
-    });
+    const r = await run(claudeDriver, runSpec('claude', claude!.path), env, undefined, killOnceAsked(up.requests));
     expect(r.code).toBe(null);
     expect(up.requests.length).toBe(seen + 1);
     expect(r.state).toMatchObject({ succeeded: null, error: null, summary: null });
@@ -345,13 +357,7 @@ describe.skipIf(!codex)(`Codex ${codex?.version} driven by the codex driver`, ()
   it('a model that never answers leaves the run undecided until it is killed', async () => {
     up.script({ hang: true });
     const seen = up.requests.length;
-    const r = await run(codexDriver, runSpec('codex', codex!.path, { model: 'openai/gpt-5.5', args: R.codexProviderArgs(up.url) }), env, undefined, (item, kill) => {
-      if (item.kind === 'system')
-        void (async () => {
-          for (let i = 0; i < 250 && up.requests.length === seen; i++) await new Promise((res) => setTimeout(res, 20));
-          kill();
-        })();
-    });
+    const r = await run(codexDriver, runSpec('codex', codex!.path, { model: 'openai/gpt-5.5', args: R.codexProviderArgs(up.url) }), env, undefined, killOnceAsked(up.requests));
     expect(r.code).toBe(null);
     expect(up.requests.length).toBe(seen + 1);
     expect(r.state).toMatchObject({ succeeded: null, error: null, summary: null, turns: 1 });

@@ -1,6 +1,6 @@
 import { isAbsolute, relative } from 'node:path';
 import { MAX_JSON_DEPTH, nestedDeeperThan, parseJson } from '../../../lib/json.js';
-import type { RunLogItem } from '../types.js';
+import { ZERO_USAGE, type RunLogItem, type StreamParser, type StreamState } from '../types.js';
 
 // What every driver's parser shares: the bounds of a log item, a defensive JSON line reader and
 // own-property readers for the CLIs' objects. A CLI's stream is input from a program svc does not
@@ -22,22 +22,25 @@ export const PARSE_LINE_MAX = 8 * 1024 * 1024;
 /** How many calls a parser remembers while it waits for their results (oldest forgotten first). */
 export const PENDING_CALLS_MAX = 1000;
 
+/** `text` with each lone surrogate (invalid UTF-16, which a JSON escape can make) replaced by U+FFFD. */
+export const wellFormed = (text: string): string => text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+
 /**
  * `text` cut to `max` UTF-8 bytes, with a marker saying how much was cut. The cut never splits a
- * character; lone surrogates (invalid UTF-16 a JSON escape can make) become U+FFFD.
+ * character, and the text kept is well-formed (lone surrogates become U+FFFD).
  */
 export function cutText(text: string, max = ITEM_TEXT_MAX): string {
-  const clean = text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
   // UTF-8 takes at most 3 bytes per UTF-16 unit: short texts need no count.
-  if (clean.length * 3 <= max) return clean;
-  const bytes = Buffer.byteLength(clean);
-  if (bytes <= max) return clean;
-  const head = Buffer.from(clean.slice(0, max));
+  if (text.length * 3 <= max) return wellFormed(text);
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= max) return wellFormed(text);
+  // Buffer.from writes a lone surrogate as U+FFFD; a pair is not cut in two.
+  const head = Buffer.from(text.slice(0, /[\uD800-\uDBFF]/.test(text[max - 1] ?? '') ? max - 1 : max));
   let end = Math.min(max, head.length);
   // Never end inside a character: back up over UTF-8 continuation bytes to a character's start.
   while (end > 0 && end < head.length && (head[end]! & 0xc0) === 0x80) end--;
   const kept = head.subarray(0, end).toString('utf8');
-  return `${kept}… [${bytes - Buffer.byteLength(kept)} more bytes cut]`;
+  return `${kept}… [${bytes - end} more bytes cut]`;
 }
 
 /**
@@ -94,7 +97,7 @@ export const arr = (o: unknown, key: string): unknown[] => {
 };
 
 /** A line kept as it was, cut to the item bound. */
-export const rawItem = (line: string): RunLogItem => ({ kind: 'raw', text: cutText(line.length > PARSE_LINE_MAX ? line.slice(0, ITEM_TEXT_MAX) : line) });
+export const rawItem = (line: string): RunLogItem => ({ kind: 'raw', text: cutText(line) });
 
 /** `path` relative to the workspace when it lies inside it, else as the CLI said it. */
 export function showPath(path: string, cwd: string | undefined): string {
@@ -124,3 +127,25 @@ export const isoFromEpochSeconds = (s: number | null): string | null => {
   if (s === null || s <= 0 || s > 1e11) return null;
   return new Date(s * 1000).toISOString();
 };
+
+/**
+ * A parser of JSON lines: a blank line is nothing, a line that is not a JSON object (or that
+ * `read` does not know: it answers null) is one `raw` item. `st` is the state the stream built;
+ * state() hands out a copy.
+ */
+export abstract class JsonLinesParser implements StreamParser {
+  protected st: StreamState = { sessionId: null, usage: { ...ZERO_USAGE }, turns: 0, summary: null, succeeded: null, error: null, usageLimit: null };
+
+  state(): StreamState {
+    return { ...this.st, usage: { ...this.st.usage }, usageLimit: this.st.usageLimit && { ...this.st.usageLimit } };
+  }
+
+  line(text: string): RunLogItem[] {
+    if (text.trim() === '') return [];
+    const o = parseLine(text);
+    return (o && this.read(o)) ?? [rawItem(text)];
+  }
+
+  /** The items of one JSON object line, or null when the parser does not know its shape. */
+  protected abstract read(o: JsonObject): RunLogItem[] | null;
+}

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ZERO_USAGE, type Driver, type Invocation, type ParserOptions, type PermissionMode, type RunLogItem, type RunSpec, type StreamParser, type StreamState, type Usage } from '../types.js';
+import type { Driver, Invocation, ParserOptions, PermissionMode, RunLogItem, RunSpec, Usage } from '../types.js';
 import { cliModel, systemText } from './agent-text.js';
 import {
   arr,
@@ -9,12 +9,11 @@ import {
   cutText,
   isoFromEpochSeconds,
   ITEM_NAME_MAX,
+  JsonLinesParser,
   lineCount,
   num,
   obj,
   own,
-  parseLine,
-  rawItem,
   showPath,
   str,
   type JsonObject,
@@ -55,8 +54,8 @@ function build(spec: RunSpec): Invocation {
   for (const dir of agent.allowedPaths) args.push(`--add-dir=${dir}`);
   args.push(`--permission-mode=${PERMISSION[spec.runtime.permissionMode]}`);
   args.push(`--mcp-config=${mcpFile}`, '--strict-mcp-config');
-  // A folder holding a SKILL.md loads as a plugin of that one skill (named `<name>:<name>`), with
-  // no access to the folder granted beyond reading the skill.
+  // A folder holding a SKILL.md loads as a plugin of that one skill (named `<name>:<name>`);
+  // unlike --add-dir, that makes no working directory of it.
   for (const skill of agent.skills) args.push(`--plugin-dir=${skill.dir}`);
   if (agent.reasoning === 'off') env.MAX_THINKING_TOKENS = '0';
   else if (agent.reasoning) args.push(`--effort=${agent.reasoning}`);
@@ -131,8 +130,7 @@ function patchCounts(patch: unknown[]): { added: number; removed: number } {
  * (Claude Code repeats a message's usage on every content block it prints, and that usage is the
  * message's start: its output tokens are undercounted until the result).
  */
-class ClaudeParser implements StreamParser {
-  private st: StreamState = { sessionId: null, usage: { ...ZERO_USAGE }, turns: 0, summary: null, succeeded: null, error: null, usageLimit: null };
+class ClaudeParser extends JsonLinesParser {
   private calls = new BoundedMap<string, Call>();
   private messageUsage = new BoundedMap<string, Usage>();
   private mainMessages = new BoundedMap<string, true>();
@@ -141,17 +139,11 @@ class ClaudeParser implements StreamParser {
   private ended = false;
 
   constructor(opts: ParserOptions = {}) {
+    super();
     this.cwd = opts.cwd;
   }
 
-  state(): StreamState {
-    return { ...this.st, usage: { ...this.st.usage }, usageLimit: this.st.usageLimit && { ...this.st.usageLimit } };
-  }
-
-  line(text: string): RunLogItem[] {
-    if (text.trim() === '') return [];
-    const o = parseLine(text);
-    if (!o) return [rawItem(text)];
+  protected read(o: JsonObject): RunLogItem[] | null {
     const session = str(o, 'session_id');
     if (session) this.st.sessionId = cutText(session, ITEM_NAME_MAX);
     switch (str(o, 'type')) {
@@ -164,9 +156,9 @@ class ClaudeParser implements StreamParser {
       case 'result':
         return this.result(o);
       case 'rate_limit_event':
-        return this.rateLimit(o) ?? [rawItem(text)];
+        return this.rateLimit(o);
       default:
-        return [rawItem(text)];
+        return null;
     }
   }
 

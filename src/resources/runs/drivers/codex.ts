@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { systemClock } from '../../../lib/clock.js';
-import { ZERO_USAGE, type Driver, type Invocation, type ParserOptions, type PermissionMode, type RunLogItem, type RunSpec, type StreamParser, type StreamState, type Usage } from '../types.js';
+import type { Driver, Invocation, ParserOptions, PermissionMode, RunLogItem, RunSpec, Usage } from '../types.js';
 import { cliModel, systemText } from './agent-text.js';
-import { arr, boundInput, count, cutText, ITEM_NAME_MAX, num, obj, own, parseLine, rawItem, showPath, str, type JsonObject } from './bounds.js';
+import { arr, boundInput, count, cutText, ITEM_NAME_MAX, JsonLinesParser, num, obj, own, showPath, str, wellFormed, type JsonObject } from './bounds.js';
 
 // Codex, headless: `codex exec --json … -` (or `codex exec --json … resume <id> -`), the prompt on
 // stdin, which must be closed (exec waits for more input while it is open). docs/runs.md
@@ -32,8 +32,7 @@ const EFFORT: Record<'off' | 'low' | 'medium' | 'high', string> = { off: 'none',
  * A TOML basic string: JSON's escapes are TOML's, except that TOML also wants DEL escaped and
  * has no lone surrogates (JSON.stringify writes them as \uD8xx escapes).
  */
-export const tomlString = (s: string): string =>
-  JSON.stringify(s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')).replace(/\u007f/g, '\\u007f');
+export const tomlString = (s: string): string => JSON.stringify(wellFormed(s)).replace(/\u007f/g, '\\u007f');
 
 /** Whether `dir` lies in a git repository (Codex refuses a directory that is not one, unless told). */
 function inGitRepo(dir: string): boolean {
@@ -129,29 +128,22 @@ function mcpOutput(item: JsonObject): string {
 }
 
 /** Reads `codex exec --json`. The run went well when its last turn completed; a turn.failed says why not. */
-class CodexParser implements StreamParser {
-  private st: StreamState = { sessionId: null, usage: { ...ZERO_USAGE }, turns: 0, summary: null, succeeded: null, error: null, usageLimit: null };
+class CodexParser extends JsonLinesParser {
   private readonly cwd: string | undefined;
   private readonly now: () => number;
 
   constructor(opts: ParserOptions = {}) {
+    super();
     this.cwd = opts.cwd;
     const clock = opts.clock ?? systemClock;
     this.now = () => clock.now();
   }
 
-  state(): StreamState {
-    return { ...this.st, usage: { ...this.st.usage }, usageLimit: this.st.usageLimit && { ...this.st.usageLimit } };
-  }
-
-  line(text: string): RunLogItem[] {
-    if (text.trim() === '') return [];
-    const o = parseLine(text);
-    if (!o) return [rawItem(text)];
+  protected read(o: JsonObject): RunLogItem[] | null {
     switch (str(o, 'type')) {
       case 'thread.started': {
         const id = str(o, 'thread_id');
-        if (!id) return [rawItem(text)];
+        if (!id) return null;
         this.st.sessionId = cutText(id, ITEM_NAME_MAX);
         return [{ kind: 'system', text: `Codex thread ${this.st.sessionId}` }];
       }
@@ -179,10 +171,10 @@ class CodexParser implements StreamParser {
       case 'item.updated':
       case 'item.completed': {
         const item = obj(o, 'item');
-        return item ? (this.item(str(o, 'type')!.slice(5), item) ?? [rawItem(text)]) : [rawItem(text)];
+        return item && this.item(str(o, 'type')!.slice(5), item);
       }
       default:
-        return [rawItem(text)];
+        return null;
     }
   }
 

@@ -1,5 +1,5 @@
-import { ZERO_USAGE, type Driver, type Invocation, type RunLogItem, type RunSpec, type StreamParser, type StreamState, type Usage } from '../types.js';
-import { boundInput, count, cutText, isoFromEpochSeconds, ITEM_NAME_MAX, num, obj, own, parseLine, rawItem, str, type JsonObject } from './bounds.js';
+import type { Driver, Invocation, RunLogItem, RunSpec, Usage } from '../types.js';
+import { boundInput, count, cutText, isoFromEpochSeconds, ITEM_NAME_MAX, JsonLinesParser, num, obj, own, str, type JsonObject } from './bounds.js';
 
 // Any program as an agent: `runtime.command` with `runtime.args`, the prompt on stdin. Each
 // stdout line that is a JSON object of one of the shapes below becomes a log item (or the run's
@@ -57,22 +57,8 @@ function resetOf(o: JsonObject): string | null {
   return isoFromEpochSeconds(num(o, 'resetsAt'));
 }
 
-class CommandParser implements StreamParser {
-  private st: StreamState = { sessionId: null, usage: { ...ZERO_USAGE }, turns: 0, summary: null, succeeded: null, error: null, usageLimit: null };
-
-  state(): StreamState {
-    return { ...this.st, usage: { ...this.st.usage }, usageLimit: this.st.usageLimit && { ...this.st.usageLimit } };
-  }
-
-  line(line: string): RunLogItem[] {
-    if (line.trim() === '') return [];
-    const o = parseLine(line);
-    const item = o && this.read(o);
-    return item === null ? [rawItem(line)] : item;
-  }
-
-  /** The items of one JSON line, or null when it is not one of the documented shapes. */
-  private read(o: JsonObject): RunLogItem[] | null {
+class CommandParser extends JsonLinesParser {
+  protected read(o: JsonObject): RunLogItem[] | null {
     switch (str(o, 'type')) {
       case 'text':
       case 'thinking': {
