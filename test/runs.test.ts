@@ -50,13 +50,14 @@ async function addTask(d: TestDaemon, description: string, extra: Record<string,
 
 const runsOf = async (d: TestDaemon, taskId: string) => (await d.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data as any[];
 
-async function finishedRun(d: TestDaemon, taskId: string, n = 1, timeoutMs = 15_000): Promise<any> {
-  let runs: any[] = [];
-  await until(`run ${n} of task ${taskId} to finish`, async () => {
-    runs = await runsOf(d, taskId);
-    return runs.length >= n && ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'].includes(runs[0].status);
+/** The task's run of this attempt, once it has ended. */
+async function finishedRun(d: TestDaemon, taskId: string, attempt = 1, timeoutMs = 15_000): Promise<any> {
+  let run: any;
+  await until(`run ${attempt} of task ${taskId} to finish`, async () => {
+    run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
+    return ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'].includes(run?.status);
   }, timeoutMs);
-  return runs[0];
+  return run;
 }
 
 const task = async (d: TestDaemon, id: string) => (await d.api('GET', `/api/v1/tasks/${id}`)).body.data;
@@ -129,7 +130,7 @@ describe('a task assigned to an agent with a runtime', () => {
     expect(missing.status).toBe(422);
     expect(missing.body.details[0].path).toBe('body.runtime.env.TOKEN');
     expect(missing.body.details[0].message).toMatch(/agent "alice" has no vault entry for service "github"/);
-    expect((await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'alice', service: 'github', type: 'api_key', credentials: { token: 'ghp_supersecretvalue123' } } })).status).toBe(201);
+    expect((await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'alice', service: 'github', type: 'api_key', credentials: { token: 'ghp_supersecretvalue123' } } })).status).toBe(200);
     const wrongKey = await d.api('PATCH', '/api/v1/agents/alice', { body: { runtime: { kind: 'command', command: FAKE_AGENT, env: { TOKEN: { vault: 'github', key: 'password' } } } } });
     expect(wrongKey.status).toBe(422);
     expect(wrongKey.body.details[0].message).toMatch(/vault entry "github" has no key "password" \(it has: token\)/);
