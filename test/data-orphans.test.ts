@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -146,6 +146,7 @@ describe.runIf(linux)('reaping by pid and start time', () => {
       expect(readdirSync(dir).sort()).toEqual(['garbage', String(ownedByLive.pid)].sort());
     } finally {
       for (const c of [right, wrong, ownedByLive]) c.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

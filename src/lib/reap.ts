@@ -87,7 +87,9 @@ export interface ReapOptions {
   clock?: Clock;
 }
 
-const POLL_MS = 10;
+/** Looking again after 5 ms, doubling up to 100 ms: most processes die within a few ms of their signal. */
+const POLL_FIRST_MS = 5;
+const POLL_MAX_MS = 100;
 
 /**
  * Ends the recorded processes (or groups) that are still themselves: SIGTERM, then SIGKILL to
@@ -112,8 +114,8 @@ export async function reapRecorded(records: readonly RecordedProcess[], opts: Re
   const whileLive = async (list: RecordedProcess[], ms: number) => {
     const until = clock.now() + ms;
     let left = await live(list);
-    while (left.length && clock.now() < until) {
-      await sleep(Math.min(POLL_MS, until - clock.now()));
+    for (let delay = POLL_FIRST_MS; left.length && clock.now() < until; delay = Math.min(delay * 2, POLL_MAX_MS)) {
+      await sleep(Math.min(delay, until - clock.now()));
       left = await live(left);
     }
     return left;

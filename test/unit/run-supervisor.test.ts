@@ -163,6 +163,11 @@ describe.runIf(linux)('supervise', () => {
     expect(w.out).toEqual(['got one', 'got two — é']);
     expect(w.err).toEqual(['to stderr']);
     expect(w.clock.pending).toBe(0);
+    // Cancelling a run that has ended signals nothing: its group id may be another process's by now.
+    const signals = groupSignals(w.s.pid!);
+    expect(await w.s.cancel()).toBe(exit);
+    expect(signals).toEqual([]);
+    expect(w.clock.pending).toBe(0);
   });
 
   it('reads a character split across two writes whole, and CRLF lines without the CR', async () => {
@@ -266,6 +271,23 @@ describe.runIf(linux)('supervise', () => {
     const exit = await w.s.cancel();
     expect(exit).toMatchObject({ reason: 'cancelled', signal: 'SIGTERM' });
     expect(alive(pid)).toBe(false);
+  });
+
+  it('a process that left the group but holds the pipes does not hold the run: they are closed a grace after the group is gone', async () => {
+    // The grandchild makes a session of its own (detached) and keeps the leader's stdout.
+    const w = run(`const c=require('child_process').spawn(process.execPath,['-e','setInterval(()=>{},1e6)'],{detached:true,stdio:['ignore','inherit','ignore']});console.log('escaped '+c.pid);c.unref();setTimeout(()=>process.exit(0),10)`);
+    const pid = Number((await w.line(/^escaped /)).split(' ')[1]);
+    try {
+      let done = false;
+      void w.s.exited.then(() => (done = true));
+      await eventually(() => w.clock.pending === 1, 5000, 5); // the leader is gone, the closer is set
+      expect(done).toBe(false);
+      w.clock.advance(10_000);
+      expect(await w.s.exited).toEqual({ code: 0, signal: null, reason: 'exited', error: null });
+      expect(alive(pid)).toBe(true); // not ours any more: not signalled
+    } finally {
+      process.kill(pid, 'SIGKILL');
+    }
   });
 
   it('a process that exits without reading a large prompt is no error (EPIPE on stdin)', async () => {

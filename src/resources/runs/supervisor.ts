@@ -68,6 +68,8 @@ class Run {
   private reason: ProcessExit['reason'] | null = null;
   private leader: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   private stopping = false;
+  /** The group is gone: its id may go to another process, so nothing is signalled any more. */
+  private gone = false;
   private killSent = false;
   private killTimer: unknown = null;
   private closer: unknown = null;
@@ -135,6 +137,7 @@ class Run {
         delay = Math.min(delay * 2, POLL_MAX_MS);
       }
     }
+    this.gone = true;
     this.clearTimer('killTimer');
     // A process that left the group (setsid) may still hold the pipes: they are closed after a grace.
     if (!this.streamsClosed()) this.closer = this.clock.setTimeout(() => this.closeStreams(), Math.min(Math.max(this.opts.killGraceMs, 0), MAX_DELAY_MS));
@@ -146,7 +149,7 @@ class Run {
   /** Stall, timeout, cancel, or the leader gone with its group still there: the same sequence. */
   private stop(reason: ProcessExit['reason']): void {
     this.reason ??= reason;
-    if (this.stopping) return;
+    if (this.stopping || this.gone) return;
     this.stopping = true;
     this.clearRunTimers();
     this.child.stdin!.destroy();

@@ -271,7 +271,7 @@ async function resolveRevs(cwd: string, revs: string[]): Promise<(string | null)
 
 /** Where `rev` forked from `start` (their merge base), or start's commit when they share none. Asked in the project root: "HEAD" is its HEAD. */
 async function forkPoint(cwd: string, rev: string, start: string): Promise<string> {
-  const r = await git(cwd, ['merge-base', rev, `${start}^{commit}`], { ok: [1] });
+  const r = await git(cwd, ['merge-base', '--end-of-options', rev, `${start}^{commit}`], { ok: [1] });
   if (r.stdout.trim()) return r.stdout.trim();
   const [commit] = await resolveRevs(cwd, [`${start}^{commit}`]);
   if (!commit) throw new GitError(['merge-base'], 1, `${start} is not a commit`);
@@ -414,7 +414,7 @@ export interface DiffStat {
 
 /** Files changed and lines added and removed between two commits (a binary file counts as a file, with no lines). */
 export async function diffStat(opts: { path: string; baseCommit: string; headCommit: string }): Promise<DiffStat> {
-  const { stdout } = await git(opts.path, ['diff', '--numstat', '-z', '-M', '--no-ext-diff', '--no-textconv', opts.baseCommit, opts.headCommit, '--']);
+  const { stdout } = await git(opts.path, ['diff', '--numstat', '-z', '-M', '--no-ext-diff', '--no-textconv', '--end-of-options', opts.baseCommit, opts.headCommit, '--']);
   return parseNumstat(stdout);
 }
 
@@ -440,7 +440,7 @@ export function parseNumstat(out: string): DiffStat {
  */
 export function diffPatch(opts: { path: string; baseCommit: string; headCommit: string; maxBytes: number }): Promise<{ patch: string; truncated: boolean }> {
   return new Promise((resolvePatch, reject) => {
-    const args = [...GIT_CONFIG, 'diff', '-M', '--no-color', '--no-ext-diff', opts.baseCommit, opts.headCommit, '--'];
+    const args = [...GIT_CONFIG, 'diff', '-M', '--no-color', '--no-ext-diff', '--end-of-options', opts.baseCommit, opts.headCommit, '--'];
     const child = spawn('git', args, { cwd: opts.path, env: gitEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
     let size = 0;
