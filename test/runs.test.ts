@@ -158,10 +158,10 @@ describe('runtime validation', () => {
     const missing = await d.api('POST', '/api/v1/agents', { body: { name: 'x', runtime: { kind: 'claude', command: 'claude-not-installed-here' } } });
     expect(missing.status).toBe(422);
     expect(missing.body.details[0].path).toBe('body.runtime.command');
-    expect(missing.body.details[0].message).toMatch(/"claude-not-installed-here" was not found on the daemon's PATH \(looked in .+\)/);
+    expect(missing.body.details[0].message).toMatch(/claude-not-installed-here was not found: looked in .+ \(PATH\); install the Claude Code CLI or give its path as runtime.command/);
     const notExec = await d.api('POST', '/api/v1/agents', { body: { name: 'x', runtime: { kind: 'command', command: join(d.root, 'README.md') } } });
     expect(notExec.status).toBe(422);
-    expect(notExec.body.details[0].message).toMatch(/is not an executable file/);
+    expect(notExec.body.details[0].message).toMatch(/README.md cannot be run: looked at .*README.md \(not executable\)/);
     const noCommand = await d.api('POST', '/api/v1/agents', { body: { name: 'x', runtime: { kind: 'command' } } });
     expect(noCommand.status).toBe(400);
     expect(noCommand.body.details[0].path).toBe('body.runtime.command');

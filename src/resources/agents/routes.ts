@@ -49,8 +49,8 @@ export const agentRoutes = [
     params: NameParam,
     body: AgentPatch,
     response: z.null(),
-    handler: ({ app, params, body }) => {
-      agents.updateAgent(app, params.name, body);
+    handler: async ({ app, params, body }) => {
+      await agents.updateAgent(app, params.name, body);
       return null;
     },
   }),

@@ -45,24 +45,27 @@ function checkReferences(app: App, name: string, fields: AgentFields): void {
  * Checks that a runtime can run here (its executable found, its vault references naming keys of
  * this agent's entries), throwing a 422 that says what is missing. The runs resource answers;
  * daemon.ts provides it (runs already depend on agents, so agents may not import runs back).
+ * Asynchronous: looking for an executable reads the disk, which never holds the event loop.
  */
-export const RUNTIME_CHECK = serviceKey<(app: App, agent: string, runtime: Runtime, path: string) => void>('agents.runtimeCheck');
+export const RUNTIME_CHECK = serviceKey<(app: App, agent: string, runtime: Runtime, path: string) => Promise<void>>('agents.runtimeCheck');
 
 const checkRuntime = (app: App, name: string, runtime: Runtime) => app.services.get(RUNTIME_CHECK)(app, name, runtime, 'body.runtime');
 
-export function createAgent(app: App, input: AgentInput): Agent {
+export async function createAgent(app: App, input: AgentInput): Promise<Agent> {
+  if (store.agentExists(app.db, input.name)) throw new AppError('conflict', `Agent "${input.name}" already exists.`);
+  if (input.runtime) await checkRuntime(app, input.name, input.runtime);
   return app.events.write(() => {
     const { name, ...fields } = input;
     if (store.agentExists(app.db, name)) throw new AppError('conflict', `Agent "${name}" already exists.`);
     checkReferences(app, name, fields);
-    if (fields.runtime) checkRuntime(app, name, fields.runtime);
     store.insertAgent(app.db, name, fields, nowIso());
     app.events.emit('agent:created', { name });
     return store.getAgent(app.db, name)!;
   });
 }
 
-export function updateAgent(app: App, name: string, patch: AgentPatchInput): void {
+export async function updateAgent(app: App, name: string, patch: AgentPatchInput): Promise<void> {
+  if (patch.runtime) await checkRuntime(app, name, patch.runtime);
   app.events.write(() => {
     const current = requireAgent(app, name);
     const merged: AgentFields = fieldsOf(current);
@@ -78,7 +81,6 @@ export function updateAgent(app: App, name: string, patch: AgentPatchInput): voi
       team: patch.team ?? undefined,
       reportsTo: patch.reportsTo ?? undefined,
     });
-    if (patch.runtime) checkRuntime(app, name, patch.runtime);
     store.replaceAgentFields(app.db, name, merged, nowIso());
     app.events.emit('agent:updated', { name, fields: changed });
   });

@@ -17,11 +17,11 @@ import type { RunKeys } from './keys.js';
 import { builtInPrompt, promptValues, templatePrompt, type PromptFacts } from './prompt.js';
 import { reapRecorded } from '../../lib/reap.js';
 import { eventItem, RunLogBuffer, type Numbered } from './run-log.js';
-import { resolveCommand, type Runtime } from './runtime.js';
-import { dispatchTask, queueRun, type RunnerHandle } from './service.js';
+import type { Runtime } from './runtime.js';
+import { dispatchTask, findRuntime, queueRun, type RunnerHandle } from './service.js';
 import * as store from './store.js';
 import { supervise } from './supervisor.js';
-import type { DiffStat, ProcessExit, RunAgent, StreamParser, Supervised } from './types.js';
+import type { DiffStat, ProcessExit, RunAgent, StreamParser, Supervised, Usage } from './types.js';
 import * as git from './workspace.js';
 
 // The runner: this daemon's part in running agents. It hears every committed event (its own and,
@@ -50,6 +50,19 @@ const PASS_BATCH = 50;
 export const DIFF_MAX_BYTES = 1024 * 1024;
 /** Retry backoff: 10 s × 2^n, at most 5 min (Symphony's). */
 export const retryDelayMs = (retriesUsed: number): number => Math.min(10_000 * 2 ** retriesUsed, 300_000);
+
+/** A run's own usage: the stream's, less what earlier runs of a resumed session counted. */
+export function runUsage(stream: Usage, base: Usage | null): Usage {
+  if (!base) return stream;
+  const minus = (a: number, b: number) => Math.max(0, a - b);
+  return {
+    inputTokens: minus(stream.inputTokens, base.inputTokens),
+    outputTokens: minus(stream.outputTokens, base.outputTokens),
+    cacheReadTokens: minus(stream.cacheReadTokens, base.cacheReadTokens),
+    cacheWriteTokens: minus(stream.cacheWriteTokens, base.cacheWriteTokens),
+    costUsd: stream.costUsd === null ? null : Math.max(0, stream.costUsd - (base.costUsd ?? 0)),
+  };
+}
 
 /** The slots a machine of this memory offers by default. */
 export const defaultCapacity = (memBytes = totalmem()): number => Math.max(1, Math.min(16, Math.floor((memBytes / 1024 ** 2 - 1024) / MB_PER_RUN)));
@@ -81,6 +94,8 @@ interface LiveRun {
   /** The worktree (path), where the CLI works in it (cwd: the project's folder inside the repository), its branch and base. */
   workspace: { path: string; cwd: string; branch: string | null; baseCommit: string | null };
   runDir: string | null;
+  /** Usage the stream counts that belongs to earlier runs of a resumed session (Codex), taken off. */
+  usageBase: Usage | null;
   /** The CLI's last stderr line: what a failure without a message of its own says. */
   lastStderr: string | null;
   ended: Promise<void>;
@@ -98,6 +113,8 @@ export class Runner implements RunnerHandle {
   /** Tasks and agents to look at on the next dispatch pass (coalesced: many events, one pass). */
   private readonly toDispatch = new Set<string>();
   private readonly agentsToSweep = new Set<string>();
+  private readonly available = new Map<string, { ok: boolean; at: number }>();
+  private readonly looking = new Set<string>();
 
   constructor(
     private readonly app: App,
@@ -124,19 +141,20 @@ export class Runner implements RunnerHandle {
     if (repo.kind !== 'git') app.log.warn('the project is not a git repository: agents run in the project folder itself, one at a time (git init to give each task a worktree and a branch)', { reason: repo.reason });
     else if (!repo.head) app.log.warn('the project\'s git repository has no commit yet: agents run in the project folder itself, one at a time, until it has one');
     await this.recover();
+    const runtimes = await this.foundRuntimes();
     app.events.write(() => {
       store.upsertRunner(app.db, {
         id: this.o.id,
         host: this.host,
         pid: process.pid,
         labels: JSON.stringify(this.config.labels),
-        runtimes: JSON.stringify(this.foundRuntimes()),
+        runtimes: JSON.stringify(runtimes),
         capacity: this.capacity(),
         running: 0,
         started_at: nowIso(app.clock),
         seen_at: app.clock.now(),
       });
-      app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: this.foundRuntimes().map((r) => r.kind) });
+      app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: runtimes.map((r) => r.kind) });
     });
     this.unsubscribe = app.events.subscribe((e) => this.hear(e.name, e.data));
     this.presenceTick();
@@ -146,14 +164,32 @@ export class Runner implements RunnerHandle {
   }
 
   /** The runtimes whose executables this daemon finds (versions: GET /api/v1/runtimes asks them). */
-  private foundRuntimes(): { kind: string; path: string; version: string | null }[] {
+  private async foundRuntimes(): Promise<{ kind: string; path: string; version: string | null }[]> {
     const out: { kind: string; path: string; version: string | null }[] = [];
     for (const kind of ['claude', 'codex'] as const) {
-      const r = resolveCommand({ kind }, this.app.env.PATH, this.app.root);
-      if (r.ok) out.push({ kind, path: r.path, version: null });
+      const r = await findRuntime(this.app, { kind });
+      if (r.path !== null) out.push({ kind, path: r.path, version: null });
     }
-    out.push({ kind: 'command', path: '', version: null });
-    return out;
+    return [...out, { kind: 'command', path: '', version: null }];
+  }
+
+  /**
+   * Whether this daemon can run `runtime` (its executable is here), as last looked up: lookups are
+   * asynchronous and kept a minute, so the queue's pass never waits on the disk. Unknown yet: false
+   * for now, and the queue is looked at again once it is known.
+   */
+  private canRun(runtime: Runtime): boolean {
+    const key = `${runtime.kind}\0${runtime.command ?? ''}`;
+    const known = this.available.get(key);
+    if (known && this.app.clock.now() - known.at < 60_000) return known.ok;
+    if (!this.looking.has(key)) {
+      this.looking.add(key);
+      void findRuntime(this.app, runtime)
+        .then((r) => this.available.set(key, { ok: r.path !== null, at: this.app.clock.now() }))
+        .catch(() => this.available.set(key, { ok: false, at: this.app.clock.now() }))
+        .finally(() => (this.looking.delete(key), this.kick()));
+    }
+    return known?.ok ?? false;
   }
 
   // --- hearing events: what may have become ready, what may have freed a slot
@@ -271,7 +307,8 @@ export class Runner implements RunnerHandle {
     const agent = getAgent(app.db, run.agent);
     const runtime = agent?.runtime ?? null;
     if (runtime?.runners?.length && !runtime.runners.some((l) => this.config.labels.includes(l))) return;
-    if (runtime && !resolveCommand(runtime, app.env.PATH, app.root).ok && this.o.shared) return; // another runner may have it
+    // On a shared state a runner without the agent's CLI leaves its runs to one that has it.
+    if (runtime && this.o.shared && !this.canRun(runtime)) return;
     let leaseId: string | null = null;
     let refused: string | null = null;
     try {
@@ -332,6 +369,7 @@ export class Runner implements RunnerHandle {
       workspace: { path: this.app.root, cwd: this.app.root, branch: null, baseCommit: null },
       runDir: null,
       lastStderr: null,
+      usageBase: null,
       ended: new Promise<void>((r) => (done = r)),
     };
     this.live.set(run.id, live);
@@ -353,8 +391,8 @@ export class Runner implements RunnerHandle {
     const task = getTask(app, run.taskId);
     if (!task) return fail('the task was removed');
     const driver = driverFor(runtime.kind);
-    const command = resolveCommand(runtime, app.env.PATH, app.root);
-    if (!command.ok) return fail(`${command.reason}${command.looked.length ? ` (looked in ${command.looked.join(', ')})` : ''}`);
+    const command = await findRuntime(app, runtime);
+    if (command.path === null) return fail(command.error);
 
     if (this.gitRoot) {
       try {
@@ -386,7 +424,7 @@ export class Runner implements RunnerHandle {
       runId: run.id,
       taskId: run.taskId,
       agent: this.runAgent(agent),
-      runtime: { kind: runtime.kind, command: command.path, args: runtime.args ?? [], permissionMode: runtime.permissionMode ?? 'acceptEdits' },
+      runtime: { kind: runtime.kind, command: command.path!, args: runtime.args ?? [], permissionMode: runtime.permissionMode ?? 'acceptEdits' },
       cwd: live.workspace.cwd,
       prompt,
       resumeSessionId: run.resumeSessionId,
@@ -408,6 +446,7 @@ export class Runner implements RunnerHandle {
       writeFileSync(f.path, f.content, { mode: 0o600 });
     }
     const parser = driver.parser({ cwd: live.workspace.cwd, clock: app.clock });
+    if (driver.resumedUsage === 'session-total' && run.resumeSessionId) live.usageBase = store.sessionUsage(app.db, run.resumeSessionId);
     live.parser = parser;
     const take = (items: ReturnType<StreamParser['line']>) => {
       const at = nowIso(app.clock);
@@ -539,7 +578,7 @@ export class Runner implements RunnerHandle {
         if (state) {
           store.setProgress(app.db, live.id, {
             turns: state.turns,
-            usage: state.usage,
+            usage: runUsage(state.usage, live.usageBase),
             sessionId: state.sessionId,
             logCount: live.log.count,
             logDropped: live.log.droppedCount,

@@ -1,7 +1,5 @@
-import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { PERMISSION_MODES, RUNTIME_KINDS, type RuntimeKind } from './types.js';
+import { PERMISSION_MODES, RUNTIME_KINDS } from './types.js';
 
 // An agent's runtime: which CLI svc starts for it, and how (DESIGN section 12). It is an svc field
 // of the agent record (the reference has none), validated here and checked against the machine
@@ -40,42 +38,6 @@ export type Runtime = z.output<typeof RuntimeSchema>;
 
 /** The runtime as answered: what was set (env vault references shown as references, never values). */
 export const RuntimeOut = z.object(runtimeShape).meta({ id: 'AgentRuntime' });
-
-/** The executable each kind runs when the runtime names none. */
-export const DEFAULT_COMMANDS: Readonly<Record<RuntimeKind, string | null>> = { claude: 'claude', codex: 'codex', command: null };
-
-export type Resolved = { ok: true; path: string } | { ok: false; reason: string; looked: string[] };
-
-const executable = (p: string): boolean => {
-  try {
-    if (!statSync(p).isFile()) return false;
-    accessSync(p, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/**
- * Where a runtime's executable is: a path (relative to `cwd`) is taken as it is, a bare name is
- * looked up on `pathEnv` like a shell would. Says where it looked when there is none.
- */
-export function resolveCommand(runtime: Pick<Runtime, 'kind' | 'command'>, pathEnv: string | undefined, cwd: string): Resolved {
-  const name = runtime.command ?? DEFAULT_COMMANDS[runtime.kind];
-  if (!name) return { ok: false, reason: `kind "${runtime.kind}" needs a command`, looked: [] };
-  if (name.includes('/')) {
-    const p = isAbsolute(name) ? name : resolve(cwd, name);
-    return executable(p) ? { ok: true, path: p } : { ok: false, reason: `${p} is not an executable file`, looked: [p] };
-  }
-  const dirs = (pathEnv ?? '').split(delimiter).filter(Boolean);
-  const looked: string[] = [];
-  for (const dir of dirs) {
-    const p = join(dir, name);
-    looked.push(dir);
-    if (executable(p)) return { ok: true, path: p };
-  }
-  return { ok: false, reason: `"${name}" was not found on the daemon's PATH`, looked };
-}
 
 /** The vault references of a runtime's env, by variable. */
 export const vaultRefs = (runtime: Runtime): [string, VaultRef][] =>

@@ -8,7 +8,9 @@ import { latestFeedback } from '../approvals/service.js';
 import { PRIORITIES } from '../tasks/schema.js';
 import { getTask, openDependenciesOf, requireTask, updateTask } from '../tasks/service.js';
 import { entryKeys } from '../vault/service.js';
-import { resolveCommand, vaultRefs, type Runtime } from './runtime.js';
+import { findBinary, type BinaryLookup } from './drivers/detect.js';
+import { driverFor } from './drivers/index.js';
+import { vaultRefs, type Runtime } from './runtime.js';
 import { LIVE_STATUSES, type Run, type RunListFilter, type RunReason, type UsageFilter } from './schema.js';
 import * as store from './store.js';
 import type { RunLogItem } from './types.js';
@@ -30,12 +32,11 @@ export const RUNNER = serviceKey<RunnerHandle | null>('runs.runner');
  * was looked for) and that every vault reference of its env names a key of this agent's entries
  * (422 naming agent, service and key). The agents resource calls it through RUNTIME_CHECK.
  */
-export function checkRuntime(app: App, agent: string, runtime: Runtime, path: string): void {
-  const found = resolveCommand(runtime, app.env.PATH, app.root);
-  if (!found.ok) {
-    const where = found.looked.length ? ` (looked in ${found.looked.join(', ')})` : '';
+export async function checkRuntime(app: App, agent: string, runtime: Runtime, path: string): Promise<void> {
+  const found = await findRuntime(app, runtime);
+  if (found.path === null) {
     const what = runtime.kind === 'command' ? 'the program' : `the ${runtime.kind === 'claude' ? 'Claude Code' : 'Codex'} CLI`;
-    throw unprocessableField(`${path}.command`, `${found.reason}${where}; install ${what} or give its path as runtime.command`);
+    throw unprocessableField(`${path}.command`, `${found.error}; install ${what} or give its path as runtime.command`);
   }
   for (const [variable, ref] of vaultRefs(runtime)) {
     const keys = entryKeys(app, agent, ref.vault);
@@ -43,6 +44,13 @@ export function checkRuntime(app: App, agent: string, runtime: Runtime, path: st
     if (!keys) throw unprocessableField(at, `agent "${agent}" has no vault entry for service "${ref.vault}"; save it first (svc vault set ${agent} ${ref.vault} …)`);
     if (!keys.includes(ref.key)) throw unprocessableField(at, `agent "${agent}"'s vault entry "${ref.vault}" has no key "${ref.key}" (it has: ${keys.join(', ') || 'none'})`);
   }
+}
+
+/** A runtime's executable on this daemon's PATH (or its path), or where it was looked for. */
+export function findRuntime(app: App, runtime: Pick<Runtime, 'kind' | 'command'>): Promise<BinaryLookup> {
+  const name = runtime.command ?? driverFor(runtime.kind).defaultCommand;
+  if (!name) return Promise.resolve({ path: null, looked: [], error: `a runtime of kind ${runtime.kind} names its program in runtime.command` });
+  return findBinary(name, { PATH: app.env.PATH, cwd: app.root });
 }
 
 /** Higher runs first: urgent 3 … low 0. */

@@ -414,3 +414,12 @@ export function unfinishedAnywhere(db: DB): RunRecord[] {
 export function cancelRequestedOf(db: DB, runner: string): string[] {
   return (stmt(db, "SELECT id FROM runs WHERE runner = ? AND cancel_requested = 1 AND status IN ('starting', 'running')").all(runner) as { id: string }[]).map((r) => r.id);
 }
+
+/** What the earlier runs of a CLI session counted, together (a resumed Codex session reports its totals). */
+export function sessionUsage(db: DB, sessionId: string): Usage {
+  const r = stmt(
+    db,
+    'SELECT SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS cr, SUM(cache_write_tokens) AS cw, SUM(cost_micros) AS c FROM runs WHERE session_id = ?',
+  ).get(sessionId) as { i: number | null; o: number | null; cr: number | null; cw: number | null; c: number | null };
+  return { inputTokens: Number(r.i ?? 0), outputTokens: Number(r.o ?? 0), cacheReadTokens: Number(r.cr ?? 0), cacheWriteTokens: Number(r.cw ?? 0), costUsd: usd(r.c) };
+}

@@ -156,6 +156,12 @@ export interface Driver {
   defaultCommand: string | null;
   /** Arguments that make the CLI print its version and exit (`svc agents detect`). */
   versionArgs: string[];
+  /**
+   * What the stream's usage counts on a resumed session: this run's tokens only (Claude Code), or
+   * the session's totals since it began (Codex's turn.completed), from which the runner takes off
+   * what the earlier runs of the session already counted.
+   */
+  resumedUsage: 'per-run' | 'session-total';
   build(spec: RunSpec): Invocation;
   parser(opts?: ParserOptions): StreamParser;
 }

@@ -325,6 +325,7 @@ export const claudeDriver: Driver = {
   kind: 'claude',
   defaultCommand: 'claude',
   versionArgs: ['--version'],
+  resumedUsage: 'per-run',
   build,
   parser: (opts) => new ClaudeParser(opts),
 };

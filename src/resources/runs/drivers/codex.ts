@@ -250,6 +250,7 @@ export const codexDriver: Driver = {
   kind: 'codex',
   defaultCommand: 'codex',
   versionArgs: ['--version'],
+  resumedUsage: 'session-total',
   build,
   parser: (opts) => new CodexParser(opts),
 };

@@ -141,6 +141,7 @@ export const commandDriver: Driver = {
   kind: 'command',
   defaultCommand: null,
   versionArgs: [],
+  resumedUsage: 'per-run',
   build,
   parser: () => new CommandParser(),
 };
