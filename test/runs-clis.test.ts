@@ -1,0 +1,233 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { agentCli } from './agent-clis.js';
+import { FakeClock } from './fake-clock.js';
+import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
+import * as A from './scripted-anthropic.js';
+import * as R from './scripted-responses.js';
+
+// svc's runner driving the real, pinned Claude Code and Codex (test/agent-clis.ts), offline: each
+// CLI talks to a scripted model server on 127.0.0.1 and back to the daemon's /mcp with its run's
+// key. A task assigned to the agent is all it takes: svc queues the run, makes the worktree,
+// starts the CLI, reads its stream, commits the work and moves the task to review.
+
+const claude = agentCli('claude');
+const codex = agentCli('codex');
+
+const temps: string[] = [];
+const temp = (prefix: string): string => {
+  const dir = mkdtempSync(join(tmpdir(), `svc-${prefix}-`));
+  temps.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+});
+
+const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
+
+function gitProject(config: Record<string, unknown> = {}): string {
+  const root = makeProject(config, { 'README.md': '# test project\n', '.gitignore': '.svc/\n.user-config/\n' });
+  git(root, 'init', '-q', '-b', 'main');
+  git(root, 'add', '-A');
+  git(root, 'commit', '-q', '-m', 'initial');
+  return root;
+}
+
+const daemons: TestDaemon[] = [];
+afterEach(async () => {
+  for (const d of daemons.splice(0)) await d.close();
+});
+
+async function start(clock?: FakeClock, config: Record<string, unknown> = {}): Promise<TestDaemon> {
+  const d = await startTestDaemon({ root: gitProject(config), clock, env: { PATH: process.env.PATH! } });
+  daemons.push(d);
+  return d;
+}
+
+const runsOf = async (d: TestDaemon, taskId: string) => (await d.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data as any[];
+const ENDED = ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'];
+
+async function runOf(d: TestDaemon, taskId: string, attempt: number, statuses = ENDED, timeoutMs = 30_000): Promise<any> {
+  let run: any;
+  await until(`run ${attempt} of task ${taskId} to be ${statuses.join('|')}`, async () => {
+    run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
+    return statuses.includes(run?.status);
+  }, timeoutMs);
+  return run;
+}
+
+async function task(d: TestDaemon, title: string, agent: string, maxRetries = 0): Promise<string> {
+  const r = await d.api('POST', '/api/v1/tasks', { body: { title, description: 'scripted', assignTo: agent, maxRetries } });
+  expect(r.status).toBe(201);
+  return r.body.data.id;
+}
+
+const logOf = async (d: TestDaemon, runId: string) => (await d.api('GET', `/api/v1/runs/${runId}/log?limit=1000`)).body.data as any[];
+
+describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, () => {
+  let up: A.ScriptedAnthropic;
+  beforeAll(async () => {
+    up = await A.startScriptedAnthropic();
+  });
+  afterAll(async () => {
+    await up?.close();
+  });
+
+  async function claudeAgent(d: TestDaemon, extra: Record<string, unknown> = {}) {
+    const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: temp('claude-config') };
+    const r = await d.api('POST', '/api/v1/agents', {
+      body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Bash'], runtime: { kind: 'claude', command: claude!.path, env }, ...extra },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+  }
+
+  it('writes and commits a file, runs a command, leaves a note over MCP with its key, and sends the task to review', async () => {
+    const d = await start();
+    await claudeAgent(d);
+    const seen = up.requests.length;
+    const taskId = await task(d, 'Write the greeting', 'cody');
+    up.script(
+      { blocks: [A.write('notes/hello.txt', 'hello from claude\n')] },
+      { blocks: [A.bash('cat notes/hello.txt && echo shown')] },
+      { blocks: [A.svcTool('task_comment', { taskId, body: 'greeting written' })] },
+      { blocks: [A.text('Wrote notes/hello.txt.')], usage: { input: 40, output: 8 } },
+    );
+    const run = await runOf(d, taskId, 1);
+    expect(run.status, run.error).toBe('succeeded');
+    expect(run.summary).toBe('Wrote notes/hello.txt.');
+    expect(run.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(run.usage.costUsd).toBeGreaterThan(0);
+    expect(run.diffStat).toEqual({ files: 1, added: 1, removed: 0 });
+    expect(git(d.root, 'show', `${run.headCommit}:notes/hello.txt`)).toBe('hello from claude');
+    expect(git(d.root, 'log', '-1', '--format=%B', run.headCommit)).toContain(`Svc-Run: ${run.id}`);
+    const log = await logOf(d, run.id);
+    expect(log).toContainEqual(expect.objectContaining({ kind: 'command', command: 'cat notes/hello.txt && echo shown', exitCode: 0 }));
+    expect(log).toContainEqual(expect.objectContaining({ kind: 'file_change', path: 'notes/hello.txt', change: 'add' }));
+    const comments = (await d.api('GET', `/api/v1/tasks/${taskId}/comments`)).body.data;
+    expect(comments).toEqual([expect.objectContaining({ body: 'greeting written', author: 'cody' })]);
+    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data.status).toBe('review');
+    // The prompt svc built reached the model: the task's title and how to report.
+    expect(JSON.stringify(up.requests[seen]!.body.messages)).toContain('Write the greeting');
+  });
+
+  it('a CLI that exits non-zero fails the task, and the retry resumes its session', async () => {
+    const clock = new FakeClock(Date.now());
+    const d = await start(clock);
+    await claudeAgent(d);
+    up.script({ status: 400, error: { type: 'invalid_request_error', message: 'scripted refusal' } }, { blocks: [A.text('Second time lucky.')] });
+    const seen = up.requests.length;
+    const taskId = await task(d, 'Retry me', 'cody', 1);
+    const first = await runOf(d, taskId, 1);
+    expect(first.status).toBe('failed');
+    expect(first.error).toContain('scripted refusal');
+    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data.status).toBe('failed');
+    const queued = await runOf(d, taskId, 2, ['queued']);
+    expect(queued.reason).toBe('retry');
+    clock.advance(10_500);
+    const second = await runOf(d, taskId, 2);
+    expect(second.status, second.error).toBe('succeeded');
+    expect(second.sessionId).toBe(first.sessionId);
+    // The resumed conversation carries the first attempt's prompt: the same session, continued.
+    const sent = JSON.stringify(up.requests.at(-1)!.body.messages);
+    expect(up.requests.length).toBe(seen + 2);
+    expect(sent.split('Retry me').length - 1).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a model that never answers: the stall timeout ends the run, and cancel ends another at once', async () => {
+    const clock = new FakeClock(Date.now());
+    const d = await start(clock, { runner: { stallTimeoutSec: 60 } });
+    await claudeAgent(d, { maxConcurrency: 2 });
+    up.script({ hang: true }, { hang: true });
+    const seen = up.requests.length;
+    const stalled = await task(d, 'Stall', 'cody');
+    const cancelled = await task(d, 'Cancel', 'cody');
+    await until('both CLIs to ask the model', async () => up.requests.length >= seen + 2, 20_000);
+    const live = await runOf(d, cancelled, 1, ['running']);
+    const res = await d.api('POST', `/api/v1/runs/${live.id}/cancel`);
+    expect(res.body.data.status).toBe('cancelled');
+    clock.advance(61_000);
+    const timedOut = await runOf(d, stalled, 1);
+    expect(timedOut.status).toBe('timed_out');
+    expect((await d.api('GET', `/api/v1/tasks/${cancelled}`)).body.data.status).toBe('assigned');
+    expect((await d.api('GET', `/api/v1/tasks/${stalled}`)).body.data.status).toBe('failed');
+  });
+});
+
+describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, () => {
+  let up: R.ScriptedResponses;
+  beforeAll(async () => {
+    up = await R.startScriptedResponses();
+  });
+  afterAll(async () => {
+    await up?.close();
+  });
+
+  async function codexAgent(d: TestDaemon) {
+    const r = await d.api('POST', '/api/v1/agents', {
+      body: {
+        name: 'rex',
+        model: 'openai/gpt-5.5',
+        reasoning: 'low',
+        runtime: { kind: 'codex', command: codex!.path, args: R.codexProviderArgs(up.url), env: { CODEX_HOME: temp('codex-home'), SCRIPTED_KEY: 'sk-scripted' } },
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+  }
+
+  it('patches and commits a file, runs a command, leaves a note over MCP with its key, and sends the task to review', async () => {
+    const d = await start();
+    await codexAgent(d);
+    const taskId = await task(d, 'Write the greeting', 'rex');
+    up.script(
+      { items: [R.applyPatch('*** Begin Patch\n*** Add File: notes/hello.txt\n+hello from codex\n*** End Patch\n')] },
+      { items: [R.execCommand('cat notes/hello.txt && echo shown')] },
+      { items: [R.svcTool('task_comment', { taskId, body: 'greeting written' })] },
+      { items: [R.message('Wrote notes/hello.txt.')] },
+    );
+    const run = await runOf(d, taskId, 1);
+    expect(run.status, run.error).toBe('succeeded');
+    expect(run.summary).toBe('Wrote notes/hello.txt.');
+    expect(run.usage.inputTokens).toBeGreaterThan(0);
+    expect(run.usage.costUsd).toBe(null);
+    expect(git(d.root, 'show', `${run.headCommit}:notes/hello.txt`)).toBe('hello from codex');
+    const log = await logOf(d, run.id);
+    expect(log).toContainEqual(expect.objectContaining({ kind: 'command', exitCode: 0 }));
+    const comments = (await d.api('GET', `/api/v1/tasks/${taskId}/comments`)).body.data;
+    expect(comments).toEqual([expect.objectContaining({ body: 'greeting written', author: 'rex' })]);
+    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data.status).toBe('review');
+  });
+
+  it('a turn that fails exits non-zero; the retry resumes the thread and counts only its own tokens', async () => {
+    const clock = new FakeClock(Date.now());
+    const d = await start(clock);
+    await codexAgent(d);
+    up.script({ items: [R.message('Thinking about it.')] });
+    const taskId = await task(d, 'Retry me', 'rex', 2);
+    const first = await runOf(d, taskId, 1);
+    expect(first.status).toBe('succeeded');
+    // Sent back by hand with a failure, so the next run resumes the same thread.
+    expect((await d.api('POST', `/api/v1/tasks/${taskId}/transition`, { body: { to: 'failed' } })).status).toBe(200);
+    up.script({ failed: { code: 'server_error', message: 'the scripted model broke down' } }, { items: [R.message('Done now.')] });
+    expect((await d.api('POST', `/api/v1/tasks/${taskId}/runs`, { body: {} })).status).toBe(201);
+    const second = await runOf(d, taskId, 2);
+    expect(second.status).toBe('failed');
+    expect(second.error).toContain('the scripted model broke down');
+    expect(second.sessionId).toBe(first.sessionId);
+    // The task used one retry (the run by hand): this one waits 10 s × 2^1.
+    const queued = await runOf(d, taskId, 3, ['queued']);
+    expect(Date.parse(queued.notBefore) - clock.now()).toBe(20_000);
+    clock.advance(20_500);
+    const third = await runOf(d, taskId, 3);
+    expect(third.status, third.error).toBe('succeeded');
+    expect(third.sessionId).toBe(first.sessionId);
+    // Codex reports the thread's totals (the third run's stream says twice the first's): each run keeps its own share.
+    expect(first.usage.inputTokens).toBeGreaterThan(0);
+    expect(third.usage).toEqual(first.usage);
+    const usage = (await d.api('GET', '/api/v1/usage?groupBy=task')).body.data[0];
+    expect(usage.inputTokens).toBe(first.usage.inputTokens + second.usage.inputTokens + third.usage.inputTokens);
+  });
+});
