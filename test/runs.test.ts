@@ -331,3 +331,23 @@ describe('the run log and usage', () => {
     expect((await d.api('GET', '/api/v1/usage?groupBy=week')).status).toBe(400);
   });
 });
+
+describe('workspaces', () => {
+  it("removes a done task's worktree after runner.keepWorkspacesHours; its branch stays", async () => {
+    const clock = new FakeClock(Date.now());
+    const d = await start({ clock, config: { runner: { keepWorkspacesHours: 2 } } });
+    await addAgent(d);
+    const t = await addTask(d, '@write kept.txt kept');
+    const run = await finishedRun(d, t.id);
+    expect(existsSync(run.workspace)).toBe(true);
+    clock.advance(3 * 3_600_000);
+    // Not done yet (in review): kept.
+    expect(existsSync(run.workspace)).toBe(true);
+    expect((await d.api('POST', `/api/v1/tasks/${t.id}/transition`, { body: { to: 'done' } })).status).toBe(200);
+    clock.advance(3_600_000);
+    await until('the worktree to go', async () => !existsSync(run.workspace));
+    expect(git(d.root, 'show', `svc/alice/${t.id.slice(-8)}:kept.txt`)).toBe('kept');
+    expect((await d.api('GET', `/api/v1/runs/${run.id}`)).body.data.workspace).toBe(null);
+    expect((await d.api('GET', `/api/v1/runs/${run.id}/diff`)).body.data.patch).toContain('+kept');
+  });
+});

@@ -44,6 +44,8 @@ const MAX_LINE_BYTES = 1024 * 1024;
 const PRESENCE_MS = 5_000;
 /** ...and one not seen for this long is gone: its runs are lost and queued again. */
 const SILENT_MS = 30_000;
+/** Worktrees of done tasks are looked for this often (and at start). */
+const CLEAN_EVERY_MS = 3_600_000;
 /** Queued runs looked at per pass. */
 const PASS_BATCH = 50;
 /** How much of a run's diff GET /runs/{id}/diff answers. */
@@ -108,6 +110,7 @@ export class Runner implements RunnerHandle {
   private passQueued = false;
   private wake: unknown = null;
   private presence: unknown = null;
+  private cleaner: unknown = null;
   private gitRoot: boolean = false;
   private unsubscribe: (() => void) | null = null;
   /** Tasks and agents to look at on the next dispatch pass (coalesced: many events, one pass). */
@@ -158,6 +161,7 @@ export class Runner implements RunnerHandle {
     });
     this.unsubscribe = app.events.subscribe((e) => this.hear(e.name, e.data));
     this.presenceTick();
+    this.cleanLater(0);
     // Tasks that became ready while no daemon listened (or before runs existed) are queued now.
     this.sweepAll();
     this.kick();
@@ -788,6 +792,40 @@ export class Runner implements RunnerHandle {
     });
   }
 
+  private cleanLater(ms: number): void {
+    this.cleaner = this.app.clock.setTimeout(() => {
+      this.cleaner = null;
+      this.cleanWorkspaces()
+        .catch((err) => this.app.log.warn('removing old worktrees failed; trying again later', { error: (err as Error).message }))
+        .finally(() => !this.closing && this.cleanLater(CLEAN_EVERY_MS));
+    }, ms);
+  }
+
+  /**
+   * Removes the worktrees of tasks that are done (or gone) and whose last run ended more than
+   * runner.keepWorkspacesHours ago; their branches stay (they hold the work).
+   */
+  async cleanWorkspaces(): Promise<number> {
+    const { app } = this;
+    if (!this.gitRoot) return 0;
+    const cutoff = app.clock.now() - this.config.keepWorkspacesHours * 3_600_000;
+    let removed = 0;
+    const seen = new Set<string>();
+    for (const c of store.workspacesToClean(app.db, new Date(cutoff).toISOString(), 200)) {
+      if (seen.has(c.workspace) || this.closing) continue;
+      seen.add(c.workspace);
+      const task = getTask(app, c.taskId);
+      if (task && task.status !== 'done') continue;
+      const latest = store.latestRunOfTask(app.db, c.taskId);
+      if (latest && (latest.finishedAt === null || Date.parse(latest.finishedAt) > cutoff)) continue;
+      await git.removeWorktree({ root: app.root, path: c.workspace });
+      app.events.write(() => store.clearWorkspace(app.db, c.workspace));
+      removed++;
+    }
+    if (removed) app.log.info("removed the worktrees of done tasks (their branches stay)", { worktrees: removed });
+    return removed;
+  }
+
   /** A cancel asked through another daemon (shared state) of a run this one runs. */
   private cancelRequested(): void {
     for (const id of store.cancelRequestedOf(this.app.db, this.o.id)) void this.cancel(id);
@@ -804,6 +842,7 @@ export class Runner implements RunnerHandle {
     this.unsubscribe?.();
     if (this.wake) app.clock.clearTimeout(this.wake);
     if (this.presence) app.clock.clearTimeout(this.presence);
+    if (this.cleaner) app.clock.clearTimeout(this.cleaner);
     const live = [...this.live.values()];
     for (const run of live) {
       run.endedBy = { status: 'lost', error: 'the daemon stopped while it ran; it is started again' };
