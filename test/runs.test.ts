@@ -2,6 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from './fake-clock.js';
 import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
@@ -349,5 +351,60 @@ describe('workspaces', () => {
     expect(git(d.root, 'show', `svc/alice/${t.id.slice(-8)}:kept.txt`)).toBe('kept');
     expect((await d.api('GET', `/api/v1/runs/${run.id}`)).body.data.workspace).toBe(null);
     expect((await d.api('GET', `/api/v1/runs/${run.id}/diff`)).body.data.patch).toContain('+kept');
+  });
+});
+
+describe('review and the claim', () => {
+  it('a rejected review sends the task back: a revision run with the feedback, resuming the session', async () => {
+    const d = await start();
+    await addAgent(d);
+    const t = await addTask(d, '@write draft.txt first draft');
+    const first = await finishedRun(d, t.id);
+    expect((await task(d, t.id)).status).toBe('review');
+    const approval = await d.api('POST', '/api/v1/approvals', { body: { taskId: t.id, requestedBy: 'reviewer', title: 'Merge it?' } });
+    expect(approval.status).toBe(201);
+    const rejected = await d.api('POST', `/api/v1/approvals/${approval.body.data.id}/reject`, { body: { feedback: 'Say it in French.' } });
+    expect(rejected.status).toBe(200);
+    const second = await finishedRun(d, t.id, 2);
+    expect(second).toMatchObject({ status: 'succeeded', reason: 'revision', attempt: 2 });
+    const log = (await d.api('GET', `/api/v1/runs/${second.id}/log`)).body.data as any[];
+    // The fake agent says which session it resumed, and how long its prompt was.
+    expect(log[0].text).toContain(`resumed ${first.sessionId}`);
+    expect((await task(d, t.id))).toMatchObject({ status: 'review', revisionCount: 1 });
+    // The prompt carried the feedback: the agent's summary counts the characters it read.
+    const promptLength = (s: string) => Number(/\((\d+) characters of prompt\)/.exec(s)![1]);
+    expect(promptLength(second.summary)).toBeGreaterThan(promptLength(first.summary));
+  });
+
+  it('holds the task with heartbeats while the run lives, however short the lease', async () => {
+    const clock = new FakeClock(Date.now());
+    const d = await start({ clock, config: { tasks: { leaseSeconds: 6 } } });
+    await addAgent(d);
+    const t = await addTask(d, '@tick 50');
+    await until('the run to work', async () => (await runsOf(d, t.id))[0]?.status === 'running');
+    for (let i = 0; i < 10; i++) clock.advance(1_000);
+    expect((await task(d, t.id))).toMatchObject({ status: 'in_progress', assignTo: 'alice' });
+    await d.api('POST', `/api/v1/runs/${(await runsOf(d, t.id))[0].id}/cancel`);
+  });
+
+  it('answers run_list and run_get over MCP', async () => {
+    const d = await start();
+    await addAgent(d);
+    const t = await addTask(d, '@write mcp.txt yes');
+    const run = await finishedRun(d, t.id);
+    const client = new Client({ name: 'runs-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${d.key}` } } }));
+    try {
+      const list = await client.callTool({ name: 'run_list', arguments: { taskId: t.id } });
+      expect(list.isError).toBeFalsy();
+      expect((list.structuredContent as any).runs.map((r: any) => r.id)).toEqual([run.id]);
+      const got = await client.callTool({ name: 'run_get', arguments: { runId: run.id } });
+      expect((got.structuredContent as any).run).toMatchObject({ id: run.id, status: 'succeeded', branch: run.branch });
+      expect((got.content as any)[0].text).toContain(`branch ${run.branch}`);
+      const missing = await client.callTool({ name: 'run_get', arguments: { runId: 'nope' } });
+      expect(missing.isError).toBe(true);
+    } finally {
+      await client.close();
+    }
   });
 });
