@@ -83,6 +83,8 @@ function withFieldOptions(cmd: Command): Command {
     .option('--runtime-arg <arg>', 'extra argument for the CLI (repeatable)', collect)
     .option('--env <NAME=value>', "variable for the agent's process; NAME=vault:<service>/<key> reads the agent's vault (repeatable)", collect)
     .addOption(new Option('--permission-mode <mode>', 'what the CLI may do without asking').choices(PERMISSION_MODES))
+    // Both forms, so that neither is assumed when none is given (an edit keeps what is set).
+    .option('--auto-run', 'start a run as soon as a task assigned to it is ready (the default)')
     .option('--no-auto-run', 'start runs only when asked (svc tasks run), not when a task is ready')
     .option('--runner-label <label>', 'run only on runners with this label (repeatable)', collect);
 }
