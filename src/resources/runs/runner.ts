@@ -768,7 +768,7 @@ export class Runner implements RunnerHandle {
     if (this.closing) return;
     try {
       const alive = app.events.write(() => store.touchRunner(app.db, this.o.id, this.live.size, app.clock.now()));
-      if (!alive) app.log.warn('this runner was taken for gone by another daemon; its runs were queued again elsewhere');
+      if (!alive) this.rejoin();
       if (this.o.shared) {
         for (const gone of store.silentRunners(app.db, app.clock.now() - SILENT_MS, this.o.id)) this.takeOver(gone.id, gone.host);
         this.cancelRequested();
@@ -777,6 +777,25 @@ export class Runner implements RunnerHandle {
       app.log.warn('the runner could not write its presence; trying again', { error: (err as Error).message });
     }
     this.presence = app.clock.setTimeout(() => this.presenceTick(), PRESENCE_MS);
+  }
+
+  /**
+   * Another daemon took this runner for gone (it was silent too long: suspended, or cut off from
+   * the database) and queued its runs again elsewhere: the processes still running here are
+   * duplicates now, so they are ended without a word in the state (their runs are already lost),
+   * and the runner comes back online.
+   */
+  private rejoin(): void {
+    const { app } = this;
+    app.log.warn('another daemon took this runner for gone and queued its runs again; ending the processes still running here', { runs: this.live.size });
+    for (const run of this.live.values()) {
+      run.endedBy ??= { status: 'lost', error: 'its runner was taken for gone; it runs elsewhere' };
+      void run.process?.cancel();
+    }
+    app.events.write(() => {
+      store.upsertRunner(app.db, { ...store.getRunner(app.db, this.o.id)!, seen_at: app.clock.now(), running: 0 });
+      app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: (JSON.parse(store.getRunner(app.db, this.o.id)!.runtimes) as { kind: string }[]).map((r) => r.kind) });
+    });
   }
 
   private takeOver(runnerId: string, host: string): void {
