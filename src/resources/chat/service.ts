@@ -34,6 +34,8 @@ export interface ChatPlan {
   started: number;
   /** Set by POST /v1/responses when the answer is stored: previous_response_id continues from it. */
   responseId: string | null;
+  /** Headers the answer carries besides x-session-id (x-svc-tools-omitted). */
+  headers: Record<string, string>;
 }
 
 const OWN_FIELDS = new Set(['model', 'messages', 'stream', 'stream_options', 'agent']);
@@ -89,8 +91,10 @@ function pickProvider(app: App, modelId: string): { provider: Provider; upstream
 /**
  * Decides a call. The conversation so far is the session named by `sessionHeader`, or, for the
  * Responses API's previous_response_id, the stored response `from` (which continues its session).
+ * With `wholeConversation` the request carries the whole conversation itself (Codex, keyed by its
+ * thread id): the session is named, kept and replaced, but its stored turns are not sent again.
  */
-export function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined, from?: StoredResponse): ChatPlan {
+export function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined, from?: StoredResponse, opts: { wholeConversation?: boolean } = {}): ChatPlan {
   const agent = body.agent ? getAgent(app.db, body.agent) : null;
   if (body.agent && !agent) throw new AppError('not_found', `Agent "${body.agent}" not found.`);
   const session: Session | null = from ? { id: from.sessionId, agent: from.agent, model: from.model, messages: from.messages } : sessionHeader ? getSession(app.db, sessionHeader) : null;
@@ -123,11 +127,12 @@ export function planChat(app: App, body: ChatRequest, sessionHeader: string | un
     provider,
     upstreamModel,
     system,
-    messages: [...(session?.messages ?? []), ...body.messages],
+    messages: from || !opts.wholeConversation ? [...(session?.messages ?? []), ...body.messages] : body.messages,
     added: body.messages,
     passthrough,
     started: Date.now(),
     responseId: null,
+    headers: {},
   };
 }
 
@@ -191,13 +196,13 @@ function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
 /** A whole answer (a completion, a Response), with the session id to continue. */
 export function sendAnswer(res: ServerResponse, plan: ChatPlan, value: unknown): void {
   const text = JSON.stringify(value);
-  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-session-id': plan.sessionId });
+  res.writeHead(200, { ...plan.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-session-id': plan.sessionId });
   res.end(text);
 }
 
 /** The head of a streamed answer: Server-Sent Events, with the session id to continue. */
 export function openEventStream(res: ServerResponse, plan: ChatPlan): void {
-  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'x-session-id': plan.sessionId });
+  res.writeHead(200, { ...plan.headers, 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'x-session-id': plan.sessionId });
   res.flushHeaders();
 }
 
