@@ -43,6 +43,7 @@ import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/s
 import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
 import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
 import { TEAM_MEMBERS } from './resources/teams/service.js';
+import { RECENT_FAILURES, RecentFailures } from './resources/providers/failures.js';
 import { providerKeys } from './resources/providers/service.js';
 import { openVault } from './resources/vault/keys.js';
 import { secretValues } from './resources/vault/service.js';
@@ -241,6 +242,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // How the resources meet, per daemon: nothing is registered on import.
   app.services.provide(VAULT, vault);
   app.services.provide(TEAM_MEMBERS, agentsInTeam);
+  app.services.provide(RECENT_FAILURES, new RecentFailures()); // which requests failed lately, where: a provider's failures from a request's
   const taskHooks = app.services.provide(TASK_HOOKS, new TaskHooks());
   wireMissions(taskHooks); // a mission's tasks follow its state; tasks decide its completion
   wireApprovals(taskHooks); // a task waiting for approval leaves only through the decision

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
@@ -74,16 +75,25 @@ function pickProvider(app: App, modelId: string): { provider: Provider; upstream
       details: [{ path: 'body.model', message: `set ${provider.envVar}` }],
     });
   }
-  const until = blockedUntil(app, provider.id);
+  const now = app.clock.now();
+  const until = blockedUntil(app, provider.id, now);
   if (until === null) return { provider, upstreamModel: parts.model };
   // Another configured provider that lists the same model serves it meanwhile.
+  const waiting: string[] = [];
+  let earliest = until;
   for (const other of all.values()) {
-    if (other.id === provider.id || !isUsable(other) || blockedUntil(app, other.id) !== null) continue;
-    if (other.models.includes(parts.model)) return { provider: other, upstreamModel: parts.model };
-    if (other.models.includes(modelId)) return { provider: other, upstreamModel: modelId };
+    if (other.id === provider.id || !isUsable(other)) continue;
+    const upstreamModel = other.models.includes(parts.model) ? parts.model : other.models.includes(modelId) ? modelId : null;
+    if (upstreamModel === null) continue;
+    const otherUntil = blockedUntil(app, other.id, now);
+    if (otherUntil === null) return { provider: other, upstreamModel };
+    waiting.push(`"${other.id}", which serves it too, until ${new Date(otherUntil).toISOString()}`);
+    earliest = Math.min(earliest, otherUntil);
   }
-  const seconds = Math.max(1, Math.ceil((until - Date.now()) / 1000));
-  throw new AppError('unavailable', `Provider "${provider.id}" is cooling down after upstream errors until ${new Date(until).toISOString()}; see GET /api/v1/auth/status.`, {
+  // Retry-After is when the first of them can be called: a client that waits that long is served.
+  const seconds = Math.max(1, Math.ceil((earliest - now) / 1000));
+  const others = waiting.length ? `; ${waiting.join('; ')}` : '';
+  throw new AppError('unavailable', `Provider "${provider.id}" is cooling down after upstream errors until ${new Date(until).toISOString()}${others}; see GET /api/v1/auth/status.`, {
     headers: { 'Retry-After': String(seconds) },
   });
 }
@@ -157,7 +167,8 @@ export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void
     if (outcome.aborted) {
       // nothing learned of the provider; the unanswered turn is not kept
     } else if (outcome.error) {
-      recordUpstream(app, plan.provider.id, { ok: false, status: outcome.error.status, code: outcome.error.code, reason: reasonOf(outcome.error) });
+      const e = outcome.error;
+      recordUpstream(app, plan.provider.id, { ok: false, status: e.status, code: e.code, reason: reasonOf(e), request: requestKey(plan), retryAfterMs: e.retryAfterMs });
     } else {
       recordUpstream(app, plan.provider.id, { ok: true });
       const messages = [...plan.messages, ...outcome.reply];
@@ -187,10 +198,24 @@ export function failChat(app: App, plan: ChatPlan, err: UpstreamError, usage: Us
   return upstreamFailure(plan, clean);
 }
 
-/** An upstream failure as the client sees it: 502 carrying the upstream's status. */
+/** An upstream failure as the client sees it: 502 carrying the upstream's status, and its Retry-After when it gave one. */
 function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
   const status = e.status === 'network' ? 'no answer' : String(e.status);
-  return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, { details: [{ path: 'upstream.status', message: status }] });
+  return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, {
+    details: [{ path: 'upstream.status', message: status }],
+    ...(e.retryAfterMs !== null ? { headers: { 'Retry-After': String(Math.max(1, Math.ceil(e.retryAfterMs / 1000))) } } : {}),
+  });
+}
+
+/**
+ * What identifies the client's request, whichever provider it is sent to: its conversation and
+ * settings, not the upstream's model name. A retry sends the same; so does a request that fails
+ * wherever it goes.
+ */
+function requestKey(plan: ChatPlan): string {
+  return createHash('sha256')
+    .update(JSON.stringify([plan.agent, plan.modelId, plan.system, plan.messages, plan.passthrough]))
+    .digest('hex');
 }
 
 /** A whole answer (a completion, a Response), with the session id to continue. */
