@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentCli } from './agent-clis.js';
 import { startFakeUpstream, textChunks, type FakeUpstream, type Recorded } from './fake-upstream.js';
@@ -27,29 +28,19 @@ afterAll(async () => {
   await up?.close();
 });
 
-/** docs/chat.md's config.toml for Codex, with svc's MCP server as docs/mcp.md gives it. */
-function codexHome(model: string): string {
-  const home = join(d.root, `codex-home-${model.replace(/\W/g, '_')}`);
+/**
+ * docs/chat.md's config.toml for Codex, as the page gives it (so the page cannot drift from what
+ * works): svc's address, agent coder, and for the second run another model name.
+ */
+function codexHome(model?: string): string {
+  const page = readFileSync(fileURLToPath(new URL('../docs/chat.md', import.meta.url)), 'utf8');
+  const toml = /\*\*Codex\*\*[\s\S]*?```toml\n([\s\S]*?)```/.exec(page)?.[1];
+  expect(toml, 'docs/chat.md gives a config.toml for Codex').toBeTruthy();
+  let config = toml!.replaceAll('http://127.0.0.1:7420', d.url).replace('"x-svc-agent" = "alice"', '"x-svc-agent" = "coder"');
+  if (model) config = config.replace(/^model = "[^"]*"/m, `model = "${model}"`);
+  const home = join(d.root, `codex-home-${model?.replace(/\W/g, '_') ?? 'documented'}`);
   mkdirSync(home, { recursive: true });
-  writeFileSync(
-    join(home, 'config.toml'),
-    [
-      `model = "${model}"`,
-      'model_provider = "svc"',
-      '',
-      '[model_providers.svc]',
-      'name = "svc"',
-      `base_url = "${d.url}/v1"`,
-      'env_key = "SVC_KEY"',
-      'wire_api = "responses"',
-      'http_headers = { "x-svc-agent" = "coder" }',
-      '',
-      '[mcp_servers.svc]',
-      `url = "${d.url}/mcp"`,
-      'bearer_token_env_var = "SVC_KEY"',
-      '',
-    ].join('\n'),
-  );
+  writeFileSync(join(home, 'config.toml'), config);
   return home;
 }
 
@@ -64,7 +55,7 @@ interface CodexRun {
 function runCodex(home: string, cwd: string, prompt: string): Promise<CodexRun> {
   const started = Date.now();
   const child = spawn(codex!.path, ['exec', '--json', '--skip-git-repo-check', '--sandbox', 'workspace-write', '-C', cwd, prompt], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEX_HOME: home, SVC_KEY: d.key, NO_COLOR: '1' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEX_HOME: home, SERVICE_API_KEY: d.key, NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -120,8 +111,8 @@ describe.skipIf(!codex)(`Codex CLI ${codex?.version} on /v1/responses, svc as it
     );
     const before = d.daemon.app.events.lastId();
 
-    // gpt-5.5 is a model Codex knows: it gets the freeform apply_patch and tool_search (the agent's own model answers).
-    const run = await runCodex(codexHome('openai/gpt-5.5'), work, 'Run a command, fix the greeting, file a task.');
+    // The documented model, one Codex knows: it offers the freeform apply_patch and tool_search (the agent's own model answers).
+    const run = await runCodex(codexHome(), work, 'Run a command, fix the greeting, file a task.');
     console.log(`codex exec (5 model calls through svc): ${run.ms} ms`);
     expect(run.code, run.stderr + JSON.stringify(run.lines)).toBe(0);
 

@@ -97,9 +97,24 @@ export const InputItem = z.discriminatedUnion('type', [
 ]);
 export type InputItem = z.output<typeof InputItem>;
 
+/**
+ * Text or items. For an array the union's own issue would only say "Invalid input": the message
+ * names the item and field at fault instead.
+ */
+const Input = z.union([Text, z.array(InputItem).max(10_000)], {
+  error: (issue) => {
+    if (issue.code !== 'invalid_union' || !Array.isArray(issue.input)) return undefined;
+    const items = issue.errors.find((errs) => !errs.some((e) => e.path.length === 0));
+    const first = items?.[0];
+    if (!first) return undefined;
+    const [index, ...field] = first.path;
+    return `item ${String(index)}${field.length ? `, ${field.join('.')}` : ''}: ${first.message}`;
+  },
+});
+
 export const ResponsesRequest = z.looseObject({
   model: z.string().min(1).max(200).optional().describe('`provider/model`; with `agent`, the agent\'s own model wins. Other values ask for the default.'),
-  input: z.union([Text, z.array(InputItem).max(10_000)]).optional().describe('The new turn: text, or items (messages, tool calls and their outputs).'),
+  input: Input.optional().describe('The new turn: text, or items (messages, tool calls and their outputs).'),
   instructions: Text.nullable().optional().describe('A system message for this response only (not carried to the next one).'),
   previous_response_id: SessionId.nullable().optional().describe('Continue the conversation through this stored response.'),
   store: z.boolean().optional().describe('Keep this response so previous_response_id can continue it (default true).'),

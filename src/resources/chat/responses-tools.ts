@@ -27,9 +27,11 @@ const TOOL_SEARCH = 'tool_search';
 
 const keyOf = (t: ToolTarget): string => JSON.stringify(t.kind === 'tool_search' ? [t.kind] : [t.kind, t.namespace ?? null, t.name]);
 
+const joinedName = (t: ToolTarget): string => (t.kind === 'tool_search' ? TOOL_SEARCH : t.namespace ? `${t.namespace}__${t.name}` : t.name);
+
 /** `<namespace>__<name>` (or the name), made valid: other characters become `_`, a long one keeps a hash of what it stands for. */
 function baseName(t: ToolTarget): string {
-  const joined = t.kind === 'tool_search' ? TOOL_SEARCH : t.namespace ? `${t.namespace}__${t.name}` : t.name;
+  const joined = joinedName(t);
   if (VALID_NAME.test(joined)) return joined;
   const clean = joined.replace(/[^a-zA-Z0-9_-]/g, '_');
   return clean.length <= MAX_NAME ? clean : hashedName(clean, keyOf(t));
@@ -74,6 +76,11 @@ const CUSTOM_PARAMETERS = {
   additionalProperties: false,
 };
 
+interface Entry {
+  target: ToolTarget;
+  spec: Omit<ChatTool['function'], 'name'>;
+}
+
 /** The tools of one request, flattened for the upstream, and the way back for each. */
 export class ToolMap {
   private readonly byName = new Map<string, ToolTarget>();
@@ -82,6 +89,26 @@ export class ToolMap {
   readonly functions: ChatTool[] = [];
   /** Hosted tools (web_search…): only an upstream that speaks the Responses API can run them. */
   readonly hosted: Json[] = [];
+
+  constructor(tools: readonly ResponsesTool[] = []) {
+    const entries = new Map<string, Entry>(); // a tool listed twice (or loaded again by a search) is offered once
+    for (const t of tools) this.collect(t, undefined, entries);
+    // Names already valid as the client wrote them are given first, so that a tool keeps its own
+    // name and one that had to be cleaned up (`srv__a.b` → `srv__a_b`) yields to it.
+    const given = new Map<string, string>();
+    for (const exact of [true, false]) {
+      for (const [key, { target }] of entries) {
+        const base = baseName(target);
+        if ((base === joinedName(target)) !== exact) continue;
+        let name = base;
+        for (let n = 0; this.byName.has(name); n++) name = hashedName(base, key, n);
+        this.byName.set(name, target);
+        this.byKey.set(key, name);
+        given.set(key, name);
+      }
+    }
+    for (const [key, { spec }] of entries) this.functions.push({ type: 'function', function: { name: given.get(key)!, ...spec } });
+  }
 
   /** The upstream name for `t`: the one it was given, or, for a tool not offered now (an old turn's), its base name. */
   nameOf(t: ToolTarget): string {
@@ -93,43 +120,33 @@ export class ToolMap {
     return this.byName.get(name) ?? { kind: 'function', name };
   }
 
-  private add(t: ToolTarget, spec: Omit<ChatTool['function'], 'name'>): void {
-    const key = keyOf(t);
-    if (this.byKey.has(key)) return; // listed twice (or loaded again by a search): offered once
-    const base = baseName(t);
-    let name = base;
-    // Two tools whose names clean up alike (`a.b`, `a_b`): the later one gets a hash of its own.
-    for (let n = 0; this.byName.has(name); n++) name = hashedName(base, key, n);
-    this.byName.set(name, t);
-    this.byKey.set(key, name);
-    this.functions.push({ type: 'function', function: { name, ...spec } });
-  }
-
-  /** Adds one tool of the request (or one a tool_search loaded). */
-  addTool(tool: ResponsesTool, namespace?: string): void {
+  private collect(tool: ResponsesTool, namespace: string | undefined, into: Map<string, Entry>): void {
+    const add = (target: ToolTarget, spec: Entry['spec']) => {
+      if (!into.has(keyOf(target))) into.set(keyOf(target), { target, spec });
+    };
     const described = (d: string | null | undefined) => (d ? { description: d } : {});
     const ns = namespace ? { namespace } : {};
     switch (tool.type) {
       case 'function': {
         const t = tool as Extract<ResponsesTool, { type: 'function' }>;
-        this.add({ kind: 'function', name: t.name, ...ns }, { ...described(t.description), ...(t.parameters ? { parameters: t.parameters } : {}), ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}) });
+        add({ kind: 'function', name: t.name, ...ns }, { ...described(t.description), ...(t.parameters ? { parameters: t.parameters } : {}), ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}) });
         return;
       }
       case 'custom': {
         const t = tool as Extract<ResponsesTool, { type: 'custom' }>;
-        this.add({ kind: 'custom', name: t.name, ...ns }, { description: customDescription(t), parameters: CUSTOM_PARAMETERS });
+        add({ kind: 'custom', name: t.name, ...ns }, { description: customDescription(t), parameters: CUSTOM_PARAMETERS });
         return;
       }
       case 'namespace': {
         const t = tool as Extract<ResponsesTool, { type: 'namespace' }>;
-        for (const inner of t.tools) this.addTool(inner, t.name);
+        for (const inner of t.tools) this.collect(inner, t.name, into);
         return;
       }
       case 'tool_search': {
         const t = tool as Extract<ResponsesTool, { type: 'tool_search' }>;
         if (t.execution === 'client') {
           const parameters = t.parameters ?? { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] };
-          this.add({ kind: 'tool_search' }, { ...described(t.description), parameters });
+          add({ kind: 'tool_search' }, { ...described(t.description), parameters });
           return;
         }
         this.hosted.push(tool as Json);
@@ -142,8 +159,7 @@ export class ToolMap {
 
   /** The upstream names of the functions `tools` become (what a tool_search_output loaded). */
   namesFor(tools: readonly ResponsesTool[]): string[] {
-    const loaded = new ToolMap();
-    for (const t of tools) loaded.addTool(t);
+    const loaded = new ToolMap(tools);
     return loaded.functions.map((f) => this.nameOf(loaded.targetOf(f.function.name)));
   }
 
@@ -176,10 +192,6 @@ export class ToolMap {
  * offers an MCP server's tools through tool_search and does not list them again afterwards).
  */
 export function toolMapOf(req: Pick<ResponsesRequest, 'tools' | 'input'>): ToolMap {
-  const map = new ToolMap();
-  for (const t of req.tools ?? []) map.addTool(t);
-  if (Array.isArray(req.input)) {
-    for (const item of req.input as InputItem[]) if (item.type === 'tool_search_output') for (const t of item.tools) map.addTool(t);
-  }
-  return map;
+  const loaded = Array.isArray(req.input) ? (req.input as InputItem[]).flatMap((item) => (item.type === 'tool_search_output' ? item.tools : [])) : [];
+  return new ToolMap([...(req.tools ?? []), ...loaded]);
 }
