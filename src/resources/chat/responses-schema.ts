@@ -7,7 +7,7 @@ import { SessionId } from './schema.js';
 
 const Part = z.looseObject({ type: z.string().min(1).max(64) });
 const Text = z.string().max(1_000_000);
-const Content = z.union([Text, z.array(Part).max(1000)]);
+export const Content = z.union([Text, z.array(Part).max(1000)]);
 const CallId = z.string().min(1).max(256);
 const ToolName = z.string().min(1).max(128);
 const Description = z.string().max(100_000).nullable().optional();
