@@ -309,23 +309,6 @@ describe('GET /v1/models', () => {
   });
 });
 
-describe('stored responses', () => {
-  it(`keeps the newest ${RESPONSES_KEPT}: saving one more drops the oldest`, () => {
-    const db = d.daemon.app.db;
-    const now = new Date().toISOString();
-    const save = (i: number) => saveResponse(db, { id: `resp_cap_${i}`, sessionId: 's', agent: null, model: 'fake/m1', messages: [{ role: 'user', content: `q${i}` }] }, [], now);
-    db.transaction(() => {
-      for (let i = 0; i < RESPONSES_KEPT; i++) save(i);
-    })();
-    expect(getResponse(db, 'resp_cap_0')?.messages).toEqual([{ role: 'user', content: 'q0' }]);
-    save(RESPONSES_KEPT);
-    expect(getResponse(db, 'resp_cap_0')).toBeNull();
-    expect(getResponse(db, 'resp_cap_1')?.id).toBe('resp_cap_1');
-    expect(getResponse(db, `resp_cap_${RESPONSES_KEPT}`)?.id).toBe(`resp_cap_${RESPONSES_KEPT}`);
-    // Twenty thousand statements: each a round trip to the bridge's thread on state-pg.
-  }, 90_000);
-});
-
 describe('Codex\'s tools: namespaces, custom tools, tool_search and hosted tools (issue 30, item 3)', () => {
   const patch = '*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n';
   const codexTools = [
@@ -511,4 +494,22 @@ describe('one svc session per Codex thread (thread-id, session-id headers)', () 
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { message: string } }).error.message).toContain('thread-id');
   });
+});
+
+// Last: it blocks the process (and the daemon in it) for its twenty thousand statements.
+describe('stored responses', () => {
+  it(`keeps the newest ${RESPONSES_KEPT}: saving one more drops the oldest`, () => {
+    const db = d.daemon.app.db;
+    const now = new Date().toISOString();
+    const save = (i: number) => saveResponse(db, { id: `resp_cap_${i}`, sessionId: 's', agent: null, model: 'fake/m1', messages: [{ role: 'user', content: `q${i}` }] }, [], now);
+    db.transaction(() => {
+      for (let i = 0; i < RESPONSES_KEPT; i++) save(i);
+    })();
+    expect(getResponse(db, 'resp_cap_0')?.messages).toEqual([{ role: 'user', content: 'q0' }]);
+    save(RESPONSES_KEPT);
+    expect(getResponse(db, 'resp_cap_0')).toBeNull();
+    expect(getResponse(db, 'resp_cap_1')?.id).toBe('resp_cap_1');
+    expect(getResponse(db, `resp_cap_${RESPONSES_KEPT}`)?.id).toBe(`resp_cap_${RESPONSES_KEPT}`);
+    // Twenty thousand statements: each a round trip to the bridge's thread on state-pg.
+  }, 90_000);
 });
