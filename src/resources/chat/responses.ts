@@ -39,8 +39,9 @@ export async function serveResponse({ app, req, res, signal, principal, sessionH
   const byThread = sessionHeader === undefined && threadHeader !== undefined;
   const plan = planChat(app, toChatRequest(req, tools), sessionHeader ?? threadHeader, from, { wholeConversation: byThread });
   if (tools.hosted.length) {
-    // A Responses upstream runs hosted tools itself; inside svc a chat upstream has no way to.
-    if (plan.provider.api === 'responses') plan.passthrough.tools = [...((plan.passthrough.tools as unknown[] | undefined) ?? []), ...tools.hosted];
+    // A Responses upstream runs hosted tools itself; inside svc a chat upstream has no way to (nor
+    // the orchestrator, which gives the model its own tools instead of the client's).
+    if (plan.agent && plan.provider.api === 'responses') plan.passthrough.tools = [...((plan.passthrough.tools as unknown[] | undefined) ?? []), ...tools.hosted];
     else plan.headers['x-svc-tools-omitted'] = tools.hostedTypes().join(', ');
   }
   if (!plan.messages.length) throw new AppError('invalid_request', 'input is empty and there is no previous_response_id to continue.', { details: [{ path: 'body.input', message: 'nothing to answer' }] });
