@@ -328,7 +328,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         pool: config.data.pool,
         onOpened: guarded(log, 'updating the database registry', (id: string, state: DatabaseState) => reconcile(app, id, state)),
         // Daemons sharing a state share their databases' credentials too, instead of each rotating them.
-        ...(sharedState ? { credentials: sharedCredentials(app) } : {}),
+        ...(sharedState ? { credentials: sharedCredentials(app), stateUrl: sharedState } : {}),
       });
       startWorker(pgBackend);
       await pgBackend.hardenPublic();
