@@ -350,6 +350,39 @@ describe.skipIf(!url)('PostgreSQL provider: start-up and the server going away',
     expect(bad.detail).not.toContain('nope-nope');
   });
 
+  it('refuses an admin that may not grant CONNECT where PUBLIC has none: the databases\' roles could not log in', async () => {
+    const db = `noconnect_${process.pid}_${Date.now() % 100000}`;
+    const role = `${db}_admin`;
+    await superuser(async (c) => {
+      await c.query(`CREATE DATABASE ${db}`);
+      await c.query(`CREATE ROLE ${role} LOGIN CREATEROLE PASSWORD 'admin-only-password'`);
+      await c.query(`REVOKE ALL ON DATABASE ${db} FROM PUBLIC`);
+      await c.query(`GRANT CONNECT, CREATE ON DATABASE ${db} TO ${role}`);
+    });
+    const at = new URL(url);
+    at.pathname = `/${db}`;
+    at.username = role;
+    at.password = 'admin-only-password';
+    try {
+      const cfg = { data: { provider: 'postgres', url: at.toString() } } as unknown as ProjectConfig;
+      expect(await checkData(cfg, {})).toMatchObject({ status: 'fail', detail: expect.stringContaining(`may not grant CONNECT on database ${db}, and PUBLIC has no CONNECT there`) });
+      // Its owner, it may: the daemon grants each database's roles CONNECT.
+      await superuser((c) => c.query(`ALTER DATABASE ${db} OWNER TO ${role}`));
+      expect((await checkData(cfg, {})).status).toBe('ok');
+      const d = await start({ url: at.toString() });
+      try {
+        expect((await d.api('POST', '/api/v1/data', { body: { name: 'owned', schema: SHOP } })).status).toBe(201);
+        expect((await d.api('POST', '/api/v1/data/owned/query', { body: { sql: 'SELECT count(*) AS n FROM customers' } })).body.data.rows).toEqual([{ n: 0 }]);
+        await d.api('DELETE', '/api/v1/data/owned');
+      } finally {
+        await d.close();
+      }
+    } finally {
+      await superuser((c) => c.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`));
+      await superuser((c) => c.query(`DROP ROLE IF EXISTS ${role}`));
+    }
+  });
+
   it("a state kept in the data's own database under another role keeps the session locks its migrations take", async () => {
     const db = `same_${process.pid}_${Date.now() % 100000}`;
     const role = `${db}_state`;
