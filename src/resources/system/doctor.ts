@@ -9,12 +9,11 @@ import { ApiError, SvcClient } from '../../client/client.js';
 import { CONFIG_FILE, formatIssues, loadConfig } from '../../config/load.js';
 import type { ProjectConfig } from '../../config/schema.js';
 import { daemonCa, readDaemonInfo, readLocalKey, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
+import type { CheckResult, CheckStatus } from './doctor-state.js';
+import type { SetupReport } from './setup.js';
 
 // `svc doctor`: what could stop svc from working here, one line per check, with the fix for each
 // that fails. It reads the project's files and asks the daemon; it changes nothing.
-
-import type { CheckResult, CheckStatus } from './doctor-state.js';
-import type { SetupReport } from './setup.js';
 
 export type { CheckResult, CheckStatus } from './doctor-state.js';
 
