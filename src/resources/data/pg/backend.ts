@@ -181,17 +181,14 @@ export class PgBackend implements DataBackend {
    * An admin transaction that changes roles or the database's CONNECT grants. PostgreSQL updates
    * those catalog rows without waiting for another writer of the same row: two at once (two
    * daemons setting one role's password, two creates granting CONNECT on the one database) fail
-   * with "tuple concurrently updated". So they take one lock first, on every daemon of every
-   * project on this server; one that still meets the error (someone else's GRANT) is tried again,
-   * and then answered 503.
+   * with "tuple concurrently updated". So `fn` first takes the locks of what it changes, held by
+   * every daemon of every project on this server (lockRoles, lockGrants, in that order); one that
+   * still meets the error (someone else's GRANT) is tried again, and then answered 503.
    */
   private async rolesTx<T>(n: PgNames | null, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.adminTx(n, async (c) => {
-          await c.query(`SELECT pg_advisory_xact_lock(${ROLES_LOCK})`);
-          return fn(c);
-        });
+        return await this.adminTx(n, fn);
       } catch (err) {
         if (!concurrentlyUpdated(err)) throw err;
         if (attempt === 3) throw new AppError('data_unavailable', 'Another change of the database server\'s roles ran at the same moment; retry.', { headers: { 'Retry-After': '1' } });
@@ -210,12 +207,14 @@ export class PgBackend implements DataBackend {
     const n = namesOf(id);
     await this.rolesTx(n, async (c) => {
       for (const sql of createSql(n, this.opts.pool.perDatabase + 1)) await c.query(sql);
-      await grantConnect(c, n.role, n.reader);
       for (const sql of schemaFunctions(q(n.schema))) await c.query(sql);
       for (const sql of metaSql(n, SERVER_RESULT_BYTES)) await c.query(sql);
       for (const [t, def] of Object.entries(schema.tables)) for (const sql of createTableSql(t, def, PG)) await c.query(sql);
       for (const sql of grantSql(n, schema)) await c.query(sql);
       await writeState(c, n, { schema, schemaVersion: 1 });
+      // Last: the lock on the database's grants is held from here to the commit.
+      await lockGrants(c);
+      await grantConnect(c, n.role, n.reader);
     });
   }
 
@@ -228,14 +227,17 @@ export class PgBackend implements DataBackend {
     const roles = [n.role, n.reader];
     for (const role of roles) {
       await this.rolesTx(null, async (c) => {
+        await lockRoles(c, n);
         await c.query(`ALTER ROLE ${q(role)} NOLOGIN`);
       }).catch(() => undefined);
     }
     // Connections of the roles that are not the daemon's own (none should be) are ended first.
     await this.admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ANY($1)', [roles]).catch(() => undefined);
     await this.rolesTx(null, async (c) => {
+      await lockRoles(c, n);
       await c.query(`DROP SCHEMA IF EXISTS ${q(n.schema)}, ${q(n.meta)} CASCADE`);
       const db = (await c.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d;
+      await lockGrants(c);
       for (const role of roles) {
         const exists = (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount;
         if (exists) {
@@ -273,9 +275,11 @@ export class PgBackend implements DataBackend {
     // Setting the same values again is harmless: every daemon sharing them sets what the store holds.
     const { password, readerPassword, secret } = this.opts.credentials ? this.opts.credentials.take(id, fresh) : fresh();
     const { state, types } = await this.rolesTx(n, async (c) => {
+      await lockRoles(c, n);
       const state = await readState(c, n);
       // A database made before reads had a role of their own gets it now.
       if (!(await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [n.reader])).rowCount) {
+        await lockGrants(c);
         for (const sql of readerSql(n, this.opts.pool.perDatabase + 1)) await c.query(sql);
         for (const sql of grantSql(n, state.schema)) await c.query(sql);
         await grantConnect(c, n.reader);
@@ -494,8 +498,15 @@ export class PgBackend implements DataBackend {
   }
 }
 
-/** The advisory lock that orders changes of roles and CONNECT grants (rolesTx); the state's are 0x73766301 and 0x73766302. */
+/**
+ * The advisory locks that order changes of roles and of CONNECT grants (rolesTx): (ROLES_LOCK, a
+ * database's hash) for its two roles, ROLES_LOCK alone (the other key space) for the grants on the
+ * one server database, which every create and delete changes. The state's locks are 0x73766301
+ * and 0x73766302.
+ */
 const ROLES_LOCK = 0x73766303;
+const lockRoles = (c: pg.PoolClient, n: PgNames) => c.query(`SELECT pg_advisory_xact_lock(${ROLES_LOCK}, hashtext($1))`, [n.role]);
+const lockGrants = (c: pg.PoolClient) => c.query(`SELECT pg_advisory_xact_lock(${ROLES_LOCK}::bigint)`);
 
 /** PostgreSQL's "tuple concurrently updated" (or deleted): two writers of one catalog row at once. */
 const concurrentlyUpdated = (err: unknown): boolean => pgCode(err) === 'XX000' && /^tuple concurrently (updated|deleted)$/.test((err as Error).message);
