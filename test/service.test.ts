@@ -288,17 +288,18 @@ describe.runIf(process.platform === 'linux')('svc service (fake systemctl, journ
     expect(s.calls().filter((c) => c.includes('restart'))).toHaveLength(1);
   });
 
-  it('without a user service manager: exit 1, the enable-linger hint, nothing written', async () => {
+  it('without a user service manager: exit 1, the enable-linger hint and `svc serve --detach`, nothing written', async () => {
     const s = sandbox({ FAKE_NO_BUS: '1', FAKE_LOGIN: 'none' });
     const r = await svc(['service', 'install'], { cwd: project, env: s.env });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('systemctl --user cannot reach a user service manager (Failed to connect to bus: No medium found)');
     expect(r.stderr).toContain('no login session for tester');
     expect(r.stderr).toContain('`sudo loginctl enable-linger tester`');
+    expect(r.stderr).toContain('or run the daemon without a service: `svc serve --detach`');
     expect(existsSync(s.unitDir)).toBe(false);
 
     const json = await svc(['service', 'install', '--json'], { cwd: project, env: s.env });
-    expect(JSON.parse(json.stderr)).toEqual({ code: 'error', error: expect.stringContaining('cannot reach a user service manager'), hint: expect.stringContaining('enable-linger tester') });
+    expect(JSON.parse(json.stderr)).toEqual({ code: 'error', error: expect.stringContaining('cannot reach a user service manager'), hint: expect.stringMatching(/enable-linger tester.*`svc serve --detach`/) });
 
     // With a session (a manager that is only unreachable from here), no linger advice.
     const session = sandbox({ FAKE_NO_BUS: '1' });
@@ -306,6 +307,7 @@ describe.runIf(process.platform === 'linux')('svc service (fake systemctl, journ
     expect(s2.code).toBe(1);
     expect(s2.stderr).not.toContain('enable-linger');
     expect(s2.stderr).toContain('XDG_RUNTIME_DIR');
+    expect(s2.stderr).toContain('`svc serve --detach`');
   });
 
   it('status says whether the unit is installed, and asks systemd only when it is', async () => {
