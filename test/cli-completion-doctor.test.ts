@@ -1,13 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { checkNode, type CheckResult } from '../src/resources/system/doctor.js';
 import { svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
+import { tempDir } from './temp.js';
 
 let d: TestDaemon;
 beforeAll(async () => {
@@ -33,7 +33,7 @@ describe('svc completion', () => {
 
   it('bash: the script completes commands, subcommands and options in a real bash', async () => {
     const script = (await svc(['completion', 'bash'])).stdout;
-    const dir = mkdtempSync(join(tmpdir(), 'svc-compl-'));
+    const dir = tempDir('svc-compl-');
     writeFileSync(join(dir, 'svc.bash'), script);
     const complete = (words: string[]) => {
       const cmd = `source ${join(dir, 'svc.bash')}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _svc; printf '%s\\n' "\${COMPREPLY[@]}"`;
@@ -56,7 +56,7 @@ describe('svc completion', () => {
         expect(script).toMatch(shell === 'zsh' ? /^#compdef svc\n[\s\S]*compadd/ : /complete -c svc -n '__svc_is \\'tasks\\'' -a 'ls'/);
         continue;
       }
-      const dir = mkdtempSync(join(tmpdir(), 'svc-compl-'));
+      const dir = tempDir('svc-compl-');
       writeFileSync(join(dir, `svc.${shell}`), script);
       expect(spawnSync(shell, ['-n', join(dir, `svc.${shell}`)], { encoding: 'utf8' }).status).toBe(0);
     }
@@ -113,7 +113,7 @@ describe('svc doctor', () => {
   });
 
   it('project: none, then an invalid one', async () => {
-    const none = await doctor(mkdtempSync(join(tmpdir(), 'svc-doc-')));
+    const none = await doctor(tempDir('svc-doc-'));
     expect(none.by('project')).toMatchObject({ status: 'fail', fix: expect.stringContaining('svc init') });
     expect(none.code).toBe(1);
     const bad = await doctor(makeProject({ server: { port: -1 } }));

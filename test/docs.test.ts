@@ -104,6 +104,14 @@ describe('OpenAPI', () => {
     }
   });
 
+  it("names the data provider's dialect where an endpoint takes SQL", () => {
+    const query = (served.doc.paths['/api/v1/data/{resource}/query'].post as { description: string }).description;
+    expect(query).toContain('data.provider');
+    expect(query).toMatch(/SQLite by default, `\?` placeholders/);
+    expect(query).toMatch(/PostgreSQL with provider postgres, `\$1`…`\$n` placeholders/);
+    expect(query).not.toMatch(/^SQLite dialect/);
+  });
+
   it('names each shared schema once under components.schemas and refers to it everywhere else', () => {
     const doc = openApiDocument() as any;
     const schemas = doc.components.schemas as Record<string, unknown>;

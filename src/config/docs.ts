@@ -14,7 +14,7 @@ export const EXAMPLE_CONFIG = {
     { name: 'ci', sha256: '6f662441b23a14d93e3742ea0ecdcb98d89ca338a3a1ebaa32689ecebf896353', grants: [{ resource: '*', actions: ['read'] }] },
     { name: 'watcher', key: 'another-key-of-16-chars-or-more', tools: 'read' },
   ],
-  tasks: { leaseSeconds: 900 },
+  tasks: { leaseSeconds: 900, requireReview: false },
   skillsDir: 'skills',
   data: { provider: 'sqlite', statementTimeoutMs: 5000, maxWorkers: 6, workerMemoryMb: 384 },
   webhooks: { timeoutMs: 10000, retryBaseMs: 5000, concurrency: 16, perEndpointConcurrency: 8, retentionDays: 30, maxDeliveries: 50000 },

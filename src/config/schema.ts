@@ -187,6 +187,10 @@ export const ProjectConfigSchema = z.object({
   tasks: z
     .strictObject({
       leaseSeconds: z.int().min(5).max(7 * 24 * 3600).default(900).describe('How long a claim holds a task without a heartbeat.'),
+      requireReview: z
+        .boolean()
+        .default(false)
+        .describe('Every task passes review: in_progress → done is refused (409 invalid_transition naming this setting), so work goes in_progress → review → done.'),
     })
     .prefault({}),
   skillsDir: z.string().min(1).default('skills').describe('Folder of skills (SKILL.md files), relative to the project; watched.'),

@@ -10,6 +10,9 @@ import { ModelList, ResponseObject, ResponsesRequest, ResponseStream } from './r
 import { ChatCompletion, ChatCompletionStream, ChatRequest, SessionId } from './schema.js';
 import { planChat } from './service.js';
 
+/** One entry of GET /v1/models. */
+const ModelObject = ModelList.shape.data.element;
+
 const AgentHeader = z.string().min(1).max(64);
 
 /** The headers both chat wires read: documented once for both operations. */
@@ -131,11 +134,34 @@ export const chatRoutes = [
     response: ModelList,
     rawContentType: 'application/json',
     errorBody: openAiError,
-    handler: ({ app, res }): typeof RAW_RESPONSE => {
-      const text = JSON.stringify(listModels(app));
-      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-      res.end(text);
-      return RAW_RESPONSE;
+    handler: ({ app, res }) => sendJson(res, listModels(app)),
+  }),
+  route({
+    method: 'GET',
+    path: '/v1/models/{model}',
+    operationId: 'retrieveModel',
+    summary: 'One model of GET /v1/models, by its provider/model id (OpenAI shape: `client.models.retrieve`)',
+    description:
+      'The id has a slash: OpenAI clients send it encoded as one path segment (`/v1/models/openai%2Fgpt-4o`). ' +
+      'A model that GET /v1/models does not list (an unknown provider, one without a key, a model it does not name) is 404 not_found.',
+    tag: 'Chat',
+    errors: ['not_found'],
+    params: z.strictObject({ model: z.string().min(1).max(300).describe('`provider/model`, as GET /v1/models lists it.') }),
+    response: ModelObject,
+    rawContentType: 'application/json',
+    errorBody: openAiError,
+    handler: ({ app, params, res }) => {
+      const model = listModels(app).data.find((m) => m.id === params.model);
+      if (!model) throw new AppError('not_found', `Model "${params.model}" is not served here: GET /v1/models lists the models of the providers that can be called now.`);
+      return sendJson(res, model);
     },
   }),
 ];
+
+/** An answer in OpenAI's own shape, without svc's envelope. */
+function sendJson(res: ServerResponse, value: unknown): typeof RAW_RESPONSE {
+  const text = JSON.stringify(value);
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+  return RAW_RESPONSE;
+}
