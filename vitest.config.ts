@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { homeEnv, testHome } from './test/home-guard.js';
+import { homeEnv, testHome, testTmp } from './test/home-guard.js';
 
 /**
  * The resource suites run a second time with the daemon's state on PostgreSQL (test/state-pg.ts
@@ -26,7 +26,7 @@ export const STATE_PG_SUITES = [
   'test/board-sessions.test.ts',
 ];
 
-const env = { NO_COLOR: '1', SVC_KEYCHAIN: 'off', ...homeEnv(testHome()) };
+const env = { NO_COLOR: '1', SVC_KEYCHAIN: 'off', ...homeEnv(testHome()), TMPDIR: testTmp() };
 
 export default defineConfig({
   test: {
@@ -41,6 +41,8 @@ export default defineConfig({
     // Daemons started by tests, in-process or as child processes, never touch the user's keychain,
     // home or ~/.config: HOME, the XDG dirs and SVC_CONFIG_DIR are a temp dir of this run (made and
     // removed by the global setup, which also fails the run if the real svc config dir changed).
+    // TMPDIR is the run's own temp dir (made and removed by the global setup, which fails the run
+    // on anything a test left in it).
     env,
     projects: [
       { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },

@@ -1,6 +1,6 @@
 import type { SchemaNames } from './kernel/openapi.js';
 import { IdentitySchema } from './resources/agents/schema.js';
-import { InputItem, ModelList, ResponseObject, ResponseStreamEvent, ResponseUsage } from './resources/chat/responses-schema.js';
+import { Content, CustomTool, FunctionTool, InputItem, ModelList, ResponseObject, ResponsesTool, ResponseStreamEvent, ResponseUsage } from './resources/chat/responses-schema.js';
 import { ChatCompletion, ChatCompletionChunk } from './resources/chat/schema.js';
 import { Timestamp } from './resources/common.js';
 import { ColumnDef, DatabaseOut, Deleted, IndexDef, MigrationOut, QueryOut, RecordResult, SchemaDef, TableDef } from './resources/data/schema.js';
@@ -46,5 +46,9 @@ export const API_SCHEMA_NAMES: SchemaNames = {
   ResponseStreamEvent,
   ResponseUsage,
   ResponseInputItem: InputItem,
+  ResponseContent: Content,
+  ResponsesTool,
+  ResponsesFunctionTool: FunctionTool,
+  ResponsesCustomTool: CustomTool,
   ModelList,
 };

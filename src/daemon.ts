@@ -2,6 +2,7 @@ import { chmodSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Services, type App } from './app.js';
 import { buildKeys, keySecrets, keySetFingerprint } from './config/keys.js';
+import { projectEnv } from './config/env-file.js';
 import { formatIssues, loadConfig } from './config/load.js';
 import type { ProjectConfig } from './config/schema.js';
 import { watchConfig } from './config/watch.js';
@@ -48,6 +49,7 @@ import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/s
 import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
 import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
 import { TEAM_MEMBERS } from './resources/teams/service.js';
+import { RECENT_FAILURES, RecentFailures } from './resources/providers/failures.js';
 import { providerKeys } from './resources/providers/service.js';
 import { openVault } from './resources/vault/keys.js';
 import { secretValues } from './resources/vault/service.js';
@@ -58,6 +60,7 @@ import { SECRETS } from './secrets.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
 import { MCP_DOOR, startMcp } from './tools/mcp.js';
 import { startPresence } from './resources/system/presence.js';
+import { SETUP } from './resources/system/setup.js';
 import { boardFiles, embeddedBoardFiles, type AssetSource } from './resources/board/assets.js';
 import { BOARD, BOARD_SESSIONS } from './resources/board/routes.js';
 import { sessionOf } from './resources/board/sessions.js';
@@ -135,13 +138,16 @@ function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A
 }
 
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
-  const env = opts.env ?? process.env;
   const root = opts.root;
   const paths = statePaths(root);
 
   const loaded = loadConfig(root);
   if (!loaded.ok) throw new Error(`project.json is invalid: ${formatIssues(loaded.issues)}`);
   let config: ProjectConfig = loaded.config;
+  // The project's private settings file adds the URLs and the vault key the environment lacks, so
+  // a daemon started from any shell (svc restart, a service) runs with the same ones.
+  const settings = projectEnv(root, config, opts.env ?? process.env);
+  const env = settings.env;
   // project.json's own host is checked by its schema; --host is checked here the same way.
   const exposure = exposureIssues(opts.host ?? config.server.host, config.server);
   if (exposure.length) throw new Error(`refusing to listen on ${opts.host ?? config.server.host}: ${exposure.map((i) => i.message).join('; ')}`);
@@ -163,6 +169,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     : null;
   const log = opts.log ?? createLogger((line) => lines!.push(line));
   for (const w of loaded.warnings) log.warn('project.json', { warning: w });
+  if (settings.file) log.info('settings file', { file: settings.file, names: settings.names });
 
   // A start that fails part-way undoes what it did, newest first: no file, database, watcher or
   // timer is left behind in the process that called it (a test, or an embedding tool).
@@ -253,8 +260,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
   // How the resources meet, per daemon: nothing is registered on import.
   app.services.provide(VAULT, vault);
+  const setup = app.services.provide(SETUP, { settingsFile: settings.file ? { path: settings.file, names: settings.names } : null, stateUrl: sharedState, dataUrl: null });
   app.services.provide(TEAM_MEMBERS, agentsInTeam);
   app.services.provide(RUNTIME_CHECK, checkRuntime); // an agent's runtime is checked by the runs resource
+  app.services.provide(RECENT_FAILURES, new RecentFailures()); // which requests failed lately, where: a provider's failures from a request's
   const taskHooks = app.services.provide(TASK_HOOKS, new TaskHooks());
   wireMissions(taskHooks); // a mission's tasks follow its state; tasks decide its completion
   wireApprovals(taskHooks); // a task waiting for approval leaves only through the decision
@@ -327,6 +336,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       // Application databases on a PostgreSQL server: a schema and a login role each (pg/backend.ts).
       const url = dataUrl(config.data.url, env);
       await checkServer(url, 5_000);
+      setup.dataUrl = url;
       const pgBackend = new PgBackend({
         url,
         log,
@@ -334,7 +344,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         pool: config.data.pool,
         onOpened: guarded(log, 'updating the database registry', (id: string, state: DatabaseState) => reconcile(app, id, state)),
         // Daemons sharing a state share their databases' credentials too, instead of each rotating them.
-        ...(sharedState ? { credentials: sharedCredentials(app) } : {}),
+        ...(sharedState ? { credentials: sharedCredentials(app), stateUrl: sharedState } : {}),
       });
       startWorker(pgBackend);
       await pgBackend.hardenPublic();

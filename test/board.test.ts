@@ -255,6 +255,72 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     expect(await page.evaluate(() => (document.activeElement as HTMLElement).dataset.task)).toBe(id);
   });
 
+  it('keeps every lane header on one line with its count', async () => {
+    const awaiting = await api('POST', '/api/v1/tasks', { title: 'Waits for a decision' });
+    const approval = await api('POST', '/api/v1/approvals', { requestedBy: 'ana', title: 'Lane header check', taskId: awaiting.id });
+    await visible(page.locator(`.lane[data-state="awaiting_approval"] [data-task="${awaiting.id}"]`));
+    // "Awaiting approval" and its count do not fit a lane at 1280 px: the name is cut (whole on
+    // hover), never the count or the line.
+    const headers = await page.locator('.lane h2').evaluateAll((hs) =>
+      hs.map((h2) => {
+        const box = h2.getBoundingClientRect();
+        const count = h2.querySelector('.count')!.getBoundingClientRect();
+        const lane = h2.closest<HTMLElement>('.lane')!;
+        return {
+          state: lane.dataset.state,
+          text: h2.textContent,
+          lines: Math.round(box.height / parseFloat(getComputedStyle(h2).lineHeight)),
+          countInside: count.right <= lane.getBoundingClientRect().right && count.top >= box.top && count.bottom <= box.bottom + 1,
+          hover: h2.querySelector('[title]')?.getAttribute('title') ?? null,
+        };
+      }),
+    );
+    expect(headers.filter((x) => x.lines !== 1 || !x.countInside)).toEqual([]);
+    expect(headers.find((x) => x.state === 'awaiting_approval')).toMatchObject({ text: 'Awaiting approval 1', hover: 'Awaiting approval' });
+    // Decided, so the approvals test below finds only its own requests pending.
+    await api('POST', `/api/v1/approvals/${approval.id}/approve`, {});
+  });
+
+  it('breaks long words in titles at their joints, not inside a run of letters', async () => {
+    const long = await api('POST', '/api/v1/tasks', {
+      title: 'Rename src/resources/tasks/service.ts to something_much_longer_than_the_lane_is_wide in the ConfigurationLoaderFactoryProvider',
+    });
+    await visible(page.locator(`[data-task="${long.id}"]`));
+    // Where the title's lines end: each break is at a space or at a joint of a long word (after a
+    // slash, before a dot or an underscore, at a camelCase hump).
+    const breaks = await page.locator(`[data-task="${long.id}"] .card-title`).evaluate((el) => {
+      const chars: { c: string; top: number }[] = [];
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        for (let i = 0; i < n.textContent!.length; i++) {
+          const r = document.createRange();
+          r.setStart(n, i);
+          r.setEnd(n, i + 1);
+          const rects = [...r.getClientRects()].filter((x) => x.width > 0);
+          chars.push({ c: n.textContent![i]!, top: rects.length ? rects[0]!.top : NaN });
+        }
+      }
+      const out: string[] = [];
+      let top = chars[0]!.top;
+      for (let i = 1; i < chars.length; i++) {
+        if (Number.isNaN(chars[i]!.top) || chars[i]!.top <= top + 2) continue;
+        top = chars[i]!.top;
+        out.push(`${chars.slice(Math.max(0, i - 6), i).map((x) => x.c).join('')}|${chars.slice(i, i + 6).map((x) => x.c).join('')}`);
+      }
+      return out;
+    });
+    expect(breaks.length).toBeGreaterThanOrEqual(4);
+    const atJoint = (b: string) => {
+      const [before, after] = b.split('|') as [string, string];
+      const p = before.at(-1) ?? ' ';
+      const n = after[0] ?? ' ';
+      return /\s/.test(p) || /\s/.test(n) || /[/:=&?,;|+@-]/.test(p) || /[._#]/.test(n) || (/[a-z]/.test(p) && /[A-Z]/.test(n));
+    };
+    expect(breaks.filter((b) => !atJoint(b))).toEqual([]);
+    expect(await page.locator(`[data-task="${long.id}"] .card-title`).textContent()).toBe(long.title);
+    await shot('board-long-titles');
+  });
+
   it("shows an agent's claim made over MCP live, within 200 ms of the claim's answer", async () => {
     // Best of three claims: one slow frame of a loaded machine (a CI run's other suites) is not the board's delay.
     const delays: number[] = [];
@@ -313,6 +379,28 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     expect(await api('GET', `/api/v1/approvals/${a2.id}`)).toMatchObject({ status: 'rejected', feedback: 'Keep it one more release.' });
     await cls(page.locator('.approval').first(), /approved|rejected/);
     await shot('approvals');
+  });
+
+  it('opens the Events view with the recent history (the stream\'s replay), not "Waiting for events…"', async () => {
+    const before = await api('POST', '/api/v1/tasks', { title: 'Made before the page opened' });
+    const id = d.daemon.app.events.since(0, 100_000).find((e) => e.name === 'task:created' && (e.data as { taskId: string }).taskId === before.id)!.id;
+    const s = await signIn();
+    await s.p.evaluate(() => (location.hash = '#/events'));
+    const row = s.p.locator(`.events li[data-event="${id}"]`);
+    await visible(row);
+    await contains(row, 'earlier');
+    await row.locator('summary').click();
+    await contains(row.locator('pre'), `"taskId": "${before.id}"`);
+    await count(s.p.locator('.events li', { hasText: 'Waiting for events' }), 0);
+    // Newest first, history included; then live events go on top of it.
+    const ids = await s.p.locator('.events li[data-event]').evaluateAll((ls) => ls.map((l) => Number((l as HTMLElement).dataset.event)));
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+    expect(ids.length).toBeLessThanOrEqual(200);
+    const live = await api('POST', '/api/v1/tasks', { title: 'Made while it is open' });
+    await contains(s.p.locator('.events li').first(), 'task:created');
+    await contains(s.p.locator('.events li').first().locator('pre'), live.id);
+    expect(s.errors).toEqual([]);
+    await s.ctx.close();
   });
 
   it('watches events arrive live, filters them, pauses, and expands one to its JSON', async () => {

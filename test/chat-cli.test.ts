@@ -44,15 +44,18 @@ describe('svc chat', () => {
 });
 
 describe('svc auth status', () => {
-  it('prints one row per provider, and its cooldown after an upstream error', async () => {
-    up.script({ status: 500, json: { error: { message: 'boom' } } });
-    expect((await d.api('POST', '/v1/chat/completions', { body: { agent: 'alice', messages: [{ role: 'user', content: 'x' }] } })).status).toBe(502);
+  it('prints one row per provider, and its cooldown after upstream errors', async () => {
+    // Three different requests failing in a row cool the provider down (FAILURES_BEFORE_COOLDOWN).
+    for (const say of ['x', 'y', 'z']) {
+      up.script({ status: 500, json: { error: { message: 'boom' } } });
+      expect((await d.api('POST', '/v1/chat/completions', { body: { agent: 'alice', messages: [{ role: 'user', content: say }] } })).status).toBe(502);
+    }
     const r = await svcAgainst(d, ['auth', 'status']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^PROVIDER\s+STATUS\s+KEY\s+UNTIL\s+ERRORS\s+LAST ERROR/);
     expect(r.stdout).toMatch(/openai\s+unconfigured\s+set OPENAI_API_KEY/);
     expect(r.stdout).toMatch(/ollama\s+active\s+not needed/);
-    expect(r.stdout.split("\n").find((l) => l.startsWith("fake"))).toMatch(/fake\s+cooldown\s+project\.json\s+in 1m\s+1\s+HTTP 500/);
+    expect(r.stdout.split("\n").find((l) => l.startsWith("fake"))).toMatch(/fake\s+cooldown\s+project\.json\s+in 1m\s+3\s+HTTP 500/);
     const json = await svcAgainst(d, ['auth', 'status', '--json']);
     expect(JSON.parse(json.stdout).providers.fake.status).toBe('cooldown');
     expect(json.stdout).not.toContain('sk-cli-upstream-key-0123');

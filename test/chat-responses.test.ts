@@ -196,12 +196,20 @@ describe('x-svc-agent: choosing the agent by header, for clients that cannot add
 });
 
 describe('POST /v1/responses errors in the OpenAI shape', () => {
-  it('refuses what it cannot translate, naming the field', async () => {
-    const err = await client()
-      .responses.create({ model: 'svc', input: 'x', agent: 'alice', tools: [{ type: 'web_search' }] } as never)
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((err as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param: 'tools[0].type' });
+  it('refuses a malformed tool or an unknown input item, naming the field', async () => {
+    for (const [body, param, message] of [
+      [{ tools: [{ type: 'function', description: 'no name' }] }, 'tools.0.name', 'expected string'],
+      [{ tools: [{ type: 'namespace', name: 'ns', tools: [{ type: 'function' }] }] }, 'tools.0.tools.0.name', 'expected string'],
+      [{ input: [{ role: 'user', content: 'ok' }, { type: 'item_reference', id: 'x' }] }, 'input', 'item 1, type: Invalid discriminator value'],
+      [{ input: [{ type: 'function_call', name: 'f' }] }, 'input', 'item 0, call_id'],
+    ] as const) {
+      const err = await client()
+        .responses.create({ model: 'svc', input: 'x', agent: 'alice', ...body } as never)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param });
+      expect((err as Error).message).toContain(message);
+    }
     expect(up.requests).toHaveLength(0);
   });
 
@@ -301,6 +309,194 @@ describe('GET /v1/models', () => {
   });
 });
 
+describe('Codex\'s tools: namespaces, custom tools, tool_search and hosted tools (issue 30, item 3)', () => {
+  const patch = '*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n';
+  const codexTools = [
+    { type: 'function', name: 'exec_command', description: 'Run', parameters: { type: 'object', properties: { cmd: { type: 'string' } } }, strict: false },
+    { type: 'custom', name: 'apply_patch', description: 'Edit files.', format: { type: 'grammar', syntax: 'lark', definition: 'start: begin_patch' } },
+    {
+      type: 'namespace',
+      name: 'mcp__svc',
+      description: 'Tools in the mcp__svc namespace.',
+      tools: [
+        { type: 'function', name: 'task_list', description: 'List tasks', parameters: { type: 'object', properties: {} } },
+        { type: 'function', name: 'task_create', description: 'Create a task', parameters: { type: 'object', properties: { title: { type: 'string' } } } },
+      ],
+    },
+    { type: 'tool_search', execution: 'client', description: 'Find tools', parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } },
+    { type: 'web_search', external_web_access: false },
+  ];
+  const calls = [
+    { id: 'call_ns', name: 'mcp__svc__task_list', args: {} },
+    { id: 'call_patch', name: 'apply_patch', args: { input: patch } },
+    { id: 'call_search', name: 'tool_search', args: { query: 'deploy' } },
+  ];
+  const streamedCalls = () => [
+    ...calls.flatMap((c, index) => {
+      const text = JSON.stringify(c.args);
+      return [
+        chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: text.slice(0, 3) } }] }),
+        chunk({ tool_calls: [{ index, function: { arguments: text.slice(3) } }] }),
+      ];
+    }),
+    chunk({}, 'tool_calls'),
+  ];
+  const expectedItems = [
+    { type: 'function_call', call_id: 'call_ns', name: 'task_list', namespace: 'mcp__svc', arguments: '{}', status: 'completed' },
+    { type: 'custom_tool_call', call_id: 'call_patch', name: 'apply_patch', input: patch, status: 'completed' },
+    { type: 'tool_search_call', call_id: 'call_search', execution: 'client', arguments: { query: 'deploy' }, status: 'completed' },
+  ];
+
+  for (const streamed of [false, true]) {
+    it(`gives the chat model functions and maps its calls back to the items Codex runs (${streamed ? 'streamed' : 'plain'})`, async () => {
+      up.script(streamed ? { stream: streamedCalls() } : { json: toolCallCompletion(calls) });
+      const res = await fetch(`${d.url}/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'x-svc-agent': 'alice' },
+        body: JSON.stringify({ model: 'fake/m1', input: 'go', tools: codexTools, tool_choice: 'auto', stream: streamed, store: false }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-svc-tools-omitted')).toBe('web_search');
+      let output: unknown[];
+      const types: string[] = [];
+      if (streamed) {
+        const events = (await res.text()).split('\n\n').filter(Boolean).map((frame) => JSON.parse(frame.split('\n').find((l) => l.startsWith('data: '))!.slice(6)));
+        types.push(...events.map((e) => e.type));
+        output = events.at(-1).response.output;
+        expect(events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item)).toEqual(expectedItems.map((i) => ({ ...i, id: expect.any(String) })));
+        expect(events.find((e) => e.type === 'response.custom_tool_call_input.done')).toMatchObject({ input: patch });
+      } else {
+        output = ((await res.json()) as { output: unknown[] }).output;
+      }
+      expect(output).toEqual(expectedItems.map((i) => ({ ...i, id: expect.any(String) })));
+      // Only a function's arguments stream as deltas ('{}' in one piece); a custom tool's input comes whole.
+      if (streamed) expect(types.filter((t) => t.endsWith('.delta'))).toEqual(['response.function_call_arguments.delta']);
+
+      const sent = up.requests[0]!.body;
+      expect(sent.tools.map((t: { type: string; function: { name: string } }) => `${t.type}:${t.function.name}`)).toEqual([
+        'function:exec_command',
+        'function:apply_patch',
+        'function:mcp__svc__task_list',
+        'function:mcp__svc__task_create',
+        'function:tool_search',
+      ]);
+      const custom = sent.tools[1].function;
+      expect(custom.parameters).toEqual({ type: 'object', properties: { input: { type: 'string', description: expect.any(String) } }, required: ['input'], additionalProperties: false });
+      expect(custom.description).toContain('Edit files.');
+      expect(custom.description).toContain('start: begin_patch'); // the grammar the input must match
+    });
+  }
+
+  it('sends the next turn\'s call items and outputs back as the functions the model knows, with the tools a search loaded', async () => {
+    up.script({ json: completion('Deployed.') });
+    const r = await client().responses.create({
+      model: 'svc',
+      agent: 'alice',
+      store: false,
+      tools: codexTools,
+      input: [
+        { role: 'user', content: 'go' },
+        { type: 'function_call', call_id: 'call_ns', name: 'task_list', namespace: 'mcp__svc', arguments: '{}' },
+        { type: 'custom_tool_call', call_id: 'call_patch', name: 'apply_patch', input: patch },
+        { type: 'tool_search_call', call_id: 'call_search', execution: 'client', status: 'completed', arguments: { query: 'deploy' } },
+        { type: 'function_call_output', call_id: 'call_ns', output: '{"tasks":[]}' },
+        { type: 'custom_tool_call_output', call_id: 'call_patch', output: 'Success.' },
+        {
+          type: 'tool_search_output',
+          call_id: 'call_search',
+          execution: 'client',
+          status: 'completed',
+          tools: [{ type: 'namespace', name: 'mcp__deploy', description: 'Deploys', tools: [{ type: 'function', name: 'deploy.run', description: 'Deploy', defer_loading: true, parameters: { type: 'object', properties: {} } }] }],
+        },
+      ],
+    } as never);
+    expect(r.output_text).toBe('Deployed.');
+    const sent = up.requests[0]!.body;
+    expect(sent.messages.slice(1)).toEqual([
+      { role: 'user', content: 'go' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_ns', type: 'function', function: { name: 'mcp__svc__task_list', arguments: '{}' } },
+          { id: 'call_patch', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: patch }) } },
+          { id: 'call_search', type: 'function', function: { name: 'tool_search', arguments: '{"query":"deploy"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_ns', content: '{"tasks":[]}' },
+      { role: 'tool', tool_call_id: 'call_patch', content: 'Success.' },
+      { role: 'tool', tool_call_id: 'call_search', content: 'Tools now available: mcp__deploy__deploy_run' },
+    ]);
+    // The loaded tool is offered from now on, under a name any upstream accepts, without Codex's own fields.
+    expect(sent.tools.at(-1)).toEqual({ type: 'function', function: { name: 'mcp__deploy__deploy_run', description: 'Deploy', parameters: { type: 'object', properties: {} } } });
+  });
+
+  it('keeps every upstream name valid and distinct, and maps each back exactly, however the client named its tools', async () => {
+    const long = 'x'.repeat(100);
+    const tools = [
+      { type: 'namespace', name: 'srv', tools: [{ type: 'function', name: 'a.b' }, { type: 'function', name: long }] },
+      { type: 'function', name: 'srv__a_b' }, // what srv's a.b cleans up to
+      { type: 'namespace', name: 'srv__a', tools: [{ type: 'function', name: 'b' }] }, // srv__a + b joins to srv__a__b: not srv + a__b
+      { type: 'namespace', name: 'srv', tools: [{ type: 'function', name: 'a__b' }] },
+    ];
+    up.script({ json: { choices: [{ index: 0, message: { role: 'assistant', content: null }, finish_reason: 'stop' }] } });
+    await client().responses.create({ model: 'svc', agent: 'alice', input: 'list', tools } as never);
+    const names: string[] = up.requests[0]!.body.tools.map((t: { function: { name: string } }) => t.function.name);
+    expect(names).toHaveLength(5);
+    expect(new Set(names).size).toBe(5);
+    for (const n of names) expect(n).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+    expect(names[2]).toBe('srv__a_b');
+    // The model calls each by the name it was given: every call comes back as what it stands for.
+    up.script({ json: toolCallCompletion(names.map((name, i) => ({ id: `c${i}`, name, args: {} }))) });
+    const r = await client().responses.create({ model: 'svc', agent: 'alice', input: 'call all', tools } as never);
+    expect(r.output.map((o) => [(o as { name: string }).name, (o as { namespace?: string }).namespace ?? null])).toEqual([
+      ['a.b', 'srv'],
+      [long, 'srv'],
+      ['srv__a_b', null],
+      ['b', 'srv__a'],
+      ['a__b', 'srv'],
+    ]);
+  });
+
+  it('sends hosted tools to an upstream that speaks the Responses API, which runs them itself', async () => {
+    up.script({ json: { id: 'resp_up', object: 'response', created_at: 1, status: 'completed', model: 'r1', output: [{ type: 'message', id: 'm', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'found', annotations: [] }] }] } });
+    const { data: r, response } = await client()
+      .responses.create({ model: 'svc', agent: 'nat', input: 'search', tools: [weatherTool, { type: 'web_search', external_web_access: false }] } as never)
+      .withResponse();
+    expect(r.output_text).toBe('found');
+    expect(response.headers.get('x-svc-tools-omitted')).toBeNull();
+    expect(up.requests[0]!.body.tools).toEqual([
+      { type: 'function', name: 'get_weather', description: 'The weather', parameters: weatherTool.parameters, strict: false },
+      { type: 'web_search', external_web_access: false },
+    ]);
+  });
+});
+
+describe('one svc session per Codex thread (thread-id, session-id headers)', () => {
+  it('keeps the thread\'s conversation as one session, started once, without sending its turns twice', async () => {
+    const thread = '01a21ab8-850b-7b81-829b-b041fa9fcfd7';
+    const headers = { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'x-svc-agent': 'alice', 'session-id': thread, 'thread-id': thread };
+    const before = d.daemon.app.events.lastId();
+    const turn1 = [{ role: 'user', content: 'first' }];
+    up.script({ json: completion('one') }, { json: completion('two') });
+    const a = await fetch(`${d.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'fake/m1', store: false, input: turn1 }) });
+    expect(a.headers.get('x-session-id')).toBe(thread);
+    const turn2 = [...turn1, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'one' }] }, { role: 'user', content: 'second' }];
+    const b = await fetch(`${d.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'fake/m1', store: false, input: turn2 }) });
+    expect(b.headers.get('x-session-id')).toBe(thread);
+    // Codex sends the whole conversation each time: it goes upstream once, not after the stored copy.
+    expect(up.requests[1]!.body.messages.slice(1).map((m: { content: string }) => m.content)).toEqual(['first', 'one', 'second']);
+    const fired = d.daemon.app.events.since(before, 100);
+    expect(fired.filter((e) => e.name === 'session:started').map((e) => e.data.sessionId)).toEqual([thread]);
+    expect(fired.filter((e) => e.name === 'completion:finished').map((e) => e.data.sessionId)).toEqual([thread, thread]);
+
+    const bad = await fetch(`${d.url}/v1/responses`, { method: 'POST', headers: { ...headers, 'thread-id': 'not a valid id!' }, body: JSON.stringify({ input: 'x' }) });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toContain('thread-id');
+  });
+});
+
+// Last: it blocks the process (and the daemon in it) for its twenty thousand statements.
 describe('stored responses', () => {
   it(`keeps the newest ${RESPONSES_KEPT}: saving one more drops the oldest`, () => {
     const db = d.daemon.app.db;

@@ -179,6 +179,22 @@ describe('errors in the OpenAI shape', () => {
   });
 });
 
+describe('GET /v1/models/{model}', () => {
+  it('answers client.models.retrieve with the model GET /v1/models lists, and 404 NotFoundError for any other', async () => {
+    const listed: OpenAI.Models.Model[] = [];
+    for await (const m of client().models.list()) listed.push(m);
+    const m1 = listed.find((m) => m.id === 'fake/m1');
+    expect(m1).toBeDefined();
+    expect(await client().models.retrieve('fake/m1')).toEqual(m1);
+    expect(await client().models.retrieve('fake/m1')).toEqual({ id: 'fake/m1', object: 'model', created: 0, owned_by: 'fake' });
+    for (const missing of ['fake/m9', 'nope/m1', 'openai/gpt-4o', 'm1']) {
+      const err = await client().models.retrieve(missing).then(() => null, (e: unknown) => e);
+      expect(err, missing).toBeInstanceOf(OpenAI.NotFoundError);
+      expect((err as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({ code: 'not_found', type: 'not_found_error', message: expect.stringContaining(`"${missing}"`) });
+    }
+  });
+});
+
 describe('orchestrator mode', () => {
   it('runs the management tools the model calls, emits their ordinary events, and says what was done', async () => {
     const o = await startTestDaemon({ config: { providers: providers(), orchestrator: { model: 'fake/m1' } } });

@@ -1,12 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { checkNode, type CheckResult } from '../src/resources/system/doctor.js';
 import { svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
+import { tempDir } from './temp.js';
 
 let d: TestDaemon;
 beforeAll(async () => {
@@ -32,7 +33,7 @@ describe('svc completion', () => {
 
   it('bash: the script completes commands, subcommands and options in a real bash', async () => {
     const script = (await svc(['completion', 'bash'])).stdout;
-    const dir = mkdtempSync(join(tmpdir(), 'svc-compl-'));
+    const dir = tempDir('svc-compl-');
     writeFileSync(join(dir, 'svc.bash'), script);
     const complete = (words: string[]) => {
       const cmd = `source ${join(dir, 'svc.bash')}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _svc; printf '%s\\n' "\${COMPREPLY[@]}"`;
@@ -55,7 +56,7 @@ describe('svc completion', () => {
         expect(script).toMatch(shell === 'zsh' ? /^#compdef svc\n[\s\S]*compadd/ : /complete -c svc -n '__svc_is \\'tasks\\'' -a 'ls'/);
         continue;
       }
-      const dir = mkdtempSync(join(tmpdir(), 'svc-compl-'));
+      const dir = tempDir('svc-compl-');
       writeFileSync(join(dir, `svc.${shell}`), script);
       expect(spawnSync(shell, ['-n', join(dir, `svc.${shell}`)], { encoding: 'utf8' }).status).toBe(0);
     }
@@ -112,7 +113,7 @@ describe('svc doctor', () => {
   });
 
   it('project: none, then an invalid one', async () => {
-    const none = await doctor(mkdtempSync(join(tmpdir(), 'svc-doc-')));
+    const none = await doctor(tempDir('svc-doc-'));
     expect(none.by('project')).toMatchObject({ status: 'fail', fix: expect.stringContaining('svc init') });
     expect(none.code).toBe(1);
     const bad = await doctor(makeProject({ server: { port: -1 } }));
@@ -173,12 +174,30 @@ describe('svc doctor', () => {
     }
   });
 
-  it('vault key: one that does not open the entries fails', async () => {
+  it("vault key: the running daemon's own; one in this shell that does not open the entries fails, or is the restart warning while the daemon runs", async () => {
     expect((await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'ana', service: 'mail', type: 'api_key', credentials: { k: 'v' } } })).status).toBe(200);
     const ok = await doctor(d.root);
     expect(ok.by('vault key')).toMatchObject({ status: 'ok', detail: expect.stringContaining('opens the vault (1 entry)') });
+    expect(ok.by('restart')).toBeUndefined();
+    // The daemon holds the key that opened its vault: a wrong one in this shell does not make it ✗,
+    // but a daemon started from here (svc restart) would not open the vault.
     const wrong = await doctor(d.root, { SVC_VAULT_KEY: 'ab'.repeat(32) });
-    expect(wrong.by('vault key')).toMatchObject({ status: 'fail', detail: expect.stringContaining('does not open the 1 vault entries'), fix: expect.stringContaining('SVC_VAULT_KEY') });
+    expect(wrong.by('vault key')).toMatchObject({ status: 'ok', detail: expect.stringContaining('opens the vault (1 entry)') });
+    expect(wrong.by('restart')).toMatchObject({ status: 'warn', detail: expect.stringContaining('vault key: the key from env (SVC_VAULT_KEY) does not open the 1 vault entries'), fix: expect.stringContaining('envFile') });
+    expect(wrong.code).toBe(0);
+    // With no daemon running, the shell's key is the one the next start would use.
+    const stopped = await startTestDaemon({ keepRoot: true });
+    expect((await stopped.api('POST', '/api/v1/agents', { body: { name: 'x' } })).status).toBe(201);
+    expect((await stopped.api('POST', '/api/v1/vault/entries', { body: { agent: 'x', service: 'mail', type: 'api_key', credentials: { k: 'v' } } })).status).toBe(200);
+    await stopped.close();
+    const cold = await doctor(stopped.root, { SVC_CONFIG_DIR: join(stopped.root, '.user-config'), SVC_VAULT_KEY: 'ab'.repeat(32) });
+    expect(cold.by('vault key')).toMatchObject({ status: 'fail', detail: expect.stringContaining('does not open the 1 vault entries'), fix: expect.stringContaining('SVC_VAULT_KEY') });
+  });
+
+  it('keychain: not looked at when the vault key comes from SVC_VAULT_KEY (no false warning)', async () => {
+    const root = makeProject();
+    const r = await doctor(root, { SVC_KEYCHAIN: 'on', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent/bus', SVC_VAULT_KEY: 'cd'.repeat(32) });
+    expect(r.by('keychain')).toMatchObject({ status: 'ok', detail: 'not used: the vault key comes from SVC_VAULT_KEY' });
   });
 
   it('keychain: unused with SVC_KEYCHAIN=off; unavailable is a warning with the file fallback named', async () => {
@@ -224,6 +243,48 @@ describe('svc doctor: the Postgres provider\'s server', () => {
     const lacking = await check({ provider: 'postgres', url: weak.toString() });
     expect(lacking.result).toMatchObject({ status: 'fail', detail: expect.stringContaining('may not create roles (CREATEROLE)'), fix: expect.stringContaining('docs/data.md') });
     expect(lacking.out).not.toContain('weak-password-123');
+  });
+
+  it.skipIf(!pgUrl)("a healthy daemon on PostgreSQL, from a shell without its variables: the daemon's own ✓ state, data and vault key, and a restart warning the settings file mends", async () => {
+    const { freshStateDatabase } = await import('./state-pg.js');
+    const vars = { SVC_STATE_URL: await freshStateDatabase(), SVC_DATA_URL: pgUrl, SVC_VAULT_KEY: randomBytes(32).toString('base64') };
+    const daemon = await startTestDaemon({ config: { state: { provider: 'postgres' }, data: { provider: 'postgres' } }, env: vars, keepRoot: true });
+    const password = decodeURIComponent(new URL(pgUrl).password);
+    const userConfig = join(daemon.root, '.user-config');
+    try {
+      // No variable in this shell, and a keychain that does not answer: neither matters to the daemon.
+      const env = { SVC_STATE_URL: '', SVC_DATA_URL: '', SVC_VAULT_KEY: '', SVC_KEYCHAIN: 'on', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent/bus', SVC_CONFIG_DIR: userConfig };
+      const look = async () => {
+        const r = await svc(['doctor', '--json'], { cwd: daemon.root, env });
+        expect(r.stdout).not.toContain(password);
+        const results = JSON.parse(r.stdout) as CheckResult[];
+        return { code: r.code, by: (check: string) => results.find((x) => x.check === check) };
+      };
+      const r = await look();
+      expect(r.by('state')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^PostgreSQL at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/state_\w+, schema version \d+$/) });
+      expect(r.by('data')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^PostgreSQL \d+ at postgres:\/\/postgres:\*\*\*@/) });
+      expect(r.by('vault key')).toMatchObject({ status: 'ok', detail: 'from env (SVC_VAULT_KEY); opens the vault (0 entries)' });
+      expect(r.by('api keys')).toMatchObject({ status: 'ok', detail: 'the one daemon on this state accepts the same keys as this project' });
+      expect(r.by('keychain')).toMatchObject({ status: 'ok', detail: expect.stringContaining('not used: the state is shared') });
+      expect(r.by('restart')).toMatchObject({ status: 'warn', detail: expect.stringContaining('SVC_STATE_URL') });
+      expect(r.by('restart')!.detail).toContain('SVC_DATA_URL');
+      expect(r.code).toBe(0);
+
+      // The three in the project's settings file in the user's config dir: a daemon started from here would start.
+      mkdirSync(join(userConfig, 'projects'), { recursive: true });
+      const file = join(userConfig, 'projects', 'test-project.env');
+      writeFileSync(file, Object.entries(vars).map(([k, v]) => `${k}='${v}'`).join('\n') + '\n', { mode: 0o600 });
+      const mended = await look();
+      expect(mended.by('restart')).toBeUndefined();
+      expect(mended.by('settings')).toBeUndefined(); // the daemon's view: it was started with the variables themselves
+      // Without the daemon, the same checks are made from this shell and the file.
+      await daemon.close();
+      const cold = await look();
+      expect(cold.by('settings')).toMatchObject({ status: 'ok', detail: `${file} gives SVC_STATE_URL, SVC_DATA_URL, SVC_VAULT_KEY` });
+      for (const check of ['state', 'data', 'vault key']) expect(cold.by(check)?.status, check).toBe('ok');
+    } finally {
+      await daemon.close();
+    }
   });
 
   it('says what is missing when no URL is set, and when nothing answers', async () => {

@@ -1,9 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
+import { tempDir } from './temp.js';
 
 // Errors of the API as the CLI prints them name what a person typed and can run: the flag or
 // argument that filled a field (also one filled under another name: --write fills mode), and
@@ -13,7 +13,7 @@ describe('CLI errors in the command line’s words', () => {
   let d: TestDaemon;
   let taskId = '';
   let hookId = '';
-  const dir = mkdtempSync(join(tmpdir(), 'svc-cli-errors-'));
+  const dir = tempDir('svc-cli-errors-');
   const run = (...args: string[]) => svcAgainst(d, args);
   beforeAll(async () => {
     d = await startTestDaemon();

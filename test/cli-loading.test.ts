@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SVC } from './cli-helpers.js';
+import { tempDir } from './temp.js';
 
 // Issue 8 item 2: a client command loads only what it needs. The real binary runs in a child with
 // a resolve hook that writes down every module it loads.
@@ -18,7 +18,7 @@ const seen = new Map<string, string[]>();
 function loaded(args: string[]): string[] {
   const cached = seen.get(JSON.stringify(args));
   if (cached) return cached;
-  const dir = mkdtempSync(join(tmpdir(), 'svc-loads-'));
+  const dir = tempDir('svc-loads-');
   const log = join(dir, 'imports.txt');
   writeFileSync(log, '');
   const r = spawnSync(process.execPath, ['--import', HOOK, SVC, ...args], {
@@ -65,7 +65,7 @@ describe('what a CLI command loads', () => {
   });
 
   it('the hook sees a package when a command does load it (YAML for a mission file)', () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'svc-loads-')), 'm.yaml');
+    const file = join(tempDir('svc-loads-'), 'm.yaml');
     writeFileSync(file, 'name: m\ntasks: []\n');
     expect(loaded(['missions', 'add', file, ...nowhere]).some((u) => /\/node_modules\/yaml\//.test(u))).toBe(true);
   });

@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { formatRecord, prettyLogSink } from '../src/cli/log-format.js';
 import { SvcClient } from '../src/client/client.js';
 import { stopDaemon } from '../src/resources/system/serve-command.js';
@@ -79,6 +79,65 @@ describe('serve --detach, stop, restart, logs', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('exited (1) before it answered');
     expect(r.stderr).toContain('server.port');
+  });
+});
+
+describe('restart never stops a daemon it could not start again', () => {
+  const pgUrl = inject('pgUrl');
+
+  it('an invalid project.json: refused before the stop, the daemon keeps running', async () => {
+    const root = makeProject();
+    expect((await svc(['serve', '--detach', '--port', '0'], { cwd: root })).code).toBe(0);
+    const running = readDaemonInfo(root)!;
+    pids.push(running.pid);
+    const good = readFileSync(join(root, 'project.json'), 'utf8');
+    writeFileSync(join(root, 'project.json'), JSON.stringify({ name: 'test-project', server: { port: 'not a port' } }));
+    const r = await svc(['restart'], { cwd: root });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('not restarting: from this shell the daemon could not start again');
+    expect(r.stderr).toContain('server.port');
+    expect(r.stderr).toContain(`the daemon (pid ${running.pid}) was left running`);
+    expect(pidAlive(running.pid)).toBe(true);
+    expect((await fetch(`${running.url}/healthz`)).status).toBe(200);
+    writeFileSync(join(root, 'project.json'), good);
+  });
+
+  it.skipIf(!pgUrl)('data on PostgreSQL with SVC_DATA_URL only in the shell that started it: refused from another shell, until the settings file gives it (600 only)', async () => {
+    const root = makeProject({ data: { provider: 'postgres' }, envFile: 'svc.env' });
+    writeFileSync(join(root, 'svc.env'), '# nothing yet\n', { mode: 0o600 });
+    expect((await svc(['serve', '--detach', '--port', '0'], { cwd: root, env: { SVC_DATA_URL: pgUrl } })).code).toBe(0);
+    const first = readDaemonInfo(root)!;
+    pids.push(first.pid);
+
+    const refused = await svc(['restart'], { cwd: root, env: { SVC_DATA_URL: '' } });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('data: data.provider is "postgres" but there is no server URL');
+    expect(refused.stderr).toContain('envFile');
+    expect(pidAlive(first.pid)).toBe(true);
+
+    // The settings file, readable by others: refused (it holds a password), the daemon untouched.
+    writeFileSync(join(root, 'svc.env'), `SVC_DATA_URL=${pgUrl}\n`);
+    chmodSync(join(root, 'svc.env'), 0o644);
+    const open = await svc(['restart'], { cwd: root, env: { SVC_DATA_URL: '' } });
+    expect(open.code).toBe(1);
+    expect(open.stderr).toContain('chmod 600');
+    expect(open.stderr).not.toContain(new URL(pgUrl).password);
+    expect(pidAlive(first.pid)).toBe(true);
+
+    chmodSync(join(root, 'svc.env'), 0o600);
+    const ok = await svc(['restart'], { cwd: root, env: { SVC_DATA_URL: '' } });
+    expect(ok.code, ok.stderr).toBe(0);
+    const second = readDaemonInfo(root)!;
+    pids.push(second.pid);
+    expect(second.pid).not.toBe(first.pid);
+    expect(pidAlive(first.pid)).toBe(false);
+    const key = readFileSync(join(root, '.svc', 'local.key'), 'utf8').trim();
+    const made = await fetch(`${second.url}/api/v1/data`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'restarted', schema: { tables: { t: { columns: { a: { type: 'text' } } } } } }) });
+    expect(made.status).toBe(201);
+    await fetch(`${second.url}/api/v1/data/restarted`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+    const log = readFileSync(join(root, '.svc', 'logs', 'daemon.log'), 'utf8');
+    expect(log).toContain('"msg":"settings file"');
+    expect(log).not.toContain(new URL(pgUrl).password);
   });
 });
 

@@ -144,10 +144,18 @@ describe('confirmations', () => {
   it('asks on a terminal: "y" proceeds, anything else changes nothing', async () => {
     const keep = await newTask('keep me');
     const no = await svc(['tasks', 'rm', keep.id.slice(-6)], { isTTY: true, input: 'n\n' });
-    expect(no.code).toBe(2);
-    expect(no.stderr).toContain(`delete task ${keep.id.slice(-8)} "keep me"? [y/N]`);
-    expect(no.stderr).toContain('cancelled; nothing was changed');
+    // "n" is an answer, not a failure: exit 1, said plainly, no red "error" and no hint.
+    expect(no.code).toBe(1);
+    expect(no.stderr).toBe(`delete task ${keep.id.slice(-8)} "keep me"? [y/N] cancelled; nothing was changed\n`);
+    expect(no.stdout).toBe('');
     expect((await d.api('GET', `/api/v1/tasks/${keep.id}`)).status).toBe(200);
+    const colour = await svc(['tasks', 'rm', keep.id.slice(-6)], { isTTY: true, input: 'no\n', env: { NO_COLOR: '' } });
+    expect(colour.code).toBe(1);
+    expect(colour.stderr).not.toContain('\x1b[31m');
+    expect(colour.stderr).toContain('cancelled; nothing was changed\n');
+    const json = await svc(['tasks', 'rm', keep.id.slice(-6), '--json'], { isTTY: true, input: '\n' });
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stderr.slice(json.stderr.indexOf('{')))).toEqual({ code: 'cancelled', error: 'cancelled; nothing was changed' });
 
     const yes = await svc(['tasks', 'rm', keep.id.slice(-6)], { isTTY: true, input: 'y\n' });
     expect(yes.code, yes.stderr).toBe(0);
@@ -175,7 +183,7 @@ describe('confirmations', () => {
   it('names what --cascade takes with it', async () => {
     const m = (await d.api('POST', '/api/v1/missions', { body: { name: 'doomed', tasks: [{ title: 'a' }, { title: 'b' }] } })).body.data;
     const r = await svc(['missions', 'rm', m.id, '--cascade'], { isTTY: true, input: '\n' });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(1);
     expect(r.stderr).toContain(`delete mission ${m.id.slice(-8)} "doomed" and its 2 tasks? [y/N]`);
     expect((await d.api('GET', `/api/v1/missions/${m.id}`)).status).toBe(200);
   });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { svc } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
+import { tempDir } from './temp.js';
 
 let d: TestDaemon;
 let run: (...args: string[]) => ReturnType<typeof svc>;
@@ -92,9 +93,7 @@ describe('svc agents and teams', () => {
 
 describe('finding the daemon', () => {
   it('outside any project, says so instead of calling whatever listens on the default port', async () => {
-    const { mkdtempSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const r = await svc(['agents', 'ls'], { cwd: mkdtempSync(`${tmpdir()}/svc-noproj-`) });
+    const r = await svc(['agents', 'ls'], { cwd: tempDir('svc-noproj-') });
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('svc init');
   });

@@ -1,12 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configRows, configurationMarkdown } from '../src/config/docs.js';
 import { ProjectConfigSchema } from '../src/config/schema.js';
 import { SVC } from './cli-helpers.js';
 import { startTestDaemon } from './harness.js';
+import { tempDir } from './temp.js';
 
 // What a newcomer copies from the docs works as written: the project.json examples start a daemon,
 // docs/configuration.md lists every field the daemon accepts, and the completion commands of the
@@ -25,7 +25,7 @@ function jsonAfter(markdown: string, heading: string): unknown {
 
 async function startsAsPasted(config: unknown): Promise<void> {
   expect(ProjectConfigSchema.safeParse(config).error?.issues ?? []).toEqual([]);
-  const root = mkdtempSync(join(tmpdir(), 'svc-pasted-'));
+  const root = tempDir('svc-pasted-');
   writeFileSync(join(root, 'project.json'), JSON.stringify(config, null, 2));
   const d = await startTestDaemon({ root });
   try {
@@ -66,7 +66,7 @@ describe('shell completion as the README installs it', () => {
     const readme = read('README.md');
     const from = readme.indexOf('**Shell completion**');
     const block = /```sh\n([\s\S]*?)\n```/.exec(readme.slice(from))![1]!;
-    const home = mkdtempSync(join(tmpdir(), 'svc-home-'));
+    const home = tempDir('svc-home-');
     // `svc` on the PATH, as an installed one would be.
     const bin = join(home, 'bin');
     mkdirSync(bin);

@@ -1,11 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exited, serve, svc } from './cli-helpers.js';
 import { eventually, makeProject } from './harness.js';
+import { tempDir } from './temp.js';
 
 const mode = (p: string) => statSync(p).mode & 0o777;
 const children: { kill(): void }[] = [];
@@ -36,7 +36,7 @@ describe('svc serve', () => {
     // Entered once, a storage taxes every promise of the process for good (a fifth of the CPU of
     // a POST); the in-process runs the tests use need it, the real binary does not.
     const root = makeProject();
-    const log = join(mkdtempSync(join(tmpdir(), 'svc-probe-')), 'probe.txt');
+    const log = join(tempDir('svc-probe-'), 'probe.txt');
     const probe = fileURLToPath(new URL('./fixtures/promise-hooks-probe.mjs', import.meta.url));
     const { child, url } = await serve(root, ['--port', '0'], { NODE_OPTIONS: `--import=${probe}`, SVC_TEST_PROBE_LOG: log });
     children.push(child);
@@ -103,9 +103,7 @@ describe('svc serve', () => {
   });
 
   it('refuses to start without a project.json, with a hint', async () => {
-    const { mkdtempSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const empty = mkdtempSync(join(tmpdir(), 'svc-empty-'));
+    const empty = tempDir('svc-empty-');
     const r = await svc(['serve', '--port', '0'], { cwd: empty });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('svc init');
@@ -121,9 +119,8 @@ describe('svc serve', () => {
 
 describe('svc init', () => {
   it('writes a starter project.json and ignores .svc/', async () => {
-    const { mkdtempSync, writeFileSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const dir = mkdtempSync(join(tmpdir(), 'svc-init-'));
+    const { writeFileSync } = await import('node:fs');
+    const dir = tempDir('svc-init-');
     writeFileSync(join(dir, '.gitignore'), 'node_modules/');
     const r = await svc(['init', '--name', 'demo'], { cwd: dir });
     expect(r.code).toBe(0);

@@ -1,15 +1,15 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
+import { tempDir } from './temp.js';
 
 // `svc db` against a real daemon: tables for people, --json, --csv, the prompt, exit codes.
 
 describe('svc db', () => {
   let d: TestDaemon;
-  const dir = mkdtempSync(join(tmpdir(), 'svc-db-cli-'));
+  const dir = tempDir('svc-db-cli-');
   const file = (name: string, content: unknown) => {
     const p = join(dir, name);
     writeFileSync(p, JSON.stringify(content));

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/kernel/log.js';
@@ -10,6 +9,7 @@ import { readLocalKey } from '../src/state-dir.js';
 import { exited, serve } from './cli-helpers.js';
 import { eventually, makeProject } from './harness.js';
 import { alive, childrenOf, procStat } from './procs.js';
+import { tempDir } from './temp.js';
 
 // A data worker inside a long statement when its daemon is killed with -9: it must die within a
 // second by itself, and one that cannot (stopped) is killed by the next daemon, by pid and start
@@ -122,7 +122,7 @@ describe.runIf(linux)('reaping by pid and start time', () => {
   });
 
   it('kills a recorded worker of a dead daemon, and only when its start time matches', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-workers-'));
+    const dir = tempDir('svc-workers-');
     const right = sleeper();
     const wrong = sleeper();
     const ownedByLive = sleeper();
@@ -146,7 +146,6 @@ describe.runIf(linux)('reaping by pid and start time', () => {
       expect(readdirSync(dir).sort()).toEqual(['garbage', String(ownedByLive.pid)].sort());
     } finally {
       for (const c of [right, wrong, ownedByLive]) c.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -4,9 +4,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SHOP } from './data-fixtures.js';
 import { onProvider, DATA_PROVIDERS } from './data-providers.js';
+import { svc } from './cli-helpers.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
-import { checkData } from '../src/resources/system/doctor.js';
+import { checkData } from '../src/resources/system/doctor-state.js';
 import type { ProjectConfig } from '../src/config/schema.js';
 
 // What only the PostgreSQL provider has: isolation by the server's own privileges (each database a
@@ -92,6 +93,13 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
       expect(await code(c.query(`SELECT "${role}_m".idem_put('guess', 'o', 'k', 'h', '{}', 0, 0)`))).toBe('42501');
       expect(await code(c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', ['postgres']))).toBe('42501');
       expect(await code(c.query('ALTER ROLE CURRENT_USER CONNECTION LIMIT 100'))).toBe('42501');
+      // Large objects (one store for the whole server database) and session advisory locks (held
+      // past the transaction, where the state's own locks are): revoked from PUBLIC.
+      for (const sql of ['SELECT lo_create(0)', 'SELECT lo_from_bytea(0, $1)', 'SELECT lo_unlink(1)', 'SELECT loread(0, 1)', 'SELECT pg_advisory_lock(1)', 'SELECT pg_try_advisory_lock(1)', 'SELECT pg_advisory_lock_shared(1, 2)', 'SELECT pg_advisory_unlock_all()']) {
+        expect(await code(c.query(sql, sql.includes('$1') ? ['\\x00'] : [])), sql).toBe('42501');
+      }
+      // Transaction-level ones end with the transaction: left alone.
+      expect(await code(c.query('SELECT pg_advisory_xact_lock(1)'))).toBe('ok');
       // Other sessions' SQL is not shown to it.
       const act = (await c.query("SELECT query FROM pg_stat_activity WHERE usename <> current_user AND query <> ''")).rows;
       expect(act.every((r) => r.query === '<insufficient privilege>')).toBe(true);
@@ -152,6 +160,8 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
       expect(await code(c.query(`SELECT "${s}_m".idem_put('guess', 'o', 'k', 'h', '{}', 0, 0)`))).toBe('42501');
       expect(await code(c.query('SET ROLE postgres'))).toBe('42501');
       expect(await code(c.query(`SET ROLE "${s}"`))).toBe('42501');
+      expect(await code(c.query('SELECT lo_create(0)'))).toBe('42501');
+      expect(await code(c.query('SELECT pg_try_advisory_lock(1)'))).toBe('42501');
       expect((await c.query('SELECT email FROM customers')).rows).toEqual([{ email: 'v@x.io' }]);
     } finally {
       await c.end();
@@ -261,6 +271,26 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     expect(e.body.data.rows).toEqual([{ t: true, p: '5', i: 6 }]);
   });
 
+  it("the README's `svc db query shop \"… WHERE total > ?\" --param-json 100` answers here as on SQLite", async () => {
+    // The README's own lines, not a copy: its schema and its query.
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const words = (line: string) => [...line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]!);
+    const schema = JSON.parse(/^echo '(\{.*\})' > schema\.json$/m.exec(readme)![1]!);
+    const query = words(/^svc db query shop .*$/m.exec(readme)![0].replace(/\s+#.*$/, '')).slice(1);
+    expect(query.join(' ')).toContain('?');
+    const r = await startTestDaemon({ config: onProvider(PG) });
+    try {
+      expect((await r.api('POST', '/api/v1/data', { body: { name: 'shop', schema } })).status).toBe(201);
+      const ops = [50, 150, 250].map((total) => ({ op: 'insert', table: 'orders', values: { item: `i${total}`, total } }));
+      expect((await r.api('POST', '/api/v1/data/shop/transactions', { body: { operations: ops } })).status).toBe(200);
+      const out = await svc([...query, '--json'], { cwd: r.root });
+      expect(out.code, out.stderr).toBe(0);
+      expect(JSON.parse(out.stdout).rows.map((row: { total: number }) => row.total)).toEqual([150, 250]);
+    } finally {
+      await r.close();
+    }
+  });
+
   it('a statement past statementTimeoutMs is 503 and keeps nothing; other requests go on meanwhile', async () => {
     const slow = d.api('POST', '/api/v1/data/shop/query', { body: { sql: "INSERT INTO customers (email) SELECT 'slow@x.io' FROM pg_sleep(3) RETURNING email", mode: 'write' } });
     const t0 = Date.now();
@@ -308,16 +338,77 @@ describe.skipIf(!url)('PostgreSQL provider: start-up and the server going away',
 
   it('svc doctor checks the connection, version and rights, showing the URL masked', async () => {
     const cfg = (u?: string) => ({ data: { provider: 'postgres', url: u } }) as unknown as ProjectConfig;
-    const ok = await checkData(cfg(url));
+    const ok = await checkData(cfg(url), {});
     expect(ok).toMatchObject({ check: 'data', status: 'ok' });
     expect(ok.detail).toMatch(/^PostgreSQL \d+ at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres: role postgres may create roles and schemas/);
     expect(ok.detail).not.toContain(new URL(url).password);
     expect((await checkData(cfg(), {})).status).toBe('fail');
     const wrong = new URL(url);
     wrong.password = 'nope-nope';
-    const bad = await checkData(cfg(wrong.toString()));
+    const bad = await checkData(cfg(wrong.toString()), {});
     expect(bad).toMatchObject({ status: 'fail', detail: expect.stringMatching(/refused the login/) });
     expect(bad.detail).not.toContain('nope-nope');
+  });
+
+  it('refuses an admin that may not grant CONNECT where PUBLIC has none: the databases\' roles could not log in', async () => {
+    const db = `noconnect_${process.pid}_${Date.now() % 100000}`;
+    const role = `${db}_admin`;
+    await superuser(async (c) => {
+      await c.query(`CREATE DATABASE ${db}`);
+      await c.query(`CREATE ROLE ${role} LOGIN CREATEROLE PASSWORD 'admin-only-password'`);
+      await c.query(`REVOKE ALL ON DATABASE ${db} FROM PUBLIC`);
+      await c.query(`GRANT CONNECT, CREATE ON DATABASE ${db} TO ${role}`);
+    });
+    const at = new URL(url);
+    at.pathname = `/${db}`;
+    at.username = role;
+    at.password = 'admin-only-password';
+    try {
+      const cfg = { data: { provider: 'postgres', url: at.toString() } } as unknown as ProjectConfig;
+      expect(await checkData(cfg, {})).toMatchObject({ status: 'fail', detail: expect.stringContaining(`may not grant CONNECT on database ${db}, and PUBLIC has no CONNECT there`) });
+      // Its owner, it may: the daemon grants each database's roles CONNECT.
+      await superuser((c) => c.query(`ALTER DATABASE ${db} OWNER TO ${role}`));
+      expect((await checkData(cfg, {})).status).toBe('ok');
+      const d = await start({ url: at.toString() });
+      try {
+        expect((await d.api('POST', '/api/v1/data', { body: { name: 'owned', schema: SHOP } })).status).toBe(201);
+        expect((await d.api('POST', '/api/v1/data/owned/query', { body: { sql: 'SELECT count(*) AS n FROM customers' } })).body.data.rows).toEqual([{ n: 0 }]);
+        await d.api('DELETE', '/api/v1/data/owned');
+      } finally {
+        await d.close();
+      }
+    } finally {
+      await superuser((c) => c.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`));
+      await superuser((c) => c.query(`DROP ROLE IF EXISTS ${role}`));
+    }
+  });
+
+  it("a state kept in the data's own database under another role keeps the session locks its migrations take", async () => {
+    const db = `same_${process.pid}_${Date.now() % 100000}`;
+    const role = `${db}_state`;
+    await superuser((c) => c.query(`CREATE DATABASE ${db}`));
+    const at = new URL(url);
+    at.pathname = `/${db}`;
+    await superuser(async (c) => {
+      await c.query(`CREATE ROLE ${role} LOGIN PASSWORD 'state-only-password'`);
+      await c.query(`GRANT CREATE ON SCHEMA public TO ${role}`);
+    }, at.toString());
+    const state = new URL(at);
+    state.username = role;
+    state.password = 'state-only-password';
+    const env = { SVC_STATE_URL: state.toString(), SVC_VAULT_KEY: 'ef'.repeat(32) };
+    try {
+      const first = await startTestDaemon({ config: { data: { provider: 'postgres', url: at.toString() } }, env, keepRoot: true });
+      await first.close();
+      const can = await superuser(async (c) => (await c.query(`SELECT has_function_privilege('public', 'pg_try_advisory_lock(bigint)', 'EXECUTE') AS pub, has_function_privilege($1, 'pg_try_advisory_lock(bigint)', 'EXECUTE') AS st, has_function_privilege($1, 'lo_create(oid)', 'EXECUTE') AS lo`, [role])).rows[0], at.toString());
+      expect(can).toEqual({ pub: false, st: true, lo: false });
+      // Started again, its migrations take MIGRATE_LOCK as that role.
+      const again = await startTestDaemon({ root: first.root, env });
+      await again.close();
+    } finally {
+      await superuser((c) => c.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`));
+      await superuser((c) => c.query(`DROP ROLE IF EXISTS ${role}`));
+    }
   });
 
   it('takes the URL from SVC_DATA_URL', async () => {

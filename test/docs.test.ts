@@ -27,8 +27,11 @@ const openApiPath = 'docs/openapi.json';
  * The ceiling of the committed document. It stood at 250,000 until the board's six operations
  * (issue 23: its page, files, login exchange and the three session operations, 9 kB together)
  * took the document from 249,749 bytes to about 259,000; the ceiling moved with them, by 20 kB.
+ * Issue 30 added 11 kB (258,897 → 270,075): the Responses request schema declaring every tool and
+ * input item type Codex sends (7.9 kB), GET /v1/models/{model}, GET /api/v1/status/setup (3.3 kB).
+ * The ceiling moved to 280,000 with them; what a change adds beyond it is a change to look at.
  */
-const MAX_BYTES = 270_000;
+const MAX_BYTES = 280_000;
 
 /** Every $ref anywhere in `v`. */
 function refs(v: unknown, out: string[] = []): string[] {
@@ -99,6 +102,14 @@ describe('OpenAPI', () => {
       }
       expect(op.responses[String(r.status ?? 200)]).toBeDefined();
     }
+  });
+
+  it("names the data provider's dialect where an endpoint takes SQL", () => {
+    const query = (served.doc.paths['/api/v1/data/{resource}/query'].post as { description: string }).description;
+    expect(query).toContain('data.provider');
+    expect(query).toMatch(/SQLite by default, `\?` placeholders/);
+    expect(query).toMatch(/PostgreSQL with provider postgres, `\$1`…`\$n` placeholders/);
+    expect(query).not.toMatch(/^SQLite dialect/);
   });
 
   it('names each shared schema once under components.schemas and refers to it everywhere else', () => {

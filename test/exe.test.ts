@@ -1,7 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageVersion } from '../src/lib/version.js';
@@ -11,6 +10,7 @@ import { collect } from './sse-collector.js';
 import { childrenOf } from './procs.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
+import { tempDir } from './temp.js';
 
 // The single executable (npm run build:exe) as a user gets it: built from this checkout with the
 // node running the tests (and the native addons built for it), copied alone into an empty folder,
@@ -18,7 +18,7 @@ import { startReceiver, type Receiver } from './webhook-receiver.js';
 // daemon, its webhook thread, a data query in its child process, SSE, MCP, the board and a clean SIGTERM.
 
 const REPO = new URL('..', import.meta.url).pathname;
-const work = mkdtempSync(join(tmpdir(), 'svc-exe-'));
+const work = tempDir('svc-exe-');
 const alone = join(work, 'alone');
 const exe = join(alone, process.platform === 'win32' ? 'svc.exe' : 'svc');
 const home = join(work, 'home');

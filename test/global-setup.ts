@@ -1,13 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { chmodSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { EVENT_NAMES } from '../src/events/registry.js';
 import { configDir } from '../src/resources/vault/master-key.js';
 import { makeEmittedDir, neverEmitted, readEmitted, removeEmittedDir } from './event-coverage.js';
-import { changes, homeEnv, snapshot, testHome } from './home-guard.js';
+import { changes, homeEnv, inTestHome, leftovers, snapshot, testHome, testTmp } from './home-guard.js';
 import { startTestPostgres } from './pg-server.js';
 
 declare module 'vitest' {
@@ -50,6 +50,13 @@ async function setupOnce(project: TestProject): Promise<{ pg: Awaited<ReturnType
     throw new Error(`vitest.config.ts must give the tests the run's own home (${home}) and SVC_CONFIG_DIR, not ${project.config.env.HOME}`);
   }
   mkdirSync(home, { recursive: true });
+  // The run's temp dir, named like the home (never a path from the config). Traversable by others:
+  // a test's PostgreSQL runs as the postgres user when the suite runs as root.
+  const tmp = testTmp();
+  if (project.config.env.TMPDIR !== tmp) throw new Error(`vitest.config.ts must give the tests the run's own TMPDIR (${tmp}), not ${project.config.env.TMPDIR}`);
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  chmodSync(tmp, 0o711);
   const real = realConfigDirs();
   const before = snapshot(real);
   // One real PostgreSQL for the whole run, shared by the Postgres provider's tests (pg-server.ts).
@@ -60,9 +67,11 @@ async function setupOnce(project: TestProject): Promise<{ pg: Awaited<ReturnType
       if ('stop' in pg) pg.stop();
       checkEveryEventEmitted(project, dir);
       checkRealHomeUntouched(real, before);
+      checkNothingLeftInTmp(tmp);
     } finally {
       removeEmittedDir(dir);
       rmSync(home, { recursive: true, force: true });
+      rmSync(tmp, { recursive: true, force: true });
     }
   };
   return { pg, dir, teardown };
@@ -77,8 +86,22 @@ function realConfigDirs(): string[] {
   const dirs = [configDir({ ...process.env, SVC_CONFIG_DIR: undefined }), join(userInfo().homedir, '.config', 'svc')];
   // A run started by a test of another run (scripts/test-keychain.sh) has that run's home as its
   // HOME: the outer run's daemons write there meanwhile, and the outer run guards the real dirs.
-  const otherRun = join(tmpdir(), 'svc-test-home-');
-  return [...new Set(dirs.map((d) => resolve(d)))].filter((d) => !d.startsWith(otherRun));
+  return [...new Set(dirs.map((d) => resolve(d)))].filter((d) => !inTestHome(d));
+}
+
+/**
+ * Fails the run when a test left something in the run's temp dir (which is then removed all the
+ * same, so the system's temp dir keeps nothing of the run). Other runs on the machine have their
+ * own temp dirs: what is counted here is this run's alone.
+ */
+function checkNothingLeftInTmp(tmp: string): void {
+  const left = leftovers(tmp);
+  if (!left.length) return;
+  console.error(
+    `\nTemp guard: the run left ${left.length} entr${left.length === 1 ? 'y' : 'ies'} in its temp dir (${tmp}): ${left.join(', ')}.\n` +
+      'A test made them and did not remove them: make them with tempDir() (test/temp.ts, removed after the file) or remove them in the test.\n',
+  );
+  process.exitCode = 1;
 }
 
 /** Fails the run when a test wrote to the real svc config dir (a master-key file, say). */

@@ -1,12 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startDaemon, type Daemon, type DaemonOptions } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { readLocalKey } from '../src/state-dir.js';
 import { recordEmitted } from './event-coverage.js';
 import { stateEnv } from './state-pg.js';
+import { tempDir } from './temp.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -27,16 +27,9 @@ export interface TestDaemon {
   close(): Promise<void>;
 }
 
-const made: string[] = [];
-
-/** Removes every temp project this test file made (test/setup.ts runs it after each file). */
-export function removeProjects(): void {
-  for (const root of made.splice(0)) rmSync(root, { recursive: true, force: true });
-}
-
+/** A temp project, removed when the test file ends (test/temp.ts). */
 export function makeProject(config: Record<string, unknown> = {}, files: Record<string, string> = {}): string {
-  const root = mkdtempSync(join(tmpdir(), 'svc-test-'));
-  made.push(root);
+  const root = tempDir('svc-test-');
   writeFileSync(join(root, 'project.json'), JSON.stringify({ name: 'test-project', ...config }, null, 2));
   for (const [p, content] of Object.entries(files)) {
     mkdirSync(dirname(join(root, p)), { recursive: true });

@@ -10,6 +10,21 @@ import { join, sep } from 'node:path';
 /** The home every test worker and child process of this run sees (one per run: the runner's pid). */
 export const testHome = (runnerPid: number = process.pid): string => join(tmpdir(), `svc-test-home-${runnerPid}`);
 
+/**
+ * The run's own temp dir, the TMPDIR of every test worker and of the processes they start: what a
+ * test makes "in the temp dir" lands there, so the global teardown can tell this run's leftovers
+ * from those of other runs on the machine, fail on them, and leave nothing in the system's.
+ */
+export const testTmp = (runnerPid: number = process.pid): string => join(tmpdir(), `svc-test-tmp-${runnerPid}`);
+
+/** A path inside some run's test home (this run's, or the outer run's of a nested one): never a real config dir. */
+export const inTestHome = (path: string): boolean => /[\\/]svc-test-home-\d+([\\/]|$)/.test(path);
+
+/** What a run left in its temp dir: each entry something a test, or a process it started, made and did not remove. */
+export function leftovers(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir).sort() : [];
+}
+
 /** The environment that points a test process's home, XDG dirs and svc config dir at `home`. */
 export function homeEnv(home: string): Record<string, string> {
   return {

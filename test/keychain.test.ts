@@ -1,11 +1,11 @@
 import { AsyncEntry } from '@napi-rs/keyring';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEntry } from '../src/resources/vault/service.js';
 import { startTestDaemon } from './harness.js';
+import { tempDir } from './temp.js';
 
 // Needs a Secret Service. scripts/test-keychain.sh starts gnome-keyring in a private D-Bus session
 // and runs this file there with SVC_TEST_KEYCHAIN=1. Under a plain `npm test`, this file runs that
@@ -29,7 +29,11 @@ describe.runIf(!enabled && tools)('keychain test under a private D-Bus session',
 const entry = (account: string) => new AsyncEntry('svc', account, { linux: { store: 'secret-service' } });
 
 describe.skipIf(!enabled)('vault master key in the OS keychain', () => {
-  const cfg = mkdtempSync(join(tmpdir(), 'svc-cfg-'));
+  // Made when the tests run, not when the file is collected: a skipped file runs no hook that could remove it.
+  let cfg = '';
+  beforeAll(() => {
+    cfg = tempDir('svc-cfg-');
+  });
   const accounts: string[] = [];
   afterAll(async () => {
     for (const a of accounts) await entry(a).deletePassword().catch(() => undefined);

@@ -112,6 +112,18 @@ describe('MCP over Streamable HTTP (the SDK client)', () => {
     expect(text(bad)).toContain('input.title');
     expect(text(bad)).toContain('input.colour');
 
+    // Worded by REST's own function: the same message and details as POST /api/v1/tasks gives the
+    // same body, with `input` for `body` (each unknown key named on its own).
+    const wrong = { title: '', colour: 'red', size: 3, priority: 'asap' };
+    const rest = await d.api('POST', '/api/v1/tasks', { body: wrong });
+    expect(rest.status).toBe(400);
+    const byTool = await client.callTool({ name: 'task_create', arguments: wrong });
+    const asTool = (v: string) => v.replace(/\bbody\./g, 'input.');
+    const said = (byTool._meta as { 'svc/error': { message: string; details: { path: string; message: string }[] } })['svc/error'];
+    expect(said.message).toBe(asTool(rest.body.error));
+    expect(said.details).toEqual(rest.body.details.map((x: { path: string; message: string }) => ({ path: asTool(x.path), message: x.message })));
+    expect(said.details.map((x) => x.path)).toEqual(expect.arrayContaining(['input.colour', 'input.size', 'input.title', 'input.priority']));
+
     const wrongLease = await client.callTool({ name: 'task_heartbeat', arguments: { taskId: task.id, leaseId: 'not-a-lease' } });
     expect(text(wrongLease)).toMatch(/^Error conflict \(409\)/);
 

@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from './temp.js';
 
 // The package as a user gets it: `npm pack`, then `npm install -g` of the tarball into a prefix of
 // its own, then the installed `svc` and two consumers built against the installed types.
@@ -46,7 +47,7 @@ let prefix: string;
 let installMs = 0;
 
 beforeAll(async () => {
-  work = mkdtempSync(join(tmpdir(), 'svc-pkg-'));
+  work = tempDir('svc-pkg-');
   // The global setup has just built dist/: without --ignore-scripts `prepare` would compile it again.
   const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: repo, env: npmEnv(), maxBuffer: 16 << 20 });
   packed = (JSON.parse(stdout) as Packed[])[0]!;

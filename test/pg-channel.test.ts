@@ -1,13 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { openPostgresState } from '../src/db/open.js';
 import { PgStateDb, PgStateError, StateUnavailableError } from '../src/db/pg/sync.js';
 import { freshStateDatabase } from './state-pg.js';
+import { tempDir } from './temp.js';
 
 // The state bridge's two channels (src/db/pg/channel.ts) against the run's real PostgreSQL: the
 // values each gives the stores, answers bigger than the shared buffer, errors, reads that do not
@@ -197,7 +197,7 @@ describe.each(['libpq', 'pg'] as const)('the %s channel', (driver) => {
 
 it.skipIf(noPg)('without koffi, auto falls back to pg, and driver "libpq" says why it cannot start', async () => {
   const url = await freshStateDatabase();
-  const dir = mkdtempSync(join(tmpdir(), 'svc-no-libpq-'));
+  const dir = tempDir('svc-no-libpq-');
   // Preloaded in the process and in its threads: `koffi` is not found, as where the optional dependency was left out.
   const preload = join(dir, 'no-libpq.cjs');
   writeFileSync(preload, `const M = require('node:module'); const resolve = M._resolveFilename; M._resolveFilename = function (r, ...a) { if (/^koffi(\\/|$)/.test(r)) throw new Error('Cannot find module ' + r); return resolve.call(this, r, ...a); };`);

@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readDaemonInfo, readLocalKey } from '../src/state-dir.js';
@@ -8,6 +7,7 @@ import { verifyWebhook } from '../src/resources/webhooks/verify.js';
 import { SVC } from './cli-helpers.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
 import { pidAlive } from '../src/lib/proc.js';
+import { tempDir } from './temp.js';
 
 // The README's quick start, followed command by command on a fresh temp project: the ```sh blocks
 // of "Use the CLI" and "Call the API" are read from README.md itself (not copied here), so a README
@@ -258,8 +258,8 @@ process.stdout.write(await res.text());
 `;
 
 class Session {
-  readonly root = mkdtempSync(join(tmpdir(), 'svc-quickstart-'));
-  private readonly bin = mkdtempSync(join(tmpdir(), 'svc-quickstart-bin-'));
+  readonly root = tempDir('svc-quickstart-');
+  private readonly bin = tempDir('svc-quickstart-bin-');
   /** Shell assignments seen so far (`KEY=$(cat .svc/local.key)`), run before each later command. */
   private prelude = '';
   /** Every daemon this project has had, in order. */

@@ -1,8 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from './temp.js';
 import { agentCli } from './agent-clis.js';
 import { FakeClock } from './fake-clock.js';
 import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
@@ -17,15 +16,7 @@ import * as R from './scripted-responses.js';
 const claude = agentCli('claude');
 const codex = agentCli('codex');
 
-const temps: string[] = [];
-const temp = (prefix: string): string => {
-  const dir = mkdtempSync(join(tmpdir(), `svc-${prefix}-`));
-  temps.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+const temp = (prefix: string): string => tempDir(`svc-${prefix}-`);
 
 const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
 

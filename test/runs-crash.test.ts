@@ -1,9 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from './temp.js';
 import { startTimeOf } from '../src/lib/proc.js';
 import { readLocalKey } from '../src/state-dir.js';
 import { agentCli } from './agent-clis.js';
@@ -19,10 +17,6 @@ import * as A from './scripted-anthropic.js';
 const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', import.meta.url));
 const claude = agentCli('claude');
 
-const temps: string[] = [];
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
 
 const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
 
@@ -96,8 +90,7 @@ describe('a daemon killed while a run works', () => {
     const up = await A.startScriptedAnthropic();
     try {
       const root = gitProject();
-      const config = mkdtempSync(join(tmpdir(), 'svc-claude-config-'));
-      temps.push(config);
+      const config = tempDir('svc-claude-config-');
       up.script({ hang: true }, { blocks: [A.text('Finished after the crash.')] });
       const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: config };
       const r = await crashAndRecover(root, { name: 'cody', model: 'anthropic/claude-opus-4-8', runtime: { kind: 'claude', command: claude!.path, env } }, 'crash test', async (url, key, taskId) => {

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,7 @@ import { renderLaunchdPlist, renderSystemdUnit, serviceNames, type ServiceSpec }
 import { readDaemonInfo, runningDaemon } from '../src/state-dir.js';
 import { exited, SVC, svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
+import { tempDir } from './temp.js';
 
 const FAKE_BIN = fileURLToPath(new URL('./fixtures/service/bin', import.meta.url));
 const hash8 = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 8);
@@ -129,7 +130,7 @@ WantedBy=default.target
 
   // systemd itself parses the unit: unbalanced quotes, or an executable it would mangle, fail here.
   it.skipIf(!has('systemd-analyze'))('passes systemd-analyze verify with spaces, %, $ and quotes in its paths', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-unit-'));
+    const dir = tempDir('svc-unit-');
     const nodeDir = join(dir, 'n o%d$e');
     mkdirSync(nodeDir);
     const node = join(nodeDir, 'node');
@@ -206,7 +207,7 @@ function unitWords(value: string): string[] {
 
 /** A home, a config dir and a log of the fake systemctl/journalctl/loginctl calls, for one test. */
 function sandbox(fake: Record<string, string> = {}) {
-  const home = mkdtempSync(join(tmpdir(), 'svc-home-'));
+  const home = tempDir('svc-home-');
   const log = join(home, 'calls.log');
   const env = { PATH: `${FAKE_BIN}:${process.env.PATH}`, HOME: home, XDG_CONFIG_HOME: join(home, 'cfg'), FAKE_LOG: log, USER: 'tester', ...fake };
   return {
@@ -288,17 +289,18 @@ describe.runIf(process.platform === 'linux')('svc service (fake systemctl, journ
     expect(s.calls().filter((c) => c.includes('restart'))).toHaveLength(1);
   });
 
-  it('without a user service manager: exit 1, the enable-linger hint, nothing written', async () => {
+  it('without a user service manager: exit 1, the enable-linger hint and `svc serve --detach`, nothing written', async () => {
     const s = sandbox({ FAKE_NO_BUS: '1', FAKE_LOGIN: 'none' });
     const r = await svc(['service', 'install'], { cwd: project, env: s.env });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('systemctl --user cannot reach a user service manager (Failed to connect to bus: No medium found)');
     expect(r.stderr).toContain('no login session for tester');
     expect(r.stderr).toContain('`sudo loginctl enable-linger tester`');
+    expect(r.stderr).toContain('or run the daemon without a service: `svc serve --detach`');
     expect(existsSync(s.unitDir)).toBe(false);
 
     const json = await svc(['service', 'install', '--json'], { cwd: project, env: s.env });
-    expect(JSON.parse(json.stderr)).toEqual({ code: 'error', error: expect.stringContaining('cannot reach a user service manager'), hint: expect.stringContaining('enable-linger tester') });
+    expect(JSON.parse(json.stderr)).toEqual({ code: 'error', error: expect.stringContaining('cannot reach a user service manager'), hint: expect.stringMatching(/enable-linger tester.*`svc serve --detach`/) });
 
     // With a session (a manager that is only unreachable from here), no linger advice.
     const session = sandbox({ FAKE_NO_BUS: '1' });
@@ -306,6 +308,7 @@ describe.runIf(process.platform === 'linux')('svc service (fake systemctl, journ
     expect(s2.code).toBe(1);
     expect(s2.stderr).not.toContain('enable-linger');
     expect(s2.stderr).toContain('XDG_RUNTIME_DIR');
+    expect(s2.stderr).toContain('`svc serve --detach`');
   });
 
   it('status says whether the unit is installed, and asks systemd only when it is', async () => {

@@ -44,10 +44,10 @@ describe('svc tasks', () => {
     expect(claim.code, claim.stderr).toBe(0);
     expect(claim.stdout).toContain(`claimed by ana; task ${task.id.slice(-8)} is now in_progress (ana); lease `);
 
-    const illegal = await svc('tasks', 'mv', task.id, 'done');
+    const illegal = await svc('tasks', 'mv', task.id, 'pending');
     expect(illegal.code).toBe(1);
     expect(illegal.stderr).toContain('invalid_transition');
-    expect(illegal.stderr).toContain('from in_progress to done');
+    expect(illegal.stderr).toContain('from in_progress to pending');
 
     const fail = await svc('tasks', 'mv', task.id, 'failed', '--result', '{"exit":1}', '--json');
     expect(fail.code, fail.stderr).toBe(0);

@@ -314,6 +314,38 @@ describe('claims', () => {
   });
 });
 
+describe('in_progress → done, as the reference lists it', () => {
+  it('is legal by default: one task:transition {taskId, from, to}, the result kept, the lease ended', async () => {
+    const task = await createTask({ title: 'small fix' });
+    const claim = await d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } });
+    expect(claim.status).toBe(200);
+    const before = lastEventId();
+    const res = await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'done', expectedFrom: 'in_progress', leaseId: claim.body.data.leaseId, result: { ok: true } } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ status: 'done', result: { ok: true }, leaseExpiresAt: null });
+    expect(eventsAfter(before)).toEqual([{ name: 'task:transition', data: { taskId: task.id, from: 'in_progress', to: 'done' } }]);
+  });
+
+  it('with tasks.requireReview it is a 409 naming the setting, and work goes through review', async () => {
+    const strict = await startTestDaemon({ config: { tasks: { requireReview: true } } });
+    try {
+      const task = (await strict.api('POST', '/api/v1/tasks', { body: { title: 'reviewed work' } })).body.data;
+      for (const to of ['assigned', 'in_progress']) expect((await strict.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to } })).status).toBe(200);
+      const before = strict.daemon.app.events.lastId();
+      const refused = await strict.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'done' } });
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('invalid_transition');
+      expect(refused.body.error).toContain('tasks.requireReview');
+      expect(refused.body.error).toContain('from in_progress to done');
+      expect(strict.daemon.app.events.since(before, 10)).toEqual([]);
+      expect((await strict.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('in_progress');
+      for (const to of ['review', 'done']) expect((await strict.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to } })).status).toBe(200);
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
 describe('transition listeners', () => {
   it('hear every transition, claims included, inside the transaction', async () => {
     const heard: TaskTransition[] = [];

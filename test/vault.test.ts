@@ -1,7 +1,6 @@
 import Database from '../src/db/sqlite.js';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/kernel/errors.js';
@@ -10,9 +9,9 @@ import { serve, svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 import { statePg } from './state-pg.js';
+import { tempDir } from './temp.js';
 
 const hexKey = () => randomBytes(32).toString('hex');
-const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
 
 /** A daemon whose master key comes from SVC_VAULT_KEY, with the keychain and the real home out of reach. */
 function envKeyEnv(key: string, configDir = tempDir('svc-cfg-')): Record<string, string> {

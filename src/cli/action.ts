@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError, UnreachableError } from '../client/client.js';
 import { cliDetails, cliText } from './api-words.js';
-import { CliError, cliContext, EXIT, NoDaemonError, UsageError, type CliContext, type GlobalOptions } from './context.js';
+import { Cancelled, CliError, cliContext, EXIT, NoDaemonError, UsageError, type CliContext, type GlobalOptions } from './context.js';
 import { io } from './io.js';
 import { err, style } from './output.js';
 import { InvalidOptions } from './validate.js';
@@ -19,6 +19,7 @@ function describe(e: unknown): { code: string; message: string; hint?: string; s
   if (e instanceof NoDaemonError) return { code: 'unreachable', message: e.message, hint: e.hint, details: [], exit: EXIT.unreachable };
   if (e instanceof InvalidOptions) return { code: 'invalid_request', message: e.message, details: e.details, exit: EXIT.usage };
   if (e instanceof UsageError) return { code: 'usage', message: e.message, hint: e.hint, details: [], exit: EXIT.usage };
+  if (e instanceof Cancelled) return { code: 'cancelled', message: e.message, details: [], exit: EXIT.cancelled };
   if (e instanceof CliError) return { code: 'error', message: e.message, hint: e.hint, details: [], exit: EXIT.api };
   return { code: 'error', message: (e as Error)?.message ?? String(e), details: [], exit: EXIT.api };
 }
@@ -42,6 +43,8 @@ export function fail(e: unknown, json = false, cmd?: Command): void {
     err(JSON.stringify(body) + '\n');
     return;
   }
+  // A "no" at a confirmation is the person's choice, not a failure: no red "error".
+  if (e instanceof Cancelled) return void err(`${d.message}\n`);
   err(`${style.red('error')} ${d.status ? `${d.code} (${d.status}): ` : ''}${d.message}\n`);
   for (const x of d.details) err(`  ${x.path}: ${x.message}\n`);
   if (d.hint) err(`${style.dim('hint:')} ${d.hint}\n`);

@@ -1,12 +1,13 @@
 import { createInterface } from 'node:readline';
-import { UsageError } from './context.js';
+import { Cancelled, UsageError } from './context.js';
 import { io } from './io.js';
 import { err, style } from './output.js';
 
 /**
  * Asks before a destructive command. --yes answers for the user; on a TTY the user is asked (only
- * "y" or "yes" proceeds); without a TTY and without --yes the command refuses (exit 2) rather than
- * wait for an answer that cannot come, or proceed silently.
+ * "y" or "yes" proceeds, anything else cancels: exit 1, said plainly, not as an error); without a
+ * TTY and without --yes the command refuses (exit 2) rather than wait for an answer that cannot
+ * come, or proceed silently.
  */
 export async function confirm(question: string, yes: boolean, command: string): Promise<void> {
   if (yes) return;
@@ -21,5 +22,5 @@ export async function confirm(question: string, yes: boolean, command: string): 
     rl.once('close', () => resolve(''));
   });
   rl.close();
-  if (!/^y(es)?$/i.test(answer.trim())) throw new UsageError('cancelled; nothing was changed');
+  if (!/^y(es)?$/i.test(answer.trim())) throw new Cancelled('cancelled; nothing was changed');
 }

@@ -21,8 +21,8 @@ export interface CliContext {
   client: SvcClient;
 }
 
-/** Exit codes of the CLI (DESIGN section 8). */
-export const EXIT = { ok: 0, api: 1, usage: 2, unreachable: 3 } as const;
+/** Exit codes of the CLI (DESIGN section 8); a confirmation answered "no" exits 1, as a refusal does. */
+export const EXIT = { ok: 0, api: 1, cancelled: 1, usage: 2, unreachable: 3 } as const;
 
 /** An error the CLI explains itself: a message, and what to do about it. */
 export class CliError extends Error {
@@ -36,6 +36,9 @@ export class CliError extends Error {
 
 /** A problem with what the user typed, found before any request: exit 2. */
 export class UsageError extends CliError {}
+
+/** The person answered "no" to a confirmation: nothing went wrong, so it is said plainly, exit 1. */
+export class Cancelled extends CliError {}
 
 /** Nothing to talk to: not in a project, or its daemon is not running. Exit 3 with a hint. */
 export class NoDaemonError extends CliError {}

@@ -100,6 +100,13 @@ export const ProjectConfigSchema = z.object({
       maxTurns: z.int().min(1).max(64).default(8).describe('Upstream calls one orchestrated chat may make (each tool round is one).'),
     })
     .prefault({}),
+  envFile: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "A private file (yours, mode 600) of NAME=value lines setting SVC_STATE_URL, SVC_DATA_URL and SVC_VAULT_KEY, relative to the project; the daemon and the CLI (svc restart, svc doctor, svc state) read it, and a variable set in the environment wins. Unset: <config dir>/projects/<name>.env when it exists. Applies at the next start.",
+    ),
   state: z
     .strictObject({
       provider: z
@@ -109,12 +116,12 @@ export const ProjectConfigSchema = z.object({
       url: z
         .string()
         .optional()
-        .describe("The PostgreSQL URL for provider postgres (postgres://user:password@host:5432/db); else $SVC_STATE_URL. Prefer the environment variable: the URL holds a password. Never logged (shown masked)."),
+        .describe("The PostgreSQL URL for provider postgres (postgres://user:password@host:5432/db); else $SVC_STATE_URL (from the environment or envFile). Prefer those: the URL holds a password. Never logged (shown masked)."),
       vaultKeyFile: z
         .string()
         .min(1)
         .optional()
-        .describe("With provider postgres: a file holding the vault's master key (32 bytes, base64), relative to the project; else $SVC_VAULT_KEY. Every daemon on one database needs the same key; the OS keychain is never used for it."),
+        .describe("With provider postgres: a file holding the vault's master key (64 hexadecimal characters, or 32 bytes in base64), relative to the project, used when $SVC_VAULT_KEY is not set (in the environment or envFile). Every daemon on one database needs the same key; the OS keychain is never used for it."),
       statementTimeoutMs: z.int().min(100).max(600_000).default(10_000).describe('With provider postgres: a state statement running longer fails (503 unavailable).'),
       driver: z
         .enum(['auto', 'libpq', 'pg'])
@@ -131,7 +138,7 @@ export const ProjectConfigSchema = z.object({
       url: z
         .string()
         .optional()
-        .describe("The PostgreSQL admin role's URL (postgres://user:password@host:5432/db), for provider postgres; else $SVC_DATA_URL. Prefer the environment variable: the URL holds a password. Never logged (shown masked)."),
+        .describe("The PostgreSQL admin role's URL (postgres://user:password@host:5432/db), for provider postgres; else $SVC_DATA_URL (from the environment or envFile). Prefer those: the URL holds a password. Never logged (shown masked)."),
       pool: z
         .strictObject({
           admin: z.int().min(1).max(64).default(4).describe('Connections of the admin role (provisioning, migrations; never caller SQL).'),
@@ -180,6 +187,10 @@ export const ProjectConfigSchema = z.object({
   tasks: z
     .strictObject({
       leaseSeconds: z.int().min(5).max(7 * 24 * 3600).default(900).describe('How long a claim holds a task without a heartbeat.'),
+      requireReview: z
+        .boolean()
+        .default(false)
+        .describe('Every task passes review: in_progress → done is refused (409 invalid_transition naming this setting), so work goes in_progress → review → done.'),
     })
     .prefault({}),
   runner: z

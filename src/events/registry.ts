@@ -132,7 +132,7 @@ export const CATEGORIES = {
   session: {
     description: 'Chat sessions.',
     events: {
-      started: ev('A chat session was started (a call without x-session-id, or with a new one).', { sessionId: z.string(), agent: z.string().nullable(), model: z.string() }),
+      started: ev('A chat session was started (a call without a session id, or with a new one: x-session-id, or Codex\'s thread-id on /v1/responses).', { sessionId: z.string(), agent: z.string().nullable(), model: z.string() }),
     },
   },
   run: {

@@ -111,6 +111,15 @@ function sendJsonText(res: ServerResponse, status: number, data: JsonText, heade
   res.end(OK_TAIL);
 }
 
+/**
+ * The one wording of a validation failure, REST's and the agent tools' alike: one line naming
+ * each field at fault and why, and the same as details.
+ */
+export function invalidRequest(details: ErrorDetail[], code: 'invalid_request' | 'data_invalid' = 'invalid_request'): AppError {
+  return new AppError(code, `Invalid request: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, { details });
+}
+
+/** What a zod error says, field by field; `where` is the request part (body, query) or the tool's input. */
 export function zodDetails(where: string, error: z.ZodError): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   for (const issue of error.issues) {
@@ -284,11 +293,8 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       });
       if (raw !== NO_BODY && !isEmptyObject(raw)) details.push({ path: 'body', message: 'This endpoint takes no body.' });
     }
-    if (details.length) {
-      const summary = details.map((d) => `${d.path}: ${d.message}`).join('; ');
-      // Application-database endpoints answer their own 400 code (DESIGN section 3).
-      throw new AppError(route.scope === 'data' ? 'data_invalid' : 'invalid_request', `Invalid request: ${summary}`, { details });
-    }
+    // Application-database endpoints answer their own 400 code (DESIGN section 3).
+    if (details.length) throw invalidRequest(details, route.scope === 'data' ? 'data_invalid' : 'invalid_request');
 
     const headers: Record<string, string> = {};
     let status = route.status ?? 200;

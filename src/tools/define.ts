@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { App } from '../app.js';
 import type { Principal } from '../kernel/auth.js';
 import { AppError, type ErrorCode, type ErrorDetail } from '../kernel/errors.js';
+import { invalidRequest, zodDetails } from '../kernel/server.js';
 
 // What an agent tool is: one definition read by every door (MCP over HTTP, `svc mcp` through it,
 // the chat orchestrator), so a tool's name, schema and behaviour cannot differ between them.
@@ -73,14 +74,8 @@ export function runTool(tool: AnyTool, ctx: ToolContext, args: unknown): ToolRes
     return failure(new AppError('forbidden', `Tool ${tool.name} changes state; this API key may only call read-only tools (apiKeys[].tools is "read").`));
   }
   const parsed = tool.input.safeParse(args ?? {});
-  if (!parsed.success) {
-    const details = parsed.error.issues.map((i) =>
-      i.code === 'unrecognized_keys'
-        ? { path: ['input', ...i.path.map(String), ...i.keys].join('.'), message: 'Unknown property; it is not allowed here.' }
-        : { path: ['input', ...i.path.map(String)].join('.'), message: i.message },
-    );
-    return failure(new AppError('invalid_request', `Invalid input: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, { details }));
-  }
+  // Worded as REST words a body it refuses, with `input` where REST says `body`.
+  if (!parsed.success) return failure(invalidRequest(zodDetails('input', parsed.error)));
   try {
     const out = tool.handler(ctx, parsed.data) as Record<string, unknown>;
     if (ctx.checkOutput) checkOutput(tool, out);

@@ -102,7 +102,7 @@ export const taskTools = [
     name: 'task_transition',
     title: 'Move a task',
     description:
-      'Move a task to another state. Legal moves: draft→pending; pending→assigned; assigned→in_progress; in_progress→review|failed; review→done|failed; failed→pending (a retry). Pass expectedFrom (the state you believe it is in) so a stale view fails instead of overwriting, leaseId when you hold the claim, result (any JSON) with review, done or failed, and reason to explain.',
+      'Move a task to another state. Legal moves: draft→pending; pending→assigned; assigned→in_progress; in_progress→review|done|failed (done only where the project does not set tasks.requireReview); review→done|failed; failed→pending (a retry). Pass expectedFrom (the state you believe it is in) so a stale view fails instead of overwriting, leaseId when you hold the claim, result (any JSON) with review, done or failed, and reason to explain.',
     input: TransitionIn.extend({ taskId }),
     output: z.object({ task: TaskOut }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },

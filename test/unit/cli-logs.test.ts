@@ -1,13 +1,13 @@
 import { getEventListeners } from 'node:events';
-import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { follow, tailLines } from '../../src/resources/system/logs-command.js';
+import { tempDir } from '../temp.js';
 
 describe('svc logs', () => {
   it('tailLines reads the last N lines from the end of a large file', () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'svc-logs-')), 'daemon.log');
+    const file = join(tempDir('svc-logs-'), 'daemon.log');
     writeFileSync(file, Array.from({ length: 20_000 }, (_, i) => `{"n":${i}}`).join('\n') + '\n');
     const { lines } = tailLines(file, 3);
     expect(lines).toEqual(['{"n":19997}', '{"n":19998}', '{"n":19999}']);
@@ -18,7 +18,7 @@ describe('svc logs', () => {
   });
 
   it('follow keeps one abort listener however many times it polls', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'svc-logs-')), 'daemon.log');
+    const file = join(tempDir('svc-logs-'), 'daemon.log');
     writeFileSync(file, '');
     const seen: string[] = [];
     const abort = new AbortController();
@@ -34,7 +34,7 @@ describe('svc logs', () => {
   });
 
   it('follow prints appended lines whole, and starts over when the file is rotated', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'svc-logs-')), 'daemon.log');
+    const file = join(tempDir('svc-logs-'), 'daemon.log');
     writeFileSync(file, 'old\n');
     const seen: string[] = [];
     const abort = new AbortController();

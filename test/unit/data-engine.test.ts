@@ -1,15 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DataFile } from '../../src/resources/data/engine.js';
+import { tempDir } from '../temp.js';
 
 // A write that reaches its commit after the request's deadline rolls back, so the daemon's 503
 // for a stopped statement ("nothing it did was kept") is true even when the statement finished
 // just as it was being stopped.
 
 describe('DataFile deadline', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-engine-'));
+  const dir = tempDir('svc-engine-');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const grants = { read: '*' as const, write: '*' as const };
 

@@ -1,6 +1,5 @@
 import Database from '../../src/db/sqlite.js';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/kernel/errors.js';
@@ -8,6 +7,7 @@ import { DataFile, type QueryRequest } from '../../src/resources/data/engine.js'
 import type { SchemaDefT } from '../../src/resources/data/schema.js';
 import { ShadowSchema } from '../../src/resources/data/shadow.js';
 import { checkMode, checkOps, checkShadow, gate, programTables, type ExplainRow } from '../../src/resources/data/sql-guard.js';
+import { tempDir } from '../temp.js';
 
 // The SQL guard's layers, each alone: for every kind of hostile statement, the layers meant to stop
 // it are shown to stop it without the others, so removing any one layer fails a test here. Then a
@@ -23,7 +23,7 @@ const SCHEMA: SchemaDefT = {
 
 let dir = '';
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-guard-'));
+  dir = tempDir('svc-guard-');
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,5 +1,4 @@
-import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/kernel/log.js';
@@ -7,6 +6,7 @@ import { DataRunner } from '../../src/resources/data/sql-runner.js';
 import { profilerArgs } from '../../src/resources/data/worker-process.js';
 import { eventually } from '../harness.js';
 import { ownDataWorkers as liveWorkers } from '../procs.js';
+import { tempDir } from '../temp.js';
 
 // The runner sends the requests of one event-loop turn to a worker in one IPC message; the worker
 // answers each before starting the next, so when one of them runs away only that one is blamed.
@@ -20,7 +20,7 @@ const LARGE = "SELECT n, printf('%.4000c', 'x') AS pad FROM (WITH RECURSIVE r(n)
 const codeOf = (p: Promise<unknown>) => p.then(() => 'ok', (e: { code?: string }) => e.code);
 
 const start = (timeoutMs: number, lines: string[] = []) => {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-runner-'));
+  const dir = tempDir('svc-runner-');
   runner = new DataRunner({ log: createLogger((l) => lines.push(l)), dir, statementTimeoutMs: () => timeoutMs });
   return { runner, dir };
 };
@@ -35,7 +35,7 @@ afterEach(async () => {
 describe('DataRunner', () => {
   it('in one message with a runaway read, the reads before it are answered, those after it are re-sent, and only it is 503', async () => {
     const lines: string[] = [];
-    runner = new DataRunner({ log: createLogger((l) => lines.push(l)), dir: mkdtempSync(join(tmpdir(), 'svc-runner-')), statementTimeoutMs: () => 1500 });
+    runner = new DataRunner({ log: createLogger((l) => lines.push(l)), dir: tempDir('svc-runner-'), statementTimeoutMs: () => 1500 });
     const key = '0190b5a0-0000-7000-8000-000000000001';
     const created = runner.call(key, { type: 'open', file: runner.fileOf(key), create: { tables: { t: { columns: { n: { type: 'integer' } } } } } }, { slow: true });
     // Queued while the open is in flight: all five leave together, behind it, in one message.
@@ -61,7 +61,7 @@ describe('DataRunner', () => {
   });
 
   it('closing while a runaway runs answers it and every read queued behind it', async () => {
-    runner = new DataRunner({ log: createLogger(() => undefined), dir: mkdtempSync(join(tmpdir(), 'svc-runner-')), statementTimeoutMs: () => 60_000 });
+    runner = new DataRunner({ log: createLogger(() => undefined), dir: tempDir('svc-runner-'), statementTimeoutMs: () => 60_000 });
     const key = '0190b5a0-0000-7000-8000-000000000002';
     await runner.call(key, { type: 'open', file: runner.fileOf(key), create: { tables: { t: { columns: { n: { type: 'integer' } } } } } }, { slow: true });
     const codes = [read(RUNAWAY), read('SELECT 2 AS n'), read('SELECT 3 AS n')].map((m) => runner!.call(key, m).then(() => 'ok', (e: { code?: string }) => e.code));
@@ -148,7 +148,7 @@ describe('DataRunner worker slots and exits', () => {
   });
 
   it('databases written without pause hand their slots on after a turn: one waiting for a slot is served', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-runner-'));
+    const dir = tempDir('svc-runner-');
     runner = new DataRunner({ log: createLogger(() => undefined), dir, statementTimeoutMs: () => 5000, maxWorkers: () => 2 });
     const r = runner;
     const [busy1, busy2, other] = [keyN(1), keyN(2), keyN(3)];
@@ -174,7 +174,7 @@ describe('DataRunner worker slots and exits', () => {
   it('a worker that cannot start is not started again at once, again and again', async () => {
     const lines: string[] = [];
     // A worker that dies at once, saying so (as one does whose memory limit is below node's own).
-    const dir = mkdtempSync(join(tmpdir(), 'svc-runner-'));
+    const dir = tempDir('svc-runner-');
     const entry = join(dir, 'dies.cjs');
     writeFileSync(entry, "process.stderr.write('cannot start\\n'); process.exit(1);\n");
     runner = new DataRunner({ log: createLogger((l) => lines.push(l)), dir, statementTimeoutMs: () => 1000, workerEntry: entry });

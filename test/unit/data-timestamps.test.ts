@@ -1,11 +1,11 @@
 import Database from '../../src/db/sqlite.js';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/kernel/errors.js';
 import { DataFile } from '../../src/resources/data/engine.js';
 import type { OperationT, SchemaDefT } from '../../src/resources/data/schema.js';
+import { tempDir } from '../temp.js';
 
 // A timestamp column holds one spelling of an instant (UTC, milliseconds, Z), whatever path wrote
 // it, so that comparing the text in SQL compares the instants. The batch path converts; raw SQL
@@ -77,7 +77,7 @@ const SQL_PATHS: Record<string, Path> = {
 };
 
 describe('timestamps mean one thing', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-ts-'));
+  const dir = tempDir('svc-ts-');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   let n = 0;
   const fresh = () => new DataFile(join(dir, `${++n}.sqlite`), SCHEMA);

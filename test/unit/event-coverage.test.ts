@@ -1,12 +1,12 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EVENT_NAMES } from '../../src/events/registry.js';
 import { flushEmitted, neverEmitted, readEmitted, recordEmitted } from '../event-coverage.js';
+import { tempDir } from '../temp.js';
 
 describe('event coverage check', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-coverage-unit-'));
+  const dir = tempDir('svc-coverage-unit-');
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('gathers the names every test file wrote and reports the catalog events none emitted', () => {

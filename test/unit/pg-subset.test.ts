@@ -16,7 +16,12 @@ type Mode = 'read' | 'write';
 /** The highest $n in `sql`, which is what a well-formed request sends that many params for. */
 const paramsOf = (sql: string): number => Math.max(0, ...[...sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
 
-const admit = (sql: string, mode: Mode = 'read', params = paramsOf(sql), tables = TABLES): Promise<PgAdmission> => admitPgSql(sql, mode, tables, params);
+/** The admission, less the text to run (the statement as sent, but for `?` placeholders: see 'parameters'). */
+const admit = async (sql: string, mode: Mode = 'read', params = paramsOf(sql), tables = TABLES): Promise<Omit<PgAdmission, 'sql'>> => {
+  const { sql: text, ...rest } = await admitPgSql(sql, mode, tables, params);
+  if (!sql.includes('?')) expect(text).toBe(sql);
+  return rest;
+};
 
 async function refusal(p: Promise<unknown>): Promise<AppError> {
   try {
@@ -399,6 +404,34 @@ describe('parameters', () => {
       const err = await refusal(admit(sql, 'read', count));
       expect([err.status, err.code, err.message, err.details]).toEqual([400, 'data_invalid', message, [{ path: 'body.params', message }]]);
     }
+  });
+});
+
+describe('? placeholders (as on SQLite)', () => {
+  const run = async (sql: string, params: number, mode: Mode = 'read') => (await admitPgSql(sql, mode, TABLES, params)).sql;
+
+  it('are numbered $1 … $n where the parser reads them as parameters, and nowhere else', async () => {
+    expect(await run('SELECT * FROM orders WHERE qty > ?', 1)).toBe('SELECT * FROM orders WHERE qty > $1');
+    expect(await run('SELECT * FROM orders WHERE qty=? AND item IN (?,?) LIMIT ?', 4)).toBe('SELECT * FROM orders WHERE qty=$1 AND item IN ($2,$3) LIMIT $4');
+    // Not in a string, a quoted name, a comment, a dollar-quoted body or an escape string.
+    const tricky = `SELECT '?' AS "a?", $$ ? $$ AS b, $t$?$t$ AS c, E'\\?' AS d, item -- what ?\nFROM orders /* ? */ WHERE qty = ? AND item <> '?'`;
+    expect(await run(tricky, 1)).toBe(tricky.replace('qty = ?', 'qty = $1'));
+    expect(await run("INSERT INTO orders (qty, item) VALUES (?, ?) RETURNING _id, '?' AS q", 2, 'write')).toBe("INSERT INTO orders (qty, item) VALUES ($1, $2) RETURNING _id, '?' AS q");
+    // A placeholder before a negative number would parse as a prefix operator PostgreSQL does not have.
+    expect(await run('SELECT qty FROM orders WHERE qty = ? - 1', 1)).toBe('SELECT qty FROM orders WHERE qty = $1 - 1');
+    // The number of params sent must match the placeholders.
+    const err = await refusal(admitPgSql('SELECT * FROM orders WHERE qty > ? AND qty < ?', 'read', TABLES, 1));
+    expect(err.message).toBe('The statement uses $1 to $2 but 1 param was sent; send exactly 2.');
+  });
+
+  it("leave jsonb's ? operators alone, and name $1 when the statement cannot be read either way", async () => {
+    for (const sql of ["SELECT item FROM orders WHERE item::jsonb ? 'k'", "SELECT item::jsonb ?| array['a'] FROM orders", "SELECT item::jsonb ?& array['a'] FROM orders"]) {
+      expect(await run(sql, 0)).toBe(sql);
+    }
+    const both = await refusal(admitPgSql("SELECT item FROM orders WHERE item::jsonb ? 'k' AND qty > ?", 'read', TABLES, 1));
+    expect([both.status, both.message]).toEqual([400, expect.stringMatching(/^syntax error at end of input \(at character \d+\)\. PostgreSQL numbers parameters \$1, \$2 …/)]);
+    const mixed = await refusal(admitPgSql('SELECT * FROM orders WHERE qty > ? AND qty < $2', 'read', TABLES, 2));
+    expect([mixed.status, mixed.message, mixed.details?.[0]?.path]).toEqual([400, 'The statement uses both ? placeholders and $n parameters: number them all $1, $2 …', 'body.sql']);
   });
 });
 

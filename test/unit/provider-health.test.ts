@@ -1,16 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, afterSuccess, billingMs, classifyFailure, cooldownMs, HEALTHY, statusOf, unavailableUntil, type ProviderHealth } from '../../src/resources/providers/health.js';
+import { RecentFailures } from '../../src/resources/providers/failures.js';
+import { afterFailure, afterSuccess, billingMs, classifyFailure, cooldownMs, FAILURES_BEFORE_COOLDOWN, HEALTHY, RETRY_AFTER_MAX_MS, statusOf, unavailableUntil, type ProviderHealth } from '../../src/resources/providers/health.js';
 
 const MIN = 60_000;
 const H = 60 * MIN;
 
 describe('cooldown schedule', () => {
   it.each([
-    [1, 1 * MIN],
-    [2, 5 * MIN],
-    [3, 25 * MIN],
-    [4, 60 * MIN],
-    [5, 60 * MIN],
+    [1, 0],
+    [2, 0],
+    [3, 1 * MIN],
+    [4, 5 * MIN],
+    [5, 25 * MIN],
+    [6, 60 * MIN],
+    [7, 60 * MIN],
     [50, 60 * MIN],
   ])('failure %i cools down for %i ms', (n, ms) => expect(cooldownMs(n)).toBe(ms));
 });
@@ -42,9 +45,15 @@ describe('classification', () => {
 });
 
 describe('moving through the schedules on a fake clock', () => {
-  it('walks 1, 5, 25, 60 minutes on consecutive transient failures, and a success clears it', () => {
+  it(`stays active through ${FAILURES_BEFORE_COOLDOWN - 1} failures, then walks 1, 5, 25, 60 minutes; a success clears it`, () => {
     let now = 1_000_000;
     let h: ProviderHealth = HEALTHY;
+    for (let i = 1; i < FAILURES_BEFORE_COOLDOWN; i++) {
+      h = afterFailure(h, 'transient', `HTTP 500 #${i}`, now);
+      expect(statusOf(h, true, now)).toBe('active');
+      expect(unavailableUntil(h, now)).toBeNull();
+      expect(h.errorCount).toBe(i);
+    }
     const waits: number[] = [];
     for (let i = 0; i < 5; i++) {
       h = afterFailure(h, 'transient', 'HTTP 429', now);
@@ -55,11 +64,32 @@ describe('moving through the schedules on a fake clock', () => {
       expect(unavailableUntil(h, now)).toBeNull();
     }
     expect(waits).toEqual([1, 5, 25, 60, 60].map((m) => m * MIN));
-    expect(h.errorCount).toBe(5);
+    expect(h.errorCount).toBe(FAILURES_BEFORE_COOLDOWN + 4);
     expect(h.lastErrorReason).toBe('HTTP 429');
     h = afterSuccess();
     expect(h).toEqual(HEALTHY);
-    expect(afterFailure(h, 'transient', 'x', now).cooldownUntil).toBe(now + MIN);
+    expect(afterFailure(h, 'transient', 'x', now).cooldownUntil).toBeNull();
+  });
+
+  it('does not count a failure that is the request\'s (a retry, or one it causes everywhere), but keeps its reason', () => {
+    let h: ProviderHealth = HEALTHY;
+    for (let i = 0; i < 10; i++) h = afterFailure(h, 'transient', 'HTTP 500', 0, { counted: false });
+    expect(h).toMatchObject({ errorCount: 0, cooldownUntil: null, lastErrorReason: 'HTTP 500' });
+    expect(statusOf(h, true, 0)).toBe('active');
+  });
+
+  it('keeps a provider out as long as its own Retry-After asks, at once, and never longer than the cap', () => {
+    const h = afterFailure(HEALTHY, 'transient', 'HTTP 429', 1000, { retryAfterMs: 7000 });
+    expect(h).toMatchObject({ errorCount: 1, cooldownUntil: 8000 });
+    expect(statusOf(h, true, 7999)).toBe('cooldown');
+    expect(statusOf(h, true, 8000)).toBe('active');
+    // A retry of the same request still says when the upstream will take calls again.
+    expect(afterFailure(HEALTHY, 'transient', 'HTTP 429', 0, { counted: false, retryAfterMs: 3000 }).cooldownUntil).toBe(3000);
+    expect(afterFailure(HEALTHY, 'transient', 'HTTP 429', 0, { retryAfterMs: 10 * H }).cooldownUntil).toBe(RETRY_AFTER_MAX_MS);
+    // The longer of the schedule and the upstream's word wins.
+    let s: ProviderHealth = HEALTHY;
+    for (let i = 0; i < FAILURES_BEFORE_COOLDOWN; i++) s = afterFailure(s, 'transient', 'HTTP 503', 0, { retryAfterMs: 2000 });
+    expect(s.cooldownUntil).toBe(1 * MIN);
   });
 
   it('disables for 5 h, then 10 h on billing failures and reports billing_disabled over a cooldown', () => {
@@ -79,5 +109,21 @@ describe('moving through the schedules on a fake clock', () => {
     expect(unavailableUntil(h, 0)).toBeNull();
     expect(afterFailure(HEALTHY, 'request', 'HTTP 400', 0)).toBe(HEALTHY);
     expect(statusOf(HEALTHY, false, 0)).toBe('unconfigured');
+  });
+});
+
+describe('RecentFailures: where a request failed lately', () => {
+  it('answers where the same request failed before, forgets after its time, and keeps at most its size', () => {
+    const f = new RecentFailures(10 * MIN, 3);
+    expect([...f.record('req-a', 'p1', 0)]).toEqual([]);
+    expect([...f.record('req-a', 'p1', 1000)]).toEqual(['p1']); // a retry on the same provider
+    expect([...f.record('req-a', 'p2', 2000)]).toEqual(['p1']); // the same request, another provider
+    expect([...f.record('req-a', 'p3', 3000)].sort()).toEqual(['p1', 'p2']);
+    expect([...f.record('req-b', 'p1', 3000)]).toEqual([]); // another request
+    expect([...f.record('req-a', 'p1', 3000 + 10 * MIN + 1)]).toEqual([]); // too long ago: a new failure
+    f.record('req-c', 'p1', 10 * MIN + 5000);
+    f.record('req-d', 'p1', 10 * MIN + 5000);
+    f.record('req-e', 'p1', 10 * MIN + 5000); // four kept at most three: the oldest (req-b, then req-a) go
+    expect([...f.record('req-a', 'p1', 10 * MIN + 6000)]).toEqual([]);
   });
 });

@@ -9,6 +9,7 @@ const LEGAL = new Set([
   'assigned>in_progress',
   'assigned>awaiting_approval',
   'in_progress>review',
+  'in_progress>done',
   'in_progress>failed',
   'in_progress>awaiting_approval',
   'review>done',
@@ -75,5 +76,15 @@ describe('task state machine', () => {
       ['awaiting_approval', 'pending'],
     ];
     for (const [from, to] of others) expect(checkTransition(from, to, { retries: 9, maxRetries: 0 })).toEqual({ ok: true, retry: false });
+  });
+
+  it('tasks.requireReview refuses in_progress → done only, naming the setting', () => {
+    expect(checkTransition('in_progress', 'done', { requireReview: false })).toEqual({ ok: true, retry: false });
+    const r = checkTransition('in_progress', 'done', { requireReview: true });
+    expect(r).toMatchObject({ ok: false, code: 'invalid_transition' });
+    if (!r.ok) expect(r.reason).toContain('tasks.requireReview');
+    for (const [from, to] of [['review', 'done'], ['awaiting_approval', 'done'], ['in_progress', 'review'], ['in_progress', 'failed']] as [TaskState, TaskState][]) {
+      expect(checkTransition(from, to, { requireReview: true }).ok).toBe(true);
+    }
   });
 });

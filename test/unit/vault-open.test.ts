@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Services, type App } from '../../src/app.js';
@@ -11,6 +9,7 @@ import { KeychainUnavailable, type Keychain } from '../../src/resources/vault/ke
 import { openVault } from '../../src/resources/vault/keys.js';
 import { VAULT, type Vault } from '../../src/resources/vault/live.js';
 import { openEntry, saveEntry } from '../../src/resources/vault/service.js';
+import { tempDir } from '../temp.js';
 
 /** A keychain that is down until `up` is set, then holds whatever is stored. */
 function flakyKeychain(): Keychain & { up: boolean; store: Map<string, string> } {
@@ -37,7 +36,7 @@ describe('openVault', () => {
   it('uses the key file when the keychain, back after an outage, holds a key that cannot open the entries', async () => {
     const db = openDatabase(':memory:', STATE_MIGRATIONS);
     db.prepare("INSERT INTO agents (name, fields, created_at, updated_at) VALUES ('dev', '{}', 'x', 'x')").run();
-    const env = { SVC_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'svc-cfg-')) };
+    const env = { SVC_CONFIG_DIR: tempDir('svc-cfg-') };
     const logs: string[] = [];
     const log = createLogger((l) => logs.push(l));
     const keychain = flakyKeychain();

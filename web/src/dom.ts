@@ -29,6 +29,33 @@ function append(el: Node, children: Child[]): void {
   }
 }
 
+/** A word longer than this may not fit a lane: it gets break opportunities at its joints. */
+const LONG_WORD = 14;
+/**
+ * Where a long word may break, as the Chicago Manual breaks a URL: after a slash, a colon and the
+ * like; before a dot, an underscore or a #, so they start the next line ("service" / ".ts"); and
+ * before a camelCase hump. A hyphen needs nothing: browsers already break after one.
+ */
+const JOINT = /(?<=[/\\:=&?,;|+@])(?=[^/])|(?<=[^._#])(?=[._#])|(?<=[a-z])(?=[A-Z])/;
+
+/**
+ * Text whose long words (paths, identifiers, URLs) wrap at their joints rather than at whatever
+ * letter meets the edge: <wbr> at each joint of a word over LONG_WORD characters. Shorter words
+ * wrap whole; CSS `overflow-wrap: anywhere` stays the last resort for a long word with no joint.
+ */
+export function breakable(text: string): Child[] {
+  const out: Child[] = [];
+  for (const part of text.split(/(\s+)/)) {
+    if (part.length <= LONG_WORD) {
+      out.push(part);
+      continue;
+    }
+    const pieces = part.split(JOINT);
+    pieces.forEach((p, i) => out.push(...(i ? [document.createElement('wbr'), p] : [p])));
+  }
+  return out;
+}
+
 /** "3 m ago", "in 4 m", "just now": readable times, with the exact one in the element's title. */
 export function relative(iso: string | null | undefined, now = Date.now()): string {
   if (!iso) return '';

@@ -7,6 +7,10 @@ import { csrfToken } from './api.js';
 import type { StreamedEvent } from './types.js';
 
 export interface LiveOptions {
+  /** Replay the events after this id first (the recent history); later reconnects resume from the last event heard. */
+  after?: number;
+  /** Events up to this id are history: replayed, received with `at: null`. */
+  historyUpTo?: number;
   onEvent(e: StreamedEvent): void;
   /** Connected (true) or waiting to reconnect (false); `resumed` is true after a reconnect. */
   onState(connected: boolean, resumed: boolean): void;
@@ -14,7 +18,7 @@ export interface LiveOptions {
 }
 
 export function startLive(opts: LiveOptions): void {
-  let lastId: number | undefined;
+  let lastId: number | undefined = opts.after;
   let connectedBefore = false;
   let delay = 250;
 
@@ -45,7 +49,7 @@ export function startLive(opts: LiveOptions): void {
           } catch {
             // kept as text
           }
-          opts.onEvent({ id, name: m.event, data: parsed, at: Date.now() });
+          opts.onEvent({ id, name: m.event, data: parsed, at: id <= (opts.historyUpTo ?? 0) ? null : Date.now() });
         });
         const reader = res.body.getReader();
         for (;;) {

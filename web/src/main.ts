@@ -3,7 +3,7 @@
 
 import { LEGAL_MOVES, TASK_STATES, type TaskState } from '../../src/resources/tasks/state.js';
 import { all, ApiFailure, del, get, patch, post, seg, whenSignedOut } from './api.js';
-import { h, refreshTimes, shortId, time, timeLeft, type Child } from './dom.js';
+import { breakable, h, refreshTimes, shortId, time, timeLeft, type Child } from './dom.js';
 import { startLive } from './live.js';
 import type { Agent, Approval, BoardSession, Database, Delivery, Mission, QueryResult, StreamedEvent, Task, Team, Webhook } from './types.js';
 
@@ -212,7 +212,7 @@ function card(t: Task): HTMLElement {
         ),
       ]
     : [
-        h('h3', { class: 'card-title' }, t.title),
+        h('h3', { class: 'card-title' }, breakable(t.title)),
         h(
           'p',
           { class: 'meta' },
@@ -283,7 +283,8 @@ function lane(s: TaskState, tasks: Task[]): HTMLElement {
         if (t && t.status !== s) void move(t, s);
       },
     },
-    h('h2', { id: `lane-${s}` }, STATE_LABEL[s], ' ', h('span', { class: 'count' }, String(tasks.length))),
+    // One line, the count always whole: a name too long for the lane ends in an ellipsis (whole on hover).
+    h('h2', { id: `lane-${s}` }, h('span', { class: 'lane-name', title: STATE_LABEL[s] }, STATE_LABEL[s]), ' ', h('span', { class: 'count' }, String(tasks.length))),
     h('div', { class: 'cards' }, ...tasks.map(card)),
   );
 }
@@ -404,7 +405,7 @@ function missionsView(): HTMLElement {
         h('div', { class: 'panel-head' }, h('h2', { id: `mission-${m.id}` }, m.name), h('span', { class: `badge ${m.status}` }, m.status), h('div', { class: 'row' }, ...controls(m))),
         m.goal ? h('p', null, m.goal) : null,
         h('div', { class: 'progress-row' }, h('progress', { max: Math.max(total, 1), value: done, 'aria-label': `${m.name}: ${done} of ${total} tasks done` }), h('span', null, `${done}/${total} done`)),
-        h('ul', { class: 'plain' }, ...tasks.map((t) => h('li', null, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status]), ' ', t.title, t.assignTo ? h('span', { class: 'muted' }, ` @${t.assignTo}`) : null))),
+        h('ul', { class: 'plain' }, ...tasks.map((t) => h('li', null, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status]), ' ', breakable(t.title), t.assignTo ? h('span', { class: 'muted' }, ` @${t.assignTo}`) : null))),
       );
     }),
   );
@@ -425,8 +426,8 @@ function approvalsView(): HTMLElement {
       return h(
         'section',
         { class: `panel approval ${a.status}`, 'aria-labelledby': `approval-${a.id}`, 'data-approval': a.id },
-        h('div', { class: 'panel-head' }, h('h2', { id: `approval-${a.id}` }, a.title), h('span', { class: `badge ${a.status}` }, a.status), time(a.createdAt)),
-        h('p', { class: 'meta' }, 'task ', h('strong', null, task?.title ?? (a.taskId ? shortId(a.taskId) : '—')), task ? ` (${STATE_LABEL[task.status]})` : '', a.requestedBy ? ` · asked by ${a.requestedBy}` : '', a.missionId ? ` · mission ${missionName(a.missionId)}` : ''),
+        h('div', { class: 'panel-head' }, h('h2', { id: `approval-${a.id}` }, breakable(a.title)), h('span', { class: `badge ${a.status}` }, a.status), time(a.createdAt)),
+        h('p', { class: 'meta' }, 'task ', h('strong', null, task ? breakable(task.title) : a.taskId ? shortId(a.taskId) : '—'), task ? ` (${STATE_LABEL[task.status]})` : '', a.requestedBy ? ` · asked by ${a.requestedBy}` : '', a.missionId ? ` · mission ${missionName(a.missionId)}` : ''),
         a.reason ? h('p', null, a.reason) : null,
         task?.description ? h('details', null, h('summary', null, 'Task description'), h('pre', null, task.description)) : null,
         a.payload !== null && a.payload !== undefined ? h('details', null, h('summary', null, 'Payload'), h('pre', null, JSON.stringify(a.payload, null, 2))) : null,
@@ -486,7 +487,7 @@ function agentsView(): HTMLElement {
       h(
         'td',
         null,
-        recent.map((e) => h('div', null, `${e.name} `, time(new Date(e.at).toISOString()))),
+        recent.map((e) => h('div', null, `${e.name} `, when(e))),
         touched.map((t) => h('div', null, `${t.title}: ${STATE_LABEL[t.status]} `, time(t.updatedAt))),
         recent.length || touched.length ? null : h('span', { class: 'muted' }, '—'),
       ),
@@ -520,6 +521,9 @@ function eventMatches(e: StreamedEvent): boolean {
   return f.split(',').map((s) => s.trim()).filter(Boolean).some((p) => e.name.startsWith(p.replace(/\*$/, '')));
 }
 
+/** When the board heard an event; the history replayed at opening carries no time of its own. */
+const when = (e: StreamedEvent): Child => (e.at === null ? h('span', { class: 'muted', title: 'from before this page opened' }, 'earlier') : time(new Date(e.at).toISOString()));
+
 function eventRow(e: StreamedEvent): HTMLElement {
   return h(
     'li',
@@ -527,7 +531,7 @@ function eventRow(e: StreamedEvent): HTMLElement {
     h(
       'details',
       { open: state.openEvents.has(e.id) || undefined, ontoggle: (ev: Event) => ((ev.target as HTMLDetailsElement).open ? state.openEvents.add(e.id) : state.openEvents.delete(e.id)) },
-      h('summary', null, h('span', { class: 'event-id' }, `#${e.id}`), ' ', h('code', null, e.name), ' ', time(new Date(e.at).toISOString())),
+      h('summary', null, h('span', { class: 'event-id' }, `#${e.id}`), ' ', h('code', null, e.name), ' ', when(e)),
       h('pre', null, JSON.stringify(e.data, null, 2)),
     ),
   );
@@ -551,7 +555,7 @@ function eventsView(): HTMLElement {
         ),
       ),
     ),
-    h('p', { class: 'hint' }, 'Newest first; events arriving while this page is open. Expand one to see its JSON.'),
+    h('p', { class: 'hint' }, `Newest first: the last ${HISTORY} events from before this page opened, then each as it arrives. Expand one to see its JSON.`),
     h('ol', { class: 'events scroll', id: 'events-list', 'aria-label': 'Events', tabindex: 0 }, shown.length ? shown.map(eventRow) : h('li', { class: 'muted' }, 'Waiting for events…')),
   );
 }
@@ -748,16 +752,25 @@ function applyPatches(): void {
   }
 }
 
+/** Events the page opens with: the stream replays these many from before it opened. */
+const HISTORY = 200;
+let historyTimer: ReturnType<typeof setTimeout> | undefined;
+
 function onEvent(e: StreamedEvent): void {
   if (state.eventsPaused) state.pausedBuffer.push(e);
   else state.events.unshift(e);
   if (state.events.length > 500) state.events.length = 500;
   if (state.pausedBuffer.length > 500) state.pausedBuffer.shift();
-  const views = RELOADS[e.name.split(':')[0]!] ?? [];
+  // History changes nothing the views loaded: it is only listed (events, an agent's activity).
+  const history = e.at === null;
+  const views = history ? [] : RELOADS[e.name.split(':')[0]!] ?? [];
   const taskId = (e.data as { taskId?: unknown } | null)?.taskId;
-  if (state.view === 'board' && e.name.startsWith('task:') && typeof taskId === 'string') {
+  if (history && state.view === 'agents') {
+    clearTimeout(historyTimer);
+    historyTimer = setTimeout(render, 20);
+  } else if (!history && state.view === 'board' && e.name.startsWith('task:') && typeof taskId === 'string') {
     void patchTask(taskId, e.name === 'task:removed');
-  } else if (e.name.startsWith('approval:') || views.includes(state.view)) {
+  } else if (!history && (e.name.startsWith('approval:') || views.includes(state.view))) {
     clearTimeout(timer);
     timer = setTimeout(() => void refresh(), 20);
   } else if (state.view === 'events') {
@@ -795,6 +808,8 @@ async function start(): Promise<void> {
   window.addEventListener('hashchange', route);
   route();
   startLive({
+    after: Math.max(0, state.session.lastEventId - HISTORY),
+    historyUpTo: state.session.lastEventId,
     onEvent,
     onState: (connected, resumed) => {
       liveEl.textContent = connected ? 'live' : 'reconnecting…';

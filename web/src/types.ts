@@ -17,11 +17,12 @@ export interface BoardSession {
   name: string;
   session: boolean;
   readOnly: boolean;
+  lastEventId: number;
 }
 export interface StreamedEvent {
   id: number;
   name: string;
   data: unknown;
-  /** When the board received it (ms). */
-  at: number;
+  /** When the board received it (ms); null for the history replayed when the page opened (the stream carries no time). */
+  at: number | null;
 }

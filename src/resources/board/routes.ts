@@ -124,6 +124,7 @@ const SessionOut = z
     name: z.string().describe('The API key the caller acts as (for a session, the key that minted its link).'),
     session: z.boolean().describe('Authenticated by a board session cookie (else by a bearer key).'),
     readOnly: z.boolean().describe('Whether the caller may only read: the board then shows no controls that change things.'),
+    lastEventId: z.int().describe('The newest event id now (0: none yet): the board opens GET /v1/events with a Last-Event-ID a little before it, so its Events view starts with the recent history.'),
   })
   .meta({ id: 'BoardSession' });
 
@@ -234,7 +235,7 @@ export const boardRoutes = [
         const session = app.services.get(BOARD_SESSIONS)(req);
         readOnly = session?.readOnly ?? true;
       }
-      return { name: p.name, session: p.session === true, readOnly };
+      return { name: p.name, session: p.session === true, readOnly, lastEventId: app.events.lastId() };
     },
   }),
   route({

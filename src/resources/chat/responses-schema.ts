@@ -7,29 +7,121 @@ import { SessionId } from './schema.js';
 
 const Part = z.looseObject({ type: z.string().min(1).max(64) });
 const Text = z.string().max(1_000_000);
+export const Content = z.union([Text, z.array(Part).max(1000)]);
+const CallId = z.string().min(1).max(256);
+const ToolName = z.string().min(1).max(128);
+const Description = z.string().max(100_000).nullable().optional();
+const JsonSchemaObject = z.record(z.string(), z.unknown());
 
-/** One item of `input`: a message (typed or not), a function call the model made, or its output. */
-export const InputItem = z.looseObject({
-  type: z.string().min(1).max(64).optional(),
-  role: z.enum(['user', 'assistant', 'system', 'developer']).optional(),
-  content: z.union([Text, z.array(Part).max(1000)]).optional(),
-  call_id: z.string().max(256).optional(),
-  name: z.string().max(128).optional(),
-  arguments: Text.optional(),
-  output: z.union([Text, z.array(Part).max(1000)]).optional(),
+// Tools. Every kind a chat model can be given is turned into function tools (svc calls every
+// upstream as chat completions inside): functions as they are, a namespace's tools flattened, a
+// custom (freeform) tool as a function of one string, a client-run tool_search as a function. Any
+// other type is a hosted tool the upstream itself runs (web_search, file_search…).
+
+export const FunctionTool = z.looseObject({
+  type: z.literal('function'),
+  name: ToolName,
+  description: Description,
+  parameters: JsonSchemaObject.nullable().optional(),
+  strict: z.boolean().nullable().optional(),
 });
+
+export const CustomTool = z
+  .looseObject({
+    type: z.literal('custom'),
+    name: ToolName,
+    description: Description,
+    format: z.looseObject({ type: z.string().max(64), syntax: z.string().max(64).optional(), definition: z.string().max(100_000).optional() }).optional(),
+  })
+  .describe('A freeform tool (Codex\'s apply_patch): the model is given a function of one string, `input`; its call comes back as a custom_tool_call item.');
+
+export const NamespaceTool = z
+  .looseObject({
+    type: z.literal('namespace'),
+    name: ToolName,
+    description: Description,
+    tools: z.array(z.discriminatedUnion('type', [FunctionTool, CustomTool])).max(512),
+  })
+  .describe('A group of tools (Codex: an MCP server\'s, its sub-agents\'): flattened into functions named `<namespace>__<name>`; calls come back with `name` and `namespace`.');
+
+export const ToolSearchTool = z
+  .looseObject({
+    type: z.literal('tool_search'),
+    execution: z.enum(['client', 'server']).optional(),
+    description: Description,
+    parameters: JsonSchemaObject.nullable().optional(),
+  })
+  .describe('With execution "client" (Codex), a function whose call comes back as a tool_search_call item; the tools a tool_search_output item loads are offered from then on. Otherwise a hosted tool.');
+
+const KnownTool = z.discriminatedUnion('type', [FunctionTool, CustomTool, NamespaceTool, ToolSearchTool]);
+const KNOWN_TOOL_TYPES = new Set(['function', 'custom', 'namespace', 'tool_search']);
+
+/** Any other type. A known type that is malformed fails here with that type's own issues. */
+const HostedTool = z
+  .looseObject({ type: z.string().min(1).max(64) })
+  .superRefine((tool, ctx) => {
+    if (!KNOWN_TOOL_TYPES.has(tool.type)) return;
+    const r = KnownTool.safeParse(tool);
+    for (const issue of r.error?.issues ?? []) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+  })
+  .describe('A hosted tool (web_search, file_search, code_interpreter…): sent to an upstream that speaks the Responses API; left out for a chat-completions upstream, the answer\'s `x-svc-tools-omitted` header naming it. Never refused.');
+
+export const ResponsesTool = z.union([KnownTool, HostedTool]);
+export type ResponsesTool = z.output<typeof ResponsesTool>;
+
+// Input items: what a client sends of the conversation (Codex sends all of it, every turn).
+
+const MessageItem = z.looseObject({
+  type: z.literal('message').optional(),
+  role: z.enum(['user', 'assistant', 'system', 'developer']),
+  content: Content.optional(),
+});
+const FunctionCallItem = z.looseObject({ type: z.literal('function_call'), call_id: CallId, name: ToolName, namespace: ToolName.optional(), arguments: Text.optional() });
+const FunctionCallOutputItem = z.looseObject({ type: z.literal('function_call_output'), call_id: CallId, output: Content.optional() });
+const CustomToolCallItem = z.looseObject({ type: z.literal('custom_tool_call'), call_id: CallId, name: ToolName, namespace: ToolName.optional(), input: Text.optional() });
+const CustomToolCallOutputItem = z.looseObject({ type: z.literal('custom_tool_call_output'), call_id: CallId, output: Content.optional() });
+const ToolSearchCallItem = z.looseObject({ type: z.literal('tool_search_call'), call_id: CallId, arguments: z.unknown().optional() });
+const ToolSearchOutputItem = z.looseObject({ type: z.literal('tool_search_output'), call_id: CallId.nullable().optional(), tools: z.array(ResponsesTool).max(512) });
+const ReasoningItem = z.looseObject({ type: z.literal('reasoning') }).describe('A reasoning model\'s own notes: skipped, no chat model can be given them back.');
+
+/** One item of `input`: a message (typed or not), a tool call the model made, or its output. */
+export const InputItem = z.discriminatedUnion('type', [
+  MessageItem,
+  FunctionCallItem,
+  FunctionCallOutputItem,
+  CustomToolCallItem,
+  CustomToolCallOutputItem,
+  ToolSearchCallItem,
+  ToolSearchOutputItem,
+  ReasoningItem,
+]);
 export type InputItem = z.output<typeof InputItem>;
+
+/**
+ * Text or items. For an array the union's own issue would only say "Invalid input": the message
+ * names the item and field at fault instead.
+ */
+const Input = z.union([Text, z.array(InputItem).max(10_000)], {
+  error: (issue) => {
+    if (issue.code !== 'invalid_union' || !Array.isArray(issue.input)) return undefined;
+    const items = issue.errors.find((errs) => !errs.some((e) => e.path.length === 0));
+    const first = items?.[0];
+    if (!first) return undefined;
+    const [index, ...field] = first.path;
+    return `item ${String(index)}${field.length ? `, ${field.join('.')}` : ''}: ${first.message}`;
+  },
+});
 
 export const ResponsesRequest = z.looseObject({
   model: z.string().min(1).max(200).optional().describe('`provider/model`; with `agent`, the agent\'s own model wins. Other values ask for the default.'),
-  input: z.union([Text, z.array(InputItem).max(10_000)]).optional().describe('The new turn: text, or items (messages, function_call, function_call_output).'),
+  input: Input.optional().describe('The new turn: text, or items (messages, tool calls and their outputs).'),
   instructions: Text.nullable().optional().describe('A system message for this response only (not carried to the next one).'),
   previous_response_id: SessionId.nullable().optional().describe('Continue the conversation through this stored response.'),
   store: z.boolean().optional().describe('Keep this response so previous_response_id can continue it (default true).'),
   stream: z.boolean().optional(),
   agent: z.string().min(1).max(64).optional().describe('svc extension: the agent to talk to. Without it the project\'s orchestrator answers with management tools.'),
-  tools: z.array(z.looseObject({ type: z.string().max(64), name: z.string().max(128).optional() })).max(128).optional(),
-  tool_choice: z.union([z.enum(['auto', 'none', 'required']), z.looseObject({ type: z.string().max(64), name: z.string().max(128).optional() })]).optional(),
+  tools: z.array(ResponsesTool).max(512).optional(),
+  tool_choice: z.union([z.enum(['auto', 'none', 'required']), z.looseObject({ type: z.string().max(64), name: ToolName.optional(), namespace: ToolName.optional() })]).optional(),
   max_output_tokens: z.int().min(1).nullable().optional(),
   temperature: z.number().min(0).max(2).nullable().optional(),
   top_p: z.number().min(0).max(1).nullable().optional(),

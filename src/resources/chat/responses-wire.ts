@@ -2,7 +2,8 @@ import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import type { InputItem, OutputItem, ResponseObject, ResponsesRequest, ResponseUsage } from './responses-schema.js';
 import type { ChatMessage, ChatRequest, Usage } from './schema.js';
-import { mergeToolCalls } from './tool-calls.js';
+import { ToolMap, toolMapOf } from './responses-tools.js';
+import { mergeToolCalls, type ToolCall } from './tool-calls.js';
 
 // Serving the Responses API on top of chat: a request becomes the chat body svc runs (agent path
 // or orchestrator), and what that says is built back into a Response, whole or as `response.*`
@@ -39,49 +40,76 @@ function userContent(content: unknown, path: string): ChatMessage['content'] {
   return parts.every((p) => p.type === 'text') ? parts.map((p) => (p as { text: string }).text).join('') : parts;
 }
 
-/** The input items as chat messages: a function_call joins the assistant turn before it. */
-export function inputMessages(input: ResponsesRequest['input']): ChatMessage[] {
+/** An assistant turn's tool call: it joins the assistant message before it, as chat has them. */
+function pushCall(out: ChatMessage[], call: ToolCall): void {
+  const last = out[out.length - 1];
+  if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), call];
+  else out.push({ role: 'assistant', content: null, tool_calls: [call] });
+}
+
+const call = (id: string, name: string, args: string): ToolCall => ({ id, type: 'function', function: { name, arguments: args } });
+
+/**
+ * The input items as chat messages. A tool call becomes the function the upstream knows it by
+ * (`tools` flattened namespaces and custom tools); its output, a tool message.
+ */
+export function inputMessages(input: ResponsesRequest['input'], tools: ToolMap = new ToolMap()): ChatMessage[] {
   if (input === undefined) return [];
   if (typeof input === 'string') return [{ role: 'user', content: input }];
   const out: ChatMessage[] = [];
   input.forEach((item: InputItem, i) => {
-    const type = item.type ?? 'message';
     const at = `input[${i}]`;
-    if (type === 'message') {
-      const role = item.role ?? refuse(`${at}.role`, 'a message needs a role');
-      out.push(role === 'user' ? { role, content: userContent(item.content, `${at}.content`) } : { role, content: textOf(item.content, `${at}.content`) });
-    } else if (type === 'function_call') {
-      if (!item.call_id || !item.name) refuse(`${at}.call_id`, 'a function_call needs call_id and name');
-      const call = { id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments ?? '' } };
-      const last = out[out.length - 1];
-      if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), call];
-      else out.push({ role: 'assistant', content: null, tool_calls: [call] });
-    } else if (type === 'function_call_output') {
-      if (!item.call_id) refuse(`${at}.call_id`, 'a function_call_output needs the call_id it answers');
-      out.push({ role: 'tool', tool_call_id: item.call_id, content: textOf(item.output, `${at}.output`) });
-    } else if (type === 'reasoning') {
-      // A reasoning model's own notes: no chat model can be given them back.
-    } else {
-      refuse(`${at}.type`, `input item type "${type}" is not supported (message, function_call, function_call_output, reasoning)`);
+    switch (item.type) {
+      case undefined:
+      case 'message': {
+        const role = item.role ?? refuse(`${at}.role`, 'a message needs a role');
+        out.push(role === 'user' ? { role, content: userContent(item.content, `${at}.content`) } : { role, content: textOf(item.content, `${at}.content`) });
+        return;
+      }
+      case 'function_call':
+        if (!item.call_id || !item.name) refuse(`${at}.call_id`, 'a function_call needs call_id and name');
+        pushCall(out, call(item.call_id, tools.nameOf({ kind: 'function', name: item.name, ...(item.namespace ? { namespace: item.namespace } : {}) }), item.arguments ?? ''));
+        return;
+      case 'custom_tool_call':
+        pushCall(out, call(item.call_id, tools.nameOf({ kind: 'custom', name: item.name, ...(item.namespace ? { namespace: item.namespace } : {}) }), JSON.stringify({ input: item.input ?? '' })));
+        return;
+      case 'tool_search_call':
+        pushCall(out, call(item.call_id, tools.nameOf({ kind: 'tool_search' }), JSON.stringify(item.arguments ?? {})));
+        return;
+      case 'function_call_output':
+      case 'custom_tool_call_output':
+        if (!item.call_id) refuse(`${at}.call_id`, `a ${item.type} needs the call_id it answers`);
+        out.push({ role: 'tool', tool_call_id: item.call_id, content: textOf(item.output, `${at}.output`) });
+        return;
+      case 'tool_search_output': {
+        // The tools it loaded are offered from now on (toolMapOf); the model is told their names.
+        if (!item.call_id) return; // a search the upstream ran itself: nothing was asked of the model
+        const names = tools.namesFor(item.tools);
+        out.push({ role: 'tool', tool_call_id: item.call_id, content: names.length ? `Tools now available: ${names.join(', ')}` : 'No tools matched.' });
+        return;
+      }
+      case 'reasoning':
+        return; // a reasoning model's own notes: no chat model can be given them back
+      default:
+        refuse(`${at}.type`, `input item type "${String((item as { type?: unknown }).type)}" is not supported`);
     }
   });
   return out;
 }
 
 /** The chat body a Responses request stands for (the conversation so far is added by planChat). */
-export function toChatRequest(req: ResponsesRequest): ChatRequest {
+export function toChatRequest(req: ResponsesRequest, tools: ToolMap = toolMapOf(req)): ChatRequest {
   if (req.background) refuse('background', 'background responses are not supported: svc answers while the request is open');
-  const body: Json = { messages: inputMessages(req.input) };
+  const body: Json = { messages: inputMessages(req.input, tools) };
   if (req.model !== undefined) body.model = req.model;
   if (req.agent !== undefined) body.agent = req.agent;
   if (req.stream) body.stream = true;
-  if (req.tools?.length) {
-    body.tools = req.tools.map((t, i) => {
-      if (t.type !== 'function' || !t.name) refuse(`tools[${i}].type`, `tool type "${t.type}" is not supported: svc gives chat models function tools only`);
-      return { type: 'function', function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), ...(t.parameters !== undefined ? { parameters: t.parameters } : {}), ...(t.strict !== undefined && t.strict !== null ? { strict: t.strict } : {}) } };
-    });
+  // Hosted tools are not here: serveResponse adds them for an upstream that can run them.
+  if (tools.functions.length) body.tools = tools.functions;
+  if (req.tool_choice !== undefined) {
+    const choice = tools.toolChoice(req.tool_choice);
+    if (choice !== undefined) body.tool_choice = choice;
   }
-  if (req.tool_choice !== undefined) body.tool_choice = typeof req.tool_choice === 'string' ? req.tool_choice : { type: 'function', function: { name: req.tool_choice.name } };
   if (req.max_output_tokens != null) body.max_tokens = req.max_output_tokens;
   if (req.temperature != null) body.temperature = req.temperature;
   if (req.top_p != null) body.top_p = req.top_p;
@@ -142,14 +170,17 @@ interface OpenText {
 }
 interface OpenCall {
   index: number;
-  item: OutputItem & { call_id: string; name: string; arguments: string };
+  item: OutputItem & Json;
 }
+
+const ITEM_ID_PREFIX: Record<string, string> = { function_call: 'fc', custom_tool_call: 'ctc', tool_search_call: 'tsc' };
 
 /**
  * Builds a Response from what the model says, in the order it says it: text opens a message item,
- * a tool-call fragment opens (or continues) a function_call item. With `emit`, every step is also
- * sent as the `response.*` event OpenAI sends for it, numbered, so the openai package's stream
- * accumulator rebuilds exactly the Response `finish` returns.
+ * a tool-call fragment opens (or continues) a call item: function_call, or what `tools` says the
+ * function stands for (a namespace's function, a custom_tool_call, a tool_search_call). With
+ * `emit`, every step is also sent as the `response.*` event OpenAI sends for it, numbered, so the
+ * openai package's stream accumulator rebuilds exactly the Response `finish` returns.
  */
 export class ResponseBuilder {
   private readonly response: ResponseObject;
@@ -161,6 +192,7 @@ export class ResponseBuilder {
   constructor(
     skeleton: ResponseObject,
     private readonly emit?: (type: string, data: Json) => void,
+    private readonly tools: ToolMap = new ToolMap(),
   ) {
     this.response = skeleton;
   }
@@ -198,13 +230,17 @@ export class ResponseBuilder {
     let open = this.calls.get(key);
     if (!open) {
       this.closeText();
-      const item = { id: `fc_${uuidv7()}`, type: 'function_call', status: 'in_progress', call_id: typeof fragment.id === 'string' ? fragment.id : '', name: typeof fn.name === 'string' ? fn.name : '', arguments: '' };
+      const shown = this.tools.callItem(typeof fn.name === 'string' ? fn.name : '', typeof fragment.id === 'string' ? fragment.id : '', '');
+      const item = { id: `${ITEM_ID_PREFIX[String(shown.type)] ?? 'fc'}_${uuidv7()}`, status: 'in_progress', ...shown } as OpenCall['item'];
       open = { index: this.response.output.length, item };
       this.calls.set(key, open);
       this.response.output.push(item);
       this.send('response.output_item.added', { output_index: open.index, item: structuredClone(item) });
     }
-    if (typeof fn.arguments === 'string' && fn.arguments) this.send('response.function_call_arguments.delta', { item_id: open.item.id, output_index: open.index, delta: fn.arguments });
+    // Only a function's arguments stream as they come: a custom tool's input is inside JSON until it is whole.
+    if (open.item.type === 'function_call' && typeof fn.arguments === 'string' && fn.arguments) {
+      this.send('response.function_call_arguments.delta', { item_id: open.item.id, output_index: open.index, delta: fn.arguments });
+    }
   }
 
   private closeText(): void {
@@ -225,8 +261,12 @@ export class ResponseBuilder {
       const { index, item } = this.calls.get(key)!;
       if (item.status === 'completed') return;
       const call = merged[i]!;
-      Object.assign(item, { call_id: call.id, name: call.function.name, arguments: call.function.arguments, status: 'completed' });
-      this.send('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+      // The whole call decides what it is (a name may come after the first fragment): the item is rewritten in place.
+      const whole = this.tools.callItem(call.function.name, call.id, call.function.arguments);
+      for (const k of Object.keys(item)) if (k !== 'id') delete (item as Json)[k];
+      Object.assign(item, whole, { status: 'completed' });
+      if (item.type === 'function_call') this.send('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+      else if (item.type === 'custom_tool_call') this.send('response.custom_tool_call_input.done', { item_id: item.id, output_index: index, input: item.input });
       this.send('response.output_item.done', { output_index: index, item: structuredClone(item) });
     });
   }

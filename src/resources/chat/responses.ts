@@ -7,6 +7,7 @@ import { isUsable, providers } from '../providers/service.js';
 import { orchestrate } from './orchestrator.js';
 import type { ModelList, ResponseObject, ResponsesRequest } from './responses-schema.js';
 import { getResponse } from './responses-store.js';
+import { toolMapOf } from './responses-tools.js';
 import { ResponseBuilder, responseSkeleton, toChatRequest } from './responses-wire.js';
 import type { ChatMessage } from './schema.js';
 import { failChat, finishChat, openEventStream, planChat, sendAnswer, upstreamBody, type ChatPlan } from './service.js';
@@ -22,17 +23,27 @@ export interface ResponsesIo {
   signal: AbortSignal;
   principal: Principal | null;
   sessionHeader: string | undefined;
+  /** Codex's `thread-id` (or `session-id`): one session per thread, the client sending the whole conversation each time. */
+  threadHeader?: string | undefined;
 }
 
 
-export async function serveResponse({ app, req, res, signal, principal, sessionHeader }: ResponsesIo): Promise<void> {
+export async function serveResponse({ app, req, res, signal, principal, sessionHeader, threadHeader }: ResponsesIo): Promise<void> {
   const from = req.previous_response_id ? getResponse(app.db, req.previous_response_id) : undefined;
   if (from === null) {
     throw new AppError('not_found', `Previous response "${req.previous_response_id}" not found: it was stored with store: false, or is older than the newest 10,000.`, {
       details: [{ path: 'body.previous_response_id', message: 'not found' }],
     });
   }
-  const plan = planChat(app, toChatRequest(req), sessionHeader, from);
+  const tools = toolMapOf(req);
+  const byThread = sessionHeader === undefined && threadHeader !== undefined;
+  const plan = planChat(app, toChatRequest(req, tools), sessionHeader ?? threadHeader, from, { wholeConversation: byThread });
+  if (tools.hosted.length) {
+    // A Responses upstream runs hosted tools itself; inside svc a chat upstream has no way to (nor
+    // the orchestrator, which gives the model its own tools instead of the client's).
+    if (plan.agent && plan.provider.api === 'responses') plan.passthrough.tools = [...((plan.passthrough.tools as unknown[] | undefined) ?? []), ...tools.hosted];
+    else plan.headers['x-svc-tools-omitted'] = tools.hostedTypes().join(', ');
+  }
   if (!plan.messages.length) throw new AppError('invalid_request', 'input is empty and there is no previous_response_id to continue.', { details: [{ path: 'body.input', message: 'nothing to answer' }] });
   // Instructions hold for this response only: a system turn sent, never stored with the conversation.
   if (req.instructions) plan.system.push({ role: 'system', content: req.instructions });
@@ -53,6 +64,7 @@ export async function serveResponse({ app, req, res, signal, principal, sessionH
           res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
         }
       : undefined,
+    tools,
   );
   // response.created goes out with the first thing the model says: a failure before it is a plain 502.
   let started = false;

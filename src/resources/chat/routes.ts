@@ -10,6 +10,9 @@ import { ModelList, ResponseObject, ResponsesRequest, ResponseStream } from './r
 import { ChatCompletion, ChatCompletionStream, ChatRequest, SessionId } from './schema.js';
 import { planChat } from './service.js';
 
+/** One entry of GET /v1/models. */
+const ModelObject = ModelList.shape.data.element;
+
 const AgentHeader = z.string().min(1).max(64);
 
 /** The headers both chat wires read: documented once for both operations. */
@@ -20,6 +23,17 @@ const CHAT_HEADERS = [
     description: 'The agent to talk to, for clients that cannot add a body field (Codex: `http_headers` of its model provider); the body\'s `agent` wins.',
     schema: AgentHeader,
   },
+];
+
+/** Codex's own headers naming its thread: /v1/responses keeps one session per thread by them. */
+const THREAD_HEADERS = [
+  {
+    name: 'thread-id',
+    description:
+      'Codex\'s thread: one session per thread (`session:started` once). The client sends the whole conversation each time, so the session\'s stored turns are not sent again; `x-session-id` wins when both are given.',
+    schema: SessionId,
+  },
+  { name: 'session-id', description: 'Read as `thread-id` when that is absent (Codex sends both).', schema: SessionId },
 ];
 
 const header = (req: IncomingMessage, name: string): string | undefined => {
@@ -43,6 +57,19 @@ function callOf(req: IncomingMessage, res: ServerResponse): { sessionHeader: str
     if (!res.writableFinished) abort.abort();
   });
   return { sessionHeader, agentHeader, signal: abort.signal };
+}
+
+/** Codex's thread id, from `thread-id` or else `session-id`; refused when it is not a session id. */
+function threadOf(req: IncomingMessage): string | undefined {
+  for (const { name } of THREAD_HEADERS) {
+    const v = header(req, name);
+    if (v === undefined) continue;
+    if (!SessionId.safeParse(v).success) {
+      throw new AppError('invalid_request', `${name} must be 1-128 letters, digits, ".", "_", ":" or "-".`, { details: [{ path: `headers.${name}`, message: 'invalid session id' }] });
+    }
+    return v;
+  }
+  return undefined;
 }
 
 export const chatRoutes = [
@@ -80,11 +107,12 @@ export const chatRoutes = [
     description:
       'The OpenAI Responses wire: `client.responses.create` from the official packages (and Codex) works unchanged. `agent`, the orchestrator, providers and sessions work as for chat completions; ' +
       'the answer is a Response, or `response.*` Server-Sent Events. `previous_response_id` continues the conversation through a stored response (`store: false` keeps none). ' +
-      '`input` items: messages, function_call and function_call_output (reasoning items are skipped); tools: function tools. Failures are `{error: {message, type, code, param}}`.',
+      '`input` items: messages, function_call, custom_tool_call, tool_search_call and their outputs (reasoning items are skipped). Tools: functions; namespaces, custom (freeform) tools and a client-run tool_search are given to a chat model as functions and their calls come back as the items the client expects; ' +
+      'hosted tools (web_search…) go to an upstream that speaks the Responses API, and are left out for a chat-completions upstream (`x-svc-tools-omitted` names them). Failures are `{error: {message, type, code, param}}`.',
     tag: 'Chat',
     errors: ['not_found', 'conflict', 'upstream_error', 'unavailable'],
     body: ResponsesRequest,
-    requestHeaders: CHAT_HEADERS,
+    requestHeaders: [...CHAT_HEADERS, ...THREAD_HEADERS],
     response: ResponseObject,
     rawContentType: 'application/json',
     stream: ResponseStream,
@@ -92,7 +120,7 @@ export const chatRoutes = [
     handler: async ({ app, body, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
       const { sessionHeader, agentHeader, signal } = callOf(req, res);
       const asked = body.agent === undefined && agentHeader !== undefined ? { ...body, agent: agentHeader } : body;
-      await serveResponse({ app, req: asked, res, signal, principal, sessionHeader });
+      await serveResponse({ app, req: asked, res, signal, principal, sessionHeader, threadHeader: threadOf(req) });
       return RAW_RESPONSE;
     },
   }),
@@ -106,11 +134,34 @@ export const chatRoutes = [
     response: ModelList,
     rawContentType: 'application/json',
     errorBody: openAiError,
-    handler: ({ app, res }): typeof RAW_RESPONSE => {
-      const text = JSON.stringify(listModels(app));
-      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-      res.end(text);
-      return RAW_RESPONSE;
+    handler: ({ app, res }) => sendJson(res, listModels(app)),
+  }),
+  route({
+    method: 'GET',
+    path: '/v1/models/{model}',
+    operationId: 'retrieveModel',
+    summary: 'One model of GET /v1/models, by its provider/model id (OpenAI shape: `client.models.retrieve`)',
+    description:
+      'The id has a slash: OpenAI clients send it encoded as one path segment (`/v1/models/openai%2Fgpt-4o`). ' +
+      'A model that GET /v1/models does not list (an unknown provider, one without a key, a model it does not name) is 404 not_found.',
+    tag: 'Chat',
+    errors: ['not_found'],
+    params: z.strictObject({ model: z.string().min(1).max(300).describe('`provider/model`, as GET /v1/models lists it.') }),
+    response: ModelObject,
+    rawContentType: 'application/json',
+    errorBody: openAiError,
+    handler: ({ app, params, res }) => {
+      const model = listModels(app).data.find((m) => m.id === params.model);
+      if (!model) throw new AppError('not_found', `Model "${params.model}" is not served here: GET /v1/models lists the models of the providers that can be called now.`);
+      return sendJson(res, model);
     },
   }),
 ];
+
+/** An answer in OpenAI's own shape, without svc's envelope. */
+function sendJson(res: ServerResponse, value: unknown): typeof RAW_RESPONSE {
+  const text = JSON.stringify(value);
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+  return RAW_RESPONSE;
+}

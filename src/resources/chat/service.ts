@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
@@ -34,6 +35,8 @@ export interface ChatPlan {
   started: number;
   /** Set by POST /v1/responses when the answer is stored: previous_response_id continues from it. */
   responseId: string | null;
+  /** Headers the answer carries besides x-session-id (x-svc-tools-omitted). */
+  headers: Record<string, string>;
 }
 
 const OWN_FIELDS = new Set(['model', 'messages', 'stream', 'stream_options', 'agent']);
@@ -72,16 +75,25 @@ function pickProvider(app: App, modelId: string): { provider: Provider; upstream
       details: [{ path: 'body.model', message: `set ${provider.envVar}` }],
     });
   }
-  const until = blockedUntil(app, provider.id);
+  const now = app.clock.now();
+  const until = blockedUntil(app, provider.id, now);
   if (until === null) return { provider, upstreamModel: parts.model };
   // Another configured provider that lists the same model serves it meanwhile.
+  const waiting: string[] = [];
+  let earliest = until;
   for (const other of all.values()) {
-    if (other.id === provider.id || !isUsable(other) || blockedUntil(app, other.id) !== null) continue;
-    if (other.models.includes(parts.model)) return { provider: other, upstreamModel: parts.model };
-    if (other.models.includes(modelId)) return { provider: other, upstreamModel: modelId };
+    if (other.id === provider.id || !isUsable(other)) continue;
+    const upstreamModel = other.models.includes(parts.model) ? parts.model : other.models.includes(modelId) ? modelId : null;
+    if (upstreamModel === null) continue;
+    const otherUntil = blockedUntil(app, other.id, now);
+    if (otherUntil === null) return { provider: other, upstreamModel };
+    waiting.push(`"${other.id}", which serves it too, until ${new Date(otherUntil).toISOString()}`);
+    earliest = Math.min(earliest, otherUntil);
   }
-  const seconds = Math.max(1, Math.ceil((until - Date.now()) / 1000));
-  throw new AppError('unavailable', `Provider "${provider.id}" is cooling down after upstream errors until ${new Date(until).toISOString()}; see GET /api/v1/auth/status.`, {
+  // Retry-After is when the first of them can be called: a client that waits that long is served.
+  const seconds = Math.max(1, Math.ceil((earliest - now) / 1000));
+  const others = waiting.length ? `; ${waiting.join('; ')}` : '';
+  throw new AppError('unavailable', `Provider "${provider.id}" is cooling down after upstream errors until ${new Date(until).toISOString()}${others}; see GET /api/v1/auth/status.`, {
     headers: { 'Retry-After': String(seconds) },
   });
 }
@@ -89,8 +101,10 @@ function pickProvider(app: App, modelId: string): { provider: Provider; upstream
 /**
  * Decides a call. The conversation so far is the session named by `sessionHeader`, or, for the
  * Responses API's previous_response_id, the stored response `from` (which continues its session).
+ * With `wholeConversation` the request carries the whole conversation itself (Codex, keyed by its
+ * thread id): the session is named, kept and replaced, but its stored turns are not sent again.
  */
-export function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined, from?: StoredResponse): ChatPlan {
+export function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined, from?: StoredResponse, opts: { wholeConversation?: boolean } = {}): ChatPlan {
   const agent = body.agent ? getAgent(app.db, body.agent) : null;
   if (body.agent && !agent) throw new AppError('not_found', `Agent "${body.agent}" not found.`);
   const session: Session | null = from ? { id: from.sessionId, agent: from.agent, model: from.model, messages: from.messages } : sessionHeader ? getSession(app.db, sessionHeader) : null;
@@ -123,11 +137,12 @@ export function planChat(app: App, body: ChatRequest, sessionHeader: string | un
     provider,
     upstreamModel,
     system,
-    messages: [...(session?.messages ?? []), ...body.messages],
+    messages: from || !opts.wholeConversation ? [...(session?.messages ?? []), ...body.messages] : body.messages,
     added: body.messages,
     passthrough,
     started: Date.now(),
     responseId: null,
+    headers: {},
   };
 }
 
@@ -152,7 +167,8 @@ export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void
     if (outcome.aborted) {
       // nothing learned of the provider; the unanswered turn is not kept
     } else if (outcome.error) {
-      recordUpstream(app, plan.provider.id, { ok: false, status: outcome.error.status, code: outcome.error.code, reason: reasonOf(outcome.error) });
+      const e = outcome.error;
+      recordUpstream(app, plan.provider.id, { ok: false, status: e.status, code: e.code, reason: reasonOf(e), request: requestKey(plan), retryAfterMs: e.retryAfterMs });
     } else {
       recordUpstream(app, plan.provider.id, { ok: true });
       const messages = [...plan.messages, ...outcome.reply];
@@ -182,22 +198,36 @@ export function failChat(app: App, plan: ChatPlan, err: UpstreamError, usage: Us
   return upstreamFailure(plan, clean);
 }
 
-/** An upstream failure as the client sees it: 502 carrying the upstream's status. */
+/** An upstream failure as the client sees it: 502 carrying the upstream's status, and its Retry-After when it gave one. */
 function upstreamFailure(plan: ChatPlan, e: UpstreamError): AppError {
   const status = e.status === 'network' ? 'no answer' : String(e.status);
-  return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, { details: [{ path: 'upstream.status', message: status }] });
+  return new AppError('upstream_error', `${plan.provider.id} answered ${status}: ${e.message}`, {
+    details: [{ path: 'upstream.status', message: status }],
+    ...(e.retryAfterMs !== null ? { headers: { 'Retry-After': String(Math.max(1, Math.ceil(e.retryAfterMs / 1000))) } } : {}),
+  });
+}
+
+/**
+ * What identifies the client's request, whichever provider it is sent to: its conversation and
+ * settings, not the upstream's model name. A retry sends the same; so does a request that fails
+ * wherever it goes.
+ */
+function requestKey(plan: ChatPlan): string {
+  return createHash('sha256')
+    .update(JSON.stringify([plan.agent, plan.modelId, plan.system, plan.messages, plan.passthrough]))
+    .digest('hex');
 }
 
 /** A whole answer (a completion, a Response), with the session id to continue. */
 export function sendAnswer(res: ServerResponse, plan: ChatPlan, value: unknown): void {
   const text = JSON.stringify(value);
-  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-session-id': plan.sessionId });
+  res.writeHead(200, { ...plan.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'x-session-id': plan.sessionId });
   res.end(text);
 }
 
 /** The head of a streamed answer: Server-Sent Events, with the session id to continue. */
 export function openEventStream(res: ServerResponse, plan: ChatPlan): void {
-  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'x-session-id': plan.sessionId });
+  res.writeHead(200, { ...plan.headers, 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'x-session-id': plan.sessionId });
   res.flushHeaders();
 }
 

@@ -26,14 +26,36 @@ export class UpstreamError extends Error {
     message: string,
     /** The upstream's own error code (insufficient_quota…), when it sent one. */
     readonly code: string | null = null,
+    /** How long the upstream asked to be left alone (its Retry-After), when it said. */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message);
   }
 
   /** The same failure with every secret taken out of its text, and the message cut to size. */
   scrubbed(secrets: readonly string[]): UpstreamError {
-    return new UpstreamError(this.status, redact(this.message, secrets).slice(0, MESSAGE_MAX), this.code === null ? null : redact(this.code, secrets).slice(0, CODE_MAX));
+    return new UpstreamError(this.status, redact(this.message, secrets).slice(0, MESSAGE_MAX), this.code === null ? null : redact(this.code, secrets).slice(0, CODE_MAX), this.retryAfterMs);
   }
+
+  withRetryAfter(ms: number | null): UpstreamError {
+    return ms === null ? this : new UpstreamError(this.status, this.message, this.code, ms);
+  }
+}
+
+/**
+ * An error answer's wait: `retry-after-ms` (OpenAI's) or `retry-after` in seconds. An HTTP date is
+ * not read: it would be compared with a clock the upstream does not share.
+ */
+function retryAfterOf(headers: Record<string, string | string[] | undefined>): number | null {
+  const one = (name: string) => {
+    const v = headers[name];
+    return typeof v === 'string' ? v.trim() : undefined;
+  };
+  const ms = one('retry-after-ms');
+  if (ms && /^\d+(\.\d+)?$/.test(ms)) return Math.ceil(Number(ms));
+  const s = one('retry-after');
+  if (s && /^\d+$/.test(s)) return Number(s) * 1000;
+  return null;
 }
 
 /** An upstream failure from an OpenAI-shaped `error` (an object, or a bare string). */
@@ -85,7 +107,8 @@ async function send(provider: Provider, chatBody: Record<string, unknown>, signa
     } catch {
       // not JSON: keep the text
     }
-    throw parsed && typeof parsed === 'object' && parsed.error !== undefined ? errorFrom(parsed.error, res.statusCode, fallback) : new UpstreamError(res.statusCode, fallback);
+    const failure = parsed && typeof parsed === 'object' && parsed.error !== undefined ? errorFrom(parsed.error, res.statusCode, fallback) : new UpstreamError(res.statusCode, fallback);
+    throw failure.withRetryAfter(retryAfterOf(res.headers));
   }
   return res;
 }

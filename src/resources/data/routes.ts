@@ -90,7 +90,8 @@ export const dataRoutes = [
     operationId: 'queryDatabase',
     summary: 'Run one scoped SQL statement (read, or write with mode "write")',
     description:
-      'SQLite dialect, one statement. Read mode admits only statements that cannot write; write mode admits INSERT, UPDATE, DELETE and REPLACE (RETURNING allowed). DDL, ATTACH/DETACH, PRAGMA, VACUUM, transactions, load_extension, virtual tables and writes to sqlite_* or system columns are refused. Stopped after data.statementTimeoutMs (503); results over 1 MiB are 413.',
+      "One statement in the dialect of the project's data provider (project.json `data.provider`): SQLite by default, `?` placeholders; PostgreSQL with provider postgres, `$1`…`$n` placeholders, in the subset docs/data.md lists. " +
+      'Read mode admits only statements that cannot write; write mode admits INSERT, UPDATE and DELETE (and SQLite\'s REPLACE), RETURNING allowed. DDL, transactions, writes to the system columns and, on SQLite, ATTACH/DETACH, PRAGMA, VACUUM, load_extension, virtual tables and sqlite_* are refused. Stopped after data.statementTimeoutMs (503); results over 1 MiB are 413.',
     tag,
     scope: 'data',
     errors,

@@ -21,9 +21,25 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const COOLDOWN_STEPS_MIN = [1, 5, 25, 60];
 
-/** 1, 5, 25, then 60 minutes for the 1st, 2nd, 3rd and every later consecutive transient failure. */
+/**
+ * Consecutive transient failures, each of a different request, before a provider cools down. One
+ * failed request says little about the provider (an upstream can answer 500 to one body and 200 to
+ * the next), and a client that retries it at once must reach the upstream again rather than be
+ * told to wait a minute; three different requests failing in a row, with no success between, is
+ * the provider.
+ */
+export const FAILURES_BEFORE_COOLDOWN = 3;
+
+/** The longest an upstream's own Retry-After keeps a provider out. */
+export const RETRY_AFTER_MAX_MS = 60 * MINUTE;
+
+/**
+ * How long the `consecutive`-th counted transient failure cools the provider down: nothing before
+ * FAILURES_BEFORE_COOLDOWN, then 1, 5, 25 and 60 minutes (DESIGN's schedule, from there on).
+ */
 export function cooldownMs(consecutive: number): number {
-  const i = Math.min(Math.max(consecutive, 1), COOLDOWN_STEPS_MIN.length) - 1;
+  if (consecutive < FAILURES_BEFORE_COOLDOWN) return 0;
+  const i = Math.min(consecutive - FAILURES_BEFORE_COOLDOWN, COOLDOWN_STEPS_MIN.length - 1);
   return COOLDOWN_STEPS_MIN[i]! * MINUTE;
 }
 
@@ -46,11 +62,24 @@ export function classifyFailure(status: number | 'network', errorCode?: string |
   return 'request';
 }
 
-export function afterFailure(h: ProviderHealth, failure: Failure, reason: string, now: number): ProviderHealth {
+export interface FailureFacts {
+  /**
+   * False when the same request failed before (a client's retry, or a request that fails on every
+   * provider it is sent to): the request's doing, not the provider's, so it is not counted.
+   */
+  counted?: boolean;
+  /** The upstream's own Retry-After: it is not called again before then (up to RETRY_AFTER_MAX_MS). */
+  retryAfterMs?: number | null;
+}
+
+export function afterFailure(h: ProviderHealth, failure: Failure, reason: string, now: number, facts: FailureFacts = {}): ProviderHealth {
   switch (failure) {
     case 'transient': {
-      const errorCount = h.errorCount + 1;
-      return { ...h, errorCount, cooldownUntil: now + cooldownMs(errorCount), lastErrorReason: reason };
+      const errorCount = facts.counted === false ? h.errorCount : h.errorCount + 1;
+      const scheduled = facts.counted === false ? 0 : cooldownMs(errorCount);
+      const asked = facts.retryAfterMs ? Math.min(facts.retryAfterMs, RETRY_AFTER_MAX_MS) : 0;
+      const until = Math.max(h.cooldownUntil ?? 0, scheduled ? now + scheduled : 0, asked ? now + asked : 0);
+      return { ...h, errorCount, cooldownUntil: until > 0 ? until : null, lastErrorReason: reason };
     }
     case 'billing': {
       const billingCount = h.billingCount + 1;

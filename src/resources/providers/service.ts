@@ -1,7 +1,8 @@
 import type { App } from '../../app.js';
 import { nowIso } from '../../lib/time.js';
 import { resolveProviders, type Provider } from './catalog.js';
-import { afterFailure, afterSuccess, classifyFailure, statusOf, unavailableUntil, type ProviderHealth } from './health.js';
+import { RECENT_FAILURES } from './failures.js';
+import { afterFailure, afterSuccess, classifyFailure, statusOf, unavailableUntil, type FailureFacts, type ProviderHealth } from './health.js';
 import type { ProviderStatusInfo } from './schema.js';
 import * as store from './store.js';
 
@@ -13,7 +14,7 @@ export const providers = (app: App): Map<string, Provider> => resolveProviders(a
 
 const usable = (p: Provider): boolean => p.keyless || p.key !== null;
 
-export function authStatus(app: App, now = Date.now()): { providers: Record<string, ProviderStatusInfo> } {
+export function authStatus(app: App, now = app.clock.now()): { providers: Record<string, ProviderStatusInfo> } {
   const health = store.allHealth(app.db);
   const out: Record<string, ProviderStatusInfo> = {};
   for (const p of providers(app).values()) {
@@ -70,20 +71,36 @@ function credentialParts(value: string): string[] {
 }
 
 /** When the provider may be called again, or null when it may be called now. */
-export const blockedUntil = (app: App, id: string, now = Date.now()): number | null => unavailableUntil(store.getHealth(app.db, id), now);
+export const blockedUntil = (app: App, id: string, now = app.clock.now()): number | null => unavailableUntil(store.getHealth(app.db, id), now);
+
+export type UpstreamOutcome =
+  | { ok: true }
+  | {
+      ok: false;
+      status: number | 'network';
+      code?: string | null;
+      reason: string;
+      /** What identifies the client's request (its conversation and settings), to tell its retries and its failures elsewhere. */
+      request?: string;
+      /** The upstream's own Retry-After. */
+      retryAfterMs?: number | null;
+    };
 
 /** Feeds an upstream answer into the provider's schedules. */
-export function recordUpstream(app: App, id: string, outcome: { ok: true } | { ok: false; status: number | 'network'; code?: string | null; reason: string }, now = Date.now()): void {
+export function recordUpstream(app: App, id: string, outcome: UpstreamOutcome, now = app.clock.now()): void {
+  // A transient failure of a request that already failed (here: a retry; elsewhere: the request's
+  // own doing) is not one more of the provider's. Asked before the transaction: memory, not state.
+  const failedBefore = !outcome.ok && outcome.request !== undefined && classifyFailure(outcome.status, outcome.code) === 'transient' ? app.services.get(RECENT_FAILURES).record(outcome.request, id, now) : null;
   // Read and write in one transaction: daemons sharing a state must not lose each other's counts.
-  app.db.transaction(() => record(app, id, outcome, now))();
+  app.db.transaction(() => record(app, id, outcome, now, { counted: !failedBefore?.size }))();
 }
 
-function record(app: App, id: string, outcome: Parameters<typeof recordUpstream>[2], now: number): void {
+function record(app: App, id: string, outcome: UpstreamOutcome, now: number, facts: FailureFacts): void {
   const before = store.getHealth(app.db, id);
   if (outcome.ok) {
     if (before.errorCount || before.billingCount || before.authFailed || before.cooldownUntil || before.disabledUntil) store.putHealth(app.db, id, afterSuccess(), nowIso());
     return;
   }
-  const next = afterFailure(before, classifyFailure(outcome.status, outcome.code), outcome.reason, now);
+  const next = afterFailure(before, classifyFailure(outcome.status, outcome.code), outcome.reason, now, { ...facts, retryAfterMs: outcome.retryAfterMs });
   if (next !== before) store.putHealth(app.db, id, next, nowIso());
 }

@@ -9,18 +9,13 @@ import { ApiError, SvcClient } from '../../client/client.js';
 import { CONFIG_FILE, formatIssues, loadConfig } from '../../config/load.js';
 import type { ProjectConfig } from '../../config/schema.js';
 import { daemonCa, readDaemonInfo, readLocalKey, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
+import type { CheckResult, CheckStatus } from './doctor-state.js';
+import type { SetupReport } from './setup.js';
 
 // `svc doctor`: what could stop svc from working here, one line per check, with the fix for each
 // that fails. It reads the project's files and asks the daemon; it changes nothing.
 
-export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
-
-export interface CheckResult {
-  check: string;
-  status: CheckStatus;
-  detail: string;
-  fix?: string;
-}
+export type { CheckResult, CheckStatus } from './doctor-state.js';
 
 /** The oldest minor of each supported line, as package.json's engines says: require(esm), which CommonJS consumers of the package need, came in 20.19 and 22.12. */
 const MIN_MINOR: Record<number, number> = { 20: 19, 22: 12, 24: 0 };
@@ -80,23 +75,35 @@ export async function checkDaemon(root: string): Promise<{ result: CheckResult; 
   }
 }
 
-export async function checkKey(root: string, info: DaemonInfo | null, g: GlobalOptions): Promise<CheckResult> {
-  if (!info) return { check: 'api key', status: 'skip', detail: 'no daemon to try it on' };
+/** The key check, and a client with that key when the daemon accepts it (to ask it what only it knows). */
+export async function checkKey(root: string, info: DaemonInfo | null, g: GlobalOptions): Promise<{ result: CheckResult; client: SvcClient | null }> {
+  if (!info) return { result: { check: 'api key', status: 'skip', detail: 'no daemon to try it on' }, client: null };
   const { env } = io();
   const url = g.url || env.SVC_URL || info.url;
   const fromFlag = g.apiKey ? '--api-key' : env.SERVICE_API_KEY ? 'SERVICE_API_KEY' : null;
   const key = g.apiKey || env.SERVICE_API_KEY || (isLoopbackUrl(url) ? readLocalKey(root) : undefined);
   const source = fromFlag ?? '.svc/local.key';
-  if (!key) return { check: 'api key', status: 'fail', detail: 'no key: none given and no .svc/local.key', fix: 'restart the daemon (`svc restart`) to create .svc/local.key, or set SERVICE_API_KEY' };
+  if (!key) return { result: { check: 'api key', status: 'fail', detail: 'no key: none given and no .svc/local.key', fix: 'restart the daemon (`svc restart`) to create .svc/local.key, or set SERVICE_API_KEY' }, client: null };
+  const client = (timeoutMs: number) => new SvcClient({ url, apiKey: key, timeoutMs, ca: url === info.url ? daemonCa(info) : undefined });
   try {
-    await new SvcClient({ url, apiKey: key, timeoutMs: 2000, ca: url === info.url ? daemonCa(info) : undefined }).get('/api/v1/status');
-    return { check: 'api key', status: 'ok', detail: `the key from ${source} is accepted` };
+    await client(2000).get('/api/v1/status');
+    // The daemon's own checks connect to its servers (5 s each at most).
+    return { result: { check: 'api key', status: 'ok', detail: `the key from ${source} is accepted` }, client: client(15_000) };
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) {
       const fix = fromFlag ? `${fromFlag} is not a key of this project: unset it to use .svc/local.key, or add it to project.json apiKeys` : 'restart the daemon (`svc restart`): its key is not the one in .svc/local.key';
-      return { check: 'api key', status: 'fail', detail: `the key from ${source} is refused (401)`, fix };
+      return { result: { check: 'api key', status: 'fail', detail: `the key from ${source} is refused (401)`, fix }, client: null };
     }
-    return { check: 'api key', status: 'fail', detail: `the daemon did not answer: ${(e as Error).message}`, fix: 'see `svc logs`' };
+    return { result: { check: 'api key', status: 'fail', detail: `the daemon did not answer: ${(e as Error).message}`, fix: 'see `svc logs`' }, client: null };
+  }
+}
+
+/** What the running daemon says it runs on, or null when it cannot say (an older daemon, a key with grants). */
+async function daemonSetup(client: SvcClient): Promise<SetupReport | null> {
+  try {
+    return await client.get<SetupReport>('/api/v1/status/setup');
+  } catch {
+    return null;
   }
 }
 
@@ -125,50 +132,14 @@ export async function checkPort(config: ProjectConfig | null, info: DaemonInfo |
 }
 
 /**
- * Where the vault's master key comes from and whether it opens the vault's entries: the same
- * search the daemon makes at start, then the key checked against the one the entries were sealed
- * under. Reads the database read-only; creates no key.
+ * The OS keychain, when the vault key is looked for there: not with SVC_KEYCHAIN=off, nor when the
+ * key comes from SVC_VAULT_KEY or the state is shared (its key is never in one machine's keychain).
  */
-export async function checkVault(root: string): Promise<CheckResult> {
-  const paths = statePaths(root);
-  if (!existsSync(paths.db)) return { check: 'vault key', status: 'ok', detail: 'no database yet (the first `svc serve` creates the key)' };
-  const { env } = io();
-  const { default: Database } = await import('../../db/sqlite.js');
-  const db = new Database(paths.db, { readonly: true, fileMustExist: true });
-  try {
-    const projectId = (db.prepare("SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string } | undefined)?.value;
-    if (!projectId) return { check: 'vault key', status: 'ok', detail: 'the database has no project id yet' };
-    const [{ locateMasterKey }, { osKeychain }, store, { deriveKeys, sameCheck }] = await Promise.all([
-      import('../vault/master-key.js'),
-      import('../vault/keychain.js'),
-      import('../vault/store.js'),
-      import('../vault/crypto.js'),
-    ]);
-    const found = await locateMasterKey(env as NodeJS.ProcessEnv, projectId, osKeychain());
-    const count = store.countEntries(db as never);
-    const where = `${found.location.source} (${found.location.where})`;
-    if (!found.key) {
-      return count
-        ? { check: 'vault key', status: 'fail', detail: `no key in ${where}, but ${count} entries are sealed under one`, fix: 'restore the key there, or set SVC_VAULT_KEY to it' }
-        : { check: 'vault key', status: 'ok', detail: `none yet; the next start creates one in ${where}` };
-    }
-    const recorded = store.getKeyCheck(db as never);
-    if (recorded && !sameCheck(recorded, deriveKeys(found.key, projectId).check)) {
-      return count
-        ? { check: 'vault key', status: 'fail', detail: `the key from ${where} does not open the ${count} vault entries`, fix: 'restore the key they were sealed with, or set SVC_VAULT_KEY to it' }
-        : { check: 'vault key', status: 'warn', detail: `the key from ${where} differs from the recorded one; the vault is empty, so the next start records it` };
-    }
-    return { check: 'vault key', status: 'ok', detail: `from ${where}; opens the vault (${count} ${count === 1 ? 'entry' : 'entries'})` };
-  } catch (e) {
-    return { check: 'vault key', status: 'fail', detail: (e as Error).message, fix: 'see docs/vault.md' };
-  } finally {
-    db.close();
-  }
-}
-
-export async function checkKeychain(): Promise<CheckResult> {
+export async function checkKeychain(vault: { source: string; shared: boolean } | null): Promise<CheckResult> {
   const { env } = io();
   if (env.SVC_KEYCHAIN === 'off') return { check: 'keychain', status: 'ok', detail: 'not used (SVC_KEYCHAIN=off): the vault key is kept in a file' };
+  if (vault?.shared) return { check: 'keychain', status: 'ok', detail: 'not used: the state is shared, and its vault key comes from SVC_VAULT_KEY or state.vaultKeyFile' };
+  if (vault?.source === 'env') return { check: 'keychain', status: 'ok', detail: 'not used: the vault key comes from SVC_VAULT_KEY' };
   const { osKeychain, KeychainUnavailable } = await import('../vault/keychain.js');
   try {
     await osKeychain().get('svc-doctor-probe');
@@ -184,25 +155,6 @@ export async function checkKeychain(): Promise<CheckResult> {
   }
 }
 
-/** Where application databases live; for PostgreSQL: the connection, the version, the admin's rights (the URL shown masked). */
-export async function checkData(config: ProjectConfig, env: NodeJS.ProcessEnv = io().env as NodeJS.ProcessEnv): Promise<CheckResult> {
-  if (config.data.provider !== 'postgres') return { check: 'data', status: 'ok', detail: 'SQLite files in .svc/data/' };
-  // Loaded only here: the driver would slow the start of every other command.
-  const { checkServer, dataUrl, maskUrl } = await import('../data/pg/connect.js');
-  let url: string;
-  try {
-    url = dataUrl(config.data.url, env);
-  } catch (err) {
-    return { check: 'data', status: 'fail', detail: (err as Error).message, fix: 'set SVC_DATA_URL (or data.url) to postgres://user:password@host:5432/db' };
-  }
-  try {
-    const s = await checkServer(url, 5_000);
-    return { check: 'data', status: 'ok', detail: `PostgreSQL ${Math.floor(s.version / 10000)} at ${maskUrl(url)}: role ${s.user} may create roles and schemas in ${s.database}` };
-  } catch (err) {
-    return { check: 'data', status: 'fail', detail: (err as Error).message, fix: 'see docs/data.md, "PostgreSQL provider"' };
-  }
-}
-
 export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   const results: CheckResult[] = [checkNode(process.version)];
   const root = projectRoot(g);
@@ -210,22 +162,39 @@ export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   results.push(project.result);
   if (!root || !project.config) {
     for (const check of ['state dir', 'daemon', 'api key', 'port', 'data', 'state', 'vault key']) results.push({ check, status: 'skip', detail: 'no valid project.json' });
-    results.push(await checkKeychain());
+    results.push(await checkKeychain(null));
     return results;
   }
+  const config = project.config;
   results.push(checkStateDir(root));
   const daemon = await checkDaemon(root);
   results.push(daemon.result);
-  results.push(await checkKey(root, daemon.info, g));
-  results.push(await checkPort(project.config, daemon.info));
-  results.push(await checkData(project.config));
+  const key = await checkKey(root, daemon.info, g);
+  results.push(key.result);
+  results.push(await checkPort(config, daemon.info));
   // Loaded only here: the state's modules would slow the start of every other command.
-  const { checkState } = await import('./doctor-state.js');
-  const state = await checkState(root, project.config, io().env as NodeJS.ProcessEnv);
-  results.push(...state);
-  // A shared state's vault key is checked against that state (checkState), not the local file.
-  if (!state.some((r) => r.check === 'vault key')) results.push(await checkVault(root));
-  results.push(await checkKeychain());
+  const { startChecks } = await import('./start-checks.js');
+  const shellEnv = io().env as NodeJS.ProcessEnv;
+  const setup = key.client ? await daemonSetup(key.client) : null;
+  if (setup) {
+    // The daemon's own view: the servers and the key it runs with, whatever this shell holds.
+    results.push(...setup.checks);
+    // And whether a daemon started from this shell (svc restart) would find the same.
+    const failing = (await startChecks(root, config, shellEnv)).checks.filter((r) => r.status === 'fail');
+    if (failing.length) {
+      results.push({
+        check: 'restart',
+        status: 'warn',
+        detail: `from this shell the daemon could not start again, so \`svc restart\` would refuse: ${failing.map((r) => `${r.check}: ${r.detail}`).join('; ')}`,
+        fix: 'set what is missing in this shell, or keep the URLs and the vault key in the settings file (project.json envFile; docs/deploy.md)',
+      });
+    }
+    results.push(await checkKeychain(setup.vaultKey));
+    return results;
+  }
+  const local = await startChecks(root, config, shellEnv);
+  results.push(...local.checks);
+  results.push(await checkKeychain({ source: local.env.SVC_VAULT_KEY ? 'env' : 'keychain', shared: local.shared }));
   return results;
 }
 

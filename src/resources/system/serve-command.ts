@@ -190,6 +190,21 @@ export function stopCommand(): Command {
   );
 }
 
+/**
+ * Throws, naming what fails, when a daemon started from this shell could not start (start-checks.ts):
+ * the running daemon is then left alone.
+ */
+async function restartable(root: string, host: string | undefined, pid: number): Promise<void> {
+  const { startProblems } = await import('./start-checks.js');
+  const problems = await startProblems(root, host, io().env as NodeJS.ProcessEnv);
+  if (problems.length) {
+    throw new CliError(
+      `not restarting: from this shell the daemon could not start again:\n${problems.map((r) => `  ${r.check}: ${r.detail}`).join('\n')}`,
+      `the daemon (pid ${pid}) was left running. Set what is missing in this shell, or keep the URLs and the vault key in the project's settings file (project.json envFile; docs/deploy.md)`,
+    );
+  }
+}
+
 export function restartCommand(): Command {
   return new Command('restart')
     .description('Stop the daemon (if it runs) and start it in the background; it keeps its address unless --host/--port say otherwise')
@@ -200,6 +215,8 @@ export function restartCommand(): Command {
         const root = requireRoot(globals);
         const before = runningDaemon(root);
         if (before) {
+          // Never stop a daemon that could not be started again from here: check first.
+          await restartable(root, o.host ?? before.host, before.pid);
           const apiKey = globals.apiKey || io().env.SERVICE_API_KEY || readLocalKey(root);
           await stopDaemon({ json: false, yes: false, root, client: new SvcClient({ url: before.url, apiKey, ca: daemonCa(before) }) });
         }

@@ -145,6 +145,12 @@ async function loginState(run: Runner): Promise<{ linger: boolean; session: bool
 
 const LINGER = (user: string) => `\`sudo loginctl enable-linger ${user}\``;
 
+/** systemctl --user found no user service manager to talk to. */
+class NoManagerError extends CliError {}
+
+/** What install says besides: the daemon runs without any service manager too. */
+const DETACH_HINT = 'or run the daemon without a service: `svc serve --detach` (until it stops or the machine restarts)';
+
 async function noManagerError(run: Runner, said: string): Promise<CliError> {
   const login = await loginState(run);
   const user = userName();
@@ -153,7 +159,7 @@ async function noManagerError(run: Runner, said: string): Promise<CliError> {
     !login || !login.session
       ? `there is no login session for ${user}, so no user service manager runs: ${LINGER(user)} starts one now and at every boot; then run this again (over ssh or su, with XDG_RUNTIME_DIR=/run/user/$(id -u))`
       : 'run it in your own login session (not under sudo), or set XDG_RUNTIME_DIR=/run/user/$(id -u)';
-  return new CliError(`systemctl --user cannot reach a user service manager (${first})`, hint);
+  return new NoManagerError(`systemctl --user cannot reach a user service manager (${first})`, hint);
 }
 
 /** systemctl --user, failing with the reason (and the linger hint) when there is no user manager. */
@@ -319,7 +325,9 @@ export function serviceCommand(run: Runner = runTool): Command {
           emit(Boolean(globals.json), { ...location(p, project), content }, () => content);
           return;
         }
-        const r = await install(run, p, project);
+        const r = await install(run, p, project).catch((e: unknown) => {
+          throw e instanceof NoManagerError ? new CliError(e.message, `${e.hint}; ${DETACH_HINT}`) : e;
+        });
         emit(Boolean(globals.json), { installed: true, platform: p, ...r }, () =>
           `installed ${r.name} (${r.file}) and started it\nit restarts when it fails, not after \`svc stop\` · status: svc service status · logs: svc service logs -f\n`,
         );

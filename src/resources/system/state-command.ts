@@ -5,6 +5,7 @@ import { localAction } from '../../cli/action.js';
 import { CliError, projectRoot, UsageError } from '../../cli/context.js';
 import { io } from '../../cli/io.js';
 import { emit, out } from '../../cli/output.js';
+import { projectEnv } from '../../config/env-file.js';
 import { formatIssues, loadConfig } from '../../config/load.js';
 import type { DB } from '../../db/open.js';
 import { runningDaemon, statePaths } from '../../state-dir.js';
@@ -36,7 +37,14 @@ async function openState(root: string): Promise<Opened> {
   const { stateUrl, STATE_MIGRATIONS, openDatabase, openPostgresState, maskUrl } = await stateModules();
   const loaded = loadConfig(root);
   if (!loaded.ok) throw new UsageError(`project.json is invalid: ${formatIssues(loaded.issues)}`);
-  const url = stateUrl(loaded.config, io().env as NodeJS.ProcessEnv);
+  // As the daemon would: the environment, and the project's settings file for what it lacks.
+  let env: NodeJS.ProcessEnv;
+  try {
+    env = projectEnv(root, loaded.config, io().env as NodeJS.ProcessEnv).env;
+  } catch (err) {
+    throw new CliError((err as Error).message, 'see docs/deploy.md, "The settings file"');
+  }
+  const url = stateUrl(loaded.config, env);
   if (url) return { db: openPostgresState({ url, statementTimeoutMs: loaded.config.state.statementTimeoutMs, driver: loaded.config.state.driver }, STATE_MIGRATIONS), where: `PostgreSQL at ${maskUrl(url)}`, shared: true };
   const file = statePaths(root).db;
   if (!existsSync(file)) throw new CliError(`${file} does not exist: this project has no state yet`);

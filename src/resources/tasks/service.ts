@@ -165,6 +165,7 @@ function step(app: App, task: Task, to: TaskState, o: TransitionOptions): Task {
     openDependencies: to === 'in_progress' ? store.openDependencies(app.db, task.id) : [],
     retries: task.retries,
     maxRetries: task.maxRetries,
+    requireReview: app.config().tasks.requireReview,
   });
   if (!check.ok) throw new AppError(check.code, `Task ${task.id}: ${check.reason}`);
   const hooks = hooksOf(app);

@@ -1,6 +1,8 @@
 // The task state machine: the table of legal moves (DESIGN section 5) and the one pure function
 // that decides a move. Every path that changes a task's status (transition, claim, retry, and the
 // missions/approvals resources later) goes through checkTransition, so the rules live here only.
+// One departure from DESIGN: in_progress → done is legal, as the reference API lists it (a task
+// done without a review step); a project that wants every task reviewed sets tasks.requireReview.
 
 export const TASK_STATES = ['draft', 'pending', 'assigned', 'in_progress', 'review', 'awaiting_approval', 'done', 'failed'] as const;
 export type TaskState = (typeof TASK_STATES)[number];
@@ -9,7 +11,7 @@ export const LEGAL_MOVES: Readonly<Record<TaskState, readonly TaskState[]>> = {
   draft: ['pending'],
   pending: ['assigned', 'awaiting_approval'],
   assigned: ['in_progress', 'awaiting_approval'],
-  in_progress: ['review', 'failed', 'awaiting_approval'],
+  in_progress: ['review', 'done', 'failed', 'awaiting_approval'],
   review: ['done', 'failed', 'awaiting_approval'],
   awaiting_approval: ['assigned', 'pending', 'done', 'failed'],
   failed: ['pending'],
@@ -23,6 +25,8 @@ export interface TransitionGuard {
   /** failed→pending is a retry: it needs retries < maxRetries. */
   retries?: number;
   maxRetries?: number;
+  /** project.json tasks.requireReview: in_progress → done is refused, the work must pass review. */
+  requireReview?: boolean;
 }
 
 export type TransitionCheck = { ok: true; retry: boolean } | { ok: false; code: 'invalid_transition' | 'conflict'; reason: string };
@@ -32,6 +36,13 @@ export function checkTransition(from: TaskState, to: TaskState, guard: Transitio
     const allowed = LEGAL_MOVES[from];
     const hint = allowed.length ? `from ${from} a task may move to: ${allowed.join(', ')}` : `${from} is terminal`;
     return { ok: false, code: 'invalid_transition', reason: `A task cannot move from ${from} to ${to}; ${hint}.` };
+  }
+  if (from === 'in_progress' && to === 'done' && guard.requireReview) {
+    return {
+      ok: false,
+      code: 'invalid_transition',
+      reason: 'A task cannot move from in_progress to done while tasks.requireReview is set in project.json; move it to review, then to done.',
+    };
   }
   if (to === 'in_progress' && guard.openDependencies?.length) {
     return {

@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { configDir } from '../../config/user-dir.js';
 import { ensurePrivateDir, writePrivateFile } from '../../lib/files.js';
 import { MASTER_KEY_BYTES } from './crypto.js';
 import { KEYCHAIN_SERVICE, KeychainUnavailable, type Keychain } from './keychain.js';
@@ -78,12 +78,7 @@ export function keychainLocation(keychain: Keychain, projectId: string): KeyLoca
   };
 }
 
-/** The user's svc config dir: SVC_CONFIG_DIR, else $XDG_CONFIG_HOME/svc, else ~/.config/svc. */
-export function configDir(env: NodeJS.ProcessEnv): string {
-  if (env.SVC_CONFIG_DIR) return env.SVC_CONFIG_DIR;
-  if (env.XDG_CONFIG_HOME) return join(env.XDG_CONFIG_HOME, 'svc');
-  return join(env.HOME || homedir(), '.config', 'svc');
-}
+export { configDir };
 
 export function fileLocation(dir: string, projectId: string, warn: (msg: string) => void = () => undefined): KeyLocation {
   const keysDir = join(dir, 'keys');

@@ -11,7 +11,7 @@ import { checkGrants } from '../sql-guard.js';
 import { maskUrl, TYPES } from './connect.js';
 import { PG, schemaFunctions } from './dialect.js';
 import { isConnectionError, pgCode, pgError, unavailable } from './errors.js';
-import { createSql, grantSql, IDEMPOTENCY_CONFLICT, lit, metaSql, namesOf, randomSecret, readerSql, scramVerifier, type PgNames } from './provision.js';
+import { createSql, grantSql, IDEMPOTENCY_CONFLICT, lit, metaSql, namesOf, randomSecret, readerSql, scramVerifier, UNSHARED_FUNCTIONS, type PgNames } from './provision.js';
 import { parsePg } from './parser.js';
 import { runQuery, type ColumnTypes } from './query.js';
 import { admitPgSql, type PgAdmission } from './subset.js';
@@ -36,6 +36,8 @@ export interface PgBackendOptions {
    * being made afresh at each open, which would lock the other daemons' new connections out.
    */
   credentials?: CredentialStore;
+  /** The state's URL when it is on PostgreSQL: in this same database, its role keeps the session advisory locks (hardenPublic). */
+  stateUrl?: string | null;
 }
 
 /** What opening a database sets on the server: its two roles' passwords and its secret. */
@@ -96,12 +98,50 @@ export class PgBackend implements DataBackend {
     await this.admin.end();
   }
 
-  /** Revokes CREATE on public from PUBLIC where the admin may (PostgreSQL 15 does by default). */
+  /**
+   * Revokes from PUBLIC, where the admin may, CREATE on schema public (PostgreSQL 15 does by
+   * default) and EXECUTE on the large-object and session advisory-lock functions (provision.ts
+   * UNSHARED_FUNCTIONS; only a superuser may, since the bootstrap superuser owns them). A state kept
+   * in this same database under another role keeps the session locks its migrations take.
+   */
   async hardenPublic(): Promise<void> {
     try {
       await this.admin.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
     } catch (err) {
       this.opts.log.warn('could not revoke CREATE on schema public from PUBLIC (the admin role does not own it); application roles may create objects there unless the server already forbids it', { error: (err as Error).message });
+    }
+    const open = async () =>
+      (await this.admin.query<{ f: string; lock: boolean }>(`SELECT p.oid::regprocedure::text AS f, p.proname LIKE 'pg\\_%' AS lock FROM pg_proc p WHERE ${UNSHARED_FUNCTIONS} AND has_function_privilege('public', p.oid, 'EXECUTE')`)).rows;
+    try {
+      let left = await open();
+      if (!left.length) return;
+      const su = (await this.admin.query<{ su: boolean }>('SELECT rolsuper AS su FROM pg_roles WHERE rolname = current_user')).rows[0]?.su;
+      if (su) {
+        // Names as the catalog prints them (a function and its argument types): nothing of a caller's.
+        await this.admin.query(`REVOKE EXECUTE ON FUNCTION ${left.map((r) => `pg_catalog.${r.f}`).join(', ')} FROM PUBLIC`);
+        const stateRole = this.sameDatabaseRole(this.opts.stateUrl);
+        const locks = left.filter((r) => r.lock).map((r) => `pg_catalog.${r.f}`);
+        if (stateRole && locks.length) await this.admin.query(`GRANT EXECUTE ON FUNCTION ${locks.join(', ')} TO ${q(stateRole)}`);
+        left = await open();
+      }
+      if (left.length) {
+        this.opts.log.warn('could not revoke EXECUTE on the large-object and session advisory-lock functions from PUBLIC (only a superuser may): application roles can call them if the parser is bypassed; see docs/data.md, "The admin role"', { functions: left.length });
+      }
+    } catch (err) {
+      this.opts.log.warn('could not revoke EXECUTE on the large-object and session advisory-lock functions from PUBLIC', { error: (err as Error).message });
+    }
+  }
+
+  /** The role of `url` when it names this server's database and another role than the admin, else null. */
+  private sameDatabaseRole(url: string | null | undefined): string | null {
+    if (!url) return null;
+    try {
+      const u = new URL(url);
+      const same = u.hostname === this.url.hostname && (u.port || '5432') === (this.url.port || '5432') && u.pathname === this.url.pathname;
+      const role = decodeURIComponent(u.username);
+      return same && role && role !== decodeURIComponent(this.url.username) ? role : null;
+    } catch {
+      return null;
     }
   }
 
@@ -137,6 +177,25 @@ export class PgBackend implements DataBackend {
     return this.within(this.admin, `BEGIN; SET LOCAL statement_timeout = ${timeoutMs}; SET LOCAL lock_timeout = ${timeoutMs}; SET LOCAL TimeZone = 'UTC'${n ? `; SET LOCAL search_path = ${q(n.schema)}` : ''}`, fn);
   }
 
+  /**
+   * An admin transaction that changes roles or the database's CONNECT grants. PostgreSQL updates
+   * those catalog rows without waiting for another writer of the same row: two at once (two
+   * daemons setting one role's password, two creates granting CONNECT on the one database) fail
+   * with "tuple concurrently updated". So `fn` first takes the locks of what it changes, held by
+   * every daemon of every project on this server (lockRoles, lockGrants, in that order); one that
+   * still meets the error (someone else's GRANT) is tried again, and then answered 503.
+   */
+  private async rolesTx<T>(n: PgNames | null, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.adminTx(n, fn);
+      } catch (err) {
+        if (!concurrentlyUpdated(err)) throw err;
+        if (attempt === 3) throw new AppError('data_unavailable', 'Another change of the database server\'s roles ran at the same moment; retry.', { headers: { 'Retry-After': '1' } });
+      }
+    }
+  }
+
   private unreachable(err: unknown): AppError {
     this.opts.log.warn('PostgreSQL unreachable', { url: maskUrl(this.opts.url), error: (err as Error)?.message });
     return unavailable();
@@ -146,14 +205,16 @@ export class PgBackend implements DataBackend {
 
   async create(id: string, schema: SchemaDefT): Promise<void> {
     const n = namesOf(id);
-    await this.adminTx(n, async (c) => {
+    await this.rolesTx(n, async (c) => {
       for (const sql of createSql(n, this.opts.pool.perDatabase + 1)) await c.query(sql);
-      await grantConnect(c, n.role, n.reader);
       for (const sql of schemaFunctions(q(n.schema))) await c.query(sql);
       for (const sql of metaSql(n, SERVER_RESULT_BYTES)) await c.query(sql);
       for (const [t, def] of Object.entries(schema.tables)) for (const sql of createTableSql(t, def, PG)) await c.query(sql);
       for (const sql of grantSql(n, schema)) await c.query(sql);
       await writeState(c, n, { schema, schemaVersion: 1 });
+      // Last: the lock on the database's grants is held from here to the commit.
+      await lockGrants(c);
+      await grantConnect(c, n.role, n.reader);
     });
   }
 
@@ -165,15 +226,18 @@ export class PgBackend implements DataBackend {
     if (o) await o.then(endPools, () => undefined);
     const roles = [n.role, n.reader];
     for (const role of roles) {
-      await this.adminTx(null, async (c) => {
+      await this.rolesTx(null, async (c) => {
+        await lockRoles(c, n);
         await c.query(`ALTER ROLE ${q(role)} NOLOGIN`);
       }).catch(() => undefined);
     }
     // Connections of the roles that are not the daemon's own (none should be) are ended first.
     await this.admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ANY($1)', [roles]).catch(() => undefined);
-    await this.adminTx(null, async (c) => {
+    await this.rolesTx(null, async (c) => {
+      await lockRoles(c, n);
       await c.query(`DROP SCHEMA IF EXISTS ${q(n.schema)}, ${q(n.meta)} CASCADE`);
       const db = (await c.query<{ d: string }>('SELECT current_database() AS d')).rows[0]!.d;
+      await lockGrants(c);
       for (const role of roles) {
         const exists = (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount;
         if (exists) {
@@ -210,10 +274,12 @@ export class PgBackend implements DataBackend {
     const fresh = (): DatabaseCredentials => ({ password: randomSecret(), readerPassword: randomSecret(), secret: randomSecret() });
     // Setting the same values again is harmless: every daemon sharing them sets what the store holds.
     const { password, readerPassword, secret } = this.opts.credentials ? this.opts.credentials.take(id, fresh) : fresh();
-    const { state, types } = await this.adminTx(n, async (c) => {
+    const { state, types } = await this.rolesTx(n, async (c) => {
+      await lockRoles(c, n);
       const state = await readState(c, n);
       // A database made before reads had a role of their own gets it now.
       if (!(await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [n.reader])).rowCount) {
+        await lockGrants(c);
         for (const sql of readerSql(n, this.opts.pool.perDatabase + 1)) await c.query(sql);
         for (const sql of grantSql(n, state.schema)) await c.query(sql);
         await grantConnect(c, n.reader);
@@ -346,7 +412,7 @@ export class PgBackend implements DataBackend {
     if (a.params !== req.params.length) {
       throw new AppError('data_invalid', `The parameters do not match the statement: it uses ${a.params}, and ${req.params.length} were given.`, { details: [{ path: 'body.params', message: `the statement uses ${a.params}` }] });
     }
-    const run = (c: pg.PoolClient) => runQuery(c, o.names.meta, req.sql, req.params, req.maxRows, req.mode, a.returning, o.types);
+    const run = (c: pg.PoolClient) => runQuery(c, o.names.meta, a.sql, req.params, req.maxRows, req.mode, a.returning, o.types);
     if (req.mode === 'write') {
       return this.tx(o, 'write', async (c) => {
         if (ref) {
@@ -379,7 +445,7 @@ export class PgBackend implements DataBackend {
     if (!hit) {
       if (req.sql.includes('\u0000')) throw new AppError('data_invalid', 'The SQL contains a NUL character.', { details: [{ path: 'body.sql', message: 'The SQL contains a NUL character.' }] });
       const a = await admitPgSql(req.sql, req.mode, new Set(Object.keys(o.state.schema.tables)), req.params.length);
-      hit = { ...a, returning: a.kind !== 'select' && (await hasReturning(req.sql)) };
+      hit = { ...a, returning: a.kind !== 'select' && (await hasReturning(a.sql)) };
       if (o.admissions.size >= 200) o.admissions.delete(o.admissions.keys().next().value!);
       o.admissions.set(key, hit);
     }
@@ -432,6 +498,19 @@ export class PgBackend implements DataBackend {
   }
 }
 
+/**
+ * The advisory locks that order changes of roles and of CONNECT grants (rolesTx): (ROLES_LOCK, a
+ * database's hash) for its two roles, ROLES_LOCK alone (the other key space) for the grants on the
+ * one server database, which every create and delete changes. The state's locks are 0x73766301
+ * and 0x73766302.
+ */
+const ROLES_LOCK = 0x73766303;
+const lockRoles = (c: pg.PoolClient, n: PgNames) => c.query(`SELECT pg_advisory_xact_lock(${ROLES_LOCK}, hashtext($1))`, [n.role]);
+const lockGrants = (c: pg.PoolClient) => c.query(`SELECT pg_advisory_xact_lock(${ROLES_LOCK}::bigint)`);
+
+/** PostgreSQL's "tuple concurrently updated" (or deleted): two writers of one catalog row at once. */
+const concurrentlyUpdated = (err: unknown): boolean => pgCode(err) === 'XX000' && /^tuple concurrently (updated|deleted)$/.test((err as Error).message);
+
 /** Ends a database's pools (its connections are closed as they are released). */
 const endPools = async (o: Open): Promise<void> => {
   o.ended = true;
@@ -457,7 +536,14 @@ async function exec(c: pg.PoolClient, s: Step): Promise<unknown> {
 }
 
 async function readState(c: pg.PoolClient, n: PgNames): Promise<DatabaseState> {
-  const rows = (await c.query<{ key: string; value: string }>(`SELECT key, value FROM ${q(n.meta)}._svc_meta WHERE key IN ('schema', 'schemaVersion')`)).rows;
+  let rows: { key: string; value: string }[];
+  try {
+    rows = (await c.query<{ key: string; value: string }>(`SELECT key, value FROM ${q(n.meta)}._svc_meta WHERE key IN ('schema', 'schemaVersion')`)).rows;
+  } catch (err) {
+    // Deleted (by another daemon on the same state) after the registry was read.
+    if (pgCode(err) === '42P01') throw new AppError('data_not_found', 'The database was deleted.');
+    throw err;
+  }
   const m = new Map(rows.map((r) => [r.key, r.value]));
   if (!m.has('schema')) throw new AppError('data_unavailable', 'The database has no schema record.');
   return { schema: JSON.parse(m.get('schema')!) as SchemaDefT, schemaVersion: Number(m.get('schemaVersion')) };

@@ -62,13 +62,18 @@ export async function checkServer(url: string, timeoutMs: number): Promise<Serve
     throw new Error(`Cannot use PostgreSQL at ${where}: ${connectFailure(pgCode(err), (err as Error).message)}. Fix data.url in project.json (or SVC_DATA_URL), or set data.provider to "sqlite".`);
   }
   try {
-    const r = await c.query<{ v: number; u: string; d: string; su: boolean; cr: boolean; cdb: boolean }>(
-      "SELECT current_setting('server_version_num')::int AS v, current_user AS u, current_database() AS d, r.rolsuper AS su, r.rolcreaterole AS cr, has_database_privilege(current_database(), 'CREATE') AS cdb FROM pg_roles r WHERE r.rolname = current_user",
+    const r = await c.query<{ v: number; u: string; d: string; su: boolean; cr: boolean; cdb: boolean; gc: boolean; pc: boolean }>(
+      `SELECT current_setting('server_version_num')::int AS v, current_user AS u, current_database() AS d, r.rolsuper AS su, r.rolcreaterole AS cr,
+              has_database_privilege(current_database(), 'CREATE') AS cdb, has_database_privilege(current_database(), 'CONNECT WITH GRANT OPTION') AS gc,
+              has_database_privilege('public', current_database(), 'CONNECT') AS pc
+       FROM pg_roles r WHERE r.rolname = current_user`,
     );
     const row = r.rows[0]!;
     if (row.v < 130000) throw new Error(`PostgreSQL at ${where} is version ${Math.floor(row.v / 10000)}; svc needs PostgreSQL 13 or newer.`);
     if (!row.su && !row.cr) throw new Error(`The role ${row.u} of data.url may not create roles (CREATEROLE): each application database has a login role of its own. See docs/data.md, "The admin role".`);
     if (!row.cdb) throw new Error(`The role ${row.u} of data.url may not create schemas in database ${row.d} (GRANT CREATE ON DATABASE). See docs/data.md, "The admin role".`);
+    // Each database's roles log in by a CONNECT the admin grants them, or else PUBLIC's.
+    if (!row.gc && !row.pc) throw new Error(`The role ${row.u} of data.url may not grant CONNECT on database ${row.d}, and PUBLIC has no CONNECT there: the application databases' roles could not log in. Make ${row.u} the database's owner (ALTER DATABASE ${row.d} OWNER TO ${row.u}). See docs/data.md, "The admin role".`);
     return { version: row.v, user: row.u, database: row.d };
   } finally {
     await c.end().catch(() => undefined);

@@ -137,3 +137,14 @@ export function createSql(n: PgNames, connectionLimit: number): string[] {
     `GRANT USAGE ON SCHEMA ${q(n.schema)}, ${q(n.meta)} TO ${r}, ${q(n.reader)}`,
   ];
 }
+
+/**
+ * The functions of pg_catalog no application role needs and that reach past its schema: large
+ * objects (one store for the whole database, which any role may fill and whose objects outlive its
+ * schema) and session-level advisory locks (held after the transaction ends, in the keyspace the
+ * state's own locks use). The transaction-level ones stay: they end with the statement's
+ * transaction. As a condition on pg_proc `p`.
+ */
+export const UNSHARED_FUNCTIONS =
+  "p.pronamespace = 'pg_catalog'::regnamespace AND (p.proname LIKE 'lo\\_%' OR p.proname IN ('loread', 'lowrite', 'pg_advisory_unlock_all') OR p.proname ~ '^pg_(try_)?advisory_(lock|unlock)(_shared)?$')";
+

@@ -2,6 +2,7 @@ import { AppError, type ErrorCode } from '../../../kernel/errors.js';
 import { SYSTEM_COLUMNS } from '../schema.js';
 import { ALLOWED_FUNCTIONS, ALLOWED_TYPES, ALLOWED_VALUE_KEYWORDS, CATALOG_TYPE, ROW_CALLABLE } from './functions.js';
 import { parsePg, ParseError, type ParseTree } from './parser.js';
+import { numberPlaceholders } from './placeholders.js';
 
 // The parser layer of the Postgres provider's /query: the first of two layers (the second is the
 // database role's privileges, and READ ONLY for reads), tested alone. The statement is parsed by
@@ -18,7 +19,8 @@ import { parsePg, ParseError, type ParseTree } from './parser.js';
 //     locking clauses (FOR UPDATE/SHARE);
 //   - no INSERT column list, UPDATE SET target or ON CONFLICT DO UPDATE SET target names a system
 //     column (compared case-insensitively after Postgres has folded and decoded the identifier);
-//   - the $n parameters used are $1..$n, and n is the number of params sent.
+//   - the $n parameters used are $1..$n, and n is the number of params sent (SQLite's `?`
+//     placeholders are numbered first, by placeholders.ts).
 
 /** What the parser layer says about one admitted statement. */
 export interface PgAdmission {
@@ -29,6 +31,8 @@ export interface PgAdmission {
   writes: string[];
   /** Highest $n used (0 = none). */
   params: number;
+  /** The statement to run: as sent, or with its `?` placeholders numbered $1…$n (placeholders.ts). */
+  sql: string;
 }
 
 type Mode = 'read' | 'write';
@@ -59,12 +63,15 @@ async function parseSql(sql: string): Promise<ParseTree> {
   } catch (err) {
     if (err instanceof ParseError) {
       const at = err.position > 0 ? ` (at character ${err.position})` : '';
-      throw invalid(`${err.message}${at}.`);
+      // A `?` placeholder the statement could not be read with (placeholders.ts): say how PostgreSQL numbers them.
+      const numbering = sql.includes('?') ? ' PostgreSQL numbers parameters $1, $2 …; a ? is taken for one only where the statement reads with it as a parameter.' : '';
+      throw invalid(`${err.message}${at}.${numbering}`);
     }
-    if (err instanceof RangeError) throw invalid(`The statement is nested too deeply to parse (at most ${MAX_DEPTH} levels).`);
-    throw err;
+    throw tooDeep(err);
   }
 }
+
+const tooDeep = (err: unknown): unknown => (err instanceof RangeError ? invalid(`The statement is nested too deeply to parse (at most ${MAX_DEPTH} levels).`) : err);
 
 // ---------------------------------------------------------------------------------------------
 // The node types of the subset and their fields. A field maps to null when its value is a scalar
@@ -255,6 +262,8 @@ interface Shape {
   params: number;
   /** The lowest $k below the highest that is not used (0 = none). */
   gap: number;
+  /** The statement to run. */
+  sql: string;
 }
 
 class Walker {
@@ -492,6 +501,9 @@ async function shape(sql: string, mode: Mode): Promise<Shape> {
   if (sql.includes('\u0000')) throw invalid('The SQL contains a NUL character.');
   // PostgreSQL's whitespace (the WASM wrapper has no parse result for an empty string).
   if (/^[ \t\n\r\f\v]*$/.test(sql)) throw invalid('The SQL has no statement.');
+  const numbered = await numberPlaceholders(sql).catch((err) => Promise.reject(tooDeep(err)));
+  if (numbered && 'mixed' in numbered) throw invalid('The statement uses both ? placeholders and $n parameters: number them all $1, $2 …');
+  if (numbered) sql = numbered.sql;
   const tree = await parseSql(sql);
   const stmts = tree.stmts ?? [];
   if (stmts.length === 0) throw invalid('The SQL has no statement.');
@@ -518,7 +530,7 @@ async function shape(sql: string, mode: Mode): Promise<Shape> {
     while (walker.params.has(gap)) gap++;
   }
   const reads = walker.reads.filter((t) => !walker.writes.includes(t));
-  return { kind, reads, writes: walker.writes, relations: walker.relations, params, gap };
+  return { kind, reads, writes: walker.writes, relations: walker.relations, params, gap, sql };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -581,5 +593,5 @@ export async function admitPgSql(sql: string, mode: 'read' | 'write', tables: Re
     const uses = s.params ? `uses $1 to $${s.params}` : 'uses no parameter';
     throw toAppError(invalid(`The statement ${uses} but ${paramCount} param${paramCount === 1 ? ' was' : 's were'} sent; send exactly ${s.params}.`, 'body.params'));
   }
-  return { kind: s.kind, reads: [...s.reads], writes: [...s.writes], params: s.params };
+  return { kind: s.kind, reads: [...s.reads], writes: [...s.writes], params: s.params, sql: s.sql };
 }
