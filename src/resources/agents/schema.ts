@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { NameSchema, RESERVED_AGENT_NAMES, Timestamp } from '../common.js';
 import { REASONING } from './values.js';
-import { RuntimeOut, RuntimeSchema } from '../runs/runtime.js';
+import { RuntimeOut, RuntimeSchema } from './runtime.js';
 
 export { REASONING };
 

@@ -2,7 +2,7 @@ import { serviceKey, type App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
 import { teamExists } from '../teams/service.js';
-import type { Runtime } from '../runs/runtime.js';
+import type { Runtime } from './runtime.js';
 import type { Agent, AgentFieldName, AgentFields, AgentInput, AgentPatchInput } from './schema.js';
 import * as store from './store.js';
 

@@ -17,7 +17,7 @@ import type { RunKeys } from './keys.js';
 import { builtInPrompt, promptValues, templatePrompt, type PromptFacts } from './prompt.js';
 import { reapRecorded } from '../../lib/reap.js';
 import { eventItem, RunLogBuffer, type Numbered } from './run-log.js';
-import type { Runtime } from './runtime.js';
+import type { Runtime } from '../agents/runtime.js';
 import { dispatchTask, findRuntime, queueRun, type RunnerHandle } from './service.js';
 import * as store from './store.js';
 import { supervise } from './supervisor.js';

@@ -10,7 +10,7 @@ import { getTask, openDependenciesOf, requireTask, updateTask } from '../tasks/s
 import { entryKeys } from '../vault/service.js';
 import { findBinary, type BinaryLookup } from './drivers/detect.js';
 import { driverFor } from './drivers/index.js';
-import { vaultRefs, type Runtime } from './runtime.js';
+import { vaultRefs, type Runtime } from '../agents/runtime.js';
 import { LIVE_STATUSES, type Run, type RunListFilter, type RunReason, type UsageFilter } from './schema.js';
 import * as store from './store.js';
 import type { RunLogItem } from './types.js';

@@ -1,21 +1,13 @@
 import type { Clock } from '../../lib/clock.js';
+import { PERMISSION_MODES, RUNTIME_KINDS, type PermissionMode, type RuntimeKind } from '../agents/runtime.js';
 
 // The shapes the runner's parts agree on: the drivers (one per agent CLI: how to invoke it and how
 // to read its stream), the workspace (git worktrees) and the supervisor (the process). Each part is
 // pure or owns one OS resource, and none of them knows the state database: the runner (runner.ts)
 // joins them to runs, tasks and events. DESIGN.md section 12 is the design of record.
 
-/** The agent CLIs svc drives. `command` is any program: prompt on stdin, JSON lines read if any. */
-export const RUNTIME_KINDS = ['claude', 'codex', 'command'] as const;
-export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
-
-/**
- * How much the CLI may do without asking. `ask` turns the CLI's permission prompts into svc
- * approvals; `acceptEdits` lets it edit files in its workspace (and run what allowedTools allows);
- * `bypass` lets it do anything (Claude Code refuses it as root).
- */
-export const PERMISSION_MODES = ['ask', 'acceptEdits', 'bypass'] as const;
-export type PermissionMode = (typeof PERMISSION_MODES)[number];
+/** The runtime kinds and permission modes are the agent's fields (agents/runtime.ts). */
+export { PERMISSION_MODES, RUNTIME_KINDS, type PermissionMode, type RuntimeKind };
 
 /** Token counts of a run so far (running totals, never per-step deltas added up twice). */
 export interface Usage {

@@ -1,9 +1,20 @@
 import { z } from 'zod';
-import { PERMISSION_MODES, RUNTIME_KINDS } from './types.js';
 
 // An agent's runtime: which CLI svc starts for it, and how (DESIGN section 12). It is an svc field
-// of the agent record (the reference has none), validated here and checked against the machine
-// when it is set: a binary that cannot be found is refused with where it was looked for.
+// of the agent record (the reference has none), validated here; the runs resource checks it
+// against the machine when it is set (agents/service.ts RUNTIME_CHECK) and runs it.
+
+/** The agent CLIs svc drives. `command` is any program: prompt on stdin, JSON lines read if any. */
+export const RUNTIME_KINDS = ['claude', 'codex', 'command'] as const;
+export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
+
+/**
+ * How much the CLI may do without asking. `ask` turns the CLI's permission prompts into svc
+ * approvals; `acceptEdits` lets it edit files in its workspace (and run what allowedTools allows);
+ * `bypass` lets it do anything (Claude Code refuses it as root).
+ */
+export const PERMISSION_MODES = ['ask', 'acceptEdits', 'bypass'] as const;
+export type PermissionMode = (typeof PERMISSION_MODES)[number];
 
 /** `{vault: "<service>", key: "<name>"}`: read from the agent's vault entry at spawn time, given to that process only. */
 export const VaultRef = z.strictObject({
@@ -31,9 +42,12 @@ const runtimeShape = {
   runners: z.array(z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/)).max(32).optional().describe('Run only on runners with one of these labels (runner.labels of their project.json).'),
 };
 
-export const RuntimeSchema = z.strictObject(runtimeShape).superRefine((r, ctx) => {
-  if (r.kind === 'command' && !r.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'kind "command" needs a command to run' });
-});
+export const RuntimeSchema = z
+  .strictObject(runtimeShape)
+  .superRefine((r, ctx) => {
+    if (r.kind === 'command' && !r.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'kind "command" needs a command to run' });
+  })
+  .meta({ id: 'AgentRuntimeIn' });
 export type Runtime = z.output<typeof RuntimeSchema>;
 
 /** The runtime as answered: what was set (env vault references shown as references, never values). */
