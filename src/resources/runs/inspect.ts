@@ -2,7 +2,6 @@ import type { App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
 import { detectRuntime } from './drivers/detect.js';
 import { driverFor } from './drivers/index.js';
-import { DIFF_MAX_BYTES } from './runner.js';
 import * as store from './store.js';
 import { RUNTIME_KINDS } from './types.js';
 import * as git from './workspace.js';
@@ -10,6 +9,8 @@ import * as git from './workspace.js';
 // What the runs routes read beyond the runs themselves: a run's diff from git, the runners, and
 // the agent CLIs this daemon finds.
 
+/** How much of a run's diff GET /runs/{id}/diff answers. */
+const DIFF_MAX_BYTES = 1024 * 1024;
 /** A runner not seen for this long reads as offline (runner.ts writes every 5 s). */
 const ONLINE_MS = 30_000;
 

@@ -1,4 +1,11 @@
-import { fill } from '../playbooks/template.js';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { App } from '../../app.js';
+import { getMission } from '../missions/service.js';
+import { fill, placeholders } from '../playbooks/template.js';
+import type { Task } from '../tasks/schema.js';
+import { getTask } from '../tasks/service.js';
+import * as store from './store.js';
 
 // What a run tells the agent's CLI: the task, its mission's goal, what its dependencies left,
 // feedback from review, and how to report back. Built in, or a template in the repository
@@ -63,4 +70,45 @@ export function builtInPrompt(f: PromptFacts): string {
 /** The prompt from a template (runner.promptFile): unknown placeholders become empty text. */
 export function templatePrompt(template: string, f: PromptFacts): string {
   return String(fill(template, promptValues(f)) ?? '');
+}
+
+/**
+ * The prompt of a run: built in, or from runner.promptFile (read at each run, so an edit in the
+ * repository applies to the next one). Throws with what is wrong with the template (unreadable,
+ * or a placeholder svc does not fill): the run fails with that message.
+ */
+export function promptFor(app: App, run: store.RunRecord, task: Task, branch: string | null, promptFile: string | undefined): string {
+  let mission: PromptFacts['mission'] = null;
+  if (task.missionId) {
+    try {
+      const m = getMission(app, task.missionId);
+      mission = { name: m.name, goal: m.goal };
+    } catch {
+      mission = null; // removed since: the task is still worth doing
+    }
+  }
+  const facts: PromptFacts = {
+    agent: run.agent,
+    runId: run.id,
+    task: { id: task.id, title: task.title, description: task.description },
+    mission,
+    dependencies: task.dependsOn.map((id) => {
+      const last = store.latestRunOfTask(app.db, id);
+      return { id, title: getTask(app, id)?.title ?? id, summary: last?.summary ?? null, branch: last?.branch ?? null };
+    }),
+    feedback: run.reason === 'revision' ? run.prompt : null,
+    request: run.reason === 'revision' ? null : run.prompt,
+    branch,
+  };
+  if (!promptFile) return builtInPrompt(facts);
+  let template: string;
+  try {
+    template = readFileSync(resolve(app.root, promptFile), 'utf8');
+  } catch (err) {
+    throw new Error(`runner.promptFile ${promptFile} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const known = promptValues(facts);
+  const unknown = placeholders(template).filter((p) => !Object.hasOwn(known, p.name));
+  if (unknown.length) throw new Error(`runner.promptFile ${promptFile}: {{${unknown[0]!.name}}} is not a placeholder svc fills (it fills: ${Object.keys(known).join(', ')})`);
+  return templatePrompt(template, facts);
 }

@@ -1,0 +1,395 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { App } from '../../app.js';
+import type { ProjectConfig } from '../../config/schema.js';
+import { AppError } from '../../kernel/errors.js';
+import { errorFields } from '../../kernel/log.js';
+import { redactValue } from '../../lib/redact.js';
+import { nowIso } from '../../lib/time.js';
+import type { Runtime } from '../agents/runtime.js';
+import type { Agent } from '../agents/schema.js';
+import { getAgent } from '../agents/service.js';
+import { skillIndex } from '../skills/live-index.js';
+import { getTask, heartbeatTask, releaseClaim, transitionTask } from '../tasks/service.js';
+import { driverFor } from './drivers/index.js';
+import { runEnvironment, VaultRefError } from './env.js';
+import type { RunKeys } from './keys.js';
+import { promptFor } from './prompt.js';
+import { eventItem, RunLogBuffer, type Numbered } from './run-log.js';
+import type { FinishedStatus } from './schema.js';
+import { findRuntime, queueRun } from './service.js';
+import * as store from './store.js';
+import { supervise } from './supervisor.js';
+import type { DiffStat, ProcessExit, RunAgent, RunLogItem, StreamParser, Supervised, Usage } from './types.js';
+import * as git from './workspace.js';
+
+// One run, from its claim to its end: the worktree, the environment and the prompt, the CLI's
+// process under the supervisor, its stream read into the run log (in batches), heartbeats on the
+// task's claim, and at the end the commit, the run's record and what happens to its task. The
+// runner (runner.ts) decides which runs start; this is what a started run does.
+
+/** A run's log is written this often at most (one transaction and one run:activity event each)... */
+const FLUSH_MS = 100;
+/** ...or as soon as this many items wait. */
+const FLUSH_ITEMS = 500;
+/** Between SIGTERM and SIGKILL of a run's process group. */
+export const KILL_GRACE_MS = 10_000;
+/** A stdout line longer than this is cut. */
+const MAX_LINE_BYTES = 1024 * 1024;
+
+/** Retry backoff: 10 s × 2^n, at most 5 min (Symphony's). */
+export const retryDelayMs = (retriesUsed: number): number => Math.min(10_000 * 2 ** retriesUsed, 300_000);
+
+/** A run's own usage: the stream's, less what earlier runs of a resumed session counted. */
+export function runUsage(stream: Usage, base: Usage | null): Usage {
+  if (!base) return stream;
+  const minus = (a: number, b: number) => Math.max(0, a - b);
+  return {
+    inputTokens: minus(stream.inputTokens, base.inputTokens),
+    outputTokens: minus(stream.outputTokens, base.outputTokens),
+    cacheReadTokens: minus(stream.cacheReadTokens, base.cacheReadTokens),
+    cacheWriteTokens: minus(stream.cacheWriteTokens, base.cacheWriteTokens),
+    costUsd: stream.costUsd === null ? null : Math.max(0, stream.costUsd - (base.costUsd ?? 0)),
+  };
+}
+
+/** What a run needs of its runner. */
+export interface RunContext {
+  runnerId: string;
+  /** The project is a git repository with a commit: each task gets a worktree. */
+  gitRoot: boolean;
+  /** The daemon's URL (SVC_URL, and the CLI's MCP server at /mcp). */
+  url(): string;
+  keys: RunKeys;
+  config(): ProjectConfig['runner'];
+}
+
+export class LiveRun {
+  readonly id: string;
+  readonly taskId: string;
+  readonly agent: string;
+  /** Resolves once the run has ended and everything it held is let go. */
+  readonly ended: Promise<void>;
+  private process: Supervised | null = null;
+  private parser: StreamParser | null = null;
+  private readonly log: RunLogBuffer;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private heartbeat: unknown = null;
+  private secrets: string[] = [];
+  /** Why the runner ended it, when it did (a cancel, the task moving away, the daemon stopping). */
+  private endedBy: { status: 'cancelled' | 'lost'; error: string } | null = null;
+  /** The worktree (path), where the CLI works in it (cwd: the project's folder inside the repository), its branch and base. */
+  private workspace: { path: string; cwd: string; branch: string | null; baseCommit: string | null };
+  private runDir: string | null = null;
+  /** Usage the stream counts that belongs to earlier runs of a resumed session (Codex), taken off. */
+  private usageBase: Usage | null = null;
+  /** The CLI's last stderr line: what a failure without a message of its own says. */
+  private lastStderr: string | null = null;
+  private done = false;
+
+  constructor(
+    private readonly app: App,
+    private readonly ctx: RunContext,
+    private readonly run: store.RunRecord,
+    private readonly leaseId: string,
+    private readonly agentRecord: Agent,
+    private readonly runtime: Runtime,
+  ) {
+    this.id = run.id;
+    this.taskId = run.taskId;
+    this.agent = run.agent;
+    this.log = new RunLogBuffer(ctx.config().maxLogItems, run.logItems);
+    this.workspace = { path: app.root, cwd: app.root, branch: null, baseCommit: null };
+    this.heartbeatLater();
+    this.ended = this.spawn()
+      .then((exit) => this.finish(exit))
+      .catch((err) => app.log.error('ending a run failed', { runId: run.id, ...errorFields(err) }))
+      .finally(() => this.cleanUp());
+  }
+
+  /** Ends the run: as cancelled (a person asked, or its task moved away), or lost (the daemon stops, or the run runs elsewhere now). */
+  async end(status: 'cancelled' | 'lost', error: string): Promise<void> {
+    this.endedBy ??= { status, error };
+    await this.process?.cancel();
+    await this.ended;
+  }
+
+  /** Prepares the workspace, environment and prompt, then spawns the CLI; resolves with how it ended. */
+  private async spawn(): Promise<ProcessExit> {
+    const { app, run, runtime } = this;
+    const config = this.ctx.config();
+    const fail = (error: string): ProcessExit => ({ code: null, signal: null, reason: 'spawn_failed', error });
+    const task = getTask(app, run.taskId);
+    if (!task) return fail('the task was removed');
+    const driver = driverFor(runtime.kind);
+    const command = await findRuntime(app, runtime);
+    if (command.path === null) return fail(command.error);
+
+    if (this.ctx.gitRoot) {
+      try {
+        const ws = await git.ensureWorktree({
+          root: app.root,
+          dir: git.worktreeDir(app.root, run.taskId),
+          branch: git.branchName(run.agent, run.taskId),
+          baseRef: config.baseRef ?? 'HEAD',
+          fromBranch: this.dependencyBranch(task.dependsOn),
+        });
+        this.workspace = { path: ws.path, cwd: ws.cwd, branch: ws.branch, baseCommit: ws.baseCommit };
+      } catch (err) {
+        return fail(`could not prepare the task's git worktree: ${(err as Error).message}`);
+      }
+    }
+    if (this.endedBy) return { code: null, signal: null, reason: 'cancelled', error: null };
+
+    const key = this.ctx.keys.mint(run.id, run.agent);
+    const runDir = join(app.stateDir, 'runs', run.id);
+    mkdirSync(runDir, { recursive: true, mode: 0o700 });
+    this.runDir = runDir;
+    let prompt: string;
+    try {
+      prompt = promptFor(app, run, task, this.workspace.branch, config.promptFile);
+    } catch (err) {
+      return fail((err as Error).message);
+    }
+    const invocation = driver.build({
+      runId: run.id,
+      taskId: run.taskId,
+      agent: this.runAgent(),
+      runtime: { kind: runtime.kind, command: command.path, args: runtime.args ?? [], permissionMode: runtime.permissionMode ?? 'acceptEdits' },
+      cwd: this.workspace.cwd,
+      prompt,
+      resumeSessionId: run.resumeSessionId,
+      mcp: { url: `${this.ctx.url()}/mcp`, key },
+      runDir,
+    });
+    let env: Record<string, string>;
+    try {
+      const built = runEnvironment(app, run.agent, runtime, invocation.env, { url: this.ctx.url(), key, taskId: run.taskId, runId: run.id, agent: run.agent });
+      env = built.env;
+      this.secrets = built.secrets;
+    } catch (err) {
+      if (err instanceof VaultRefError) return fail(err.message);
+      throw err;
+    }
+    for (const f of invocation.files) {
+      mkdirSync(dirname(f.path), { recursive: true, mode: 0o700 });
+      writeFileSync(f.path, f.content, { mode: 0o600 });
+    }
+    const parser = driver.parser({ cwd: this.workspace.cwd, clock: app.clock });
+    if (driver.resumedUsage === 'session-total' && run.resumeSessionId) this.usageBase = store.sessionUsage(app.db, run.resumeSessionId);
+    this.parser = parser;
+    const proc = supervise(
+      {
+        command: invocation.command,
+        args: invocation.args,
+        cwd: this.workspace.cwd,
+        env,
+        stdin: invocation.stdin,
+        stallMs: config.stallTimeoutSec * 1000,
+        timeoutMs: config.timeoutSec * 1000,
+        killGraceMs: KILL_GRACE_MS,
+        maxLineBytes: MAX_LINE_BYTES,
+        onStdoutLine: (line) => this.take(parser.line(line)),
+        onStderrLine: (line) => {
+          if (line.trim()) this.lastStderr = line.slice(0, 500);
+          this.take([{ kind: 'stderr', text: line }]);
+        },
+      },
+      app.clock,
+    );
+    this.process = proc;
+    if (proc.pid !== null) {
+      const pid = proc.pid;
+      app.events.write(() => {
+        store.setStarted(app.db, run.id, { pid, pidStart: proc.startTime, workspace: this.workspace.path, branch: this.workspace.branch, baseCommit: this.workspace.baseCommit, now: nowIso(app.clock) });
+        app.events.emit('run:started', { runId: run.id, taskId: run.taskId, agent: run.agent, runner: this.ctx.runnerId, pid, branch: this.workspace.branch });
+      });
+    }
+    if (this.endedBy) void proc.cancel();
+    return proc.exited;
+  }
+
+  /** The branch of the task's single dependency's latest run, to build on its work. */
+  private dependencyBranch(deps: string[]): string | null {
+    if (deps.length !== 1) return null;
+    return store.latestRunOfTask(this.app.db, deps[0]!)?.branch ?? null;
+  }
+
+  private runAgent(): RunAgent {
+    const { app, agentRecord: agent } = this;
+    const index = skillIndex(app);
+    return {
+      name: agent.name,
+      model: agent.model,
+      systemPrompt: agent.systemPrompt,
+      maxTurns: agent.maxTurns,
+      allowedTools: agent.allowedTools,
+      allowedPaths: agent.allowedPaths.map((p) => resolve(app.root, p)),
+      reasoning: agent.reasoning,
+      displayName: agent.identity?.displayName ?? null,
+      email: agent.identity?.email ?? null,
+      skills: agent.skills.flatMap((name) => {
+        const s = index.get(name);
+        return s && !('error' in s && s.error) ? [{ name, dir: s.dir }] : [];
+      }),
+    };
+  }
+
+  // --- while it runs
+
+  private take(items: RunLogItem[]): void {
+    const at = nowIso(this.app.clock);
+    for (const item of items) this.log.push(redactValue(item, this.secrets), at);
+    if (this.log.size >= FLUSH_ITEMS) this.flush();
+    else this.flushLater();
+  }
+
+  /** Batching, not a deadline: on the real clock whatever clock the daemon keeps (a test's fake one included). */
+  private flushLater(): void {
+    if (this.flushTimer) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = null;
+      this.flush();
+    }, FLUSH_MS).unref();
+  }
+
+  /** Writes the log items that wait, the run's progress and one run:activity event, in one transaction. */
+  private flush(closing: Numbered | null = null): void {
+    const { app } = this;
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    const items = this.log.take();
+    if (closing) items.push(closing);
+    const state = this.parser?.state();
+    if (!items.length && !state) return;
+    try {
+      app.events.write(() => {
+        if (items.length) store.insertLog(app.db, this.id, items);
+        if (state) {
+          store.setProgress(app.db, this.id, {
+            turns: state.turns,
+            usage: runUsage(state.usage, this.usageBase),
+            sessionId: state.sessionId,
+            logCount: this.log.count,
+            logDropped: this.log.droppedCount,
+            now: nowIso(app.clock),
+          });
+        }
+        if (items.length) app.events.emit('run:activity', { runId: this.id, taskId: this.taskId, agent: this.agent, fromSeq: items[0]!.seq, items: items.map(eventItem) });
+      });
+    } catch (err) {
+      app.log.error("writing a run's log failed; those items are lost", { runId: this.id, items: items.length, ...errorFields(err) });
+    }
+  }
+
+  /** Keeps the task's claim alive while the run lives. */
+  private heartbeatLater(): void {
+    const { app } = this;
+    const every = Math.min(60_000, (app.config().tasks.leaseSeconds * 1000) / 3);
+    this.heartbeat = app.clock.setTimeout(() => {
+      this.heartbeat = null;
+      if (this.done) return;
+      try {
+        heartbeatTask(app, this.taskId, this.leaseId);
+      } catch (err) {
+        if (!(err instanceof AppError)) app.log.error('heartbeat of a run failed', { runId: this.id, ...errorFields(err) });
+        else app.log.warn("a run's task claim is gone; the run goes on until it ends", { runId: this.id, error: err.message });
+      }
+      this.heartbeatLater();
+    }, every);
+  }
+
+  // --- the end
+
+  /** How the run ended, from who ended it, the supervisor's exit and what the CLI's stream said. */
+  private outcome(exit: ProcessExit): { status: FinishedStatus; error: string | null } {
+    const config = this.ctx.config();
+    const state = this.parser?.state() ?? null;
+    if (this.endedBy) return this.endedBy;
+    switch (exit.reason) {
+      case 'stalled':
+        return { status: 'timed_out', error: `no output for ${config.stallTimeoutSec} s (runner.stallTimeoutSec)` };
+      case 'timed_out':
+        return { status: 'timed_out', error: `ran longer than ${config.timeoutSec} s (runner.timeoutSec)` };
+      case 'cancelled':
+        return { status: 'cancelled', error: 'cancelled' };
+      case 'spawn_failed':
+        return { status: 'failed', error: exit.error ?? 'the CLI could not be started' };
+    }
+    if (exit.code === 0 && state?.succeeded !== false) return { status: 'succeeded', error: null };
+    const said = state?.error ?? (exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`) + (this.lastStderr ? `: ${this.lastStderr}` : '');
+    return { status: 'failed', error: said };
+  }
+
+  private async finish(exit: ProcessExit): Promise<void> {
+    const { app, run } = this;
+    const state = this.parser?.state() ?? null;
+    let { status, error } = this.outcome(exit);
+    let headCommit: string | null = null;
+    let diffStat: DiffStat | null = null;
+    if (status === 'succeeded' && this.workspace.branch && this.workspace.baseCommit) {
+      try {
+        const identity = getAgent(app.db, run.agent)?.identity ?? null;
+        const committed = await git.commitAll({
+          path: this.workspace.path,
+          author: { name: identity?.displayName ?? `${run.agent} (svc)`, email: identity?.email ?? `${run.agent}@svc.invalid` },
+          message: `${getTask(app, run.taskId)?.title ?? run.taskId}\n\n${redactValue((state?.summary ?? '').slice(0, 4000), this.secrets)}`.trim(),
+          trailers: { 'Svc-Task': run.taskId, 'Svc-Run': run.id },
+        });
+        // The agent may have committed on its own: its work is everything from the base to the head.
+        diffStat = await git.diffStat({ path: this.workspace.path, baseCommit: this.workspace.baseCommit, headCommit: committed.head });
+        headCommit = committed.head === this.workspace.baseCommit ? null : committed.head;
+      } catch (err) {
+        status = 'failed';
+        error = `the run ended well but its work could not be committed: ${(err as Error).message}`;
+      }
+    }
+    const summary = state?.summary ? redactValue(state.summary, this.secrets) : null;
+    if (error) error = redactValue(error, this.secrets);
+    this.flush(this.log.closing(nowIso(app.clock)));
+    app.events.write(() => {
+      const usage = store.getRun(app.db, run.id)!.usage;
+      if (!store.finishRun(app.db, run.id, { status, exitCode: exit.code, error, summary, headCommit, diffStat, now: nowIso(app.clock) })) return;
+      app.events.emit('run:finished', { runId: run.id, taskId: run.taskId, agent: run.agent, status, exitCode: exit.code, error, headCommit, usage });
+      this.settleTask(status, { error, summary, headCommit, diffStat });
+    });
+  }
+
+  /** What the run's end does to its task (inside the run's finishing transaction). */
+  private settleTask(status: FinishedStatus, r: { error: string | null; summary: string | null; headCommit: string | null; diffStat: DiffStat | null }): void {
+    const { app, run, leaseId } = this;
+    try {
+      if (status === 'succeeded') {
+        transitionTask(app, run.taskId, 'review', {
+          leaseId,
+          reason: `run ${run.id} succeeded`,
+          result: { runId: run.id, summary: r.summary, branch: this.workspace.branch, headCommit: r.headCommit, diffStat: r.diffStat },
+        });
+      } else if (status === 'cancelled') {
+        releaseClaim(app, run.taskId, leaseId, `run ${run.id} cancelled`);
+      } else if (status === 'lost') {
+        releaseClaim(app, run.taskId, leaseId, `run ${run.id} lost: ${r.error}`);
+        queueRun(app, run.taskId, { agent: run.agent, reason: 'requeue' });
+      } else {
+        const task = transitionTask(app, run.taskId, 'failed', { leaseId, reason: `run ${run.id} ${status}: ${r.error}`, result: { runId: run.id, error: r.error } });
+        if (task.retries < task.maxRetries) {
+          queueRun(app, run.taskId, { agent: run.agent, reason: 'retry', notBefore: new Date(app.clock.now() + retryDelayMs(task.retries)).toISOString() });
+        }
+      }
+    } catch (err) {
+      // The task moved on by another hand (or its claim lapsed): the run's own record stands.
+      if (!(err instanceof AppError)) throw err;
+      app.log.warn('a run ended but its task could not follow', { runId: run.id, taskId: run.taskId, status, error: err.message });
+    }
+  }
+
+  private cleanUp(): void {
+    this.done = true;
+    if (this.heartbeat) this.app.clock.clearTimeout(this.heartbeat);
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.ctx.keys.revoke(this.id);
+    if (this.runDir) rmSync(this.runDir, { recursive: true, force: true });
+  }
+}
