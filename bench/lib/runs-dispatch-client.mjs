@@ -7,6 +7,7 @@
 // GET /wait/<taskId>. Prints [{taskId, answeredAt, spawnedAt?, worktreeMs?}] (svc's spawn times
 // are read from its state by the bench).
 import { request } from 'node:http';
+import { sseReader } from '../../dist/src/lib/sse-read.js';
 
 const { url, key, agent, count, side, prefix = 'dispatch', untilFinished = false } = JSON.parse(process.argv[2]);
 const awaited = untilFinished ? 'run:finished' : 'run:started';
@@ -21,19 +22,11 @@ if (side === 'svc') {
     stream = request(`${url}/v1/events?filter=${awaited}`, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' }, agent: false });
     stream.on('response', (res) => {
       if (res.statusCode !== 200) return reject(new Error(`SSE status ${res.statusCode}`));
-      res.setEncoding('utf8');
-      let buf = '';
-      res.on('data', (chunk) => {
-        buf += chunk;
-        let end;
-        while ((end = buf.indexOf('\n\n')) >= 0) {
-          const data = buf.slice(0, end).split('\n').find((l) => l.startsWith('data: '));
-          buf = buf.slice(end + 2);
-          if (!data) continue;
-          started.add(JSON.parse(data.slice(6)).taskId);
-          notify?.();
-        }
+      const reader = sseReader((m) => {
+        started.add(JSON.parse(m.data).taskId);
+        notify?.();
       });
+      res.on('data', (chunk) => reader.push(chunk));
       resolve();
     });
     stream.on('error', reject);

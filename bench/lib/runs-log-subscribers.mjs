@@ -5,6 +5,7 @@
 // created_at in the state database, written in the flush's transaction: SSE delivery alone). When
 // every stream has seen run:finished (or at the deadline) it prints what it saw.
 import Database from '../../dist/src/db/sqlite.js';
+import { sseReader } from '../../dist/src/lib/sse-read.js';
 import { request } from 'node:http';
 
 const { url, key, count, filter, db: dbFile, afterId, expectedItems, deadlineMs } = JSON.parse(process.argv[2]);
@@ -16,7 +17,7 @@ let finishedStreams = 0;
 let done = false;
 
 for (let i = 0; i < count; i++) {
-  const s = { items: 0, lineLat: [], events: [], buf: '', finished: false, closed: false, lastSeq: 0, disorder: 0 };
+  const s = { items: 0, lineLat: [], events: [], at: 0, finished: false, closed: false, lastSeq: 0, disorder: 0 };
   subs.push(s);
   const req = request(`${url}/v1/events?filter=${encodeURIComponent(filter)}`, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' }, agent: false });
   req.on('response', (res) => {
@@ -24,19 +25,11 @@ for (let i = 0; i < count; i++) {
       process.stderr.write(`subscriber ${i}: status ${res.statusCode}\n`);
       process.exit(1);
     }
-    res.setEncoding('utf8');
     if (++open === count) process.stdout.write(JSON.stringify({ ready: true }) + '\n');
+    const reader = sseReader((m) => frame(s, m));
     res.on('data', (chunk) => {
-      const t = now();
-      const text = s.buf + chunk;
-      let from = 0;
-      for (;;) {
-        const end = text.indexOf('\n\n', from);
-        if (end < 0) break;
-        frame(s, text.slice(from, end), t);
-        from = end + 2;
-      }
-      s.buf = text.slice(from);
+      s.at = now();
+      reader.push(chunk);
     });
     res.on('close', () => (s.closed = true));
   });
@@ -47,17 +40,11 @@ for (let i = 0; i < count; i++) {
   req.end();
 }
 
-function frame(s, f, t) {
-  let id = 0;
-  let name = '';
-  let data = '';
-  for (const line of f.split('\n')) {
-    if (line.startsWith('id: ')) id = Number(line.slice(4));
-    else if (line.startsWith('event: ')) name = line.slice(7);
-    else if (line.startsWith('data: ')) data = line.slice(6);
-  }
+/** One message; `s.at` is when the chunk that completed it arrived. */
+function frame(s, { id, event: name, data }) {
+  const t = s.at;
   if (name === 'run:activity') {
-    s.events.push(id, t);
+    s.events.push(Number(id), t);
     for (const item of JSON.parse(data).items) {
       if (item.seq <= s.lastSeq) s.disorder++;
       s.lastSeq = item.seq;
