@@ -107,7 +107,7 @@ export default {
     { metric: 'burstCpuMsPerRun', label: "… daemon CPU per run (its task's POST included)", unit: 'ms' },
     { metric: 'burstChildCpuMsPerRun', label: '… its children (git, the agent) CPU per run', unit: 'ms' },
     { metric: 'burstStartP99', label: '… task created → run started, p99 (queued behind the slots)', unit: 'ms' },
-    { metric: 'burstMostAlive', label: '… most agent processes alive at once' },
+    { metric: 'burstMostAlive', label: '… most runs running at once (started → finished)' },
     { metric: 'burstRunSecondsP50', label: '… a run, spawned → finished, p50', unit: 's' },
     { metric: 'burstFailed', label: '… runs not succeeded', op: '==', value: 0 },
     { metric: 'leakedProcesses', label: '… processes left (daemon children, agent processes)', op: '==', value: 0 },
@@ -302,7 +302,7 @@ async function burst(h) {
   const first = Math.min(...created.values());
   const last = Math.max(...runs.map((r) => ms(r.finished_at)));
   const starts = runs.map((r) => ms(r.started_at) - created.get(r.task_id));
-  // The most runs alive at one time (their processes, started → finished).
+  // The most runs running at one time (started → finished: the process, then its commit).
   const edges = runs.flatMap((r) => [[ms(r.started_at), 1], [ms(r.finished_at), -1]]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let alive = 0;
   let most = 0;
