@@ -54,11 +54,22 @@ export function rssMiB(pid) {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
+/** The fields of /proc/<pid>/stat after the command name (Linux). */
+function statFields(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** CPU time (user + system) a process has used, in ms (Linux /proc, 10 ms ticks). */
 export function cpuMs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const f = statFields(pid);
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
+/** CPU time (user + system) of the children a process has waited for, in ms (for a daemon: the git and agent processes it ran). */
+export function reapedCpuMs(pid) {
+  const f = statFields(pid);
+  return ((Number(f[13]) + Number(f[14])) * 1000) / 100;
 }
 
 /**
