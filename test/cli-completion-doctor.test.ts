@@ -1,17 +1,22 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { checkNode, type CheckResult } from '../src/resources/system/doctor.js';
+import { agentCli } from './agent-clis.js';
 import { svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
 import { tempDir } from './temp.js';
 
 let d: TestDaemon;
+const clis = [agentCli('claude'), agentCli('codex')].filter((c) => c !== null);
 beforeAll(async () => {
-  d = await startTestDaemon();
+  // A healthy project for agents: a git repository, and the agent CLIs on the daemon's PATH.
+  const root = makeProject({}, { '.gitignore': '.svc/\n.user-config/\n' });
+  for (const args of [['init', '-q'], ['add', '-A'], ['commit', '-q', '-m', 'first']]) execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.x', ...args], { cwd: root });
+  d = await startTestDaemon({ root, env: { PATH: [...clis.map((c) => dirname(c.path)), process.env.PATH].join(':') } });
   expect((await d.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
 });
 afterAll(async () => {
@@ -42,7 +47,7 @@ describe('svc completion', () => {
       return r.stdout.trim().split('\n').filter(Boolean).sort();
     };
     expect(complete(['svc', 't'])).toEqual(['tasks', 'teams']);
-    expect(complete(['svc', 'tasks', ''])).toEqual(['add', 'claim', 'edit', 'ls', 'mv', 'retry', 'rm', 'show']);
+    expect(complete(['svc', 'tasks', ''])).toEqual(['add', 'claim', 'edit', 'ls', 'mv', 'retry', 'rm', 'run', 'show']);
     expect(complete(['svc', '--json', 'missions', 'rm', 'x', '--c'])).toEqual(['--cascade']);
     expect(complete(['svc', 'serve', '--de'])).toEqual(['--detach']);
   });
@@ -93,6 +98,9 @@ describe('svc doctor', () => {
       ['daemon', 'ok'],
       ['api key', 'ok'],
       ['port', 'ok'],
+      ['runs', 'ok'],
+      // The pinned CLIs are installed where tests drive them (CI always); a developer may lack them.
+      ['agent CLIs', clis.length ? 'ok' : 'warn'],
       ['data', 'ok'],
       ['state', 'ok'],
       ['vault key', 'ok'],
@@ -100,8 +108,18 @@ describe('svc doctor', () => {
     ]);
     expect(r.code).toBe(0);
     const human = await svc(['doctor'], { cwd: d.root, env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(d.root, '.user-config') } });
-    expect(human.stdout.trim().split('\n')).toHaveLength(10);
-    expect(human.stdout).toMatch(/^✓ daemon {5}pid \d+ answers on http/m);
+    expect(r.by('runs').detail).toMatch(/agents work in git worktrees of /);
+    if (clis.length === 2) expect(r.by('agent CLIs').detail).toMatch(/^claude .*Claude Code.*, codex codex-cli .* \(the daemon's PATH\)$/);
+    expect(human.stdout.trim().split('\n').filter((l) => !l.includes('fix:'))).toHaveLength(12);
+    expect(human.stdout).toMatch(/^✓ daemon +pid \d+ answers on http/m);
+  });
+
+  it('runs: a project that is not a git repository warns that agents run in place, one at a time; no agent CLI warns', async () => {
+    const root = makeProject();
+    const r = await doctor(root, { PATH: '/nonexistent' });
+    expect(r.by('runs')).toMatchObject({ status: 'warn', fix: expect.stringContaining('git init') });
+    expect(r.by('runs').detail).toMatch(/not a git repository .*: agents run in the project folder itself, one at a time/);
+    expect(r.by('agent CLIs')).toMatchObject({ status: 'warn', detail: "neither claude nor codex is on this shell's PATH" });
   });
 
   it('node: too old fails with the fix', () => {

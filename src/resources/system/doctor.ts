@@ -155,13 +155,46 @@ export async function checkKeychain(vault: { source: string; shared: boolean } |
   }
 }
 
+/** Where agents run: worktrees of a git repository, or (no repository) the project folder, one run at a time. */
+export async function checkWorkspaces(root: string, config: ProjectConfig): Promise<CheckResult> {
+  if (!config.runner.enabled) return { check: 'runs', status: 'skip', detail: 'runner.enabled is false: this daemon runs no agents' };
+  const { detectRepo } = await import('../runs/workspace.js');
+  const repo = await detectRepo(root);
+  if (repo.kind === 'git' && repo.head) return { check: 'runs', status: 'ok', detail: `agents work in git worktrees of ${repo.toplevel} (.svc/worktrees/, branches svc/<agent>/<task>)` };
+  return {
+    check: 'runs',
+    status: 'warn',
+    detail: repo.kind === 'git' ? 'the git repository has no commit yet: agents run in the project folder itself, one at a time' : `not a git repository (${repo.reason}): agents run in the project folder itself, one at a time`,
+    fix: repo.kind === 'git' ? 'make a first commit' : 'git init && git add -A && git commit -m "first commit" (each task then gets a worktree and a branch)',
+  };
+}
+
+/** The agent CLIs: as the running daemon finds them on its PATH (its PATH is the one that counts), else as this shell would. */
+export async function checkAgentClis(root: string, client: SvcClient | null): Promise<CheckResult> {
+  type Found = { kind: string; path: string | null; version: string | null };
+  let found: Found[];
+  let whose = "the daemon's PATH";
+  try {
+    if (!client) throw new Error('no daemon');
+    found = await client.get<Found[]>('/api/v1/runtimes');
+  } catch {
+    whose = "this shell's PATH";
+    const [{ detectRuntime }, { driverFor }] = await Promise.all([import('../runs/drivers/detect.js'), import('../runs/drivers/index.js')]);
+    found = await Promise.all((['claude', 'codex'] as const).map((kind) => detectRuntime(driverFor(kind), null, { PATH: (io().env as NodeJS.ProcessEnv).PATH, cwd: root })));
+  }
+  const here = found.filter((f) => f.path);
+  if (!here.length) return { check: 'agent CLIs', status: 'warn', detail: `neither claude nor codex is on ${whose}`, fix: 'install Claude Code or Codex to run agents with them, or give a runtime command (docs/runs.md)' };
+  const missing = found.filter((f) => !f.path).map((f) => `${f.kind} not found`);
+  return { check: 'agent CLIs', status: 'ok', detail: [...here.map((f) => `${f.kind} ${f.version ?? '(version unknown)'}`), ...missing].join(', ') + ` (${whose})` };
+}
+
 export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   const results: CheckResult[] = [checkNode(process.version)];
   const root = projectRoot(g);
   const project = checkProject(root);
   results.push(project.result);
   if (!root || !project.config) {
-    for (const check of ['state dir', 'daemon', 'api key', 'port', 'data', 'state', 'vault key']) results.push({ check, status: 'skip', detail: 'no valid project.json' });
+    for (const check of ['state dir', 'daemon', 'api key', 'port', 'runs', 'agent CLIs', 'data', 'state', 'vault key']) results.push({ check, status: 'skip', detail: 'no valid project.json' });
     results.push(await checkKeychain(null));
     return results;
   }
@@ -172,6 +205,7 @@ export async function runChecks(g: GlobalOptions): Promise<CheckResult[]> {
   const key = await checkKey(root, daemon.info, g);
   results.push(key.result);
   results.push(await checkPort(config, daemon.info));
+  results.push(await checkWorkspaces(root, config), await checkAgentClis(root, key.client));
   // Loaded only here: the state's modules would slow the start of every other command.
   const { startChecks } = await import('./start-checks.js');
   const shellEnv = io().env as NodeJS.ProcessEnv;
