@@ -488,11 +488,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const runner = new Runner(app, { id: runnerId(paths.dir), shared: sharedState !== null, url: () => url, keys: runKeys });
     app.services.provide(RUNNER, runner);
     workers.push(runner);
-    try {
-      await runner.start();
-    } catch (err) {
-      log.error('the runner could not start; agents will not be run until the daemon restarts', errorFields(err));
-    }
+    // Awaited, so that what it says at start (runner:online, a crashed predecessor's runs taken
+    // over) comes before the daemon is said to be listening; it never throws.
+    await runner.start();
   } else {
     app.services.provide(RUNNER, null);
   }

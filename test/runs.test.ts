@@ -303,7 +303,7 @@ describe('order and limits', () => {
 
   it('runs in the project folder, one at a time, when the project is not a git repository', async () => {
     const d = await start({ git: false });
-    expect(d.logs.join('\n')).toMatch(/not a git repository/);
+    await until('the runner to say where agents run', async () => /not a git repository/.test(d.logs.join('\n')));
     await addAgent(d, 'alice', {}, { maxConcurrency: 4 });
     const t = await addTask(d, '@write made-here.txt yes');
     const run = await finishedRun(d, t.id);

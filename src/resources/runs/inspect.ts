@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { isPostgres } from '../../db/open.js';
 import { AppError } from '../../kernel/errors.js';
 import { detectRuntime } from './drivers/detect.js';
 import { driverFor } from './drivers/index.js';
@@ -26,6 +27,8 @@ export async function readDiff(app: App, runId: string) {
 
 export async function readRunners(app: App) {
   const now = app.clock.now();
+  // Alone on a SQLite state, the daemon is the one runner and writes no presence: it is seen now.
+  const alone = !isPostgres(app.db);
   return (await store.readRunners(app.db)).map((r) => ({
     id: r.id,
     host: r.host,
@@ -33,10 +36,10 @@ export async function readRunners(app: App) {
     labels: JSON.parse(r.labels) as string[],
     runtimes: JSON.parse(r.runtimes) as { kind: (typeof RUNTIME_KINDS)[number]; path: string; version: string | null }[],
     capacity: Number(r.capacity),
-    running: Number(r.running),
-    online: r.stopped_at === null && now - Number(r.seen_at) < ONLINE_MS,
+    running: store.activeCount(app.db, { runner: r.id }),
+    online: r.stopped_at === null && (alone || now - Number(r.seen_at) < ONLINE_MS),
     startedAt: r.started_at,
-    lastSeenAt: new Date(Number(r.seen_at)).toISOString(),
+    lastSeenAt: new Date(alone && r.stopped_at === null ? now : Number(r.seen_at)).toISOString(),
   }));
 }
 

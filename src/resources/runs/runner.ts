@@ -80,16 +80,28 @@ export class Runner implements RunnerHandle {
     return this.config.maxConcurrentRuns ?? defaultCapacity();
   }
 
-  /** Recovers what a crashed predecessor left, says it is online, then takes what is queued. */
-  async start(): Promise<void> {
+  private started: Promise<void> | null = null;
+
+  /**
+   * Recovers what a crashed predecessor left, says it is online, then takes what is queued. Never
+   * throws: a runner that cannot start logs why, and the daemon serves the API without it.
+   */
+  start(): Promise<void> {
+    this.started ??= this.startUp().catch((err) => this.app.log.error('the runner could not start; agents will not be run until the daemon restarts', errorFields(err)));
+    return this.started;
+  }
+
+  private async startUp(): Promise<void> {
     const { app } = this;
     const repo = await git.detectRepo(app.root);
+    if (this.closing) return;
     this.gitRoot = repo.kind === 'git' && repo.head !== null;
     this.context.gitRoot = this.gitRoot;
     if (repo.kind !== 'git') app.log.warn('the project is not a git repository: agents run in the project folder itself, one at a time (git init to give each task a worktree and a branch)', { reason: repo.reason });
     else if (!repo.head) app.log.warn('the project\'s git repository has no commit yet: agents run in the project folder itself, one at a time, until it has one');
     await this.recover();
     const runtimes = await this.foundRuntimes();
+    if (this.closing) return;
     app.events.write(() => {
       store.upsertRunner(app.db, {
         id: this.o.id,
@@ -105,7 +117,8 @@ export class Runner implements RunnerHandle {
       app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: runtimes.map((r) => r.kind) });
     });
     this.unsubscribe = app.events.subscribe((e) => this.hear(e.name, e.data));
-    this.presenceTick();
+    // Presence matters to other runners only: a daemon alone on its SQLite state is its only runner.
+    if (this.o.shared) this.presenceTick();
     this.cleanLater(0);
     // Tasks that became ready while no daemon listened (or before runs existed) are queued now.
     this.sweepAll();
@@ -344,17 +357,15 @@ export class Runner implements RunnerHandle {
     });
   }
 
-  /** Says this runner is alive, and (shared state) takes over the runs of runners that went silent. */
+  /** Says this runner is alive, takes over the runs of runners that went silent, and ends runs cancelled through another daemon. */
   private presenceTick(): void {
     const { app } = this;
     if (this.closing) return;
     try {
       const alive = app.events.write(() => store.touchRunner(app.db, this.o.id, this.live.size, app.clock.now()));
       if (!alive) this.rejoin();
-      if (this.o.shared) {
-        for (const gone of store.silentRunners(app.db, app.clock.now() - SILENT_MS, this.o.id)) this.takeOver(gone.id, gone.host);
-        this.cancelRequested();
-      }
+      for (const gone of store.silentRunners(app.db, app.clock.now() - SILENT_MS, this.o.id)) this.takeOver(gone.id, gone.host);
+      this.cancelRequested();
     } catch (err) {
       app.log.warn('the runner could not write its presence; trying again', { error: (err as Error).message });
     }
@@ -437,6 +448,7 @@ export class Runner implements RunnerHandle {
     const { app } = this;
     if (this.closing) return;
     this.closing = true;
+    await this.started;
     this.unsubscribe?.();
     if (this.wake) app.clock.clearTimeout(this.wake);
     if (this.presence) app.clock.clearTimeout(this.presence);
