@@ -18,8 +18,11 @@ if (noPg) console.warn(`runs-shared: skipped, ${inject('pgSkip')}`);
 
 const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', import.meta.url));
 
-function gitProject(config: Record<string, unknown> = {}): string {
-  const root = makeProject(config, { 'README.md': '# shared\n', '.gitignore': '.svc/\n.user-config/\n' });
+/** Runners say they are alive every 200 ms and one silent for 2 s is gone (5 s and 30 s by default). */
+const PRESENCE = { heartbeatSec: 0.2, offlineAfterSec: 2 };
+
+function gitProject(config: { runner?: Record<string, unknown> } = {}): string {
+  const root = makeProject({ ...config, runner: { ...PRESENCE, ...config.runner } }, { 'README.md': '# shared\n', '.gitignore': '.svc/\n.user-config/\n' });
   const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.x', ...args], { cwd: root });
   git('init', '-q', '-b', 'main');
   git('add', '-A');
@@ -79,10 +82,7 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
   });
 
   it("takes over the runs of a runner that stops answering, and the runner ends its copies when it comes back", async () => {
-    // A fourth daemon in a process of its own, on the real clock: frozen with SIGSTOP, its presence
-    // stops. Its label is the only one the agent `edge` may run on, so its run starts there.
-    // The others' fake clock catches up with the real one first: their presence must not look stale to it.
-    clock.advance(Math.max(0, Date.now() - clock.now()));
+    // A fourth daemon in a process of its own: frozen with SIGSTOP, its presence stops. Its label is the only one the agent `edge` may run on, so its run starts there.
     const root = gitProject({ runner: { labels: ['edge'] } });
     const other = await serve(root, ['--port', '0'], env);
     const key = readLocalKey(root)!;
@@ -96,11 +96,9 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
       await until('its run on the fourth daemon', async () => (run = (await ds[1]!.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data[0])?.status === 'running', 20_000);
       expect(run.runner).toBe(otherId);
       other.child.kill('SIGSTOP');
-      // A second runner with the label, and the others' clock past the silence limit: the run moves.
-      ds[0]!.writeConfig({ name: 'test-project', runner: { labels: ['edge'] } });
+      // A second runner with the label; 2 s of silence later, the run moves.
+      ds[0]!.writeConfig({ name: 'test-project', runner: { ...PRESENCE, labels: ['edge'] } });
       await until('the label to apply', async () => ds[0]!.daemon.app.config().runner.labels.includes('edge'));
-      // (Far past it: the timers fire at the times they were due, the last a presence period before the end.)
-      clock.advance(Date.now() - clock.now() + 60_000);
       let runs: any[] = [];
       await until('the run lost and started again elsewhere', async () => {
         runs = (await ds[0]!.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data;

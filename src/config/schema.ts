@@ -209,6 +209,8 @@ export const ProjectConfigSchema = z.object({
       keepWorkspacesHours: z.number().min(0).max(24 * 365).default(24).describe("A done task's worktree is removed this long after it finished (its branch stays)."),
       maxLogItems: z.int().min(100).max(1_000_000).default(10_000).describe("Log items kept per run; past it the run's log says how many were left out, and usage, summary and errors are still recorded."),
       labels: z.array(z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'labels are lower-case letters, digits, ".", "_" or "-"')).max(32).default([]).describe("This daemon's runner labels: an agent whose runtime names runners runs only on a runner with one of those labels."),
+      heartbeatSec: z.number().min(0.1).max(300).default(5).describe('With the state on PostgreSQL: how often this runner says it is alive.'),
+      offlineAfterSec: z.number().min(1).max(3600).default(30).describe("With the state on PostgreSQL: a runner not heard from for this long is taken for gone, and its runs are started again on another (keep it several times the runners' heartbeatSec)."),
     })
     .prefault({})
     .describe('Running agents: each task assigned to an agent with a runtime becomes a run of its CLI in a git worktree (docs/runs.md).'),

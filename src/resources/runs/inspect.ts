@@ -12,8 +12,6 @@ import * as git from './workspace.js';
 
 /** How much of a run's diff GET /runs/{id}/diff answers. */
 const DIFF_MAX_BYTES = 1024 * 1024;
-/** A runner not seen for this long reads as offline (runner.ts writes every 5 s). */
-const ONLINE_MS = 30_000;
 
 export async function readDiff(app: App, runId: string) {
   const run = await store.readRun(app.db, runId);
@@ -26,7 +24,8 @@ export async function readDiff(app: App, runId: string) {
 }
 
 export async function readRunners(app: App) {
-  const now = app.clock.now();
+  // Presence is wall-clock time (runner.ts): compared as such.
+  const now = Date.now();
   // Alone on a SQLite state, the daemon is the one runner and writes no presence: it is seen now.
   const alone = !isPostgres(app.db);
   return (await store.readRunners(app.db)).map((r) => ({
@@ -37,7 +36,7 @@ export async function readRunners(app: App) {
     runtimes: JSON.parse(r.runtimes) as { kind: (typeof RUNTIME_KINDS)[number]; path: string; version: string | null }[],
     capacity: Number(r.capacity),
     running: store.activeCount(app.db, { runner: r.id }),
-    online: r.stopped_at === null && (alone || now - Number(r.seen_at) < ONLINE_MS),
+    online: r.stopped_at === null && (alone || now - Number(r.seen_at) < app.config().runner.offlineAfterSec * 1000),
     startedAt: r.started_at,
     lastSeenAt: new Date(alone && r.stopped_at === null ? now : Number(r.seen_at)).toISOString(),
   }));

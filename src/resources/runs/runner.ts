@@ -21,10 +21,9 @@ import * as git from './workspace.js';
 
 /** Per run, about this much memory (Claude Code with its tools): the default slot count follows. */
 const MB_PER_RUN = 400;
-/** Runners write their row this often... */
-const PRESENCE_MS = 5_000;
-/** ...and one not seen for this long is gone: its runs are lost and queued again. */
-const SILENT_MS = 30_000;
+// On a shared state runners write their row every runner.heartbeatSec, and one not seen for
+// runner.offlineAfterSec is gone: its runs are lost and queued again. Wall-clock times, not the
+// daemon's clock seam: rows are compared across machines (as system/presence.ts does).
 /** Worktrees of done tasks are looked for this often (and at start). */
 const CLEAN_EVERY_MS = 3_600_000;
 /** Queued runs looked at per pass. */
@@ -48,7 +47,7 @@ export class Runner implements RunnerHandle {
   private closing = false;
   private passQueued = false;
   private wake: unknown = null;
-  private presence: unknown = null;
+  private presence: NodeJS.Timeout | null = null;
   private cleaner: unknown = null;
   private gitRoot: boolean = false;
   private unsubscribe: (() => void) | null = null;
@@ -112,7 +111,7 @@ export class Runner implements RunnerHandle {
         capacity: this.capacity(),
         running: 0,
         started_at: nowIso(app.clock),
-        seen_at: app.clock.now(),
+        seen_at: Date.now(),
       });
       app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: runtimes.map((r) => r.kind) });
     });
@@ -362,14 +361,15 @@ export class Runner implements RunnerHandle {
     const { app } = this;
     if (this.closing) return;
     try {
-      const alive = app.events.write(() => store.touchRunner(app.db, this.o.id, this.live.size, app.clock.now()));
+      const silentMs = this.config.offlineAfterSec * 1000;
+      const alive = app.events.write(() => store.touchRunner(app.db, this.o.id, this.live.size, Date.now()));
       if (!alive) this.rejoin();
-      for (const gone of store.silentRunners(app.db, app.clock.now() - SILENT_MS, this.o.id)) this.takeOver(gone.id, gone.host);
+      for (const gone of store.silentRunners(app.db, Date.now() - silentMs, this.o.id)) this.takeOver(gone.id, gone.host);
       this.cancelRequested();
     } catch (err) {
       app.log.warn('the runner could not write its presence; trying again', { error: (err as Error).message });
     }
-    this.presence = app.clock.setTimeout(() => this.presenceTick(), PRESENCE_MS);
+    this.presence = setTimeout(() => this.presenceTick(), this.config.heartbeatSec * 1000).unref();
   }
 
   /**
@@ -383,7 +383,7 @@ export class Runner implements RunnerHandle {
     app.log.warn('another daemon took this runner for gone and queued its runs again; ending the processes still running here', { runs: this.live.size });
     for (const run of this.live.values()) void run.end('lost', 'its runner was taken for gone; it runs elsewhere');
     app.events.write(() => {
-      store.upsertRunner(app.db, { ...store.getRunner(app.db, this.o.id)!, seen_at: app.clock.now(), running: 0 });
+      store.upsertRunner(app.db, { ...store.getRunner(app.db, this.o.id)!, seen_at: Date.now(), running: 0 });
       app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: (JSON.parse(store.getRunner(app.db, this.o.id)!.runtimes) as { kind: string }[]).map((r) => r.kind) });
     });
   }
@@ -451,7 +451,7 @@ export class Runner implements RunnerHandle {
     await this.started;
     this.unsubscribe?.();
     if (this.wake) app.clock.clearTimeout(this.wake);
-    if (this.presence) app.clock.clearTimeout(this.presence);
+    if (this.presence) clearTimeout(this.presence);
     if (this.cleaner) app.clock.clearTimeout(this.cleaner);
     const live = [...this.live.values()];
     await Promise.all(live.map((r) => r.end('lost', 'the daemon stopped while it ran; it is started again')));
