@@ -8,6 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from './fake-clock.js';
 import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
 import { collect } from './sse-collector.js';
+import { RUNNER } from '../src/resources/runs/service.js';
+import type { Runner } from '../src/resources/runs/runner.js';
 
 // The runner with the `command` runtime (test/fixtures/runs/fake-agent.mjs): dispatch, the
 // worktree and its commit, the run log, usage, the run's key and environment, failures and
@@ -341,13 +343,16 @@ describe('workspaces', () => {
     await addAgent(d);
     const t = await addTask(d, '@write kept.txt kept');
     const run = await finishedRun(d, t.id);
+    const runner = d.daemon.app.services.get(RUNNER) as Runner;
     expect(existsSync(run.workspace)).toBe(true);
     clock.advance(3 * 3_600_000);
     // Not done yet (in review): kept.
+    expect(await runner.cleanWorkspaces()).toBe(0);
     expect(existsSync(run.workspace)).toBe(true);
     expect((await d.api('POST', `/api/v1/tasks/${t.id}/transition`, { body: { to: 'done' } })).status).toBe(200);
-    clock.advance(3_600_000);
-    await until('the worktree to go', async () => !existsSync(run.workspace));
+    // Done, and its last run ended 3 h ago, past the 2 h a worktree is kept.
+    expect(await runner.cleanWorkspaces()).toBe(1);
+    expect(existsSync(run.workspace)).toBe(false);
     expect(git(d.root, 'show', `svc/alice/${t.id.slice(-8)}:kept.txt`)).toBe('kept');
     expect((await d.api('GET', `/api/v1/runs/${run.id}`)).body.data.workspace).toBe(null);
     expect((await d.api('GET', `/api/v1/runs/${run.id}/diff`)).body.data.patch).toContain('+kept');

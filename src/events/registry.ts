@@ -173,7 +173,7 @@ export const CATEGORIES = {
     },
   },
   runner: {
-    description: 'Runners: the daemons that run agents (several on a shared PostgreSQL state).',
+    description: 'Runners: the daemons that run agents, when several share a PostgreSQL state (a daemon alone on SQLite is its only runner and says nothing of it).',
     events: {
       online: ev('A runner started: it runs agents whose runtimes it found.', { runnerId: z.string(), host: z.string(), runtimes: z.array(z.string()) }),
       offline: ev("A runner stopped (a clean stop) or was not seen for too long (its runs are lost and queued again elsewhere).", {

@@ -48,7 +48,7 @@ export class Runner implements RunnerHandle {
   private passQueued = false;
   private wake: unknown = null;
   private presence: NodeJS.Timeout | null = null;
-  private cleaner: unknown = null;
+  private cleaner: NodeJS.Timeout | null = null;
   private gitRoot: boolean = false;
   private unsubscribe: (() => void) | null = null;
   /** Tasks and agents to look at on the next dispatch pass (coalesced: many events, one pass). */
@@ -113,12 +113,13 @@ export class Runner implements RunnerHandle {
         started_at: nowIso(app.clock),
         seen_at: Date.now(),
       });
-      app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: runtimes.map((r) => r.kind) });
+      // Said to the others: alone on a SQLite state, the daemon's own start says it.
+      if (this.o.shared) app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: runtimes.map((r) => r.kind) });
     });
     this.unsubscribe = app.events.subscribe((e) => this.hear(e.name, e.data));
     // Presence matters to other runners only: a daemon alone on its SQLite state is its only runner.
     if (this.o.shared) this.presenceTick();
-    this.cleanLater(0);
+    this.clean();
     // Tasks that became ready while no daemon listened (or before runs existed) are queued now.
     this.sweepAll();
     this.kick();
@@ -401,13 +402,17 @@ export class Runner implements RunnerHandle {
     });
   }
 
-  private cleanLater(ms: number): void {
-    this.cleaner = this.app.clock.setTimeout(() => {
-      this.cleaner = null;
-      this.cleanWorkspaces()
-        .catch((err) => this.app.log.warn('removing old worktrees failed; trying again later', { error: (err as Error).message }))
-        .finally(() => !this.closing && this.cleanLater(CLEAN_EVERY_MS));
-    }, ms);
+  /**
+   * A pass now, then one every CLEAN_EVERY_MS: a periodic chore on a real timer, as the pruner's
+   * (the age of a worktree is read on the daemon's clock; tests call cleanWorkspaces() themselves).
+   */
+  private clean(): void {
+    this.cleaner = null;
+    this.cleanWorkspaces()
+      .catch((err) => this.app.log.warn('removing old worktrees failed; trying again later', { error: (err as Error).message }))
+      .finally(() => {
+        if (!this.closing) this.cleaner = setTimeout(() => this.clean(), CLEAN_EVERY_MS).unref();
+      });
   }
 
   /**
@@ -452,12 +457,12 @@ export class Runner implements RunnerHandle {
     this.unsubscribe?.();
     if (this.wake) app.clock.clearTimeout(this.wake);
     if (this.presence) clearTimeout(this.presence);
-    if (this.cleaner) app.clock.clearTimeout(this.cleaner);
+    if (this.cleaner) clearTimeout(this.cleaner);
     const live = [...this.live.values()];
     await Promise.all(live.map((r) => r.end('lost', 'the daemon stopped while it ran; it is started again')));
     try {
       app.events.write(() => {
-        if (store.stopRunner(app.db, this.o.id, nowIso(app.clock))) {
+        if (store.stopRunner(app.db, this.o.id, nowIso(app.clock)) && this.o.shared) {
           app.events.emit('runner:offline', { runnerId: this.o.id, host: this.host, reason: 'stopped', lostRuns: live.map((r) => r.id) });
         }
       });
