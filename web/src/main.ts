@@ -51,7 +51,7 @@ const state = {
 };
 
 const canWrite = (): boolean => state.session !== null && !state.session.readOnly;
-runs.useBoard({ canWrite, act: (fn, done) => act(fn, done), render: () => render() });
+runs.useBoard({ canWrite, act, render });
 
 // --- feedback --------------------------------------------------------------------------------
 

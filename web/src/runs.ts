@@ -23,7 +23,7 @@ export const useBoard = (b: Board): void => void (board = b);
 const LIVE: readonly Run['status'][] = ['queued', 'starting', 'running', 'paused'];
 export const isLive = (r: Run): boolean => LIVE.includes(r.status);
 
-// --- words (as `svc runs ls` and `svc runs show` say them) ------------------------------------
+// --- the numbers `svc runs ls` gives, in words ---------------------------------------------
 
 const tokens = (r: Run): string => (r.usage.inputTokens || r.usage.outputTokens ? `${r.usage.inputTokens + r.usage.cacheReadTokens} in / ${r.usage.outputTokens} out` : '—');
 const cost = (usd: number | null): string => (usd === null ? '—' : `$${usd.toFixed(usd < 1 ? 4 : 2)}`);
