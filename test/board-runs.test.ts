@@ -195,6 +195,15 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
     await visible(page.locator('.run-view[data-status="running"]'));
     await contains(page.locator('#run-log'), 'hello from fay');
     await contains(page.locator('#run-log .ll').nth(1), 'line 1');
+    // When each line reaches the page, against when the runner read it from the CLI (the item's `at`).
+    await page.evaluate(() => {
+      const w = window as unknown as { seenAt: Record<number, number> };
+      w.seenAt = {};
+      new MutationObserver((records) => {
+        const t = performance.timeOrigin + performance.now();
+        for (const r of records) for (const n of r.addedNodes) if (n instanceof HTMLElement && n.dataset.seq) w.seenAt[Number(n.dataset.seq)] = t;
+      }).observe(document.getElementById('run-log')!, { childList: true });
+    });
     // Lines keep arriving, each once, in order, with no seq missing; the page does not move.
     const layout = () => page.evaluate(() => JSON.stringify([document.documentElement.scrollHeight, document.getElementById('run-log')!.getBoundingClientRect()]));
     const before = await layout();
@@ -204,9 +213,15 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
     const s = await seqs(page);
     expect(s).toEqual(Array.from({ length: s.length }, (_, i) => i + 1));
     expect(await page.locator('#run-log .ll').nth(5).textContent()).toBe('tick');
+    const seenAt: Record<number, number> = await page.evaluate(() => (window as unknown as { seenAt: Record<number, number> }).seenAt);
+    const runId = (await page.locator('.run-view').getAttribute('data-run'))!;
+    const items: any[] = await api('GET', `/api/v1/runs/${runId}/log?limit=1000`);
+    const delays = items.filter((i) => seenAt[i.seq]).map((i) => Math.round(seenAt[i.seq]! - Date.parse(i.at))).sort((a, b) => a - b);
+    console.log(`run log lines reached the board ${delays[delays.length >> 1]} ms (median), ${delays.at(-1)} ms (max) after the runner read them, over ${delays.length} lines (the runner writes every 100 ms)`);
+    expect(delays.length).toBeGreaterThanOrEqual(10);
+    expect(delays[delays.length >> 1]).toBeLessThan(1000);
     // What the API holds, line for line (the CLI's formatter: "· …" for a system item).
-    const log: any[] = await api('GET', `/api/v1/runs/${await page.locator('.run-view').getAttribute('data-run')}/log?limit=5`);
-    expect(log.map((i) => i.kind)).toEqual(['system', 'text', 'text', 'text', 'text']);
+    expect(items.slice(0, 5).map((i) => i.kind)).toEqual(['system', 'text', 'text', 'text', 'text']);
     expect(await page.locator('#run-log .ll').first().textContent()).toMatch(/^· fake agent in /);
 
     // Follow mode: at the end as lines come; scrolled up, it stays put; "Follow the end" brings it back.
