@@ -222,8 +222,10 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     await visible(page.locator(`.lane[data-state="awaiting_approval"] [data-task="${awaiting.id}"]`));
     // "Awaiting approval" and its count do not fit a lane at 1280 px: the name is cut (whole on
     // hover), never the count or the line.
-    const headers = await page.locator('.lane h2').evaluateAll((hs) =>
-      hs.map((h2) => {
+    // One evaluation finds and measures them: a locator's evaluateAll finds the elements first, and
+    // a redraw in between (the approval's event reloads the board) would leave it measuring detached ones.
+    const headers = await page.evaluate(() =>
+      [...document.querySelectorAll<HTMLElement>('.lane h2')].map((h2) => {
         const box = h2.getBoundingClientRect();
         const count = h2.querySelector('.count')!.getBoundingClientRect();
         const lane = h2.closest<HTMLElement>('.lane')!;

@@ -13,7 +13,8 @@ const MODES: Record<NonNullable<Runtime['permissionMode']>, string> = { ask: 'as
 /** What the runtime cell says: "command · /usr/bin/x · acceptEdits · by hand". */
 export function runtimeSummary(rt: Agent['runtime']): Child {
   if (!rt) return h('span', { class: 'muted' }, 'none');
-  const extra = [rt.args?.length ? `${rt.args.length} args` : '', rt.env ? `${Object.keys(rt.env).length} env` : '', rt.runners?.length ? `runners ${rt.runners.join(', ')}` : ''].filter(Boolean);
+  const n = (k: number, what: string) => (k ? `${k} ${what}${k === 1 ? '' : 's'}` : '');
+  const extra = [n(rt.args?.length ?? 0, 'argument'), n(Object.keys(rt.env ?? {}).length, 'env variable'), rt.runners?.length ? `runners ${rt.runners.join(', ')}` : ''].filter(Boolean);
   return [
     h('strong', null, rt.kind),
     rt.command ? [' · ', h('code', null, rt.command)] : null,
