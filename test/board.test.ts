@@ -1,16 +1,14 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { gunzipSync, brotliDecompressSync } from 'node:zlib';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { boardAssets, boardFiles } from '../src/resources/board/assets.js';
 import { BOARD_CSP } from '../src/resources/board/routes.js';
+import { apiOk, attr, axeProblems, cls, contains, count, haveChromium, launchBrowser, shot as shotOf, signIn as signInTo, text, visible } from './board-browser.js';
 import { daemonEnv, makeProject, rawRequest, startTestDaemon, until, type TestDaemon } from './harness.js';
 import { stateEnv } from './state-pg.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
@@ -20,24 +18,10 @@ import { startReceiver, type Receiver } from './webhook-receiver.js';
 // link, the session cookie, CSRF, Origin, read-only sessions, revocation, svc open) is
 // test/board-sessions.test.ts.
 
-const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/board/', import.meta.url));
 /** The budget stated in the README: every file of the board, gzipped, together. */
 const BUDGET_GZIP_BYTES = 150 * 1024;
-const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) console.warn(`board browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set SVC_CHROMIUM)`);
 
 let d: TestDaemon;
-
-// playwright-core has no expect(): these wait for what a test then asserts (5 s at most).
-const WAIT_MS = 5_000;
-const visible = (l: Locator) => l.first().waitFor({ state: 'visible', timeout: WAIT_MS });
-const count = (l: Locator, n: number) => until(`${n} of ${l}`, async () => (await l.count()) === n);
-const textOf = async (l: Locator) => ((await l.first().textContent({ timeout: 200 })) ?? '').trim();
-const text = (l: Locator, t: string, ms = WAIT_MS) => until(`${l} to read "${t}"`, async () => (await textOf(l)) === t, ms);
-const contains = (l: Locator, t: string) => until(`${l} to contain "${t}"`, async () => (await textOf(l)).includes(t));
-const attr = (l: Locator, name: string, v: string) => until(`${l} ${name}=${v}`, async () => (await l.first().getAttribute(name, { timeout: 200 })) === v);
-const cls = (l: Locator, re: RegExp) => until(`${l} class ${re}`, async () => re.test((await l.first().getAttribute('class', { timeout: 200 })) ?? ''));
 
 beforeAll(async () => {
   d = await startTestDaemon({ config: { apiKeys: [{ name: 'reader', key: 'r'.repeat(32), tools: 'read' }] } });
@@ -135,39 +119,16 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
   let rx: Receiver;
   let mcp: Client;
 
-  const shot = async (name: string, p: Page = page) => {
-    await p.evaluate(() => void (document.getElementById('toast')!.hidden = true));
-    await p.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: false });
-  };
+  const shot = (name: string, p: Page = page) => shotOf(p, name);
   const go = async (view: string) => {
     await page.evaluate((v) => (location.hash = `#/${v}`), view);
     await page.locator(`nav a[data-view="${view}"][aria-current="page"]`).waitFor();
   };
-  const api = async (method: string, path: string, body?: unknown) => {
-    const r = await d.api(method, path, { body });
-    expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
-    return r.body.data;
-  };
-  /** A fresh context signed in through the one-time link, as a person would be. */
-  const signIn = async (opts: { readOnly?: boolean; viewport?: { width: number; height: number }; bypassCSP?: boolean } = {}) => {
-    const ctx = await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 800 }, bypassCSP: opts.bypassCSP });
-    const p = await ctx.newPage();
-    const errors: string[] = [];
-    p.on('pageerror', (e) => errors.push(String(e)));
-    p.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-    const minted = await api('POST', '/api/v1/board/logins', opts.readOnly ? { readOnly: true } : {});
-    await p.goto(d.url + minted.path);
-    await p.locator('#live.on').waitFor();
-    return { ctx, p, errors, link: d.url + minted.path };
-  };
+  const api = (method: string, path: string, body?: unknown) => apiOk(d, method, path, body);
+  const signIn = (opts: Parameters<typeof signInTo>[2] = {}) => signInTo(browser, d, opts);
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchBrowser();
     rx = await startReceiver();
     for (const name of ['ana', 'bob']) await api('POST', '/api/v1/agents', { name, role: name === 'ana' ? 'builder' : 'reviewer' });
     mcp = new Client({ name: 'board-test', version: '1.0.0' });
@@ -261,8 +222,10 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     await visible(page.locator(`.lane[data-state="awaiting_approval"] [data-task="${awaiting.id}"]`));
     // "Awaiting approval" and its count do not fit a lane at 1280 px: the name is cut (whole on
     // hover), never the count or the line.
-    const headers = await page.locator('.lane h2').evaluateAll((hs) =>
-      hs.map((h2) => {
+    // One evaluation finds and measures them: a locator's evaluateAll finds the elements first, and
+    // a redraw in between (the approval's event reloads the board) would leave it measuring detached ones.
+    const headers = await page.evaluate(() =>
+      [...document.querySelectorAll<HTMLElement>('.lane h2')].map((h2) => {
         const box = h2.getBoundingClientRect();
         const count = h2.querySelector('.count')!.getBoundingClientRect();
         const lane = h2.closest<HTMLElement>('.lane')!;
@@ -500,7 +463,6 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
   });
 
   it('passes axe-core with no serious or critical violations, wide and narrow, light and dark', async () => {
-    const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
     const problems: string[] = [];
     for (const [viewport, scheme] of [[{ width: 1280, height: 800 }, 'light'], [{ width: 420, height: 800 }, 'dark']] as const) {
       // CSP is bypassed in this context only, so that axe's script can be injected.
@@ -510,11 +472,7 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
         await s.p.evaluate((v) => (location.hash = `#/${v}`), view);
         await s.p.locator(`nav a[data-view="${view}"][aria-current="page"]`).waitFor();
         await s.p.waitForTimeout(50);
-        if (!(await s.p.evaluate(() => 'axe' in window))) await s.p.addScriptTag({ content: axeSource });
-        const result = await s.p.evaluate(async () => (window as any).axe.run(document, { resultTypes: ['violations'] }));
-        for (const v of result.violations as { id: string; impact: string; nodes: { target: string[] }[] }[]) {
-          if (v.impact === 'serious' || v.impact === 'critical') problems.push(`${view} ${viewport.width}px ${scheme}: ${v.id} (${v.impact}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-        }
+        problems.push(...(await axeProblems(s.p, `${view} ${viewport.width}px ${scheme}`)));
         if (viewport.width < 600) {
           // Narrow: nothing wider than the window.
           expect(await s.p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);

@@ -1,6 +1,8 @@
 // A few DOM helpers: elements are built, never parsed from strings (no innerHTML), so nothing the
 // API returns can become markup.
 
+import { formatDuration } from '../../src/cli/human.js';
+
 export type Child = Node | string | number | null | undefined | false | Child[];
 type Props = Record<string, unknown>;
 
@@ -96,3 +98,23 @@ export function timeLeft(iso: string | null | undefined, now = Date.now()): stri
 }
 
 export const shortId = (id: string): string => id.slice(-8);
+
+export const label = (text: string, control: HTMLElement): HTMLElement => h('label', null, h('span', null, text), control);
+
+export function select(id: string, options: [string, string][], value: string, onChange?: (v: string) => void, extra: Record<string, unknown> = {}): HTMLSelectElement {
+  const s = h('select', { id, ...extra, onchange: onChange ? (e: Event) => onChange((e.target as HTMLSelectElement).value) : undefined }, ...options.map(([v, t]) => h('option', { value: v, selected: v === value }, t)));
+  s.value = value;
+  return s;
+}
+
+/** How long since `iso`, "1m 05s", kept current by refreshElapsed() (a live run's clock). */
+export function elapsed(iso: string): HTMLElement {
+  return h('span', { class: 'elapsed', 'data-since': iso }, formatDuration(Date.now() - Date.parse(iso)));
+}
+
+export function refreshElapsed(root: ParentNode = document): void {
+  for (const el of root.querySelectorAll<HTMLElement>('[data-since]')) {
+    const text = formatDuration(Date.now() - Date.parse(el.dataset.since!));
+    if (el.textContent !== text) el.textContent = text;
+  }
+}

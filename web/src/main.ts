@@ -1,13 +1,16 @@
-// The board: one page, seven views (hash routes), live through the event stream. Vanilla DOM, no
-// framework: see docs/board.md for why.
+// The board: one page, seven views and a task's and a run's page (hash routes), live through the
+// event stream. Vanilla DOM, no framework: see docs/board.md for why.
 
 import { LEGAL_MOVES, TASK_STATES, type TaskState } from '../../src/resources/tasks/state.js';
 import { all, ApiFailure, del, get, patch, post, seg, whenSignedOut } from './api.js';
-import { breakable, h, refreshTimes, shortId, time, timeLeft, type Child } from './dom.js';
+import { breakable, h, label, refreshElapsed, refreshTimes, select, shortId, time, timeLeft, type Child } from './dom.js';
 import { startLive } from './live.js';
-import type { Agent, Approval, BoardSession, Database, Delivery, Mission, QueryResult, StreamedEvent, Task, Team, Webhook } from './types.js';
+import * as runs from './runs.js';
+import { runtimeForm, runtimeSummary, type RuntimeEdit } from './runtime.js';
+import type { Agent, Approval, BoardSession, Database, Delivery, Mission, QueryResult, Run, StreamedEvent, Task, Team, Webhook } from './types.js';
 
-type View = 'board' | 'missions' | 'approvals' | 'agents' | 'events' | 'webhooks' | 'databases';
+type View = 'board' | 'missions' | 'approvals' | 'agents' | 'events' | 'webhooks' | 'databases' | 'task' | 'run';
+/** The views in the navigation; a task's page (#/tasks/<id>) and a run's (#/runs/<id>) are opened from the others. */
 const VIEWS: View[] = ['board', 'missions', 'approvals', 'agents', 'events', 'webhooks', 'databases'];
 
 const main = document.getElementById('main')!;
@@ -17,7 +20,17 @@ const liveEl = document.getElementById('live')!;
 const state = {
   session: null as BoardSession | null,
   view: 'board' as View,
+  /** The task or run a task's or run's page shows. */
+  param: '',
   tasks: [] as Task[],
+  /** Live runs by task, for the cards. */
+  liveRuns: new Map<string, Run>(),
+  task: null as Task | null,
+  taskRuns: [] as Run[],
+  runNowError: '',
+  /** Why a task's or run's page has nothing to show (404). */
+  missing: '',
+  runtimeEdit: null as RuntimeEdit | null,
   missions: [] as Mission[],
   approvals: [] as Approval[],
   agents: [] as Agent[],
@@ -38,6 +51,7 @@ const state = {
 };
 
 const canWrite = (): boolean => state.session !== null && !state.session.readOnly;
+runs.useBoard({ canWrite, act, render });
 
 // --- feedback --------------------------------------------------------------------------------
 
@@ -67,8 +81,13 @@ async function act(fn: () => Promise<unknown>, done?: string): Promise<boolean> 
 
 const loaders: Record<View, () => Promise<void>> = {
   board: async () => {
-    [state.tasks, state.agents, state.missions] = await Promise.all([all<Task>('/api/v1/tasks'), get<Agent[]>('/api/v1/agents'), all<Mission>('/api/v1/missions')]);
+    [state.tasks, state.agents, state.missions, state.liveRuns] = await Promise.all([all<Task>('/api/v1/tasks'), get<Agent[]>('/api/v1/agents'), all<Mission>('/api/v1/missions'), runs.loadLiveRuns()]);
   },
+  task: () =>
+    found(async () => {
+      [state.task, state.taskRuns] = await Promise.all([get<Task>(`/api/v1/tasks/${seg(state.param)}`), runs.loadTaskRuns(state.param)]);
+    }),
+  run: () => found(() => runs.loadRun(state.param)),
   missions: async () => {
     [state.missions, state.tasks] = await Promise.all([all<Mission>('/api/v1/missions'), all<Task>('/api/v1/tasks')]);
   },
@@ -91,6 +110,17 @@ const loaders: Record<View, () => Promise<void>> = {
     state.databases = await all<Database>('/api/v1/data');
   },
 };
+
+/** A task's or run's page: a 404 is what the page says (the id of a link may be gone). */
+async function found(load: () => Promise<void>): Promise<void> {
+  state.missing = '';
+  try {
+    await load();
+  } catch (e) {
+    if (!(e instanceof ApiFailure && e.status === 404)) throw e;
+    state.missing = e.message;
+  }
+}
 
 let deliveryPoll: ReturnType<typeof setTimeout> | undefined;
 let refreshing: Promise<void> | null = null;
@@ -139,8 +169,10 @@ function render(): void {
   for (const el of main.querySelectorAll<HTMLElement>('.scroll[id]')) kept.set(el.id, { scroll: el.scrollTop });
   const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id || (document.activeElement as HTMLElement).dataset.focusId : undefined;
 
-  const view = VIEWS.includes(state.view) ? state.view : 'board';
-  const content = { board: boardView, missions: missionsView, approvals: approvalsView, agents: agentsView, events: eventsView, webhooks: webhooksView, databases: databasesView }[view]();
+  const view = state.view;
+  const content = state.missing && (view === 'task' || view === 'run')
+    ? h('div', { class: 'view' }, h('h1', null, view === 'task' ? 'Task' : 'Run'), h('p', { class: 'error' }, state.missing), h('p', null, h('a', { href: '#/board' }, 'Back to the board')))
+    : { board: boardView, missions: missionsView, approvals: approvalsView, agents: agentsView, events: eventsView, webhooks: webhooksView, databases: databasesView, task: taskView, run: () => runs.runView(state.param) }[view]();
   main.replaceChildren(content);
 
   for (const [id, k] of kept) {
@@ -151,6 +183,7 @@ function render(): void {
     if (k.scroll !== undefined) el.scrollTop = k.scroll;
   }
   if (focused) (document.getElementById(focused) ?? main.querySelector<HTMLElement>(`[data-focus-id="${CSS.escape(focused)}"]`))?.focus();
+  if (view === 'run') runs.stickLog();
   for (const a of document.querySelectorAll<HTMLAnchorElement>('nav a[data-view]')) {
     if (a.dataset.view === view) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
@@ -162,12 +195,6 @@ function render(): void {
 const title = (text: string, ...rest: Child[]): HTMLElement => h('div', { class: 'view-head' }, h('h1', null, text), ...rest);
 const missionName = (id: string | null): string => (id ? state.missions.find((m) => m.id === id)?.name ?? shortId(id) : '');
 const taskTitle = (id: string | null): string => (id ? state.tasks.find((t) => t.id === id)?.title ?? shortId(id) : '');
-const label = (text: string, control: HTMLElement): HTMLElement => h('label', null, h('span', null, text), control);
-const select = (id: string, options: [string, string][], value: string, onChange?: (v: string) => void, extra: Record<string, unknown> = {}): HTMLSelectElement => {
-  const s = h('select', { id, ...extra, onchange: onChange ? (e: Event) => onChange((e.target as HTMLSelectElement).value) : undefined }, ...options.map(([v, t]) => h('option', { value: v, selected: v === value }, t)));
-  s.value = value;
-  return s;
-};
 
 // --- board -----------------------------------------------------------------------------------
 
@@ -190,6 +217,7 @@ let dragging: Task | null = null;
 
 function card(t: Task): HTMLElement {
   const editing = state.editing === t.id;
+  const live = state.liveRuns.get(t.id);
   const moves = LEGAL_MOVES[t.status];
   const body: Child[] = editing
     ? [
@@ -212,7 +240,7 @@ function card(t: Task): HTMLElement {
         ),
       ]
     : [
-        h('h3', { class: 'card-title' }, breakable(t.title)),
+        h('h3', { class: 'card-title' }, h('a', { href: `#/tasks/${seg(t.id)}`, draggable: 'false' }, breakable(t.title))),
         h(
           'p',
           { class: 'meta' },
@@ -222,6 +250,7 @@ function card(t: Task): HTMLElement {
           t.missionId ? h('span', { class: 'mission' }, `▸ ${missionName(t.missionId)}`) : null,
         ),
         t.labels.length ? h('p', { class: 'labels' }, ...t.labels.map((l) => h('span', { class: 'label' }, l))) : null,
+        live ? runs.liveRunLine(live) : null,
         canWrite()
           ? h(
               'div',
@@ -245,7 +274,7 @@ function card(t: Task): HTMLElement {
       'data-task': t.id,
       'data-status': t.status,
       draggable: canWrite() && !editing ? 'true' : undefined,
-      'aria-label': `${t.title}, ${STATE_LABEL[t.status]}${t.assignTo ? `, assigned to ${t.assignTo}` : ''}`,
+      'aria-label': `${t.title}, ${STATE_LABEL[t.status]}${t.assignTo ? `, assigned to ${t.assignTo}` : ''}${live ? `, run ${live.status}` : ''}`,
       ondragstart: (e: DragEvent) => {
         dragging = t;
         e.dataTransfer?.setData('text/plain', t.id);
@@ -377,6 +406,55 @@ function laneKeys(e: KeyboardEvent): void {
   }
 }
 
+// --- a task's page --------------------------------------------------------------------------
+
+/** A run can start on a pending or assigned task, or a failed one (the API says when no retry is left). */
+const RUNNABLE: TaskState[] = ['pending', 'assigned', 'failed'];
+
+async function runNow(t: Task): Promise<void> {
+  try {
+    const run = await post<Run>(`/api/v1/tasks/${seg(t.id)}/runs`, {});
+    state.runNowError = '';
+    location.hash = `#/runs/${run.id}`;
+  } catch (e) {
+    state.runNowError = e instanceof ApiFailure ? e.message : String(e);
+    render();
+    document.getElementById('run-now-error')?.focus();
+  }
+}
+
+function taskView(): HTMLElement {
+  const t = state.task;
+  if (!t || t.id !== state.param) return h('div', { class: 'view' }, h('p', { class: 'muted' }, 'Loading…'));
+  const live = state.taskRuns.find(runs.isLive);
+  return h(
+    'div',
+    { class: 'view task-view', 'data-task': t.id },
+    h('p', null, h('a', { href: '#/board' }, '← Board')),
+    title(t.title, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status])),
+    h(
+      'p',
+      { class: 'meta' },
+      h('span', { title: t.id }, shortId(t.id)),
+      t.assignTo ? ` · @${t.assignTo}` : ' · nobody assigned',
+      t.missionId ? ` · mission ${missionName(t.missionId)}` : '',
+      ` · priority ${t.priority} · updated `,
+      time(t.updatedAt),
+    ),
+    // A long description starts folded, so the runs stay in sight.
+    t.description ? h('details', { open: t.description.split('\n').length <= 12 || undefined }, h('summary', null, 'Description'), h('pre', null, t.description)) : null,
+    h(
+      'div',
+      { class: 'panel-head runs-head' },
+      h('h2', null, 'Runs'),
+      live ? h('a', { href: `#/runs/${seg(live.id)}` }, `Follow the ${live.status} run`) : null,
+      canWrite() && !live && RUNNABLE.includes(t.status) ? h('button', { type: 'button', id: 'run-now', onclick: () => void runNow(t) }, 'Run now') : null,
+    ),
+    state.runNowError ? h('p', { class: 'error', id: 'run-now-error', role: 'alert', tabindex: -1 }, state.runNowError) : null,
+    runs.runsTable(state.taskRuns),
+  );
+}
+
 // --- missions --------------------------------------------------------------------------------
 
 function missionsView(): HTMLElement {
@@ -472,16 +550,25 @@ function agentsView(): HTMLElement {
       const d = e.data as Record<string, unknown> | null;
       return d !== null && typeof d === 'object' && (d.agent === name || d.assignTo === name || d.name === name);
     }).slice(0, 5);
-  const agentRow = (a: Agent): HTMLElement => {
+  const agentRow = (a: Agent): HTMLElement[] => {
     const current = state.tasks.filter((t) => t.assignTo === a.name && ['assigned', 'in_progress', 'review'].includes(t.status));
     const recent = activity(a.name);
     // Besides the events seen while the page is open: the agent's most recently changed tasks.
     const touched = state.tasks.filter((t) => t.assignTo === a.name && !current.includes(t)).sort((x, y) => y.updatedAt.localeCompare(x.updatedAt)).slice(0, 3);
-    return h(
+    const editing = state.runtimeEdit?.agent === a.name ? state.runtimeEdit : null;
+    const row = h(
       'tr',
       { 'data-agent': a.name },
       h('th', { scope: 'row' }, a.name, a.role ? h('div', { class: 'muted' }, a.role) : null),
       h('td', null, a.team ?? ''),
+      h(
+        'td',
+        { class: 'runtime' },
+        runtimeSummary(a.runtime),
+        canWrite() && !editing
+          ? h('div', null, h('button', { type: 'button', class: 'small', id: `rt-edit-${a.name}`, onclick: () => ((state.runtimeEdit = { agent: a.name, error: '' }), render(), document.getElementById(`rt-kind-${a.name}`)?.focus()) }, a.runtime ? 'Edit runtime' : 'Set runtime'))
+          : null,
+      ),
       h('td', null, current.length ? current.map((t) => h('div', null, `${t.title} `, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status]))) : h('span', { class: 'muted' }, 'idle')),
       h('td', null, current.map((t) => (t.leaseExpiresAt ? h('div', null, timeLeft(t.leaseExpiresAt)) : null))),
       h(
@@ -492,6 +579,13 @@ function agentsView(): HTMLElement {
         recent.length || touched.length ? null : h('span', { class: 'muted' }, '—'),
       ),
     );
+    const closed = (saved: boolean) => {
+      state.runtimeEdit = null;
+      render();
+      document.getElementById(`rt-edit-${a.name}`)?.focus();
+      if (saved) void refresh();
+    };
+    return editing ? [row, h('tr', { class: 'runtime-edit' }, h('td', { colspan: 6 }, runtimeForm(a, editing, closed, render)))] : [row];
   };
   return h(
     'div',
@@ -504,8 +598,8 @@ function agentsView(): HTMLElement {
         'table',
         null,
         h('caption', { class: 'sr-only' }, 'Agents'),
-        h('thead', null, h('tr', null, ...['Agent', 'Team', 'Current task', 'Lease', 'Recent activity'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', null, state.agents.length ? state.agents.map(agentRow) : h('tr', null, h('td', { colspan: 5, class: 'muted' }, 'No agents yet (svc agents create).'))),
+        h('thead', null, h('tr', null, ...['Agent', 'Team', 'Runtime', 'Current task', 'Lease', 'Recent activity'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', null, state.agents.length ? state.agents.flatMap(agentRow) : h('tr', null, h('td', { colspan: 6, class: 'muted' }, 'No agents yet (svc agents create).'))),
       ),
     ),
     h('h2', null, 'Teams'),
@@ -712,6 +806,8 @@ const RELOADS: Record<string, View[]> = {
   team: ['agents'],
   webhook: ['webhooks'],
   data: ['databases'],
+  // The cards' live runs (run:activity changes none of them: it only feeds an open run's log).
+  run: ['board'],
 };
 
 /**
@@ -763,14 +859,20 @@ function onEvent(e: StreamedEvent): void {
   if (state.pausedBuffer.length > 500) state.pausedBuffer.shift();
   // History changes nothing the views loaded: it is only listed (events, an agent's activity).
   const history = e.at === null;
-  const views = history ? [] : RELOADS[e.name.split(':')[0]!] ?? [];
-  const taskId = (e.data as { taskId?: unknown } | null)?.taskId;
-  if (history && state.view === 'agents') {
+  const activity = e.name === 'run:activity';
+  const group = e.name.split(':')[0]!;
+  const views = history || activity ? [] : RELOADS[group] ?? [];
+  const { taskId, runId } = (e.data ?? {}) as { taskId?: unknown; runId?: unknown };
+  // A task's page follows its task and runs; a run's page its run (its log takes the activity).
+  const open = !history && !activity && ((state.view === 'task' && taskId === state.param && (group === 'task' || group === 'run')) || (state.view === 'run' && runId === state.param));
+  if (!history && activity && state.view === 'run') {
+    runs.runActivity(e.data as Parameters<typeof runs.runActivity>[0]);
+  } else if (history && state.view === 'agents') {
     clearTimeout(historyTimer);
     historyTimer = setTimeout(render, 20);
   } else if (!history && state.view === 'board' && e.name.startsWith('task:') && typeof taskId === 'string') {
     void patchTask(taskId, e.name === 'task:removed');
-  } else if (!history && (e.name.startsWith('approval:') || views.includes(state.view))) {
+  } else if (!history && (e.name.startsWith('approval:') || views.includes(state.view) || open)) {
     clearTimeout(timer);
     timer = setTimeout(() => void refresh(), 20);
   } else if (state.view === 'events') {
@@ -787,11 +889,23 @@ function onEvent(e: StreamedEvent): void {
 }
 
 function route(): void {
-  const v = location.hash.replace(/^#\/?/, '').split('?')[0] as View;
-  state.view = VIEWS.includes(v) ? v : 'board';
+  const [v, id] = location.hash.replace(/^#\/?/, '').split('?')[0]!.split('/') as [View | 'tasks' | 'runs', string | undefined];
+  if ((v === 'tasks' || v === 'runs') && id) {
+    state.view = v === 'tasks' ? 'task' : 'run';
+    try {
+      state.param = decodeURIComponent(id);
+    } catch {
+      state.param = id;
+    }
+  } else {
+    state.view = VIEWS.includes(v as View) ? (v as View) : 'board';
+    state.param = '';
+  }
   state.editing = null;
   state.confirmDelete = null;
-  document.title = `${state.view[0]!.toUpperCase()}${state.view.slice(1)} · svc board`;
+  state.runNowError = '';
+  state.runtimeEdit = null;
+  document.title = `${state.view[0]!.toUpperCase()}${state.view.slice(1)}${state.param ? ` ${shortId(state.param)}` : ''} · svc board`;
   void refresh();
 }
 
@@ -820,6 +934,8 @@ async function start(): Promise<void> {
     onSignedOut: signedOut,
   });
   setInterval(() => refreshTimes(main), 10_000);
+  // A live run's clock (its card, its page) moves every second.
+  setInterval(() => refreshElapsed(main), 1000);
   // Lease countdowns on the board move with the clock.
   setInterval(() => state.view === 'board' && !state.editing && !main.contains(document.activeElement) && render(), 30_000);
 }

@@ -8,11 +8,16 @@ export type { Agent } from '../../src/resources/agents/schema.js';
 export type { Team } from '../../src/resources/teams/schema.js';
 import type { WebhookOut, DeliveryOut } from '../../src/resources/webhooks/schema.js';
 import type { DatabaseOut, QueryOut } from '../../src/resources/data/schema.js';
+import type { DiffOut } from '../../src/resources/runs/schema.js';
+export type { Run, RunStatus } from '../../src/resources/runs/schema.js';
+export type { Runtime } from '../../src/resources/agents/runtime.js';
+export type { LogLineItem as LogItem } from '../../src/resources/runs/log-lines.js';
 
 export type Webhook = z.output<typeof WebhookOut>;
 export type Delivery = z.output<typeof DeliveryOut>;
 export type Database = z.output<typeof DatabaseOut>;
 export type QueryResult = z.output<typeof QueryOut>;
+export type RunDiff = z.output<typeof DiffOut>;
 export interface BoardSession {
   name: string;
   session: boolean;
