@@ -42,6 +42,8 @@ export default async function setup(project: TestProject): Promise<() => void> {
 async function setupOnce(project: TestProject): Promise<{ pg: Awaited<ReturnType<typeof startTestPostgres>>; dir: string; teardown: () => void }> {
   const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
   execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', 'dist/.tsbuildinfo'], { cwd: repo, stdio: 'inherit' });
+  // The board's files too (dist/board, ~0.1 s): the browser tests load what the daemon serves.
+  execFileSync(process.execPath, [fileURLToPath(new URL('../scripts/build-board.mjs', import.meta.url))], { cwd: repo, stdio: 'ignore' });
   const dir = makeEmittedDir();
   // The home is removed at the end: it is only ever the run's own dir under the temp dir (its name
   // made here, from this process's pid), never a path taken from the config, which could be a real home.
