@@ -205,7 +205,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     projectId = (stmt(db, "SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string }).value;
   }
   const clock = opts.clock ?? systemClock;
-  const events = new EventLog(db, clock);
+  // Every event the log writes gets its webhook deliveries in its own transaction, from the first
+  // one on: the start-up passes below (approvals and leases that ran out while the daemon was down,
+  // skills changed meanwhile) write events before the daemon listens, and later writers are many.
+  // `app` and the delivery worker exist before anything can emit (openVault writes no events).
+  const events = new EventLog(db, { clock, sink: (e) => enqueueDeliveries(app, e) });
   const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
   let vault;
   try {
@@ -248,6 +252,17 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // new vault entry or a rotated webhook secret counts at once (the local key only this closure holds).
   app.services.provide(SECRETS, () => [...keySecrets(config, env.SERVICE_API_KEY, localKey), ...providerKeys(app), ...secretValues(app), ...webhookSecrets(app)]);
 
+  // Webhooks: delivery rows are written by the event log's sink inside each event's transaction;
+  // the worker sends them. Made before anything can write an event, started (below) before the
+  // daemon listens so in-flight ones from a crash go first.
+  let webhooks: DeliveryWorker;
+  try {
+    webhooks = new DeliveryWorker(app, opts.webhooks);
+    app.services.provide(WEBHOOKS, webhooks);
+  } catch (err) {
+    return abort(err);
+  }
+
   // Background parts that live as long as the daemon, started before it listens so that no request
   // (not even a shutdown) can find them half-started; closed in reverse order.
   const workers: { close(): Promise<void> | void }[] = [];
@@ -255,6 +270,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     workers.push(w);
     undo.push(() => w.close());
   };
+  startWorker({ close: () => webhooks.close() });
   try {
     app.services.provide(SKILL_INDEX, new SkillIndex(skillsDirOf(app)));
     startWorker(await startSkills(app));
@@ -283,13 +299,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       const poll = setInterval(catchUp, SHARED_POLL_MS);
       startWorker({ close: () => ((stopped = true), clearInterval(poll), feed.close()) });
     }
-    // Webhooks: delivery rows are written by the EventLog sink inside each event's transaction;
-    // the worker sends them. Started before listening so in-flight ones from a crash go first.
-    const webhooks = new DeliveryWorker(app, opts.webhooks);
-    app.services.provide(WEBHOOKS, webhooks);
-    startWorker({ close: () => webhooks.close() });
-    const removeSink = events.onEmit((e) => enqueueDeliveries(app, e));
-    startWorker({ close: () => void removeSink() });
     webhooks.start();
     // Retention of events and deliveries, by age and by count, in small steps off the hot path.
     const pruner = startPruner({
