@@ -8,6 +8,7 @@ import { watchConfig } from './config/watch.js';
 import { STATE_MIGRATIONS } from './db/migrations.js';
 import { isPostgres, openDatabase, openPostgresState, stmt, type DB } from './db/open.js';
 import { listen } from './db/pg/listen.js';
+import { OutageLog } from './db/pg/outage.js';
 import { maskUrl } from './db/pg/url.js';
 import { stateUrl } from './config/state.js';
 import { PRUNER, startPruner } from './db/prune.js';
@@ -158,6 +159,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     : null;
   const log = opts.log ?? createLogger((line) => lines!.push(line));
   for (const w of loaded.warnings) log.warn('project.json', { warning: w });
+  // A PostgreSQL server (the state's, the databases') that goes away: one warning, one line when it is back.
+  const outages = new OutageLog(log);
+  const notice = (client: string) => (message: string) => log.debug('PostgreSQL notice', { client, message });
 
   // A start that fails part-way undoes what it did, newest first: no file, database, watcher or
   // timer is left behind in the process that called it (a test, or an embedding tool).
@@ -182,7 +186,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
     sharedState = stateUrl(config, env);
     db = sharedState
-      ? openPostgresState({ url: sharedState, statementTimeoutMs: config.state.statementTimeoutMs, driver: config.state.driver }, STATE_MIGRATIONS)
+      ? openPostgresState(
+          { url: sharedState, statementTimeoutMs: config.state.statementTimeoutMs, driver: config.state.driver, outage: outages.reporter(sharedState, 'state'), onNotice: notice('state') },
+          STATE_MIGRATIONS,
+        )
       : openDatabase(paths.db, STATE_MIGRATIONS);
   } catch (err) {
     return abort(err);
@@ -295,7 +302,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         });
       };
       // A notification names the log that committed: this daemon's own were published at commit.
-      const feed = listen(sharedState, EVENTS_CHANNEL, (writer) => writer !== events.writer && soon(), (err) => log.warn('listening for other daemons\' events: connection lost; polling until it is back', { error: err.message }));
+      const feed = listen(sharedState, EVENTS_CHANNEL, (writer) => writer !== events.writer && soon(), { outage: outages.reporter(sharedState, 'events'), onNotice: notice('events') });
       const poll = setInterval(catchUp, SHARED_POLL_MS);
       startWorker({ close: () => ((stopped = true), clearInterval(poll), feed.close()) });
     }
@@ -325,6 +332,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       const pgBackend = new PgBackend({
         url,
         log,
+        outage: outages.reporter(url, 'data'),
         statementTimeoutMs: () => config.data.statementTimeoutMs,
         pool: config.data.pool,
         onOpened: guarded(log, 'updating the database registry', (id: string, state: DatabaseState) => reconcile(app, id, state)),
