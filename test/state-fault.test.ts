@@ -323,7 +323,9 @@ describe('approvals and leases that run out while the daemon is down', () => {
         cases.map(async (c, i) => {
           const key = `startup-${randomBytes(12).toString('hex')}`;
           const env = { SERVICE_API_KEY: key, SVC_KEYCHAIN: 'off', ...(c.state === 'postgres' ? { SVC_STATE_URL: await freshStateDatabase(), SVC_VAULT_KEY: randomBytes(32).toString('base64') } : {}) };
-          const root = makeProject({ tasks: { leaseSeconds: 5 }, webhooks: { retryBaseMs: 10 } });
+          // A short delivery timeout: on a shared state a delivery on the wire when its daemon was killed is
+          // sent again once its claim runs out (twice the timeout and a second).
+          const root = makeProject({ tasks: { leaseSeconds: 5 }, webhooks: { timeoutMs: 2_000, retryBaseMs: 10 } });
           let s = await serve(root, ['--port', '0'], env);
           children.add(s.child);
           const call = async (method: string, path: string, body?: unknown) => {
@@ -350,11 +352,13 @@ describe('approvals and leases that run out while the daemon is down', () => {
             expect(started, `${c.state} ${c.signal} round ${round}`).toContain('"msg":"approval timed out"');
             expect(started, `${c.state} ${c.signal} round ${round}`).toContain('"msg":"task lease expired; task back to pending"');
           }
-          await eventually(() => {
+          const missing = () => {
             const mine = receiver.received.filter((r) => r.path === `/case/${i}`).map((r) => JSON.parse(r.body) as { event: string; data: { approvalId?: string; taskId?: string } });
             const got = new Set(mine.map((m) => `${m.event} ${m.data.approvalId ?? m.data.taskId}`));
-            return expected.every((e) => got.has(e));
-          }, 15_000);
+            return expected.filter((e) => !got.has(e));
+          };
+          await eventually(() => missing().length === 0, 15_000).catch(() => undefined);
+          expect(missing(), `${c.state} after ${c.signal}`).toEqual([]);
           s.child.kill('SIGTERM');
           await exited(s.child);
           children.delete(s.child);
