@@ -213,9 +213,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }
   const clock = opts.clock ?? systemClock;
   // Every event the log writes gets its webhook deliveries in its own transaction, from the first
-  // one on: the start-up passes below (approvals and leases that ran out while the daemon was down,
-  // skills changed meanwhile) write events before the daemon listens, and later writers are many.
-  // `app` and the delivery worker exist before anything can emit (openVault writes no events).
+  // one on: the start-up passes below (approvals and leases that ran out while the daemon was down)
+  // write events before the daemon listens, and later writers are many. `app` and the delivery
+  // worker exist before anything can emit (openVault writes no events).
   const events = new EventLog(db, { clock, sink: (e) => enqueueDeliveries(app, e) });
   const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
   let vault;

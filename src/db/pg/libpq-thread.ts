@@ -80,18 +80,23 @@ interface Koffi {
   proto(signature: string): unknown;
   pointer(type: unknown): unknown;
   register(fn: (arg: unknown, message: string) => void, type: unknown): unknown;
+  unregister(registered: unknown): void;
 }
 
 /** The server's notices of the statement under way: they go to the daemon with its answer (libpq's own processor prints them on stderr). */
 let notices: string[] = [];
 let noticeProcessor: unknown = null;
+/** Gives back the processor's callback slot (koffi has a few thousand) when the thread ends. */
+let unregister = () => undefined as void;
 
 function loadLibpq(koffi: Koffi): Libpq {
   koffi.opaque('PGconn');
   koffi.opaque('PGresult');
   const proto = koffi.proto('void PQnoticeProcessor(void *arg, const char *message)');
   // Called on this thread, inside the libpq call that received the notice.
-  noticeProcessor = koffi.register((_arg, message) => void notices.push(message.trim()), koffi.pointer(proto));
+  const processor = koffi.register((_arg, message) => void notices.push(message.trim()), koffi.pointer(proto));
+  noticeProcessor = processor;
+  unregister = () => koffi.unregister(processor);
   const names = LIBRARIES[process.platform] ?? ['libpq.so.5'];
   let lib: ReturnType<typeof koffi.load> | undefined;
   const errors: string[] = [];
@@ -306,5 +311,6 @@ try {
 } finally {
   // However the thread ends, its connection ends with it (and any transaction open on it).
   drop();
+  unregister();
   port.close();
 }
