@@ -5,8 +5,9 @@ import { nodeSqlite, type NodeSqliteDatabase as NodeSqliteDb, type NodeSqliteSta
 // workers, doctor, the tests and the benchmarks need not know which binding runs (src/db/sqlite.ts).
 // What it keeps of better-sqlite3: errors are SqliteErrors whose code names SQLite's extended
 // result code (SQLITE_CONSTRAINT_UNIQUE…); BLOBs come back as Buffers; a named-parameter object
-// may stand anywhere among the parameters and arrays are spread; pluck(), raw(), safeIntegers(),
-// reader, pragma(), and transaction() with savepoints when nested; a 5 s busy timeout; the file
+// may stand anywhere among the parameters and arrays are spread, and too few are refused;
+// prepare() takes one statement and refuses more; pluck(), raw(), safeIntegers(), reader,
+// readonly, pragma(), and transaction() with savepoints when nested; a 5 s busy timeout; the file
 // must exist with `fileMustExist`. Rows are objects without a prototype (a column may be named
 // __proto__), as node:sqlite makes them.
 
@@ -87,16 +88,47 @@ const buffer = (v: unknown): unknown => (v instanceof Uint8Array && !Buffer.isBu
 
 const isRange = (err: unknown): boolean => (err as { errcode?: unknown }).errcode === 25; // SQLITE_RANGE
 
+/**
+ * What may follow the one statement SQLite prepared (node:sqlite prepares the first and drops the
+ * rest, where better-sqlite3 refuses): whitespace, semicolons and comments, as better-sqlite3 allows.
+ */
+const EMPTY_TAIL = /^(?:[ \t\n\f\r;]+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?(?:\*\/|$))*$/;
+
+/**
+ * The opcodes that make a program write, as sqlite3_stmt_readonly() decides (vdbeaux.c,
+ * resolveP2Values): a write transaction (Transaction with p2 ≠ 0), a checkpoint, VACUUM or a
+ * journal-mode change. node:sqlite does not expose sqlite3_stmt_readonly(); the program says the same.
+ */
+const writes = (op: { opcode: string; p2: number }): boolean => (op.opcode === 'Transaction' && op.p2 !== 0) || op.opcode === 'Checkpoint' || op.opcode === 'Vacuum' || op.opcode === 'JournalMode';
+
 class Statement {
   private mode: 'rows' | 'raw' | 'pluck' = 'rows';
   private columnCount: number | undefined;
-  /** How many parameters it has (SQLite's sqlite3_bind_parameter_count, which node:sqlite does not give). */
-  private paramCount: number | undefined;
+  /**
+   * Its parameters: how many take values in order (`?`), and how many there are in all, named
+   * (`:a`, `@a`, `$a`) and numbered (`?2`) too, as sqlite3_bind_parameter_count() would say, which
+   * node:sqlite does not give.
+   */
+  private paramCount: { anonymous: number; all: number } | undefined;
+  private writesTo: boolean | undefined;
 
   constructor(
+    private readonly db: NodeSqliteDb,
     private readonly s: NodeSqliteStatement,
     readonly source: string,
   ) {}
+
+  /** Whether it leaves the database file as it is (better-sqlite3's `readonly`): read from its EXPLAIN program. */
+  get readonly(): boolean {
+    if (this.writesTo === undefined) {
+      try {
+        this.writesTo = (this.db.prepare(`EXPLAIN ${this.source}`).all() as { opcode: string; p2: number }[]).some(writes);
+      } catch (err) {
+        throw translate(err);
+      }
+    }
+    return !this.writesTo;
+  }
 
   /** Whether it returns rows (better-sqlite3's `reader`). */
   get reader(): boolean {
@@ -178,35 +210,48 @@ class Statement {
 
   /**
    * The parameters to bind. node:sqlite leaves a parameter with no value NULL where better-sqlite3
-   * refuses the call ("Too few parameter values were provided"), as svc's callers rely on: the
-   * count is found once, by binding NULLs without running anything (iterate() binds, return()
-   * resets), binary search between what binds and what SQLite refuses with SQLITE_RANGE.
+   * refuses the call ("Too few parameter values were provided", "Missing named parameter"), as
+   * svc's callers rely on (a 400 for caller SQL). The counts are found once: the values taken in
+   * order by binding NULLs without running anything (iterate() binds, return() resets), binary
+   * search between what binds and what SQLite refuses with SQLITE_RANGE; all of them from the
+   * EXPLAIN program, whose Variable opcodes name each parameter's index.
    */
   private params(args: unknown[]): unknown[] {
     const p = flatten(args);
     if (p.length && p[0] !== null && typeof p[0] === 'object' && !ArrayBuffer.isView(p[0])) return p; // named: node:sqlite checks them
-    if (this.paramCount === undefined) {
-      const binds = (n: number): boolean => {
-        try {
-          this.s.iterate(...new Array<null>(n).fill(null)).return?.();
-          return true;
-        } catch (err) {
-          if (isRange(err)) return false;
-          throw translate(err);
-        }
-      };
-      let lo = 0; // binds
-      let hi = Math.max(1, p.length + 1); // refused, once found
-      while (binds(hi)) [lo, hi] = [hi, hi * 2];
-      while (hi - lo > 1) {
-        const mid = (lo + hi) >> 1;
-        if (binds(mid)) lo = mid;
-        else hi = mid;
-      }
-      this.paramCount = lo;
-    }
-    if (p.length < this.paramCount) throw new RangeError('Too few parameter values were provided');
+    const { anonymous, all } = (this.paramCount ??= this.countParams(p.length));
+    if (p.length < anonymous) throw new RangeError('Too few parameter values were provided');
+    if (all > anonymous) throw new RangeError('Missing named parameter');
     return p;
+  }
+
+  private countParams(given: number): { anonymous: number; all: number } {
+    const binds = (n: number): boolean => {
+      try {
+        this.s.iterate(...new Array<null>(n).fill(null)).return?.();
+        return true;
+      } catch (err) {
+        if (isRange(err)) return false;
+        throw translate(err);
+      }
+    };
+    let lo = 0; // binds
+    let hi = Math.max(1, given + 1); // refused, once found
+    while (binds(hi)) [lo, hi] = [hi, hi * 2];
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if (binds(mid)) lo = mid;
+      else hi = mid;
+    }
+    let all = lo;
+    if (/[:@$]|\?\d/.test(this.source)) {
+      try {
+        for (const op of this.db.prepare(`EXPLAIN ${this.source}`).all() as { opcode: string; p1: number }[]) if (op.opcode === 'Variable') all = Math.max(all, op.p1);
+      } catch {
+        // not a statement EXPLAIN takes (one that is an EXPLAIN already): the ordered count stands
+      }
+    }
+    return { anonymous: lo, all };
   }
 
   private as(mode: 'rows' | 'raw' | 'pluck'): this {
@@ -264,11 +309,17 @@ export class NodeSqliteDatabase {
   }
 
   prepare(sql: string): Statement {
+    let s: NodeSqliteStatement;
     try {
-      return new Statement(this.db.prepare(sql), sql);
+      s = this.db.prepare(sql);
     } catch (err) {
       throw translate(err);
     }
+    const first = (s as { sourceSQL?: unknown }).sourceSQL;
+    if (typeof first === 'string' && first.length < sql.length && sql.startsWith(first) && !EMPTY_TAIL.test(sql.slice(first.length))) {
+      throw new RangeError('The supplied SQL string contains more than one statement');
+    }
+    return new Statement(this.db, s, sql);
   }
 
   exec(sql: string): this {
