@@ -29,7 +29,8 @@ const INTERNAL_DDL = `
 
 /**
  * Memory SQLite may use for one connection. In force only where SQLite keeps memory statistics;
- * better-sqlite3's build does not, and there the worker's RLIMIT_DATA (worker-process.ts) is the limit.
+ * neither node:sqlite's build nor better-sqlite3's does, and there the worker's RLIMIT_DATA
+ * (worker-process.ts) is the limit.
  */
 const HEAP_LIMIT_BYTES = 256 * 1024 * 1024;
 
