@@ -294,7 +294,7 @@ export class NodeSqliteDatabase {
     if (options.fileMustExist && !this.memory && !existsSync(filename)) throw new SqliteError('unable to open database file', 'SQLITE_CANTOPEN');
     if (!nodeSqlite) throw new Error(`Node ${process.version} has no node:sqlite that svc can use`);
     try {
-      this.db = new nodeSqlite.DatabaseSync(this.memory ? ':memory:' : filename, { readOnly: this.readonly, timeout: options.timeout ?? 5000 } as { readOnly: boolean });
+      this.db = new nodeSqlite.DatabaseSync(this.memory ? ':memory:' : filename, { readOnly: this.readonly, timeout: options.timeout ?? 5000 });
     } catch (err) {
       throw translate(err);
     }

@@ -11,7 +11,7 @@
 
 /** The parts of node:sqlite svc uses (@types/node 20 has none of them). */
 export interface NodeSqliteModule {
-  DatabaseSync: new (path: string, options?: { readOnly?: boolean; enableForeignKeyConstraints?: boolean }) => NodeSqliteDatabase;
+  DatabaseSync: new (path: string, options?: { readOnly?: boolean; timeout?: number }) => NodeSqliteDatabase;
   StatementSync: { prototype: object };
 }
 

@@ -64,7 +64,7 @@ function load(): typeof BetterSqlite3 {
     const fix = sqlite12Fix(svcDir(), unbuilt);
     throw new Error(
       `SQLite is not available: Node ${process.version} has no node:sqlite that svc can use, and better-sqlite3 12, svc's SQLite on it, is ${unbuilt ? 'installed but not built' : 'not installed'}. ` +
-        `Use Node 24 (or 22.16+), where SQLite is built in and nothing is installed; or install it with \`${fix}\` ` +
+        `Use Node 24 (or 22.16+), where SQLite is built in and nothing is installed; or ${unbuilt ? 'build' : 'install'} it with \`${fix}\` ` +
         '(it downloads a prebuilt binary from GitHub, or else compiles: python3, make and a C++ compiler).',
       { cause: e },
     );
