@@ -190,7 +190,7 @@ describe.each(['libpq', 'pg'] as const)('the %s channel', (driver) => {
 
   it("hands the server's notices to the daemon (its debug log), never to stderr", async () => {
     const url = await freshStateDatabase();
-    const dir = mkdtempSync(join(tmpdir(), 'svc-notices-'));
+    const dir = tempDir('svc-notices-');
     const sync = new URL('../dist/src/db/pg/sync.js', import.meta.url).href;
     // In a process of its own: libpq's default is to print them on the process's stderr.
     const file = join(dir, 'notices.mjs');
