@@ -24,6 +24,8 @@ export const STATE_PG_SUITES = [
   'test/mcp.test.ts',
   'test/auth-status.test.ts',
   'test/board-sessions.test.ts',
+  'test/nul-input.test.ts',
+  'test/fuzz.test.ts',
 ];
 
 const env = { NO_COLOR: '1', SVC_KEYCHAIN: 'off', ...homeEnv(testHome()), TMPDIR: testTmp() };

@@ -6,7 +6,8 @@
 // The executable is a copy of a Node binary (--node, default: the node running this script) with
 // a blob injected that holds: the CLI and daemon bundled into one script by esbuild (from dist/,
 // so `npm run build` comes first), each worker thread's entry bundled on its own, the native
-// addons of node_modules (better-sqlite3, the keychain's, koffi's when installed), libpg_query's
+// addons of node_modules (the keychain's, koffi's when installed, and better-sqlite3 12 for a Node
+// without node:sqlite: src/db/sqlite-binding.ts), libpg_query's
 // WASM and the board's files. At run time src/lib/exe.ts finds them (native addons go to a private
 // cache, by hash, and are loaded from there). The native addons must have been built for that Node: the script checks.
 //
@@ -71,17 +72,15 @@ function keyringAddon() {
   }
 }
 
-/** better-sqlite3's addon: one compiled in the package if there is one, else 13's prebuilt binary for this platform. */
+/** better-sqlite3 12's addon, as `npm install` built it (scripts/sqlite-12.mjs). */
 function sqliteAddon(name) {
   let dir;
   try {
     dir = dirname(require.resolve(`${name}/package.json`));
   } catch {
-    fail(`${name} is not installed: the executable's Node needs it (src/db/sqlite.ts); run npm install`);
+    fail(`${name} is not installed: the executable's Node needs it (src/db/sqlite.ts); run npm install with that Node`);
   }
-  const built = join(dir, 'build', 'Release', 'better_sqlite3.node');
-  if (existsSync(built)) return built;
-  return join(dir, 'prebuilds', `${musl ? 'linuxmusl' : process.platform}-${process.arch}.node`);
+  return join(dir, 'build', 'Release', 'better_sqlite3.node');
 }
 
 /** koffi's addon for this machine, when the optional koffi is installed (else the executable's state on PostgreSQL uses pg). */
@@ -111,9 +110,9 @@ function loads(node, file) {
 const banner = { js: 'var __svcExeUrl = require("node:url").pathToFileURL(process.execPath).href;' };
 
 /**
- * Native addons are required by name at run time from the cache (src/lib/exe.ts loadNative), and
- * src/db/sqlite.ts, which picks one of two better-sqlite3 versions by the running Node's Node-API
- * version, becomes an import of the one the executable's Node loads (`sqlite`: its package name).
+ * Native addons are required by name at run time from the cache (src/lib/exe.ts loadNative). For a
+ * Node without node:sqlite, src/db/sqlite.ts becomes an import of better-sqlite3 12 (`sqlite`: the
+ * binding src/db/sqlite-binding.ts picks in the executable's Node); with node:sqlite it is bundled as it is.
  */
 function nativePlugin(sqlite) {
   return {
@@ -122,16 +121,16 @@ function nativePlugin(sqlite) {
       const exeModule = join(root, 'dist', 'src', 'lib', 'exe.js');
       const load = (name) => `require(${JSON.stringify(exeModule)}).loadNative(${JSON.stringify(name)})`;
       const js = (contents) => ({ contents, resolveDir: root, loader: 'js' });
-      b.onLoad({ filter: /[\\/]dist[\\/]src[\\/]db[\\/]sqlite\.js$/ }, () =>
-        js(`import Database from ${JSON.stringify(sqlite)};\nexport const SQLITE_PACKAGE = ${JSON.stringify(sqlite)};\nexport default Database;\n`),
-      );
-      // better-sqlite3 12 finds its addon with `bindings`, 13 with its lib/binding.js; the keychain's index.js picks a platform package.
+      if (sqlite !== 'node:sqlite') {
+        b.onLoad({ filter: /[\\/]dist[\\/]src[\\/]db[\\/]sqlite\.js$/ }, () =>
+          js(`import Database from ${JSON.stringify(sqlite)};\nexport const SQLITE_PACKAGE = ${JSON.stringify(sqlite)};\nexport default Database;\n`),
+        );
+      }
+      // better-sqlite3 12 finds its addon with `bindings`; the keychain's index.js picks a platform package.
       b.onResolve({ filter: /^bindings$/ }, () => ({ path: 'bindings', namespace: 'svc-native' }));
-      b.onResolve({ filter: /^\.\/binding$/ }, (a) => (/better-sqlite3/.test(a.importer) ? { path: 'binding', namespace: 'svc-native' } : undefined));
       b.onResolve({ filter: /^@napi-rs\/keyring$/ }, () => ({ path: 'keyring', namespace: 'svc-native' }));
       b.onLoad({ filter: /.*/, namespace: 'svc-native' }, (a) => {
         if (a.path === 'bindings') return js(`module.exports = () => ${load('better_sqlite3')};\n`);
-        if (a.path === 'binding') return js(`module.exports = { getBinding: () => ${load('better_sqlite3')} };\n`);
         return js(`module.exports = ${load(a.path)};\n`);
       });
     },
@@ -184,14 +183,12 @@ async function main() {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(join(work, 'thread'), { recursive: true });
 
-  // The native addons, each checked to load in the Node the executable runs on. better-sqlite3:
-  // the version src/db/sqlite.ts would load in that Node (13 from Node-API 10, else 12).
-  const napi = Number(execFileSync(opts.node, ['-p', 'process.versions.napi'], { encoding: 'utf8' }).trim());
-  const sqlite = napi >= 10 ? 'better-sqlite3' : 'better-sqlite3-12';
-  const natives = {
-    better_sqlite3: sqliteAddon(sqlite),
-    keyring: keyringAddon(),
-  };
+  // The native addons, each checked to load in the Node the executable runs on. SQLite: the
+  // binding src/db/sqlite-binding.ts picks in that Node, node:sqlite (nothing to carry) or better-sqlite3 12.
+  const binding = join(root, 'dist', 'src', 'db', 'sqlite-binding.js');
+  const sqlite = execFileSync(opts.node, ['--input-type=module', '-e', 'console.log((await import(process.argv[1])).SQLITE_PACKAGE)', binding], { encoding: 'utf8' }).trim();
+  const natives = { keyring: keyringAddon() };
+  if (sqlite !== 'node:sqlite') natives.better_sqlite3 = sqliteAddon(sqlite);
   const koffi = koffiAddon();
   if (koffi) natives.koffi = koffi;
   for (const [name, file] of Object.entries(natives)) {

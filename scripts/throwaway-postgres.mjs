@@ -36,10 +36,13 @@ function freePort() {
 }
 
 /**
- * Starts one, or says why it cannot (no PostgreSQL on this machine).
- * @returns {Promise<{ url: string, stop(): void, halt(): void, start(): void } | { skip: string }>}
+ * Starts one, or says why it cannot (no PostgreSQL on this machine). `settings` are more server
+ * settings (`name=value`), after the defaults so they win: a test that crashes the server and
+ * counts what survived wants `synchronous_commit=on`.
+ * @param {{ settings?: string[] }} [opts]
+ * @returns {Promise<{ url: string, stop(): void, halt(): void, kill(): void, start(): void } | { skip: string }>}
  */
-export async function startThrowawayPostgres() {
+export async function startThrowawayPostgres(opts = {}) {
   const bin = findPgBin();
   if (!bin) return { skip: 'PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql): the Postgres provider tests are skipped. Install Debian\'s postgresql package to run them.' };
   const asRoot = process.getuid?.() === 0;
@@ -64,7 +67,7 @@ export async function startThrowawayPostgres() {
   const run = (file, args) =>
     asRoot ? execFileSync('runuser', ['-u', 'postgres', '--', join(bin, file), ...args], { stdio: 'pipe' }) : execFileSync(join(bin, file), args, { stdio: 'pipe' });
   const port = await freePort();
-  const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+  const options = [`-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`, ...(opts.settings ?? []).map((s) => `-c ${s}`)].join(' ');
   const start = () => run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start']);
   try {
     // Passwords over TCP (the daemon logs in with them), none on the private socket.
@@ -80,6 +83,10 @@ export async function startThrowawayPostgres() {
     /** Stops the server but keeps its data (start() brings it back on the same port). */
     halt() {
       run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+    },
+    /** Kills the server, as a crash would (every process aborted, no clean shutdown), keeping its data: start() recovers it. */
+    kill() {
+      run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
     },
     start,
     stop() {

@@ -9,6 +9,7 @@ import { watchConfig } from './config/watch.js';
 import { STATE_MIGRATIONS } from './db/migrations.js';
 import { isPostgres, openDatabase, openPostgresState, stmt, type DB } from './db/open.js';
 import { listen } from './db/pg/listen.js';
+import { OutageLog } from './db/pg/outage.js';
 import { maskUrl } from './db/pg/url.js';
 import { stateUrl } from './config/state.js';
 import { PRUNER, startPruner } from './db/prune.js';
@@ -170,6 +171,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const log = opts.log ?? createLogger((line) => lines!.push(line));
   for (const w of loaded.warnings) log.warn('project.json', { warning: w });
   if (settings.file) log.info('settings file', { file: settings.file, names: settings.names });
+  // A PostgreSQL server (the state's, the databases') that goes away: one warning, one line when it is back.
+  const outages = new OutageLog(log);
+  const notice = (client: string) => (message: string) => log.debug('PostgreSQL notice', { client, message });
 
   // A start that fails part-way undoes what it did, newest first: no file, database, watcher or
   // timer is left behind in the process that called it (a test, or an embedding tool).
@@ -194,7 +198,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
     sharedState = stateUrl(config, env);
     db = sharedState
-      ? openPostgresState({ url: sharedState, statementTimeoutMs: config.state.statementTimeoutMs, driver: config.state.driver }, STATE_MIGRATIONS)
+      ? openPostgresState(
+          { url: sharedState, statementTimeoutMs: config.state.statementTimeoutMs, driver: config.state.driver, outage: outages.reporter(sharedState, 'state'), onNotice: notice('state') },
+          STATE_MIGRATIONS,
+        )
       : openDatabase(paths.db, STATE_MIGRATIONS);
   } catch (err) {
     return abort(err);
@@ -224,7 +231,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     projectId = (stmt(db, "SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string }).value;
   }
   const clock = opts.clock ?? systemClock;
-  const events = new EventLog(db, clock);
+  // Every event the log writes gets its webhook deliveries in its own transaction, from the first
+  // one on: the start-up passes below (approvals and leases that ran out while the daemon was down)
+  // write events before the daemon listens, and later writers are many. `app` and the delivery
+  // worker exist before anything can emit (openVault writes no events).
+  const events = new EventLog(db, { clock, sink: (e) => enqueueDeliveries(app, e) });
   const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
   streamsOf = streams;
   let vault;
@@ -271,6 +282,17 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // new vault entry or a rotated webhook secret counts at once (the local key only this closure holds).
   app.services.provide(SECRETS, () => [...keySecrets(config, env.SERVICE_API_KEY, localKey), ...providerKeys(app), ...secretValues(app), ...webhookSecrets(app)]);
 
+  // Webhooks: delivery rows are written by the event log's sink inside each event's transaction;
+  // the worker sends them. Made before anything can write an event, started (below) before the
+  // daemon listens so in-flight ones from a crash go first.
+  let webhooks: DeliveryWorker;
+  try {
+    webhooks = new DeliveryWorker(app, opts.webhooks);
+    app.services.provide(WEBHOOKS, webhooks);
+  } catch (err) {
+    return abort(err);
+  }
+
   // Background parts that live as long as the daemon, started before it listens so that no request
   // (not even a shutdown) can find them half-started; closed in reverse order.
   const workers: { close(): Promise<void> | void }[] = [];
@@ -278,6 +300,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     workers.push(w);
     undo.push(() => w.close());
   };
+  startWorker({ close: () => webhooks.close() });
   try {
     app.services.provide(SKILL_INDEX, new SkillIndex(skillsDirOf(app)));
     startWorker(await startSkills(app));
@@ -302,17 +325,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         });
       };
       // A notification names the log that committed: this daemon's own were published at commit.
-      const feed = listen(sharedState, EVENTS_CHANNEL, (writer) => writer !== events.writer && soon(), (err) => log.warn('listening for other daemons\' events: connection lost; polling until it is back', { error: err.message }));
+      const feed = listen(sharedState, EVENTS_CHANNEL, (writer) => writer !== events.writer && soon(), { outage: outages.reporter(sharedState, 'events'), onNotice: notice('events') });
       const poll = setInterval(catchUp, SHARED_POLL_MS);
       startWorker({ close: () => ((stopped = true), clearInterval(poll), feed.close()) });
     }
-    // Webhooks: delivery rows are written by the EventLog sink inside each event's transaction;
-    // the worker sends them. Started before listening so in-flight ones from a crash go first.
-    const webhooks = new DeliveryWorker(app, opts.webhooks);
-    app.services.provide(WEBHOOKS, webhooks);
-    startWorker({ close: () => webhooks.close() });
-    const removeSink = events.onEmit((e) => enqueueDeliveries(app, e));
-    startWorker({ close: () => void removeSink() });
     webhooks.start();
     // Retention of events and deliveries, by age and by count, in small steps off the hot path.
     const pruner = startPruner({
@@ -340,6 +356,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       const pgBackend = new PgBackend({
         url,
         log,
+        outage: outages.reporter(url, 'data'),
         statementTimeoutMs: () => config.data.statementTimeoutMs,
         pool: config.data.pool,
         onOpened: guarded(log, 'updating the database registry', (id: string, state: DatabaseState) => reconcile(app, id, state)),

@@ -188,6 +188,31 @@ describe.each(['libpq', 'pg'] as const)('the %s channel', (driver) => {
     expect((await db.queryAsync('SELECT 3 AS i', [])).rows).toEqual([{ i: 3 }]);
   });
 
+  it("hands the server's notices to the daemon (its debug log), never to stderr", async () => {
+    const url = await freshStateDatabase();
+    const dir = tempDir('svc-notices-');
+    const sync = new URL('../dist/src/db/pg/sync.js', import.meta.url).href;
+    // In a process of its own: libpq's default is to print them on the process's stderr.
+    const file = join(dir, 'notices.mjs');
+    writeFileSync(
+      file,
+      `import { PgStateDb } from ${JSON.stringify(sync)};` +
+        `const notices = []; const db = new PgStateDb({ url: ${JSON.stringify(url)}, statementTimeoutMs: 5000, driver: '${driver}', onNotice: (m) => notices.push(m) });` +
+        `db.exec("DO $$ BEGIN RAISE NOTICE 'svc-notice-probe'; RAISE WARNING 'svc-warning-probe'; END $$");` +
+        `db.exec('CREATE TABLE IF NOT EXISTS n (id INT)'); db.exec('CREATE TABLE IF NOT EXISTS n (id INT)');` +
+        `console.log(JSON.stringify({ notices, driver: db.driver })); db.close();`,
+    );
+    const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout.trim()) as { notices: string[]; driver: string };
+    expect(out.driver).toBe(driver);
+    expect(out.notices).toEqual([
+      expect.stringContaining('svc-notice-probe'),
+      expect.stringContaining('svc-warning-probe'),
+      expect.stringContaining('relation "n" already exists, skipping'),
+    ]);
+  });
+
   it('refuses a NUL in text, as PostgreSQL does, rather than cutting the value short', async () => {
     const db = await stateDb(driver);
     expect(() => db.prepare('INSERT INTO t (id) VALUES (?)').run('a\0b')).toThrow(expect.objectContaining({ code: '22021' }));

@@ -7,7 +7,10 @@ export interface TestPostgres {
   stop(): void;
   /** Stops the server but keeps its data (start() brings it back on the same port). */
   halt(): void;
+  /** Kills it (pg_ctl's immediate mode: a crash, recovered at the next start), keeping its data. */
+  kill(): void;
   start(): void;
 }
 
-export const startTestPostgres = (): Promise<TestPostgres | { skip: string }> => startThrowawayPostgres();
+/** `settings`: more server settings (name=value) over the defaults. */
+export const startTestPostgres = (opts: { settings?: string[] } = {}): Promise<TestPostgres | { skip: string }> => startThrowawayPostgres(opts);

@@ -1,7 +1,9 @@
+import { rmSync } from 'node:fs';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../src/index.js';
 import { WEBHOOKS, type WebhookRuntime } from '../src/resources/webhooks/service.js';
+import { FakeClock } from './fake-clock.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
@@ -467,4 +469,41 @@ describe('volume', () => {
     // On a PostgreSQL state each of the 3,000 deliveries' claims and records is a round trip that
     // blocks the daemon's thread: about 10 s alone, several times that beside the rest of the suite.
   }, 120_000);
+});
+
+describe('events written at start-up', () => {
+  it('an approval timeout and a lease that ran out while the daemon was down are delivered, written before it listens', async () => {
+    const clock = new FakeClock(Date.parse('2033-01-02T03:04:05.000Z'));
+    const r = await receiver();
+    const config = { tasks: { leaseSeconds: 60 }, webhooks: { retryBaseMs: 10, timeoutMs: 400 } };
+    const first = await startTestDaemon({ clock, keepRoot: true, config });
+    const root = first.root;
+    try {
+      expect((await first.api('POST', '/v1/webhooks', { body: { url: r.url, events: ['approval:resolved', 'task:lease_expired'] } })).status).toBe(201);
+      expect((await first.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
+      const task = (await first.api('POST', '/api/v1/tasks', { body: { title: 'held while down' } })).body.data;
+      expect((await first.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } })).status).toBe(200);
+      const approval = (await first.api('POST', '/api/v1/approvals', { body: { requestedBy: 'ana', title: 'decided while down', timeoutSeconds: 30 } })).body.data;
+      const mark = first.daemon.app.events.lastId();
+      await first.close();
+
+      clock.advanceTo(clock.now() + 120_000);
+      const second = await startTestDaemon({ clock, root, config });
+      try {
+        // Both were applied by the start-up passes, before the daemon listened...
+        const written = second.daemon.app.events.since(mark, 100).filter((e) => e.name === 'approval:resolved' || e.name === 'task:lease_expired');
+        expect(written.map((e) => e.name).sort()).toEqual(['approval:resolved', 'task:lease_expired']);
+        // ...and each has its delivery, sent.
+        const got = await r.waitFor(2);
+        const sent = got.map((x) => JSON.parse(x.body) as { event: string; data: Record<string, unknown> });
+        expect(sent.map((x) => x.event).sort()).toEqual(['approval:resolved', 'task:lease_expired']);
+        expect(sent.find((x) => x.event === 'approval:resolved')!.data).toMatchObject({ approvalId: approval.id });
+        expect(sent.find((x) => x.event === 'task:lease_expired')!.data).toMatchObject({ taskId: task.id, agent: 'ana' });
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
 });

@@ -18,9 +18,20 @@ export type Listener = (event: StoredEvent) => void;
 /**
  * Called inside the emitting transaction, right after the event row is written: whatever it writes
  * (webhook delivery rows) commits or rolls back with the event, and if it throws the whole write
- * fails. daemon.ts wires it; events/ knows nothing of who listens.
+ * fails. daemon.ts gives it to the log when it opens it; events/ knows nothing of who listens.
  */
 export type EmitSink = (event: StoredEvent) => void;
+
+export interface EventLogOptions {
+  /** Where events take their timestamp from (the daemon's clock seam). */
+  clock?: Pick<Clock, 'now'>;
+  /**
+   * The log's sink, for its whole life: every event it ever writes, at start-up (an approval
+   * timeout or a lease that ran out while the daemon was down) or later, passes through it. Given
+   * when the log opens rather than registered afterwards, so no write can come before it.
+   */
+  sink?: EmitSink;
+}
 
 interface Row {
   id: number;
@@ -63,7 +74,8 @@ const CATCH_UP_BATCH = 1_000;
 export class EventLog {
   private pending: StoredEvent[] | null = null;
   private readonly listeners = new Set<Listener>();
-  private readonly sinks = new Set<EmitSink>();
+  private readonly sink: EmitSink | undefined;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly shared: boolean;
   /** With a shared state: the newest id the listeners have heard. */
   private heard: number;
@@ -72,9 +84,10 @@ export class EventLog {
 
   constructor(
     private readonly db: DB,
-    /** Where events take their timestamp from (the daemon's clock seam). */
-    private readonly clock: Pick<Clock, 'now'> = systemClock,
+    opts: EventLogOptions = {},
   ) {
+    this.clock = opts.clock ?? systemClock;
+    this.sink = opts.sink;
     this.shared = isPostgres(db);
     this.heard = this.shared ? this.lastId() : 0;
   }
@@ -144,15 +157,9 @@ export class EventLog {
     const timestamp = nowIso(this.clock);
     const info = stmt(this.db, INSERT_EVENT).run(name, JSON.stringify(parsed), timestamp);
     const event: StoredEvent = { id: Number(info.lastInsertRowid), name, data: parsed, timestamp };
-    for (const sink of this.sinks) sink(event);
+    this.sink?.(event);
     this.pending.push(event);
     return event;
-  }
-
-  /** Adds a sink that runs in the emitting transaction (see EmitSink); returns its removal. */
-  onEmit(sink: EmitSink): () => void {
-    this.sinks.add(sink);
-    return () => this.sinks.delete(sink);
   }
 
   subscribe(listener: Listener): () => void {

@@ -141,9 +141,11 @@ export class SseHub {
         { headers: { 'Retry-After': CAP_RETRY_AFTER_S } },
       );
     }
+    // Where the stream starts, read before its headers go out: a client that writes once it has
+    // them (through another daemon on a shared state) must find each of those events after it.
+    const last = this.log.lastId();
     res.writeHead(200, SSE_HEADERS);
     res.flushHeaders();
-    const last = this.log.lastId();
     const s: Stream = {
       res,
       keyId: opts.keyId,

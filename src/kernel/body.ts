@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { MAX_JSON_DEPTH, nestedDeeperThan, parseJson } from '../lib/json.js';
-import { AppError } from './errors.js';
+import { AppError, type ErrorDetail } from './errors.js';
+import { jsonMayHoldNul, nulDetails } from './nul.js';
 
 /** Marker for "the request carried no body", distinct from a JSON null. */
 export const NO_BODY = Symbol('no-body');
@@ -8,9 +9,10 @@ export const NO_BODY = Symbol('no-body');
 /**
  * Reads a JSON body, refusing it with 413 as soon as it passes `limit` bytes (by Content-Length
  * up front, or while streaming when the length is not declared) so a large body is never held whole,
- * and with 400 when it nests deeper than MAX_JSON_DEPTH, before anything walks it.
+ * and with 400 when it nests deeper than MAX_JSON_DEPTH, before anything walks it. Each NUL in a
+ * string or a property name is added to `nuls` (kernel/nul.ts), for the caller to refuse.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, limit: number, nuls?: ErrorDetail[]): Promise<unknown> {
   const declared = req.headers['content-length'];
   const length = declared === undefined ? undefined : Number(declared);
   const chunked = req.headers['transfer-encoding'] !== undefined;
@@ -31,6 +33,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   }
   const parsed = parseJson(text);
   if (!parsed.ok) throw new AppError('invalid_request', `Malformed JSON body: ${parsed.error}.`, { details: [{ path: 'body', message: parsed.error }] });
+  if (nuls && jsonMayHoldNul(text)) nulDetails('body', parsed.value, nuls);
   return parsed.value;
 }
 

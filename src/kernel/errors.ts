@@ -75,9 +75,10 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
     if (err.details) body.details = err.details;
     return { status: err.status, body, headers: err.headers ?? {}, known: true };
   }
-  // A shared state's server that is down or slow is an outage to retry, not a bug: 503, logged.
+  // A shared state's server that is down or slow is an outage to retry, not a bug: 503, and not
+  // logged per request (the outage log, db/pg/outage.ts, says when it starts and when it ends).
   if (isStateOutage(err)) {
-    return { status: 503, body: { ok: false, code: 'unavailable', error: 'The state database is unavailable; try again shortly.' }, headers: { 'retry-after': '1' }, known: false };
+    return { status: 503, body: { ok: false, code: 'unavailable', error: 'The state database is unavailable; try again shortly.' }, headers: { 'retry-after': '1' }, known: true };
   }
   return { status: 500, body: { ok: false, code: 'internal', error: ERRORS.internal.message }, headers: {}, known: false };
 }

@@ -1,3 +1,5 @@
+import { isStateOutage } from '../db/pg/sync.js';
+
 // One JSON object per line. Callers pass fields, never request bodies or headers; the request
 // logger in server.ts records only id, method, path (without the query string), status and ms.
 
@@ -14,6 +16,10 @@ const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 
 
 export function createLogger(write: (line: string) => void, min: Level = 'info'): Logger {
   const emit = (level: Level, msg: string, fields?: Record<string, unknown>) => {
+    // A failure that is the state server's outage (errorFields marks it) is the outage log's to
+    // report, once when it starts and once when it ends (db/pg/outage.ts): each timer, worker and
+    // request that met it says so at debug only, instead of a line and a stack a second each.
+    if (fields?.outage === true && ORDER[level] > ORDER.debug) level = 'debug';
     if (ORDER[level] < ORDER[min]) return;
     write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n');
   };
@@ -57,9 +63,11 @@ export function lineBuffer(
   };
 }
 
+/** An error's fields for a log line; `outage: true` when it is the state server's outage (see createLogger). */
 export function errorFields(err: unknown): Record<string, unknown> {
   if (err instanceof Error) {
     const fields: Record<string, unknown> = { error: err.message, stack: err.stack };
+    if (isStateOutage(err)) fields.outage = true;
     if (err.cause !== undefined) fields.cause = err.cause instanceof Error ? err.cause.message : String(err.cause);
     return fields;
   }

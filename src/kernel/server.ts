@@ -9,6 +9,7 @@ import { AppError, ERRORS, toErrorResponse, type ErrorDetail } from './errors.js
 import { clientAddress } from './exposure.js';
 import { hostAllowed, originAllowed } from './guards.js';
 import { errorFields, type Logger } from './log.js';
+import { nulDetails } from './nul.js';
 import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
 import { Router } from './router.js';
 import { uuidv7 } from '../lib/ids.js';
@@ -269,13 +270,19 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     }
 
     const details: ErrorDetail[] = [];
+    // A NUL in any input is refused, the same on every provider (kernel/nul.ts), and is then all
+    // the answer says: what the schemas would add about the same fields is noise.
+    const nuls: ErrorDetail[] = [];
+    const search = queryObject(url.searchParams);
+    nulDetails('params', match.params, nuls);
+    nulDetails('query', search, nuls);
     const params = validate(route.params, match.params, 'params', details);
     let query: unknown;
-    if (route.query) query = validate(route.query, queryObject(url.searchParams), 'query', details);
+    if (route.query) query = validate(route.query, search, 'query', details);
     else for (const name of new Set(url.searchParams.keys())) details.push({ path: `query.${name}`, message: 'Unknown query parameter; this endpoint takes none.' });
     let body: unknown;
     if (route.body) {
-      const raw = await readJsonBody(req, settings.maxBodyBytes);
+      const raw = await readJsonBody(req, settings.maxBodyBytes, nuls);
       // No body at all is read as `{}`, so an endpoint whose fields are all optional can be called bare.
       if (raw === NO_BODY && !route.body.safeParse({}).success) details.push({ path: 'body', message: 'A JSON body is required.' });
       else body = validate(route.body, raw === NO_BODY ? {} : raw, 'body', details);
@@ -293,8 +300,10 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       });
       if (raw !== NO_BODY && !isEmptyObject(raw)) details.push({ path: 'body', message: 'This endpoint takes no body.' });
     }
+    // A NUL anywhere is refused alone (the other checks may not have read past it).
+    const refused = nuls.length ? nuls : details;
     // Application-database endpoints answer their own 400 code (DESIGN section 3).
-    if (details.length) throw invalidRequest(details, route.scope === 'data' ? 'data_invalid' : 'invalid_request');
+    if (refused.length) throw invalidRequest(refused, route.scope === 'data' ? 'data_invalid' : 'invalid_request');
 
     const headers: Record<string, string> = {};
     let status = route.status ?? 200;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
 import { openDatabase } from '../../src/db/open.js';
-import { EventLog } from '../../src/events/outbox.js';
+import { EventLog, type StoredEvent } from '../../src/events/outbox.js';
 import { SseHub } from '../../src/events/sse.js';
 
 /** Just enough of a ServerResponse for the hub: records what is written. */
@@ -59,5 +59,30 @@ describe('SSE fan-out batching', () => {
     hub.closeAll();
     expect(streams[0]!.frames()).toContain('data: {"taskId":"t6"}');
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('where a stream starts, on a shared state', () => {
+  it("is read before the headers go out: an event another daemon commits once the client has them is the stream's", () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'performance'] });
+    // The log as a daemon on a shared state sees it: other daemons' commits are in the table at
+    // once (lastId), and reach the listeners at the next catch-up.
+    const table: StoredEvent[] = [];
+    const listeners: ((e: StoredEvent) => void)[] = [];
+    const log = {
+      lastId: () => table.at(-1)?.id ?? 0,
+      oldestId: () => table[0]?.id ?? null,
+      since: (after: number, limit: number) => table.filter((e) => e.id > after).slice(0, limit),
+      subscribe: (l: (e: StoredEvent) => void) => (listeners.push(l), () => undefined),
+    };
+    const hub = new SseHub(log as never);
+    const res = fakeRes();
+    // The client has the headers and writes through another daemon before this one reads anything more.
+    res.flushHeaders = () => void table.push({ id: 1, name: 'task:removed', data: { taskId: 'right after' }, timestamp: new Date(0).toISOString() });
+    hub.open(res as never, { keyId: 'k', matches: () => true });
+    for (const e of table) for (const l of listeners) l(e);
+    vi.advanceTimersByTime(0);
+    expect(res.frames()).toContain('data: {"taskId":"right after"}');
+    hub.closeAll();
   });
 });

@@ -42,6 +42,7 @@ interface Libpq {
   PQgetisnull(res: Ptr, row: number, col: number): number;
   PQcmdTuples(res: Ptr): string;
   PQclear(res: Ptr): void;
+  PQsetNoticeProcessor(conn: Ptr, proc: unknown, arg: null): unknown;
 }
 
 const SIGNATURES = [
@@ -64,6 +65,7 @@ const SIGNATURES = [
   'int PQgetisnull(PGresult *res, int row, int col)',
   'const char *PQcmdTuples(PGresult *res)',
   'void PQclear(PGresult *res)',
+  'void *PQsetNoticeProcessor(PGconn *conn, PQnoticeProcessor *proc, void *arg)',
 ];
 
 /** Where libpq is on each system (Homebrew's is keg-only on macOS). */
@@ -75,11 +77,26 @@ const LIBRARIES: Record<string, string[]> = {
 interface Koffi {
   load(path: string): { func(signature: string): (...args: unknown[]) => unknown };
   opaque(name: string): unknown;
+  proto(signature: string): unknown;
+  pointer(type: unknown): unknown;
+  register(fn: (arg: unknown, message: string) => void, type: unknown): unknown;
+  unregister(registered: unknown): void;
 }
+
+/** The server's notices of the statement under way: they go to the daemon with its answer (libpq's own processor prints them on stderr). */
+let notices: string[] = [];
+let noticeProcessor: unknown = null;
+/** Gives back the processor's callback slot (koffi has a few thousand) when the thread ends. */
+let unregister = () => undefined as void;
 
 function loadLibpq(koffi: Koffi): Libpq {
   koffi.opaque('PGconn');
   koffi.opaque('PGresult');
+  const proto = koffi.proto('void PQnoticeProcessor(void *arg, const char *message)');
+  // Called on this thread, inside the libpq call that received the notice.
+  const processor = koffi.register((_arg, message) => void notices.push(message.trim()), koffi.pointer(proto));
+  noticeProcessor = processor;
+  unregister = () => koffi.unregister(processor);
   const names = LIBRARIES[process.platform] ?? ['libpq.so.5'];
   let lib: ReturnType<typeof koffi.load> | undefined;
   const errors: string[] = [];
@@ -178,6 +195,7 @@ function connection(lib: Libpq): Ptr {
     if (/invalid (URI query parameter|connection option|sslmode value)/i.test(message)) throw Object.assign(new Error(`libpq does not take this URL: ${message}`), { code: 'LIBPQ_UNAVAILABLE' });
     throw Object.assign(new Error(message), { code: connectCode(message) });
   }
+  lib.PQsetNoticeProcessor(c, noticeProcessor, null);
   names.clear();
   return (conn = c);
 }
@@ -281,6 +299,10 @@ try {
     const req = read();
     if (req.kind === 'close' || req.kind === 'reset') break;
     const reply = answer(req);
+    if (notices.length) {
+      reply.notices = notices;
+      notices = [];
+    }
     if (slots.abandoned) break;
     writeMessage(slots, port, reply);
     Atomics.store(slots.ctl, 1, seen);
@@ -289,5 +311,6 @@ try {
 } finally {
   // However the thread ends, its connection ends with it (and any transaction open on it).
   drop();
+  unregister();
   port.close();
 }

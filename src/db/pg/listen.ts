@@ -1,9 +1,10 @@
 import pg from 'pg';
+import type { OutageReporter } from './outage.js';
 
 // LISTEN on one channel of a shared PostgreSQL state, on a connection of its own (the bridge's is
 // busy with statements). A lost connection is made again after a second; whatever was notified
 // meanwhile is not lost, because the caller re-reads from where it was (onNotify runs after each
-// reconnect too).
+// reconnect too). A server that is down is the outage log's to report (db/pg/outage.ts), once.
 
 const RETRY_MS = 1_000;
 
@@ -11,14 +12,21 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-export function listen(url: string, channel: string, onNotify: (payload?: string) => void, onLost: (err: Error) => void): Listening {
+export interface ListenOptions {
+  /** Told when the connection cannot be made or is lost, and when LISTEN holds again. */
+  outage?: OutageReporter;
+  /** The server's notices on this connection (logged at debug). */
+  onNotice?: (message: string) => void;
+}
+
+export function listen(url: string, channel: string, onNotify: (payload?: string) => void, opts: ListenOptions = {}): Listening {
   let client: pg.Client | null = null;
   let timer: NodeJS.Timeout | null = null;
   let closed = false;
 
-  const retry = (err: Error) => {
+  const retry = (err: Error, startedAt?: number) => {
     if (closed || timer) return;
-    onLost(err);
+    opts.outage?.failed(err, startedAt);
     const c = client;
     client = null;
     c?.end().catch(() => undefined);
@@ -30,18 +38,26 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
   };
 
   async function connect(): Promise<void> {
+    const startedAt = opts.outage?.now();
     const c = new pg.Client({ connectionString: url, application_name: 'svc events', keepAlive: true });
     client = c;
-    c.on('error', retry);
-    c.on('end', () => retry(new Error('the connection ended')));
+    // For the client's whole life: a connection lost between notifications is an outage, never an
+    // unhandled 'error'. A client already given up on (its end comes late) retries nothing.
+    const lost = (err: Error) => client === c && retry(err);
+    c.on('error', lost);
+    c.on('end', () => lost(new Error('the connection ended')));
     c.on('notification', (n) => onNotify(n.payload));
+    c.on('notice', (n) => opts.onNotice?.(n.message ?? String(n)));
     try {
       await c.connect();
       await c.query(`LISTEN ${channel}`);
       if (closed) await c.end();
-      else onNotify();
+      else {
+        opts.outage?.succeeded(startedAt);
+        onNotify();
+      }
     } catch (err) {
-      retry(err as Error);
+      retry(err as Error, startedAt);
     }
   }
 

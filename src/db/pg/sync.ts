@@ -1,4 +1,5 @@
 import { PortChannel, SharedChannel, type Channel, type Driver } from './channel.js';
+import type { OutageReporter } from './outage.js';
 import { toPostgres } from './translate.js';
 
 // The daemon's state on PostgreSQL, with the interface the stores already use on SQLite: prepared
@@ -16,9 +17,13 @@ export type Request =
   | { kind: 'reset' }
   | { kind: 'close' };
 
-export type Reply =
+export type Reply = (
   | { rows: Record<string, unknown>[]; rowCount: number; binary?: string[]; error?: undefined }
-  | { error: { message: string; code?: string; detail?: string; constraint?: string } };
+  | { error: { message: string; code?: string; detail?: string; constraint?: string } }
+) & {
+  /** What the server said besides the answer (NOTICE, WARNING), for the daemon's debug log: never printed by the thread. */
+  notices?: string[];
+};
 
 /** A request that runs SQL and is answered (the others tell the thread to stop). Answers come in the order the statements were sent. */
 export type Statement = Extract<Request, { sql: string }>;
@@ -67,6 +72,10 @@ export interface PgStateOptions {
   waitMs?: number;
   /** libpq (needs the optional native addon), pg (pure JavaScript, slower), or auto: libpq when it loads. */
   driver?: Driver | 'auto';
+  /** Told of each statement that could not reach the server, and of each that could (db/pg/outage.ts). */
+  outage?: OutageReporter;
+  /** The server's notices (a NOTICE of a migration's CREATE ... IF NOT EXISTS): the daemon logs them at debug. */
+  onNotice?: (message: string) => void;
 }
 
 export interface RunResult {
@@ -265,14 +274,36 @@ export class PgStateDb {
   }
 
   private call(req: Statement): Result {
+    const startedAt = this.opts.outage?.now();
+    try {
+      const result = this.send(req);
+      this.opts.outage?.succeeded(startedAt);
+      return result;
+    } catch (err) {
+      this.report(err, startedAt);
+      throw err;
+    }
+  }
+
+  /** Tells the outage reporter what a failed statement says of the server. */
+  private report(err: unknown, startedAt: number | undefined): void {
+    // Closed (the daemon stopping): what still asks finds it so, and that is no outage.
+    if (this.closed) return;
+    if (isStateOutage(err)) this.opts.outage?.failed(err, startedAt);
+    // The server answered (a constraint, a syntax error): it is there.
+    else if (err instanceof PgStateError) this.opts.outage?.succeeded(startedAt);
+  }
+
+  private send(req: Statement): Result {
     try {
       let deadline = performance.now() + this.waitMs;
       const inflight = this.inflight;
       if (inflight) {
-        // A read sent without waiting went first: its answer comes first, within this call's bound.
-        const channel = this.open();
-        const answered = channel.wait(inflight.n, Math.min(inflight.deadline, deadline));
-        this.settleInflight(channel, inflight, answered);
+        // A read sent without waiting went first: its answer comes first, within this call's bound,
+        // from the channel it went on (a thread that died since answers nothing more: no wait).
+        const { channel } = inflight;
+        const answered = channel.wait(inflight.n, channel.dead ? 0 : Math.min(inflight.deadline, deadline));
+        this.settleInflight(inflight, answered);
         // That read took the connection down with it: this statement gets a new one, and its own time.
         if (!answered) deadline = performance.now() + this.waitMs;
       }
@@ -280,7 +311,7 @@ export class PgStateDb {
       const n = ch.post(req);
       if (!ch.wait(n, deadline)) throw this.abandon(ch);
       const reply = ch.read();
-      if (this.fallBack(ch, reply)) return this.call(req);
+      if (this.fallBack(ch, reply)) return this.send(req);
       return this.outcome(reply);
     } finally {
       // Reads queued meanwhile go out once this statement (and any transaction it is part of) is done.
@@ -335,22 +366,27 @@ export class PgStateDb {
       else setImmediate(() => this.pump());
       return;
     }
-    const inflight = { ...next, n, deadline: performance.now() + this.waitMs };
+    const inflight = { ...next, channel, n, deadline: performance.now() + this.waitMs, startedAt: this.opts.outage?.now() };
     this.inflight = inflight;
     // Atomics.waitAsync holds nothing open: a read under way keeps the process alive, as a socket would.
     this.keepAlive ??= setInterval(() => undefined, 2 ** 30);
     void channel.waitAsync(inflight.n, inflight.deadline).then((ok) => {
       // A blocking statement may have taken this answer already.
       if (this.inflight !== inflight) return;
-      this.settleInflight(channel, inflight, ok);
+      this.settleInflight(inflight, ok);
       this.pump();
     });
   }
 
-  private settleInflight(channel: Channel, inflight: Inflight, answered: boolean): void {
+  private settleInflight(inflight: Inflight, answered: boolean): void {
+    const { channel } = inflight;
     this.inflight = null;
     if (!this.queue.length) this.letGo();
-    if (!answered) return inflight.reject(this.abandon(channel));
+    if (!answered) {
+      const err = this.abandon(channel);
+      this.report(err, inflight.startedAt);
+      return inflight.reject(err);
+    }
     const reply = channel.read();
     if (this.fallBack(channel, reply)) {
       // Sent again first, on the `pg` channel.
@@ -359,7 +395,9 @@ export class PgStateDb {
     }
     try {
       inflight.resolve(this.outcome(reply));
+      this.opts.outage?.succeeded(inflight.startedAt);
     } catch (err) {
+      this.report(err, inflight.startedAt);
       inflight.reject(err as Error);
     }
   }
@@ -371,6 +409,7 @@ export class PgStateDb {
 
   /** An answer as rows, or its error thrown. */
   private outcome(reply: Reply): Result {
+    if (reply.notices) for (const n of reply.notices) this.opts.onNotice?.(n);
     if (reply.error) {
       // Outside a transaction nothing may stay aborted: a statement failing with "current
       // transaction is aborted" means something left one open, and it is closed now.
@@ -399,6 +438,10 @@ interface Queued {
 }
 
 interface Inflight extends Queued {
+  /** The channel it went on, which alone can answer it. */
+  channel: Channel;
   n: number;
   deadline: number;
+  /** When it was sent, on the outage reporter's clock. */
+  startedAt: number | undefined;
 }

@@ -26,13 +26,18 @@ const types = {
 
 let client: pg.Client | null = null;
 const names = new Map<string, string>();
+/** The server's notices of the statement under way, sent to the daemon with its answer. */
+let notices: string[] = [];
 
 async function connection(): Promise<pg.Client> {
   if (client) return client;
   const c = new pg.Client({ connectionString: url, application_name: 'svc state', statement_timeout: statementTimeoutMs, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, types, keepAlive: true });
+  // For the whole life of the client: an error between statements (the server went away) must
+  // never be an unhandled 'error' event; the next statement makes a new connection.
   c.on('error', () => {
     if (client === c) client = null;
   });
+  c.on('notice', (n) => void notices.push(n.message ?? String(n)));
   await c.connect();
   names.clear();
   client = c;
@@ -90,5 +95,12 @@ port.on('message', (req: Request) => {
     });
     return;
   }
-  chain = chain.then(async () => answer(await run(req)));
+  chain = chain.then(async () => {
+    const reply = await run(req);
+    if (notices.length) {
+      reply.notices = notices;
+      notices = [];
+    }
+    answer(reply);
+  });
 });

@@ -29,7 +29,8 @@ const INTERNAL_DDL = `
 
 /**
  * Memory SQLite may use for one connection. In force only where SQLite keeps memory statistics;
- * better-sqlite3's build does not, and there the worker's RLIMIT_DATA (worker-process.ts) is the limit.
+ * neither node:sqlite's build nor better-sqlite3's does, and there the worker's RLIMIT_DATA
+ * (worker-process.ts) is the limit.
  */
 const HEAP_LIMIT_BYTES = 256 * 1024 * 1024;
 
@@ -244,6 +245,9 @@ export class DataFile {
     if (!hit) {
       this.shadow ??= new ShadowSchema(this.state.schema);
       const a = admit(this.db, this.shadow, req.sql, params, req.mode, new Set(Object.keys(this.state.schema.tables)), { read: '*', write: '*' });
+      // Integers as BigInts: decode() answers one past 2^53 as its exact decimal text, as the
+      // PostgreSQL provider does (node:sqlite would refuse to read it, better-sqlite3 round it).
+      if (a.stmt.reader) a.stmt.safeIntegers(true);
       hit = { ...a, names: a.stmt.reader ? a.stmt.columns().map((c) => c.name) : [], types: this.columnTypes(a.stmt) };
       if (this.admissions.size >= 200) this.admissions.delete(this.admissions.keys().next().value!);
       this.admissions.set(key, hit);

@@ -14,7 +14,8 @@ import { firstKeyword } from './sql-tokens.js';
 //      resolution refuses any write to them, whatever the spelling; the shadow's program goes
 //      through layer 4's opcode check, so a PRAGMA, ATTACH or DETACH that got past the gate is
 //      refused here, on a throwaway connection, before the real file compiles it.
-//   3. mode: prepared on the real file (one statement only), better-sqlite3 says whether it writes.
+//   3. mode: prepared on the real file (one statement only), SQLite says whether it writes
+//      (sqlite3_stmt_readonly; src/db/node-sqlite.ts reads the same from the program).
 //   4. program: the real file's EXPLAIN program. Forbidden opcodes (transactions, schema changes,
 //      VACUUM, pragmas), virtual tables, denied functions (load_extension, and sqlite_attach /
 //      sqlite_detach: ATTACH and DETACH are function calls in the program), and every b-tree it

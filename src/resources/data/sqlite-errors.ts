@@ -63,7 +63,8 @@ export function sqlError(err: unknown): AppError {
     if (/^no such table/.test(msg)) return new AppError('data_not_found', `${msg} in this database.`);
     return new AppError('data_invalid', `SQL error: ${sanitize(msg)}.`);
   }
-  // better-sqlite3's binding errors (too few parameters, a named parameter missing) carry no code.
+  // Binding errors (too few parameters, a named parameter missing) carry no code, in better-sqlite3
+  // and in src/db/node-sqlite.ts alike.
   if (code === '' && (err instanceof RangeError || err instanceof TypeError) && /parameter|bind/i.test(msg)) {
     return new AppError('data_invalid', `The parameters do not match the statement: ${sanitize(msg)}`);
   }

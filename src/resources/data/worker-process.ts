@@ -56,8 +56,9 @@ function codeReserved(): number {
 
 /**
  * Starts a worker process. On Linux its memory is capped by the kernel (RLIMIT_DATA, set by a
- * shell that then becomes the worker with exec, so the pid is the worker's): better-sqlite3 is
- * built without SQLite's memory statistics, so sqlite3_hard_heap_limit is not in force, and a
+ * shell that then becomes the worker with exec, so the pid is the worker's): SQLite is built
+ * without memory statistics, in Node (node:sqlite) as in better-sqlite3 12 (SQLITE_DEFAULT_MEMSTATUS=0),
+ * so sqlite3_hard_heap_limit is not in force, and a
  * statement could otherwise take the machine's memory. Past the cap SQLite's allocations fail
  * (SQLITE_NOMEM, answered 413) or V8's do (the process aborts; also answered 413).
  */

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { AppError } from '../../../kernel/errors.js';
+import type { OutageReporter } from '../../../db/pg/outage.js';
 import type { Logger } from '../../../kernel/log.js';
 import type { DataBackend, DatabaseState, EncodedAnswer, Migrated, QueryRequest } from '../backend.js';
 import { batchSteps, driveAsync, planBatch, type Step } from '../batch.js';
@@ -8,7 +9,7 @@ import { IDEMPOTENCY_TTL_MS, type IdempotencyRef } from '../idempotency.js';
 import { planMigration } from '../migrations.js';
 import { LIMITS, type ColumnType, type MigrationInT, type MigrationRecord, type OperationT, type SchemaDefT } from '../schema.js';
 import { checkGrants } from '../sql-guard.js';
-import { maskUrl, TYPES } from './connect.js';
+import { TYPES } from './connect.js';
 import { PG, schemaFunctions } from './dialect.js';
 import { isConnectionError, pgCode, pgError, unavailable } from './errors.js';
 import { createSql, grantSql, IDEMPOTENCY_CONFLICT, lit, metaSql, namesOf, randomSecret, readerSql, scramVerifier, UNSHARED_FUNCTIONS, type PgNames } from './provision.js';
@@ -38,6 +39,8 @@ export interface PgBackendOptions {
   credentials?: CredentialStore;
   /** The state's URL when it is on PostgreSQL: in this same database, its role keeps the session advisory locks (hardenPublic). */
   stateUrl?: string | null;
+  /** Told of each attempt that could not reach the server and of each that did: the daemon logs an outage twice, not per request (db/pg/outage.ts). */
+  outage?: OutageReporter;
 }
 
 /** What opening a database sets on the server: its two roles' passwords and its secret. */
@@ -85,9 +88,25 @@ export class PgBackend implements DataBackend {
 
   constructor(private readonly opts: PgBackendOptions) {
     this.url = new URL(opts.url);
-    this.admin = new pg.Pool({ connectionString: opts.url, max: opts.pool.admin, idleTimeoutMillis: opts.pool.idleMs, connectionTimeoutMillis: 5_000, types: TYPES });
-    // A connection that breaks while idle (the server restarted) is dropped, never a crash.
-    this.admin.on('error', (err) => opts.log.warn('PostgreSQL admin connection lost; reconnecting on the next request', { url: maskUrl(opts.url), error: err.message }));
+    this.admin = this.listened(new pg.Pool({ connectionString: opts.url, max: opts.pool.admin, idleTimeoutMillis: opts.pool.idleMs, connectionTimeoutMillis: 5_000, types: TYPES }));
+  }
+
+  /**
+   * A pool whose every client has listeners for its whole life, checked out or idle (pg-pool
+   * listens only while a client is idle): a connection that breaks between two statements of a
+   * request (the server stopped, 57P01, ECONNRESET) is an outage reported once, never an
+   * unhandled 'error' event that ends the daemon. The server's notices go to the debug log.
+   */
+  private listened(pool: pg.Pool, database?: string): pg.Pool {
+    pool.on('connect', (c) => {
+      // A client made before the server was last seen back that breaks now starts no new outage.
+      const madeAt = this.opts.outage?.now();
+      c.on('error', (err) => this.opts.outage?.failed(err, madeAt));
+      c.on('notice', (n) => this.opts.log.debug('PostgreSQL notice', { database, message: n.message }));
+    });
+    // An idle client that broke is dropped by the pool (its own listener reported it).
+    pool.on('error', () => undefined);
+    return pool;
   }
 
   async close(): Promise<void> {
@@ -151,22 +170,24 @@ export class PgBackend implements DataBackend {
    * dropped from its pool, and the failure is 503: the server is gone, not the request wrong.
    */
   private async within<T>(pool: pg.Pool, begin: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const startedAt = this.opts.outage?.now();
     let c: pg.PoolClient;
     try {
       c = await pool.connect();
     } catch (err) {
-      throw this.unreachable(err);
+      throw this.unreachable(err, startedAt);
     }
     let broken: Error | undefined;
     try {
       await c.query(begin);
+      this.opts.outage?.succeeded(startedAt);
       const out = await fn(c);
       await c.query('COMMIT');
       return out;
     } catch (err) {
       if (isConnectionError(err)) broken = err as Error;
       await c.query('ROLLBACK').catch(() => undefined);
-      throw broken ? this.unreachable(err) : err;
+      throw broken ? this.unreachable(err, startedAt) : err;
     } finally {
       c.release(broken);
     }
@@ -196,8 +217,9 @@ export class PgBackend implements DataBackend {
     }
   }
 
-  private unreachable(err: unknown): AppError {
-    this.opts.log.warn('PostgreSQL unreachable', { url: maskUrl(this.opts.url), error: (err as Error)?.message });
+  /** A 503 for an attempt begun at `startedAt` that could not reach the server; the outage log says it once. */
+  private unreachable(err: unknown, startedAt?: number): AppError {
+    this.opts.outage?.failed(err, startedAt);
     return unavailable();
   }
 
@@ -314,8 +336,7 @@ export class PgBackend implements DataBackend {
       // replaced after this many uses, which bounds what it keeps prepared on the server.
       maxUses: PREPARED_PER_CONNECTION,
     });
-    pool.on('error', (err) => this.opts.log.warn('PostgreSQL connection of a database lost', { database: id, error: err.message }));
-    return pool;
+    return this.listened(pool, id);
   }
 
   /**
@@ -336,21 +357,25 @@ export class PgBackend implements DataBackend {
   /** One read statement on the read pool: an implicit transaction, one round trip. */
   private async readOnce<T>(id: string, o: Open, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const timeout = this.opts.statementTimeoutMs();
+    const startedAt = this.opts.outage?.now();
     let c: pg.PoolClient;
     try {
       if (o.ended) throw new Error('the pool was closed');
       c = await this.readPool(id, o, timeout).connect();
     } catch (err) {
-      throw this.unreachable(err);
+      throw this.unreachable(err, startedAt);
     }
     let broken: Error | undefined;
     try {
-      return await fn(c);
+      const out = await fn(c);
+      this.opts.outage?.succeeded(startedAt);
+      return out;
     } catch (err) {
       if (isConnectionError(err)) {
         broken = err as Error;
-        throw this.unreachable(err);
+        throw this.unreachable(err, startedAt);
       }
+      this.opts.outage?.succeeded(startedAt);
       throw pgError(err, timeout, o.state.schema);
     } finally {
       c.release(broken);
