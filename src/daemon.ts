@@ -395,6 +395,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const boardSession = (req: import('node:http').IncomingMessage) => sessionOf(db, req, keys, listening.port, clock.now());
   app.services.provide(BOARD_SESSIONS, boardSession);
 
+  // The runner: agents with a runtime get their tasks run here (started below, once listening).
+  let daemonUrl = '';
+  const runner = config.runner.enabled ? new Runner(app, { id: runnerId(paths.dir), shared: sharedState !== null, url: () => daemonUrl, keys: runKeys }) : null;
+  app.services.provide(RUNNER, runner);
+
   const http = createHttpServer({
     app,
     routes: ROUTES,
@@ -429,6 +434,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const connectHost = listening.host === '0.0.0.0' ? '127.0.0.1' : listening.host === '::' ? '::1' : listening.host;
   const urlHost = connectHost.includes(':') ? `[${connectHost}]` : connectHost;
   const url = `${tlsPair ? 'https' : 'http'}://${urlHost}:${listening.port}`;
+  daemonUrl = url;
   const tlsFiles = config.server.tls;
   const tlsWatcher = tlsPair && tlsFiles ? watchTls(root, tlsFiles, http.server as import('node:https').Server, log, tlsPair.fingerprint) : null;
 
@@ -499,18 +505,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   });
   // On a shared state the others (and svc doctor) see this daemon and the keys it accepts.
   if (sharedState) workers.push(startPresence(app, url, () => keySetFingerprint(configKeys)));
-  // The runner: agents with a runtime get their tasks run here. Started once the daemon listens
-  // (its runs' CLIs call back on `url`); it first reaps what a crashed predecessor left running.
-  if (config.runner.enabled) {
-    const runner = new Runner(app, { id: runnerId(paths.dir), shared: sharedState !== null, url: () => url, keys: runKeys });
-    app.services.provide(RUNNER, runner);
-    workers.push(runner);
-    // Awaited, so that what it says at start (runner:online, a crashed predecessor's runs taken
-    // over) comes before the daemon is said to be listening; it never throws.
-    await runner.start();
-  } else {
-    app.services.provide(RUNNER, null);
-  }
   log.info('listening', { url, project: config.name, root, version: app.version, ...(tlsPair ? { tls: tlsPair.fingerprint } : {}) });
+  // The runner starts once the daemon listens (its runs' CLIs call back on `url`), after the start
+  // line; it first reaps what a crashed predecessor left running. Awaited, so that what it says at
+  // start (a crashed predecessor's runs taken over, runner:online) is said before this returns;
+  // it never throws.
+  if (runner) {
+    workers.push(runner);
+    await runner.start();
+  }
   return { app, host: listening.host, port: listening.port, url, http, closed, close };
 }

@@ -22,7 +22,7 @@ describe('svc agents and teams', () => {
     expect(add.stdout).toContain('created agent alice');
 
     const ls = await run('agents', 'ls');
-    expect(ls.stdout.split('\n')[0]).toMatch(/^NAME\s+ROLE\s+MODEL\s+TEAM\s+REPORTS TO$/);
+    expect(ls.stdout.split('\n')[0]).toMatch(/^NAME\s+ROLE\s+MODEL\s+TEAM\s+REPORTS TO\s+RUNTIME$/);
     expect(ls.stdout).toMatch(/alice\s+dev\s+openai\/gpt-4o\s+core/);
 
     const json = await run('agents', 'ls', '--json');

@@ -20,8 +20,10 @@ const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { na
  * the compiled JS with its .d.ts and the board's screenshot (78 KiB, which the README shows). About
  * 20% headroom for growth, while shipping any of src/, test/, bench/ or the source maps again (each
  * adds 0.5 MiB or more unpacked) goes over. The README says the size: a test below keeps it true.
+ * Runs (issue 31) took it to ~821 KiB (2.73 MiB unpacked, 597 files): the runner's code, its
+ * OpenAPI operations, docs/runs.md and the board's runs pages; the budget moved with them.
  */
-const BUDGET = { packedBytes: 820 * 1024, unpackedBytes: 2.75 * 1024 * 1024, files: 620 };
+const BUDGET = { packedBytes: 1000 * 1024, unpackedBytes: 3.4 * 1024 * 1024, files: 720 };
 const ALLOWED = [
   /^dist\/(src|bin)\/.+\.(js|d\.ts)$/,
   /^dist\/board\/[a-z0-9][a-z0-9._-]*\.(html|js|css|svg)$/,

@@ -6,6 +6,7 @@ import { formatLogItem } from '../src/resources/runs/log-lines.js';
 import { agentCli } from './agent-clis.js';
 import { svcAgainst } from './cli-helpers.js';
 import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
+import { tempDir } from './temp.js';
 
 // The runs as people use them from the CLI: agents given a runtime, a task run and followed, the
 // runs listed, shown, read, diffed and cancelled, usage summed.
@@ -24,7 +25,8 @@ beforeAll(async () => {
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.x', 'commit', '-q', '-m', 'initial'], { cwd: root });
   // The daemon finds the pinned agent CLIs on its PATH, as a user's daemon finds theirs.
   const extra = [claude, codex].filter(Boolean).map((c) => dirname(c!.path));
-  d = await startTestDaemon({ root, env: { PATH: [...extra, process.env.PATH].join(':') } });
+  // (`claude --version` makes a folder of its own in TMPDIR: one of the test's.)
+  d = await startTestDaemon({ root, env: { PATH: [...extra, process.env.PATH].join(':'), TMPDIR: tempDir('svc-daemon-tmp-') } });
 });
 afterAll(async () => {
   await d.close();

@@ -69,7 +69,8 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, ()
   });
 
   async function claudeAgent(d: TestDaemon, extra: Record<string, unknown> = {}) {
-    const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: temp('claude-config') };
+    // Claude Code keeps a folder of its own in TMPDIR (claude-<uid>): one of the test's, removed after it.
+    const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: temp('claude-config'), TMPDIR: temp('claude-tmp') };
     const r = await d.api('POST', '/api/v1/agents', {
       body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Bash'], runtime: { kind: 'claude', command: claude!.path, env }, ...extra },
     });

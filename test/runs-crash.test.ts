@@ -92,7 +92,8 @@ describe('a daemon killed while a run works', () => {
       const root = gitProject();
       const config = tempDir('svc-claude-config-');
       up.script({ hang: true }, { blocks: [A.text('Finished after the crash.')] });
-      const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: config };
+      // Claude Code keeps a folder of its own in TMPDIR (claude-<uid>): one of the test's.
+      const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: config, TMPDIR: tempDir('svc-claude-tmp-') };
       const r = await crashAndRecover(root, { name: 'cody', model: 'anthropic/claude-opus-4-8', runtime: { kind: 'claude', command: claude!.path, env } }, 'crash test', async (url, key, taskId) => {
         await until('Claude Code to ask the model', async () => up.requests.length >= 1, 20_000);
         await until('its session to be known', async () => (await runs(url, key, taskId))[0]?.sessionId !== null);

@@ -66,7 +66,9 @@ it.skipIf(noPg)('a connection that hangs (the peer answers nothing): 503 after t
   };
   const via = new URL(target);
   via.port = await line(1);
-  const h = await startTestDaemon({ env: { SVC_STATE_URL: via.toString(), SVC_VAULT_KEY: randomBytes(32).toString('base64') }, config: { state: { statementTimeoutMs: 300 } } });
+  // No runner: its presence, written every 5 s, could be the statement that meets the frozen
+  // connection (and replaces it) before the read this test times.
+  const h = await startTestDaemon({ env: { SVC_STATE_URL: via.toString(), SVC_VAULT_KEY: randomBytes(32).toString('base64') }, config: { state: { statementTimeoutMs: 300 }, runner: { enabled: false } } });
   try {
     expect((await h.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
     relay.stdin.write('freeze\n');

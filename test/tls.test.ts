@@ -226,8 +226,8 @@ describe('docs/deploy.md', () => {
   it('every project.json of the three-machine layout is valid as pasted', () => {
     const md = readFileSync(new URL('../docs/deploy.md', import.meta.url), 'utf8');
     const blocks = [...md.matchAll(/```json\n([\s\S]*?)\n```/g)].map((m) => JSON.parse(m[1]!));
-    // The state snippet and the project.json both daemons share.
-    expect(blocks.length).toBe(2);
+    // The state snippet, the one-machine recipe's project.json, and the one the three machines share.
+    expect(blocks.length).toBe(3);
     for (const b of blocks) expect(ProjectConfigSchema.safeParse({ name: 'snippet', ...b }).error?.issues ?? []).toEqual([]);
     const layout = blocks.filter((b) => b.server);
     expect(layout).toHaveLength(1);

@@ -98,6 +98,8 @@ const ENDPOINT_COMMANDS: { endpoint: string; command: string; names?: Record<str
   { endpoint: 'POST /api/v1/missions', command: 'svc missions add <file>' },
   { endpoint: 'POST /api/v1/data/{resource}/migrations', command: 'svc db migrate {resource} <file>', names: { resource: 'name' } },
   { endpoint: 'GET /v1/events/catalog', command: 'svc events catalog' },
+  { endpoint: 'POST /api/v1/runs/{runId}/cancel', command: 'svc runs cancel {runId}', names: { runId: 'id' } },
+  { endpoint: 'GET /api/v1/runs/{runId}/log', command: 'svc runs logs {runId}', names: { runId: 'id' } },
   { endpoint: 'PATCH /v1/webhooks/{id} {"enabled": true}', command: 'svc webhooks set {id} --enable' },
   { endpoint: 'POST /v1/webhooks/{id}/test', command: 'svc webhooks test {id}' },
 ];

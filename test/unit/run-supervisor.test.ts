@@ -327,7 +327,8 @@ describe.runIf(linux)('supervise', () => {
       },
     });
     // It blocks in the kernel, writing to a socket nobody reads.
-    await eventually(() => /sock|pipe|unix|wait/.test(readFileSync(`/proc/${w.s.pid}/wchan`, 'utf8')) && readFileSync(`/proc/${w.s.pid}/stat`, 'utf8').includes(') S '), 5000, 5);
+    // (After its first line: before it, a child still starting sleeps too, in a futex wait.)
+    await eventually(() => lines >= 1 && /sock|pipe|unix|wait/.test(readFileSync(`/proc/${w.s.pid}/wchan`, 'utf8')) && readFileSync(`/proc/${w.s.pid}/stat`, 'utf8').includes(') S '), 5000, 5);
     expect(lines).toBe(1);
     expect(w.err.length).toBeLessThanOrEqual(1); // at most one MiB out of eight got past the kernel's buffers and ours
     w.clock.advance(5000); // silence while we hold the stream is not the CLI's: no stall

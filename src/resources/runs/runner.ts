@@ -368,7 +368,7 @@ export class Runner implements RunnerHandle {
       for (const gone of store.silentRunners(app.db, Date.now() - silentMs, this.o.id)) this.takeOver(gone.id, gone.host);
       this.cancelRequested();
     } catch (err) {
-      app.log.warn('the runner could not write its presence; trying again', { error: (err as Error).message });
+      app.log.warn('the runner could not write its presence; trying again', errorFields(err));
     }
     this.presence = setTimeout(() => this.presenceTick(), this.config.heartbeatSec * 1000).unref();
   }
@@ -409,7 +409,7 @@ export class Runner implements RunnerHandle {
   private clean(): void {
     this.cleaner = null;
     this.cleanWorkspaces()
-      .catch((err) => this.app.log.warn('removing old worktrees failed; trying again later', { error: (err as Error).message }))
+      .catch((err) => this.app.log.warn('removing old worktrees failed; trying again later', errorFields(err)))
       .finally(() => {
         if (!this.closing) this.cleaner = setTimeout(() => this.clean(), CLEAN_EVERY_MS).unref();
       });
@@ -467,7 +467,7 @@ export class Runner implements RunnerHandle {
         }
       });
     } catch (err) {
-      app.log.warn('the runner could not record its stop', { error: (err as Error).message });
+      app.log.warn('the runner could not record its stop', errorFields(err));
     }
   }
 }

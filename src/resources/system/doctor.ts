@@ -183,7 +183,8 @@ export async function checkAgentClis(root: string, client: SvcClient | null): Pr
     found = await Promise.all((['claude', 'codex'] as const).map((kind) => detectRuntime(driverFor(kind), null, { PATH: (io().env as NodeJS.ProcessEnv).PATH, cwd: root })));
   }
   const here = found.filter((f) => f.path);
-  if (!here.length) return { check: 'agent CLIs', status: 'warn', detail: `neither claude nor codex is on ${whose}`, fix: 'install Claude Code or Codex to run agents with them, or give a runtime command (docs/runs.md)' };
+  // Not a fault: only an agent whose runtime is claude or codex needs one (and setting it says so).
+  if (!here.length) return { check: 'agent CLIs', status: 'skip', detail: `neither claude nor codex is on ${whose}: install one to run agents with it, or give a runtime's command as a path (docs/runs.md)` };
   const missing = found.filter((f) => !f.path).map((f) => `${f.kind} not found`);
   return { check: 'agent CLIs', status: 'ok', detail: [...here.map((f) => `${f.kind} ${f.version ?? '(version unknown)'}`), ...missing].join(', ') + ` (${whose})` };
 }
