@@ -18,8 +18,8 @@ if (noPg) console.warn(`runs-shared: skipped, ${inject('pgSkip')}`);
 
 const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', import.meta.url));
 
-/** Runners say they are alive every 200 ms and one silent for 2 s is gone (5 s and 30 s by default). */
-const PRESENCE = { heartbeatSec: 0.2, offlineAfterSec: 2 };
+/** Runners say they are alive every 250 ms and one silent for 4 s is gone (5 s and 30 s by default). */
+const PRESENCE = { heartbeatSec: 0.25, offlineAfterSec: 4 };
 
 function gitProject(config: { runner?: Record<string, unknown> } = {}): string {
   const root = makeProject({ ...config, runner: { ...PRESENCE, ...config.runner } }, { 'README.md': '# shared\n', '.gitignore': '.svc/\n.user-config/\n' });
@@ -89,14 +89,16 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
     const call = async (method: string, path: string, body?: unknown) => (await fetch(other.url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<any>;
     try {
       expect((await ds[0]!.api('POST', '/api/v1/agents', { body: { name: 'edge', runtime: { kind: 'command', command: FAKE_AGENT, runners: ['edge'] } } })).status).toBe(201);
-      const otherId = ((await call('GET', '/api/v1/runners')).data as any[]).find((r: any) => r.pid === other.child.pid).id;
+      // Its runner says it is there just after the daemon's start line.
+      let otherId = '';
+      await until('the fourth runner', async () => (otherId = ((await call('GET', '/api/v1/runners')).data as any[]).find((r: any) => r.pid === other.child.pid)?.id ?? '') !== '');
       const t = await ds[1]!.api('POST', '/api/v1/tasks', { body: { title: 'on the edge', description: '@tick 200', assignTo: 'edge' } });
       const taskId = t.body.data.id;
       let run: any;
       await until('its run on the fourth daemon', async () => (run = (await ds[1]!.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data[0])?.status === 'running', 20_000);
       expect(run.runner).toBe(otherId);
       other.child.kill('SIGSTOP');
-      // A second runner with the label; 2 s of silence later, the run moves.
+      // A second runner with the label; 4 s of silence later, the run moves.
       ds[0]!.writeConfig({ name: 'test-project', runner: { ...PRESENCE, labels: ['edge'] } });
       await until('the label to apply', async () => ds[0]!.daemon.app.config().runner.labels.includes('edge'));
       let runs: any[] = [];
