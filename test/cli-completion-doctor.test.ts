@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -7,15 +7,14 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { checkNode, type CheckResult } from '../src/resources/system/doctor.js';
 import { agentCli } from './agent-clis.js';
 import { svc } from './cli-helpers.js';
-import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
+import { gitProject, makeProject, startTestDaemon, type TestDaemon } from './harness.js';
 import { tempDir } from './temp.js';
 
 let d: TestDaemon;
 const clis = [agentCli('claude'), agentCli('codex')].filter((c) => c !== null);
 beforeAll(async () => {
   // A healthy project for agents: a git repository, and the agent CLIs on the daemon's PATH.
-  const root = makeProject({}, { '.gitignore': '.svc/\n.user-config/\n' });
-  for (const args of [['init', '-q'], ['add', '-A'], ['commit', '-q', '-m', 'first']]) execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.x', ...args], { cwd: root });
+  const root = gitProject();
   // (`claude --version` makes a folder of its own in TMPDIR: one of the test's.)
   d = await startTestDaemon({ root, env: { PATH: [...clis.map((c) => dirname(c.path)), process.env.PATH].join(':'), TMPDIR: tempDir('svc-daemon-tmp-') } });
   expect((await d.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { CheckResult } from '../src/resources/system/doctor.js';
 import { readDaemonInfo } from '../src/state-dir.js';
 import { svc } from './cli-helpers.js';
-import { makeProject } from './harness.js';
+import { gitProject } from './harness.js';
 
 // docs/deploy.md's one-machine recipe, as written: its SQL (and data.md's DO block) run on the
 // run's throwaway server as its superuser, its project.json, its settings file in the user's config
@@ -103,9 +102,8 @@ describe.skipIf(!pgUrl)("deploy.md's one machine: PostgreSQL on loopback", () =>
     expect(db).toBe('svc_data');
     await asSuperuser('svc_data', (c) => c.query(doBlock).then(() => undefined));
 
-    const root = makeProject(JSON.parse(block(deploy, '## One machine: PostgreSQL on loopback', 'json')), { '.gitignore': '.svc/\n' });
     // The project is a checkout of its repository, as a team's is: agents get worktrees (doctor's `runs`).
-    for (const args of [['init', '-q'], ['add', '-A'], ['commit', '-q', '-m', 'first']]) execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.x', ...args], { cwd: root });
+    const root = gitProject(JSON.parse(block(deploy, '## One machine: PostgreSQL on loopback', 'json')));
     expect(JSON.parse(readFileSync(join(root, 'project.json'), 'utf8')).name).toBe('team');
     // The settings file of deploy.md's "The settings file", on this server's port, with a real key.
     const lines = /<<'EOF'\n([\s\S]*?)\nEOF/.exec(block(deploy, '### The settings file', 'sh'))![1]!;

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { dirname, join } from 'node:path';
@@ -35,6 +36,18 @@ export function makeProject(config: Record<string, unknown> = {}, files: Record<
     mkdirSync(dirname(join(root, p)), { recursive: true });
     writeFileSync(join(root, p), content);
   }
+  return root;
+}
+
+/** git in `cwd` with an identity of its own (a test's machine may have none configured); its stdout, trimmed. */
+export const git = (cwd: string, ...args: string[]): string => execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
+
+/** A project that is a git repository with one commit (where runs get worktrees); `.svc/` and the tests' user config ignored. */
+export function gitProject(config: Record<string, unknown> = {}, files: Record<string, string> = {}): string {
+  const root = makeProject(config, { 'README.md': '# test project\n', '.gitignore': '.svc/\n.user-config/\n', ...files });
+  git(root, 'init', '-q', '-b', 'main');
+  git(root, 'add', '-A');
+  git(root, 'commit', '-q', '-m', 'initial');
   return root;
 }
 

@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatLogItem } from '../src/resources/runs/log-lines.js';
 import { agentCli } from './agent-clis.js';
 import { svcAgainst } from './cli-helpers.js';
-import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
+import { gitProject, startTestDaemon, until, type TestDaemon } from './harness.js';
 import { tempDir } from './temp.js';
 
 // The runs as people use them from the CLI: agents given a runtime, a task run and followed, the
@@ -19,10 +18,7 @@ let d: TestDaemon;
 const cli = (...args: string[]) => svcAgainst(d, args);
 
 beforeAll(async () => {
-  const root = makeProject({}, { 'README.md': '# cli\n', '.gitignore': '.svc/\n.user-config/\n' });
-  execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: root });
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.x', 'add', '-A'], { cwd: root });
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.x', 'commit', '-q', '-m', 'initial'], { cwd: root });
+  const root = gitProject();
   // The daemon finds the pinned agent CLIs on its PATH, as a user's daemon finds theirs.
   const extra = [claude, codex].filter(Boolean).map((c) => dirname(c!.path));
   // (`claude --version` makes a folder of its own in TMPDIR: one of the test's.)

@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { readLocalKey } from '../src/state-dir.js';
 import { exited, serve } from './cli-helpers.js';
 import { FakeClock } from './fake-clock.js';
-import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
+import { gitProject as repoProject, startTestDaemon, until, type TestDaemon } from './harness.js';
 import { alive } from './procs.js';
 import { freshStateDatabase } from './state-pg.js';
 
@@ -21,14 +20,7 @@ const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', impor
 /** Runners say they are alive every 250 ms and one silent for 4 s is gone (5 s and 30 s by default). */
 const PRESENCE = { heartbeatSec: 0.25, offlineAfterSec: 4 };
 
-function gitProject(config: { runner?: Record<string, unknown> } = {}): string {
-  const root = makeProject({ ...config, runner: { ...PRESENCE, ...config.runner } }, { 'README.md': '# shared\n', '.gitignore': '.svc/\n.user-config/\n' });
-  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e.x', ...args], { cwd: root });
-  git('init', '-q', '-b', 'main');
-  git('add', '-A');
-  git('commit', '-q', '-m', 'initial');
-  return root;
-}
+const gitProject = (config: { runner?: Record<string, unknown> } = {}): string => repoProject({ ...config, runner: { ...PRESENCE, ...config.runner } });
 
 describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
   const clock = new FakeClock(Date.now());
