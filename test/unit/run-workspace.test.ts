@@ -11,6 +11,7 @@ import {
   diffPatch,
   diffStat,
   ensureWorktree,
+  keepSpare,
   parseNumstat,
   removeWorktree,
   staleWorktrees,
@@ -112,6 +113,44 @@ describe('detectRepo', () => {
     g(empty, 'init', '-q', '-b', 'main');
     expect(await detectRepo(empty)).toEqual({ kind: 'git', toplevel: empty, prefix: '', head: null, branch: 'main' });
     await expect(ensureWorktree(opts(empty, 1))).rejects.toThrow(/HEAD is not a commit/);
+  });
+});
+
+describe('spare worktrees', () => {
+  it('a spare made ahead becomes the next new worktree (moved, switched to its branch at its start); the project checkout untouched', async () => {
+    const root = makeRepo();
+    const before = snapshot(root);
+    await keepSpare(root);
+    await keepSpare(root); // one is enough: a second call makes none
+    const spares = () => g(root, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ') && l.includes('/.spare-'));
+    expect(spares()).toHaveLength(1);
+    const spareDir = spares()[0]!.slice('worktree '.length);
+    // The branch starts elsewhere than the spare (a dependency's branch, one commit back): git switches the files.
+    g(root, 'branch', 'older', 'HEAD~1');
+    const w = await ensureWorktree(opts(root, 1, 'coder', { fromBranch: 'older' }));
+    expect(w).toMatchObject({ created: true, baseCommit: g(root, 'rev-parse', 'older'), branch: branchName('coder', TASK(1)) });
+    expect(existsSync(spareDir)).toBe(false);
+    expect(spares()).toHaveLength(0);
+    expect(g(w.path, 'symbolic-ref', 'HEAD')).toBe(`refs/heads/${branchName('coder', TASK(1))}`);
+    expect(g(w.path, 'rev-parse', 'HEAD')).toBe(g(root, 'rev-parse', 'older'));
+    expect(readFileSync(join(w.path, 'a.txt'), 'utf8')).toBe('one\ntwo\nthree\n');
+    expect(g(w.path, 'status', '--porcelain')).toBe('');
+    expect(snapshot(root)).toEqual(before);
+    // The spares stay out of the cleanup's list and the project's status.
+    await keepSpare(root);
+    expect(await staleWorktrees({ root, olderThan: Date.now() + 60_000, isDone: () => true })).toEqual([expect.objectContaining({ shortId: TASK(1).slice(-8) })]);
+    expect(snapshot(root)).toEqual(before);
+  });
+
+  it('a spare a crash left broken is cleared, and the worktree made the usual way', async () => {
+    const root = makeRepo();
+    await keepSpare(root);
+    const spareDir = g(root, 'worktree', 'list', '--porcelain').split('\n').find((l) => l.includes('/.spare-'))!.slice('worktree '.length);
+    rmSync(join(spareDir, '.git'));
+    const w = await ensureWorktree(opts(root, 2));
+    expect(w.created).toBe(true);
+    expect(existsSync(spareDir)).toBe(false);
+    expect(g(w.path, 'rev-parse', 'HEAD')).toBe(g(root, 'rev-parse', 'HEAD'));
   });
 });
 

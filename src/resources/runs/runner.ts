@@ -24,6 +24,8 @@ const MB_PER_RUN = 400;
 // On a shared state runners write their row every runner.heartbeatSec, and one not seen for
 // runner.offlineAfterSec is gone: its runs are lost and queued again. Wall-clock times, not the
 // daemon's clock seam: rows are compared across machines (as system/presence.ts does).
+/** A spare worktree is made once no run has started for this long. */
+const SPARE_AFTER_MS = 300;
 /** Worktrees of done tasks are looked for this often (and at start). */
 const CLEAN_EVERY_MS = 3_600_000;
 /** Queued runs looked at per pass. */
@@ -49,6 +51,9 @@ export class Runner implements RunnerHandle {
   private wake: unknown = null;
   private presence: NodeJS.Timeout | null = null;
   private cleaner: NodeJS.Timeout | null = null;
+  private spare: NodeJS.Timeout | null = null;
+  /** A spare being made: close() waits for it (a git process must not outlive the daemon's files). */
+  private spareWork: Promise<void> | null = null;
   private gitRoot: boolean = false;
   private unsubscribe: (() => void) | null = null;
   /** Tasks and agents to look at on the next dispatch pass (coalesced: many events, one pass). */
@@ -117,6 +122,7 @@ export class Runner implements RunnerHandle {
       if (this.o.shared) app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: runtimes.map((r) => r.kind) });
     });
     this.unsubscribe = app.events.subscribe((e) => this.hear(e.name, e.data));
+    this.spareSoon();
     // Presence matters to other runners only: a daemon alone on its SQLite state is its only runner.
     if (this.o.shared) this.presenceTick();
     this.clean();
@@ -300,6 +306,7 @@ export class Runner implements RunnerHandle {
     if (leaseId === null) return;
     const live = new LiveRun(this.app, this.context, run, leaseId, agent!, runtime!);
     this.live.set(run.id, live);
+    this.spareSoon();
     void live.ended.then(() => {
       this.live.delete(run.id);
       this.kick();
@@ -440,6 +447,20 @@ export class Runner implements RunnerHandle {
     return removed;
   }
 
+  /**
+   * A spare worktree made once the queue has been quiet a moment (workspace.ts keepSpare): the
+   * next run's worktree is then a rename and a branch, not a checkout. During a burst the runs
+   * take the usual way and no spare is made in their path.
+   */
+  private spareSoon(): void {
+    if (!this.gitRoot || this.closing) return;
+    if (this.spare) clearTimeout(this.spare);
+    this.spare = setTimeout(() => {
+      this.spare = null;
+      if (!this.closing) this.spareWork = git.keepSpare(this.app.root).finally(() => (this.spareWork = null));
+    }, SPARE_AFTER_MS).unref();
+  }
+
   /** A cancel asked through another daemon (shared state) of a run this one runs. */
   private cancelRequested(): void {
     for (const id of store.cancelRequestedOf(this.app.db, this.o.id)) void this.cancel(id);
@@ -458,6 +479,8 @@ export class Runner implements RunnerHandle {
     if (this.wake) app.clock.clearTimeout(this.wake);
     if (this.presence) clearTimeout(this.presence);
     if (this.cleaner) clearTimeout(this.cleaner);
+    if (this.spare) clearTimeout(this.spare);
+    await this.spareWork;
     const live = [...this.live.values()];
     await Promise.all(live.map((r) => r.end('lost', 'the daemon stopped while it ran; it is started again')));
     try {

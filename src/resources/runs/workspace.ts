@@ -181,6 +181,22 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
     await ignoreWorktrees(opts.root);
     const [branchCommit, startCommit] = await resolveRevs(opts.root, [branchRef, `${start}^{commit}`]);
     if (!startCommit && !branchCommit) throw new GitError(['worktree'], null, `${opts.fromBranch ? `branch ${opts.fromBranch}` : opts.baseRef} is not a commit of the repository at ${opts.root}`);
+    // A new branch in a spare worktree made ahead of time: two quick git calls instead of
+    // `worktree add`'s checkout and the three git processes it starts (dispatch latency).
+    if (!branchCommit) {
+      const spare = await takeSpare(opts.root);
+      if (spare) {
+        try {
+          await git(opts.root, ['worktree', 'move', spare, dir]);
+          await git(dir, ['switch', '--quiet', '--no-track', '-c', opts.branch, startCommit!]);
+          return { path: dir, branch: opts.branch, baseCommit: startCommit!, cwd, created: true };
+        } catch {
+          // A spare git would not move or switch: cleared, and the worktree made the usual way.
+          for (const d of [spare, dir]) await git(opts.root, ['worktree', 'remove', '--force', '--force', d], { ok: [128] });
+          await rm(dir, { recursive: true, force: true });
+        }
+      }
+    }
     const add = branchCommit ? ['worktree', 'add', '--quiet', dir, opts.branch] : ['worktree', 'add', '--quiet', '--no-track', '-b', opts.branch, dir, startCommit!];
     try {
       await git(opts.root, add);
@@ -192,6 +208,49 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
     }
     const baseCommit = branchCommit ? await forkPoint(opts.root, branchRef, start) : startCommit!;
     return { path: dir, branch: opts.branch, baseCommit, cwd, created: true };
+  });
+}
+
+// --- spare worktrees: made ahead of time, so that a run's worktree is a rename and a branch away ---
+
+/** Spares are folders of .svc/worktrees/ with this prefix (a dot: the cleanup never lists them). */
+const SPARE_PREFIX = '.spare-';
+
+/** A spare that is a valid worktree (a crash may have left others: removed), or null. Call inside serial(). */
+async function takeSpare(root: string): Promise<string | null> {
+  const base = join(root, STATE_DIR, WORKTREES_DIR);
+  let names: string[];
+  try {
+    names = (await readdir(base)).filter((n) => n.startsWith(SPARE_PREFIX));
+  } catch {
+    return null;
+  }
+  for (const name of names) {
+    const dir = join(base, name);
+    if ((await worktreeState(dir)).kind === 'valid') return dir;
+    await rm(dir, { recursive: true, force: true });
+    await git(root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
+  }
+  return null;
+}
+
+/**
+ * Keeps one spare worktree ready (detached at the checked-out commit; a run's branch later starts
+ * wherever it must, git switching only the files that differ). Made in the repository's queue
+ * after what waits there, so a burst of runs is never slowed by it; a failure only means the next
+ * worktree is made the usual way. Resolves once there is one (or it could not be made).
+ */
+export function keepSpare(root: string): Promise<void> {
+  return serial(resolve(root), async () => {
+    const base = join(root, STATE_DIR, WORKTREES_DIR);
+    try {
+      if ((await readdir(base)).some((n) => n.startsWith(SPARE_PREFIX))) return;
+    } catch {
+      // no folder yet: made below
+    }
+    await ignoreWorktrees(root);
+    const dir = join(base, `${SPARE_PREFIX}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`);
+    await git(root, ['worktree', 'add', '--quiet', '--detach', dir, 'HEAD']).catch(() => rm(dir, { recursive: true, force: true }));
   });
 }
 

@@ -1,0 +1,11 @@
+import { startThrowawayPostgres } from '../scripts/throwaway-postgres.mjs';
+import { PgStateDb } from '../dist/src/db/pg/sync.js';
+const srv = await startThrowawayPostgres();
+const b = new PgStateDb({ url: srv.url, statementTimeoutMs: 5000 });
+console.log(b.prepare("SELECT 1 AS x").get(), b.driver);
+const r = b.prepare("SELECT repeat('a', 1000) AS s, g FROM generate_series(1, 1000) g").all();
+console.log(r.length);
+const big = 'b'.repeat(400000);
+console.log(b.prepare("SELECT length(?) AS n").get(big));
+console.log(await b.prepare("SELECT 2 AS y").allAsync());
+b.close(); srv.stop();
