@@ -24,8 +24,8 @@ const MB_PER_RUN = 400;
 // On a shared state runners write their row every runner.heartbeatSec, and one not seen for
 // runner.offlineAfterSec is gone: its runs are lost and queued again. Wall-clock times, not the
 // daemon's clock seam: rows are compared across machines (as system/presence.ts does).
-/** A spare worktree is made once no run has started for this long. */
-const SPARE_AFTER_MS = 300;
+/** A used spare worktree is replaced this soon (the run that took it is spawning meanwhile). */
+const SPARE_AFTER_MS = 20;
 /** Worktrees of done tasks are looked for this often (and at start). */
 const CLEAN_EVERY_MS = 3_600_000;
 /** Queued runs looked at per pass. */
@@ -448,9 +448,9 @@ export class Runner implements RunnerHandle {
   }
 
   /**
-   * A spare worktree made once the queue has been quiet a moment (workspace.ts keepSpare): the
-   * next run's worktree is then a rename and a branch, not a checkout. During a burst the runs
-   * take the usual way and no spare is made in their path.
+   * A spare worktree made right after one was used (workspace.ts keepSpare): the next run's
+   * worktree is then a rename and a branch, not a checkout. A run that comes while the spare is
+   * being made waits for it in the repository's queue: never longer than making its own.
    */
   private spareSoon(): void {
     if (!this.gitRoot || this.closing) return;
