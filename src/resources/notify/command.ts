@@ -5,7 +5,6 @@ import { io } from '../../cli/io.js';
 import { emit, err } from '../../cli/output.js';
 import { seg, UnreachableError } from '../../client/client.js';
 import { pidAlive } from '../../lib/proc.js';
-import { findBinary } from '../runs/drivers/detect.js';
 import { runTool, serviceSubcommands, type Runner } from '../system/service-command.js';
 import type { ServiceRole } from '../system/service-unit.js';
 import { listen, type Delivery } from '../webhooks/listen.js';
@@ -49,6 +48,8 @@ function notifierOf(o: { notifier?: NotifierName }): NotifierName {
 
 async function requireNotifier(name: NotifierName): Promise<void> {
   const { env, cwd } = io();
+  // Loaded here: its module brings the runtimes' schemas (zod), which `svc notify test` has no use for.
+  const { findBinary } = await import('../runs/drivers/detect.js');
   const found = await findBinary(name, { PATH: env.PATH, cwd });
   if (found.path === null) throw new CliError(found.error, HINTS[name]);
 }
