@@ -7,7 +7,7 @@ import type { StoredEvent } from '../src/events/outbox.js';
 import { isEventName, type EventName } from '../src/events/registry.js';
 import { NOTIFY_SERVICE } from '../src/resources/notify/command.js';
 import { serviceNames } from '../src/resources/system/service-unit.js';
-import { exited, SVC, svc, svcAgainst } from './cli-helpers.js';
+import { exited, startReady, SVC, svc, svcAgainst } from './cli-helpers.js';
 import { FakeClock } from './fake-clock.js';
 import { eventually, makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
 import { tempDir } from './temp.js';
@@ -131,22 +131,12 @@ describe('attention:needed', () => {
 async function notifyRun(args: string[] = [], env: Record<string, string> = {}) {
   const dir = tempDir('svc-notify-');
   const log = join(dir, 'notify.jsonl');
-  const child = spawn(process.execPath, [SVC, '--url', d.url, '--api-key', d.key, 'notify', 'run', ...args], {
+  const n = await startReady(['--url', d.url, '--api-key', d.key, 'notify', 'run', ...args], {
     cwd: dir,
-    env: { ...process.env, NO_COLOR: '1', SERVICE_API_KEY: '', SVC_URL: '', PATH: `${STUBS}:${process.env.PATH}`, NOTIFY_LOG: log, ...env },
+    env: { SERVICE_API_KEY: '', SVC_URL: '', PATH: `${STUBS}:${process.env.PATH}`, NOTIFY_LOG: log, ...env },
   });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c) => (out += c));
-  child.stderr.on('data', (c) => (err += c));
-  try {
-    await eventually(() => /Ready\./.test(err), 15_000);
-  } catch (e) {
-    child.kill('SIGKILL');
-    throw new Error(`svc notify run did not start: ${err}`, { cause: e });
-  }
   const calls = (): { cmd: string; args: string[] }[] => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
-  return { child, dir, out: () => out, err: () => err, calls };
+  return { ...n, dir, calls };
 }
 
 const notifyHooks = async () => ((await d.api('GET', '/v1/webhooks')).body.data as { id: string; description: string; events: string[] }[]).filter((w) => w.description.startsWith('svc notify'));
