@@ -41,6 +41,7 @@ import { allIds } from './resources/data/store.js';
 import { DataRunner } from './resources/data/sql-runner.js';
 import { reapOrphanWorkers, WorkerRecords } from './resources/data/orphans.js';
 import { wireMissions } from './resources/missions/service.js';
+import { raiseAttention } from './resources/notify/attention.js';
 import { RUNTIME_CHECK } from './resources/agents/service.js';
 import { RunKeys } from './resources/runs/keys.js';
 import { Runner } from './resources/runs/runner.js';
@@ -235,7 +236,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // one on: the start-up passes below (approvals and leases that ran out while the daemon was down)
   // write events before the daemon listens, and later writers are many. `app` and the delivery
   // worker exist before anything can emit (openVault writes no events).
-  const events = new EventLog(db, { clock, sink: (e) => enqueueDeliveries(app, e) });
+  // The sink also raises attention:needed after an event that means a person is needed, in that
+  // event's transaction (resources/notify/attention.ts says why); its deliveries come the same way.
+  const events = new EventLog(db, { clock, sink: (e) => (enqueueDeliveries(app, e), raiseAttention(app, e)) });
   const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
   streamsOf = streams;
   let vault;

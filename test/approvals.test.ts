@@ -99,6 +99,11 @@ describe('requesting', () => {
     name: 'approval:requested',
     data: { approvalId: ids[key], taskId: taskId(), missionId: null, title: 'may I?', requestedBy: 'ana', ...extra },
   });
+  // What a person is told (test/notify.test.ts checks it whole).
+  const attention = (key: string, taskId: () => string | null) => ({
+    name: 'attention:needed',
+    data: expect.objectContaining({ reason: 'approval', approvalId: ids[key], taskId: taskId(), title: 'Approval needed: may I?' }),
+  });
 
   const cases: Case[] = [
     {
@@ -127,6 +132,7 @@ describe('requesting', () => {
       save: 'P',
       events: () => [
         requested('P', () => t.pending.id),
+        attention('P', () => t.pending.id),
         { name: 'task:transition', data: { taskId: t.pending.id, from: 'pending', to: 'awaiting_approval', reason: `approval ${ids.P} requested by ana` } },
       ],
       then: async () => expect((await getTask(d, t.pending.id)).status).toBe('awaiting_approval'),
@@ -141,6 +147,7 @@ describe('requesting', () => {
       save: 'I',
       events: () => [
         requested('I', () => t.in_progress.id),
+        attention('I', () => t.in_progress.id),
         { name: 'task:transition', data: { taskId: t.in_progress.id, from: 'in_progress', to: 'awaiting_approval', reason: `approval ${ids.I} requested by ana` } },
       ],
     },
@@ -152,7 +159,7 @@ describe('requesting', () => {
       status: 201,
       dataMatches: () => ({ taskId: null, missionId: mission.id, taskFrom: null, payload: null, reason: null }),
       save: 'N',
-      events: () => [requested('N', () => null, { missionId: mission.id })],
+      events: () => [requested('N', () => null, { missionId: mission.id }), attention('N', () => null)],
     },
     {
       name: 'an unknown mission',
@@ -535,6 +542,7 @@ describe('timeouts', () => {
     expect(await getTask(d, task.id)).toMatchObject({ status: c.to, revisionCount: c.revisionCount });
     expect(eventsOf(d, a.id)).toEqual([
       { name: 'approval:requested', data: { approvalId: a.id, taskId: task.id, missionId: null, title: 'may I?', requestedBy: 'ana' } },
+      { name: 'attention:needed', data: expect.objectContaining({ reason: 'approval', approvalId: a.id }) },
       { name: 'task:transition', data: { taskId: task.id, from: c.from, to: 'awaiting_approval', reason: `approval ${a.id} requested by ana` } },
       { name: 'approval:resolved', data: { approvalId: a.id, taskId: task.id, status: c.status, resolvedBy: 'timeout', timedOut: true } },
       { name: 'task:transition', data: { taskId: task.id, from: 'awaiting_approval', to: c.to, reason: `approval ${a.id} timed out (${c.status})` } },
@@ -574,7 +582,7 @@ describe('timeouts across a restart', () => {
       // Decided during start-up, before the daemon answered its first request.
       expect(await getApproval(second, soon.id)).toMatchObject({ status: 'approved', resolvedBy: 'timeout', timedOut: true });
       expect((await getTask(second, soonTask.id)).status).toBe('assigned');
-      expect(eventsOf(second, soon.id).map((e) => e.name)).toEqual(['approval:requested', 'task:transition', 'approval:resolved', 'task:transition']);
+      expect(eventsOf(second, soon.id).map((e) => e.name)).toEqual(['approval:requested', 'attention:needed', 'task:transition', 'approval:resolved', 'task:transition']);
 
       // Not yet due: armed for its expiry, and decided by the new daemon exactly then.
       expect((await getApproval(second, later.id)).status).toBe('pending');

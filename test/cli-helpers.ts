@@ -85,6 +85,29 @@ export function serve(cwd: string, args: string[] = ['--port', '0'], env: Record
   });
 }
 
+/**
+ * Starts the built CLI for a command that stays up (`webhooks listen`, `notify run`) and resolves
+ * once its stderr says `Ready.`; it is killed if that does not come within 15 s.
+ */
+export function startReady(args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ child: ChildProcess; out: () => string; err: () => string }> {
+  const child = spawn(process.execPath, [SVC, ...args], { cwd: opts.cwd, env: { ...process.env, NO_COLOR: '1', ...opts.env } });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (c) => (out += c));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`svc ${args.join(' ')} was not ready within 15 s: ${err}`));
+    }, 15_000);
+    child.stderr!.on('data', (c) => {
+      err += c;
+      if (!/Ready\./.test(err)) return;
+      clearTimeout(timer);
+      resolve({ child, out: () => out, err: () => err });
+    });
+  });
+}
+
 export function exited(child: ChildProcess): Promise<number | null> {
   // Killed by a signal, it has no exit code but a signal code: it has exited all the same.
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);

@@ -41,6 +41,7 @@ describe('what a CLI command loads', () => {
     [['tasks', 'ls', ...nowhere]],
     [['tasks', 'add', 'x', '--priority', 'high', ...nowhere]],
     [['skills', 'add', 'x', '-d', 'y', '--content', 'z', ...nowhere]],
+    [['notify', 'test', ...nowhere]],
     // Completion loads every command group, and still none of the daemon.
     [['completion', 'bash']],
   ])('svc %j loads neither SQLite, the keychain, the file watcher, YAML nor the daemon', (args) => {
@@ -57,7 +58,7 @@ describe('what a CLI command loads', () => {
   });
 
   it('a listing with nothing to check does not even load zod (a third of the start-up budget)', () => {
-    for (const args of [['--version'], ['tasks', 'ls', ...nowhere], ['approvals', 'ls', ...nowhere]]) {
+    for (const args of [['--version'], ['tasks', 'ls', ...nowhere], ['approvals', 'ls', ...nowhere], ['notify', 'test', ...nowhere]]) {
       expect(loaded(args).filter((u) => /\/node_modules\/zod\//.test(u))).toEqual([]);
     }
     // With an option to check, the API's schema (and zod) is loaded.

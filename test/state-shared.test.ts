@@ -137,6 +137,23 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     }
   });
 
+  it('a call for a person (attention:needed) is written once, by the daemon that made the change, and every stream carries it', async () => {
+    const streams = await Promise.all(ds.map((d) => collect(d.url, { key: d.key, filter: 'attention:,approval:requested' })));
+    try {
+      const a = await post(ds[B]!, '/api/v1/approvals', { requestedBy: 'ana', title: 'who tells me?' });
+      const mine = (s: (typeof streams)[number]) => s.messages.filter((m) => JSON.parse(m.data).approvalId === a.id);
+      for (const s of streams) await s.until(() => mine(s).length >= 2, 5_000);
+      // Every daemon heard the request: one that raised its own call for a person would show here.
+      await new Promise((r) => setTimeout(r, 1_200));
+      for (const s of streams) {
+        expect(mine(s).map((m) => m.event)).toEqual(['approval:requested', 'attention:needed']);
+        expect(Number(mine(s)[1]!.id)).toBe(Number(mine(s)[0]!.id) + 1);
+      }
+    } finally {
+      for (const s of streams) s.close();
+    }
+  });
+
   it('the vault is one: an entry sealed through one daemon opens through another', async () => {
     expect((await ds[A]!.api('POST', '/api/v1/vault/entries', { body: { agent: 'ana', service: 'gh', type: 'api_key', credentials: { token: 's3cret-token' } } })).status).toBeLessThan(300);
     expect(openEntry(ds[C]!.daemon.app, 'ana', 'gh')).toEqual({ token: 's3cret-token' });

@@ -124,7 +124,8 @@ const cases: Case[] = [
   { name: 'retry counts one', method: 'POST', path: () => `${t('B')}/retry`, status: 200, dataMatches: { status: 'pending', retries: 1, result: 'tests red' }, events: () => [moved('B', 'failed', 'pending', 'retry')] },
   { name: 'retry a pending task', method: 'POST', path: () => `${t('B')}/retry`, status: 409, code: 'invalid_transition', message: /pending/, events: [] },
   { name: 'claim B as its assignee', method: 'POST', path: () => `${t('B')}/claim`, body: { agent: 'ana' }, status: 200, dataMatches: { status: 'in_progress', assignTo: 'ana' }, events: () => [moved('B', 'pending', 'assigned', 'claimed by ana'), moved('B', 'assigned', 'in_progress', 'claimed by ana'), { name: 'task:claimed', data: { taskId: ids.B, agent: 'ana' } }] },
-  { name: 'fail B again', method: 'POST', path: () => `${t('B')}/transition`, body: { to: 'failed' }, status: 200, events: () => [moved('B', 'in_progress', 'failed')] },
+  // Its last retry used, the task needs a person (attention:needed, test/notify.test.ts); the first failure did not.
+  { name: 'fail B again', method: 'POST', path: () => `${t('B')}/transition`, body: { to: 'failed' }, status: 200, events: () => [moved('B', 'in_progress', 'failed'), { name: 'attention:needed', data: expect.objectContaining({ reason: 'failed', taskId: ids.B, runId: null }) }] },
   { name: 'retries used up (retry)', method: 'POST', path: () => `${t('B')}/retry`, status: 409, code: 'conflict', message: /retries/, events: [] },
   { name: 'retries used up (transition)', method: 'POST', path: () => `${t('B')}/transition`, body: { to: 'pending' }, status: 409, code: 'conflict', message: /retries/, events: [] },
   { name: 'raise maxRetries', method: 'PATCH', path: () => t('B'), body: { maxRetries: 2 }, status: 200, dataMatches: { maxRetries: 2, retries: 1 }, events: () => [{ name: 'task:updated', data: { taskId: ids.B, fields: ['maxRetries'] } }] },

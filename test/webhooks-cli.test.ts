@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSince } from '../src/resources/webhooks/command.js';
 import { verifyWebhook } from '../src/resources/webhooks/verify.js';
-import { SVC, svcAgainst } from './cli-helpers.js';
+import { startReady, svcAgainst } from './cli-helpers.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
 
@@ -93,20 +92,7 @@ describe('svc webhooks', () => {
 });
 
 /** Spawns `svc <args>` against the test daemon and resolves once it says it is ready to receive. */
-async function listening(args: string[]) {
-  const child = spawn(process.execPath, [SVC, '--url', d.url, '--api-key', d.key, ...args], { env: { ...process.env, NO_COLOR: '1' } });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c) => (out += c));
-  child.stderr.on('data', (c) => (err += c));
-  try {
-    await eventually(() => /Ready\./.test(err), 15_000);
-  } catch (e) {
-    child.kill('SIGKILL');
-    throw e;
-  }
-  return { child, out: () => out, err: () => err };
-}
+const listening = (args: string[]) => startReady(['--url', d.url, '--api-key', d.key, ...args]);
 
 describe('svc webhooks listen', () => {
   it('registers a webhook, prints each verified delivery, forwards it, and removes the webhook on Ctrl-C', async () => {

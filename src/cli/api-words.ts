@@ -128,7 +128,8 @@ function endpoints(): CompiledEndpoint[] {
   }));
 }
 
-const shellWord = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+/** One word of a shell command line, quoted when it must be. */
+export const shellWord = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 
 /** The command for one endpoint mention, or null when no command does what it does. */
 function commandFor(method: string, path: string, body: string | undefined): string | null {

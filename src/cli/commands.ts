@@ -34,6 +34,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'approvals', summary: 'Human decisions that gate work', load: async () => (await import('../resources/approvals/command.js')).approvalsCommand() },
   { name: 'webhooks', summary: 'Signed HTTP deliveries of events, with a delivery log (and `listen` to receive them here)', load: async () => (await import('../resources/webhooks/command.js')).webhooksCommand() },
   { name: 'db', summary: 'Application databases: schemas, batches, scoped SQL, migrations', load: async () => (await import('../resources/data/command.js')).dbCommand() },
+  { name: 'notify', summary: 'Desktop notifications when a run needs you (attention:needed): run, install as a service, test', load: async () => (await import('../resources/notify/command.js')).notifyCommand() },
   { name: 'events', summary: 'Watch the live event stream, or list the events there are', load: async () => (await import('../events/command.js')).eventsCommand() },
   { name: 'mcp', summary: 'MCP server on stdio for agent tools, forwarding to the daemon (--print-config for HTTP)', load: async () => (await import('../tools/command.js')).mcpCommand() },
   { name: 'chat', summary: 'Talk to an agent or the orchestrator (OpenAI-compatible, streamed)', load: async () => (await import('../resources/chat/command.js')).chatCommand() },

@@ -17,8 +17,9 @@ export type Listener = (event: StoredEvent) => void;
 
 /**
  * Called inside the emitting transaction, right after the event row is written: whatever it writes
- * (webhook delivery rows) commits or rolls back with the event, and if it throws the whole write
- * fails. daemon.ts gives it to the log when it opens it; events/ knows nothing of who listens.
+ * (webhook delivery rows, an attention:needed event) commits or rolls back with the event, and if
+ * it throws the whole write fails. It may emit: those events follow this one. daemon.ts gives it
+ * to the log when it opens it; events/ knows nothing of who listens.
  */
 export type EmitSink = (event: StoredEvent) => void;
 
@@ -157,8 +158,16 @@ export class EventLog {
     const timestamp = nowIso(this.clock);
     const info = stmt(this.db, INSERT_EVENT).run(name, JSON.stringify(parsed), timestamp);
     const event: StoredEvent = { id: Number(info.lastInsertRowid), name, data: parsed, timestamp };
-    this.sink?.(event);
+    // Queued before the sink runs: an event the sink emits in turn (attention:needed after the one
+    // it follows) comes after this one, so listeners hear them in id order.
+    const mark = this.pending.length;
     this.pending.push(event);
+    try {
+      this.sink?.(event);
+    } catch (err) {
+      this.pending.length = mark;
+      throw err;
+    }
     return event;
   }
 

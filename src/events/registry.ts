@@ -184,6 +184,28 @@ export const CATEGORIES = {
       }),
     },
   },
+  attention: {
+    description: 'What needs a person, whatever the cause: the one event to route to a phone, a chat or the desktop (`svc notify`; docs/notifications.md).',
+    events: {
+      needed: ev(
+        'A run or a task waits for a person: an approval (a permission one among them) to decide, a budget stop, a paused provider, or a task that failed with no retries left. Written in the same transaction as the event it follows (`source`), so it is never lost nor written twice.',
+        {
+          reason: z
+            .enum(['permission', 'approval', 'budget', 'paused', 'failed'])
+            .describe('permission: a run asks leave to use a tool (approval:requested of kind permission); approval: any other approval:requested; budget: budget:exceeded; paused: runner:paused; failed: task:transition to failed with no retries left.'),
+          title: z.string().describe('One short line, a notification title.'),
+          message: z.string().describe('One line more: who asks, the error, and the command that shows it.'),
+          taskId: z.string().nullable(),
+          runId: z.string().nullable(),
+          agent: z.string().nullable(),
+          approvalId: z.string().nullable(),
+          link: z.string().nullable().describe("The board's page for it, a path on the daemon's URL (`/#/runs/<id>`, `/#/tasks/<id>`, `/#/approvals`)."),
+          source: z.object({ event: z.string(), id: z.int() }).describe('The event this one follows: its name and id.'),
+          detail: z.record(z.string(), z.unknown()).describe("That event's data, as it was written."),
+        },
+      ),
+    },
+  },
   config: {
     description: 'project.json reloads.',
     events: {

@@ -79,6 +79,39 @@ describe('EventLog (outbox)', () => {
     expect(() => log.write(() => log.emit('task:transition', { taskId: 't', from: 'pending', to: 'flying' } as never))).toThrow();
   });
 
+  it('publishes what the sink emits after the event it followed, in id order, or nothing if the sink throws', () => {
+    const db = openDatabase(':memory:', STATE_MIGRATIONS);
+    // A sink like the daemon's: a team's creation is followed by a renaming (as attention:needed follows its event).
+    const log: EventLog = new EventLog(db, {
+      sink: (e) => {
+        if (e.name === 'team:created' && e.data.name === 'boom') throw new Error('sink fails');
+        if (e.name === 'team:created') log.emit('team:renamed', { oldName: String(e.data.name), name: `${String(e.data.name)}-2` });
+      },
+    });
+    const heard: StoredEvent[] = [];
+    log.subscribe((e) => heard.push(e));
+    log.write(() => {
+      log.emit('team:created', { name: 'a' });
+      log.emit('team:removed', { name: 'z' });
+    });
+    expect(heard.map((e) => [e.id, e.name])).toEqual([
+      [1, 'team:created'],
+      [2, 'team:renamed'],
+      [3, 'team:removed'],
+    ]);
+    // A sink that throws inside a nested write: neither that event nor anything after it in the nest is published.
+    log.write(() => {
+      try {
+        log.write(() => log.emit('team:created', { name: 'boom' }));
+      } catch {
+        // the outer write goes on
+      }
+      log.emit('team:removed', { name: 'y' });
+    });
+    expect(heard.slice(3).map((e) => [e.name, e.data.name])).toEqual([['team:removed', 'y']]);
+    expect(log.since(3, 10).map((e) => e.name)).toEqual(['team:removed']);
+  });
+
   it('never reuses an id after pruning', () => {
     const { log } = setup();
     log.write(() => log.emit('team:created', { name: 'a' }));

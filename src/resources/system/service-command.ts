@@ -12,12 +12,13 @@ import { CONFIG_FILE } from '../../config/find.js';
 import { ensurePrivateDir } from '../../lib/files.js';
 import { runningDaemon } from '../../state-dir.js';
 import { follow, tailLines } from './logs-command.js';
-import { launchdLogFile, renderLaunchdPlist, renderSystemdUnit, serviceNames, type ServiceSpec } from './service-unit.js';
+import { DAEMON_SERVICE, launchdLogFile, renderLaunchdPlist, renderSystemdUnit, serviceNames, type ServiceRole, type ServiceSpec } from './service-unit.js';
 import { svcInvocation, type SvcInvocation } from '../../lib/entry.js';
 
 // `svc service`: the daemon as a user service, restarted by the OS when it fails. Linux: a systemd
 // --user unit; macOS: a launchd agent. Every external program is run through one Runner, found on
-// the run's PATH, so the tests put fake systemctl/journalctl/loginctl there.
+// the run's PATH, so the tests put fake systemctl/journalctl/loginctl there. `svc notify` installs
+// its receiver the same way, with the subcommands serviceSubcommands() makes for another role.
 
 export interface Ran {
   code: number | null;
@@ -98,29 +99,30 @@ function serviceEnv(): Record<string, string> {
   return picked;
 }
 
-const specFor = (project: string): ServiceSpec => {
+const specFor = (project: string, role: ServiceRole): ServiceSpec => {
   const { program, script } = svcCommand();
-  return { project, node: program, ...(script ? { script } : {}), env: serviceEnv() };
+  return { project, node: program, ...(script ? { script } : {}), env: serviceEnv(), ...(role === DAEMON_SERVICE ? {} : { role }) };
 };
 
 type Platform = 'systemd' | 'launchd';
 
-function platform(): Platform {
+function platform(role: ServiceRole = DAEMON_SERVICE): Platform {
   if (process.platform === 'linux') return 'systemd';
   if (process.platform === 'darwin') return 'launchd';
-  throw new UsageError(`svc service supports Linux (systemd) and macOS (launchd), not ${process.platform}`, 'run `svc serve --detach` instead, or start it from your own service manager');
+  throw new UsageError(`${role.command} supports Linux (systemd) and macOS (launchd), not ${process.platform}`, `${role.withoutService.replace(/^or /, '')}, or start it from your own service manager`);
 }
 
 /** Where the service's file goes, and its name for the service manager. */
-function location(p: Platform, project: string): { name: string; file: string } {
-  const names = serviceNames(project);
+function location(p: Platform, project: string, role: ServiceRole = DAEMON_SERVICE): { name: string; file: string } {
+  const names = serviceNames(project, role);
   const { env } = io();
   const home = env.HOME || homedir();
   if (p === 'systemd') return { name: names.unit, file: join(env.XDG_CONFIG_HOME || join(home, '.config'), 'systemd', 'user', names.unit) };
   return { name: names.label, file: join(home, 'Library', 'LaunchAgents', `${names.label}.plist`) };
 }
 
-const render = (p: Platform, project: string): string => (p === 'systemd' ? renderSystemdUnit(specFor(project)) : renderLaunchdPlist(specFor(project), serviceNames(project).label));
+const render = (p: Platform, project: string, role: ServiceRole): string =>
+  p === 'systemd' ? renderSystemdUnit(specFor(project, role)) : renderLaunchdPlist(specFor(project, role), serviceNames(project, role).label);
 
 // ---- systemd ---------------------------------------------------------------------------------
 
@@ -147,9 +149,6 @@ const LINGER = (user: string) => `\`sudo loginctl enable-linger ${user}\``;
 
 /** systemctl --user found no user service manager to talk to. */
 class NoManagerError extends CliError {}
-
-/** What install says besides: the daemon runs without any service manager too. */
-const DETACH_HINT = 'or run the daemon without a service: `svc serve --detach` (until it stops or the machine restarts)';
 
 async function noManagerError(run: Runner, said: string): Promise<CliError> {
   const login = await loginState(run);
@@ -238,8 +237,8 @@ async function launchdState(run: Runner, name: string, file: string, timeoutMs: 
 
 // ---- the operations ---------------------------------------------------------------------------
 
-async function currentState(run: Runner, p: Platform, project: string, o: StateOptions = { timeoutMs: TOOL_TIMEOUT_MS }): Promise<ServiceState> {
-  const { name, file } = location(p, project);
+async function currentState(run: Runner, p: Platform, project: string, o: StateOptions = { timeoutMs: TOOL_TIMEOUT_MS }, role: ServiceRole = DAEMON_SERVICE): Promise<ServiceState> {
+  const { name, file } = location(p, project, role);
   return p === 'systemd' ? systemdState(run, name, file, o) : launchdState(run, name, file, o.timeoutMs);
 }
 
@@ -264,13 +263,13 @@ export function describeService(s: ServiceState): string {
   return `${s.name}: installed, not running${s.state ? `: ${s.state}` : ''}`;
 }
 
-async function install(run: Runner, p: Platform, project: string): Promise<{ changed: boolean; file: string; name: string }> {
-  const content = render(p, project);
-  const { name, file } = location(p, project);
+async function install(run: Runner, p: Platform, project: string, role: ServiceRole): Promise<{ changed: boolean; file: string; name: string }> {
+  const content = render(p, project, role);
+  const { name, file } = location(p, project, role);
   // Before anything is written: without a user manager there is nothing to install into.
-  const before = await currentState(run, p, project, { timeoutMs: TOOL_TIMEOUT_MS, always: true });
+  const before = await currentState(run, p, project, { timeoutMs: TOOL_TIMEOUT_MS, always: true }, role);
   // The service's `svc serve` would refuse to start next to a daemon it does not own, and retry.
-  const daemon = runningDaemon(project);
+  const daemon = role === DAEMON_SERVICE ? runningDaemon(project) : null;
   if (daemon && !(before.running && before.pid === daemon.pid)) {
     throw new CliError(`svc already runs for this project outside the service (pid ${daemon.pid})`, '`svc stop` first, then install the service again');
   }
@@ -283,7 +282,7 @@ async function install(run: Runner, p: Platform, project: string): Promise<{ cha
     // enable --now leaves a running service as it is: a changed unit applies only after a restart.
     if (changed && before.running) await systemctlOk(run, ['restart', name]);
   } else {
-    ensurePrivateDir(dirname(launchdLogFile(project)));
+    ensurePrivateDir(dirname(launchdLogFile(project, role)));
     if (before.state && before.state !== 'not loaded') await launchctl(run, ['bootout', `${domain()}/${name}`]);
     const r = await launchctl(run, ['bootstrap', domain(), file]);
     if (r.code !== 0) throw new CliError(`launchctl bootstrap failed: ${r.stderr.trim() || `exit ${r.code}`}`);
@@ -311,69 +310,70 @@ async function lingerNote(run: Runner): Promise<void> {
 
 export function serviceCommand(run: Runner = runTool): Command {
   const cmd = new Command('service').description('Run the daemon as a user service (systemd --user on Linux, launchd on macOS), restarted when it fails');
+  for (const sub of serviceSubcommands(run, DAEMON_SERVICE)) cmd.addCommand(sub);
+  return cmd;
+}
 
-  cmd
-    .command('install')
+/**
+ * install, uninstall, status and logs of a role's service; `check` runs before install writes
+ * anything (svc notify: is the notifier there?).
+ */
+export function serviceSubcommands(run: Runner, role: ServiceRole, check?: () => Promise<void>): Command[] {
+  const install_ = new Command('install')
     .description('Write the service for the project (--project DIR, default: this one), enable and start it')
     .option('--dry-run', 'print the unit file (plist on macOS) and change nothing')
     .action(
       localAction(async (globals, o: { dryRun?: boolean }) => {
-        const p = platform();
+        const p = platform(role);
         const project = requireProject(globals);
         if (o.dryRun) {
-          const content = render(p, project);
-          emit(Boolean(globals.json), { ...location(p, project), content }, () => content);
+          const content = render(p, project, role);
+          emit(Boolean(globals.json), { ...location(p, project, role), content }, () => content);
           return;
         }
-        const r = await install(run, p, project).catch((e: unknown) => {
-          throw e instanceof NoManagerError ? new CliError(e.message, `${e.hint}; ${DETACH_HINT}`) : e;
+        await check?.();
+        const r = await install(run, p, project, role).catch((e: unknown) => {
+          throw e instanceof NoManagerError ? new CliError(e.message, `${e.hint}; ${role.withoutService}`) : e;
         });
-        emit(Boolean(globals.json), { installed: true, platform: p, ...r }, () =>
-          `installed ${r.name} (${r.file}) and started it\nit restarts when it fails, not after \`svc stop\` · status: svc service status · logs: svc service logs -f\n`,
-        );
+        emit(Boolean(globals.json), { installed: true, platform: p, ...r }, () => `installed ${r.name} (${r.file}) and started it\n${role.installed}\n`);
         if (p === 'systemd' && !globals.json) await lingerNote(run);
       }),
     );
 
-  cmd
-    .command('uninstall')
+  const uninstall_ = new Command('uninstall')
     .description('Stop and disable the service and delete its file (the project and its .svc/ stay)')
     .option('-y, --yes', 'do not ask for confirmation')
     .action(
       localAction(async (globals) => {
-        const p = platform();
+        const p = platform(role);
         const project = requireProject(globals);
-        const { name, file } = location(p, project);
+        const { name, file } = location(p, project, role);
         if (!existsSync(file)) {
           emit(Boolean(globals.json), { removed: false, name, file }, () => `${name} is not installed; nothing to do\n`);
           return;
         }
-        await confirm(`stop the daemon and remove the service ${name}?`, Boolean(globals.yes), 'svc service uninstall');
+        await confirm(`stop ${role.noun} and remove the service ${name}?`, Boolean(globals.yes), `${role.command} uninstall`);
         await uninstall(run, p, project, name, file);
         emit(Boolean(globals.json), { removed: true, name, file }, () => `stopped and removed ${name} (${file})\n`);
       }),
     );
 
-  cmd
-    .command('status')
-    .description("Whether the project's service is installed, enabled and running")
-    .action(
-      localAction(async (globals) => {
-        const s = await currentState(run, platform(), requireProject(globals));
-        emit(Boolean(globals.json), s, () =>
-          keyValues({ service: s.name, file: s.file, installed: s.installed ? 'yes' : 'no', ...(s.installed ? { running: s.running ? 'yes' : 'no', state: s.state, pid: s.pid, enabled: s.enabled } : {}) }),
-        );
-      }),
-    );
+  const status = new Command('status').description("Whether the project's service is installed, enabled and running").action(
+    localAction(async (globals) => {
+      const s = await currentState(run, platform(role), requireProject(globals), undefined, role);
+      emit(Boolean(globals.json), s, () =>
+        keyValues({ service: s.name, file: s.file, installed: s.installed ? 'yes' : 'no', ...(s.installed ? { running: s.running ? 'yes' : 'no', state: s.state, pid: s.pid, enabled: s.enabled } : {}) }),
+      );
+    }),
+  );
 
-  cmd
-    .command('logs')
-    .description("The service's output: journalctl --user on Linux, .svc/logs/service.out on macOS")
+  const logs = new Command('logs')
+    .description(`The service's output: journalctl --user on Linux, .svc/logs/${role.logFile} on macOS`)
     .option('-n, --lines <n>', 'how many of the last lines to print (default 50)', parseIntOption('--lines'))
     .option('-f, --follow', 'keep printing new lines as they come (Ctrl-C to stop)')
     .action(
       localAction(async (globals, o: { lines?: number; follow?: boolean }) => {
-        const p = platform();
+        const p = platform(role);
         const project = requireProject(globals);
         const n = o.lines ?? 50;
         if (n < 0) throw new UsageError('--lines must be 0 or more');
@@ -381,14 +381,14 @@ export function serviceCommand(run: Runner = runTool): Command {
         const keep = () => undefined;
         if (o.follow) process.on('SIGINT', keep);
         try {
-          if (p === 'systemd') await journal(run, location(p, project).name, n, Boolean(o.follow), Boolean(globals.json));
-          else await launchdLogs(project, n, Boolean(o.follow));
+          if (p === 'systemd') await journal(run, location(p, project, role).name, n, Boolean(o.follow), Boolean(globals.json));
+          else await launchdLogs(launchdLogFile(project, role), n, Boolean(o.follow));
         } finally {
           process.off('SIGINT', keep);
         }
       }),
     );
-  return cmd;
+  return [install_, uninstall_, status, logs];
 }
 
 async function journal(run: Runner, unit: string, n: number, followIt: boolean, json: boolean): Promise<void> {
@@ -398,8 +398,7 @@ async function journal(run: Runner, unit: string, n: number, followIt: boolean, 
   if (r.code !== 0 && !followIt) throw new CliError(`journalctl ${args.join(' ')} exited ${r.code ?? 'on a signal'}`);
 }
 
-async function launchdLogs(project: string, n: number, followIt: boolean): Promise<void> {
-  const file = launchdLogFile(project);
+async function launchdLogs(file: string, n: number, followIt: boolean): Promise<void> {
   const { lines, size } = tailLines(file, n);
   for (const l of lines) out(l + '\n');
   if (!followIt) return;

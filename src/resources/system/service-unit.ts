@@ -4,8 +4,40 @@ import { UsageError } from '../../cli/context.js';
 import { STATE_DIR } from '../../state-dir.js';
 
 // What `svc service install` writes: a systemd --user unit (Linux) or a launchd agent (macOS) that
-// runs `svc serve` for one project. Pure text from absolute paths: a service manager starts it
-// with a minimal environment, so nothing may depend on the shell's PATH or working directory.
+// runs `svc serve` for one project (or, for `svc notify install`, `svc notify run`: a role). Pure
+// text from absolute paths: a service manager starts it with a minimal environment, so nothing may
+// depend on the shell's PATH or working directory.
+
+/** What a project's service runs, and the words for it: the daemon, or another svc command (notify). */
+export interface ServiceRole {
+  /** svc's arguments after `--project DIR`. */
+  args: string[];
+  /** The command group that installs and removes it (`svc service`), named in its file and hints. */
+  command: string;
+  /** What runs, for the unit's Description: `svc daemon`. */
+  what: string;
+  /** What stops when it is removed: `the daemon`. */
+  noun: string;
+  /** Put before the project's slug in the service's names, so a project's services differ ('' for the daemon). */
+  prefix: string;
+  /** The launchd agent's output file, in .svc/logs (launchd has no journal). */
+  logFile: string;
+  /** The second line `install` prints (how it restarts, where to look). */
+  installed: string;
+  /** How to do without a user service manager. */
+  withoutService: string;
+}
+
+export const DAEMON_SERVICE: ServiceRole = {
+  args: ['serve'],
+  command: 'svc service',
+  what: 'svc daemon',
+  noun: 'the daemon',
+  prefix: '',
+  logFile: 'service.out',
+  installed: 'it restarts when it fails, not after `svc stop` · status: svc service status · logs: svc service logs -f',
+  withoutService: 'or run the daemon without a service: `svc serve --detach` (until it stops or the machine restarts)',
+};
 
 export interface ServiceSpec {
   /** The project directory (absolute). */
@@ -16,10 +48,12 @@ export interface ServiceSpec {
   script?: string;
   /** Variables the daemon needs from the installing shell (PATH, HOME…); never secrets: the file is readable. */
   env: Record<string, string>;
+  /** What it runs (default: the daemon). */
+  role?: ServiceRole;
 }
 
-/** The names of a project's service: one per project directory, so several projects each have their own. */
-export function serviceNames(project: string): { unit: string; label: string } {
+/** The names of a project's service: one per project directory and role, so several projects each have their own. */
+export function serviceNames(project: string, role: ServiceRole = DAEMON_SERVICE): { unit: string; label: string } {
   const slug =
     basename(project)
       .toLowerCase()
@@ -28,11 +62,11 @@ export function serviceNames(project: string): { unit: string; label: string } {
       .slice(0, 24)
       .replace(/-+$/, '') || 'project';
   const hash = createHash('sha256').update(project).digest('hex').slice(0, 8);
-  return { unit: `svc-${slug}-${hash}.service`, label: `local.svc.${slug}-${hash}` };
+  return { unit: `svc-${role.prefix}${slug}-${hash}.service`, label: `local.svc.${role.prefix}${slug}-${hash}` };
 }
 
 /** Where the launchd agent's stdout and stderr go (launchd has no journal). */
-export const launchdLogFile = (project: string): string => join(project, STATE_DIR, 'logs', 'service.out');
+export const launchdLogFile = (project: string, role: ServiceRole = DAEMON_SERVICE): string => join(project, STATE_DIR, 'logs', role.logFile);
 
 // A newline would end the unit's line (or the plist's string) early and let a path write settings
 // of its own; no other control character belongs in a path either.
@@ -79,14 +113,17 @@ function check(spec: ServiceSpec): void {
   }
 }
 
+const roleOf = (spec: ServiceSpec): ServiceRole => spec.role ?? DAEMON_SERVICE;
+
 export function renderSystemdUnit(spec: ServiceSpec): string {
   check(spec);
   const env = Object.entries(spec.env);
+  const role = roleOf(spec);
   return [
-    `# Written by \`svc service install\` for the project in ${spec.project}.`,
-    '# Remove it with `svc service uninstall` (stops the daemon, disables and deletes this file).',
+    `# Written by \`${role.command} install\` for the project in ${spec.project}.`,
+    `# Remove it with \`${role.command} uninstall\` (stops ${role.noun}, disables and deletes this file).`,
     '[Unit]',
-    `Description=svc daemon for ${specifiers(spec.project)}`,
+    `Description=${role.what} for ${specifiers(spec.project)}`,
     // A daemon that cannot start (its port taken, a bad project.json) is given up on, not retried forever.
     'StartLimitIntervalSec=60',
     'StartLimitBurst=5',
@@ -95,7 +132,7 @@ export function renderSystemdUnit(spec: ServiceSpec): string {
     'Type=simple',
     `WorkingDirectory=${barePath('project directory', spec.project)}`,
     ...(env.length ? [`Environment=${env.map(([k, v]) => envAssignment(k, v)).join(' ')}`] : []),
-    `ExecStart=${execPath('node path', spec.node)} ${[...scriptArg(spec), '--project', spec.project, 'serve'].map(execArg).join(' ')}`,
+    `ExecStart=${execPath('node path', spec.node)} ${[...scriptArg(spec), '--project', spec.project, ...role.args].map(execArg).join(' ')}`,
     // A crash or a failed start is retried; `svc stop` (exit 0) and `systemctl --user stop` are not.
     'Restart=on-failure',
     'RestartSec=2',
@@ -111,18 +148,19 @@ const xmlString = (s: string): string => `<string>${xml(s)}</string>`;
 
 export function renderLaunchdPlist(spec: ServiceSpec, label: string): string {
   check(spec);
-  const log = xmlString(launchdLogFile(spec.project));
+  const role = roleOf(spec);
+  const log = xmlString(launchdLogFile(spec.project, role));
   const env = Object.entries(spec.env);
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
     '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">',
-    `<!-- Written by \`svc service install\`; remove it with \`svc service uninstall\`. -->`,
+    `<!-- Written by \`${role.command} install\`; remove it with \`${role.command} uninstall\`. -->`,
     '<plist version="1.0">',
     '<dict>',
     `  <key>Label</key>${xmlString(label)}`,
     '  <key>ProgramArguments</key>',
     '  <array>',
-    ...[spec.node, ...scriptArg(spec), '--project', spec.project, 'serve'].map((a) => `    ${xmlString(a)}`),
+    ...[spec.node, ...scriptArg(spec), '--project', spec.project, ...role.args].map((a) => `    ${xmlString(a)}`),
     '  </array>',
     `  <key>WorkingDirectory</key>${xmlString(spec.project)}`,
     ...(env.length ? ['  <key>EnvironmentVariables</key>', '  <dict>', ...env.map(([k, v]) => `    <key>${xml(k)}</key>${xmlString(v)}`), '  </dict>'] : []),

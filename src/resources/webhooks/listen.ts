@@ -7,7 +7,8 @@ import { verifyWebhook } from './verify.js';
 
 // `svc webhooks listen`, like `stripe listen`: a receiver on a free loopback port, a webhook
 // registered for it, one line per verified delivery, optional forwarding, and the webhook removed
-// again on Ctrl-C. The daemon is local, so it reaches the receiver on 127.0.0.1.
+// again on Ctrl-C. The daemon is local, so it reaches the receiver on 127.0.0.1. `svc notify run`
+// is the same receiver with a handler of its own (a desktop notification per delivery).
 
 const MAX_BODY = 5 * 1024 * 1024;
 
@@ -27,7 +28,23 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 
 const FORWARDED = ['content-type', 'user-agent', 'x-service-event', 'x-service-delivery-id', 'x-service-signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
 
-export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?: string }): Promise<void> {
+/** One verified delivery. */
+export interface Delivery {
+  event: string;
+  id: string;
+  body: Buffer;
+}
+
+export interface ListenOptions {
+  events: string[];
+  forwardTo?: string;
+  /** Who listens, first in the webhook's description (default `svc webhooks listen`). */
+  name?: string;
+  /** Handles each verified delivery in place of forwarding it: the status to answer and a note for its line. */
+  handle?: (d: Delivery) => Promise<{ status: number; note: string }>;
+}
+
+export async function listen(ctx: CliContext, o: ListenOptions): Promise<void> {
   if (o.forwardTo !== undefined && !/^https?:\/\//.test(o.forwardTo)) throw new UsageError('--forward-to must be an http:// or https:// URL');
   let secret = '';
   const server = createServer((req, res) => {
@@ -43,7 +60,9 @@ export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?:
       const id = String(req.headers['x-service-delivery-id'] ?? '?');
       let status = 200;
       let note = '';
-      if (o.forwardTo) {
+      if (o.handle) {
+        ({ status, note } = await o.handle({ event, id, body }));
+      } else if (o.forwardTo) {
         try {
           const headers = Object.fromEntries(FORWARDED.filter((h) => typeof req.headers[h] === 'string').map((h) => [h, req.headers[h] as string]));
           const fwd = await request(o.forwardTo, { method: 'POST', headers, body, headersTimeout: 9000, bodyTimeout: 9000 });
@@ -57,7 +76,7 @@ export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?:
       }
       if (ctx.json) out(body.toString('utf8').replace(/\n/g, '') + '\n');
       else out(`${new Date().toISOString()}  ${style.bold(event)}  ${id}${note}\n`);
-      res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'forward failed');
+      res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : o.handle ? 'failed' : 'forward failed');
     })().catch((e: unknown) => {
       err(style.red(`error handling a delivery: ${(e as Error).message}\n`));
       if (!res.headersSent) res.writeHead(500).end();
@@ -74,7 +93,7 @@ export async function listen(ctx: CliContext, o: { events: string[]; forwardTo?:
     hook = await ctx.client.post<Webhook & { secret: string }>('/v1/webhooks', {
       url: `http://127.0.0.1:${port}/`,
       events: o.events,
-      description: `svc webhooks listen (pid ${process.pid}); removed when it stops`,
+      description: `${o.name ?? 'svc webhooks listen'} (pid ${process.pid}); removed when it stops`,
     });
   } catch (err) {
     server.close();
