@@ -142,6 +142,26 @@ describe('spare worktrees', () => {
     expect(snapshot(root)).toEqual(before);
   });
 
+  it('from the commit the spare sits on, the spare is moved with no git process and the branch is made while the CLI starts', async () => {
+    const root = makeRepo();
+    const before = snapshot(root);
+    await keepSpare(root);
+    const w = await ensureWorktree(opts(root, 4));
+    expect(w.branchReady).toBeInstanceOf(Promise);
+    expect(w).toMatchObject({ created: true, baseCommit: g(root, 'rev-parse', 'HEAD') });
+    expect(readFileSync(join(w.path, 'a.txt'), 'utf8')).toBe('one\ntwo\nthree\nfour\n');
+    await w.branchReady;
+    expect(g(w.path, 'symbolic-ref', 'HEAD')).toBe(`refs/heads/${branchName('coder', TASK(4))}`);
+    expect(g(root, 'worktree', 'list', '--porcelain')).toContain(`worktree ${w.path}\n`);
+    expect(g(root, 'worktree', 'list', '--porcelain')).not.toContain('/.spare-');
+    // git knows the worktree where it is now: a second ensure reuses it.
+    expect(await ensureWorktree(opts(root, 4))).toMatchObject({ path: w.path, created: false, baseCommit: w.baseCommit });
+    writeFileSync(join(w.path, 'new.txt'), 'x\n');
+    expect((await commitAll({ path: w.path, author: ID, message: 'm', trailers: {} })).commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(g(root, 'log', '-1', '--format=%s', branchName('coder', TASK(4)))).toBe('m');
+    expect(snapshot(root)).toEqual(before);
+  });
+
   it('a spare a crash left broken is cleared, and the worktree made the usual way', async () => {
     const root = makeRepo();
     await keepSpare(root);

@@ -81,6 +81,8 @@ export class LiveRun {
   /** The worktree (path), where the CLI works in it (cwd: the project's folder inside the repository), its branch and base. */
   private workspace: { path: string; cwd: string; branch: string | null; baseCommit: string | null };
   private runDir: string | null = null;
+  /** The task's branch, being made while the CLI starts (a spare worktree, workspace.ts): awaited before the commit. */
+  private branchReady: Promise<void> | null = null;
   /** Usage the stream counts that belongs to earlier runs of a resumed session (Codex), taken off. */
   private usageBase: Usage | null = null;
   /** The CLI's last stderr line: what a failure without a message of its own says. */
@@ -135,6 +137,7 @@ export class LiveRun {
           fromBranch: this.dependencyBranch(task.dependsOn),
         });
         this.workspace = { path: ws.path, cwd: ws.cwd, branch: ws.branch, baseCommit: ws.baseCommit };
+        this.branchReady = ws.branchReady ?? null;
       } catch (err) {
         return fail(`could not prepare the task's git worktree: ${(err as Error).message}`);
       }
@@ -331,6 +334,7 @@ export class LiveRun {
     let diffStat: DiffStat | null = null;
     if (status === 'succeeded' && this.workspace.branch && this.workspace.baseCommit) {
       try {
+        await this.branchReady;
         const identity = getAgent(app.db, run.agent)?.identity ?? null;
         const committed = await git.commitAll({
           path: this.workspace.path,

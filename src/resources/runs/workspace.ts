@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdir as mkdirCb, readdir as readdirCb, readFile as readFileCb, realpath as realpathCb, rm as rmCb, stat as statCb, writeFile as writeFileCb } from 'node:fs';
+import { mkdir as mkdirCb, readdir as readdirCb, readFile as readFileCb, realpath as realpathCb, rename as renameCb, rm as rmCb, stat as statCb, writeFile as writeFileCb } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { STATE_DIR } from '../../state-dir.js';
@@ -17,7 +17,7 @@ import { utf8Boundary } from './lines.js';
 // prompt), fsmonitor daemons (one more process per worktree), automatic gc in the background.
 
 // The callback forms: fs/promises keeps a FileHandle object for each operation until it is collected.
-const [mkdir, readdir, readFile, realpath, rm, stat, writeFile] = [promisify(mkdirCb), promisify(readdirCb), promisify(readFileCb), promisify(realpathCb), promisify(rmCb), promisify(statCb), promisify(writeFileCb)];
+const [mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile] = [promisify(mkdirCb), promisify(readdirCb), promisify(readFileCb), promisify(realpathCb), promisify(renameCb), promisify(rmCb), promisify(statCb), promisify(writeFileCb)];
 
 export const WORKTREES_DIR = 'worktrees';
 
@@ -154,6 +154,11 @@ export interface Worktree {
   cwd: string;
   /** false: an existing worktree was reused (a retry, a revision). */
   created: boolean;
+  /**
+   * Made from a spare with no git process before it (fromSpare): the branch is set in the
+   * repository's queue meanwhile, and is there once this resolves. Absent: it is there already.
+   */
+  branchReady?: Promise<void>;
 }
 
 /**
@@ -179,10 +184,11 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
       await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
     }
     await ignoreWorktrees(opts.root);
+    const fast = await fromSpare(opts.root, prefix, dir, opts.branch, start);
+    if (fast) return { path: dir, branch: opts.branch, baseCommit: fast.commit, cwd, created: true, branchReady: fast.branchReady };
     const [branchCommit, startCommit] = await resolveRevs(opts.root, [branchRef, `${start}^{commit}`]);
     if (!startCommit && !branchCommit) throw new GitError(['worktree'], null, `${opts.fromBranch ? `branch ${opts.fromBranch}` : opts.baseRef} is not a commit of the repository at ${opts.root}`);
-    // A new branch in a spare worktree made ahead of time: two quick git calls instead of
-    // `worktree add`'s checkout and the three git processes it starts (dispatch latency).
+    // A new branch from another commit than the spare's: the spare moved by git and switched there.
     if (!branchCommit) {
       const spare = await takeSpare(opts.root);
       if (spare) {
@@ -215,6 +221,59 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
 
 /** Spares are folders of .svc/worktrees/ with this prefix (a dot: the cleanup never lists them). */
 const SPARE_PREFIX = '.spare-';
+
+/**
+ * A commit read from the repository's files, for the few refs a run starts from (HEAD, a branch):
+ * undefined when it cannot be told that way (a worktree or submodule's .git file, reftable, a
+ * symbolic ref of another kind, a ref of another shape): the caller asks git instead.
+ */
+async function commitOfRef(gitDir: string, ref: string): Promise<string | null | undefined> {
+  const HASH = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+  if (await exists(join(gitDir, 'reftable'))) return undefined;
+  if (ref === 'HEAD') {
+    const head = (await readFile(join(gitDir, 'HEAD'), 'utf8').catch(() => '')).trim();
+    if (HASH.test(head)) return head;
+    return head.startsWith('ref: refs/heads/') ? commitOfRef(gitDir, head.slice(5)) : undefined;
+  }
+  if (!/^refs\/heads\/[\w./-]+$/.test(ref) || ref.includes('..')) return undefined;
+  const loose = (await readFile(join(gitDir, ref), 'utf8').catch(() => null))?.trim();
+  if (loose !== undefined) return HASH.test(loose) ? loose : undefined;
+  const packed = await readFile(join(gitDir, 'packed-refs'), 'utf8').catch(() => '');
+  for (const line of packed.split('\n')) if (line.endsWith(` ${ref}`) && HASH.test(line.slice(0, line.indexOf(' ')))) return line.slice(0, line.indexOf(' '));
+  return null;
+}
+
+/**
+ * The common case made quick (dispatch latency): a new branch from the commit a spare sits on,
+ * both told from the repository's files. The spare is moved into place as `git worktree move`
+ * does it (the folder renamed, the repository's entry told its new place), with no git process;
+ * the branch is made by git in the repository's queue while the CLI starts (it touches no file
+ * of the checkout). Null when any of it is not so: the caller makes the worktree with git.
+ */
+async function fromSpare(root: string, prefix: string, dir: string, branch: string, start: string): Promise<{ commit: string; branchReady: Promise<void> } | null> {
+  const top = prefix ? resolve(root, ...prefix.split('/').filter(Boolean).map(() => '..')) : root;
+  const gitDir = join(top, '.git');
+  try {
+    if (!(await stat(gitDir)).isDirectory()) return null;
+  } catch {
+    return null;
+  }
+  const [startCommit, branchCommit] = await Promise.all([commitOfRef(gitDir, start), commitOfRef(gitDir, `refs/heads/${branch}`)]);
+  if (!startCommit || branchCommit !== null) return null;
+  const spare = await takeSpare(root);
+  if (!spare) return null;
+  try {
+    const link = (await readFile(join(spare, '.git'), 'utf8')).trim();
+    const admin = link.startsWith('gitdir: ') ? link.slice('gitdir: '.length) : '';
+    if (!isAbsolute(admin) || (await readFile(join(admin, 'HEAD'), 'utf8')).trim() !== startCommit) return null;
+    await rename(spare, dir);
+    await writeFile(join(admin, 'gitdir'), `${join(dir, '.git')}\n`);
+  } catch {
+    return null;
+  }
+  const branchReady = serial(resolve(root), () => git(dir, ['switch', '--quiet', '--no-track', '-c', branch]).then(() => undefined));
+  return { commit: startCommit, branchReady };
+}
 
 /** A spare that is a valid worktree (a crash may have left others: removed), or null. Call inside serial(). */
 async function takeSpare(root: string): Promise<string | null> {
