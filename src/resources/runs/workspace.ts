@@ -168,6 +168,12 @@ export interface Worktree {
  */
 export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Worktree> {
   const dir = guardDir(opts.root, opts.dir);
+  // A new worktree from a ready spare takes no git process and waits for none (fromSpare).
+  if ((await worktreeState(dir)).kind === 'absent') {
+    const prefix = await prefixOf(opts.root);
+    const fast = await fromSpare(opts.root, prefix, dir, opts.branch, opts.fromBranch ? `refs/heads/${opts.fromBranch}` : opts.baseRef);
+    if (fast) return { path: dir, branch: opts.branch, baseCommit: fast.commit, cwd: prefix ? join(dir, prefix) : dir, created: true, branchReady: fast.branchReady };
+  }
   return serial(resolve(opts.root), async () => {
     const prefix = await prefixOf(opts.root);
     const cwd = prefix ? join(dir, prefix) : dir;
@@ -184,13 +190,11 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
       await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
     }
     await ignoreWorktrees(opts.root);
-    const fast = await fromSpare(opts.root, prefix, dir, opts.branch, start);
-    if (fast) return { path: dir, branch: opts.branch, baseCommit: fast.commit, cwd, created: true, branchReady: fast.branchReady };
     const [branchCommit, startCommit] = await resolveRevs(opts.root, [branchRef, `${start}^{commit}`]);
     if (!startCommit && !branchCommit) throw new GitError(['worktree'], null, `${opts.fromBranch ? `branch ${opts.fromBranch}` : opts.baseRef} is not a commit of the repository at ${opts.root}`);
     // A new branch from another commit than the spare's: the spare moved by git and switched there.
     if (!branchCommit) {
-      const spare = await takeSpare(opts.root);
+      const spare = await takeSpare(opts.root, true);
       if (spare) {
         try {
           await git(opts.root, ['worktree', 'move', spare, dir]);
@@ -200,6 +204,8 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
           // A spare git would not move or switch: cleared, and the worktree made the usual way.
           for (const d of [spare, dir]) await git(opts.root, ['worktree', 'remove', '--force', '--force', d], { ok: [128] });
           await rm(dir, { recursive: true, force: true });
+        } finally {
+          sparesBusy.delete(spare);
         }
       }
     }
@@ -260,23 +266,36 @@ async function fromSpare(root: string, prefix: string, dir: string, branch: stri
   }
   const [startCommit, branchCommit] = await Promise.all([commitOfRef(gitDir, start), commitOfRef(gitDir, `refs/heads/${branch}`)]);
   if (!startCommit || branchCommit !== null) return null;
-  const spare = await takeSpare(root);
+  const spare = await takeSpare(root, false);
   if (!spare) return null;
   try {
     const link = (await readFile(join(spare, '.git'), 'utf8')).trim();
     const admin = link.startsWith('gitdir: ') ? link.slice('gitdir: '.length) : '';
     if (!isAbsolute(admin) || (await readFile(join(admin, 'HEAD'), 'utf8')).trim() !== startCommit) return null;
     await rename(spare, dir);
-    await writeFile(join(admin, 'gitdir'), `${join(dir, '.git')}\n`);
+    // Written whole (a git process reading the worktrees meanwhile never sees half of it).
+    await writeFile(join(admin, 'gitdir.svc-tmp'), `${join(dir, '.git')}\n`);
+    await rename(join(admin, 'gitdir.svc-tmp'), join(admin, 'gitdir'));
   } catch {
     return null;
+  } finally {
+    sparesBusy.delete(spare);
   }
   const branchReady = serial(resolve(root), () => git(dir, ['switch', '--quiet', '--no-track', '-c', branch]).then(() => undefined));
   return { commit: startCommit, branchReady };
 }
 
-/** A spare that is a valid worktree (a crash may have left others: removed), or null. Call inside serial(). */
-async function takeSpare(root: string): Promise<string | null> {
+/**
+ * Spares of this process in the making (not to be taken, nor taken for broken) or being taken
+ * (by one caller only): the fast path runs outside the repository's queue.
+ */
+const sparesBusy = new Set<string>();
+
+/**
+ * A spare that is a valid worktree, claimed for the caller (release it with sparesBusy.delete when
+ * it was not used), or null. `clear`: remove the broken ones a crash left (only inside serial()).
+ */
+async function takeSpare(root: string, clear: boolean): Promise<string | null> {
   const base = join(root, STATE_DIR, WORKTREES_DIR);
   let names: string[];
   try {
@@ -286,30 +305,46 @@ async function takeSpare(root: string): Promise<string | null> {
   }
   for (const name of names) {
     const dir = join(base, name);
+    if (sparesBusy.has(dir)) continue;
+    sparesBusy.add(dir);
     if ((await worktreeState(dir)).kind === 'valid') return dir;
-    await rm(dir, { recursive: true, force: true });
-    await git(root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
+    if (clear) {
+      await rm(dir, { recursive: true, force: true });
+      await git(root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
+    }
+    sparesBusy.delete(dir);
   }
   return null;
 }
 
+/** How many spares are kept: one ready while the next is made. */
+const SPARES = 2;
+
 /**
- * Keeps one spare worktree ready (detached at the checked-out commit; a run's branch later starts
- * wherever it must, git switching only the files that differ). Made in the repository's queue
- * after what waits there, so a burst of runs is never slowed by it; a failure only means the next
- * worktree is made the usual way. Resolves once there is one (or it could not be made).
+ * Keeps SPARES spare worktrees ready (detached at the checked-out commit; a run's branch later
+ * starts wherever it must). Made in the repository's queue after what waits there; a new
+ * worktree from a ready spare never waits for it (fromSpare). A failure only means the next
+ * worktree is made the usual way. Resolves once they are there (or could not be made).
  */
 export function keepSpare(root: string): Promise<void> {
   return serial(resolve(root), async () => {
     const base = join(root, STATE_DIR, WORKTREES_DIR);
+    let have = 0;
     try {
-      if ((await readdir(base)).some((n) => n.startsWith(SPARE_PREFIX))) return;
+      have = (await readdir(base)).filter((n) => n.startsWith(SPARE_PREFIX)).length;
     } catch {
       // no folder yet: made below
     }
     await ignoreWorktrees(root);
-    const dir = join(base, `${SPARE_PREFIX}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`);
-    await git(root, ['worktree', 'add', '--quiet', '--detach', dir, 'HEAD']).catch(() => rm(dir, { recursive: true, force: true }));
+    for (; have < SPARES; have++) {
+      const dir = join(base, `${SPARE_PREFIX}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`);
+      sparesBusy.add(dir);
+      try {
+        await git(root, ['worktree', 'add', '--quiet', '--detach', dir, 'HEAD']).catch(() => rm(dir, { recursive: true, force: true }));
+      } finally {
+        sparesBusy.delete(dir);
+      }
+    }
   });
 }
 
