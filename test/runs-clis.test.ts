@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from './temp.js';
 import { agentCli } from './agent-clis.js';
 import { FakeClock } from './fake-clock.js';
-import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
+import { git, gitProject } from './git-project.js';
+import { startTestDaemon, until, type TestDaemon } from './harness.js';
 import * as A from './scripted-anthropic.js';
 import * as R from './scripted-responses.js';
 
@@ -17,16 +17,6 @@ const claude = agentCli('claude');
 const codex = agentCli('codex');
 
 const temp = (prefix: string): string => tempDir(`svc-${prefix}-`);
-
-const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
-
-function gitProject(config: Record<string, unknown> = {}): string {
-  const root = makeProject(config, { 'README.md': '# test project\n', '.gitignore': '.svc/\n.user-config/\n' });
-  git(root, 'init', '-q', '-b', 'main');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-q', '-m', 'initial');
-  return root;
-}
 
 const daemons: TestDaemon[] = [];
 afterEach(async () => {

@@ -74,30 +74,41 @@ export class Holds {
     if (until > this.now && (this.next === null || until < this.next)) this.next = until;
   }
 
-  /** The provider or budget hold on new runs of `agent` (what keeps a queued run from starting, besides slots). */
-  blocking(agent: string): Hold | null {
+  /** The agent's provider, paused by a usage limit now: until when. */
+  private providerHold(agent: string): Hold | null {
     const provider = this.providerOfAgent(agent);
     const until = provider ? this.paused.get(provider) : undefined;
-    if (provider && until !== undefined && until > this.now) {
-      this.seen(until);
-      return { kind: 'provider', provider, until: new Date(until).toISOString() };
-    }
+    if (!provider || until === undefined || until <= this.now) return null;
+    this.seen(until);
+    return { kind: 'provider', provider, until: new Date(until).toISOString() };
+  }
+
+  /** A spent budget of the agent or the project: until its period ends. */
+  private budgetHold(agent: string): Hold | null {
     if (!this.budgets.has(agent)) {
       const b = budgetHold(this.app, agent, this.now);
       this.budgets.set(agent, b && { kind: 'budget', scope: b.scope, agent: b.agent, period: b.period, until: b.periodEnd });
-      if (b) this.seen(b.end);
     }
-    return this.budgets.get(agent)!;
+    const hold = this.budgets.get(agent)!;
+    if (hold?.kind === 'budget') this.seen(Date.parse(hold.until));
+    return hold;
+  }
+
+  /** The provider or budget hold on new runs of `agent` (what keeps a queued run from starting, besides slots). */
+  blocking(agent: string): Hold | null {
+    return this.providerHold(agent) ?? this.budgetHold(agent);
   }
 
   /** What holds a run that is queued or paused, besides slots and concurrency. */
   of(run: Pick<store.RunRecord, 'agent' | 'status' | 'notBefore'>): Hold | null {
+    const provider = this.providerHold(run.agent);
+    if (provider) return provider;
     if (run.notBefore && Date.parse(run.notBefore) > this.now) {
       this.seen(Date.parse(run.notBefore));
       return { kind: 'backoff', until: run.notBefore };
     }
-    const blocked = this.blocking(run.agent);
-    if (blocked) return blocked;
+    const budget = this.budgetHold(run.agent);
+    if (budget) return budget;
     if (run.status === 'paused' && !this.app.config().runner.autoResume) return { kind: 'resume' };
     return null;
   }

@@ -181,14 +181,14 @@ export class Runner implements RunnerHandle {
         if (data.to === 'pending' || data.to === 'assigned') this.dispatchSoon(taskId!);
         else if (data.to === 'done') for (const d of dependentsOf(this.app, taskId!)) this.dispatchSoon(d);
         if (data.from === 'in_progress') this.taskLeft(taskId!, String(data.to));
-        else if (data.to !== 'pending' && data.to !== 'assigned') this.pausedTaskLeft(taskId!, String(data.to));
+        else if (data.to !== 'pending' && data.to !== 'assigned' && data.to !== 'failed') this.waitingTaskLeft(taskId!, String(data.to));
         return;
       case 'task:updated':
         if (Array.isArray(data.fields) && (data.fields.includes('assignTo') || data.fields.includes('dependsOn'))) this.dispatchSoon(taskId!);
         return;
       case 'task:removed':
         this.taskLeft(taskId!, null);
-        this.pausedTaskLeft(taskId!, null);
+        this.waitingTaskLeft(taskId!, null);
         return;
       case 'agent:created':
       case 'agent:updated':
@@ -226,10 +226,14 @@ export class Runner implements RunnerHandle {
     for (const a of listAgents(this.app.db)) if (a.runtime) this.agentsToSweep.add(a.name);
   }
 
-  /** A paused run's task was moved on (or removed) by a person: the run will not resume. */
-  private pausedTaskLeft(taskId: string, to: string | null): void {
+  /**
+   * The task of a waiting run (queued or paused) was moved where no run can take it, or removed:
+   * the run ends now rather than when nothing holds it any more (a pause may last hours).
+   */
+  private waitingTaskLeft(taskId: string, to: string | null): void {
     const live = store.liveRunOfTask(this.app.db, taskId);
-    if (live?.status === 'paused') this.endQueued(live, to ? `the task was moved to ${to} while the run was paused` : 'the task was removed while the run was paused');
+    if (live?.status !== 'queued' && live?.status !== 'paused') return;
+    this.endQueued(live, to ? `the task was moved to ${to} while the run waited` : 'the task was removed while the run waited');
   }
 
   private noteBudgets(): void {
