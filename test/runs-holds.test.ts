@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { svcAgainst } from './cli-helpers.js';
 import { FakeClock } from './fake-clock.js';
 import { startTestDaemon, until, type TestDaemon } from './harness.js';
 import { gitProject } from './git-project.js';
@@ -82,6 +83,12 @@ describe('a usage limit', () => {
       ['bob', 'anthropic', 'waiting', 'provider', ['queued']],
       ['carol', 'openai', 'idle', null, []],
     ]);
+    // The CLI says the same in words.
+    const cliQueue = (await svcAgainst(d, ['runs', 'queue'])).stdout;
+    expect(cliQueue).toContain(`anthropic is paused by a usage limit until ${reset} (in 2h): 2 run(s) wait`);
+    expect(cliQueue).toMatch(/bob\s+anthropic\s+waiting\s+-\s+1\s+anthropic's usage limit, resets in 2h/);
+    expect((await svcAgainst(d, ['runs', 'ls', '--agent', 'bob'])).stdout).toMatch(/queued .*waits: anthropic's usage limit, resets in 2h/);
+    expect((await svcAgainst(d, ['auth', 'status'])).stdout).toMatch(/anthropic\s+cooldown\s+set ANTHROPIC_API_KEY\s+in 2h\s+2\s+1\s+usage limit met by run/);
 
     // The reset comes: the provider's runs go on; the paused run resumes its session.
     clock.advanceTo(resetEpoch * 1000 + 1_000);

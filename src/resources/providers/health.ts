@@ -109,8 +109,9 @@ export const USAGE_LIMIT_MAX_MS = 7 * 24 * HOUR;
  * a week from now.
  */
 export function afterUsageLimit(h: ProviderHealth, reason: string, now: number, resetsAt: number | null): ProviderHealth {
-  const errorCount = Math.max(h.errorCount, FAILURES_BEFORE_COOLDOWN - 1) + 1;
-  const wanted = resetsAt ?? now + cooldownMs(errorCount);
+  const errorCount = h.errorCount + 1;
+  // The first limit takes the schedule's first step: a CLI gives up only after its own retries.
+  const wanted = resetsAt ?? now + cooldownMs(errorCount + FAILURES_BEFORE_COOLDOWN - 1);
   const until = Math.min(Math.max(wanted, now + USAGE_LIMIT_MIN_MS), now + USAGE_LIMIT_MAX_MS);
   return { ...h, errorCount, cooldownUntil: Math.max(h.cooldownUntil ?? 0, until), pausedUntil: Math.max(h.pausedUntil ?? 0, until), lastErrorReason: reason };
 }
