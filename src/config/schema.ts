@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Budgets } from '../resources/budgets/schema.js';
+import { BudgetsConfig } from '../resources/budgets/schema.js';
 import { BUILT_IN_PROVIDERS } from '../resources/providers/catalog.js';
 import { exposureIssues, validProxyEntry } from '../kernel/exposure.js';
 
@@ -219,7 +219,7 @@ export const ProjectConfigSchema = z.object({
     })
     .prefault({})
     .describe('Running agents: each task assigned to an agent with a runtime becomes a run of its CLI in a git worktree (docs/runs.md).'),
-  budgets: Budgets.prefault({}).describe("Budgets of the agents' runs: tokens or cost per agent or for the project, per day, week or month (docs/runs.md, Budgets). PUT /api/v1/budgets replaces them until this changes."),
+  budgets: BudgetsConfig.prefault({}).describe("Budgets of the agents' runs: tokens or cost per agent or for the project, per day, week or month (docs/runs.md, Budgets). PUT /api/v1/budgets replaces them until this changes."),
   skillsDir: z.string().min(1).default('skills').describe('Folder of skills (SKILL.md files), relative to the project; watched.'),
 });
 

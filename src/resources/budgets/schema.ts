@@ -17,7 +17,8 @@ export const BudgetLimit = z
   });
 export type BudgetLimit = z.output<typeof BudgetLimit>;
 
-export const Budgets = z
+/** project.json's `budgets` (without a name: the configuration page lists its fields). */
+export const BudgetsConfig = z
   .strictObject({
     timeZone: z
       .string()
@@ -36,12 +37,14 @@ export const Budgets = z
       if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['limits', i], message: `a second ${l.period} budget for ${l.agent ? `agent ${l.agent}` : 'the project'} (the first is limits.${first}): put both limits in one` });
       else seen.set(key, i);
     });
-  })
-  .meta({ id: 'Budgets' });
+  });
+
+/** The same, as PUT /api/v1/budgets takes it and GET answers it (one named schema in the OpenAPI document). */
+export const Budgets = BudgetsConfig.meta({ id: 'Budgets' });
 export type Budgets = z.output<typeof Budgets>;
 
 const Spent = z.object({ tokens: z.int(), costUsd: z.number() });
-const Limit = z.object({ tokens: z.int().nullable(), costUsd: z.number().nullable() });
+const Limit = z.object({ tokens: z.int().nullable(), costUsd: z.number().nullable() }).meta({ id: 'BudgetLimitAmount' });
 
 export const BudgetStateOut = z
   .object({
@@ -58,12 +61,14 @@ export const BudgetStateOut = z
   .meta({ id: 'BudgetState' });
 export type BudgetStateOut = z.output<typeof BudgetStateOut>;
 
-export const BudgetsOut = z.object({
+export const BudgetsOut = z
+  .object({
   source: z.enum(['project.json', 'api']).describe("Where the budgets in force come from: project.json's `budgets`, or the last PUT /api/v1/budgets (which applies until project.json's budgets change)."),
   updatedAt: Timestamp.nullable().describe('When they were PUT (null: from project.json).'),
   budgets: Budgets,
   states: z.array(BudgetStateOut).describe('Each budget in its current period: spent, percent, state.'),
-});
+  })
+  .meta({ id: 'BudgetsInForce' });
 
 const PeriodSpend = z.object({
   tokens: z.int(),
@@ -71,11 +76,12 @@ const PeriodSpend = z.object({
   runs: z.int(),
   limit: Limit.nullable().describe('The budget of this scope and period, if one is set.'),
   percent: z.number().nullable(),
-});
+}).meta({ id: 'UsagePeriodSpend' });
+const Period = z.object({ start: Timestamp, end: Timestamp }).meta({ id: 'UsagePeriod' });
 
 export const UsagePeriodsOut = z.object({
   timeZone: z.string(),
-  periods: z.object({ day: z.object({ start: Timestamp, end: Timestamp }), week: z.object({ start: Timestamp, end: Timestamp }), month: z.object({ start: Timestamp, end: Timestamp }) }),
+  periods: z.object({ day: Period, week: Period, month: Period }),
   rows: z
     .array(z.object({ agent: z.string().nullable().describe('null: the whole project.'), day: PeriodSpend, week: PeriodSpend, month: PeriodSpend }))
     .describe('One row per agent with runs in one of the periods or a budget, then the project.'),

@@ -166,14 +166,16 @@ export const UsageRowOut = z.object({
   costUsd: z.number().nullable().describe('Summed over the runs that reported a cost; null when none did.'),
 });
 
-const QueuedRunOut = z.object({
-  runId: z.string(),
-  taskId: z.string(),
-  status: RunStatus,
-  attempt: z.int(),
-  startedAt: Timestamp.nullable(),
-  waitingFor: HoldOut.nullable(),
-});
+const QueuedRunOut = z
+  .object({
+    runId: z.string(),
+    taskId: z.string(),
+    status: RunStatus,
+    attempt: z.int(),
+    startedAt: Timestamp.nullable(),
+    waitingFor: HoldOut.nullable(),
+  })
+  .meta({ id: 'QueuedRun' });
 
 export const QueueOut = z.object({
   slots: z.object({ running: z.int(), capacity: z.int() }).nullable().describe("This daemon's runner: runs it runs now and how many it may (null: it runs no agents)."),
