@@ -474,6 +474,8 @@ export const STATE_MIGRATIONS: Migration[] = [
       -- Spend is summed per period over runs created in it (resources/budgets).
       CREATE INDEX runs_created ON runs (created_at);
       CREATE INDEX runs_agent_created ON runs (agent, created_at);
+      -- An agent's runs holding a slot (maxConcurrency), counted at each start and for each waiting run shown.
+      CREATE INDEX runs_agent_status ON runs (agent, status);
       -- A usage limit of an agent's CLI pauses its provider's runs until then (epoch ms), on the
       -- provider's own cooldown row; set back to null once the runners said the pause is over.
       ALTER TABLE provider_health ADD COLUMN paused_until INTEGER;

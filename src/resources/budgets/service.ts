@@ -82,12 +82,13 @@ export function budgetStates(app: App, agent?: string, now = app.clock.now()): B
 }
 
 /**
- * The spent budget that holds new runs of `agent`, or null: of those exceeded, the one whose period
- * ends last (the runs wait for every one of them).
+ * The spent budget that holds new runs of `agent`, or null: of those exceeded (its own and the
+ * project's), the one whose period ends last (the runs wait for every one of them). `states` are
+ * budgetStates() read once for many agents.
  */
-export function budgetHold(app: App, agent: string, now = app.clock.now()): BudgetState | null {
+export function budgetHold(app: App, agent: string, now = app.clock.now(), states = budgetStates(app, agent, now)): BudgetState | null {
   let hold: BudgetState | null = null;
-  for (const s of budgetStates(app, agent, now)) if (s.state === 'exceeded' && (!hold || s.end > hold.end)) hold = s;
+  for (const s of states) if (s.state === 'exceeded' && (s.agent === null || s.agent === agent) && (!hold || s.end > hold.end)) hold = s;
   return hold;
 }
 

@@ -1,7 +1,7 @@
 import type { App } from '../../app.js';
 import type { Agent } from '../agents/schema.js';
 import { getAgent } from '../agents/service.js';
-import { budgetHold } from '../budgets/service.js';
+import { budgetHold, budgetStates, type BudgetState } from '../budgets/service.js';
 import { pausedProviders, splitModelId } from '../providers/service.js';
 import type { Hold } from './schema.js';
 import * as store from './store.js';
@@ -38,6 +38,8 @@ export class Holds {
   private readonly paused: Map<string, number>;
   private readonly agents = new Map<string, Agent | null>();
   private readonly budgets = new Map<string, Hold | null>();
+  private states: BudgetState[] | null = null;
+  private readonly active = new Map<string, number>();
   /** The earliest end of a hold met so far (the runner wakes then). */
   next: number | null = null;
 
@@ -86,7 +88,9 @@ export class Holds {
   /** A spent budget of the agent or the project: until its period ends. */
   private budgetHold(agent: string): Hold | null {
     if (!this.budgets.has(agent)) {
-      const b = budgetHold(this.app, agent, this.now);
+      // Every budget's spend is read once per look, however many agents it limits.
+      this.states ??= budgetStates(this.app, undefined, this.now);
+      const b = budgetHold(this.app, agent, this.now, this.states);
       this.budgets.set(agent, b && { kind: 'budget', scope: b.scope, agent: b.agent, period: b.period, until: b.periodEnd });
     }
     const hold = this.budgets.get(agent)!;
@@ -123,7 +127,8 @@ export class Holds {
     if (held || run.status === 'paused') return held;
     const agent = this.agent(run.agent);
     const limit = agent?.maxConcurrency ?? 1;
-    const running = store.activeCount(this.app.db, { agent: run.agent });
+    if (!this.active.has(run.agent)) this.active.set(run.agent, store.activeCount(this.app.db, { agent: run.agent }));
+    const running = this.active.get(run.agent)!;
     if (running >= limit) return { kind: 'concurrency', running, limit };
     if (slots && slots.running >= slots.capacity) return { kind: 'slots', ...slots };
     return null;
