@@ -129,6 +129,11 @@ describe('a usage limit', () => {
     expect(await anthropic(d)).toMatchObject({ pausedUntil: reset, runsWaiting: 2 });
     expect((await runsOf(d, b))[0].status).toBe('queued');
 
+    // A run by hand of a task whose run is paused: resume that one instead.
+    const byHand = await svcAgainst(d, ['tasks', 'run', a]);
+    expect(byHand.code).toBe(1);
+    expect(byHand.stderr).toContain(`has a paused run (${paused.id}); resume it (\`svc runs resume ${paused.id}\`) or cancel it first`);
+
     clock.advanceTo(resetEpoch * 1000 + 1_000);
     // The provider's queued runs go on; the paused one waits for a person.
     await runIn(d, b, ['succeeded']);
@@ -277,6 +282,13 @@ describe('budgets', () => {
     await reloaded.until(() => reloaded.messages.length > 0, 10_000);
     reloaded.close();
     expect((await d.api('GET', '/api/v1/budgets')).body.data).toMatchObject({ source: 'project.json', budgets: { timeZone: 'UTC', limits: [{ period: 'week', tokens: 1000 }] } });
+    // A bad budget in project.json is refused naming it; the last good budgets stay.
+    const invalid = await collect(d.url, { key: d.key, filter: 'config:invalid' });
+    d.writeConfig({ name: 'test-project', budgets: { limits: [{ period: 'week', tokens: -5 }] } });
+    await invalid.until(() => invalid.messages.length > 0, 10_000);
+    invalid.close();
+    expect(JSON.parse(invalid.messages[0]!.data).issues).toEqual([expect.objectContaining({ path: 'budgets.limits.0.tokens', message: expect.stringMatching(/cannot be negative/) })]);
+    expect((await d.api('GET', '/api/v1/budgets')).body.data.budgets.limits).toEqual([{ period: 'week', tokens: 1000 }]);
   });
 });
 

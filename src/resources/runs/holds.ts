@@ -10,13 +10,13 @@ import type { RuntimeKind } from './types.js';
 // What a queued or paused run waits for: one reading of every hold, shared by the runner (which
 // starts a run only when nothing holds it, and wakes when the first hold ends) and the API (which
 // says why each run waits). The holds, in the order they are looked at:
-//   backoff      a retry's backoff, or the reset a paused run's CLI gave (not_before)
 //   provider     the agent's provider is paused by a usage limit (providers' cooldown state)
+//   backoff      a retry's backoff, or the reset a paused run's CLI gave (not_before)
 //   budget       a budget of the agent or the project is spent in its period (resources/budgets)
 //   resume       paused while runner.autoResume is false: a person resumes it
 //   concurrency  the agent already runs maxConcurrency runs
 //   slots        the runner is full
-// The first two are state (they survive a restart); the budget is computed from the runs' usage.
+// The first two are state (they survive a restart); a budget's is computed from the runs' usage.
 
 const KIND_PROVIDER: Record<RuntimeKind, string | null> = { claude: 'anthropic', codex: 'openai', command: null };
 

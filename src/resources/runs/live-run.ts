@@ -238,6 +238,7 @@ export class LiveRun {
     this.usageBase = driver.resumedUsage === 'session-total' && resumeSessionId ? store.sessionUsage(app.db, resumeSessionId) : null;
     this.parser = parser;
     this.sessionGone = false;
+    this.lastStderr = null;
     const proc = supervise(
       {
         command: invocation.command,

@@ -111,6 +111,7 @@ export function startRunByHand(app: App, taskId: string, body: { agent?: string;
   return app.events.write(() => {
     const task = requireTask(app, taskId);
     const live = store.liveRunOfTask(app.db, taskId);
+    if (live?.status === 'paused') throw new AppError('conflict', `Task ${taskId} has a paused run (${live.id}); resume it (POST /api/v1/runs/${live.id}/resume) or cancel it first.`);
     if (live) throw new AppError('conflict', `Task ${taskId} already has a ${live.status} run (${live.id}); cancel it first (POST /api/v1/runs/${live.id}/cancel).`);
     if (!['pending', 'assigned', 'failed'].includes(task.status)) {
       throw new AppError('conflict', `Task ${taskId} is ${task.status}; a run can start only on a pending, assigned or failed task.`);
