@@ -46,13 +46,13 @@ import { RUNTIME_CHECK } from './resources/agents/service.js';
 import { RunKeys } from './resources/runs/keys.js';
 import { Runner } from './resources/runs/runner.js';
 import { runnerId } from './resources/runs/runner-id.js';
-import { checkRuntime, RUNNER } from './resources/runs/service.js';
+import { checkRuntime, RUNNER, waitingRunsByProvider } from './resources/runs/service.js';
 import { SKILL_INDEX, SkillIndex, skillsDirOf, startSkills } from './resources/skills/live-index.js';
 import { TASK_HOOKS, TaskHooks } from './resources/tasks/hooks.js';
 import { LEASE_REAPER, startLeaseReaper } from './resources/tasks/lease-reaper.js';
 import { TEAM_MEMBERS } from './resources/teams/service.js';
 import { RECENT_FAILURES, RecentFailures } from './resources/providers/failures.js';
-import { providerKeys } from './resources/providers/service.js';
+import { providerKeys, WAITING_RUNS } from './resources/providers/service.js';
 import { openVault } from './resources/vault/keys.js';
 import { secretValues } from './resources/vault/service.js';
 import { enqueueDeliveries, pruneDeliveries, webhookSecrets, WEBHOOKS } from './resources/webhooks/service.js';
@@ -402,6 +402,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let daemonUrl = '';
   const runner = config.runner.enabled ? new Runner(app, { id: runnerId(paths.dir), shared: sharedState !== null, url: () => daemonUrl, keys: runKeys }) : null;
   app.services.provide(RUNNER, runner);
+  // GET /auth/status says how many runs wait for a paused provider: the runs resource counts them.
+  app.services.provide(WAITING_RUNS, waitingRunsByProvider);
 
   const http = createHttpServer({
     app,

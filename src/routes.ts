@@ -7,6 +7,7 @@ import { RAW_RESPONSE as RAW, type AnyRoute } from './kernel/route.js';
 import { agentRoutes } from './resources/agents/routes.js';
 import { approvalRoutes } from './resources/approvals/routes.js';
 import { boardRoutes } from './resources/board/routes.js';
+import { budgetRoutes } from './resources/budgets/routes.js';
 import { chatRoutes } from './resources/chat/routes.js';
 import { dataRoutes } from './resources/data/routes.js';
 import { missionRoutes } from './resources/missions/routes.js';
@@ -23,7 +24,7 @@ import { toolRoutes } from './tools/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...runRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...webhookRoutes, ...toolRoutes, ...dataRoutes, ...providerRoutes, ...chatRoutes, ...boardRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...runRoutes, ...budgetRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...webhookRoutes, ...toolRoutes, ...dataRoutes, ...providerRoutes, ...chatRoutes, ...boardRoutes];
 
 const openApiRoute = route({
   method: 'GET',

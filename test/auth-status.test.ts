@@ -38,7 +38,7 @@ describe('GET /api/v1/auth/status', () => {
       expect(r.status).toBe(200);
       const p = r.body.data.providers;
       expect(Object.keys(p)).toEqual(['openai', 'anthropic', 'google', 'xai', 'openrouter', 'mistral', 'groq', 'ollama', 'fake']);
-      expect(p.openai).toEqual({ configKey: 'providers.openai.apiKey', envVar: 'OPENAI_API_KEY', hasEnvKey: true, hasConfigKey: false, profiles: [], status: 'active', errorCount: 0 });
+      expect(p.openai).toEqual({ configKey: 'providers.openai.apiKey', envVar: 'OPENAI_API_KEY', hasEnvKey: true, hasConfigKey: false, profiles: [], status: 'active', errorCount: 0, runsWaiting: 0 });
       expect(p.anthropic).toMatchObject({ envVar: 'ANTHROPIC_API_KEY', hasEnvKey: false, status: 'unconfigured' });
       expect(p.ollama.status).toBe('active'); // served without a key
       expect(p.fake).toMatchObject({ hasConfigKey: true, hasEnvKey: false, envVar: 'FAKE_API_KEY', status: 'active' });
@@ -82,7 +82,7 @@ describe('GET /api/v1/auth/status', () => {
       up.script({ json: completion('ok') });
       expect((await chat(d, 'fake/m1')).status).toBe(200);
       s = (await d.api('GET', '/api/v1/auth/status')).body.data.providers.fake;
-      expect(s).toEqual({ configKey: 'providers.fake.apiKey', envVar: 'FAKE_API_KEY', hasEnvKey: false, hasConfigKey: true, profiles: [], status: 'active', errorCount: 0 });
+      expect(s).toEqual({ configKey: 'providers.fake.apiKey', envVar: 'FAKE_API_KEY', hasEnvKey: false, hasConfigKey: true, profiles: [], status: 'active', errorCount: 0, runsWaiting: 0 });
 
       up.script({ status: 402, json: { error: { message: 'pay up', code: 'insufficient_quota' } } });
       expect((await chat(d, 'fake/m1')).status).toBe(502);

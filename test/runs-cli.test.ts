@@ -1,4 +1,5 @@
-import { dirname } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatLogItem } from '../src/resources/runs/log-lines.js';
@@ -86,7 +87,7 @@ describe('svc tasks run, svc runs', () => {
     expect(json.map((i) => i.seq)).toEqual([...json.keys()].map((i) => i + 1));
     const diff = await cli('runs', 'diff', runId.slice(-8));
     expect(diff.stdout).toContain('+alpha');
-    const usage = await cli('usage');
+    const usage = await cli('usage', '--by', 'agent');
     expect(usage.stdout).toMatch(/alice\s+1\s+10\s+2\s+5\s+\$0\.0010/);
     const runners = await cli('runs', 'runners');
     expect(runners.stdout).toMatch(/yes\s+0\/\d+/);
@@ -104,6 +105,41 @@ describe('svc tasks run, svc runs', () => {
     expect(cancel.stdout).toBe(`run ${started.id.slice(-8)} cancelled\n`);
     const noTty = await cli('runs', 'cancel', started.id);
     expect(noTty.code).not.toBe(0);
+  });
+});
+
+describe('svc usage, svc budgets, svc runs queue and resume', () => {
+  it('prints spend per agent today, this week and this month, with the budgets set from a file', async () => {
+    const file = join(d.root, 'budgets.json');
+    writeFileSync(file, JSON.stringify({ limits: [{ agent: 'alice', period: 'day', tokens: 1000 }, { period: 'month', costUsd: 10 }] }));
+    const set = await cli('budgets', 'set', file);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(/alice\s+day\s+.*1\.0k tokens\s+\d+(\.\d)?\s+ok/);
+    expect(set.stdout).toContain('(set through the API');
+    const usage = await cli('usage');
+    expect(usage.code, usage.stderr).toBe(0);
+    // alice's run that ended reported 18 tokens ($0.001) today (the cancelled one none): 1.8 % of her day's 1,000.
+    expect(usage.stdout).toMatch(/^AGENT\s+TODAY\s+THIS WEEK\s+THIS MONTH/);
+    expect(usage.stdout).toMatch(/alice\s+18 \$0\.0010 · 1\.8% of 1\.0k\s+18 \$0\.0010\s+18 \$0\.0010\n/);
+    expect(usage.stdout).toMatch(/\(project\)\s+18 \$0\.0010\s+18 \$0\.0010\s+18 \$0\.0010 · 0% of \$10\.00/);
+    expect(usage.stdout).toContain('(periods in UTC; budgets: svc budgets)');
+    const json = JSON.parse((await cli('--json', 'usage')).stdout);
+    expect(json.rows.find((r: any) => r.agent === 'alice').day).toMatchObject({ tokens: 18, runs: 2, limit: { tokens: 1000, costUsd: null }, percent: 1.8 });
+    writeFileSync(file, JSON.stringify({ limits: [{ period: 'hourly', tokens: 5 }] }));
+    const bad = await cli('budgets', 'set', file);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/limits\.0\.period/);
+  });
+
+  it('shows the queue per agent, and refuses to resume a run that is not paused', async () => {
+    const q = await cli('runs', 'queue');
+    expect(q.code, q.stderr).toBe(0);
+    expect(q.stdout).toMatch(/this runner: 0\/\d+ running/);
+    expect(q.stdout).toMatch(/alice\s+-\s+idle/);
+    const runId = JSON.parse((await cli('--json', 'runs', 'ls', '--agent', 'alice')).stdout)[0].id;
+    const r = await cli('runs', 'resume', runId.slice(-8));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/not paused; only a paused run can be resumed/);
   });
 });
 

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from './temp.js';
@@ -57,13 +58,14 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, ()
     await up?.close();
   });
 
-  async function claudeAgent(d: TestDaemon, extra: Record<string, unknown> = {}) {
+  async function claudeAgent(d: TestDaemon, extra: Record<string, unknown> = {}): Promise<{ configDir: string }> {
     // Claude Code keeps a folder of its own in TMPDIR (claude-<uid>): one of the test's, removed after it.
     const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: temp('claude-config'), TMPDIR: temp('claude-tmp') };
     const r = await d.api('POST', '/api/v1/agents', {
       body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Bash'], runtime: { kind: 'claude', command: claude!.path, env }, ...extra },
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
+    return { configDir: env.CLAUDE_CONFIG_DIR };
   }
 
   it('writes and commits a file, runs a command, leaves a note over MCP with its key, and sends the task to review', async () => {
@@ -116,6 +118,56 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, ()
     const sent = JSON.stringify(up.requests.at(-1)!.body.messages);
     expect(up.requests.length).toBe(seen + 2);
     expect(sent.split('Retry me').length - 1).toBeGreaterThanOrEqual(2);
+  });
+
+  it("an API 429 with a long retry-after pauses the run for the provider's backoff (no reset given), then resumes it", async () => {
+    const clock = new FakeClock(Date.now());
+    const d = await start(clock);
+    await claudeAgent(d);
+    // With an API key Claude Code retries a short retry-after itself; a long one ends the run (api_error_status 429).
+    up.script({ status: 429, headers: { 'retry-after': '3600' }, error: { type: 'rate_limit_error', message: 'scripted limit' } }, { blocks: [A.text('Done after the pause.')] });
+    const taskId = await task(d, 'Limited', 'cody', 1);
+    const paused = await runOf(d, taskId, 1, ['paused']);
+    expect(paused).toMatchObject({ pauseReason: 'usage_limit', waitingFor: { kind: 'provider', provider: 'anthropic' } });
+    // No reset from the CLI: the provider's backoff, from its first step (a minute).
+    expect(Date.parse(paused.notBefore) - clock.now()).toBe(60_000);
+    const status = (await d.api('GET', '/api/v1/auth/status')).body.data.providers.anthropic;
+    expect(status).toMatchObject({ status: 'cooldown', pausedUntil: paused.notBefore, runsWaiting: 1 });
+    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'assigned', retries: 0 });
+    clock.advance(61_000);
+    const resumed = await runOf(d, taskId, 1, ['succeeded']);
+    expect(resumed).toMatchObject({ id: paused.id, summary: 'Done after the pause.', sessionId: paused.sessionId });
+    // The same conversation, continued, told why it resumes.
+    const sent = JSON.stringify(up.requests.at(-1)!.body.messages);
+    expect(sent.split('# Task: Limited').length - 1).toBe(2);
+    expect(sent).toContain('This run was paused by a usage limit');
+    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'review', retries: 0 });
+  });
+
+  it('a session Claude Code no longer has ("No conversation found") is replaced by a fresh one told the task\'s history', async () => {
+    const d = await start();
+    const { configDir } = await claudeAgent(d);
+    up.script({ blocks: [A.text('First draft written.')] });
+    const taskId = await task(d, 'Draft it', 'cody');
+    const first = await runOf(d, taskId, 1);
+    expect(first.status, first.error).toBe('succeeded');
+    // Claude Code's transcripts are gone (as when a session was killed before it was saved).
+    rmSync(join(configDir, 'projects'), { recursive: true, force: true });
+    up.script({ blocks: [A.text('Second draft written.')] });
+    const seen = up.requests.length;
+    const approval = await d.api('POST', '/api/v1/approvals', { body: { taskId, requestedBy: 'reviewer', title: 'Good?' } });
+    expect((await d.api('POST', `/api/v1/approvals/${approval.body.data.id}/reject`, { body: { feedback: 'Shorter.' } })).status).toBe(200);
+    const second = await runOf(d, taskId, 2);
+    expect(second.status, second.error).toBe('succeeded');
+    expect(second.sessionId).not.toBe(first.sessionId);
+    const log = JSON.stringify(await logOf(d, second.id));
+    expect(log).toContain(`No conversation found with session ID: ${first.sessionId}`);
+    expect(log).toContain('starting a fresh session with the task');
+    // One model call: the fresh session's, with the history (the first run's summary) in its prompt.
+    expect(up.requests.length).toBe(seen + 1);
+    const sent = JSON.stringify(up.requests.at(-1)!.body.messages);
+    expect(sent).toContain('What happened so far');
+    expect(sent).toContain('First draft written.');
   });
 
   it('a model that never answers: the stall timeout ends the run, and cancel ends another at once', async () => {
@@ -180,6 +232,27 @@ describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, () => {
     const comments = (await d.api('GET', `/api/v1/tasks/${taskId}/comments`)).body.data;
     expect(comments).toEqual([expect.objectContaining({ body: 'greeting written', author: 'rex' })]);
     expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data.status).toBe('review');
+  });
+
+  it("a usage limit pauses the run until the reset Codex says, then resumes the thread", async () => {
+    const clock = new FakeClock(Date.now());
+    const d = await start(clock);
+    await codexAgent(d);
+    const resetsAt = Math.floor(clock.now() / 1000) + 2 * 3600 + 17;
+    up.script({ status: 429, error: { type: 'usage_limit_reached', message: 'The usage limit has been reached', plan_type: 'plus', resets_at: resetsAt } }, { items: [R.message('Done after the reset.')] });
+    const taskId = await task(d, 'Limited', 'rex', 1);
+    const paused = await runOf(d, taskId, 1, ['paused']);
+    // Codex says the time to the minute: the end of that minute.
+    const reset = new Date((Math.floor(resetsAt / 60) + 1) * 60_000).toISOString();
+    expect(paused).toMatchObject({ pauseReason: 'usage_limit', notBefore: reset, waitingFor: { kind: 'provider', provider: 'openai', until: reset } });
+    expect((await d.api('GET', '/api/v1/auth/status')).body.data.providers.openai).toMatchObject({ status: 'cooldown', pausedUntil: reset, runsWaiting: 1 });
+    clock.advanceTo(Date.parse(reset) + 1_000);
+    const resumed = await runOf(d, taskId, 1, ['succeeded']);
+    expect(resumed).toMatchObject({ id: paused.id, summary: 'Done after the reset.', sessionId: paused.sessionId });
+    const sent = JSON.stringify(up.requests.at(-1)!.body.input);
+    expect(sent.split('# Task: Limited').length - 1).toBe(2);
+    expect(sent).toContain('This run was paused by a usage limit');
+    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'review', retries: 0 });
   });
 
   it('a turn that fails exits non-zero; the retry resumes the thread and counts only its own tokens', async () => {

@@ -6,6 +6,7 @@ import { exited, serve } from './cli-helpers.js';
 import { FakeClock } from './fake-clock.js';
 import { gitProject as repoProject, startTestDaemon, until, type TestDaemon } from './harness.js';
 import { alive } from './procs.js';
+import { collect } from './sse-collector.js';
 import { freshStateDatabase } from './state-pg.js';
 
 // Several daemons on one PostgreSQL state are several runners: each queued run is started by
@@ -71,6 +72,27 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
     }, 30_000);
     expect(new Set(all.map((r) => r.runner))).toEqual(new Set([gpuRunner]));
     void ids;
+  });
+
+  it("a usage limit met on one runner holds the provider's runs on every runner, and its end is said once", async () => {
+    const r = await ds[0]!.api('POST', '/api/v1/agents', { body: { name: 'lim', model: 'anthropic/claude-opus-4-8', runtime: { kind: 'command', command: FAKE_AGENT } } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const events = await collect(ds[2]!.url, { key: ds[2]!.key, filter: 'runner:paused,runner:resumed,run:resumed' });
+    const resetEpoch = Math.floor(clock.now() / 1000) + 3600;
+    const task = async (d: TestDaemon, description: string) => (await d.api('POST', '/api/v1/tasks', { body: { title: 'limited', description, assignTo: 'lim' } })).body.data.id as string;
+    const a = await task(ds[0]!, `@ratelimit ${resetEpoch}`);
+    let paused: any;
+    await until('the run to pause', async () => (paused = (await ds[1]!.api('GET', `/api/v1/runs?taskId=${a}`)).body.data[0])?.status === 'paused', 15_000);
+    const b = await task(ds[1]!, '@write b.txt b');
+    // Whichever runner looks, the provider holds it.
+    for (const d of ds) expect((await d.api('GET', `/api/v1/runs?taskId=${b}`)).body.data[0]).toMatchObject({ status: 'queued', waitingFor: { kind: 'provider', provider: 'anthropic' } });
+    clock.advanceTo(resetEpoch * 1000 + 1_000);
+    for (const id of [a, b]) await until(`run of ${id} to succeed`, async () => (await ds[0]!.api('GET', `/api/v1/runs?taskId=${id}`)).body.data[0]?.status === 'succeeded', 15_000);
+    expect((await ds[0]!.api('GET', `/api/v1/runs?taskId=${a}`)).body.data.map((x: any) => x.id)).toEqual([paused.id]);
+    await events.until(() => events.messages.filter((m) => m.event === 'run:resumed').length === 1);
+    // Three runners woke at the reset: one said the pause is over, one resumed the run.
+    expect(events.messages.map((m) => m.event)).toEqual(['runner:paused', 'runner:resumed', 'run:resumed']);
+    events.close();
   });
 
   it("takes over the runs of a runner that stops answering, and the runner ends its copies when it comes back", async () => {

@@ -100,6 +100,8 @@ const ENDPOINT_COMMANDS: { endpoint: string; command: string; names?: Record<str
   { endpoint: 'GET /v1/events/catalog', command: 'svc events catalog' },
   { endpoint: 'POST /api/v1/runs/{runId}/cancel', command: 'svc runs cancel {runId}', names: { runId: 'id' } },
   { endpoint: 'GET /api/v1/runs/{runId}/log', command: 'svc runs logs {runId}', names: { runId: 'id' } },
+  { endpoint: 'POST /api/v1/runs/{runId}/resume', command: 'svc runs resume {runId}', names: { runId: 'id' } },
+  { endpoint: 'PUT /api/v1/budgets', command: 'svc budgets set <file>' },
   { endpoint: 'PATCH /v1/webhooks/{id} {"enabled": true}', command: 'svc webhooks set {id} --enable' },
   { endpoint: 'POST /v1/webhooks/{id}/test', command: 'svc webhooks test {id}' },
 ];

@@ -55,6 +55,13 @@ export function formatDuration(ms: number): string {
   return `${sec}s`;
 }
 
+/** 950, 12.3k, 4.5M: a count of tokens. */
+export function formatTokens(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`;
+  return `${(n / 1_000_000).toFixed(n < 10_000_000 ? 1 : 0)}M`;
+}
+
 /** 512 B, 1.5 KiB, 23.4 MiB. */
 export function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BudgetsConfig } from '../resources/budgets/schema.js';
 import { BUILT_IN_PROVIDERS } from '../resources/providers/catalog.js';
 import { exposureIssues, validProxyEntry } from '../kernel/exposure.js';
 
@@ -211,9 +212,14 @@ export const ProjectConfigSchema = z.object({
       labels: z.array(z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'labels are lower-case letters, digits, ".", "_" or "-"')).max(32).default([]).describe("This daemon's runner labels: an agent whose runtime names runners runs only on a runner with one of those labels."),
       heartbeatSec: z.number().min(0.1).max(300).default(5).describe('With the state on PostgreSQL: how often this runner says it is alive.'),
       offlineAfterSec: z.number().min(1).max(3600).default(30).describe("With the state on PostgreSQL: a runner not heard from for this long is taken for gone, and its runs are started again on another (keep it several times the runners' heartbeatSec)."),
+      autoResume: z
+        .boolean()
+        .default(true)
+        .describe("A run paused by its provider's usage limit or by a budget resumes its session by itself once the limit resets or the budget allows (true), or waits for `svc runs resume` (false)."),
     })
     .prefault({})
     .describe('Running agents: each task assigned to an agent with a runtime becomes a run of its CLI in a git worktree (docs/runs.md).'),
+  budgets: BudgetsConfig.prefault({}).describe("Budgets of the agents' runs: tokens or cost per agent or for the project, per day, week or month (docs/runs.md, Budgets). PUT /api/v1/budgets replaces them until this changes."),
   skillsDir: z.string().min(1).default('skills').describe('Folder of skills (SKILL.md files), relative to the project; watched.'),
 });
 

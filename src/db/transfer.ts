@@ -28,6 +28,8 @@ export const STATE_TABLES = [
   'webhook_attempts',
   'data_databases',
   'provider_health',
+  'budget_settings',
+  'budget_alerts',
   'chat_sessions',
   'chat_responses',
   'runs',

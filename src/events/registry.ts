@@ -8,6 +8,16 @@ import { z } from 'zod';
 const taskState = z.enum(['draft', 'pending', 'assigned', 'in_progress', 'review', 'awaiting_approval', 'done', 'failed']);
 const missionRef = { missionId: z.string(), name: z.string() };
 const runReasons = ['dispatch', 'manual', 'retry', 'revision', 'requeue'] as const;
+const budgetData = {
+  scope: z.enum(['project', 'agent']),
+  agent: z.string().nullable().describe('The agent of an agent budget; null for the project.'),
+  period: z.enum(['day', 'week', 'month']),
+  periodStart: z.string(),
+  periodEnd: z.string(),
+  spent: z.object({ tokens: z.int(), costUsd: z.number() }),
+  limit: z.object({ tokens: z.int().nullable(), costUsd: z.number().nullable() }),
+  percent: z.number().describe('Of the limit spent (the higher of tokens and cost when both are limited).'),
+};
 
 interface EventDef {
   description: string;
@@ -160,6 +170,20 @@ export const CATEGORIES = {
         fromSeq: z.int(),
         items: z.array(z.looseObject({ seq: z.int(), kind: z.string() })),
       }),
+      paused: ev("A run stopped before its work was done and waits to resume its CLI's session: its provider's usage limit (until the reset, or the provider's backoff) or a budget (until the period rolls over or the limit is raised). Its task goes back to assigned; no retry is counted.", {
+        runId: z.string(),
+        taskId: z.string(),
+        agent: z.string(),
+        reason: z.enum(['usage_limit', 'budget']),
+        provider: z.string().nullable().describe("The agent's provider (from its model, else its runtime), or null when it has none."),
+        until: z.string().nullable().describe('When it resumes by itself (runner.autoResume), as far as known now: the usage limit\'s reset, or the budget period\'s end.'),
+      }),
+      resumed: ev('A paused run was queued again to resume its session: by the runner once nothing held it any more, or by a person (POST /api/v1/runs/{runId}/resume).', {
+        runId: z.string(),
+        taskId: z.string(),
+        agent: z.string(),
+        by: z.enum(['runner', 'person']),
+      }),
       finished: ev('A run ended: succeeded, failed, cancelled, timed_out or lost.', {
         runId: z.string(),
         taskId: z.string(),
@@ -173,8 +197,18 @@ export const CATEGORIES = {
     },
   },
   runner: {
-    description: 'Runners: the daemons that run agents, when several share a PostgreSQL state (a daemon alone on SQLite is its only runner and says nothing of it).',
+    description: "Runners: the daemons that run agents (online and offline are said when several share a PostgreSQL state: a daemon alone on SQLite is its only runner), and pauses of a provider's runs.",
     events: {
+      paused: ev("An agent's CLI ran into its provider's usage limit: every run of agents on that provider waits until `until` (the limit's reset, or the provider's backoff when the CLI gave none).", {
+        provider: z.string(),
+        until: z.string(),
+        runs: z.int().describe('Runs waiting for it now (queued, and paused by the limit).'),
+      }),
+      resumed: ev("A provider's pause is over (its reset came, or a person resumed a run of it): its queued runs start again, and its paused runs resume their sessions when runner.autoResume is on.", {
+        provider: z.string(),
+        runs: z.int().describe('Runs of agents on the provider waiting to start or resume.'),
+        by: z.enum(['runner', 'person']),
+      }),
       online: ev('A runner started: it runs agents whose runtimes it found.', { runnerId: z.string(), host: z.string(), runtimes: z.array(z.string()) }),
       offline: ev("A runner stopped (a clean stop) or was not seen for too long (its runs are lost and queued again elsewhere).", {
         runnerId: z.string(),
@@ -204,6 +238,14 @@ export const CATEGORIES = {
           detail: z.record(z.string(), z.unknown()).describe("That event's data, as it was written."),
         },
       ),
+    },
+  },
+  budget: {
+    description: 'Budgets of tokens or cost per agent and for the project, per day, week or month (docs/runs.md, Budgets).',
+    events: {
+      warning: ev('A budget is 80 % spent in its period (said once per budget and period).', budgetData),
+      exceeded: ev("A budget is spent in its period (said once per budget and period): new runs of its scope wait until the period rolls over or the limit is raised, and live ones stop after their current turn.", budgetData),
+      updated: ev('Budgets were set through the API (PUT /api/v1/budgets); they apply instead of project.json\'s until its budgets change.', { limits: z.int().describe('How many budgets are set now.') }),
     },
   },
   config: {

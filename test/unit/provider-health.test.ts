@@ -1,6 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { RecentFailures } from '../../src/resources/providers/failures.js';
-import { afterFailure, afterSuccess, billingMs, classifyFailure, cooldownMs, FAILURES_BEFORE_COOLDOWN, HEALTHY, RETRY_AFTER_MAX_MS, statusOf, unavailableUntil, type ProviderHealth } from '../../src/resources/providers/health.js';
+import {
+  afterFailure,
+  afterSuccess,
+  afterUsageLimit,
+  billingMs,
+  classifyFailure,
+  cooldownMs,
+  FAILURES_BEFORE_COOLDOWN,
+  HEALTHY,
+  RETRY_AFTER_MAX_MS,
+  statusOf,
+  unavailableUntil,
+  USAGE_LIMIT_MAX_MS,
+  type ProviderHealth,
+} from '../../src/resources/providers/health.js';
 
 const MIN = 60_000;
 const H = 60 * MIN;
@@ -125,5 +139,43 @@ describe('RecentFailures: where a request failed lately', () => {
     f.record('req-d', 'p1', 10 * MIN + 5000);
     f.record('req-e', 'p1', 10 * MIN + 5000); // four kept at most three: the oldest (req-b, then req-a) go
     expect([...f.record('req-a', 'p1', 10 * MIN + 6000)]).toEqual([]);
+  });
+});
+
+describe("a usage limit of an agent's CLI", () => {
+  it('pauses the provider until the reset it gave, held between a minute and a week from now', () => {
+    const now = 10 * H;
+    const h = afterUsageLimit(HEALTHY, 'usage limit', now, now + 3 * H);
+    expect(h).toMatchObject({ cooldownUntil: now + 3 * H, pausedUntil: now + 3 * H, lastErrorReason: 'usage limit' });
+    expect(statusOf(h, true, now)).toBe('cooldown');
+    // A reset already past is not believed: a minute.
+    expect(afterUsageLimit(HEALTHY, 'x', now, now - H).pausedUntil).toBe(now + MIN);
+    expect(afterUsageLimit(HEALTHY, 'x', now, now + 400 * 24 * H).pausedUntil).toBe(now + USAGE_LIMIT_MAX_MS);
+    // A later limit never shortens a pause that is on.
+    expect(afterUsageLimit(h, 'x', now, now + H).pausedUntil).toBe(now + 3 * H);
+  });
+
+  it("without a reset, walks the provider's backoff from its first step: 1, 5, 25, 60 minutes", () => {
+    const now = 0;
+    let h: ProviderHealth = HEALTHY;
+    const waits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      h = afterUsageLimit({ ...h, cooldownUntil: null, pausedUntil: null }, 'HTTP 429', now, null);
+      waits.push(h.pausedUntil! - now);
+    }
+    expect(waits).toEqual([1, 5, 25, 60, 60].map((m) => m * MIN));
+  });
+
+  it("is shown though the daemon has no key for the provider (the CLI logs in on its own), and a chat's success does not end it", () => {
+    const now = 0;
+    const h = afterUsageLimit(HEALTHY, 'usage limit', now, now + H);
+    expect(statusOf(HEALTHY, false, now)).toBe('unconfigured');
+    expect(statusOf(h, false, now)).toBe('cooldown');
+    expect(statusOf(h, false, now + 2 * H)).toBe('unconfigured');
+    const served = afterSuccess(h, now + MIN);
+    expect(served).toMatchObject({ errorCount: 0, cooldownUntil: now + H, pausedUntil: now + H });
+    // Over, but not yet said to be over: the pause stays for the runners to say it; the cooldown goes.
+    expect(afterSuccess(h, now + 2 * H)).toMatchObject({ cooldownUntil: null, pausedUntil: now + H });
+    expect(afterSuccess({ ...h, pausedUntil: null }, now)).toBe(HEALTHY);
   });
 });

@@ -106,6 +106,17 @@ describe('claude driver: the stream (recorded from Claude Code 2.1.197)', () => 
     expect(ofKind(items, 'usage')).toEqual([{ kind: 'usage', usage: state.usage }]);
   });
 
+  it('is idle once every tool call of the last message has its result, and not while the model is asked', () => {
+    const parser = claudeDriver.parser();
+    const lines = fixtureLines('claude-success');
+    const idleAfter = lines.map((l) => (parser.line(l), [JSON.parse(l).type, parser.state().idle] as const));
+    // Each tool call's result (a user line) leaves Claude Code about to ask the model again: idle;
+    // each assistant line is the model's turn: not idle. The final text message is not followed by a call.
+    for (const [type, idle] of idleAfter) if (type === 'assistant') expect(idle).toBe(false);
+    expect(idleAfter.filter(([type, idle]) => type === 'user' && idle).length).toBe(3);
+    expect(idleAfter.at(-2)).toEqual(['assistant', false]);
+  });
+
   it('estimates usage before the result, counting a message once though Claude Code repeats it per block', () => {
     const parser = claudeDriver.parser();
     const lines = fixtureLines('claude-success');

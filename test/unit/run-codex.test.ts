@@ -150,7 +150,18 @@ describe('codex driver: the stream (recorded from Codex 0.171.0)', () => {
       succeeded: true,
       error: null,
       usageLimit: null,
+      idle: true,
     });
+  });
+
+  it('is idle between a completed turn and the next one (where a run over its budget stops)', () => {
+    const parser = codexDriver.parser({ cwd: FIXTURE_CWD });
+    const lines = fixtureLines('codex-success');
+    const idle = lines.map((l) => (parser.line(l), parser.state().idle));
+    const completed = lines.findIndex((l) => JSON.parse(l).type === 'turn.completed');
+    expect(idle.indexOf(true)).toBe(completed);
+    parser.line(JSON.stringify({ type: 'turn.started' }));
+    expect(parser.state().idle).toBe(false);
   });
 
   it('reads an update and a failing command', () => {

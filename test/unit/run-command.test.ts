@@ -52,10 +52,12 @@ describe('command driver: the stream', () => {
     parser.line(line({ type: 'usage', usage: { inputTokens: 10, outputTokens: 2 } }));
     parser.line(line({ type: 'usage', usage: { inputTokens: 25, outputTokens: 6, cacheReadTokens: 4, costUsd: 0.5 } }));
     expect(parser.state().usage).toEqual({ inputTokens: 25, outputTokens: 6, cacheReadTokens: 4, cacheWriteTokens: 0, costUsd: 0.5 });
+    // A usage line ends a turn: idle until the next line.
+    expect(parser.state().idle).toBe(true);
     expect(parser.line(line({ type: 'result', summary: 'Done.', sessionId: 's-1', turns: 3, usage: { inputTokens: 30, outputTokens: 7 } }))).toEqual([
       { kind: 'usage', usage: { inputTokens: 30, outputTokens: 7, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null } },
     ]);
-    expect(parser.state()).toEqual({ sessionId: 's-1', usage: { inputTokens: 30, outputTokens: 7, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null }, turns: 3, summary: 'Done.', succeeded: true, error: null, usageLimit: null });
+    expect(parser.state()).toEqual({ sessionId: 's-1', usage: { inputTokens: 30, outputTokens: 7, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null }, turns: 3, summary: 'Done.', succeeded: true, error: null, usageLimit: null, idle: false });
   });
 
   it('a result with an error fails the run; a rejected rate limit is a usage limit', () => {

@@ -11,7 +11,7 @@ export function authCommand(): Command {
   const cmd = new Command('auth').description('Model providers: keys, cooldowns and billing status');
   cmd
     .command('status')
-    .description('One row per provider: whether a key is set, and whether it is cooling down after upstream errors')
+    .description("One row per provider: whether a key is set, whether it is cooling down after upstream errors, and how many runs wait for its usage limit's reset")
     .action(
       action(async (ctx) => {
         const { providers } = await ctx.client.get<{ providers: Record<string, ProviderStatusInfo> }>('/api/v1/auth/status');
@@ -21,8 +21,10 @@ export function authCommand(): Command {
           table(rows, [
             { header: 'PROVIDER', value: (p) => p.id },
             { header: 'STATUS', value: (p) => colour(p.status) },
-            { header: 'KEY', value: (p) => (p.hasConfigKey ? 'project.json' : p.hasEnvKey ? p.envVar : p.status === 'unconfigured' ? `set ${p.envVar}` : 'not needed') },
+            // A provider paused for an agent's CLI (which logs in on its own) may have no key here either.
+            { header: 'KEY', value: (p) => (p.hasConfigKey ? 'project.json' : p.hasEnvKey ? p.envVar : p.status === 'unconfigured' || p.pausedUntil ? `set ${p.envVar}` : 'not needed') },
             { header: 'UNTIL', value: (p) => (p.disabledUntil ?? p.cooldownUntil ? relativeTime(p.disabledUntil ?? p.cooldownUntil!, now) : null) },
+            { header: 'RUNS WAITING', value: (p) => (p.pausedUntil ? p.runsWaiting : null) },
             { header: 'ERRORS', value: (p) => p.errorCount || null },
             { header: 'LAST ERROR', value: (p) => p.lastErrorReason ?? null, flex: true },
           ]),

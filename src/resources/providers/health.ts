@@ -11,9 +11,14 @@ export interface ProviderHealth {
   /** The upstream said the key is not (or no longer) valid; cleared by the next success. */
   authFailed: boolean;
   lastErrorReason: string | null;
+  /**
+   * A usage limit of an agent's CLI paused the provider's runs until then (its cooldownUntil holds
+   * them); kept until the runners have said the pause is over (runner:resumed), then null.
+   */
+  pausedUntil: number | null;
 }
 
-export const HEALTHY: ProviderHealth = { errorCount: 0, billingCount: 0, cooldownUntil: null, disabledUntil: null, authFailed: false, lastErrorReason: null };
+export const HEALTHY: ProviderHealth = { errorCount: 0, billingCount: 0, cooldownUntil: null, disabledUntil: null, authFailed: false, lastErrorReason: null, pausedUntil: null };
 
 export type Failure = 'transient' | 'billing' | 'auth' | 'request';
 
@@ -92,13 +97,41 @@ export function afterFailure(h: ProviderHealth, failure: Failure, reason: string
   }
 }
 
-/** A success clears both schedules. */
-export const afterSuccess = (): ProviderHealth => HEALTHY;
+/** The shortest and longest pause a usage limit makes: a reset already past, or years ahead, is not believed. */
+export const USAGE_LIMIT_MIN_MS = MINUTE;
+export const USAGE_LIMIT_MAX_MS = 7 * 24 * HOUR;
+
+/**
+ * A usage limit an agent's CLI ran into (Claude Code's rejected rate_limit_event or a 429, Codex's
+ * usage-limit errors): the provider's runs pause until its reset when the CLI said one, else for the
+ * provider's own backoff, counted as if enough failures had come to cool it down (1, 5, 25, then
+ * 60 minutes for each limit in a row without a success). The reset is held between a minute and
+ * a week from now.
+ */
+export function afterUsageLimit(h: ProviderHealth, reason: string, now: number, resetsAt: number | null): ProviderHealth {
+  const errorCount = h.errorCount + 1;
+  // The first limit takes the schedule's first step: a CLI gives up only after its own retries.
+  const wanted = resetsAt ?? now + cooldownMs(errorCount + FAILURES_BEFORE_COOLDOWN - 1);
+  const until = Math.min(Math.max(wanted, now + USAGE_LIMIT_MIN_MS), now + USAGE_LIMIT_MAX_MS);
+  return { ...h, errorCount, cooldownUntil: Math.max(h.cooldownUntil ?? 0, until), pausedUntil: Math.max(h.pausedUntil ?? 0, until), lastErrorReason: reason };
+}
+
+/**
+ * A success clears both schedules, but not a pause of the provider's runs: a chat answered with
+ * an API key says nothing of the subscription a CLI ran out of. A pause not yet said to be over
+ * stays so that the runners say it.
+ */
+export function afterSuccess(h: ProviderHealth = HEALTHY, now = 0): ProviderHealth {
+  if (h.pausedUntil === null) return HEALTHY;
+  const on = h.pausedUntil > now;
+  return { ...HEALTHY, pausedUntil: h.pausedUntil, cooldownUntil: on ? h.cooldownUntil : null, lastErrorReason: on ? h.lastErrorReason : null };
+}
 
 export type ProviderStatus = 'active' | 'cooldown' | 'billing_disabled' | 'expired' | 'unconfigured';
 
 export function statusOf(h: ProviderHealth, usable: boolean, now: number): ProviderStatus {
-  if (!usable) return 'unconfigured';
+  // A CLI logs in on its own: its provider's runs may be paused though the daemon has no key for it.
+  if (!usable && !(h.pausedUntil !== null && h.pausedUntil > now && h.cooldownUntil !== null && h.cooldownUntil > now)) return 'unconfigured';
   if (h.disabledUntil !== null && h.disabledUntil > now) return 'billing_disabled';
   if (h.cooldownUntil !== null && h.cooldownUntil > now) return 'cooldown';
   if (h.authFailed) return 'expired';

@@ -1,8 +1,8 @@
-import type { App } from '../../app.js';
+import { serviceKey, type App } from '../../app.js';
 import { nowIso } from '../../lib/time.js';
 import { resolveProviders, type Provider } from './catalog.js';
 import { RECENT_FAILURES } from './failures.js';
-import { afterFailure, afterSuccess, classifyFailure, statusOf, unavailableUntil, type FailureFacts, type ProviderHealth } from './health.js';
+import { afterFailure, afterSuccess, afterUsageLimit, classifyFailure, statusOf, unavailableUntil, type FailureFacts, type ProviderHealth } from './health.js';
 import type { ProviderStatusInfo } from './schema.js';
 import * as store from './store.js';
 
@@ -14,8 +14,15 @@ export const providers = (app: App): Map<string, Provider> => resolveProviders(a
 
 const usable = (p: Provider): boolean => p.keyless || p.key !== null;
 
+/**
+ * How many runs wait for each paused provider (queued or paused runs of agents on it), from the
+ * runs resource; provided in daemon.ts, so this resource does not reach into the runs' tables.
+ */
+export const WAITING_RUNS = serviceKey<(app: App, now: number) => Map<string, number>>('providers.waitingRuns');
+
 export function authStatus(app: App, now = app.clock.now()): { providers: Record<string, ProviderStatusInfo> } {
   const health = store.allHealth(app.db);
+  const waiting = [...health.values()].some((h) => h.pausedUntil !== null && h.pausedUntil > now) ? app.services.get(WAITING_RUNS)(app, now) : new Map<string, number>();
   const out: Record<string, ProviderStatusInfo> = {};
   for (const p of providers(app).values()) {
     const h = health.get(p.id);
@@ -27,9 +34,11 @@ export function authStatus(app: App, now = app.clock.now()): { providers: Record
       profiles: [],
       status: statusOf(h ?? afterSuccess(), usable(p), now),
       errorCount: h?.errorCount ?? 0,
+      runsWaiting: waiting.get(p.id) ?? 0,
     };
     if (h?.cooldownUntil && h.cooldownUntil > now) entry.cooldownUntil = new Date(h.cooldownUntil).toISOString();
     if (h?.disabledUntil && h.disabledUntil > now) entry.disabledUntil = new Date(h.disabledUntil).toISOString();
+    if (h?.pausedUntil && h.pausedUntil > now) entry.pausedUntil = new Date(h.pausedUntil).toISOString();
     if (h?.lastErrorReason) entry.lastErrorReason = h.lastErrorReason;
     out[p.id] = entry;
   }
@@ -98,9 +107,41 @@ export function recordUpstream(app: App, id: string, outcome: UpstreamOutcome, n
 function record(app: App, id: string, outcome: UpstreamOutcome, now: number, facts: FailureFacts): void {
   const before = store.getHealth(app.db, id);
   if (outcome.ok) {
-    if (before.errorCount || before.billingCount || before.authFailed || before.cooldownUntil || before.disabledUntil) store.putHealth(app.db, id, afterSuccess(), nowIso());
+    recordSuccess(app, id, before, now);
     return;
   }
   const next = afterFailure(before, classifyFailure(outcome.status, outcome.code), outcome.reason, now, { ...facts, retryAfterMs: outcome.retryAfterMs });
   if (next !== before) store.putHealth(app.db, id, next, nowIso());
 }
+
+function recordSuccess(app: App, id: string, before: ProviderHealth, now: number): void {
+  if (before.errorCount || before.billingCount || before.authFailed || before.cooldownUntil || before.disabledUntil) store.putHealth(app.db, id, afterSuccess(before, now), nowIso(app.clock));
+}
+
+/**
+ * A run of an agent on provider `id` ran into a usage limit (inside the caller's transaction):
+ * the provider cools down, and its runs pause, until the reset (or its backoff). Returns until when.
+ */
+export function pauseProvider(app: App, id: string, reason: string, resetsAt: number | null, now = app.clock.now()): number {
+  const next = afterUsageLimit(store.getHealth(app.db, id), reason, now, resetsAt);
+  store.putHealth(app.db, id, next, nowIso(app.clock));
+  return next.pausedUntil!;
+}
+
+/** A run on the provider ended well: its failure counts are cleared unless a pause is on. */
+export function providerServed(app: App, id: string, now = app.clock.now()): void {
+  recordSuccess(app, id, store.getHealth(app.db, id), now);
+}
+
+/** Providers whose runs are paused, or whose pause is over but not yet said to be: id → paused until. */
+export function pausedProviders(app: App): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [id, h] of store.allHealth(app.db)) if (h.pausedUntil !== null) out.set(id, h.pausedUntil);
+  return out;
+}
+
+/** Says a pause is over (false when another daemon did, or the pause moved later meanwhile). */
+export const endPause = (app: App, id: string, until: number): boolean => store.endPause(app.db, id, until, nowIso(app.clock));
+
+/** A person resumed a run before its provider's reset: the pause and the cooldown end now. */
+export const liftPause = (app: App, id: string): boolean => store.liftPause(app.db, id, nowIso(app.clock));

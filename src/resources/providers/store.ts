@@ -9,15 +9,19 @@ interface Row {
   disabled_until: number | null;
   auth_failed: number;
   last_error_reason: string | null;
+  paused_until: number | null;
 }
 
+const n = (v: number | null): number | null => (v === null ? null : Number(v));
+
 const toHealth = (r: Row): ProviderHealth => ({
-  errorCount: r.error_count,
-  billingCount: r.billing_count,
-  cooldownUntil: r.cooldown_until,
-  disabledUntil: r.disabled_until,
-  authFailed: r.auth_failed === 1,
+  errorCount: Number(r.error_count),
+  billingCount: Number(r.billing_count),
+  cooldownUntil: n(r.cooldown_until),
+  disabledUntil: n(r.disabled_until),
+  authFailed: Number(r.auth_failed) === 1,
   lastErrorReason: r.last_error_reason,
+  pausedUntil: n(r.paused_until),
 });
 
 export function allHealth(db: DB): Map<string, ProviderHealth> {
@@ -37,10 +41,20 @@ export function putHealth(db: DB, provider: string, h: ProviderHealth, now: stri
   }
   stmt(
     db,
-    `INSERT INTO provider_health (provider, error_count, billing_count, cooldown_until, disabled_until, auth_failed, last_error_reason, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO provider_health (provider, error_count, billing_count, cooldown_until, disabled_until, auth_failed, last_error_reason, paused_until, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (provider) DO UPDATE SET error_count = excluded.error_count, billing_count = excluded.billing_count,
        cooldown_until = excluded.cooldown_until, disabled_until = excluded.disabled_until, auth_failed = excluded.auth_failed,
-       last_error_reason = excluded.last_error_reason, updated_at = excluded.updated_at`,
-  ).run(provider, h.errorCount, h.billingCount, h.cooldownUntil, h.disabledUntil, h.authFailed ? 1 : 0, h.lastErrorReason, now);
+       last_error_reason = excluded.last_error_reason, paused_until = excluded.paused_until, updated_at = excluded.updated_at`,
+  ).run(provider, h.errorCount, h.billingCount, h.cooldownUntil, h.disabledUntil, h.authFailed ? 1 : 0, h.lastErrorReason, h.pausedUntil, now);
+}
+
+/** Says the pause that lasted until `until` is over (false: another daemon said it first, or it moved). */
+export function endPause(db: DB, provider: string, until: number, now: string): boolean {
+  return stmt(db, 'UPDATE provider_health SET paused_until = NULL, updated_at = ? WHERE provider = ? AND paused_until = ?').run(now, provider, until).changes > 0;
+}
+
+/** A person lifted the pause before its time: the provider's cooldown ends with it. */
+export function liftPause(db: DB, provider: string, now: string): boolean {
+  return stmt(db, 'UPDATE provider_health SET paused_until = NULL, cooldown_until = NULL, updated_at = ? WHERE provider = ? AND paused_until IS NOT NULL').run(now, provider).changes > 0;
 }

@@ -3,7 +3,7 @@ import { action, parseIntOption } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import type { CliContext } from '../../cli/context.js';
-import { formatDuration, relativeTime, shortId } from '../../cli/human.js';
+import { formatDuration, formatTokens, relativeTime, shortId } from '../../cli/human.js';
 import { resolveId, type IdKind } from '../../cli/ids.js';
 import { io } from '../../cli/io.js';
 import { emit, keyValues, nextPageHint, out, style, table } from '../../cli/output.js';
@@ -11,7 +11,7 @@ import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import { streamEvents } from '../../client/sse.js';
 import { formatLogItem, type LogLineItem } from './log-lines.js';
-import type { Run } from './schema.js';
+import type { Hold, Run } from './schema.js';
 
 /** The API's schemas, loaded when an option needs checking (they bring zod). */
 const schemas = () => import('./schema.js');
@@ -24,6 +24,25 @@ const LIVE = new Set(['queued', 'starting', 'running', 'paused']);
 const tokens = (r: Run) => (r.usage.inputTokens || r.usage.outputTokens ? `${r.usage.inputTokens + r.usage.cacheReadTokens}/${r.usage.outputTokens}` : null);
 const cost = (usd: number | null) => (usd === null ? null : `$${usd.toFixed(usd < 1 ? 4 : 2)}`);
 const took = (r: Run, now: number) => (r.startedAt ? formatDuration((r.finishedAt ? Date.parse(r.finishedAt) : now) - Date.parse(r.startedAt)) : null);
+
+/** What a waiting run waits for, in a few words ("anthropic's usage limit, resets in 2h"). */
+export function holdText(h: Hold | null, now = Date.now()): string | null {
+  if (!h) return null;
+  switch (h.kind) {
+    case 'backoff':
+      return `backoff, ${relativeTime(h.until, now)}`;
+    case 'provider':
+      return `${h.provider}'s usage limit, resets ${relativeTime(h.until, now)}`;
+    case 'budget':
+      return `${h.scope === 'agent' ? `${h.agent}'s` : "the project's"} ${h.period} budget is spent, until ${relativeTime(h.until, now)}`;
+    case 'resume':
+      return 'paused: svc runs resume';
+    case 'concurrency':
+      return `the agent runs ${h.running} of its maxConcurrency ${h.limit}`;
+    case 'slots':
+      return `the runner is full (${h.running}/${h.capacity})`;
+  }
+}
 
 const statusCell = (s: string) => (s === 'succeeded' ? style.green(s) : s === 'failed' || s === 'timed_out' || s === 'lost' ? style.red(s) : LIVE.has(s) ? style.yellow(s) : s);
 
@@ -40,7 +59,7 @@ export const runTable = (runs: Run[], now = Date.now()) =>
       { header: 'TOOK', value: (r) => took(r, now) },
       { header: 'TOKENS', value: tokens },
       { header: 'COST', value: (r) => cost(r.usage.costUsd) },
-      { header: 'RESULT', value: (r) => r.error ?? r.summary ?? r.branch, flex: true },
+      { header: 'RESULT', value: (r) => (r.waitingFor ? `waits: ${holdText(r.waitingFor, now)}` : (r.error ?? r.summary ?? r.branch)), flex: true },
     ],
     'no runs; a task assigned to an agent with a runtime starts one (docs/runs.md)',
   );
@@ -48,6 +67,7 @@ export const runTable = (runs: Run[], now = Date.now()) =>
 const show = (r: Run) =>
   keyValues({
     ...r,
+    waitingFor: holdText(r.waitingFor),
     usage: `${r.usage.inputTokens} in (+${r.usage.cacheReadTokens} cached, ${r.usage.cacheWriteTokens} written), ${r.usage.outputTokens} out${r.usage.costUsd === null ? '' : `, ${cost(r.usage.costUsd)}`}`,
     diffStat: r.diffStat ? `${r.diffStat.files} files +${r.diffStat.added} −${r.diffStat.removed}` : null,
     createdAt: `${r.createdAt} (${relativeTime(r.createdAt)})`,
@@ -185,6 +205,54 @@ export function runsCommand(): Command {
     );
 
   cmd
+    .command('resume <id>')
+    .description("Resume a paused run now (its CLI's session), whatever reset its CLI gave; its provider's pause ends with it")
+    .action(
+      action(async (ctx, id: string) => {
+        const full = await resolveId(ctx.client, RUN, id);
+        const run = await ctx.client.post<Run>(`${path(full)}/resume`);
+        emit(ctx.json, run, () => `run ${shortId(full)} ${run.status}${run.waitingFor ? `; it waits: ${holdText(run.waitingFor)}` : ': it starts as soon as a slot is free'}\n`);
+      }),
+    );
+
+  cmd
+    .command('queue')
+    .description('Per agent: what runs, what waits and why; paused providers; the runner\'s slots')
+    .action(
+      action(async (ctx) => {
+        type Q = {
+          slots: { running: number; capacity: number } | null;
+          providers: { provider: string; pausedUntil: string; runsWaiting: number }[];
+          agents: { agent: string; provider: string | null; state: string; heldBy: Hold | null; running: { taskId: string }[]; waiting: { status: string; waitingFor: Hold | null }[] }[];
+        };
+        const q = await ctx.client.get<Q>('/api/v1/runs/queue');
+        emit(ctx.json, q, () => {
+          const now = Date.now();
+          const head = [
+            ...q.providers.map((p) => style.yellow(`${p.provider} is paused by a usage limit until ${p.pausedUntil} (${relativeTime(p.pausedUntil, now)}): ${p.runsWaiting} run(s) wait\n`)),
+            q.slots ? style.dim(`this runner: ${q.slots.running}/${q.slots.capacity} running\n`) : style.dim('this daemon runs no agents (runner.enabled is false)\n'),
+          ].join('');
+          const why = (a: Q['agents'][number]) => holdText(a.heldBy ?? a.waiting.find((w) => w.waitingFor)?.waitingFor ?? null, now);
+          return (
+            head +
+            table(
+              q.agents,
+              [
+                { header: 'AGENT', value: (a) => a.agent },
+                { header: 'PROVIDER', value: (a) => a.provider },
+                { header: 'STATE', value: (a) => (a.state === 'running' ? style.green(a.state) : a.state === 'waiting' ? style.yellow(a.state) : style.dim(a.state)) },
+                { header: 'RUNNING', value: (a) => a.running.map((r) => shortId(r.taskId)).join(', ') || null },
+                { header: 'WAITING', value: (a) => a.waiting.length || null },
+                { header: 'WHY', value: why, flex: true },
+              ],
+              'no agents with a runtime',
+            )
+          );
+        });
+      }),
+    );
+
+  cmd
     .command('runners')
     .description('The daemons that run agents: runtimes found, capacity, running')
     .action(
@@ -212,16 +280,51 @@ export function runsCommand(): Command {
   return cmd;
 }
 
-/** `svc usage`: tokens and cost per agent (or task, mission, day). */
+interface PeriodCell {
+  tokens: number;
+  costUsd: number | null;
+  runs: number;
+  limit: { tokens: number | null; costUsd: number | null } | null;
+  percent: number | null;
+}
+
+/** One period of one scope: tokens, cost, and the budget's share where one is set ("1.2M $0.42 · 84% of $0.50"). */
+function periodCell(c: PeriodCell): string {
+  const spent = `${formatTokens(c.tokens)}${c.costUsd === null ? '' : ` ${cost(c.costUsd)}`}`;
+  if (!c.limit || c.percent === null) return spent;
+  const limit = [c.limit.tokens === null ? null : formatTokens(c.limit.tokens), c.limit.costUsd === null ? null : cost(c.limit.costUsd)].filter(Boolean).join(' / ');
+  const share = `${c.percent}% of ${limit}`;
+  return `${spent} · ${c.percent >= 100 ? style.red(share) : c.percent >= 80 ? style.yellow(share) : share}`;
+}
+
+/** `svc usage`: spend per agent today, this week and this month (with budgets); or per agent, task, mission or day (--by). */
 export function usageCommand(): Command {
   return new Command('usage')
-    .description("Tokens and cost of agents' runs, per agent, task, mission or day")
-    .addOption(new Option('--by <group>', 'group by').choices(['agent', 'task', 'mission', 'day']).default('agent'))
+    .description("Tokens and cost of agents' runs: per agent today, this week and this month, with their budgets; or summed per agent, task, mission or day (--by, --since, --until)")
+    .addOption(new Option('--by <group>', 'sum per agent, task, mission or day (instead of the periods)').choices(['agent', 'task', 'mission', 'day']))
     .option('--since <time>', 'runs created at or after this ISO time (e.g. 2026-11-01T00:00:00.000Z)')
     .option('--until <time>', 'runs created before this ISO time')
     .action(
-      action(async (ctx, o: { by: string; since?: string; until?: string }) => {
-        const query = defined({ groupBy: o.by, since: o.since, until: o.until });
+      action(async (ctx, o: { by?: string; since?: string; until?: string }) => {
+        if (!o.by && !o.since && !o.until) {
+          type P = { timeZone: string; rows: ({ agent: string | null } & Record<'day' | 'week' | 'month', PeriodCell>)[] };
+          const p = await ctx.client.get<P>('/api/v1/usage/periods');
+          emit(ctx.json, p, () =>
+            table(
+              p.rows,
+              [
+                { header: 'AGENT', value: (r) => r.agent ?? style.bold('(project)') },
+                { header: 'TODAY', value: (r) => periodCell(r.day) },
+                { header: 'THIS WEEK', value: (r) => periodCell(r.week) },
+                { header: 'THIS MONTH', value: (r) => periodCell(r.month) },
+              ],
+              'no runs yet',
+            ) + style.dim(`(periods in ${p.timeZone}; budgets: svc budgets)\n`),
+          );
+          return;
+        }
+        const by = o.by ?? 'agent';
+        const query = defined({ groupBy: by, since: o.since, until: o.until });
         await check(schemas, 'UsageQuery', query, 'query');
         type U = { key: string | null; runs: number; inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number | null };
         const rows = await ctx.client.call<U[]>('GET', '/api/v1/usage', { query: query as Record<string, string> });
@@ -229,7 +332,7 @@ export function usageCommand(): Command {
           table(
             rows.data,
             [
-              { header: o.by.toUpperCase(), value: (r) => (o.by === 'task' || o.by === 'mission' ? shortId(r.key) : r.key) },
+              { header: by.toUpperCase(), value: (r) => (by === 'task' || by === 'mission' ? shortId(r.key) : r.key) },
               { header: 'RUNS', value: (r) => r.runs },
               { header: 'INPUT', value: (r) => r.inputTokens },
               { header: 'CACHED', value: (r) => r.cacheReadTokens },

@@ -9,24 +9,30 @@ import { nowIso } from '../../lib/time.js';
 import type { Runtime } from '../agents/runtime.js';
 import type { Agent } from '../agents/schema.js';
 import { getAgent } from '../agents/service.js';
+import { budgetHold, noteSpend } from '../budgets/service.js';
+import { afterUsageLimit, HEALTHY } from '../providers/health.js';
+import { pauseProvider, providerServed } from '../providers/service.js';
 import { skillIndex } from '../skills/live-index.js';
 import { getTask, heartbeatTask, releaseClaim, transitionTask } from '../tasks/service.js';
 import { driverFor } from './drivers/index.js';
 import { runEnvironment, VaultRefError } from './env.js';
+import { Holds, providerOf } from './holds.js';
 import type { RunKeys } from './keys.js';
-import { promptFor } from './prompt.js';
+import { promptFor, taskHistory } from './prompt.js';
 import { eventItem, RunLogBuffer, type Numbered } from './run-log.js';
-import type { FinishedStatus } from './schema.js';
+import type { FinishedStatus, PauseReason } from './schema.js';
 import { findRuntime, queueRun } from './service.js';
 import * as store from './store.js';
 import { supervise } from './supervisor.js';
-import type { DiffStat, ProcessExit, RunAgent, RunLogItem, StreamParser, Supervised, Usage } from './types.js';
+import type { DiffStat, Driver, ProcessExit, RunAgent, RunLogItem, StreamParser, StreamState, Supervised, Usage } from './types.js';
 import * as git from './workspace.js';
 
 // One run, from its claim to its end: the worktree, the environment and the prompt, the CLI's
 // process under the supervisor, its stream read into the run log (in batches), heartbeats on the
 // task's claim, and at the end the commit, the run's record and what happens to its task. The
-// runner (runner.ts) decides which runs start; this is what a started run does.
+// runner (runner.ts) decides which runs start; this is what a started run does. A run may also
+// pause instead of ending (its provider's usage limit, its budget spent): its process ends, its
+// task is released, and the same run is queued again later to resume the session.
 
 /** A run's log is written this often at most (one transaction and one run:activity event each)... */
 const FLUSH_MS = 100;
@@ -39,6 +45,17 @@ const MAX_LINE_BYTES = 1024 * 1024;
 
 /** Retry backoff: 10 s × 2^n, at most 5 min (Symphony's). */
 export const retryDelayMs = (retriesUsed: number): number => Math.min(10_000 * 2 ** retriesUsed, 300_000);
+
+/** Two usages together (a paused run's earlier process and this one). */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+    cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
+    costUsd: a.costUsd === null && b.costUsd === null ? null : (a.costUsd ?? 0) + (b.costUsd ?? 0),
+  };
+}
 
 /** A run's own usage: the stream's, less what earlier runs of a resumed session counted. */
 export function runUsage(stream: Usage, base: Usage | null): Usage {
@@ -76,8 +93,8 @@ export class LiveRun {
   private flushTimer: NodeJS.Timeout | null = null;
   private heartbeat: unknown = null;
   private secrets: string[] = [];
-  /** Why the runner ended it, when it did (a cancel, the task moving away, the daemon stopping). */
-  private endedBy: { status: 'cancelled' | 'lost'; error: string } | null = null;
+  /** Why the runner ended it, when it did (a cancel, the task moving away, the daemon stopping, its budget spent). */
+  private endedBy: { status: 'cancelled' | 'lost' | 'paused'; error: string | null; paused?: PauseReason } | null = null;
   /** The worktree (path), where the CLI works in it (cwd: the project's folder inside the repository), its branch and base. */
   private workspace: { path: string; cwd: string; branch: string | null; baseCommit: string | null };
   private runDir: string | null = null;
@@ -85,8 +102,18 @@ export class LiveRun {
   private branchReady: Promise<void> | null = null;
   /** Usage the stream counts that belongs to earlier runs of a resumed session (Codex), taken off. */
   private usageBase: Usage | null = null;
+  /** What earlier processes of this run counted (it was paused, and resumes): added to this one's. */
+  private readonly carried: { usage: Usage; turns: number };
   /** The CLI's last stderr line: what a failure without a message of its own says. */
   private lastStderr: string | null = null;
+  /** The CLI said the session it was to resume does not exist (driver.sessionMissing). */
+  private sessionGone = false;
+  /** Its budget is spent: the run stops as soon as the CLI is idle (between two model calls). */
+  private stopWhenIdle = false;
+  /** The usage the budgets were last looked at for (they are looked at again when it changes). */
+  private notedUsage = '';
+  /** finish() began: what the run ends as is decided. */
+  private finishing = false;
   private done = false;
 
   constructor(
@@ -101,6 +128,7 @@ export class LiveRun {
     this.taskId = run.taskId;
     this.agent = run.agent;
     this.log = new RunLogBuffer(ctx.config().maxLogItems, run.logItems);
+    this.carried = { usage: run.usage, turns: run.turns };
     this.workspace = { path: app.root, cwd: app.root, branch: null, baseCommit: null };
     this.heartbeatLater();
     this.ended = this.spawn()
@@ -116,7 +144,11 @@ export class LiveRun {
     await this.ended;
   }
 
-  /** Prepares the workspace, environment and prompt, then spawns the CLI; resolves with how it ended. */
+  /**
+   * Prepares the workspace and the prompt, then spawns the CLI; resolves with how it ended. A
+   * session that cannot be resumed (the CLI says so) is replaced by a fresh one whose prompt
+   * carries the task's history.
+   */
   private async spawn(): Promise<ProcessExit> {
     const { app, run, runtime } = this;
     const config = this.ctx.config();
@@ -154,16 +186,43 @@ export class LiveRun {
     } catch (err) {
       return fail((err as Error).message);
     }
+    const exit = await this.launch(driver, command.path, key, prompt, run.resumeSessionId);
+    if (!run.resumeSessionId || this.endedBy || !this.sessionMissing(driver, exit)) return exit;
+
+    // The CLI has no such session (Claude Code's "No conversation found": one killed a moment after
+    // it began may not have been saved): a fresh one, told what happened so far.
+    this.take([{ kind: 'system', text: `the CLI could not resume session ${run.resumeSessionId}; starting a fresh session with the task's history in the prompt` }]);
+    app.events.write(() => store.forgetResume(app.db, run.id, nowIso(app.clock)));
+    try {
+      prompt = promptFor(app, run, task, this.workspace.branch, config.promptFile, { history: taskHistory(app, run.taskId, run.id) });
+    } catch (err) {
+      return fail((err as Error).message);
+    }
+    return this.launch(driver, command.path, key, prompt, null);
+  }
+
+  /** Whether the CLI ended because the session it was to resume does not exist. */
+  private sessionMissing(driver: Driver, exit: ProcessExit): boolean {
+    if (exit.reason !== 'exited' || exit.code === 0) return false;
+    const error = this.parser?.state().error;
+    return this.sessionGone || (error !== null && error !== undefined && driver.sessionMissing.test(error));
+  }
+
+  /** Builds the CLI's invocation and environment and starts it under the supervisor. */
+  private async launch(driver: Driver, commandPath: string, key: string, prompt: string, resumeSessionId: string | null): Promise<ProcessExit> {
+    const { app, run, runtime } = this;
+    const config = this.ctx.config();
+    const fail = (error: string): ProcessExit => ({ code: null, signal: null, reason: 'spawn_failed', error });
     const invocation = driver.build({
       runId: run.id,
       taskId: run.taskId,
       agent: this.runAgent(),
-      runtime: { kind: runtime.kind, command: command.path, args: runtime.args ?? [], permissionMode: runtime.permissionMode ?? 'acceptEdits' },
+      runtime: { kind: runtime.kind, command: commandPath, args: runtime.args ?? [], permissionMode: runtime.permissionMode ?? 'acceptEdits' },
       cwd: this.workspace.cwd,
       prompt,
-      resumeSessionId: run.resumeSessionId,
+      resumeSessionId,
       mcp: { url: `${this.ctx.url()}/mcp`, key },
-      runDir,
+      runDir: this.runDir!,
     });
     let env: Record<string, string>;
     try {
@@ -179,8 +238,10 @@ export class LiveRun {
       writeFileSync(f.path, f.content, { mode: 0o600 });
     }
     const parser = driver.parser({ cwd: this.workspace.cwd, clock: app.clock });
-    if (driver.resumedUsage === 'session-total' && run.resumeSessionId) this.usageBase = store.sessionUsage(app.db, run.resumeSessionId);
+    this.usageBase = driver.resumedUsage === 'session-total' && resumeSessionId ? store.sessionUsage(app.db, resumeSessionId) : null;
     this.parser = parser;
+    this.sessionGone = false;
+    this.lastStderr = null;
     const proc = supervise(
       {
         command: invocation.command,
@@ -195,6 +256,7 @@ export class LiveRun {
         onStdoutLine: (line) => this.take(parser.line(line)),
         onStderrLine: (line) => {
           if (line.trim()) this.lastStderr = line.slice(0, 500);
+          if (resumeSessionId && driver.sessionMissing.test(line)) this.sessionGone = true;
           this.take([{ kind: 'stderr', text: line }]);
         },
       },
@@ -245,6 +307,14 @@ export class LiveRun {
     for (const item of items) this.log.push(redactValue(item, this.secrets), at);
     if (this.log.size >= FLUSH_ITEMS) this.flush();
     else this.flushLater();
+    this.stopIfIdle();
+  }
+
+  /** Over its budget, the run stops once its CLI is between two model calls: its turn is done, its session resumes cleanly. */
+  private stopIfIdle(): void {
+    if (!this.stopWhenIdle || this.endedBy || this.finishing || !this.parser?.state().idle) return;
+    this.endedBy = { status: 'paused', error: null, paused: 'budget' };
+    void this.process?.cancel();
   }
 
   /** Batching, not a deadline: on the real clock whatever clock the daemon keeps (a test's fake one included). */
@@ -271,20 +341,31 @@ export class LiveRun {
       app.events.write(() => {
         if (items.length) store.insertLog(app.db, this.id, items);
         if (state) {
+          const usage = addUsage(this.carried.usage, runUsage(state.usage, this.usageBase));
           store.setProgress(app.db, this.id, {
-            turns: state.turns,
-            usage: runUsage(state.usage, this.usageBase),
+            turns: this.carried.turns + state.turns,
+            usage,
             sessionId: state.sessionId,
             logCount: this.log.count,
             logDropped: this.log.droppedCount,
             now: nowIso(app.clock),
           });
+          this.noteSpend(usage);
         }
         if (items.length) app.events.emit('run:activity', { runId: this.id, taskId: this.taskId, agent: this.agent, fromSeq: items[0]!.seq, items: items.map(eventItem) });
       });
     } catch (err) {
       app.log.error("writing a run's log failed; those items are lost", { runId: this.id, items: items.length, ...errorFields(err) });
     }
+    this.stopIfIdle();
+  }
+
+  /** The run's usage moved: its budgets are looked at (warning and exceeded said once); one spent stops it after its turn. */
+  private noteSpend(usage: Usage): void {
+    const seen = JSON.stringify(usage);
+    if (seen === this.notedUsage) return;
+    this.notedUsage = seen;
+    if (noteSpend(this.app, this.agent).length && !this.finishing) this.stopWhenIdle = true;
   }
 
   /** Keeps the task's claim alive while the run lives. */
@@ -307,7 +388,7 @@ export class LiveRun {
   // --- the end
 
   /** How the run ended, from who ended it, the supervisor's exit and what the CLI's stream said. */
-  private outcome(exit: ProcessExit): { status: FinishedStatus; error: string | null } {
+  private outcome(exit: ProcessExit): { status: FinishedStatus | 'paused'; error: string | null; paused?: PauseReason } {
     const config = this.ctx.config();
     const state = this.parser?.state() ?? null;
     if (this.endedBy) return this.endedBy;
@@ -322,14 +403,19 @@ export class LiveRun {
         return { status: 'failed', error: exit.error ?? 'the CLI could not be started' };
     }
     if (exit.code === 0 && state?.succeeded !== false) return { status: 'succeeded', error: null };
+    // A usage limit is not the run's failure: it waits for the reset and resumes, counting no retry.
+    if (state?.usageLimit) return { status: 'paused', error: null, paused: 'usage_limit' };
     const said = state?.error ?? (exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`) + (this.lastStderr ? `: ${this.lastStderr}` : '');
     return { status: 'failed', error: said };
   }
 
   private async finish(exit: ProcessExit): Promise<void> {
     const { app, run } = this;
+    this.finishing = true;
     const state = this.parser?.state() ?? null;
-    let { status, error } = this.outcome(exit);
+    const end = this.outcome(exit);
+    if (end.status === 'paused') return this.pause(exit, state, end.paused!);
+    let { status, error } = end as { status: FinishedStatus; error: string | null };
     let headCommit: string | null = null;
     let diffStat: DiffStat | null = null;
     if (status === 'succeeded' && this.workspace.branch && this.workspace.baseCommit) {
@@ -358,6 +444,44 @@ export class LiveRun {
       if (!store.finishRun(app.db, run.id, { status, exitCode: exit.code, error, summary, headCommit, diffStat, now: nowIso(app.clock) })) return;
       app.events.emit('run:finished', { runId: run.id, taskId: run.taskId, agent: run.agent, status, exitCode: exit.code, error, headCommit, usage });
       this.settleTask(status, { error, summary, headCommit, diffStat });
+      // Served well: the provider's failure counts start over (unless its runs are paused).
+      const provider = status === 'succeeded' ? providerOf(this.agentRecord, this.runtime.kind) : null;
+      if (provider) providerServed(app, provider);
+    });
+  }
+
+  /**
+   * The run pauses (its process has ended): a usage limit pauses its provider's runs until the
+   * reset (or the provider's backoff), a spent budget until the period rolls over or the limit is
+   * raised. Its task is released to assigned; the same run is queued again to resume the session.
+   */
+  private pause(exit: ProcessExit, state: StreamState | null, why: PauseReason): void {
+    const { app, run } = this;
+    this.flush(this.log.closing(nowIso(app.clock)));
+    app.events.write(() => {
+      const now = app.clock.now();
+      const provider = providerOf(this.agentRecord, this.runtime.kind);
+      let until: number | null = null;
+      if (why === 'usage_limit') {
+        const limit = state!.usageLimit!;
+        const resetsAt = limit.resetsAt ? Date.parse(limit.resetsAt) : null;
+        const reason = `usage limit${limit.status ? ` (HTTP ${limit.status})` : ''} met by run ${run.id} of ${run.agent}${limit.resetsAt ? `, resetting at ${limit.resetsAt}` : ''}`;
+        // Without a provider nothing else waits; the run alone pauses, for the same time.
+        until = provider ? pauseProvider(app, provider, reason, resetsAt, now) : afterUsageLimit(HEALTHY, reason, now, resetsAt).pausedUntil;
+      }
+      const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
+      if (!store.pauseRun(app.db, run.id, { reason: why, notBefore: iso(until), exitCode: exit.code, now: nowIso(app.clock) })) return;
+      const resumesAt = why === 'budget' ? (budgetHold(app, run.agent, now)?.periodEnd ?? null) : iso(until);
+      app.events.emit('run:paused', { runId: run.id, taskId: run.taskId, agent: run.agent, reason: why, provider, until: resumesAt });
+      try {
+        releaseClaim(app, run.taskId, this.leaseId, `run ${run.id} paused: ${why === 'budget' ? 'its budget is spent' : 'a usage limit of its provider'}`);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        app.log.warn('a run paused but its task could not be released', { runId: run.id, taskId: run.taskId, error: err.message });
+      }
+      if (why === 'usage_limit' && provider) {
+        app.events.emit('runner:paused', { provider, until: iso(until)!, runs: new Holds(app, now).waitingByProvider().get(provider) ?? 0 });
+      }
     });
   }
 

@@ -3,8 +3,10 @@ import { resolve } from 'node:path';
 import type { App } from '../../app.js';
 import { getMission } from '../missions/service.js';
 import { fill, placeholders } from '../playbooks/template.js';
+import { taskWithComments } from '../tasks/comments.js';
 import type { Task } from '../tasks/schema.js';
 import { getTask } from '../tasks/service.js';
+import type { PauseReason } from './schema.js';
 import * as store from './store.js';
 
 // What a run tells the agent's CLI: the task, its mission's goal, what its dependencies left,
@@ -25,6 +27,34 @@ export interface PromptFacts {
   request: string | null;
   /** The branch the work is committed to, or null when the project is not a git repository. */
   branch: string | null;
+  /** The run was paused (why) and resumes its session now, or null. */
+  resumed: PauseReason | null;
+  /** What happened on the task so far (its earlier runs, its notes), when the CLI's session was lost; else null. */
+  history: string | null;
+}
+
+const PAUSED_BY: Record<PauseReason, string> = { usage_limit: "a usage limit of the model's provider", budget: 'its budget' };
+
+/** Notes and runs of a task's history, and each one's text, at most this many (the newest). */
+const HISTORY_ITEMS = 20;
+const HISTORY_TEXT_MAX = 1000;
+const clip = (t: string): string => (t.length <= HISTORY_TEXT_MAX ? t : `${t.slice(0, HISTORY_TEXT_MAX)}…`);
+
+/**
+ * What happened on a task so far, for a CLI that starts afresh because the session it was to
+ * resume is lost: its earlier runs (how each ended, its summary or error) and its notes, oldest first.
+ */
+export function taskHistory(app: App, taskId: string, exceptRunId: string): string {
+  const runs = store
+    .listRuns(app.db, { taskId, limit: HISTORY_ITEMS + 1 })
+    .filter((r) => r.id !== exceptRunId)
+    .reverse();
+  const { comments } = taskWithComments(app, taskId, HISTORY_ITEMS);
+  const lines = [
+    ...runs.map((r) => `- run ${r.attempt} (${r.reason}, ${r.status}${r.branch ? `, branch ${r.branch}` : ''})${r.summary ? `: ${clip(r.summary)}` : r.error ? `: ${clip(r.error)}` : ''}`),
+    ...comments.reverse().map((c) => `- note by ${c.author} at ${c.createdAt}: ${clip(c.body)}`),
+  ];
+  return lines.length ? lines.join('\n') : 'Nothing was recorded before this run.';
 }
 
 const REPORT = (f: PromptFacts) =>
@@ -51,6 +81,8 @@ export function promptValues(f: PromptFacts): Record<string, string> {
     feedback: f.feedback ?? '',
     request: f.request ?? '',
     branch: f.branch ?? '',
+    resumed: f.resumed ? `This run was paused by ${PAUSED_BY[f.resumed]} and now resumes: continue the work where you left off.` : '',
+    history: f.history ?? '',
     report: REPORT(f),
   };
 }
@@ -58,11 +90,13 @@ export function promptValues(f: PromptFacts): Record<string, string> {
 /** The built-in prompt. */
 export function builtInPrompt(f: PromptFacts): string {
   const parts: string[] = [`# Task: ${f.task.title}`, `(task ${f.task.id}, assigned to you, ${f.agent}, by svc)`];
+  if (f.resumed) parts.push(`## Resuming\n${promptValues(f).resumed}`);
   if (f.task.description) parts.push(f.task.description);
   if (f.request) parts.push(`## What is asked of this run\n${f.request}`);
   if (f.mission) parts.push(`## Mission: ${f.mission.name}${f.mission.goal ? `\n${f.mission.goal}` : ''}`);
   if (f.dependencies.length) parts.push(`## Work this task builds on\n${promptValues(f).dependencies}`);
   if (f.feedback) parts.push(`## Review feedback on your last attempt\nA reviewer sent this task back. Address this:\n${f.feedback}`);
+  if (f.history) parts.push(`## What happened so far\nYour earlier session on this task could not be resumed. Its runs and notes, oldest first (the work they committed is on your branch):\n${f.history}`);
   parts.push(`## How to work and report\n${REPORT(f)}`);
   return parts.join('\n\n');
 }
@@ -77,7 +111,7 @@ export function templatePrompt(template: string, f: PromptFacts): string {
  * repository applies to the next one). Throws with what is wrong with the template (unreadable,
  * or a placeholder svc does not fill): the run fails with that message.
  */
-export function promptFor(app: App, run: store.RunRecord, task: Task, branch: string | null, promptFile: string | undefined): string {
+export function promptFor(app: App, run: store.RunRecord, task: Task, branch: string | null, promptFile: string | undefined, extra: { history?: string } = {}): string {
   let mission: PromptFacts['mission'] = null;
   if (task.missionId) {
     try {
@@ -99,6 +133,8 @@ export function promptFor(app: App, run: store.RunRecord, task: Task, branch: st
     feedback: run.reason === 'revision' ? run.prompt : null,
     request: run.reason === 'revision' ? null : run.prompt,
     branch,
+    resumed: run.pauseReason,
+    history: extra.history ?? null,
   };
   if (!promptFile) return builtInPrompt(facts);
   let template: string;

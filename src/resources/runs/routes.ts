@@ -3,7 +3,7 @@ import { route } from '../../app.js';
 import { pageAnswer } from '../common.js';
 import { TaskIdParam } from '../tasks/schema.js';
 import { readDiff, readRunners, readRuntimes } from './inspect.js';
-import { DiffOut, LogItemOut, LogQuery, RunIdParam, RunIn, RunListQuery, RunnerOut, RunOut, RuntimeFoundOut, UsageQuery, UsageRowOut } from './schema.js';
+import { DiffOut, LogItemOut, LogQuery, QueueOut, RunIdParam, RunIn, RunListQuery, RunnerOut, RunOut, RuntimeFoundOut, UsageQuery, UsageRowOut } from './schema.js';
 import * as runs from './service.js';
 
 const tag = 'Runs';
@@ -83,6 +83,30 @@ export const runRoutes = [
     params: RunIdParam,
     response: RunOut,
     handler: ({ app, params }) => runs.cancelRun(app, params.runId),
+  }),
+  route({
+    method: 'POST',
+    path: `${item}/resume`,
+    operationId: 'resumeRun',
+    errors: ['conflict'],
+    summary: 'Resume a paused run now: it is queued again to resume its CLI\'s session',
+    description:
+      "A run paused by its provider's usage limit or by a budget is queued again at once (run:resumed), whatever reset its CLI gave, and its provider's pause is lifted with it (runner:resumed): a person says the limit is gone. A budget still spent keeps it waiting (waitingFor says so) until the period rolls over or the limit is raised. A run that is not paused: 409.",
+    tag,
+    params: RunIdParam,
+    response: RunOut,
+    handler: ({ app, params }) => runs.resumeRun(app, params.runId),
+  }),
+  route({
+    method: 'GET',
+    path: `${base}/queue`,
+    operationId: 'getRunQueue',
+    summary: 'Per agent: the runs it runs, the runs that wait and why; paused providers; the runner\'s slots',
+    description:
+      "What the board shows of the runner: each agent with a runtime is idle, running (which runs, on which tasks) or waiting, and each waiting run says what holds it (waitingFor: a retry's backoff, its provider paused until a time, a spent budget until its period ends, a person's resume, the agent's maxConcurrency, the runner's slots). A queued run waits for the first of these that holds.",
+    tag,
+    response: QueueOut,
+    handler: ({ app }) => runs.readQueue(app),
   }),
   route({
     method: 'GET',

@@ -6,7 +6,10 @@ import { reapRecorded } from '../../lib/reap.js';
 import { nowIso } from '../../lib/time.js';
 import type { Runtime } from '../agents/runtime.js';
 import { getAgent, listAgents } from '../agents/service.js';
+import { noteSpend } from '../budgets/service.js';
+import { endPause } from '../providers/service.js';
 import { claimTask, dependentsOf, getTask, readyTasksOf, releaseClaim, retryTask } from '../tasks/service.js';
+import { Holds } from './holds.js';
 import type { RunKeys } from './keys.js';
 import { KILL_GRACE_MS, LiveRun, type RunContext } from './live-run.js';
 import { dispatchTask, findRuntime, queueRun, type RunnerHandle } from './service.js';
@@ -17,7 +20,9 @@ import * as git from './workspace.js';
 // on a shared state, the other daemons'), queues runs for tasks that became ready, and starts
 // queued runs while there are free slots (each a LiveRun, live-run.ts). Nothing here polls the
 // queue: events and one timer (the next retry's backoff) wake it. It also takes over the runs of
-// a crashed predecessor or a silent runner, and removes old worktrees. DESIGN section 12; docs/runs.md.
+// a crashed predecessor or a silent runner, and removes old worktrees. What holds a queued run
+// (a paused provider, a spent budget: holds.ts) is looked at in each pass; runs paused by those
+// resume there once nothing holds them. DESIGN section 12; docs/runs.md.
 
 /** Per run, about this much memory (Claude Code with its tools): the default slot count follows. */
 const MB_PER_RUN = 400;
@@ -30,6 +35,11 @@ const SPARE_AFTER_MS = 20;
 const CLEAN_EVERY_MS = 3_600_000;
 /** Queued runs looked at per pass. */
 const PASS_BATCH = 50;
+/**
+ * The wake timer is set this far ahead at most, and the pass it runs sets the next: a budget's
+ * month is longer than a timer can wait (2^31 ms), and a clock moved meanwhile is caught up.
+ */
+const MAX_WAKE_MS = 3_600_000;
 /** The slots a machine of this memory offers by default. */
 export const defaultCapacity = (memBytes = totalmem()): number => Math.max(1, Math.min(16, Math.floor((memBytes / 1024 ** 2 - 1024) / MB_PER_RUN)));
 
@@ -82,6 +92,10 @@ export class Runner implements RunnerHandle {
 
   capacity(): number {
     return this.config.maxConcurrentRuns ?? defaultCapacity();
+  }
+
+  slots(): { running: number; capacity: number } {
+    return { running: this.live.size, capacity: this.gitRoot ? this.capacity() : 1 };
   }
 
   private started: Promise<void> | null = null;
@@ -173,23 +187,32 @@ export class Runner implements RunnerHandle {
         if (data.to === 'pending' || data.to === 'assigned') this.dispatchSoon(taskId!);
         else if (data.to === 'done') for (const d of dependentsOf(this.app, taskId!)) this.dispatchSoon(d);
         if (data.from === 'in_progress') this.taskLeft(taskId!, String(data.to));
+        else if (data.to !== 'pending' && data.to !== 'assigned' && data.to !== 'failed') this.waitingTaskLeft(taskId!, String(data.to));
         return;
       case 'task:updated':
         if (Array.isArray(data.fields) && (data.fields.includes('assignTo') || data.fields.includes('dependsOn'))) this.dispatchSoon(taskId!);
         return;
       case 'task:removed':
         this.taskLeft(taskId!, null);
+        this.waitingTaskLeft(taskId!, null);
         return;
       case 'agent:created':
       case 'agent:updated':
         if (name === 'agent:created' || (Array.isArray(data.fields) && data.fields.includes('runtime'))) this.sweepSoon(String(data.name));
         return;
-      case 'mission:resumed':
+      case 'config:reloaded':
+        // Budgets in project.json may have been raised (runs they held start) or lowered (said now).
+        this.noteBudgets();
         this.kick();
         return;
+      case 'mission:resumed':
       case 'run:queued':
       case 'run:finished':
+      case 'run:paused':
+      case 'run:resumed':
       case 'runner:offline':
+      case 'runner:resumed':
+      case 'budget:updated':
         this.kick();
         return;
     }
@@ -207,6 +230,24 @@ export class Runner implements RunnerHandle {
 
   private sweepAll(): void {
     for (const a of listAgents(this.app.db)) if (a.runtime) this.agentsToSweep.add(a.name);
+  }
+
+  /**
+   * The task of a waiting run (queued or paused) was moved where no run can take it, or removed:
+   * the run ends now rather than when nothing holds it any more (a pause may last hours).
+   */
+  private waitingTaskLeft(taskId: string, to: string | null): void {
+    const live = store.liveRunOfTask(this.app.db, taskId);
+    if (live?.status !== 'queued' && live?.status !== 'paused') return;
+    this.endQueued(live, to ? `the task was moved to ${to} while the run waited` : 'the task was removed while the run waited');
+  }
+
+  private noteBudgets(): void {
+    try {
+      this.app.events.write(() => noteSpend(this.app, null));
+    } catch (err) {
+      this.app.log.warn('the budgets could not be looked at after the config changed', errorFields(err));
+    }
   }
 
   /** A task with a live run here left in_progress by someone else's hand, or was removed: the run stops. */
@@ -249,32 +290,65 @@ export class Runner implements RunnerHandle {
       }
     }
     if (!this.config.enabled) return;
+    const holds = new Holds(app);
+    this.endPauses(holds);
+    if (this.config.autoResume) this.resumePaused(holds);
     const nowText = nowIso(app.clock);
     for (const run of store.dueQueued(app.db, nowText, PASS_BATCH)) {
       if (this.live.size >= this.capacity()) break;
       if (!this.gitRoot && this.live.size > 0) break;
-      this.tryStart(run);
+      this.tryStart(run, holds);
     }
-    this.armWake(nowText);
+    this.armWake(nowText, holds);
   }
 
-  /** A timer for the earliest retry still waiting for its backoff. */
-  private armWake(nowText: string): void {
-    const { clock } = this.app;
+  /** Providers whose pause came to its end: said once (runner:resumed), whichever runner comes first. */
+  private endPauses(holds: Holds): void {
+    const { app } = this;
+    for (const [provider, until] of holds.pausesOver()) {
+      app.events.write(() => {
+        if (!endPause(app, provider, until)) return;
+        app.events.emit('runner:resumed', { provider, runs: holds.waitingByProvider().get(provider) ?? 0, by: 'runner' });
+      });
+    }
+  }
+
+  /** Paused runs that nothing holds any more are queued again, to resume their sessions (runner.autoResume). */
+  private resumePaused(holds: Holds): void {
+    const { app } = this;
+    for (const run of store.pausedRuns(app.db, PASS_BATCH)) {
+      if (holds.of(run)) continue;
+      app.events.write(() => {
+        if (!store.unpauseRun(app.db, run.id, nowIso(app.clock))) return;
+        app.events.emit('run:resumed', { runId: run.id, taskId: run.taskId, agent: run.agent, by: 'runner' });
+      });
+    }
+  }
+
+  /** A timer for the earliest time a hold ends: a retry's backoff, a reset, a provider's pause, a budget's period. */
+  private armWake(nowText: string, holds: Holds): void {
+    const { app } = this;
+    const { clock } = app;
     if (this.wake) clock.clearTimeout(this.wake);
     this.wake = null;
-    const next = store.nextNotBefore(this.app.db, nowText);
-    if (next) this.wake = clock.setTimeout(() => ((this.wake = null), this.kick()), Math.max(0, Date.parse(next) - clock.now()) + 5);
+    const times = [store.nextNotBefore(app.db, nowText), this.config.autoResume ? store.nextPausedNotBefore(app.db, nowText) : null].flatMap((t) => (t ? [Date.parse(t)] : []));
+    if (holds.next !== null) times.push(holds.next);
+    times.push(...holds.pausedNow().values());
+    if (!times.length) return;
+    const delay = Math.min(Math.max(0, Math.min(...times) - clock.now()) + 5, MAX_WAKE_MS);
+    this.wake = clock.setTimeout(() => ((this.wake = null), this.kick()), delay);
   }
 
   /** Claims one queued run and its task for this runner, then starts it; a run that cannot start now stays queued. */
-  private tryStart(run: store.RunRecord): void {
+  private tryStart(run: store.RunRecord, holds: Holds): void {
     const { app } = this;
-    const agent = getAgent(app.db, run.agent);
+    const agent = holds.agent(run.agent);
     const runtime = agent?.runtime ?? null;
     if (runtime?.runners?.length && !runtime.runners.some((l) => this.config.labels.includes(l))) return;
     // On a shared state a runner without the agent's CLI leaves its runs to one that has it.
     if (runtime && this.o.shared && !this.canRun(runtime)) return;
+    // Its provider paused by a usage limit, or a budget of its scope spent: it waits (the wake timer knows until when).
+    if (runtime && holds.blocking(run.agent)) return;
     let leaseId: string | null = null;
     let refused: string | null = null;
     try {

@@ -28,6 +28,27 @@ export const UsageOut = z
 
 export const DiffStatOut = z.object({ files: z.int(), added: z.int(), removed: z.int() }).meta({ id: 'RunDiffStat' });
 
+export const PAUSE_REASONS = ['usage_limit', 'budget'] as const;
+export type PauseReason = (typeof PAUSE_REASONS)[number];
+
+/**
+ * Why a queued or paused run waits (GET /runs, GET /runs/{id}, GET /runs/queue): the first thing
+ * that holds it, in the order the runner looks (docs/runs.md, What a run waits for).
+ */
+export const HoldOut = z
+  .discriminatedUnion('kind', [
+    z.object({ kind: z.literal('backoff'), until: Timestamp }).describe("A retry's backoff, or the reset a paused run was told by its CLI."),
+    z.object({ kind: z.literal('provider'), provider: z.string(), until: Timestamp }).describe("The agent's provider is paused by a usage limit until then."),
+    z
+      .object({ kind: z.literal('budget'), scope: z.enum(['project', 'agent']), agent: z.string().nullable(), period: z.enum(['day', 'week', 'month']), until: Timestamp })
+      .describe('A budget of the agent (or the project) is spent until its period rolls over (or the limit is raised).'),
+    z.object({ kind: z.literal('resume') }).describe('Paused, and runner.autoResume is false: it waits for svc runs resume (POST /api/v1/runs/{runId}/resume).'),
+    z.object({ kind: z.literal('concurrency'), running: z.int(), limit: z.int() }).describe('The agent runs maxConcurrency runs already.'),
+    z.object({ kind: z.literal('slots'), running: z.int(), capacity: z.int() }).describe("This daemon's runner is full (runner.maxConcurrentRuns; one at a time outside a git repository)."),
+  ])
+  .meta({ id: 'RunHold' });
+export type Hold = z.output<typeof HoldOut>;
+
 export const RunOut = z
   .object({
     id: z.string(),
@@ -55,6 +76,8 @@ export const RunOut = z
     summary: z.string().nullable().describe("The agent's final message."),
     diffStat: DiffStatOut.nullable(),
     logItems: z.int().describe('Items in the run\'s log (GET /api/v1/runs/{runId}/log).'),
+    pauseReason: z.enum(PAUSE_REASONS).nullable().describe('Why it is (or was last) paused: usage_limit (its provider\'s), budget; null when it never was.'),
+    waitingFor: HoldOut.nullable().describe('What a queued or paused run waits for now; null when nothing holds it (or it is not waiting).'),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
@@ -141,4 +164,35 @@ export const UsageRowOut = z.object({
   cacheReadTokens: z.int(),
   cacheWriteTokens: z.int(),
   costUsd: z.number().nullable().describe('Summed over the runs that reported a cost; null when none did.'),
+});
+
+const QueuedRunOut = z
+  .object({
+    runId: z.string(),
+    taskId: z.string(),
+    status: RunStatus,
+    attempt: z.int(),
+    startedAt: Timestamp.nullable(),
+    waitingFor: HoldOut.nullable(),
+  })
+  .meta({ id: 'QueuedRun' });
+
+export const QueueOut = z.object({
+  slots: z.object({ running: z.int(), capacity: z.int() }).nullable().describe("This daemon's runner: runs it runs now and how many it may (null: it runs no agents)."),
+  providers: z
+    .array(z.object({ provider: z.string(), pausedUntil: Timestamp, runsWaiting: z.int() }))
+    .describe("Providers whose runs are paused by a usage limit, until when, and how many runs wait for them."),
+  agents: z
+    .array(
+      z.object({
+        agent: z.string(),
+        provider: z.string().nullable().describe("Its runs' provider (from its model, else its runtime), or null."),
+        maxConcurrency: z.int(),
+        state: z.enum(['idle', 'running', 'waiting']).describe('running: it runs a run now; waiting: none runs, some wait (waitingFor says why); idle: nothing to do.'),
+        heldBy: HoldOut.nullable().describe("What holds every new run of the agent now: its provider's pause or a spent budget."),
+        running: z.array(QueuedRunOut).describe('Its starting and running runs.'),
+        waiting: z.array(QueuedRunOut).describe('Its queued and paused runs, most urgent first, each with what it waits for.'),
+      }),
+    )
+    .describe('Every agent with a runtime (and any other with live runs), by name.'),
 });

@@ -3,7 +3,7 @@ import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { toPage, type Page } from '../common.js';
-import { getAgent } from '../agents/service.js';
+import { getAgent, listAgents } from '../agents/service.js';
 import { latestFeedback } from '../approvals/service.js';
 import { PRIORITIES } from '../tasks/schema.js';
 import { getTask, openDependenciesOf, requireTask, updateTask } from '../tasks/service.js';
@@ -11,7 +11,9 @@ import { entryKeys } from '../vault/service.js';
 import { findBinary, type BinaryLookup } from './drivers/detect.js';
 import { driverFor } from './drivers/index.js';
 import { vaultRefs, type Runtime } from '../agents/runtime.js';
-import { LIVE_STATUSES, type Run, type RunListFilter, type RunReason, type UsageFilter } from './schema.js';
+import { liftPause } from '../providers/service.js';
+import { Holds } from './holds.js';
+import { LIVE_STATUSES, type Hold, type Run, type RunListFilter, type RunReason, type UsageFilter } from './schema.js';
 import * as store from './store.js';
 import type { RunLogItem } from './types.js';
 
@@ -24,6 +26,8 @@ export interface RunnerHandle {
   cancel(runId: string): Promise<boolean>;
   /** Looks at the queue now (a run was queued, a slot freed). */
   kick(): void;
+  /** This runner's slots: runs it runs now, and how many it may. */
+  slots(): { running: number; capacity: number };
 }
 export const RUNNER = serviceKey<RunnerHandle | null>('runs.runner');
 
@@ -95,7 +99,7 @@ export function queueRun(app: App, taskId: string, o: QueueOptions): Run | null 
     });
     if (!inserted) return null;
     app.events.emit('run:queued', { runId: id, taskId, agent: agentName, attempt, reason: o.reason });
-    return store.publicRun(store.getRun(app.db, id)!);
+    return withHolds(app, [store.getRun(app.db, id)!])[0]!;
   });
 }
 
@@ -107,6 +111,7 @@ export function startRunByHand(app: App, taskId: string, body: { agent?: string;
   return app.events.write(() => {
     const task = requireTask(app, taskId);
     const live = store.liveRunOfTask(app.db, taskId);
+    if (live?.status === 'paused') throw new AppError('conflict', `Task ${taskId} has a paused run (${live.id}); resume it (POST /api/v1/runs/${live.id}/resume) or cancel it first.`);
     if (live) throw new AppError('conflict', `Task ${taskId} already has a ${live.status} run (${live.id}); cancel it first (POST /api/v1/runs/${live.id}/cancel).`);
     if (!['pending', 'assigned', 'failed'].includes(task.status)) {
       throw new AppError('conflict', `Task ${taskId} is ${task.status}; a run can start only on a pending, assigned or failed task.`);
@@ -148,27 +153,103 @@ export function dispatchTask(app: App, taskId: string): Run | null {
 
 export const getRun = (app: App, id: string): store.RunRecord | null => store.getRun(app.db, id);
 
+/** This daemon's slots, or null when it runs no agents. */
+const slotsOf = (app: App) => app.services.get(RUNNER)?.slots() ?? null;
+
+/** Runs as the API answers them: each queued or paused one with what it waits for (holds.ts). */
+export function withHolds(app: App, runs: store.RunRecord[]): Run[] {
+  if (!runs.some((r) => r.status === 'queued' || r.status === 'paused')) return runs.map((r) => store.publicRun(r));
+  const holds = new Holds(app);
+  const slots = slotsOf(app);
+  return runs.map((r) => store.publicRun(r, holds.explain(r, slots)));
+}
+
 export async function readRun(app: App, id: string): Promise<Run> {
   const run = await store.readRun(app.db, id);
   if (!run) throw new AppError('not_found', `Run "${id}" not found.`);
-  return store.publicRun(run);
+  return withHolds(app, [run])[0]!;
 }
 
 export async function readRunPage(app: App, q: RunListFilter): Promise<Page<Run>> {
   const rows = await store.readRuns(app.db, { taskId: q.taskId, agent: q.agent, status: q.status, before: q.cursor, limit: q.limit + 1 });
-  return toPage(rows.map(store.publicRun), q.limit, (r) => r.id);
+  return toPage(withHolds(app, rows), q.limit, (r) => r.id);
 }
 
 /** readRunPage for the agent tools (synchronous). */
 export function listRuns(app: App, q: RunListFilter): Page<Run> {
   const rows = store.listRuns(app.db, { taskId: q.taskId, agent: q.agent, status: q.status, before: q.cursor, limit: q.limit + 1 });
-  return toPage(rows.map(store.publicRun), q.limit, (r) => r.id);
+  return toPage(withHolds(app, rows), q.limit, (r) => r.id);
 }
 
 export function requireRun(app: App, id: string): Run {
   const run = store.getRun(app.db, id);
   if (!run) throw new AppError('not_found', `Run "${id}" not found.`);
-  return store.publicRun(run);
+  return withHolds(app, [run])[0]!;
+}
+
+/** Queued and paused runs per provider that is paused now (GET /api/v1/auth/status, runner:paused). */
+export function waitingRunsByProvider(app: App, now = app.clock.now()): Map<string, number> {
+  const holds = new Holds(app, now);
+  const paused = holds.pausedNow();
+  return new Map([...holds.waitingByProvider()].filter(([p]) => paused.has(p)));
+}
+
+/**
+ * POST /runs/{runId}/resume: a paused run is queued again now to resume its session, whatever
+ * reset its CLI gave; its provider's pause is lifted with it (a person knows the limit is gone:
+ * runner:resumed). A budget still spent holds it (waitingFor says so). Not paused: 409.
+ */
+export function resumeRun(app: App, runId: string): Run {
+  return app.events.write(() => {
+    const run = store.getRun(app.db, runId);
+    if (!run) throw new AppError('not_found', `Run "${runId}" not found.`);
+    if (run.status !== 'paused') throw new AppError('conflict', `Run ${runId} is ${run.status}, not paused; only a paused run can be resumed.`);
+    store.unpauseRun(app.db, runId, nowIso(app.clock));
+    app.events.emit('run:resumed', { runId, taskId: run.taskId, agent: run.agent, by: 'person' });
+    const holds = new Holds(app);
+    const provider = run.pauseReason === 'usage_limit' ? holds.providerOfAgent(run.agent) : null;
+    if (provider && holds.pausedNow().has(provider) && liftPause(app, provider)) {
+      app.events.emit('runner:resumed', { provider, runs: holds.waitingByProvider().get(provider) ?? 0, by: 'person' });
+    }
+    return withHolds(app, [store.getRun(app.db, runId)!])[0]!;
+  });
+}
+
+/** GET /api/v1/runs/queue: per agent with a runtime, what runs and what waits, and why. */
+export function readQueue(app: App) {
+  const holds = new Holds(app);
+  const slots = slotsOf(app);
+  const live = store.liveRuns(app.db, 1000);
+  const byAgent = new Map<string, { running: Run[]; waiting: Run[] }>();
+  for (const r of live) {
+    const entry = byAgent.get(r.agent) ?? { running: [], waiting: [] };
+    byAgent.set(r.agent, entry);
+    const run = store.publicRun(r, holds.explain(r, slots));
+    (r.status === 'queued' || r.status === 'paused' ? entry.waiting : entry.running).push(run);
+  }
+  const names = new Set([...listAgents(app.db).filter((a) => a.runtime).map((a) => a.name), ...byAgent.keys()]);
+  const paused = holds.pausedNow();
+  const iso = (t: number) => new Date(t).toISOString();
+  const brief = (r: Run) => ({ runId: r.id, taskId: r.taskId, status: r.status, attempt: r.attempt, startedAt: r.startedAt, waitingFor: r.waitingFor });
+  return {
+    slots,
+    providers: [...paused].map(([provider, until]) => ({ provider, pausedUntil: iso(until), runsWaiting: holds.waitingByProvider().get(provider) ?? 0 })),
+    agents: [...names].sort().map((name) => {
+      const a = holds.agent(name);
+      const { running, waiting } = byAgent.get(name) ?? { running: [], waiting: [] };
+      const held: Hold | null = a?.runtime ? holds.blocking(name) : null;
+      const state: 'idle' | 'running' | 'waiting' = running.length ? 'running' : waiting.length ? 'waiting' : 'idle';
+      return {
+        agent: name,
+        provider: holds.providerOfAgent(name),
+        maxConcurrency: a?.maxConcurrency ?? 1,
+        state,
+        heldBy: held,
+        running: running.map(brief),
+        waiting: waiting.map(brief),
+      };
+    }),
+  };
 }
 
 export type LogEntry = { seq: number; at: string } & (RunLogItem | { kind: 'truncated'; dropped: number });

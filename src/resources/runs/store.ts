@@ -1,5 +1,5 @@
 import { readRows, stmt, type DB } from '../../db/open.js';
-import type { Run, RunReason, RunStatus, UsageFilter } from './schema.js';
+import type { PauseReason, Run, RunReason, RunStatus, UsageFilter } from './schema.js';
 import type { DiffStat, RunLogItem, RuntimeKind, Usage } from './types.js';
 
 // Runs, their logs and the runners: SQL only (both providers; SQLite's spelling, db/open.ts).
@@ -42,15 +42,16 @@ interface Row {
   log_count: number;
   log_dropped: number;
   cancel_requested: number;
+  pause_reason: PauseReason | null;
   created_at: string;
   updated_at: string;
 }
 
 const COLUMNS =
-  'id, task_id, mission_id, agent, runtime, attempt, revision, reason, prompt, status, priority_rank, not_before, runner, pid, pid_start, lease_id, workspace, branch, base_commit, head_commit, session_id, resume_session_id, started_at, finished_at, exit_code, error, turns, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micros, summary, diff_stat, log_count, log_dropped, cancel_requested, created_at, updated_at';
+  'id, task_id, mission_id, agent, runtime, attempt, revision, reason, prompt, status, priority_rank, not_before, runner, pid, pid_start, lease_id, workspace, branch, base_commit, head_commit, session_id, resume_session_id, started_at, finished_at, exit_code, error, turns, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micros, summary, diff_stat, log_count, log_dropped, cancel_requested, pause_reason, created_at, updated_at';
 
 /** What the runner needs beyond the public fields. */
-export interface RunRecord extends Run {
+export interface RunRecord extends Omit<Run, 'waitingFor'> {
   revision: number;
   prompt: string | null;
   pidStart: string | null;
@@ -96,6 +97,7 @@ function toRun(r: Row): RunRecord {
     summary: r.summary,
     diffStat: r.diff_stat === null ? null : (JSON.parse(r.diff_stat) as DiffStat),
     logItems: Number(r.log_count),
+    pauseReason: r.pause_reason,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     revision: Number(r.revision),
@@ -108,10 +110,10 @@ function toRun(r: Row): RunRecord {
   };
 }
 
-/** The public fields of a run record (what the API answers). */
-export function publicRun(r: RunRecord): Run {
+/** The public fields of a run record (what the API answers); what it waits for is the caller's to say. */
+export function publicRun(r: RunRecord, waitingFor: Run['waitingFor'] = null): Run {
   const { revision: _r, prompt: _p, pidStart: _s, leaseId: _l, resumeSessionId: _rs, cancelRequested: _c, priorityRank: _pr, ...run } = r;
-  return run;
+  return { ...run, waitingFor };
 }
 
 export interface NewRun {
@@ -215,6 +217,55 @@ export function dueQueued(db: DB, now: string, limit: number): RunRecord[] {
 export function nextNotBefore(db: DB, now: string): string | null {
   const r = stmt(db, "SELECT MIN(not_before) AS t FROM runs WHERE status = 'queued' AND not_before > ?").get(now) as { t: string | null };
   return r.t;
+}
+
+/** Paused runs, most urgent first, then oldest. */
+export function pausedRuns(db: DB, limit: number): RunRecord[] {
+  return (stmt(db, `SELECT ${COLUMNS} FROM runs WHERE status = 'paused' ORDER BY priority_rank DESC, id LIMIT ?`).all(limit) as Row[]).map(toRun);
+}
+
+/** The earliest reset a paused run waits for, or null. */
+export function nextPausedNotBefore(db: DB, now: string): string | null {
+  const r = stmt(db, "SELECT MIN(not_before) AS t FROM runs WHERE status = 'paused' AND not_before > ?").get(now) as { t: string | null };
+  return r.t;
+}
+
+/** Queued and paused runs per agent. */
+export function waitingByAgent(db: DB): { agent: string; n: number }[] {
+  return (stmt(db, "SELECT agent, COUNT(*) AS n FROM runs WHERE status IN ('queued', 'paused') GROUP BY agent").all() as { agent: string; n: number }[]).map((r) => ({ agent: r.agent, n: Number(r.n) }));
+}
+
+/** Runs not finished (queued, starting, running, paused), most urgent first, for the queue's view. */
+export function liveRuns(db: DB, limit: number): RunRecord[] {
+  return (stmt(db, `SELECT ${COLUMNS} FROM runs WHERE status IN ('queued', 'starting', 'running', 'paused') ORDER BY priority_rank DESC, id LIMIT ?`).all(limit) as Row[]).map(toRun);
+}
+
+/**
+ * running|starting → paused: its process ended; it waits (until `notBefore` when its CLI gave a
+ * reset) to resume its session. False when it was not live any more.
+ */
+export function pauseRun(db: DB, id: string, p: { reason: PauseReason; notBefore: string | null; exitCode: number | null; now: string }): boolean {
+  return (
+    stmt(
+      db,
+      "UPDATE runs SET status = 'paused', pause_reason = ?, not_before = ?, exit_code = ?, pid = NULL, pid_start = NULL, lease_id = NULL, updated_at = ? WHERE id = ? AND status IN ('starting', 'running')",
+    ).run(p.reason, p.notBefore, p.exitCode, p.now, id).changes > 0
+  );
+}
+
+/** paused → queued, to resume its CLI's session (the one it had, or was to resume). False when it was not paused. */
+export function unpauseRun(db: DB, id: string, now: string): boolean {
+  return (
+    stmt(
+      db,
+      "UPDATE runs SET status = 'queued', not_before = NULL, runner = NULL, exit_code = NULL, cancel_requested = 0, resume_session_id = COALESCE(session_id, resume_session_id), updated_at = ? WHERE id = ? AND status = 'paused'",
+    ).run(now, id).changes > 0
+  );
+}
+
+/** The session a run was to resume cannot be: it starts a fresh one (a crash from now on does not try the lost one again). */
+export function forgetResume(db: DB, id: string, now: string): void {
+  stmt(db, 'UPDATE runs SET resume_session_id = NULL, updated_at = ? WHERE id = ?').run(now, id);
 }
 
 /** Runs holding a slot (starting or running): of an agent, or of a runner. */

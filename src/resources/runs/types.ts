@@ -122,6 +122,13 @@ export interface StreamState {
   error: string | null;
   /** A usage limit stopped the run: when it resets (ISO time) if the CLI said, and the provider's status code if any. */
   usageLimit: { resetsAt: string | null; status: number | null } | null;
+  /**
+   * The CLI is between two model calls with nothing of the model's in flight, so stopping it here
+   * loses no work and its session resumes cleanly (a run over its budget stops at such a point):
+   * Claude Code once every tool call of the model's last message has its result; Codex once a turn
+   * completed; `command` right after a usage line.
+   */
+  idle: boolean;
 }
 
 /**
@@ -154,6 +161,11 @@ export interface Driver {
    * what the earlier runs of the session already counted.
    */
   resumedUsage: 'per-run' | 'session-total';
+  /**
+   * What the CLI says (an error of its stream, or a stderr line) when the session it was to resume
+   * cannot be: the run then starts a fresh session with the task's history in its prompt.
+   */
+  sessionMissing: RegExp;
   build(spec: RunSpec): Invocation;
   parser(opts?: ParserOptions): StreamParser;
 }

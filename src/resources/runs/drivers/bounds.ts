@@ -134,7 +134,7 @@ export const isoFromEpochSeconds = (s: number | null): string | null => {
  * state() hands out a copy.
  */
 export abstract class JsonLinesParser implements StreamParser {
-  protected st: StreamState = { sessionId: null, usage: { ...ZERO_USAGE }, turns: 0, summary: null, succeeded: null, error: null, usageLimit: null };
+  protected st: StreamState = { sessionId: null, usage: { ...ZERO_USAGE }, turns: 0, summary: null, succeeded: null, error: null, usageLimit: null, idle: false };
 
   state(): StreamState {
     return { ...this.st, usage: { ...this.st.usage }, usageLimit: this.st.usageLimit && { ...this.st.usageLimit } };

@@ -196,6 +196,7 @@ class ClaudeParser extends JsonLinesParser {
   }
 
   private assistant(o: JsonObject): RunLogItem[] {
+    this.st.idle = false;
     const message = obj(o, 'message');
     const id = str(message, 'id');
     if (id && !this.ended) {
@@ -267,6 +268,8 @@ class ClaudeParser extends JsonLinesParser {
       items.push({ kind: 'tool_result', id: shownId, tool: call?.tool ?? null, output: cutText(output), isError });
       if (call && FILE_TOOLS.has(call.tool) && !isError) items.push(this.fileChange(call, detail));
     }
+    // Every call answered: Claude Code sends the results to the model next.
+    if (blocks.length && this.calls.size === 0) this.st.idle = true;
     return items;
   }
 
@@ -326,6 +329,8 @@ export const claudeDriver: Driver = {
   defaultCommand: 'claude',
   versionArgs: ['--version'],
   resumedUsage: 'per-run',
+  // `--resume` of a session Claude Code does not have: a result with this error, exit 1.
+  sessionMissing: /No conversation found/i,
   build,
   parser: (opts) => new ClaudeParser(opts),
 };

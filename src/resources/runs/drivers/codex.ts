@@ -150,11 +150,13 @@ class CodexParser extends JsonLinesParser {
       case 'turn.started':
         this.st.turns++;
         this.st.succeeded = null;
+        this.st.idle = false;
         return [];
       case 'turn.completed':
         this.st.usage = usageFrom(obj(o, 'usage'));
         this.st.succeeded = true;
         this.st.error = null;
+        this.st.idle = true;
         return [{ kind: 'usage', usage: { ...this.st.usage } }];
       case 'turn.failed': {
         const message = cutText(str(obj(o, 'error'), 'message') ?? 'turn failed');
@@ -251,6 +253,8 @@ export const codexDriver: Driver = {
   defaultCommand: 'codex',
   versionArgs: ['--version'],
   resumedUsage: 'session-total',
+  // `exec resume <id>` of a thread Codex has no rollout of: on stderr, exit 1, nothing on stdout.
+  sessionMissing: /no rollout found for thread|thread\/resume failed/i,
   build,
   parser: (opts) => new CodexParser(opts),
 };

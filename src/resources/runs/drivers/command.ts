@@ -59,6 +59,8 @@ function resetOf(o: JsonObject): string | null {
 
 class CommandParser extends JsonLinesParser {
   protected read(o: JsonObject): RunLogItem[] | null {
+    // A usage line ends a turn: the program may be stopped there (until its next line).
+    this.st.idle = str(o, 'type') === 'usage';
     switch (str(o, 'type')) {
       case 'text':
       case 'thinking': {
@@ -142,6 +144,7 @@ export const commandDriver: Driver = {
   defaultCommand: null,
   versionArgs: [],
   resumedUsage: 'per-run',
+  sessionMissing: /no conversation found|session not found/i,
   build,
   parser: () => new CommandParser(),
 };
