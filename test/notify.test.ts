@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../src/events/outbox.js';
-import { isEventName, type EventName } from '../src/events/registry.js';
+import type { EventName } from '../src/events/registry.js';
 import { NOTIFY_SERVICE } from '../src/resources/notify/command.js';
 import { serviceNames } from '../src/resources/system/service-unit.js';
 import { exited, startReady, SVC, svc, svcAgainst } from './cli-helpers.js';
@@ -112,16 +112,18 @@ describe('attention:needed', () => {
   });
 
   // Their events come with other items of issue 32; once they are in the registry these run.
-  it.skipIf(!isEventName('budget:exceeded'))('follows budget:exceeded, its data copied through', () => {
+  it('follows budget:exceeded, its data copied through', () => {
     const before = app().events.lastId();
-    const data = { runId: 'run-b', taskId: null, agent: 'bob' };
+    const data = { scope: 'agent', agent: 'bob', period: 'day', periodStart: '2030-01-01T00:00:00.000Z', periodEnd: '2030-01-02T00:00:00.000Z', spent: { tokens: 1200, costUsd: 0 }, limit: { tokens: 1000, costUsd: null }, percent: 120 };
     app().events.write(() => app().events.emit('budget:exceeded' as EventName, data as never));
-    expect(attentionAfter(before).map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'budget', runId: 'run-b', agent: 'bob', detail: expect.objectContaining(data) })]);
+    expect(attentionAfter(before).map((e) => e.data)).toEqual([
+      expect.objectContaining({ reason: 'budget', agent: 'bob', message: "bob's day budget is spent (120 %); its runs wait until 2030-01-02T00:00:00.000Z or a higher limit (svc budgets)", detail: expect.objectContaining(data) }),
+    ]);
   });
 
-  it.skipIf(!isEventName('runner:paused'))('follows runner:paused, its data copied through', () => {
+  it('follows runner:paused, its data copied through', () => {
     const before = app().events.lastId();
-    const data = { provider: 'anthropic', until: new Date(clock.now() + 60_000).toISOString(), runs: ['run-p'] };
+    const data = { provider: 'anthropic', until: new Date(clock.now() + 60_000).toISOString(), runs: 2 };
     app().events.write(() => app().events.emit('runner:paused' as EventName, data as never));
     expect(attentionAfter(before).map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'paused', detail: expect.objectContaining(data) })]);
   });

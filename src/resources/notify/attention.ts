@@ -23,6 +23,16 @@ const TEXT_MAX = 1_000;
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
 
+/** "bob's day budget is spent (120 %); its runs wait until 2030-01-02T00:00:00.000Z" from budget:exceeded's data. */
+function budgetMessage(d: Record<string, unknown>): string | null {
+  const period = str(d.period);
+  if (!period) return null;
+  const who = str(d.agent) ? `${str(d.agent)}'s` : "the project's";
+  const percent = typeof d.percent === 'number' ? ` (${Math.round(d.percent)} %)` : '';
+  const end = str(d.periodEnd);
+  return `${who} ${period} budget is spent${percent}; its runs wait${end ? ` until ${end}` : ''} or a higher limit (svc budgets)`;
+}
+
 /** A source whose shape is not fixed here: its scalar fields, `k=v` (budget:exceeded, runner:paused). */
 function fields(data: Record<string, unknown>): string {
   return Object.entries(data)
@@ -86,7 +96,7 @@ export function attentionOf(e: Pick<StoredEvent, 'id' | 'data'> & { name: string
       return {
         reason: 'budget',
         title: cutText(`Budget reached${agent ? `: ${agent}` : ''}`, TEXT_MAX),
-        message: cutText(str(d.message) ?? fields(d), TEXT_MAX),
+        message: cutText(budgetMessage(d) ?? fields(d), TEXT_MAX),
         taskId,
         runId,
         agent,
