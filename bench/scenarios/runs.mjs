@@ -273,13 +273,19 @@ function processesOf(program, root) {
   return found;
 }
 
-/** What runs left behind in a project: worktrees beyond one per task, prunable or locked ones, folders git does not know, run dirs. */
+/**
+ * What runs left behind in a project: worktrees beyond one per task, prunable or locked ones,
+ * folders git does not know, run dirs. The runner's spare worktrees (.spare-…, made ahead for the
+ * next run, at most two) are not leftovers: counted apart, and required valid.
+ */
 function leftovers(root, tasks) {
   const porcelain = git(root, 'worktree', 'list', '--porcelain').split('\n\n').filter((b) => b.trim());
-  const entries = porcelain.filter((b) => b.includes('/.svc/worktrees/'));
-  const bad = entries.filter((b) => /^(prunable|locked)/m.test(b)).length;
+  const all = porcelain.filter((b) => b.includes('/.svc/worktrees/'));
+  const spares = all.filter((b) => b.includes('/.svc/worktrees/.spare-'));
+  const entries = all.filter((b) => !spares.includes(b));
+  const bad = all.filter((b) => /^(prunable|locked)/m.test(b)).length + Math.max(0, spares.length - 2);
   const wtDir = join(root, '.svc', 'worktrees');
-  const folders = existsSync(wtDir) ? readdirSync(wtDir).filter((f) => f !== '.gitignore').length : 0;
+  const folders = existsSync(wtDir) ? readdirSync(wtDir).filter((f) => f !== '.gitignore' && !f.startsWith('.spare-')).length : 0;
   const runsDir = join(root, '.svc', 'runs');
   const runDirs = existsSync(runsDir) ? readdirSync(runsDir).length : 0;
   return { entries: entries.length, folders, extra: Math.abs(entries.length - tasks) + Math.abs(folders - tasks) + bad + runDirs, bad, runDirs };
