@@ -97,7 +97,7 @@ describe('requesting', () => {
 
   const requested = (key: string, taskId: () => string | null, extra: Record<string, unknown> = {}) => ({
     name: 'approval:requested',
-    data: { approvalId: ids[key], taskId: taskId(), missionId: null, title: 'may I?', requestedBy: 'ana', ...extra },
+    data: { approvalId: ids[key], kind: 'task', taskId: taskId(), missionId: null, title: 'may I?', requestedBy: 'ana', runId: null, tool: null, ...extra },
   });
 
   const cases: Case[] = [
@@ -214,6 +214,7 @@ describe('requesting', () => {
     const a = await getApproval(d, ids.P!);
     expect(Object.keys(a)).toEqual([
       'id',
+      'kind',
       'taskId',
       'missionId',
       'requestedBy',
@@ -229,9 +230,14 @@ describe('requesting', () => {
       'resolvedBy',
       'resolvedAt',
       'timedOut',
+      'runId',
+      'agent',
+      'tool',
+      'alwaysAllowed',
       'createdAt',
       'updatedAt',
     ]);
+    expect(a).toMatchObject({ kind: 'task', runId: null, agent: null, tool: null, alwaysAllowed: null });
     expect(a.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
     expect(a.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
@@ -251,7 +257,7 @@ describe('deciding', () => {
 
   const resolved = (key: string, taskId: () => string | null, status: string, resolvedBy: string | null) => ({
     name: 'approval:resolved',
-    data: { approvalId: ids[key], taskId: taskId(), status, resolvedBy, timedOut: false },
+    data: { approvalId: ids[key], kind: 'task', taskId: taskId(), runId: null, status, resolvedBy, timedOut: false, alwaysAllowed: null },
   });
   const moved = (key: string, to: string, verb: string) => ({
     name: 'task:transition',
@@ -534,9 +540,9 @@ describe('timeouts', () => {
     expect(after).toMatchObject({ status: c.status, resolvedBy: 'timeout', timedOut: true, note: null, feedback: null, resolvedAt: a.expiresAt });
     expect(await getTask(d, task.id)).toMatchObject({ status: c.to, revisionCount: c.revisionCount });
     expect(eventsOf(d, a.id)).toEqual([
-      { name: 'approval:requested', data: { approvalId: a.id, taskId: task.id, missionId: null, title: 'may I?', requestedBy: 'ana' } },
+      { name: 'approval:requested', data: { approvalId: a.id, kind: 'task', taskId: task.id, missionId: null, title: 'may I?', requestedBy: 'ana', runId: null, tool: null } },
       { name: 'task:transition', data: { taskId: task.id, from: c.from, to: 'awaiting_approval', reason: `approval ${a.id} requested by ana` } },
-      { name: 'approval:resolved', data: { approvalId: a.id, taskId: task.id, status: c.status, resolvedBy: 'timeout', timedOut: true } },
+      { name: 'approval:resolved', data: { approvalId: a.id, kind: 'task', taskId: task.id, runId: null, status: c.status, resolvedBy: 'timeout', timedOut: true, alwaysAllowed: null } },
       { name: 'task:transition', data: { taskId: task.id, from: 'awaiting_approval', to: c.to, reason: `approval ${a.id} timed out (${c.status})` } },
     ]);
   });

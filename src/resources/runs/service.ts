@@ -24,6 +24,8 @@ export interface RunnerHandle {
   cancel(runId: string): Promise<boolean>;
   /** Looks at the queue now (a run was queued, a slot freed). */
   kick(): void;
+  /** A run here waits on svc (a permission request): its silence is no stall until released. */
+  holdStall(runId: string): () => void;
 }
 export const RUNNER = serviceKey<RunnerHandle | null>('runs.runner');
 
