@@ -12,6 +12,7 @@ import {
 import { serviceKey, type App } from '../app.js';
 import { SSE_HEADERS } from '../events/sse.js';
 import type { Principal } from '../kernel/auth.js';
+import type { Clock } from '../lib/clock.js';
 import { errorFields } from '../kernel/log.js';
 import { ExchangeTransport } from './exchange.js';
 import { findTool, mayUse, runTool, TOOLS, toolJsonSchema, type AnyTool, type ToolResult } from './index.js';
@@ -157,25 +158,34 @@ function progressTokenOf(m: JSONRPCMessage): string | number | undefined {
 
 /**
  * The answer of a call that waits, as the Streamable HTTP transport allows: an SSE stream that
- * opens at once, carries a progress notification every PROGRESS_EVERY_MS (or a comment, when the
- * client gave no progressToken) and ends with the answer. A client's HTTP stack gives up on
- * headers that do not come within minutes (Claude Code after 300 s), and its MCP client on a call
- * that says nothing as long; a person's decision may take longer.
+ * opens at once, carries a progress notification every `everyMs` on the daemon's clock (or a
+ * comment, when the client gave no progressToken) and ends with the answer. A client's HTTP stack
+ * gives up on headers that do not come within minutes (Claude Code after 300 s), and its MCP client
+ * on a call that says nothing as long; a person's decision may take longer.
  */
-async function streamAnswer(res: ServerResponse, answer: Promise<JSONRPCMessage>, progressToken: string | number | undefined): Promise<void> {
+export async function streamAnswer(
+  res: ServerResponse,
+  answer: Promise<JSONRPCMessage>,
+  progressToken: string | number | undefined,
+  clock: Clock,
+  everyMs = PROGRESS_EVERY_MS,
+): Promise<void> {
   res.writeHead(200, SSE_HEADERS);
   const message = (m: unknown) => res.write(`event: message\ndata: ${JSON.stringify(m)}\n\n`);
   let progress = 0;
-  const timer = setInterval(() => {
+  let timer: unknown = null;
+  const tick = (): void => {
     if (res.destroyed) return;
     if (progressToken === undefined) res.write(': waiting\n\n');
     else message({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: ++progress, message: 'waiting' } });
-  }, PROGRESS_EVERY_MS);
+    timer = clock.setTimeout(tick, everyMs);
+  };
+  timer = clock.setTimeout(tick, everyMs);
   try {
     const m = await answer;
     if (!res.destroyed) message(m);
   } finally {
-    clearInterval(timer);
+    clock.clearTimeout(timer);
     res.end();
   }
 }
@@ -229,7 +239,7 @@ export async function handleMcp(door: McpDoor, principal: Principal | null, req:
   if (!batch) {
     const fast = fastCall(door, principal, body as JSONRPCMessage, gone.signal);
     if (fast instanceof Promise) {
-      if (/text\/event-stream/.test(accept)) return streamAnswer(res, fast, progressTokenOf(body as JSONRPCMessage));
+      if (/text\/event-stream/.test(accept)) return streamAnswer(res, fast, progressTokenOf(body as JSONRPCMessage), door.app.clock);
       return send(res, 200, await fast);
     }
     if (fast) return send(res, 200, fast);
