@@ -79,7 +79,7 @@ function build(spec: RunSpec): Invocation {
     env,
     stdin: spec.prompt,
     files: [
-      { path: mcpFile, content: claudeMcpConfig(spec.mcp.url, mcpTimeoutMs(spec.runtime.permissionTimeoutSec)) },
+      { path: mcpFile, content: claudeMcpConfig(spec.mcp.url, spec.runtime.permissionMode === 'ask' ? mcpTimeoutMs(spec.runtime.permissionTimeoutSec) : CLAUDE_MCP_TIMEOUT_MS) },
       { path: promptFile, content: systemText(agent) },
     ],
   };
