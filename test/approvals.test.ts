@@ -597,3 +597,36 @@ describe('timeouts across a restart', () => {
     }
   });
 });
+
+describe('tasks.maxRevisions', () => {
+  it('a task goes round for revision at most tasks.maxRevisions times (3 by default); the rejection after fails it, saying why', async () => {
+    const task = await taskIn(d, 'review');
+    for (let n = 1; n <= 3; n++) {
+      const a = await request(d, { taskId: task.id, title: `round ${n}` });
+      expect((await d.api('POST', `${A}/${a.id}/reject`, { body: { feedback: `fix ${n}` } })).status).toBe(200);
+      expect(await getTask(d, task.id)).toMatchObject({ status: 'pending', revisionCount: n });
+    }
+    const last = await request(d, { taskId: task.id, title: 'round 4' });
+    const res = await d.api('POST', `${A}/${last.id}/reject`, { body: { feedback: 'still wrong' } });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ status: 'rejected', feedback: 'still wrong' });
+    const failed = await getTask(d, task.id);
+    expect(failed).toMatchObject({ status: 'failed', revisionCount: 3, result: { error: 'rejected after 3 revision(s); tasks.maxRevisions is 3: still wrong', approvalId: last.id } });
+    expect(failed.description).not.toContain('still wrong');
+    const moved = eventsOf(d, last.id).find((e) => e.name === 'task:transition' && e.data.to === 'failed');
+    expect(moved?.data.reason).toBe(`approval ${last.id} rejected by local; tasks.maxRevisions (3) reached`);
+  });
+
+  it('0 allows no revision: the first rejection fails the task; a bad value names the setting', async () => {
+    const zero = await startTestDaemon({ config: { tasks: { maxRevisions: 0 } } });
+    try {
+      const task = await taskIn(zero, 'pending');
+      const a = await request(zero, { taskId: task.id });
+      expect((await zero.api('POST', `${A}/${a.id}/reject`, { body: { feedback: 'no' } })).status).toBe(200);
+      expect(await getTask(zero, task.id)).toMatchObject({ status: 'failed', revisionCount: 0 });
+    } finally {
+      await zero.close();
+    }
+    await expect(startTestDaemon({ config: { tasks: { maxRevisions: -1 } } })).rejects.toThrow(/tasks\.maxRevisions/);
+  });
+});
