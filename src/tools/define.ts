@@ -48,6 +48,12 @@ export interface ToolDef<I extends AnyObject = AnyObject, O extends AnyObject = 
    * callable by run keys only, and not offered to the daemon's own chat models.
    */
   audience?: 'run';
+  /**
+   * MCP answers with the summary text alone: no structuredContent, no outputSchema listed. Claude
+   * Code reads a permission prompt's answer from one text block, and would take structuredContent
+   * in its place.
+   */
+  textOnly?: boolean;
   /** Synchronous, except a tool that waits (for a person's decision): its promise is awaited by every door. */
   handler(ctx: ToolContext, input: z.output<I>): z.input<O> | Promise<z.input<O>>;
   /** One short line for the model and for people reading a transcript. */

@@ -33,7 +33,7 @@ const listings = new Map<string, Tool>(
       title: t.title,
       description: t.description,
       inputSchema: toolJsonSchema(t.input, 'input') as Tool['inputSchema'],
-      outputSchema: toolJsonSchema(t.output, 'output') as Tool['outputSchema'],
+      ...(t.textOnly ? {} : { outputSchema: toolJsonSchema(t.output, 'output') as Tool['outputSchema'] }),
       annotations: { title: t.title, ...t.annotations, openWorldHint: false },
     },
   ]),
@@ -48,8 +48,8 @@ export const toolListing = (t: AnyTool): Tool => listings.get(t.name)!;
  * A failure is a tool error (isError) carrying our error code and message, so the model can read
  * it and correct itself; the session goes on.
  */
-export function toCallToolResult(r: ToolResult): CallToolResult {
-  if (r.ok) return { structuredContent: r.structured, content: [{ type: 'text', text: r.text }] };
+export function toCallToolResult(r: ToolResult, textOnly = false): CallToolResult {
+  if (r.ok) return textOnly ? { content: [{ type: 'text', text: r.text }] } : { structuredContent: r.structured, content: [{ type: 'text', text: r.text }] };
   const details = r.details?.length ? '\n' + r.details.map((d) => `- ${d.path}: ${d.message}`).join('\n') : '';
   return {
     isError: true,
@@ -106,7 +106,8 @@ function callTool(door: Pick<McpDoor, 'app' | 'checkOutputs'>, principal: Princi
   };
   try {
     const r = runTool(tool, { app, principal, checkOutput: door.checkOutputs, signal }, args);
-    return r instanceof Promise ? r.then(toCallToolResult, internal) : toCallToolResult(r);
+    const answer = (result: ToolResult) => toCallToolResult(result, tool.textOnly);
+    return r instanceof Promise ? r.then(answer, internal) : answer(r);
   } catch (err) {
     return internal(err);
   }

@@ -32,6 +32,7 @@ export const permissionTools = [
     output: Answer,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     audience: 'run',
+    textOnly: true,
     handler: async ({ app, principal, signal }, { tool_name: tool, input, tool_use_id }) => {
       const runId = principal!.runId!;
       const run = getRun(app, runId);
