@@ -233,22 +233,29 @@ export async function handleMcp(door: McpDoor, principal: Principal | null, req:
   }
   // A call that waits stops when the client hangs up (a CLI that was stopped): nobody is left to answer.
   const gone = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) gone.abort(new Error('the MCP client closed the request'));
-  });
+  const watchHangUp = () =>
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort(new Error('the MCP client closed the request'));
+    });
   // The common case, one tools/call, is answered synchronously; everything else through the SDK.
   if (!batch) {
     const fast = fastCall(door, principal, body as JSONRPCMessage, gone.signal);
     if (fast instanceof Promise) {
+      watchHangUp();
       if (/text\/event-stream/.test(accept)) return streamAnswer(res, fast, progressTokenOf(body as JSONRPCMessage), door.app.clock);
       return send(res, 200, await fast);
     }
     if (fast) return send(res, 200, fast);
   }
   const authInfo = { token: '', clientId: principal?.name ?? 'daemon', scopes: [principal?.tools === 'read' ? 'tools:read' : 'tools:all'], extra: { principal } };
-  const answers = (
-    await Promise.all(messages.map((m) => fastCall(door, principal, m as JSONRPCMessage, gone.signal) ?? door.transport.exchange(m as JSONRPCMessage, authInfo)))
-  ).filter((a) => a !== null);
+  let waits = false;
+  const pending = messages.map((m) => {
+    const fast = fastCall(door, principal, m as JSONRPCMessage, gone.signal);
+    waits ||= fast instanceof Promise;
+    return fast ?? door.transport.exchange(m as JSONRPCMessage, authInfo);
+  });
+  if (waits) watchHangUp();
+  const answers = (await Promise.all(pending)).filter((a) => a !== null);
   if (!answers.length) return send(res, 202);
   send(res, 200, batch ? answers : answers[0]);
 }

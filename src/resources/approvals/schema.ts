@@ -70,16 +70,6 @@ export const ApprovalListQuery = z.strictObject({
 });
 export type ApprovalListFilter = z.output<typeof ApprovalListQuery>;
 
-/** What a permission request shows the approver (payload of a kind "permission" approval). */
-export const PermissionPayload = z
-  .object({
-    tool: z.string().describe('The tool as the CLI names it (Bash, Edit, mcp__<server>__<tool>).'),
-    input: z.unknown().describe("The tool's input, secrets redacted (a large input: its JSON text, cut)."),
-    toolUseId: z.string().nullable().describe("The CLI's id of the tool call."),
-  })
-  .meta({ id: 'PermissionPayload' });
-export type PermissionPayload = z.output<typeof PermissionPayload>;
-
 export const ApprovalOut = z.object({
   id: z.string(),
   kind: ApprovalKind.describe('task: holds its task in awaiting_approval until decided. permission: a tool use a run asks about; the task stays in_progress while the run waits.'),
@@ -88,7 +78,7 @@ export const ApprovalOut = z.object({
   requestedBy: z.string(),
   title: z.string(),
   reason: z.string().nullable(),
-  payload: z.unknown().describe('As given; null when none. A permission request: {tool, input, toolUseId} (PermissionPayload).'),
+  payload: z.unknown().describe('As given; null when none. A permission request: {tool, input, toolUseId}, the input with secrets redacted (a large one: its JSON text, cut).'),
   status: ApprovalStatus,
   timeoutAction: TimeoutAction.nullable().describe('What a timeout decides; null without a timeout.'),
   expiresAt: Timestamp.nullable().describe('When a pending request is decided by timeoutAction; null without a timeout.'),
