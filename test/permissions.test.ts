@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from './fake-clock.js';
-import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
+import { gitProject } from './git-project.js';
+import { startTestDaemon, until, type TestDaemon } from './harness.js';
 
 // Permission prompts as approvals (permissionMode "ask"), through the runner with the `command`
 // runtime: test/fixtures/runs/fake-agent.mjs asks svc's permission_prompt over MCP with its run's
@@ -14,23 +14,13 @@ import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.
 const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', import.meta.url));
 const SECRET = 'ghp_supersecretvalue123';
 
-const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
-
-function gitProject(config: Record<string, unknown> = {}): string {
-  const root = makeProject(config, { 'README.md': '# test project\n', '.gitignore': '.svc/\n.user-config/\nasked*\n' });
-  git(root, 'init', '-q', '-b', 'main');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-q', '-m', 'initial');
-  return root;
-}
-
 const daemons: TestDaemon[] = [];
 afterEach(async () => {
   for (const d of daemons.splice(0)) await d.close();
 });
 
 async function start(o: { config?: Record<string, unknown>; clock?: FakeClock; root?: string; keepRoot?: boolean } = {}): Promise<TestDaemon> {
-  const d = await startTestDaemon({ root: o.root ?? gitProject(o.config ?? {}), clock: o.clock, keepRoot: o.keepRoot, env: { PATH: process.env.PATH! } });
+  const d = await startTestDaemon({ root: o.root ?? gitProject(o.config ?? {}, ['asked*']), clock: o.clock, keepRoot: o.keepRoot, env: { PATH: process.env.PATH! } });
   daemons.push(d);
   return d;
 }

@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from './temp.js';
 import { agentCli } from './agent-clis.js';
 import { FakeClock } from './fake-clock.js';
-import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
+import { git, gitProject } from './git-project.js';
+import { startTestDaemon, until, type TestDaemon } from './harness.js';
 import * as A from './scripted-anthropic.js';
 import * as R from './scripted-responses.js';
 
@@ -18,16 +18,6 @@ const claude = agentCli('claude');
 const codex = agentCli('codex');
 
 const temp = (prefix: string): string => tempDir(`svc-${prefix}-`);
-
-const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
-
-function gitProject(config: Record<string, unknown> = {}): string {
-  const root = makeProject(config, { 'README.md': '# test project\n', '.gitignore': '.svc/\n.user-config/\n' });
-  git(root, 'init', '-q', '-b', 'main');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-q', '-m', 'initial');
-  return root;
-}
 
 const daemons: TestDaemon[] = [];
 afterEach(async () => {
@@ -184,14 +174,22 @@ describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} a
     return { file, command: `echo ran > ${file}` };
   };
 
-  it('a command runs only after a person approves it; "always" adds Bash to the allowedTools; deciding twice is 409', async () => {
-    const d = await start();
+  /**
+   * A task whose model asks to run a marking command, then ends saying `after`: returns once
+   * Claude Code has asked, with the request, the command and how many model requests came before.
+   */
+  async function askingTask(d: TestDaemon, after: string) {
     await askingAgent(d);
     const m = marking();
     const seen = up.requests.length;
-    up.script({ blocks: [A.bash(m.command)] }, { blocks: [A.text('Ran it.')] });
+    up.script({ blocks: [A.bash(m.command)] }, { blocks: [A.text(after)] });
     const taskId = await task(d, 'Mark it', 'cody');
-    const a = await asked(d, taskId);
+    return { m, seen, taskId, a: await asked(d, taskId) };
+  }
+
+  it('a command runs only after a person approves it; "always" adds Bash to the allowedTools; deciding twice is 409', async () => {
+    const d = await start();
+    const { m, seen, taskId, a } = await askingTask(d, 'Ran it.');
     const live = await runOf(d, taskId, 1, ['running']);
     expect(a).toMatchObject({ kind: 'permission', runId: live.id, agent: 'cody', tool: 'Bash', title: `cody wants to run Bash: ${m.command}`, payload: { tool: 'Bash', input: { command: m.command } } });
     expect(a.payload.toolUseId).toMatch(/^toolu_/);
@@ -211,12 +209,7 @@ describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} a
 
   it('a rejected command never runs, and the model reads the note as the reason', async () => {
     const d = await start();
-    await askingAgent(d);
-    const m = marking();
-    const seen = up.requests.length;
-    up.script({ blocks: [A.bash(m.command)] }, { blocks: [A.text('Did not run it.')] });
-    const taskId = await task(d, 'Mark it', 'cody');
-    const a = await asked(d, taskId);
+    const { m, seen, taskId, a } = await askingTask(d, 'Did not run it.');
     expect((await d.api('POST', `/api/v1/approvals/${a.id}/reject`, { body: { feedback: 'Use the test script instead.', resolvedBy: 'lead' } })).status).toBe(200);
     const run = await runOf(d, taskId, 1);
     expect(run.status, run.error).toBe('succeeded');
@@ -229,12 +222,7 @@ describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} a
   it('nobody decides: runner.permissionTimeoutSec refuses it on the daemon clock, and the wait is no stall', async () => {
     const clock = new FakeClock(Date.now());
     const d = await start(clock, { runner: { permissionTimeoutSec: 90, stallTimeoutSec: 30 } });
-    await askingAgent(d);
-    const m = marking();
-    const seen = up.requests.length;
-    up.script({ blocks: [A.bash(m.command)] }, { blocks: [A.text('Gave up on it.')] });
-    const taskId = await task(d, 'Mark it', 'cody');
-    const a = await asked(d, taskId);
+    const { m, seen, taskId, a } = await askingTask(d, 'Gave up on it.');
     clock.advance(91_000);
     const run = await runOf(d, taskId, 1);
     expect(run.status, run.error).toBe('succeeded');

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,6 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from './fake-clock.js';
+import { git, gitProject } from './git-project.js';
 import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
 import { collect } from './sse-collector.js';
 import { RUNNER } from '../src/resources/runs/service.js';
@@ -16,17 +16,6 @@ import type { Runner } from '../src/resources/runs/runner.js';
 // retries, cancel, timeouts, limits. The real Claude Code and Codex are driven in runs-clis.test.ts.
 
 const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', import.meta.url));
-
-const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
-
-/** A project that is a git repository with one commit. */
-export function gitProject(config: Record<string, unknown> = {}): string {
-  const root = makeProject(config, { 'README.md': '# test project\n', '.gitignore': '.svc/\n.user-config/\n' });
-  git(root, 'init', '-q', '-b', 'main');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-q', '-m', 'initial');
-  return root;
-}
 
 const daemons: TestDaemon[] = [];
 afterEach(async () => {
