@@ -48,19 +48,17 @@ function oneLine(text: string, max: number): string {
   return `${flat.slice(0, end)}…`;
 }
 
+/** A non-blank string field of the input's own, or null. */
+function field(input: unknown, name: string): string | null {
+  if (typeof input !== 'object' || input === null || Array.isArray(input) || !Object.hasOwn(input, name)) return null;
+  const v = (input as Record<string, unknown>)[name];
+  return typeof v === 'string' && v.trim() ? v : null;
+}
+
 /** "cody wants to run Bash: npm test"; "cody wants to use Edit: src/cli.ts". */
 export function permissionTitle(agent: string, tool: string, input: unknown): string {
   const verb = tool === 'Bash' ? 'run' : 'use';
-  let detail: string | null = null;
-  if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
-    for (const field of DETAIL_FIELDS) {
-      const v = Object.hasOwn(input, field) ? (input as Record<string, unknown>)[field] : undefined;
-      if (typeof v === 'string' && v.trim()) {
-        detail = v;
-        break;
-      }
-    }
-  }
+  const detail = DETAIL_FIELDS.map((f) => field(input, f)).find((v) => v !== null) ?? null;
   return `${agent} wants to ${verb} ${oneLine(tool, 100)}${detail ? `: ${oneLine(detail, TITLE_DETAIL_MAX)}` : ''}`;
 }
 
@@ -94,8 +92,9 @@ export function askPermission(app: App, ask: PermissionAsk, s: PermissionSetting
     }
     const id = uuidv7(app.clock.now());
     const now = nowIso(app.clock);
-    const title = redactValue(permissionTitle(ask.agent, ask.tool, ask.input), s.secrets);
-    const description = typeof input === 'object' && input !== null && typeof (input as { description?: unknown }).description === 'string' ? (input as { description: string }).description : null;
+    // From the kept input: redacted already (run keys too), and a large one gives no detail.
+    const title = redactValue(permissionTitle(ask.agent, ask.tool, input), s.secrets);
+    const description = field(input, 'description');
     store.insertApproval(app.db, {
       id,
       kind: 'permission',
