@@ -30,6 +30,7 @@ import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
 import { agentsInTeam } from './resources/agents/service.js';
 import { wireApprovals } from './resources/approvals/service.js';
+import { startPermissionSweeper } from './resources/approvals/permissions.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { DATA_BACKEND, reconcile } from './resources/data/service.js';
 import { DATA_RUNNER, removeOrphanFiles, SqliteBackend } from './resources/data/sqlite-backend.js';
@@ -308,6 +309,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     app.services.provide(SKILL_INDEX, new SkillIndex(skillsDirOf(app)));
     startWorker(await startSkills(app));
     startWorker(startApprovalTimeouts(app));
+    // A run that ends leaves no permission request of its task waiting (a lost one is asked again).
+    startWorker(startPermissionSweeper(app));
     // Claims are leases: release tasks whose holder stopped sending heartbeats (also while we were down).
     startWorker(app.services.provide(LEASE_REAPER, startLeaseReaper(app)));
     // The agent tools over MCP (POST /mcp): one SDK Server for every client of this daemon.
@@ -479,6 +482,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       await watcher.close().catch(() => undefined);
       await tlsWatcher?.close().catch(() => undefined);
       streams.closeAll();
+      // Runs end before connections are cut: a CLI waiting on svc (a permission request) would
+      // otherwise hear its call fail, take it for a refusal and go on, before it is stopped.
+      await runner?.close();
       await http.close(SHUTDOWN_GRACE_MS);
       for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
       try {

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { approvalTable, formatAge, formatRemaining, parseDuration } from '../src/resources/approvals/command.js';
+import { askPermission } from '../src/resources/approvals/permissions.js';
 import type { Approval } from '../src/resources/approvals/schema.js';
 import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
@@ -69,6 +70,33 @@ describe('svc approvals (child process)', () => {
 
     const badStatus = await svc('approvals', 'ls', '--status', 'open');
     expect(badStatus.code).toBe(2);
+  });
+
+  it("lists a run's permission requests by kind and run; approve --always allows the tool for good; a gate refuses --always", async () => {
+    expect((await d.api('POST', '/api/v1/agents', { body: { name: 'cody' } })).status).toBe(201);
+    const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'test it' } })).body.data;
+    const runId = '01900000-0000-7000-8000-00000000beef';
+    // What the permission_prompt tool records when a run's Claude Code asks (tools/permissions.ts).
+    const asked = askPermission(
+      d.daemon.app,
+      { runId, taskId: task.id, missionId: null, agent: 'cody', tool: 'Bash', input: { command: 'npm test' }, toolUseId: 'toolu_1' },
+      { timeoutSec: 900, timeoutAction: 'reject', secrets: [] },
+    );
+    const ls = await svc('approvals', 'ls', '--kind', 'permission', '--run', runId);
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(ls.stdout.split('\n')[1]).toMatch(new RegExp(`^${asked.id.slice(-8)}\\s+pending\\s+\\d+s\\s+${task.id.slice(-8)}\\s+cody\\s+reject in 15m\\s+cody wants to run Bash: npm test$`));
+    expect((await svc('approvals', 'ls', '--kind', 'task', '--json')).stdout).not.toContain(asked.id);
+    expect((await svc('approvals', 'ls', '--kind', 'gate')).code).toBe(2);
+
+    const approve = await svc('approvals', 'approve', asked.id.slice(-6), '--always');
+    expect(approve.code, approve.stderr).toBe(0);
+    expect(approve.stdout).toBe(`approved ${asked.id.slice(-8)}; run ${runId.slice(-8)} goes on with Bash, and cody may use Bash from now on (allowedTools)\n`);
+    expect((await d.api('GET', '/api/v1/agents/cody')).body.data.allowedTools).toEqual(['Bash']);
+
+    const gate = await request('merge it?', { taskId: task.id });
+    const refused = await svc('approvals', 'approve', gate.id, '--always');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/--always: approval .* gates a task/);
   });
 });
 

@@ -97,7 +97,7 @@ describe('requesting', () => {
 
   const requested = (key: string, taskId: () => string | null, extra: Record<string, unknown> = {}) => ({
     name: 'approval:requested',
-    data: { approvalId: ids[key], taskId: taskId(), missionId: null, title: 'may I?', requestedBy: 'ana', ...extra },
+    data: { approvalId: ids[key], kind: 'task', taskId: taskId(), missionId: null, title: 'may I?', requestedBy: 'ana', runId: null, tool: null, ...extra },
   });
   // What a person is told (test/notify.test.ts checks it whole).
   const attention = (key: string, taskId: () => string | null) => ({
@@ -221,6 +221,7 @@ describe('requesting', () => {
     const a = await getApproval(d, ids.P!);
     expect(Object.keys(a)).toEqual([
       'id',
+      'kind',
       'taskId',
       'missionId',
       'requestedBy',
@@ -236,9 +237,14 @@ describe('requesting', () => {
       'resolvedBy',
       'resolvedAt',
       'timedOut',
+      'runId',
+      'agent',
+      'tool',
+      'alwaysAllowed',
       'createdAt',
       'updatedAt',
     ]);
+    expect(a).toMatchObject({ kind: 'task', runId: null, agent: null, tool: null, alwaysAllowed: null });
     expect(a.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
     expect(a.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
@@ -258,7 +264,7 @@ describe('deciding', () => {
 
   const resolved = (key: string, taskId: () => string | null, status: string, resolvedBy: string | null) => ({
     name: 'approval:resolved',
-    data: { approvalId: ids[key], taskId: taskId(), status, resolvedBy, timedOut: false },
+    data: { approvalId: ids[key], kind: 'task', taskId: taskId(), runId: null, status, resolvedBy, timedOut: false, alwaysAllowed: null },
   });
   const moved = (key: string, to: string, verb: string) => ({
     name: 'task:transition',
@@ -541,10 +547,10 @@ describe('timeouts', () => {
     expect(after).toMatchObject({ status: c.status, resolvedBy: 'timeout', timedOut: true, note: null, feedback: null, resolvedAt: a.expiresAt });
     expect(await getTask(d, task.id)).toMatchObject({ status: c.to, revisionCount: c.revisionCount });
     expect(eventsOf(d, a.id)).toEqual([
-      { name: 'approval:requested', data: { approvalId: a.id, taskId: task.id, missionId: null, title: 'may I?', requestedBy: 'ana' } },
+      { name: 'approval:requested', data: { approvalId: a.id, kind: 'task', taskId: task.id, missionId: null, title: 'may I?', requestedBy: 'ana', runId: null, tool: null } },
       { name: 'attention:needed', data: expect.objectContaining({ reason: 'approval', approvalId: a.id }) },
       { name: 'task:transition', data: { taskId: task.id, from: c.from, to: 'awaiting_approval', reason: `approval ${a.id} requested by ana` } },
-      { name: 'approval:resolved', data: { approvalId: a.id, taskId: task.id, status: c.status, resolvedBy: 'timeout', timedOut: true } },
+      { name: 'approval:resolved', data: { approvalId: a.id, kind: 'task', taskId: task.id, runId: null, status: c.status, resolvedBy: 'timeout', timedOut: true, alwaysAllowed: null } },
       { name: 'task:transition', data: { taskId: task.id, from: 'awaiting_approval', to: c.to, reason: `approval ${a.id} timed out (${c.status})` } },
     ]);
   });
@@ -597,5 +603,38 @@ describe('timeouts across a restart', () => {
       await first.close();
       await second?.close();
     }
+  });
+});
+
+describe('tasks.maxRevisions', () => {
+  it('a task goes round for revision at most tasks.maxRevisions times (3 by default); the rejection after fails it, saying why', async () => {
+    const task = await taskIn(d, 'review');
+    for (let n = 1; n <= 3; n++) {
+      const a = await request(d, { taskId: task.id, title: `round ${n}` });
+      expect((await d.api('POST', `${A}/${a.id}/reject`, { body: { feedback: `fix ${n}` } })).status).toBe(200);
+      expect(await getTask(d, task.id)).toMatchObject({ status: 'pending', revisionCount: n });
+    }
+    const last = await request(d, { taskId: task.id, title: 'round 4' });
+    const res = await d.api('POST', `${A}/${last.id}/reject`, { body: { feedback: 'still wrong' } });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ status: 'rejected', feedback: 'still wrong' });
+    const failed = await getTask(d, task.id);
+    expect(failed).toMatchObject({ status: 'failed', revisionCount: 3, result: { error: 'rejected after 3 revision(s); tasks.maxRevisions is 3: still wrong', approvalId: last.id } });
+    expect(failed.description).not.toContain('still wrong');
+    const moved = eventsOf(d, last.id).find((e) => e.name === 'task:transition' && e.data.to === 'failed');
+    expect(moved?.data.reason).toBe(`approval ${last.id} rejected by local; tasks.maxRevisions (3) reached`);
+  });
+
+  it('0 allows no revision: the first rejection fails the task; a bad value names the setting', async () => {
+    const zero = await startTestDaemon({ config: { tasks: { maxRevisions: 0 } } });
+    try {
+      const task = await taskIn(zero, 'pending');
+      const a = await request(zero, { taskId: task.id });
+      expect((await zero.api('POST', `${A}/${a.id}/reject`, { body: { feedback: 'no' } })).status).toBe(200);
+      expect(await getTask(zero, task.id)).toMatchObject({ status: 'failed', revisionCount: 0 });
+    } finally {
+      await zero.close();
+    }
+    await expect(startTestDaemon({ config: { tasks: { maxRevisions: -1 } } })).rejects.toThrow(/tasks\.maxRevisions/);
   });
 });

@@ -43,7 +43,7 @@ describe('svc mcp (stdio, the SDK client spawning it)', () => {
     await client.connect(transport);
     expect(stderr()).toContain(`forwarding to ${d.url}/mcp`);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(TOOLS.map((t) => t.name));
+    expect(tools.map((t) => t.name)).toEqual(TOOLS.filter((t) => t.audience !== 'run').map((t) => t.name));
 
     const { task } = await call(client, 'task_create', { title: 'over stdio' });
     const next = await call(client, 'task_next', { agent: 'ana' });

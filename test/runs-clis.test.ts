@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from './temp.js';
@@ -58,11 +58,11 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, ()
     await up?.close();
   });
 
-  async function claudeAgent(d: TestDaemon, extra: Record<string, unknown> = {}): Promise<{ configDir: string }> {
+  async function claudeAgent(d: TestDaemon, extra: Record<string, unknown> = {}, runtime: Record<string, unknown> = {}): Promise<{ configDir: string }> {
     // Claude Code keeps a folder of its own in TMPDIR (claude-<uid>): one of the test's, removed after it.
     const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: temp('claude-config'), TMPDIR: temp('claude-tmp') };
     const r = await d.api('POST', '/api/v1/agents', {
-      body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Bash'], runtime: { kind: 'claude', command: claude!.path, env }, ...extra },
+      body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Bash'], runtime: { kind: 'claude', command: claude!.path, env, ...runtime }, ...extra },
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return { configDir: env.CLAUDE_CONFIG_DIR };
@@ -190,6 +190,124 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, ()
   });
 });
 
+describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} as svc approvals (permissionMode ask)`, () => {
+  let up: A.ScriptedAnthropic;
+  beforeAll(async () => {
+    up = await A.startScriptedAnthropic();
+  });
+  afterAll(async () => {
+    await up?.close();
+  });
+
+  /** cody with permissionMode ask, Bash not among its allowedTools: Claude Code asks svc before each command. */
+  async function askingAgent(d: TestDaemon) {
+    const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: temp('claude-config'), TMPDIR: temp('claude-tmp') };
+    const r = await d.api('POST', '/api/v1/agents', {
+      body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Read'], runtime: { kind: 'claude', command: claude!.path, env, permissionMode: 'ask' } },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+  }
+
+  /** The pending permission request of a task, once Claude Code has asked. */
+  async function asked(d: TestDaemon, taskId: string): Promise<any> {
+    let a: any;
+    await until('Claude Code to ask for permission', async () => {
+      a = ((await d.api('GET', `/api/v1/approvals?taskId=${taskId}&kind=permission`)).body.data as any[]).find((x) => x.status === 'pending');
+      return a !== undefined;
+    }, 30_000);
+    return a;
+  }
+
+  /** A command that leaves a file behind: whether it ran is whether the file is there. */
+  const marking = () => {
+    const file = join(temp('marker'), 'ran');
+    return { file, command: `echo ran > ${file}` };
+  };
+
+  /**
+   * A task whose model asks to run a marking command, then ends saying `after`: returns once
+   * Claude Code has asked, with the request, the command and how many model requests came before.
+   */
+  async function askingTask(d: TestDaemon, after: string) {
+    await askingAgent(d);
+    const m = marking();
+    const seen = up.requests.length;
+    up.script({ blocks: [A.bash(m.command)] }, { blocks: [A.text(after)] });
+    const taskId = await task(d, 'Mark it', 'cody');
+    return { m, seen, taskId, a: await asked(d, taskId) };
+  }
+
+  it('a command runs only after a person approves it; "always" adds Bash to the allowedTools; deciding twice is 409', async () => {
+    const d = await start();
+    const { m, seen, taskId, a } = await askingTask(d, 'Ran it.');
+    const live = await runOf(d, taskId, 1, ['running']);
+    expect(a).toMatchObject({ kind: 'permission', runId: live.id, agent: 'cody', tool: 'Bash', title: `cody wants to run Bash: ${m.command}`, payload: { tool: 'Bash', input: { command: m.command } } });
+    expect(a.payload.toolUseId).toMatch(/^toolu_/);
+    expect(existsSync(m.file)).toBe(false);
+    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data.status).toBe('in_progress');
+    expect((await d.api('POST', `/api/v1/approvals/${a.id}/approve`, { body: { alwaysAllow: true } })).status).toBe(200);
+    expect((await d.api('POST', `/api/v1/approvals/${a.id}/approve`, { body: {} })).status).toBe(409);
+    const run = await runOf(d, taskId, 1);
+    expect(run.status, run.error).toBe('succeeded');
+    expect(readFileSync(m.file, 'utf8')).toBe('ran\n');
+    expect((await d.api('GET', '/api/v1/agents/cody')).body.data.allowedTools).toEqual(['Read', 'Bash']);
+    // The command's own result went back to the model.
+    expect(A.toolResultsOf(up.requests[seen + 1]!)).toEqual([expect.not.stringContaining('denied')]);
+    const log = await logOf(d, run.id);
+    expect(log).toContainEqual(expect.objectContaining({ kind: 'command', command: m.command, exitCode: 0 }));
+  });
+
+  it('a rejected command never runs, and the model reads the note as the reason', async () => {
+    const d = await start();
+    const { m, seen, taskId, a } = await askingTask(d, 'Did not run it.');
+    expect((await d.api('POST', `/api/v1/approvals/${a.id}/reject`, { body: { feedback: 'Use the test script instead.', resolvedBy: 'lead' } })).status).toBe(200);
+    const run = await runOf(d, taskId, 1);
+    expect(run.status, run.error).toBe('succeeded');
+    expect(existsSync(m.file)).toBe(false);
+    expect(A.toolResultsOf(up.requests[seen + 1]!)).toEqual(['lead refused: Use the test script instead.']);
+    // Not a review: the task went on to review with the run, not back to pending with feedback.
+    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'review', revisionCount: 0 });
+  });
+
+  it('nobody decides: runner.permissionTimeoutSec refuses it on the daemon clock, and the wait is no stall', async () => {
+    const clock = new FakeClock(Date.now());
+    const d = await start(clock, { runner: { permissionTimeoutSec: 90, stallTimeoutSec: 30 } });
+    const { m, seen, taskId, a } = await askingTask(d, 'Gave up on it.');
+    clock.advance(91_000);
+    const run = await runOf(d, taskId, 1);
+    expect(run.status, run.error).toBe('succeeded');
+    expect(existsSync(m.file)).toBe(false);
+    expect((await d.api('GET', `/api/v1/approvals/${a.id}`)).body.data).toMatchObject({ status: 'rejected', timedOut: true });
+    expect(A.toolResultsOf(up.requests[seen + 1]!)[0]).toMatch(/^Nobody decided whether you may use Bash in time/);
+  });
+
+  it('a pending request survives a daemon restart: the resumed Claude Code asks again, waits on it, and runs once approved', async () => {
+    const root = gitProject();
+    const first = await startTestDaemon({ root, keepRoot: true, env: { PATH: process.env.PATH! } });
+    daemons.push(first);
+    await askingAgent(first);
+    const m = marking();
+    // The first run asks and is stopped with its daemon; the run queued again resumes the session and asks the same.
+    up.script({ blocks: [A.bash(m.command)] }, { blocks: [A.bash(m.command)] }, { blocks: [A.text('Ran it at last.')] });
+    const taskId = await task(first, 'Mark it', 'cody');
+    const a = await asked(first, taskId);
+    await first.close();
+    daemons.splice(daemons.indexOf(first), 1);
+
+    const second = await startTestDaemon({ root, env: { PATH: process.env.PATH! } });
+    daemons.push(second);
+    const resumed = await runOf(second, taskId, 2, ['running']);
+    await until('the request to follow the resumed run', async () => (await second.api('GET', `/api/v1/approvals/${a.id}`)).body.data.runId === resumed.id, 30_000);
+    expect((await second.api('GET', `/api/v1/approvals?taskId=${taskId}`)).body.data).toHaveLength(1);
+    expect(existsSync(m.file)).toBe(false);
+    expect((await second.api('POST', `/api/v1/approvals/${a.id}/approve`, { body: {} })).status).toBe(200);
+    const run = await runOf(second, taskId, 2);
+    expect(run.status, run.error).toBe('succeeded');
+    expect(run.sessionId).toBe((await runOf(second, taskId, 1)).sessionId);
+    expect(existsSync(m.file)).toBe(true);
+  });
+});
+
 describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, () => {
   let up: R.ScriptedResponses;
   beforeAll(async () => {
@@ -199,13 +317,13 @@ describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, () => {
     await up?.close();
   });
 
-  async function codexAgent(d: TestDaemon) {
+  async function codexAgent(d: TestDaemon, runtime: Record<string, unknown> = {}, home = temp('codex-home')) {
     const r = await d.api('POST', '/api/v1/agents', {
       body: {
         name: 'rex',
         model: 'openai/gpt-5.5',
         reasoning: 'low',
-        runtime: { kind: 'codex', command: codex!.path, args: R.codexProviderArgs(up.url), env: { CODEX_HOME: temp('codex-home'), SCRIPTED_KEY: 'sk-scripted' } },
+        runtime: { kind: 'codex', command: codex!.path, args: R.codexProviderArgs(up.url), env: { CODEX_HOME: home, SCRIPTED_KEY: 'sk-scripted' }, ...runtime },
       },
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
@@ -253,6 +371,23 @@ describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, () => {
     expect(sent.split('# Task: Limited').length - 1).toBe(2);
     expect(sent).toContain('This run was paused by a usage limit');
     expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'review', retries: 0 });
+  it('ask: codex exec cannot ask, so it runs sandboxed (workspace-write, no network) and nothing becomes an approval', async () => {
+    const d = await start();
+    // A user's config.toml that opens the sandbox's network does not open it for ask.
+    const home = temp('codex-home');
+    writeFileSync(join(home, 'config.toml'), '[sandbox_workspace_write]\nnetwork_access = true\n');
+    await codexAgent(d, { permissionMode: 'ask' }, home);
+    const taskId = await task(d, 'Write in the sandbox', 'rex');
+    const port = new URL(up.url).port;
+    const probe = `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>{console.log('network open');process.exit(0)}).on('error',e=>console.log('network shut',e.code))"`;
+    up.script({ items: [R.execCommand(`echo sandboxed > inside.txt && cat inside.txt && ${probe}`)] }, { items: [R.message('Wrote it.')] });
+    const run = await runOf(d, taskId, 1);
+    expect(run.status, run.error).toBe('succeeded');
+    expect(git(d.root, 'show', `${run.headCommit}:inside.txt`)).toBe('sandboxed');
+    // The sandbox shut the network: even the daemon's own loopback is refused (EPERM).
+    const ran = (await logOf(d, run.id)).find((i) => i.kind === 'command' && i.exitCode === 0);
+    expect(ran.output).toMatch(/network shut EPERM/);
+    expect((await d.api('GET', '/api/v1/approvals')).body.data).toEqual([]);
   });
 
   it('a turn that fails exits non-zero; the retry resumes the thread and counts only its own tokens', async () => {

@@ -369,6 +369,34 @@ describe('review and the claim', () => {
     expect(promptLength(second.summary)).toBeGreaterThan(promptLength(first.summary));
   });
 
+  it('the review loop ends: approved → done; rejected past tasks.maxRevisions → failed, saying why, with no other run', async () => {
+    const d = await start({ config: { tasks: { maxRevisions: 1 } } });
+    await addAgent(d);
+    const review = async (id: string, verb: 'approve' | 'reject', feedback?: string) => {
+      const a = await d.api('POST', '/api/v1/approvals', { body: { taskId: id, requestedBy: 'reviewer', title: 'Merge it?' } });
+      expect(a.status).toBe(201);
+      expect((await d.api('POST', `/api/v1/approvals/${a.body.data.id}/${verb}`, { body: feedback ? { feedback } : {} })).status).toBe(200);
+    };
+    // Sent back once, then approved: done, after two runs, the second resuming the first's session.
+    const good = await addTask(d, '@write page.txt a page');
+    const first = await finishedRun(d, good.id);
+    await review(good.id, 'reject', 'Add a title.');
+    const revision = await finishedRun(d, good.id, 2);
+    expect(revision).toMatchObject({ status: 'succeeded', reason: 'revision' });
+    expect((await d.api('GET', `/api/v1/runs/${revision.id}/log`)).body.data[0].text).toContain(`resumed ${first.sessionId}`);
+    await review(good.id, 'approve');
+    expect(await task(d, good.id)).toMatchObject({ status: 'done', revisionCount: 1 });
+    // Sent back as often as allowed, then once more: failed with the reason, and no third run.
+    const bad = await addTask(d, '@write other.txt a draft');
+    await finishedRun(d, bad.id);
+    await review(bad.id, 'reject', 'No.');
+    await finishedRun(d, bad.id, 2);
+    await review(bad.id, 'reject', 'Still no.');
+    expect(await task(d, bad.id)).toMatchObject({ status: 'failed', revisionCount: 1, result: { error: 'rejected after 1 revision(s); tasks.maxRevisions is 1: Still no.' } });
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await runsOf(d, bad.id)).length).toBe(2);
+  });
+
   it('holds the task with heartbeats while the run lives, however short the lease', async () => {
     const clock = new FakeClock(Date.now());
     const d = await start({ clock, config: { tasks: { leaseSeconds: 6 } } });

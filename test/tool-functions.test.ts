@@ -16,7 +16,9 @@ afterAll(async () => {
 describe('functionTools', () => {
   it('offers every tool with its JSON Schema, runs it with its events, and throws our AppError on refusal', async () => {
     const tools = functionTools(d.daemon.app, null, { checkOutputs: true });
-    expect(tools.map((t) => t.name)).toEqual(TOOLS.map((t) => t.name));
+    // Never a tool for runs' CLIs: a model has no permission prompt to answer.
+    expect(tools.map((t) => t.name)).toEqual(TOOLS.filter((t) => t.audience !== 'run').map((t) => t.name));
+    expect(functionTools(d.daemon.app, { name: 'cody', keyId: 'x', source: 'run', runId: 'r1' }).map((t) => t.name)).not.toContain('permission_prompt');
     expect(tools.every((t) => t.parameters.type === 'object')).toBe(true);
     const create = tools.find((t) => t.name === 'task_create')!;
     const mark = d.daemon.app.events.lastId();

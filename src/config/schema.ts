@@ -192,6 +192,12 @@ export const ProjectConfigSchema = z.object({
         .boolean()
         .default(false)
         .describe('Every task passes review: in_progress → done is refused (409 invalid_transition naming this setting), so work goes in_progress → review → done.'),
+      maxRevisions: z
+        .int()
+        .min(0)
+        .max(1000)
+        .default(3)
+        .describe("How many times a task may be sent back for revision (an approval rejected with feedback: back to pending, and a revision run for an agent with a runtime). The rejection after the last one fails the task instead, saying so."),
     })
     .prefault({}),
   runner: z
@@ -207,6 +213,16 @@ export const ProjectConfigSchema = z.object({
       promptFile: z.string().min(1).max(1024).optional().describe('A prompt template in the repository (relative to the project; {{task.title}}-style placeholders, docs/runs.md), instead of the built-in one.'),
       stallTimeoutSec: z.int().min(5).max(86_400).default(300).describe('A run that prints nothing for this long is ended as timed_out.'),
       timeoutSec: z.int().min(10).max(7 * 86_400).default(3600).describe('A run that lasts longer than this in all is ended as timed_out.'),
+      permissionTimeoutSec: z
+        .int()
+        .min(10)
+        .max(86_400)
+        .default(900)
+        .describe("permissionMode \"ask\": a tool use the agent's CLI asks about waits this long for a person's decision (an svc approval), then permissionTimeoutAction decides it. The run waits meanwhile (its stall timer does not run; runner.timeoutSec does)."),
+      permissionTimeoutAction: z
+        .enum(['approve', 'reject'])
+        .default('reject')
+        .describe('What a permission request nobody decided in permissionTimeoutSec becomes: reject (the agent is told no) or approve.'),
       keepWorkspacesHours: z.number().min(0).max(24 * 365).default(24).describe("A done task's worktree is removed this long after it finished (its branch stays)."),
       maxLogItems: z.int().min(100).max(1_000_000).default(10_000).describe("Log items kept per run; past it the run's log says how many were left out, and usage, summary and errors are still recorded."),
       labels: z.array(z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'labels are lower-case letters, digits, ".", "_" or "-"')).max(32).default([]).describe("This daemon's runner labels: an agent whose runtime names runners runs only on a runner with one of those labels."),

@@ -19,6 +19,8 @@ export interface KeyEntry {
   tools?: 'read' | 'all';
   /** run: minted for one run of an agent's CLI, refused once the run ends (resources/runs/keys.ts). */
   source: 'project.json' | 'SERVICE_API_KEY' | 'local.key' | 'run';
+  /** The run a `run` key was minted for: what its CLI asks (a permission) is that run's. */
+  runId?: string;
 }
 
 /** Who made a request: the key that matched, never the key itself. */
@@ -29,6 +31,8 @@ export interface Principal {
   grants?: Grant[];
   tools?: KeyEntry['tools'];
   source: KeyEntry['source'];
+  /** The run whose key this is (source 'run'). */
+  runId?: string;
   /** Signed in through the board's session cookie rather than a bearer key (the key is the one that minted it). */
   session?: boolean;
   /** When that board session ends (epoch ms): what it opened (an event stream) ends with it. */
@@ -82,7 +86,14 @@ export function keyByDigest(keys: readonly KeyEntry[], digest: Buffer): KeyEntry
 }
 
 /** Who a request is when it authenticated with `entry`. */
-export const principalOf = (entry: KeyEntry): Principal => ({ name: entry.name, keyId: entry.digest.toString('hex'), grants: entry.grants, tools: entry.tools, source: entry.source });
+export const principalOf = (entry: KeyEntry): Principal => ({
+  name: entry.name,
+  keyId: entry.digest.toString('hex'),
+  grants: entry.grants,
+  tools: entry.tools,
+  source: entry.source,
+  ...(entry.runId !== undefined ? { runId: entry.runId } : {}),
+});
 
 /** The principal of the presented key, or null when no configured key is it. */
 export function authenticate(keys: readonly KeyEntry[], presented: string | undefined, cache?: DigestCache): Principal | null {

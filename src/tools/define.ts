@@ -27,6 +27,8 @@ export interface ToolContext {
    * typed values, so production skips the cost.
    */
   checkOutput?: boolean;
+  /** Aborted when the caller goes away (its HTTP request closed): a tool that waits stops waiting. */
+  signal?: AbortSignal;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -41,7 +43,19 @@ export interface ToolDef<I extends AnyObject = AnyObject, O extends AnyObject = 
   input: I;
   output: O;
   annotations: ToolAnnotations;
-  handler(ctx: ToolContext, input: z.output<I>): z.input<O>;
+  /**
+   * 'run': called by the CLI of a run svc started (its run key), never by a model: listed to and
+   * callable by run keys only, and not offered to the daemon's own chat models.
+   */
+  audience?: 'run';
+  /**
+   * MCP answers with the summary text alone: no structuredContent, no outputSchema listed. Claude
+   * Code reads a permission prompt's answer from one text block, and would take structuredContent
+   * in its place.
+   */
+  textOnly?: boolean;
+  /** Synchronous, except a tool that waits (for a person's decision): its promise is awaited by every door. */
+  handler(ctx: ToolContext, input: z.output<I>): z.input<O> | Promise<z.input<O>>;
   /** One short line for the model and for people reading a transcript. */
   summary(output: z.output<O>): string;
 }
@@ -57,8 +71,12 @@ export type ToolResult =
   | { ok: true; structured: Record<string, unknown>; text: string }
   | { ok: false; code: ErrorCode; status: number; message: string; details?: ErrorDetail[] };
 
-/** Keys limited to read-only tools see and call only those (apiKeys[].tools: "read"). */
-export const mayUse = (principal: Principal | null, tool: AnyTool): boolean => principal?.tools !== 'read' || tool.annotations.readOnlyHint;
+/**
+ * Keys limited to read-only tools see and call only those (apiKeys[].tools: "read"); a tool for
+ * runs' CLIs is seen and called by run keys only.
+ */
+export const mayUse = (principal: Principal | null, tool: AnyTool): boolean =>
+  (tool.audience !== 'run' || principal?.runId !== undefined) && (principal?.tools !== 'read' || tool.annotations.readOnlyHint);
 
 function failure(err: AppError): ToolResult {
   return { ok: false, code: err.code, status: err.status, message: err.message, ...(err.details ? { details: err.details } : {}) };
@@ -67,23 +85,34 @@ function failure(err: AppError): ToolResult {
 /**
  * Validates the input, runs the tool and checks its output against the declared schema. Known
  * errors (AppError) become a failed result carrying our code; anything else is rethrown for the
- * door to log and answer as an internal error, never leaking internals to the model.
+ * door to log and answer as an internal error, never leaking internals to the model. A tool whose
+ * handler waits gives a promise of the result; every other tool's result is synchronous.
  */
-export function runTool(tool: AnyTool, ctx: ToolContext, args: unknown): ToolResult {
+export function runTool(tool: AnyTool, ctx: ToolContext, args: unknown): ToolResult | Promise<ToolResult> {
   if (!mayUse(ctx.principal, tool)) {
-    return failure(new AppError('forbidden', `Tool ${tool.name} changes state; this API key may only call read-only tools (apiKeys[].tools is "read").`));
+    const why = tool.audience === 'run' ? `Tool ${tool.name} is called by the CLI of a run svc started, with that run's key.` : `Tool ${tool.name} changes state; this API key may only call read-only tools (apiKeys[].tools is "read").`;
+    return failure(new AppError('forbidden', why));
   }
   const parsed = tool.input.safeParse(args ?? {});
   // Worded as REST words a body it refuses, with `input` where REST says `body`.
   if (!parsed.success) return failure(invalidRequest(zodDetails('input', parsed.error)));
   try {
-    const out = tool.handler(ctx, parsed.data) as Record<string, unknown>;
-    if (ctx.checkOutput) checkOutput(tool, out);
-    return { ok: true, structured: out, text: tool.summary(out as never) };
+    const out = tool.handler(ctx, parsed.data);
+    if (out instanceof Promise) return out.then((o) => succeeded(tool, ctx, o as Record<string, unknown>), known);
+    return succeeded(tool, ctx, out as Record<string, unknown>);
   } catch (err) {
-    if (err instanceof AppError) return failure(err);
-    throw err;
+    return known(err);
   }
+}
+
+function succeeded(tool: AnyTool, ctx: ToolContext, out: Record<string, unknown>): ToolResult {
+  if (ctx.checkOutput) checkOutput(tool, out);
+  return { ok: true, structured: out, text: tool.summary(out as never) };
+}
+
+function known(err: unknown): ToolResult {
+  if (err instanceof AppError) return failure(err);
+  throw err;
 }
 
 function checkOutput(tool: AnyTool, out: unknown): void {

@@ -17,14 +17,17 @@ export interface FunctionTool {
 
 const parameters = new Map(TOOLS.map((t) => [t.name, toolJsonSchema(t.input, 'input')]));
 
-/** The tools `principal` may use (all of them for the daemon itself, null), bound to this daemon. */
+/**
+ * The tools `principal` may use (all of them for the daemon itself, null), bound to this daemon;
+ * never a tool meant for runs' CLIs (a model has no permission prompt to answer).
+ */
 export function functionTools(app: App, principal: Principal | null = null, opts: { checkOutputs?: boolean } = {}): FunctionTool[] {
-  return TOOLS.filter((t) => mayUse(principal, t)).map((t) => ({
+  return TOOLS.filter((t) => t.audience !== 'run' && mayUse(principal, t)).map((t) => ({
     name: t.name,
     description: t.description,
     parameters: parameters.get(t.name)!,
     async call(args) {
-      const r = runTool(t, { app, principal, checkOutput: opts.checkOutputs }, args);
+      const r = await runTool(t, { app, principal, checkOutput: opts.checkOutputs }, args);
       if (!r.ok) throw new AppError(r.code, r.message, r.details ? { details: r.details } : {});
       return r.structured;
     },

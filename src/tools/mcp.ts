@@ -10,7 +10,9 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { serviceKey, type App } from '../app.js';
+import { SSE_HEADERS } from '../events/sse.js';
 import type { Principal } from '../kernel/auth.js';
+import type { Clock } from '../lib/clock.js';
 import { errorFields } from '../kernel/log.js';
 import { ExchangeTransport } from './exchange.js';
 import { findTool, mayUse, runTool, TOOLS, toolJsonSchema, type AnyTool, type ToolResult } from './index.js';
@@ -31,7 +33,7 @@ const listings = new Map<string, Tool>(
       title: t.title,
       description: t.description,
       inputSchema: toolJsonSchema(t.input, 'input') as Tool['inputSchema'],
-      outputSchema: toolJsonSchema(t.output, 'output') as Tool['outputSchema'],
+      ...(t.textOnly ? {} : { outputSchema: toolJsonSchema(t.output, 'output') as Tool['outputSchema'] }),
       annotations: { title: t.title, ...t.annotations, openWorldHint: false },
     },
   ]),
@@ -46,8 +48,8 @@ export const toolListing = (t: AnyTool): Tool => listings.get(t.name)!;
  * A failure is a tool error (isError) carrying our error code and message, so the model can read
  * it and correct itself; the session goes on.
  */
-export function toCallToolResult(r: ToolResult): CallToolResult {
-  if (r.ok) return { structuredContent: r.structured, content: [{ type: 'text', text: r.text }] };
+export function toCallToolResult(r: ToolResult, textOnly = false): CallToolResult {
+  if (r.ok) return textOnly ? { content: [{ type: 'text', text: r.text }] } : { structuredContent: r.structured, content: [{ type: 'text', text: r.text }] };
   const details = r.details?.length ? '\n' + r.details.map((d) => `- ${d.path}: ${d.message}`).join('\n') : '';
   return {
     isError: true,
@@ -83,16 +85,31 @@ class RpcError extends Error {
   }
 }
 
-/** Runs one tools/call for `principal`; unknown tools are a protocol error (the spec's choice). */
-function callTool(door: Pick<McpDoor, 'app' | 'checkOutputs'>, principal: Principal | null, name: string, args: unknown): CallToolResult {
+/** How often a tool call that waits says so (MCP progress): Claude Code gives up on a call silent for 300 s. */
+export const PROGRESS_EVERY_MS = 20_000;
+
+type CallAnswer = CallToolResult | Promise<CallToolResult>;
+
+/**
+ * Runs one tools/call for `principal`; unknown tools are a protocol error (the spec's choice). A
+ * tool that waits answers a promise; `signal` tells it when the caller went away.
+ */
+function callTool(door: Pick<McpDoor, 'app' | 'checkOutputs'>, principal: Principal | null, name: string, args: unknown, signal?: AbortSignal): CallAnswer {
   const { app } = door;
   const tool = findTool(name);
   if (!tool) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}. tools/list names the tools this key may call.`);
-  try {
-    return toCallToolResult(runTool(tool, { app, principal, checkOutput: door.checkOutputs }, args));
-  } catch (err) {
-    app.log.error('tool call failed', { tool: tool.name, ...errorFields(err) });
+  const internal = (err: unknown): CallToolResult => {
+    // A wait cut short by the caller hanging up is no failure of ours: nobody reads this answer.
+    if (signal?.aborted) app.log.info('a tool call ended: its caller went away', { tool: tool.name });
+    else app.log.error('tool call failed', { tool: tool.name, ...errorFields(err) });
     return toCallToolResult({ ok: false, code: 'internal', status: 500, message: 'Internal error.' });
+  };
+  try {
+    const r = runTool(tool, { app, principal, checkOutput: door.checkOutputs, signal }, args);
+    const answer = (result: ToolResult) => toCallToolResult(result, tool.textOnly);
+    return r instanceof Promise ? r.then(answer, internal) : answer(r);
+  } catch (err) {
+    return internal(err);
   }
 }
 
@@ -103,7 +120,7 @@ export async function startMcp(app: App, opts: { checkOutputs?: boolean } = {}):
     const principal = principalOf(extra);
     return { tools: TOOLS.filter((t) => mayUse(principal, t)).map(toolListing) };
   });
-  server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool({ app, checkOutputs }, principalOf(extra), req.params.name, req.params.arguments));
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool({ app, checkOutputs }, principalOf(extra), req.params.name, req.params.arguments, extra.signal));
   const transport = new ExchangeTransport();
   await server.connect(transport);
   return { app, checkOutputs, transport, close: () => server.close() };
@@ -114,19 +131,63 @@ export async function startMcp(app: App, opts: { checkOutputs?: boolean } = {}):
  * request twice and the result once more with its own zod schemas, which cost more than the tool):
  * the request is checked against the same CallToolRequestSchema shape by hand, the arguments by the
  * tool's own input schema, and the result is built by toCallToolResult as the SDK path builds it.
- * Anything that is not a well-formed tools/call goes through the SDK Server.
+ * Anything that is not a well-formed tools/call goes through the SDK Server. A tool that waits
+ * gives a promise of the answer.
  */
-function fastCall(door: McpDoor, principal: Principal | null, m: JSONRPCMessage): JSONRPCMessage | null {
+function fastCall(door: McpDoor, principal: Principal | null, m: JSONRPCMessage, signal?: AbortSignal): JSONRPCMessage | Promise<JSONRPCMessage> | null {
   const msg = m as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown; _meta?: unknown; task?: unknown } };
   if (msg.method !== 'tools/call' || msg.id === undefined || typeof msg.params !== 'object' || msg.params === null) return null;
   const { name, arguments: args, task } = msg.params;
   if (typeof name !== 'string' || task !== undefined || (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args)))) return null;
   const id = msg.id as string | number;
+  const answer = (result: CallToolResult) => ({ jsonrpc: '2.0', id, result }) as JSONRPCMessage;
   try {
-    return { jsonrpc: '2.0', id, result: callTool(door, principal, name, args ?? {}) } as JSONRPCMessage;
+    const result = callTool(door, principal, name, args ?? {}, signal);
+    return result instanceof Promise ? result.then(answer) : answer(result);
   } catch (err) {
     const e = err instanceof RpcError ? err : new RpcError(ErrorCode.InternalError, 'Internal error.');
     return { jsonrpc: '2.0', id, error: { code: e.code, message: e.message } } as JSONRPCMessage;
+  }
+}
+
+/** The progressToken a request asked its progress to be reported by, if any. */
+function progressTokenOf(m: JSONRPCMessage): string | number | undefined {
+  const meta = (m as { params?: { _meta?: unknown } }).params?._meta;
+  const token = typeof meta === 'object' && meta !== null ? (meta as { progressToken?: unknown }).progressToken : undefined;
+  return typeof token === 'string' || typeof token === 'number' ? token : undefined;
+}
+
+/**
+ * The answer of a call that waits, as the Streamable HTTP transport allows: an SSE stream that
+ * opens at once, carries a progress notification every `everyMs` on the daemon's clock (or a
+ * comment, when the client gave no progressToken) and ends with the answer. A client's HTTP stack
+ * gives up on headers that do not come within minutes (Claude Code after 300 s), and its MCP client
+ * on a call that says nothing as long; a person's decision may take longer.
+ */
+export async function streamAnswer(
+  res: ServerResponse,
+  answer: Promise<JSONRPCMessage>,
+  progressToken: string | number | undefined,
+  clock: Clock,
+  everyMs = PROGRESS_EVERY_MS,
+): Promise<void> {
+  res.writeHead(200, SSE_HEADERS);
+  const message = (m: unknown) => res.write(`event: message\ndata: ${JSON.stringify(m)}\n\n`);
+  let progress = 0;
+  let timer: unknown = null;
+  const tick = (): void => {
+    if (res.destroyed) return;
+    if (progressToken === undefined) res.write(': waiting\n\n');
+    else message({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: ++progress, message: 'waiting' } });
+    timer = clock.setTimeout(tick, everyMs);
+  };
+  timer = clock.setTimeout(tick, everyMs);
+  try {
+    const m = await answer;
+    if (!res.destroyed) message(m);
+  } finally {
+    clock.clearTimeout(timer);
+    res.end();
   }
 }
 
@@ -170,15 +231,31 @@ export async function handleMcp(door: McpDoor, principal: Principal | null, req:
   if (!messages.length || batch && messages.length > 100 || !messages.every(isMessage)) {
     return send(res, 400, rpcError(-32600, 'Invalid Request: the body must be a JSON-RPC 2.0 message (or a batch of at most 100).'));
   }
+  // A call that waits stops when the client hangs up (a CLI that was stopped): nobody is left to answer.
+  const gone = new AbortController();
+  const watchHangUp = () =>
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort(new Error('the MCP client closed the request'));
+    });
   // The common case, one tools/call, is answered synchronously; everything else through the SDK.
   if (!batch) {
-    const fast = fastCall(door, principal, body as JSONRPCMessage);
+    const fast = fastCall(door, principal, body as JSONRPCMessage, gone.signal);
+    if (fast instanceof Promise) {
+      watchHangUp();
+      if (/text\/event-stream/.test(accept)) return streamAnswer(res, fast, progressTokenOf(body as JSONRPCMessage), door.app.clock);
+      return send(res, 200, await fast);
+    }
     if (fast) return send(res, 200, fast);
   }
   const authInfo = { token: '', clientId: principal?.name ?? 'daemon', scopes: [principal?.tools === 'read' ? 'tools:read' : 'tools:all'], extra: { principal } };
-  const answers = (
-    await Promise.all(messages.map((m) => fastCall(door, principal, m as JSONRPCMessage) ?? door.transport.exchange(m as JSONRPCMessage, authInfo)))
-  ).filter((a) => a !== null);
+  let waits = false;
+  const pending = messages.map((m) => {
+    const fast = fastCall(door, principal, m as JSONRPCMessage, gone.signal);
+    waits ||= fast instanceof Promise;
+    return fast ?? door.transport.exchange(m as JSONRPCMessage, authInfo);
+  });
+  if (waits) watchHangUp();
+  const answers = (await Promise.all(pending)).filter((a) => a !== null);
   if (!answers.length) return send(res, 202);
   send(res, 200, batch ? answers : answers[0]);
 }

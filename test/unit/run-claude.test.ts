@@ -73,12 +73,28 @@ describe('claude driver: the invocation', () => {
     expect(claudeDriver.build(spec()).args.some((a) => a.startsWith('--model'))).toBe(false);
   });
 
-  it('maps the permission modes (ask is `default` until approvals come) and reasoning off to MAX_THINKING_TOKENS=0', () => {
+  it('maps the permission modes and reasoning off to MAX_THINKING_TOKENS=0', () => {
     const mode = (permissionMode: 'ask' | 'acceptEdits' | 'bypass') => claudeDriver.build(spec({ runtime: { permissionMode } })).args.find((a) => a.startsWith('--permission-mode'));
     expect([mode('ask'), mode('acceptEdits'), mode('bypass')]).toEqual(['--permission-mode=default', '--permission-mode=acceptEdits', '--permission-mode=bypassPermissions']);
+    for (const m of ['acceptEdits', 'bypass'] as const) expect(claudeDriver.build(spec({ runtime: { permissionMode: m } })).args.some((a) => a.startsWith('--permission-prompt-tool'))).toBe(false);
     const off = claudeDriver.build(spec({ agent: { reasoning: 'off' } }));
     expect(off.env).toEqual({ SVC_API_KEY: 'run-key-1', MAX_THINKING_TOKENS: '0' });
     expect(off.args.some((a) => a.startsWith('--effort'))).toBe(false);
+  });
+
+  it('ask: what Claude Code would ask a person goes to svc\'s permission_prompt, and the MCP call outlasts runner.permissionTimeoutSec', () => {
+    const inv = claudeDriver.build(spec({ runtime: { permissionMode: 'ask', permissionTimeoutSec: 1800 } }));
+    const at = inv.args.indexOf('--permission-mode=default');
+    expect(inv.args.slice(at, at + 2)).toEqual(['--permission-mode=default', '--permission-prompt-tool=mcp__svc__permission_prompt']);
+    // Claude Code refuses MCP tools it is not allowed in -p mode: svc's (the prompt tool among them) are.
+    expect(inv.args).toContain('--allowedTools=mcp__svc');
+    const timeout = (permissionTimeoutSec: number, permissionMode: 'ask' | 'acceptEdits' = 'ask') =>
+      JSON.parse(claudeDriver.build(spec({ runtime: { permissionMode, permissionTimeoutSec } })).files[0]!.content).mcpServers.svc.timeout;
+    expect(timeout(1800)).toBe(1_860_000);
+    expect(timeout(86_400)).toBe(86_460_000);
+    // Never below the 10 minutes any svc call may take; without ask, no call waits on a person.
+    expect(timeout(60)).toBe(600_000);
+    expect(timeout(1800, 'acceptEdits')).toBe(600_000);
   });
 
   it('keeps a value that starts with "-" a value (the --flag=value form)', () => {

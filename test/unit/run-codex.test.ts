@@ -83,6 +83,10 @@ describe('codex driver: the invocation', () => {
     const cwd = dir(true);
     const sandbox = (permissionMode: 'ask' | 'acceptEdits' | 'bypass') => codexDriver.build(spec({ cwd, runtime: { permissionMode } })).args.find((a) => a.startsWith('--sandbox'));
     expect([sandbox('ask'), sandbox('acceptEdits'), sandbox('bypass')]).toEqual(['--sandbox=workspace-write', '--sandbox=workspace-write', '--sandbox=danger-full-access']);
+    // codex exec cannot ask: ask is the sandbox with the network shut and approvals off, whatever config.toml says.
+    const ask = codexDriver.build(spec({ cwd, runtime: { permissionMode: 'ask' } })).args;
+    expect(ask).toEqual(expect.arrayContaining(['--config=sandbox_workspace_write.network_access=false', '--config=approval_policy="never"']));
+    expect(codexDriver.build(spec({ cwd })).args.some((a) => a.includes('network_access') || a.includes('approval_policy'))).toBe(false);
     expect(codexDriver.build(spec({ cwd, agent: { reasoning: 'off' } })).args).toContain('--config=model_reasoning_effort="none"');
     const bare = codexDriver.build(spec({ cwd })).args;
     expect(bare.some((a) => a.startsWith('--model') || a.includes('reasoning'))).toBe(false);

@@ -41,6 +41,6 @@ export function spec(over: Partial<RunSpec> & { agent?: Partial<RunSpec['agent']
       skills: [],
       ...agent,
     },
-    runtime: { kind: 'claude', command: '/bin/agent', args: [], permissionMode: 'acceptEdits', ...runtime },
+    runtime: { kind: 'claude', command: '/bin/agent', args: [], permissionMode: 'acceptEdits', permissionTimeoutSec: 900, ...runtime },
   };
 }

@@ -205,6 +205,22 @@ describe.runIf(linux)('supervise', () => {
     expect(w.clock.pending).toBe(0);
   });
 
+  it('a hold (the CLI waits on svc) is no stall; the silence counts again from its release', async () => {
+    const w = run(`process.on('SIGTERM',()=>{console.log('term');process.exit(0)});console.log('ready');setInterval(()=>{},1e6)`, { stallMs: 1000 });
+    const signals = groupSignals(w.s.pid!);
+    await w.line('ready');
+    const release = w.s.hold();
+    w.clock.advance(5000);
+    expect(signals).toEqual([]);
+    release();
+    release(); // a second call changes nothing
+    w.clock.advance(999);
+    expect(signals).toEqual([]);
+    w.clock.advance(1001);
+    expect(signals).toEqual(['SIGTERM']);
+    expect((await w.s.exited).reason).toBe('stalled');
+  });
+
   it('ends a process that runs too long as timed_out, output or not', async () => {
     const w = run(`setInterval(()=>console.log('busy'),5)`, { stallMs: 5000, timeoutMs: 2000 });
     const signals = groupSignals(w.s.pid!);

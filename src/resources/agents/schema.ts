@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { NameSchema, RESERVED_AGENT_NAMES, Timestamp } from '../common.js';
-import { REASONING } from './values.js';
+import { MAX_LIST_ITEMS, REASONING } from './values.js';
 import { RuntimeOut, RuntimeSchema } from './runtime.js';
 
 export { REASONING };
@@ -11,7 +11,7 @@ export const AgentName = NameSchema.refine((n) => !RESERVED_AGENT_NAMES.includes
 });
 
 const text = (max: number) => z.string().max(max);
-const list = z.array(z.string().min(1).max(1000)).max(1000);
+const list = z.array(z.string().min(1).max(1000)).max(MAX_LIST_ITEMS);
 
 export const IdentitySchema = z.strictObject({
   displayName: text(200).optional(),

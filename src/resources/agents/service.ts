@@ -4,6 +4,7 @@ import { nowIso } from '../../lib/time.js';
 import { teamExists } from '../teams/service.js';
 import type { Runtime } from './runtime.js';
 import type { Agent, AgentFieldName, AgentFields, AgentInput, AgentPatchInput } from './schema.js';
+import { MAX_LIST_ITEMS } from './values.js';
 import * as store from './store.js';
 
 export { agentExists, getAgent, listAgents } from './store.js';
@@ -107,6 +108,20 @@ function fieldsOf(agent: Agent): AgentFields {
     out[k] = v;
   }
   return out as AgentFields;
+}
+
+/**
+ * Adds `tool` to an agent's allowedTools unless it is there, inside the caller's
+ * app.events.write() (an "always allow" permission approval), with agent:updated when it changed.
+ */
+export function allowTool(app: App, name: string, tool: string): void {
+  const fields = fieldsOf(requireAgent(app, name));
+  const tools = fields.allowedTools ?? [];
+  if (tools.includes(tool)) return;
+  if (tools.length >= MAX_LIST_ITEMS) throw new AppError('unprocessable', `Agent "${name}" already allows ${tools.length} tools, the most it may; remove some first.`);
+  fields.allowedTools = [...tools, tool];
+  store.replaceAgentFields(app.db, name, fields, nowIso(app.clock));
+  app.events.emit('agent:updated', { name, fields: ['allowedTools'] });
 }
 
 /** Names of agents in a team: how the teams resource learns whether a team is in use. */

@@ -2,3 +2,6 @@
 // without loading zod (a client command's start-up budget is a few times `node -e 0`).
 
 export const REASONING = ['off', 'low', 'medium', 'high'] as const;
+
+/** The most items a list field (allowedTools…) holds. */
+export const MAX_LIST_ITEMS = 1000;

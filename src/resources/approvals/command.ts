@@ -10,7 +10,7 @@ import { check, defined } from '../../cli/validate.js';
 import { seg, type SvcClient } from '../../client/client.js';
 import type { Task } from '../tasks/schema.js';
 import type { Approval } from './schema.js';
-import { APPROVAL_STATUSES, MAX_TIMEOUT_SECONDS } from './values.js';
+import { APPROVAL_KINDS, APPROVAL_STATUSES, MAX_TIMEOUT_SECONDS } from './values.js';
 
 /** The API's schemas, loaded when an option needs checking (they bring zod). */
 const schemas = () => import('./schema.js');
@@ -66,8 +66,13 @@ export function parseDuration(text: string): number {
 
 const show = (a: Approval) => keyValues({ ...a, payload: a.payload === null ? null : JSON.stringify(a.payload) });
 
-/** "; task abc12345 is now assigned": where the decision left the gated task. */
+/** "; task abc12345 is now assigned": where the decision left the gated task; a permission: what the run may do. */
 async function taskAfter(client: SvcClient, a: Approval): Promise<string> {
+  if (a.kind === 'permission') {
+    const run = a.runId ? `run ${shortId(a.runId)}` : 'the run';
+    if (a.status === 'rejected') return `; ${run} is refused ${a.tool}`;
+    return `; ${run} goes on with ${a.tool}${a.alwaysAllowed ? `, and ${a.agent} may use ${a.alwaysAllowed} from now on (allowedTools)` : ''}`;
+  }
   if (!a.taskId) return '';
   try {
     const t = await client.get<Task>(`/api/v1/tasks/${seg(a.taskId)}`);
@@ -90,17 +95,20 @@ function defaultResolver(): string | undefined {
 export function approvalsCommand(): Command {
   const cmd = new Command('approvals').description('Human decisions that gate work');
 
-  fills(cmd.command('ls'), { 'query.taskId': '--task' })
+  fills(cmd.command('ls'), { 'query.taskId': '--task', 'query.runId': '--run' })
     .description('List approval requests, newest first (pending ones highlighted, with their age)')
     .addOption(new Option('--status <status>', 'only requests in this status').choices([...APPROVAL_STATUSES]))
+    .addOption(new Option('--kind <kind>', "only task gates, or only runs' permission requests").choices([...APPROVAL_KINDS]))
     .option('--task <taskId>', 'only requests for this task')
+    .option('--run <runId>', "only this run's permission requests")
     .option('--limit <n>', 'page size (1-200, default 50)', parseIntOption('--limit'))
     .option('--cursor <cursor>', 'page to show (printed after a full page)')
     .action(
-      action(async (ctx, o: { status?: string; task?: string; limit?: number; cursor?: string }) => {
-        const query = { status: o.status, taskId: o.task, limit: o.limit, cursor: o.cursor };
+      action(async (ctx, o: { status?: string; kind?: string; task?: string; run?: string; limit?: number; cursor?: string }) => {
+        const query = { status: o.status, kind: o.kind, taskId: o.task, runId: o.run, limit: o.limit, cursor: o.cursor };
         await check(schemas, 'ApprovalListQuery', defined(query), 'query');
         if (query.taskId) query.taskId = await resolveId(ctx.client, TASK, query.taskId);
+        if (query.runId) query.runId = await resolveId(ctx.client, (await import('../runs/command.js')).RUN, query.runId);
         const res = await ctx.client.call<Approval[]>('GET', '/api/v1/approvals', { query });
         emit(ctx.json, res.data, () => approvalTable(res.data));
         nextPageHint('svc approvals ls', res.headers['x-next-cursor']);
@@ -142,14 +150,15 @@ export function approvalsCommand(): Command {
       }),
     );
 
-  fills(cmd.command('approve <id>'), { 'body.resolvedBy': '--by' })
-    .description('Approve a pending request (its task goes to assigned, or done when it was in review)')
+  fills(cmd.command('approve <id>'), { 'body.resolvedBy': '--by', 'body.alwaysAllow': '--always' })
+    .description("Approve a pending request (its task goes to assigned, or done when it was in review; a run's permission request lets the run use the tool)")
     .option('--note <text>', 'a note kept with the decision')
     .option('--by <name>', 'who decides (default: your user name)')
+    .option('--always', "a permission request: also add its tool to the agent's allowedTools, so it is not asked again")
     .action(
-      action(async (ctx, id: string, o: { note?: string; by?: string }) => {
+      action(async (ctx, id: string, o: { note?: string; by?: string; always?: boolean }) => {
         const by = o.by ?? defaultResolver();
-        const body = { ...(o.note !== undefined ? { note: o.note } : {}), ...(by ? { resolvedBy: by } : {}) };
+        const body = { ...(o.note !== undefined ? { note: o.note } : {}), ...(by ? { resolvedBy: by } : {}), ...(o.always ? { alwaysAllow: true } : {}) };
         await check(schemas, 'ApproveIn', body);
         const a = await ctx.client.post<Approval>(`${path(await resolveId(ctx.client, APPROVAL, id))}/approve`, body);
         const after = ctx.json ? '' : await taskAfter(ctx.client, a);
@@ -158,8 +167,8 @@ export function approvalsCommand(): Command {
     );
 
   fills(cmd.command('reject <id>'), { 'body.resolvedBy': '--by' })
-    .description('Reject a pending request; the feedback is appended to its task, which goes back to pending')
-    .requiredOption('--feedback <text>', 'what to change')
+    .description("Reject a pending request; the feedback is appended to its task, which goes back to pending (a run's permission request: the run is refused the tool, with the feedback as the reason)")
+    .requiredOption('--feedback <text>', 'what to change (a permission request: why not, for the agent)')
     .option('--by <name>', 'who decides (default: your user name)')
     .action(
       action(async (ctx, id: string, o: { feedback: string; by?: string }) => {

@@ -3,6 +3,7 @@ import { toPage, type Page } from '../common.js';
 import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
+import { allowTool, getAgent } from '../agents/service.js';
 import { getMission } from '../missions/service.js';
 import type { Task } from '../tasks/schema.js';
 import type { TaskHooks } from '../tasks/hooks.js';
@@ -25,7 +26,7 @@ export function requireApproval(app: App, id: string): Approval {
 }
 
 export function listApprovals(app: App, q: ApprovalListFilter): Page<Approval> {
-  const rows = store.listApprovals(app.db, { status: q.status, taskId: q.taskId, before: q.cursor, limit: q.limit + 1 });
+  const rows = store.listApprovals(app.db, { status: q.status, taskId: q.taskId, kind: q.kind, runId: q.runId, before: q.cursor, limit: q.limit + 1 });
   return toPage(rows, q.limit, (a) => a.id);
 }
 
@@ -66,6 +67,7 @@ export function requestApproval(app: App, input: ApprovalInput): Approval {
     const timeout = input.timeoutSeconds;
     store.insertApproval(app.db, {
       id,
+      kind: 'task',
       taskId: task?.id ?? null,
       missionId: input.missionId ?? task?.missionId ?? null,
       requestedBy: input.requestedBy,
@@ -75,26 +77,35 @@ export function requestApproval(app: App, input: ApprovalInput): Approval {
       timeoutAction: timeout === undefined ? null : (input.timeoutAction ?? 'reject'),
       expiresAt: timeout === undefined ? null : new Date(Date.parse(now) + timeout * 1000).toISOString(),
       taskFrom: task?.status ?? null,
+      runId: null,
+      agent: null,
+      tool: null,
+      askKey: null,
       now,
     });
     app.events.emit('approval:requested', {
       approvalId: id,
+      kind: 'task',
       taskId: task?.id ?? null,
       missionId: input.missionId ?? task?.missionId ?? null,
       title: input.title,
       requestedBy: input.requestedBy,
+      runId: null,
+      tool: null,
     });
     if (task) transitionTask(app, task.id, 'awaiting_approval', { reason: `approval ${id} requested by ${input.requestedBy}`, expectedFrom: task.status });
     return store.getApproval(app.db, id)!;
   });
 }
 
-interface Decision {
+export interface Decision {
   status: 'approved' | 'rejected';
   note?: string;
   feedback?: string;
   resolvedBy: string | null;
   timedOut: boolean;
+  /** A permission request approved "always": its tool joins the agent's allowedTools. */
+  alwaysAllow?: boolean;
 }
 
 /** Where a decision sends the task: approve → assigned (done when requested from review); reject → pending. */
@@ -109,33 +120,53 @@ function revisionText(a: Approval, d: Decision): string {
 }
 
 /**
- * Resolves a pending approval and moves its task, in one transaction. The approval is marked
- * decided before the task moves, so the guard below lets the move through. When the task is no
- * longer awaiting approval (deleted, or moved by hand before that guard existed) the decision is
- * still recorded and the task is left as it is: the human's answer must not be lost, and a timeout
- * must not fail forever.
+ * Resolves a pending approval and, for a task gate, moves its task, in one transaction. The
+ * approval is marked decided before the task moves, so the guard below lets the move through.
+ * When the task is no longer awaiting approval (deleted, or moved by hand before that guard
+ * existed) the decision is still recorded and the task is left as it is: the human's answer must
+ * not be lost, and a timeout must not fail forever. A permission request moves nothing: its
+ * task stays with the run that asked (the run hears the decision through approval:resolved).
  */
 function decide(app: App, a: Approval, d: Decision): Approval {
   const now = nowIso(app.clock);
+  const allowedTool = d.alwaysAllow && d.status === 'approved' ? alwaysAllow(app, a) : null;
   const changed = store.resolveApproval(app.db, a.id, {
     status: d.status,
     note: d.note ?? null,
     feedback: d.feedback ?? null,
     resolvedBy: d.resolvedBy,
     timedOut: d.timedOut,
+    allowedTool,
     now,
   });
   if (!changed) throw alreadyDecided(store.getApproval(app.db, a.id)!);
-  app.events.emit('approval:resolved', { approvalId: a.id, taskId: a.taskId, status: d.status, resolvedBy: d.resolvedBy, timedOut: d.timedOut });
-  if (a.taskId !== null) {
+  app.events.emit('approval:resolved', {
+    approvalId: a.id,
+    kind: a.kind,
+    taskId: a.taskId,
+    runId: a.runId,
+    status: d.status,
+    resolvedBy: d.resolvedBy,
+    timedOut: d.timedOut,
+    alwaysAllowed: allowedTool,
+  });
+  if (a.taskId !== null && a.kind === 'task') {
     const task = getTask(app, a.taskId);
     if (task?.status === 'awaiting_approval') {
       const verb = d.timedOut ? `timed out (${d.status})` : `${d.status}${d.resolvedBy ? ` by ${d.resolvedBy}` : ''}`;
-      transitionTask(app, task.id, taskTarget(d.status, a.taskFrom), {
-        reason: `approval ${a.id} ${verb}`,
-        expectedFrom: 'awaiting_approval',
-        revision: d.status === 'rejected' ? revisionText(a, d) : undefined,
-      });
+      const reason = `approval ${a.id} ${verb}`;
+      const max = app.config().tasks.maxRevisions;
+      if (d.status === 'rejected' && task.revisionCount >= max) {
+        // One revision too many: the task fails, saying why, instead of going round again.
+        const error = `rejected after ${task.revisionCount} revision(s); tasks.maxRevisions is ${max}: ${d.timedOut ? 'the approval timed out' : d.feedback}`;
+        transitionTask(app, task.id, 'failed', { reason: `${reason}; tasks.maxRevisions (${max}) reached`, expectedFrom: 'awaiting_approval', result: { error, approvalId: a.id } });
+      } else {
+        transitionTask(app, task.id, taskTarget(d.status, a.taskFrom), {
+          reason,
+          expectedFrom: 'awaiting_approval',
+          revision: d.status === 'rejected' ? revisionText(a, d) : undefined,
+        });
+      }
     } else {
       app.log.info('approval resolved; its task was not awaiting approval and is left as it is', {
         approvalId: a.id,
@@ -147,15 +178,25 @@ function decide(app: App, a: Approval, d: Decision): Approval {
   return store.getApproval(app.db, a.id)!;
 }
 
+/** "Always allow": the request's tool joins its agent's allowedTools (inside decide's transaction). */
+function alwaysAllow(app: App, a: Approval): string {
+  if (a.kind !== 'permission' || a.agent === null || a.tool === null) {
+    throw unprocessableField('body.alwaysAllow', `approval ${a.id} gates a task; only a permission request of a run can allow its tool for good`);
+  }
+  if (!getAgent(app.db, a.agent)) throw unprocessableField('body.alwaysAllow', `agent "${a.agent}" no longer exists; approve without alwaysAllow`);
+  allowTool(app, a.agent, a.tool);
+  return a.tool;
+}
+
 function alreadyDecided(a: Approval): AppError {
   return new AppError('conflict', `Approval ${a.id} was already ${a.status}${a.resolvedBy ? ` by ${a.resolvedBy}` : ''} at ${a.resolvedAt}; it cannot be decided again.`);
 }
 
-export function approve(app: App, id: string, o: { note?: string; resolvedBy: string | null }): Approval {
+export function approve(app: App, id: string, o: { note?: string; resolvedBy: string | null; alwaysAllow?: boolean }): Approval {
   return app.events.write(() => {
     const a = requireApproval(app, id);
     if (a.status !== 'pending') throw alreadyDecided(a);
-    return decide(app, a, { status: 'approved', note: o.note, resolvedBy: o.resolvedBy, timedOut: false });
+    return decide(app, a, { status: 'approved', note: o.note, resolvedBy: o.resolvedBy, timedOut: false, alwaysAllow: o.alwaysAllow });
   });
 }
 
@@ -178,6 +219,16 @@ export function resolveExpired(app: App, id: string, now: number): Approval | nu
     const status = a.timeoutAction === 'approve' ? 'approved' : 'rejected';
     return decide(app, a, { status, resolvedBy: TIMEOUT_RESOLVER, timedOut: true });
   });
+}
+
+/**
+ * Decides a pending approval inside the caller's write (permissions.ts: a run that ended refuses
+ * what it asked); null when it was no longer pending.
+ */
+export function decidePending(app: App, id: string, d: Decision): Approval | null {
+  const a = store.getApproval(app.db, id);
+  if (!a || a.status !== 'pending') return null;
+  return decide(app, a, d);
 }
 
 /** Pending approvals expired by `now`, plus the next to expire (see store.expiringApprovals). */

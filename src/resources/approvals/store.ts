@@ -1,9 +1,10 @@
 import { stmt, type DB } from '../../db/open.js';
 import type { TaskState } from '../tasks/state.js';
-import type { Approval, ApprovalStatus, TimeoutAction } from './schema.js';
+import type { Approval, ApprovalKind, ApprovalStatus, TimeoutAction } from './schema.js';
 
 interface Row {
   id: string;
+  kind: ApprovalKind;
   task_id: string | null;
   mission_id: string | null;
   requested_by: string;
@@ -19,16 +20,21 @@ interface Row {
   resolved_by: string | null;
   resolved_at: string | null;
   timed_out: number;
+  run_id: string | null;
+  agent: string | null;
+  tool: string | null;
+  allowed_tool: string | null;
   created_at: string;
   updated_at: string;
 }
 
 const COLUMNS =
-  'id, task_id, mission_id, requested_by, title, reason, payload, status, timeout_action, expires_at, task_from, note, feedback, resolved_by, resolved_at, timed_out, created_at, updated_at';
+  'id, kind, task_id, mission_id, requested_by, title, reason, payload, status, timeout_action, expires_at, task_from, note, feedback, resolved_by, resolved_at, timed_out, run_id, agent, tool, allowed_tool, created_at, updated_at';
 
 function toApproval(r: Row): Approval {
   return {
     id: r.id,
+    kind: r.kind,
     taskId: r.task_id,
     missionId: r.mission_id,
     requestedBy: r.requested_by,
@@ -44,6 +50,10 @@ function toApproval(r: Row): Approval {
     resolvedBy: r.resolved_by,
     resolvedAt: r.resolved_at,
     timedOut: r.timed_out === 1,
+    runId: r.run_id,
+    agent: r.agent,
+    tool: r.tool,
+    alwaysAllowed: r.allowed_tool,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -57,16 +67,20 @@ export function getApproval(db: DB, id: string): Approval | null {
 export interface ListFilter {
   status?: ApprovalStatus;
   taskId?: string;
+  kind?: ApprovalKind;
+  runId?: string;
   /** Only ids below this one (the previous page's last id). */
   before?: string;
   limit: number;
 }
 
-/** Newest first by id (uuidv7); each filter is served by an index on (column, id). */
+/** Newest first by id (uuidv7); each filter but kind is served by an index on (column, id). */
 export function listApprovals(db: DB, f: ListFilter): Approval[] {
   const conditions: [string, unknown][] = [
     ['status = ?', f.status],
     ['task_id = ?', f.taskId],
+    ['kind = ?', f.kind],
+    ['run_id = ?', f.runId],
     ['id < ?', f.before],
   ];
   const used = conditions.filter(([, v]) => v !== undefined);
@@ -75,14 +89,44 @@ export function listApprovals(db: DB, f: ListFilter): Approval[] {
   return rows.map(toApproval);
 }
 
-/** The pending approval of a task, if any (a task waits on one request at a time). */
+/** The pending gate of a task, if any (a task waits on one request at a time; permission requests do not gate it). */
 export function pendingForTask(db: DB, taskId: string): string | null {
-  const r = stmt(db, "SELECT id FROM approvals WHERE task_id = ? AND status = 'pending' LIMIT 1").get(taskId) as { id: string } | undefined;
+  const r = stmt(db, "SELECT id FROM approvals WHERE task_id = ? AND status = 'pending' AND kind = 'task' LIMIT 1").get(taskId) as { id: string } | undefined;
   return r?.id ?? null;
+}
+
+/**
+ * The permission request a CLI's ask finds again (the same agent, tool and input in the same
+ * task): the latest one still pending, or decided with no CLI told yet. Null: a new request.
+ */
+export function openAsk(db: DB, taskId: string, askKey: string): Approval | null {
+  const r = stmt(
+    db,
+    `SELECT ${COLUMNS} FROM approvals WHERE task_id = ? AND ask_key = ? AND (status = 'pending' OR answered_at IS NULL) ORDER BY id DESC LIMIT 1`,
+  ).get(taskId, askKey) as Row | undefined;
+  return r ? toApproval(r) : null;
+}
+
+/** A CLI was given the decision: the next such ask is a new request. */
+export function markAnswered(db: DB, id: string, now: string): void {
+  stmt(db, 'UPDATE approvals SET answered_at = ? WHERE id = ? AND answered_at IS NULL').run(now, id);
+}
+
+/** A pending request found again by another run's CLI (the run that was lost, queued again): it follows that run. */
+export function moveAsk(db: DB, id: string, runId: string, now: string): void {
+  stmt(db, "UPDATE approvals SET run_id = ?, updated_at = ? WHERE id = ? AND status = 'pending'").run(runId, now, id);
+}
+
+/** The permission requests of a task still waiting for a decision (the task's runs asked them). */
+export function pendingPermissionsOfTask(db: DB, taskId: string): string[] {
+  return (
+    stmt(db, "SELECT id FROM approvals WHERE task_id = ? AND kind = 'permission' AND status = 'pending' ORDER BY id LIMIT 1000").all(taskId) as { id: string }[]
+  ).map((r) => r.id);
 }
 
 export interface NewApproval {
   id: string;
+  kind: ApprovalKind;
   taskId: string | null;
   missionId: string | null;
   requestedBy: string;
@@ -92,15 +136,20 @@ export interface NewApproval {
   timeoutAction: TimeoutAction | null;
   expiresAt: string | null;
   taskFrom: TaskState | null;
+  /** A permission request's run, agent, tool and ask digest (null for a task gate). */
+  runId: string | null;
+  agent: string | null;
+  tool: string | null;
+  askKey: string | null;
   now: string;
 }
 
 export function insertApproval(db: DB, a: NewApproval): void {
   stmt(
     db,
-    `INSERT INTO approvals (id, task_id, mission_id, requested_by, title, reason, payload, status, timeout_action, expires_at, task_from, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`,
-  ).run(a.id, a.taskId, a.missionId, a.requestedBy, a.title, a.reason, a.payload, a.timeoutAction, a.expiresAt, a.taskFrom, a.now, a.now);
+    `INSERT INTO approvals (id, kind, task_id, mission_id, requested_by, title, reason, payload, status, timeout_action, expires_at, task_from, run_id, agent, tool, ask_key, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(a.id, a.kind, a.taskId, a.missionId, a.requestedBy, a.title, a.reason, a.payload, a.timeoutAction, a.expiresAt, a.taskFrom, a.runId, a.agent, a.tool, a.askKey, a.now, a.now);
 }
 
 export interface Resolution {
@@ -109,6 +158,8 @@ export interface Resolution {
   feedback: string | null;
   resolvedBy: string | null;
   timedOut: boolean;
+  /** The tool an "always allow" approval added to the agent's allowedTools. */
+  allowedTool: string | null;
   now: string;
 }
 
@@ -117,9 +168,9 @@ export function resolveApproval(db: DB, id: string, r: Resolution): boolean {
   return (
     stmt(
       db,
-      `UPDATE approvals SET status = ?, note = ?, feedback = ?, resolved_by = ?, resolved_at = ?, timed_out = ?, updated_at = ?
+      `UPDATE approvals SET status = ?, note = ?, feedback = ?, resolved_by = ?, resolved_at = ?, timed_out = ?, allowed_tool = ?, updated_at = ?
        WHERE id = ? AND status = 'pending'`,
-    ).run(r.status, r.note, r.feedback, r.resolvedBy, r.now, r.timedOut ? 1 : 0, r.now, id).changes === 1
+    ).run(r.status, r.note, r.feedback, r.resolvedBy, r.now, r.timedOut ? 1 : 0, r.allowedTool, r.now, id).changes === 1
   );
 }
 
@@ -143,9 +194,9 @@ export function expiringApprovals(db: DB, cutoff: string): Expiring[] {
   return next ? [...due, next] : due;
 }
 
-/** The feedback of the task's latest rejected approval, or null. */
+/** The feedback of the task's latest rejected gate (a refused permission is not review feedback), or null. */
 export function latestFeedback(db: DB, taskId: string): string | null {
-  const r = stmt(db, "SELECT feedback FROM approvals WHERE task_id = ? AND status = 'rejected' AND feedback IS NOT NULL ORDER BY id DESC LIMIT 1").get(taskId) as
+  const r = stmt(db, "SELECT feedback FROM approvals WHERE task_id = ? AND kind = 'task' AND status = 'rejected' AND feedback IS NOT NULL ORDER BY id DESC LIMIT 1").get(taskId) as
     | { feedback: string }
     | undefined;
   return r?.feedback ?? null;

@@ -3,6 +3,8 @@
 
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected'] as const;
 export const TIMEOUT_ACTIONS = ['approve', 'reject'] as const;
+/** task: a gate that holds its task in awaiting_approval; permission: a tool use a run's CLI asks about. */
+export const APPROVAL_KINDS = ['task', 'permission'] as const;
 
 /** The longest approval timeout: a year. */
 export const MAX_TIMEOUT_SECONDS = 365 * 24 * 60 * 60;

@@ -137,6 +137,11 @@ export class LiveRun {
       .finally(() => this.cleanUp());
   }
 
+  /** Its CLI waits on svc (a permission request): no stall until the release is called. */
+  holdStall(): () => void {
+    return this.process?.hold() ?? (() => {});
+  }
+
   /** Ends the run: as cancelled (a person asked, or its task moved away), or lost (the daemon stops, or the run runs elsewhere now). */
   async end(status: 'cancelled' | 'lost', error: string): Promise<void> {
     this.endedBy ??= { status, error };
@@ -217,7 +222,13 @@ export class LiveRun {
       runId: run.id,
       taskId: run.taskId,
       agent: this.runAgent(),
-      runtime: { kind: runtime.kind, command: commandPath, args: runtime.args ?? [], permissionMode: runtime.permissionMode ?? 'acceptEdits' },
+      runtime: {
+        kind: runtime.kind,
+        command: commandPath,
+        args: runtime.args ?? [],
+        permissionMode: runtime.permissionMode ?? 'acceptEdits',
+        permissionTimeoutSec: config.permissionTimeoutSec,
+      },
       cwd: this.workspace.cwd,
       prompt,
       resumeSessionId,

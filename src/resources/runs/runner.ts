@@ -398,6 +398,10 @@ export class Runner implements RunnerHandle {
 
   // --- cancel, recovery, presence, stop
 
+  holdStall(runId: string): () => void {
+    return this.live.get(runId)?.holdStall() ?? (() => {});
+  }
+
   async cancel(runId: string): Promise<boolean> {
     const live = this.live.get(runId);
     if (!live) return false;

@@ -28,6 +28,8 @@ export interface RunnerHandle {
   kick(): void;
   /** This runner's slots: runs it runs now, and how many it may. */
   slots(): { running: number; capacity: number };
+  /** A run here waits on svc (a permission request): its silence is no stall until released. */
+  holdStall(runId: string): () => void;
 }
 export const RUNNER = serviceKey<RunnerHandle | null>('runs.runner');
 

@@ -49,7 +49,7 @@ export function supervise(opts: SuperviseOptions, clock: Clock): Supervised {
 }
 
 function failed(exited: Promise<ProcessExit>): Supervised {
-  return { pid: null, startTime: null, exited, cancel: () => exited };
+  return { pid: null, startTime: null, exited, cancel: () => exited, hold: () => noop };
 }
 
 async function spawnFailed(err: unknown, opts: SuperviseOptions): Promise<ProcessExit> {
@@ -76,7 +76,7 @@ class Run {
   private stallTimer: unknown = null;
   private totalTimer: unknown = null;
   private lastOutput: number;
-  /** Streams whose line callback is being waited for (the stall timer does not run meanwhile). */
+  /** Streams whose line callback is being waited for, and holds (a CLI waiting on svc): the stall timer does not run meanwhile. */
   private held = 0;
   private readonly deadline: number;
   private readonly exited: Promise<ProcessExit>;
@@ -117,6 +117,17 @@ class Run {
       cancel: () => {
         this.stop('cancelled');
         return this.exited;
+      },
+      hold: () => {
+        // Counted with the streams a consumer holds: the stall timer does not run while any is.
+        this.held++;
+        let released = false;
+        return () => {
+          if (released) return;
+          released = true;
+          this.held--;
+          this.lastOutput = this.clock.now();
+        };
       },
     };
   }

@@ -83,6 +83,8 @@ export interface RunSpec {
     /** Extra arguments from the agent's runtime, placed where each driver documents. */
     args: string[];
     permissionMode: PermissionMode;
+    /** runner.permissionTimeoutSec: how long a permission request may wait (the CLI's MCP call must outlast it). */
+    permissionTimeoutSec: number;
   };
   /** The working directory: the task's worktree (or the project root when it is not a git repository). */
   cwd: string;
@@ -213,6 +215,11 @@ export interface Supervised {
   exited: Promise<ProcessExit>;
   /** Close stdin, SIGTERM the group, SIGKILL it after killGraceMs; resolves with the exit. */
   cancel(): Promise<ProcessExit>;
+  /**
+   * The CLI waits on svc (a permission it asked for): its silence is not a stall until the
+   * returned release is called (then the stall timeout counts from that moment).
+   */
+  hold(): () => void;
 }
 
 /** What a run's commit changed: files, and lines added and removed (binary files count as files). */

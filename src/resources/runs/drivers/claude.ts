@@ -26,17 +26,27 @@ import {
 /** How long Claude Code waits for one svc MCP call (its default, 60 s, is short for a slow tool). */
 export const CLAUDE_MCP_TIMEOUT_MS = 600_000;
 
+/** svc's MCP tool that answers Claude Code's permission prompts (tools/permissions.ts). */
+export const PERMISSION_PROMPT_TOOL = 'mcp__svc__permission_prompt';
+
+/**
+ * How long Claude Code may wait for one svc MCP call: a permission request waits up to
+ * runner.permissionTimeoutSec for its decision, and the call must outlast it by a margin (the
+ * timeout decides on the daemon's timer; the answer then crosses the connection). A call that
+ * ran out would be refused by Claude Code as a failed permission prompt.
+ */
+export const mcpTimeoutMs = (permissionTimeoutSec: number): number => Math.max(CLAUDE_MCP_TIMEOUT_MS, (permissionTimeoutSec + 60) * 1000);
+
 const PERMISSION: Record<PermissionMode, string> = {
   acceptEdits: 'acceptEdits',
   bypass: 'bypassPermissions',
-  // Issue 32 turns permission prompts into svc approvals (--permission-prompt-tool); until then
-  // `default` in -p mode refuses what allowedTools does not allow (permission_denials).
+  // With --permission-prompt-tool: what the rules would ask a person is asked of svc, which asks one.
   ask: 'default',
 };
 
 /** The MCP configuration: svc's /mcp, the run key read from the process's own SVC_API_KEY (never written to disk). */
-export const claudeMcpConfig = (url: string): string =>
-  JSON.stringify({ mcpServers: { svc: { type: 'http', url, headers: { Authorization: 'Bearer ${SVC_API_KEY}' }, timeout: CLAUDE_MCP_TIMEOUT_MS } } }, null, 2);
+export const claudeMcpConfig = (url: string, timeoutMs = CLAUDE_MCP_TIMEOUT_MS): string =>
+  JSON.stringify({ mcpServers: { svc: { type: 'http', url, headers: { Authorization: 'Bearer ${SVC_API_KEY}' }, timeout: timeoutMs } } }, null, 2);
 
 function build(spec: RunSpec): Invocation {
   const { agent } = spec;
@@ -53,6 +63,7 @@ function build(spec: RunSpec): Invocation {
   for (const tool of [...agent.allowedTools, 'mcp__svc']) args.push(`--allowedTools=${tool}`);
   for (const dir of agent.allowedPaths) args.push(`--add-dir=${dir}`);
   args.push(`--permission-mode=${PERMISSION[spec.runtime.permissionMode]}`);
+  if (spec.runtime.permissionMode === 'ask') args.push(`--permission-prompt-tool=${PERMISSION_PROMPT_TOOL}`);
   args.push(`--mcp-config=${mcpFile}`, '--strict-mcp-config');
   // A folder holding a SKILL.md loads as a plugin of that one skill (named `<name>:<name>`);
   // unlike --add-dir, that makes no working directory of it.
@@ -68,7 +79,7 @@ function build(spec: RunSpec): Invocation {
     env,
     stdin: spec.prompt,
     files: [
-      { path: mcpFile, content: claudeMcpConfig(spec.mcp.url) },
+      { path: mcpFile, content: claudeMcpConfig(spec.mcp.url, spec.runtime.permissionMode === 'ask' ? mcpTimeoutMs(spec.runtime.permissionTimeoutSec) : CLAUDE_MCP_TIMEOUT_MS) },
       { path: promptFile, content: systemText(agent) },
     ],
   };

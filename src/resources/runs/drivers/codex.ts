@@ -22,9 +22,16 @@ const SANDBOX: Record<PermissionMode, string> = {
   acceptEdits: 'workspace-write',
   // No sandbox; `codex exec` never asks for approval, so this is all of "bypass".
   bypass: 'danger-full-access',
-  // Issue 32 turns Codex's approval requests into svc approvals; until then ask runs sandboxed.
+  // `codex exec` cannot ask (only its app-server sends approval requests): "ask" is the sandbox,
+  // with the network shut and approvals off whatever the user's config.toml says (ASK_CONFIG).
   ask: 'workspace-write',
 };
+
+/**
+ * What "ask" adds for Codex: nothing is asked (a command the sandbox stops fails, and the model
+ * reads why), and no user configuration can open the sandbox's network. docs/runs.md.
+ */
+export const ASK_CONFIG = ['--config=sandbox_workspace_write.network_access=false', '--config=approval_policy="never"'];
 
 const EFFORT: Record<'off' | 'low' | 'medium' | 'high', string> = { off: 'none', low: 'low', medium: 'medium', high: 'high' };
 
@@ -55,6 +62,7 @@ function build(spec: RunSpec): Invocation {
   const args = ['exec', '--json'];
   if (model) args.push(`--model=${model}`);
   args.push(`--sandbox=${SANDBOX[spec.runtime.permissionMode]}`, `--cd=${spec.cwd}`);
+  if (spec.runtime.permissionMode === 'ask') args.push(...ASK_CONFIG);
   if (!inGitRepo(spec.cwd)) args.push('--skip-git-repo-check');
   for (const dir of agent.allowedPaths) args.push(`--add-dir=${dir}`);
   if (agent.reasoning) args.push(`--config=model_reasoning_effort=${tomlString(EFFORT[agent.reasoning])}`);
