@@ -67,7 +67,7 @@ describe('attention:needed', () => {
   it('a permission approval (kind permission): its run and agent', () => {
     const before = app().events.lastId();
     app().events.write(() =>
-      app().events.emit('approval:requested', { approvalId: 'ap-perm', taskId: null, missionId: null, title: 'Bash: rm -rf build', requestedBy: 'alice', kind: 'permission', runId: 'run-perm', agent: 'alice' }),
+      app().events.emit('approval:requested', { approvalId: 'ap-perm', kind: 'permission', taskId: null, missionId: null, title: 'Bash: rm -rf build', requestedBy: 'alice', runId: 'run-perm', tool: 'Bash' }),
     );
     expect(attentionAfter(before).map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'permission', runId: 'run-perm', agent: 'alice', approvalId: 'ap-perm' })]);
   });
@@ -76,7 +76,7 @@ describe('attention:needed', () => {
     const before = app().events.lastId();
     expect(() =>
       app().events.write(() => {
-        app().events.emit('approval:requested', { approvalId: 'ap-gone', taskId: null, missionId: null, title: 'never', requestedBy: 'alice' });
+        app().events.emit('approval:requested', { approvalId: 'ap-gone', kind: 'task', taskId: null, missionId: null, title: 'never', requestedBy: 'alice', runId: null, tool: null });
         throw new Error('the change fails');
       }),
     ).toThrow('the change fails');
@@ -192,7 +192,7 @@ describe('svc notify run', () => {
   it('--notifier osascript (as on macOS): a fixed script, the texts its arguments', async () => {
     const n = await notifyRun(['--notifier', 'osascript']);
     try {
-      app().events.write(() => app().events.emit('approval:requested', { approvalId: 'ap-osa', taskId: null, missionId: null, title: '" & (do shell script "id") & "', requestedBy: 'alice', kind: 'permission' }));
+      app().events.write(() => app().events.emit('approval:requested', { approvalId: 'ap-osa', kind: 'permission', taskId: null, missionId: null, title: '" & (do shell script "id") & "', requestedBy: 'alice', runId: 'run-osa', tool: 'Bash' }));
       await eventually(() => n.calls().length === 1, 10_000);
       expect(n.calls()).toEqual([
         {
@@ -208,7 +208,7 @@ describe('svc notify run', () => {
   it('--print prints the command and runs nothing; a notifier that fails is a 502 the daemon tries again', async () => {
     const p = await notifyRun(['--print']);
     try {
-      app().events.write(() => app().events.emit('approval:requested', { approvalId: 'ap-print', taskId: null, missionId: null, title: "it's", requestedBy: 'bob' }));
+      app().events.write(() => app().events.emit('approval:requested', { approvalId: 'ap-print', kind: 'task', taskId: null, missionId: null, title: "it's", requestedBy: 'bob', runId: null, tool: null }));
       await eventually(() => /→ notify-send/.test(p.out()), 10_000);
       expect(p.out()).toContain(`→ notify-send --app-name=svc --urgency=critical -- 'Approval needed: it'\\''s' 'asked by bob · svc approvals show ap-print\n${d.url}/#/approvals'`);
       expect(p.calls()).toEqual([]);
@@ -219,7 +219,7 @@ describe('svc notify run', () => {
     const f = await notifyRun([], { NOTIFY_FAIL: '1' });
     try {
       const [hook] = await notifyHooks();
-      app().events.write(() => app().events.emit('approval:requested', { approvalId: 'ap-fail', taskId: null, missionId: null, title: 'x', requestedBy: 'bob' }));
+      app().events.write(() => app().events.emit('approval:requested', { approvalId: 'ap-fail', kind: 'task', taskId: null, missionId: null, title: 'x', requestedBy: 'bob', runId: null, tool: null }));
       await eventually(() => /no notification server/.test(f.out()), 10_000);
       expect(f.out()).toContain('→ notify-send exited 1: GDBus.Error: no notification server');
       await until('the daemon to log the 502', async () => {

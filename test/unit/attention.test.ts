@@ -29,7 +29,7 @@ describe('attentionOf', () => {
   });
 
   it('a permission approval (kind permission) carries its run and agent', () => {
-    const a = attentionOf({ id: 8, name: 'approval:requested', data: { approvalId: 'ap', taskId: TASK, missionId: null, title: 'Bash: rm -rf build', requestedBy: 'alice', kind: 'permission', runId: 'run-1', agent: 'alice' } }, tasks(null));
+    const a = attentionOf({ id: 8, name: 'approval:requested', data: { approvalId: 'ap', kind: 'permission', taskId: TASK, missionId: null, title: 'Bash: rm -rf build', requestedBy: 'alice', runId: 'run-1', tool: 'Bash' } }, tasks(null));
     expect(a).toMatchObject({ reason: 'permission', title: 'Permission needed: Bash: rm -rf build', runId: 'run-1', agent: 'alice', approvalId: 'ap' });
   });
 

@@ -62,7 +62,8 @@ export function attentionOf(e: Pick<StoredEvent, 'id' | 'data'> & { name: string
         message: cutText(`asked by ${str(d.requestedBy) ?? 'someone'} · svc approvals show ${shortId(approvalId) ?? '?'}`, TEXT_MAX),
         taskId,
         runId: str(d.runId),
-        agent: str(d.agent),
+        // A permission request is asked by its run's agent.
+        agent: str(d.agent) ?? (permission ? str(d.requestedBy) : null),
         approvalId,
         link: '/#/approvals',
         ...base,
