@@ -32,6 +32,9 @@ export const STATE_TABLES = [
   'chat_responses',
   'runs',
   'run_log',
+  'routines',
+  'routine_firings',
+  'routine_work',
   'events',
 ] as const;
 
