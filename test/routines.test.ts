@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock, type Clock } from '../src/lib/clock.js';
 import { FakeClock } from './fake-clock.js';
 import { startTestDaemon, until, type TestDaemon } from './harness.js';
 
@@ -326,5 +327,24 @@ describe('event triggers', () => {
     expect(f).toMatchObject({ status: 'failed', created: { taskIds: [], missionId: null } });
     expect(f.detail).toMatch(/agent "devx" does not exist/);
     expect(d.daemon.app.events.since(0, 100_000).some((e) => e.name === 'routine:failed' && e.data.firingId === f.id)).toBe(true);
+  });
+});
+
+describe('on the real clock', () => {
+  it('a minutely routine fires within a few seconds, on real timers', async () => {
+    // The system clock shifted so that the next minute begins 2.5 s from now; time and timers are real.
+    const offset = 60_000 - (Date.now() % 60_000) - 2_500;
+    const real: Clock = { now: () => Date.now() + offset, setTimeout: systemClock.setTimeout, clearTimeout: systemClock.clearTimeout };
+    const z = await startTestDaemon({ clock: real });
+    try {
+      const r = await z.api('POST', R, { body: { name: 'real-clock', schedule: { cron: '* * * * *' }, action: { task: { title: 'tick {{firing.time}}' } } } });
+      expect(r.status).toBe(201);
+      let f: any;
+      await until('the real firing', async () => (f = (await z.api('GET', `${R}/real-clock/firings`)).body.data[0]) !== undefined, 6_000);
+      expect(f.scheduledAt).toBe(r.body.data.nextFireAt);
+      expect(Date.parse(f.firedAt) - Date.parse(f.scheduledAt)).toBeLessThan(1_000);
+    } finally {
+      await z.close();
+    }
   });
 });
