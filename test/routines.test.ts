@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock, type Clock } from '../src/lib/clock.js';
 import { FakeClock } from './fake-clock.js';
@@ -327,6 +329,28 @@ describe('event triggers', () => {
     expect(f).toMatchObject({ status: 'failed', created: { taskIds: [], missionId: null } });
     expect(f.detail).toMatch(/agent "devx" does not exist/);
     expect(d.daemon.app.events.since(0, 100_000).some((e) => e.name === 'routine:failed' && e.data.firingId === f.id)).toBe(true);
+  });
+});
+
+describe('agent tools', () => {
+  it('routine_list and routine_fire over MCP', async () => {
+    await create({ name: 'mcp-fired', schedule: { cron: '@yearly' }, concurrency: 'allow', action: { task: { title: 'from mcp' } } });
+    const client = new Client({ name: 'svc-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${d.key}` } } }));
+    try {
+      const list = await client.callTool({ name: 'routine_list', arguments: {} });
+      expect(list.isError).toBeFalsy();
+      expect((list.structuredContent as any).routines.some((r: any) => r.name === 'mcp-fired')).toBe(true);
+      const fired = await client.callTool({ name: 'routine_fire', arguments: { name: 'mcp-fired' } });
+      expect(fired.isError, JSON.stringify(fired.content)).toBeFalsy();
+      const f = (fired.structuredContent as any).firing;
+      expect(f).toMatchObject({ routine: 'mcp-fired', status: 'fired', reason: 'manual' });
+      expect((fired.content as any)[0].text).toContain(`mcp-fired: fired, task(s) ${f.created.taskIds[0]}`);
+      const missing = await client.callTool({ name: 'routine_fire', arguments: { name: 'nope' } });
+      expect(missing.isError).toBe(true);
+    } finally {
+      await client.close();
+    }
   });
 });
 
