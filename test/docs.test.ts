@@ -33,8 +33,11 @@ const openApiPath = 'docs/openapi.json';
  * Issue 31 (runs) added 34 kB (272,791 → 307,087): eleven operations (runs, their log, diff and
  * cancel, runners, runtimes, usage, starting a task's run) and seven schemas (Run, its usage and
  * diff stat, log item, Runner, an agent's runtime in and out). The ceiling moved to 320,000.
+ * Issue 34 (routines) added 28 kB (307,087 → 335,435): seven operations (routines, their firings,
+ * firing one by hand) and seven schemas (Routine, its detail, a firing, schedule, trigger, filter
+ * operator, action). The ceiling moved to 340,000.
  */
-const MAX_BYTES = 320_000;
+const MAX_BYTES = 340_000;
 
 /** Every $ref anywhere in `v`. */
 function refs(v: unknown, out: string[] = []): string[] {

@@ -22,7 +22,8 @@ const Operator = z
     lte: z.number().optional(),
     prefix: z.string().min(1).max(1000).optional(),
   })
-  .refine((o) => Object.keys(o).length > 0, 'name at least one of not, gt, gte, lt, lte, prefix');
+  .refine((o) => Object.keys(o).length > 0, 'name at least one of not, gt, gte, lt, lte, prefix')
+  .meta({ id: 'RoutineFilterOperator' });
 
 export const DataFilter = z
   .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,4}$/, 'must be a field name or a dotted path (at most 5 parts)'), z.union([Scalar, OneOf, Operator]))

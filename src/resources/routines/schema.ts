@@ -21,13 +21,14 @@ export const ScheduleIn = z
   .superRefine((s, ctx) => {
     // Named field and position: "minute field "61" at position 1: 61 is out of range 0-59".
     for (const p of scheduleProblems(s, '')) ctx.addIssue({ code: 'custom', path: p.path.split('.').filter(Boolean), message: p.message });
-  });
+  })
+  .meta({ id: 'RoutineSchedule' });
 export type Schedule = z.output<typeof ScheduleIn>;
 
 export const TriggerIn = z.strictObject({
   event: z.string().trim().min(1).max(500).describe('Event names or prefixes, as an SSE filter: "task:transition", "run:", "task:*", "mission:completed,mission:failed".'),
   filter: DataFilter.optional(),
-});
+}).meta({ id: 'RoutineTrigger' });
 export type Trigger = z.output<typeof TriggerIn>;
 
 const PlaybookAction = z.strictObject({
@@ -51,7 +52,8 @@ const MissionAction = z.strictObject({
 
 export const ActionIn = z
   .union([PlaybookAction, TaskAction, MissionAction])
-  .describe('What a firing creates, in the transaction that records it: a playbook run, a task or a mission.');
+  .describe('What a firing creates, in the transaction that records it: a playbook run, a task or a mission.')
+  .meta({ id: 'RoutineAction' });
 export type Action = z.output<typeof ActionIn>;
 
 export const Concurrency = z.enum(CONCURRENCY);
