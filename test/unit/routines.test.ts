@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fill, lookup, placeholders } from '../../src/resources/playbooks/template.js';
 import { cronProblems, dueSince, localDate, nextAfter, nextTimes, zoneProblem } from '../../src/resources/routines/cron.js';
 import { compileDataFilter, DataFilter } from '../../src/resources/routines/filter.js';
+import { TriggerIndex } from '../../src/resources/routines/match.js';
 
 const iso = (t: number) => new Date(t).toISOString();
 const at = (s: string) => Date.parse(s);
@@ -117,5 +118,34 @@ describe('dotted placeholders in the template engine', () => {
     expect(lookup(vars, 'event.data.labels.1')).toBe('b');
     expect(lookup(vars, 'event.constructor')).toBeUndefined();
     expect(lookup(vars, 'event.data.taskId.length')).toBeUndefined();
+  });
+});
+
+describe('the trigger index', () => {
+  const index = new TriggerIndex([
+    { name: 'failed', trigger: { event: 'task:transition', filter: { to: 'failed' } } },
+    { name: 'done-or-review', trigger: { event: 'task:transition', filter: { to: ['done', 'review'], from: { not: 'draft' } } } },
+    { name: 'any-task', trigger: { event: 'task:' } },
+    { name: 'unassigned', trigger: { event: 'task:created', filter: { assignTo: null } } },
+    { name: 'costly', trigger: { event: 'run:finished', filter: { 'usage.costUsd': { gt: 1 } } } },
+    ...Array.from({ length: 1000 }, (_, i) => ({ name: `t${i}`, trigger: { event: 'task:created', filter: { title: `never ${i}` } } })),
+  ]);
+  it('finds what an event sets off, by name, then by the data', () => {
+    expect(index.matching('task:transition', { taskId: 'x', from: 'in_progress', to: 'failed' }).sort()).toEqual(['any-task', 'failed']);
+    expect(index.matching('task:transition', { taskId: 'x', from: 'in_progress', to: 'review' }).sort()).toEqual(['any-task', 'done-or-review']);
+    expect(index.matching('task:transition', { taskId: 'x', from: 'draft', to: 'done' })).toEqual(['any-task']);
+    expect(index.matching('task:created', { taskId: 'x', title: 'never 7', assignTo: 'ana' }).sort()).toEqual(['any-task', 't7']);
+    expect(index.matching('task:created', { taskId: 'x', title: 'y' }).sort()).toEqual(['any-task', 'unassigned']);
+    expect(index.matching('run:finished', { usage: { costUsd: 2 } })).toEqual(['costly']);
+    expect(index.matching('mission:created', {})).toEqual([]);
+    expect(index.hears('mission:created')).toBe(false);
+    expect(index.hears('task:removed')).toBe(true);
+  });
+  it('checks a thousand triggers on one field in a map lookup, not a thousand filters', () => {
+    const data = { taskId: 'x', title: 'something else', assignTo: 'ana' };
+    const t0 = performance.now();
+    for (let i = 0; i < 10_000; i++) index.matching('task:created', data);
+    // 10,000 events: a filter each for 1,000 triggers would be ten million checks.
+    expect(performance.now() - t0).toBeLessThan(500);
   });
 });

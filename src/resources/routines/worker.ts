@@ -1,10 +1,9 @@
 import type { App } from '../../app.js';
 import type { StoredEvent } from '../../events/outbox.js';
-import { compileFilter, type EventMatcher } from '../../events/filter.js';
 import { errorFields } from '../../kernel/log.js';
 import { TimeoutScheduler } from '../../lib/timer.js';
 import { eventChain, fireDue, fireOnEvent, releaseQueued, routinesWithQueued } from './fire.js';
-import { compileDataFilter } from './filter.js';
+import { TriggerIndex } from './match.js';
 import * as store from './store.js';
 
 // A daemon's routines at work: one timer for the next schedule time (the approval timeouts'
@@ -22,12 +21,6 @@ const MAX_BACKLOG = 100_000;
 const LIFECYCLE = new Set(['routine:created', 'routine:updated', 'routine:removed']);
 /** Events after which a queued firing may go: the previous firing's work closed. */
 const CLOSING = new Set(['task:transition', 'task:removed', 'mission:completed', 'mission:failed', 'mission:cancelled', 'mission:deleted']);
-
-interface Armed {
-  name: string;
-  event: EventMatcher;
-  data: (d: Record<string, unknown>) => boolean;
-}
 
 export interface RoutineWorker {
   close(): void;
@@ -51,22 +44,9 @@ export function startRoutines(app: App): RoutineWorker {
         : log.error('firing a routine failed; trying again later', { routine: name, ...errorFields(err) }),
   });
 
-  // Triggers, compiled once per change of any routine; events looked up by name through a cache.
-  let armed: Armed[] | null = null;
-  const byName = new Map<string, Armed[]>();
-  const triggers = (): Armed[] => {
-    if (!armed) {
-      byName.clear();
-      armed = store.listTriggered(app.db).map((r) => ({ name: r.name, event: compileFilter(r.trigger!.event, 'trigger.event'), data: compileDataFilter(r.trigger!.filter) }));
-    }
-    return armed;
-  };
-  const triggersOf = (name: string): Armed[] => {
-    const all = triggers();
-    let list = byName.get(name);
-    if (!list) byName.set(name, (list = all.filter((a) => a.event(name))));
-    return list;
-  };
+  // Triggers, compiled and indexed once per change of any routine.
+  let index: TriggerIndex | null = null;
+  const triggers = (): TriggerIndex => (index ??= new TriggerIndex(store.listTriggered(app.db).map((r) => ({ name: r.name, trigger: r.trigger! }))));
 
   const backlog: StoredEvent[] = [];
   let head = 0;
@@ -76,14 +56,14 @@ export function startRoutines(app: App): RoutineWorker {
   let waiting = true;
 
   const handle = (e: StoredEvent) => {
-    const matching = triggersOf(e.name).filter((a) => a.data(e.data));
+    const matching = triggers().matching(e.name, e.data);
     if (matching.length) {
       const cause = eventChain(app, e);
-      for (const a of matching) {
+      for (const name of matching) {
         try {
-          fireOnEvent(app, a.name, e, cause);
+          fireOnEvent(app, name, e, cause);
         } catch (err) {
-          log.error('firing a routine on an event failed', { routine: a.name, eventId: e.id, ...errorFields(err) });
+          log.error('firing a routine on an event failed', { routine: name, eventId: e.id, ...errorFields(err) });
         }
       }
     }
@@ -130,11 +110,11 @@ export function startRoutines(app: App): RoutineWorker {
   // write never waits for the triggers its event is matched against.
   const unsubscribe = app.events.subscribe((e) => {
     if (LIFECYCLE.has(e.name)) {
-      armed = null;
+      index = null;
       scheduler.arm();
     }
     if (e.name === 'routine:queued') waiting = true;
-    if (!triggersOf(e.name).length && !(waiting && CLOSING.has(e.name))) return;
+    if (!triggers().hears(e.name) && !(waiting && CLOSING.has(e.name))) return;
     if (backlog.length - head >= MAX_BACKLOG) {
       head++;
       log.error('routine triggers are behind by more events than they may hold; the oldest was dropped', { eventId: e.id });
