@@ -60,11 +60,11 @@ describe('cron expressions', () => {
 
   it('counts the times due since the first one missed, with a cap for long downtimes', () => {
     const hourly = { cron: '0 * * * *', timezone: 'UTC' };
-    expect(dueSince(hourly, at('2030-01-01T10:00:00Z'), at('2030-01-01T12:20:00Z'))).toEqual({ count: 3, capped: false, last: at('2030-01-01T12:00:00Z') });
-    expect(dueSince(hourly, at('2030-01-01T10:00:00Z'), at('2030-01-01T10:00:00Z'))).toEqual({ count: 1, capped: false, last: at('2030-01-01T10:00:00Z') });
+    expect(dueSince(hourly, at('2030-01-01T10:00:00Z'), at('2030-01-01T12:20:00Z'))).toEqual({ count: 3, capped: false, last: at('2030-01-01T12:00:00Z'), next: at('2030-01-01T13:00:00Z') });
+    expect(dueSince(hourly, at('2030-01-01T10:00:00Z'), at('2030-01-01T10:00:00Z'))).toEqual({ count: 1, capped: false, last: at('2030-01-01T10:00:00Z'), next: at('2030-01-01T11:00:00Z') });
     const minutely = { cron: '* * * * *', timezone: 'UTC' };
     const month = dueSince(minutely, at('2030-01-01T00:00:00Z'), at('2030-01-31T00:00:30Z'), 100);
-    expect(month).toEqual({ count: 100, capped: true, last: at('2030-01-31T00:00:00Z') });
+    expect(month).toEqual({ count: 100, capped: true, last: at('2030-01-31T00:00:00Z'), next: at('2030-01-31T00:01:00Z') });
   });
 
   it('gives the local date of a time', () => {

@@ -21,7 +21,10 @@ const FIELDS = [
 ] as const;
 const ALIASES = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
 
-const options = (timezone: string) => ({ timezone, mode: '5-part' as const, fixedTimeRule: 'no-wildcard' as const, paused: true });
+const UTC = new Set(['UTC', 'Etc/UTC', 'Etc/GMT', 'GMT']);
+
+/** UTC as a fixed offset: croner then computes without the platform's time zone data (a fifth of a firing's cost). */
+const options = (timezone: string) => ({ ...(UTC.has(timezone) ? { utcOffset: 0 } : { timezone }), mode: '5-part' as const, fixedTimeRule: 'no-wildcard' as const, paused: true });
 
 /** A time zone by IANA name (Europe/Berlin, UTC) that this Node knows; null if it does not. */
 export function zoneProblem(timezone: string): string | null {
@@ -117,24 +120,32 @@ export function nextTimes(s: Schedule, t: number, n: number): number[] {
 
 /**
  * The firing times from `first` (itself a firing time) up to `now`: how many there are (counting at
- * most `cap`) and the latest. A daemon back after a month of downtime on a minute schedule does
- * not list 43,200 of them.
+ * most `cap`), the latest, and the next one after `now` (null when there is none). A daemon back
+ * after a month of downtime on a minute schedule does not list 43,200 of them.
  */
-export function dueSince(s: Schedule, first: number, now: number, cap = 1_000): { count: number; capped: boolean; last: number } {
+export function dueSince(s: Schedule, first: number, now: number, cap = 1_000): { count: number; capped: boolean; last: number; next: number | null } {
   let count = 1;
   let last = first;
-  for (let at = nextAfter(s, first); at !== null && at <= now; at = nextAfter(s, at)) {
+  let at = nextAfter(s, first);
+  for (; at !== null && at <= now; at = nextAfter(s, at)) {
     if (count >= cap) {
       const prev = cronOf(s).previousRuns(1, new Date(now + 1))[0]?.getTime();
-      return { count, capped: true, last: prev !== undefined && prev > last ? prev : last };
+      return { count, capped: true, last: prev !== undefined && prev > last ? prev : last, next: nextAfter(s, now) };
     }
     count++;
     last = at;
   }
-  return { count, capped: false, last };
+  return { count, capped: false, last, next: at };
 }
+
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
 
 /** The local calendar date (YYYY-MM-DD) of `t` in `timezone`. */
 export function localDate(t: number, timezone: string): string {
-  return new Intl.DateTimeFormat('en-CA', { timeZone: timezone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(t));
+  let f = dateFormats.get(timezone);
+  if (!f) {
+    if (dateFormats.size >= MAX_PARSED) dateFormats.clear();
+    dateFormats.set(timezone, (f = new Intl.DateTimeFormat('en-CA', { timeZone: timezone, year: 'numeric', month: '2-digit', day: '2-digit' })));
+  }
+  return f.format(new Date(t));
 }

@@ -12,7 +12,7 @@ import { runPlaybook } from '../playbooks/service.js';
 import { fill } from '../playbooks/template.js';
 import { TaskIn } from '../tasks/schema.js';
 import { createTask, getTask } from '../tasks/service.js';
-import { dueSince, nextAfter } from './cron.js';
+import { dueSince } from './cron.js';
 import { compileDataFilter } from './filter.js';
 import type { Action, Firing, Trigger } from './schema.js';
 import { requireRecord } from './service.js';
@@ -225,8 +225,7 @@ export function fireDue(app: App, name: string, now: number): store.FiringRecord
     const first = Date.parse(r.nextFireAt);
     if (first > now) return [];
     const due = dueSince(r.schedule, first, now);
-    const next = nextAfter(r.schedule, Math.max(now, due.last));
-    if (!store.advanceSchedule(app.db, name, r.nextFireAt, next === null ? null : iso(next))) return [];
+    if (!store.advanceSchedule(app.db, name, r.nextFireAt, due.next === null ? null : iso(due.next))) return [];
     const onTime = now - due.last <= MISFIRE_GRACE_MS;
     const missed = onTime ? due.count - 1 : due.count;
     const out: (store.FiringRecord | null)[] = [];
