@@ -11,6 +11,9 @@ import { seg } from '../../client/client.js';
 import type { Playbook } from '../playbooks/schema.js';
 import type { Firing, Routine } from './schema.js';
 import { CATCH_UP, CONCURRENCY } from './values.js';
+import { actionText, whenText } from './words.js';
+
+export { actionText, whenText };
 
 /** The API's schemas, loaded when there is something to check (they bring zod and croner). */
 const schemas = () => import('./schema.js');
@@ -18,22 +21,6 @@ const schemas = () => import('./schema.js');
 type RoutineDetail = Routine & { nextFireTimes: string[] };
 
 const path = (name: string) => `/api/v1/routines/${seg(name)}`;
-
-/** When it fires, in a few words: "0 9 * * MON Europe/Paris", "on task:transition {to: failed}". */
-export function whenText(r: Pick<Routine, 'schedule' | 'trigger'>): string {
-  if (r.schedule) return `${r.schedule.cron}${r.schedule.timezone === 'UTC' ? '' : ` ${r.schedule.timezone}`}`;
-  if (!r.trigger) return '-';
-  return `on ${r.trigger.event}${r.trigger.filter ? ` ${JSON.stringify(r.trigger.filter)}` : ''}`;
-}
-
-/** What it does, in a few words. */
-export function actionText(a: Record<string, unknown>): string {
-  if (typeof a.playbook === 'string') return `playbook ${a.playbook}`;
-  const task = a.task as { title?: string; assignTo?: string } | undefined;
-  if (task) return `task "${task.title}"${task.assignTo ? ` for ${task.assignTo}` : ''}`;
-  const mission = a.mission as { name?: string } | undefined;
-  return `mission "${mission?.name ?? '?'}"`;
-}
 
 const paintStatus = (s: Firing['status']) => (s === 'fired' ? style.green(s) : s === 'failed' ? style.red(s) : s === 'queued' ? style.cyan(s) : style.yellow(s));
 
