@@ -43,7 +43,7 @@ function controls(r: Routine): Child[] {
   return [
     h(
       'label',
-      { class: 'switch', for: id },
+      { class: 'check', for: id },
       h('input', {
         type: 'checkbox',
         id,
