@@ -268,6 +268,8 @@ export function fireByHand(app: App, name: string): Firing {
 
 /** Releases the oldest queued firing of a routine once the previous firing's work is closed. */
 export function releaseQueued(app: App, name: string): store.FiringRecord | null {
+  // Looked at first without the write lock: work usually stays open through many events.
+  if (!store.queuedFirings(app.db, name).length || openWork(app, store.lastFired(app.db, name))) return null;
   return app.events.write(() => {
     const queued = store.queuedFirings(app.db, name);
     const r = queued.length ? store.getRoutine(app.db, name) : null;

@@ -22,13 +22,10 @@ const LIFECYCLE = new Set(['routine:created', 'routine:updated', 'routine:remove
 /** Events after which a queued firing may go: the previous firing's work closed. */
 const CLOSING = new Set(['task:transition', 'task:removed', 'mission:completed', 'mission:failed', 'mission:cancelled', 'mission:deleted']);
 
-export interface RoutineWorker {
-  close(): void;
-  /** Events heard and not yet matched (for tests and the benchmark). */
-  readonly backlog: number;
-}
+/** Whether an event may have closed a firing's work (a task done or failed or gone, a mission over). */
+const closes = (e: StoredEvent): boolean => CLOSING.has(e.name) && (e.name !== 'task:transition' || e.data.to === 'done' || e.data.to === 'failed');
 
-export function startRoutines(app: App): RoutineWorker {
+export function startRoutines(app: App): { close(): void } {
   const { clock, log } = app;
   const scheduler = new TimeoutScheduler({
     now: () => clock.now(),
@@ -69,7 +66,7 @@ export function startRoutines(app: App): RoutineWorker {
         }
       }
     }
-    if (waiting && CLOSING.has(e.name)) {
+    if (waiting && closes(e)) {
       const names = routinesWithQueued(app);
       if (!names.length) waiting = false;
       for (const name of names) {
@@ -120,7 +117,7 @@ export function startRoutines(app: App): RoutineWorker {
       return;
     }
     if (e.name === 'routine:queued') waiting = true;
-    if (!triggers().hears(e.name) && !(waiting && CLOSING.has(e.name))) return;
+    if (!triggers().hears(e.name) && !(waiting && closes(e))) return;
     if (backlog.length - head >= MAX_BACKLOG) {
       head++;
       log.error('routine triggers are behind by more events than they may hold; the oldest was dropped', { eventId: e.id });
@@ -144,9 +141,6 @@ export function startRoutines(app: App): RoutineWorker {
       stopped = true;
       unsubscribe();
       scheduler.stop();
-    },
-    get backlog() {
-      return backlog.length - head;
     },
   };
 }
