@@ -50,8 +50,19 @@ const MissionAction = z.strictObject({
   start: z.boolean().default(true).describe('Start the mission at once (default true).'),
 });
 
+const ACTIONS = { playbook: PlaybookAction, task: TaskAction, mission: MissionAction } as const;
+
+/** A refused action in words that name the field: which kind was meant, and what is wrong in it. */
+function actionError(input: unknown): string {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return 'must be an object: {playbook, params?}, {task: {title, …}} or {mission: {name, …}}';
+  const kinds = (Object.keys(ACTIONS) as (keyof typeof ACTIONS)[]).filter((k) => Object.hasOwn(input, k));
+  if (kinds.length !== 1) return kinds.length ? `give one of playbook, task or mission, not ${kinds.join(' and ')}` : 'say what it creates: playbook, task or mission';
+  const r = ACTIONS[kinds[0]!].safeParse(input);
+  return r.success ? 'Invalid input' : r.error.issues.map((i) => `${[...i.path].join('.') || kinds[0]}: ${i.message}`).join('; ');
+}
+
 export const ActionIn = z
-  .union([PlaybookAction, TaskAction, MissionAction])
+  .union([PlaybookAction, TaskAction, MissionAction], { error: (iss) => actionError(iss.input) })
   .describe('What a firing creates, in the transaction that records it: a playbook run, a task or a mission.')
   .meta({ id: 'RoutineAction' });
 export type Action = z.output<typeof ActionIn>;
