@@ -241,6 +241,12 @@ describe('concurrency', () => {
     expect(b.body.data.status).toBe('skipped');
     await d.api('PATCH', `${R}/by-hand`, { body: { concurrency: 'allow' } });
     expect((await d.api('POST', `${R}/by-hand/fire`)).body.data.status).toBe('fired');
+    // The history in pages, newest first.
+    const first = await d.api('GET', `${R}/by-hand/firings?limit=2`);
+    expect(first.body.data.map((f: any) => f.status)).toEqual(['fired', 'skipped']);
+    const next = await d.api('GET', `${R}/by-hand/firings?limit=2&cursor=${first.headers.get('x-next-cursor')}`);
+    expect(next.body.data.map((f: any) => f.id)).toEqual([a.body.data.id]);
+    expect(next.headers.get('x-next-cursor')).toBeNull();
   });
 });
 

@@ -42,7 +42,7 @@ interface Attempt {
 }
 
 /** Whether an event is one a trigger hears: its name, then its data. */
-export function hears(trigger: Trigger, e: StoredEvent): boolean {
+function hears(trigger: Trigger, e: StoredEvent): boolean {
   return compileFilter(trigger.event, 'trigger.event')(e.name) && compileDataFilter(trigger.filter)(e.data);
 }
 

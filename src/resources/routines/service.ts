@@ -2,6 +2,7 @@ import type { App } from '../../app.js';
 import { AppError, type ErrorDetail } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
+import { toPage, type Page } from '../common.js';
 import { MissionIn } from '../missions/schema.js';
 import type { Playbook } from '../playbooks/schema.js';
 import { getPlaybook, resolveParams } from '../playbooks/service.js';
@@ -61,11 +62,9 @@ export function requireRecord(app: App, name: string): store.RoutineRecord {
 
 export const getRoutine = (app: App, name: string): RoutineDetail => detail(app, requireRecord(app, name));
 
-export function listFirings(app: App, name: string, q: { limit: number; cursor?: string }): { items: Firing[]; next: string | null } {
+export function listFirings(app: App, name: string, q: { limit: number; cursor?: string }): Page<Firing> {
   requireRecord(app, name);
-  const rows = store.listFirings(app.db, name, q.cursor, q.limit + 1);
-  const items = rows.slice(0, q.limit).map(store.firingOut);
-  return { items, next: rows.length > q.limit ? items[items.length - 1]!.id : null };
+  return toPage(store.listFirings(app.db, name, q.cursor, q.limit + 1).map(store.firingOut), q.limit, (f) => f.id);
 }
 
 const invalid = (what: string, details: ErrorDetail[]) =>
@@ -223,9 +222,6 @@ export function removeRoutine(app: App, name: string): void {
     app.events.emit('routine:removed', { routine: name });
   });
 }
-
-/** The next `n` times of a schedule, for `svc routines add` and the board. */
-export const upcoming = (app: App, schedule: Schedule, n: number): string[] => nextTimes(schedule, app.clock.now(), n).map(iso);
 
 /** Forgets what old firings created (their chains), created before `olderThan`; for the pruner. */
 export const pruneRoutineWork = (app: App, olderThan: string, limit: number): number => store.pruneWork(app.db, olderThan, limit);
