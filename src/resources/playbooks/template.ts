@@ -115,6 +115,9 @@ export function checkAgainst(template: unknown, schema: z.ZodType, vocabulary: V
 
 const SAMPLE: Record<Parameter['type'], ParamValue> = { string: 'x', number: 0, boolean: false };
 
+/** A value a parameter could take, to check a template before its real values are known. */
+export const sampleOf = (p: Parameter): ParamValue => p.default ?? p.enum?.[0] ?? SAMPLE[p.type];
+
 /**
  * A playbook's mission template: every placeholder names a parameter, and the template is a valid
  * mission body apart from the strings that placeholders will replace.
@@ -126,10 +129,7 @@ export function checkTemplate(mission: unknown, parameters: Parameter[], at: str
     MissionIn,
     {
       known: (name) => declared.has(name),
-      sample: (name) => {
-        const p = declared.get(name)!;
-        return p.default ?? p.enum?.[0] ?? SAMPLE[p.type];
-      },
+      sample: (name) => sampleOf(declared.get(name)!),
       listed: `declared: ${[...declared.keys()].join(', ') || 'none'}`,
       unknownMessage: (name) => `placeholder {{${name}}} names no parameter`,
     },

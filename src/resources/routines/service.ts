@@ -1,12 +1,12 @@
 import type { App } from '../../app.js';
-import { AppError, type ErrorDetail } from '../../kernel/errors.js';
+import { AppError, unprocessableField, type ErrorDetail } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
 import { toPage, type Page } from '../common.js';
 import { MissionIn } from '../missions/schema.js';
 import type { Playbook } from '../playbooks/schema.js';
 import { getPlaybook, resolveParams } from '../playbooks/service.js';
-import { checkAgainst, placeholders, type Vocabulary } from '../playbooks/template.js';
+import { checkAgainst, placeholders, sampleOf, type Vocabulary } from '../playbooks/template.js';
 import { TaskIn } from '../tasks/schema.js';
 import { nextAfter, nextTimes } from './cron.js';
 import { unknownFields } from './filter.js';
@@ -70,8 +70,9 @@ export function listFirings(app: App, name: string, q: { limit: number; cursor?:
 const invalid = (what: string, details: ErrorDetail[]) =>
   new AppError('invalid_request', `Invalid ${what}: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, { details });
 
+/** 422 naming each missing thing (a mission's tasks may name several unknown agents). */
 const unprocessable = (details: ErrorDetail[]) =>
-  new AppError('unprocessable', `${details.map((d) => `${d.path.replace(/^body\./, '')}: ${d.message}`).join('; ')}.`, { details });
+  details.length === 1 ? unprocessableField(details[0]!.path, details[0]!.message) : new AppError('unprocessable', `${details.map((d) => `${d.path.replace(/^body\./, '')}: ${d.message}`).join('; ')}.`, { details });
 
 const templated = (v: unknown) => typeof v === 'string' && placeholders(v).length > 0;
 
@@ -106,7 +107,7 @@ function checkAction(app: App, action: Action, words: Vocabulary): void {
     const sample = Object.fromEntries(
       Object.entries(action.params).map(([k, v]) => {
         const decl = p.parameters.find((x) => x.name === k);
-        return [k, templated(v) && decl ? (decl.default ?? decl.enum?.[0] ?? { string: 'x', number: 0, boolean: false }[decl.type]) : v];
+        return [k, templated(v) && decl ? sampleOf(decl) : v];
       }),
     );
     try {
