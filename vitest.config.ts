@@ -10,6 +10,7 @@ export const STATE_PG_SUITES = [
   'test/leases.test.ts',
   'test/missions.test.ts',
   'test/playbooks.test.ts',
+  'test/routines.test.ts',
   'test/approvals.test.ts',
   'test/agents.test.ts',
   'test/skills.test.ts',

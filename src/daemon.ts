@@ -44,6 +44,8 @@ import { reapOrphanWorkers, WorkerRecords } from './resources/data/orphans.js';
 import { wireMissions } from './resources/missions/service.js';
 import { raiseAttention } from './resources/notify/attention.js';
 import { RUNTIME_CHECK } from './resources/agents/service.js';
+import { pruneRoutineWork } from './resources/routines/service.js';
+import { startRoutines } from './resources/routines/worker.js';
 import { RunKeys } from './resources/runs/keys.js';
 import { Runner } from './resources/runs/runner.js';
 import { runnerId } from './resources/runs/runner-id.js';
@@ -120,6 +122,8 @@ const SHUTDOWN_GRACE_MS = 5_000;
  */
 const PRUNE_EVERY_MS = 10_000;
 const PRUNE_BATCH = 500;
+/** How long the chain of routines that created a task or mission is remembered (docs/routines.md, loops). */
+const ROUTINE_WORK_DAYS = 30;
 /** On a shared state, other daemons' events are looked for at least this often (notifications come sooner). */
 const SHARED_POLL_MS = 1_000;
 
@@ -311,6 +315,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     startWorker(startApprovalTimeouts(app));
     // A run that ends leaves no permission request of its task waiting (a lost one is asked again).
     startWorker(startPermissionSweeper(app));
+    // Routines: schedules on the daemon's clock, triggers on the events it hears (missed firings caught up now).
+    startWorker(startRoutines(app));
     // Claims are leases: release tasks whose holder stopped sending heartbeats (also while we were down).
     startWorker(app.services.provide(LEASE_REAPER, startLeaseReaper(app)));
     // The agent tools over MCP (POST /mcp): one SDK Server for every client of this daemon.
@@ -349,6 +355,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           },
         },
         { name: 'webhook deliveries', run: (batch) => pruneDeliveries(app, batch) },
+        { name: 'routine work', run: (batch) => pruneRoutineWork(app, new Date(clock.now() - ROUTINE_WORK_DAYS * 86_400_000).toISOString(), batch) },
       ],
       onError: (step, err) => log.error(`pruning ${step} failed; trying again at the next pass`, errorFields(err)),
       onPruned: (counts) => log.debug('pruned old state', counts),

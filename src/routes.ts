@@ -13,6 +13,7 @@ import { dataRoutes } from './resources/data/routes.js';
 import { missionRoutes } from './resources/missions/routes.js';
 import { playbookRoutes } from './resources/playbooks/routes.js';
 import { providerRoutes } from './resources/providers/routes.js';
+import { routineRoutes } from './resources/routines/routes.js';
 import { runRoutes } from './resources/runs/routes.js';
 import { skillRoutes } from './resources/skills/routes.js';
 import { systemRoutes } from './resources/system/routes.js';
@@ -24,7 +25,7 @@ import { toolRoutes } from './tools/routes.js';
 
 // The whole API, top to bottom. A route group not listed here does not exist.
 
-const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...runRoutes, ...budgetRoutes, ...missionRoutes, ...playbookRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...webhookRoutes, ...toolRoutes, ...dataRoutes, ...providerRoutes, ...chatRoutes, ...boardRoutes];
+const apiRoutes: AnyRoute<App>[] = [...systemRoutes, ...eventRoutes, ...teamRoutes, ...agentRoutes, ...taskRoutes, ...runRoutes, ...budgetRoutes, ...missionRoutes, ...playbookRoutes, ...routineRoutes, ...skillRoutes, ...vaultRoutes, ...approvalRoutes, ...webhookRoutes, ...toolRoutes, ...dataRoutes, ...providerRoutes, ...chatRoutes, ...boardRoutes];
 
 const openApiRoute = route({
   method: 'GET',

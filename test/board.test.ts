@@ -444,6 +444,27 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     await shot('agents');
   });
 
+  it('lists routines with when they fire, the next firing and the last ones; fires one now and switches one off', async () => {
+    await api('POST', '/api/v1/routines', { name: 'weekly-deps', description: 'Dependencies, every Monday', schedule: { cron: '0 9 * * MON', timezone: 'Europe/Paris' }, action: { task: { title: 'Update dependencies', assignTo: 'ana' } } });
+    await api('POST', '/api/v1/routines', { name: 'triage', trigger: { event: 'task:transition', filter: { to: 'failed' } }, concurrency: 'allow', action: { task: { title: 'Triage {{event.data.taskId}}' } } });
+    await go('routines');
+    const weekly = page.locator('[data-routine="weekly-deps"]');
+    await contains(weekly, '0 9 * * MON Europe/Paris → task "Update dependencies" for ana');
+    await contains(weekly, 'next');
+    await contains(weekly, 'Not fired yet.');
+    await contains(page.locator('[data-routine="triage"]'), 'on task:transition {"to":"failed"}');
+    await weekly.locator('button', { hasText: 'Fire now' }).click();
+    await contains(weekly.locator('[data-firing]').first(), 'fired');
+    await contains(weekly.locator('[data-firing]').first(), 'by hand · task');
+    await weekly.locator('input[type="checkbox"]').uncheck();
+    await text(weekly.locator('.panel-head .badge'), 'disabled');
+    expect((await api('GET', '/api/v1/routines/weekly-deps')).enabled).toBe(false);
+    // A firing from elsewhere (its schedule, an event, the CLI) shows live.
+    await api('POST', '/api/v1/routines/triage/fire', {});
+    await contains(page.locator('[data-routine="triage"] [data-firing]').first(), 'fired');
+    await shot('routines');
+  });
+
   it('shows a read-only session the board without the controls that change things', async () => {
     const ro = await signIn({ readOnly: true });
     await contains(ro.p.locator('#who'), 'read-only');
@@ -457,6 +478,9 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     await ro.p.evaluate(() => (location.hash = '#/missions'));
     await visible(ro.p.locator('.mission').first());
     await count(ro.p.locator('.mission button'), 0);
+    await ro.p.evaluate(() => (location.hash = '#/routines'));
+    await visible(ro.p.locator('[data-routine]').first());
+    await count(ro.p.locator('[data-routine] button, [data-routine] input'), 0);
     await shot('read-only', ro.p);
     expect(ro.errors).toEqual([]);
     await ro.ctx.close();
@@ -468,7 +492,7 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
       // CSP is bypassed in this context only, so that axe's script can be injected.
       const s = await signIn({ viewport, bypassCSP: true });
       await s.p.emulateMedia({ colorScheme: scheme });
-      for (const view of ['board', 'missions', 'approvals', 'agents', 'events', 'webhooks', 'databases']) {
+      for (const view of ['board', 'missions', 'routines', 'approvals', 'agents', 'events', 'webhooks', 'databases']) {
         await s.p.evaluate((v) => (location.hash = `#/${v}`), view);
         await s.p.locator(`nav a[data-view="${view}"][aria-current="page"]`).waitFor();
         await s.p.waitForTimeout(50);

@@ -232,7 +232,7 @@ describe('MCP access', () => {
     const client = await connect(READ_KEY);
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(READ_TOOLS);
-    expect(READ_TOOLS).toEqual(['task_list', 'task_get', 'mission_list', 'mission_status', 'approval_status', 'agent_list', 'skill_get', 'run_list', 'run_get']);
+    expect(READ_TOOLS).toEqual(['task_list', 'task_get', 'mission_list', 'mission_status', 'approval_status', 'agent_list', 'skill_get', 'run_list', 'run_get', 'routine_list']);
     const before = d.daemon.app.events.lastId();
     const refused = await client.callTool({ name: 'task_create', arguments: { title: 'sneaky' } });
     expect(refused.isError).toBe(true);

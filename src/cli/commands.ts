@@ -31,6 +31,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'budgets', summary: "Budgets of the agents' runs: show them, or set them from a file", load: async () => (await import('../resources/budgets/command.js')).budgetsCommand() },
   { name: 'missions', summary: 'Plans of tasks: create, follow and steer missions', load: async () => (await import('../resources/missions/command.js')).missionsCommand() },
   { name: 'playbooks', summary: 'Reusable mission templates with parameters', load: async () => (await import('../resources/playbooks/command.js')).playbooksCommand() },
+  { name: 'routines', summary: 'Work that starts by itself: on a cron schedule or when an event happens', load: async () => (await import('../resources/routines/command.js')).routinesCommand() },
   { name: 'vault', summary: 'Per-agent credentials, sealed at rest', load: async () => (await import('../resources/vault/command.js')).vaultCommand() },
   { name: 'approvals', summary: 'Human decisions that gate work', load: async () => (await import('../resources/approvals/command.js')).approvalsCommand() },
   { name: 'webhooks', summary: 'Signed HTTP deliveries of events, with a delivery log (and `listen` to receive them here)', load: async () => (await import('../resources/webhooks/command.js')).webhooksCommand() },

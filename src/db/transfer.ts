@@ -34,6 +34,9 @@ export const STATE_TABLES = [
   'chat_responses',
   'runs',
   'run_log',
+  'routines',
+  'routine_firings',
+  'routine_work',
   'events',
 ] as const;
 

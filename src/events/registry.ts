@@ -260,6 +260,38 @@ export const CATEGORIES = {
       updated: ev('Budgets were set through the API (PUT /api/v1/budgets); they apply instead of project.json\'s until its budgets change.', { limits: z.int().describe('How many budgets are set now.') }),
     },
   },
+  routine: {
+    description: 'Routines: work that starts by itself on a schedule or when an event happens (docs/routines.md).',
+    events: {
+      created: ev('A routine was created.', { routine: z.string() }),
+      updated: ev('A routine was changed; `fields` names what changed.', { routine: z.string(), fields: z.array(z.string()) }),
+      removed: ev('A routine was deleted, with its firings.', { routine: z.string() }),
+      fired: ev('A routine fired: its action ran and created work, in the transaction that recorded the firing.', {
+        routine: z.string(),
+        firingId: z.string(),
+        reason: z.enum(['schedule', 'catch_up', 'event', 'manual']),
+        scheduledAt: z.string().nullable(),
+        eventId: z.int().nullable(),
+        taskIds: z.array(z.string()),
+        missionId: z.string().nullable(),
+        chain: z.array(z.string()).describe('The routines whose firings led here, this one last (the depth limit counts them).'),
+      }),
+      queued: ev('A firing waits for the previous firing\'s work to close (concurrency "queue").', { routine: z.string(), firingId: z.string(), chain: z.array(z.string()) }),
+      skipped: ev('A routine did not fire, and why: its previous work still open (concurrency skip), firings missed while no daemon ran (catchUp none), the per-minute bound (rate), a full queue. A firing stopped by the depth limit is recorded in its history without an event (an event would go on the chain).', {
+        routine: z.string(),
+        firingId: z.string(),
+        why: z.enum(['concurrency', 'missed', 'rate', 'queue_full']),
+        detail: z.string(),
+        chain: z.array(z.string()),
+      }),
+      failed: ev('A routine fired but its action was refused (a playbook or agent gone, a filled template that is not valid); nothing was created.', {
+        routine: z.string(),
+        firingId: z.string(),
+        error: z.string(),
+        chain: z.array(z.string()),
+      }),
+    },
+  },
   config: {
     description: 'project.json reloads.',
     events: {

@@ -47,6 +47,12 @@ export interface SchedulerDeps {
   candidates(now: number): Expiring[];
   /** Decides one expired approval; throwing defers it by RETRY_MS. */
   fire(id: string, now: number): void;
+  /**
+   * Runs one pass's decisions together (one transaction for all of them, say); each decision's
+   * failure is still its own (fire runs nested, in a savepoint), and a failure of the whole is a
+   * failed read. Default: each on its own.
+   */
+  batch?(pass: () => void): void;
   /** A failure: of deciding `id`, or (id null) of reading what is waiting; either is retried after RETRY_MS. */
   onError(id: string | null, err: unknown): void;
 }
@@ -71,16 +77,20 @@ export class TimeoutScheduler {
     try {
       const now = this.deps.now();
       this.firing = true;
-      for (const id of planTimeouts(this.deps.candidates(now), now, this.retryAt).due) {
-        try {
-          this.deps.fire(id, now);
-          this.retryAt.delete(id);
-          fired.add(id);
-        } catch (err) {
-          this.retryAt.set(id, now + RETRY_MS);
-          this.report(id, err);
+      const pass = () => {
+        for (const id of planTimeouts(this.deps.candidates(now), now, this.retryAt).due) {
+          try {
+            this.deps.fire(id, now);
+            this.retryAt.delete(id);
+            fired.add(id);
+          } catch (err) {
+            this.retryAt.set(id, now + RETRY_MS);
+            this.report(id, err);
+          }
         }
-      }
+      };
+      if (this.deps.batch) this.deps.batch(pass);
+      else pass();
     } catch (err) {
       this.failed(err);
       return;

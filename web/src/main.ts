@@ -1,17 +1,18 @@
-// The board: one page, seven views and a task's and a run's page (hash routes), live through the
+// The board: one page, eight views and a task's and a run's page (hash routes), live through the
 // event stream. Vanilla DOM, no framework: see docs/board.md for why.
 
 import { LEGAL_MOVES, TASK_STATES, type TaskState } from '../../src/resources/tasks/state.js';
 import { all, ApiFailure, del, get, patch, post, seg, whenSignedOut } from './api.js';
 import { breakable, h, label, refreshElapsed, refreshTimes, select, shortId, time, timeLeft, type Child } from './dom.js';
 import { startLive } from './live.js';
+import * as routines from './routines.js';
 import * as runs from './runs.js';
 import { runtimeForm, runtimeSummary, type RuntimeEdit } from './runtime.js';
 import type { Agent, Approval, BoardSession, Database, Delivery, Mission, QueryResult, Run, StreamedEvent, Task, Team, Webhook } from './types.js';
 
-type View = 'board' | 'missions' | 'approvals' | 'agents' | 'events' | 'webhooks' | 'databases' | 'task' | 'run';
+type View = 'board' | 'missions' | 'routines' | 'approvals' | 'agents' | 'events' | 'webhooks' | 'databases' | 'task' | 'run';
 /** The views in the navigation; a task's page (#/tasks/<id>) and a run's (#/runs/<id>) are opened from the others. */
-const VIEWS: View[] = ['board', 'missions', 'approvals', 'agents', 'events', 'webhooks', 'databases'];
+const VIEWS: View[] = ['board', 'missions', 'routines', 'approvals', 'agents', 'events', 'webhooks', 'databases'];
 
 const main = document.getElementById('main')!;
 const toastEl = document.getElementById('toast')!;
@@ -52,6 +53,7 @@ const state = {
 
 const canWrite = (): boolean => state.session !== null && !state.session.readOnly;
 runs.useBoard({ canWrite, act, render });
+routines.useBoard({ canWrite, act });
 
 // --- feedback --------------------------------------------------------------------------------
 
@@ -91,6 +93,7 @@ const loaders: Record<View, () => Promise<void>> = {
   missions: async () => {
     [state.missions, state.tasks] = await Promise.all([all<Mission>('/api/v1/missions'), all<Task>('/api/v1/tasks')]);
   },
+  routines: () => routines.loadRoutines(),
   approvals: async () => {
     [state.approvals, state.tasks] = await Promise.all([all<Approval>('/api/v1/approvals'), all<Task>('/api/v1/tasks')]);
   },
@@ -172,7 +175,7 @@ function render(): void {
   const view = state.view;
   const content = state.missing && (view === 'task' || view === 'run')
     ? h('div', { class: 'view' }, h('h1', null, view === 'task' ? 'Task' : 'Run'), h('p', { class: 'error' }, state.missing), h('p', null, h('a', { href: '#/board' }, 'Back to the board')))
-    : { board: boardView, missions: missionsView, approvals: approvalsView, agents: agentsView, events: eventsView, webhooks: webhooksView, databases: databasesView, task: taskView, run: () => runs.runView(state.param) }[view]();
+    : { board: boardView, missions: missionsView, routines: routines.routinesView, approvals: approvalsView, agents: agentsView, events: eventsView, webhooks: webhooksView, databases: databasesView, task: taskView, run: () => runs.runView(state.param) }[view]();
   main.replaceChildren(content);
 
   for (const [id, k] of kept) {
@@ -808,6 +811,7 @@ const RELOADS: Record<string, View[]> = {
   data: ['databases'],
   // The cards' live runs (run:activity changes none of them: it only feeds an open run's log).
   run: ['board'],
+  routine: ['routines'],
 };
 
 /**

@@ -10,6 +10,7 @@ import type { WebhookOut, DeliveryOut } from '../../src/resources/webhooks/schem
 import type { DatabaseOut, QueryOut } from '../../src/resources/data/schema.js';
 import type { DiffOut } from '../../src/resources/runs/schema.js';
 export type { Run, RunStatus } from '../../src/resources/runs/schema.js';
+export type { Routine, Firing } from '../../src/resources/routines/schema.js';
 export type { Runtime } from '../../src/resources/agents/runtime.js';
 export type { LogLineItem as LogItem } from '../../src/resources/runs/log-lines.js';
 
