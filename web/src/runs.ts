@@ -5,7 +5,7 @@
 
 import { formatLogItem } from '../../src/resources/runs/log-lines.js';
 import { get, post, seg } from './api.js';
-import { asksOf, askPanel } from './asks.js';
+import { askPanel } from './asks.js';
 import { freshRun } from './card-run.js';
 import { DiffPanel } from './diff-view.js';
 import { breakable, h, shortId, time, type Child } from './dom.js';
