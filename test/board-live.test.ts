@@ -307,6 +307,7 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
     await contains(page.locator(`.card[data-task="${abe.id}"] .run-progress`), 'waits: anthropic paused until ');
     await contains(page.locator(`.card[data-task="${abe.id}"] .run-progress`), at);
     await shot(page, 'live-paused-board');
+    await axeBoth('paused board', '#/board', async (p) => void (await visible(p.locator('.notice[data-provider="anthropic"] button'))));
     const ro = await signIn(browser, d, { readOnly: true, timezoneId: ZONE });
     await go(ro.p, '#/agents');
     await visible(ro.p.locator('.notice[data-provider="anthropic"]'));
@@ -399,6 +400,7 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
     expect((await api('GET', `/api/v1/tasks/${t.id}`)).status).toBe('failed');
     expect((await runsOf(t.id)).length).toBe(2);
     await shot(page, 'live-review-spent');
+    await axeBoth('review spent', `#/tasks/${t.id}`, async (p) => void (await visible(p.locator('#revisions-spent'))));
 
     // Approve: done.
     const t2 = await addTask('fay', 'Write the other feature', ['@write src/other.txt v1']);
