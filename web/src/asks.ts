@@ -43,6 +43,7 @@ function controls(a: Approval): Child {
           e.preventDefault();
           const feedback = (document.getElementById(note) as HTMLTextAreaElement).value.trim();
           if (feedback) decide(a, 'reject', { feedback }, `refused ${tool} to ${agent}`);
+          else page.toast(`Say why not first: ${agent} reads it as the reason.`);
         },
       },
       label(`Why not (${agent} reads it)`, h('textarea', { id: note, rows: 2, required: true, maxlength: 10_000 })),

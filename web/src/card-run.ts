@@ -25,7 +25,7 @@ let runs = new Map<string, Run>();
 const actions = new Map<string, LogItem>();
 const tailRead = new Set<string>();
 
-/** The cards' live runs after a reload: the last action of a running run not yet known is read from its log's end. */
+/** The cards' live runs after a reload: the last action of one not yet known is read from its log's end, once. */
 export function track(live: Iterable<Run>): void {
   runs = new Map([...live].map((r) => [r.id, r]));
   for (const id of [...actions.keys()]) if (!runs.has(id)) actions.delete(id);
@@ -49,7 +49,7 @@ function noteAction(runId: string, item: LogItem | null): boolean {
 
 const progress = (r: Run): HTMLElement => {
   const why = r.status === 'queued' || r.status === 'paused' ? waitText(r.waitingFor) : null;
-  const text = why ? `waits: ${why}` : r.status === 'queued' ? 'waits for a slot' : `${plural(r.turns, 'turn')} · ${formatTokens(allTokens(r.usage))} tokens`;
+  const text = why ? `waits: ${why}` : r.status === 'queued' ? 'about to start' : `${plural(r.turns, 'turn')} · ${formatTokens(allTokens(r.usage))} tokens`;
   return h('span', { class: 'run-progress', title: text }, text);
 };
 

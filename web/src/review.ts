@@ -49,12 +49,17 @@ async function sendBack(t: Task, feedback: string): Promise<void> {
     await post(`/api/v1/approvals/${seg(gate.id)}/reject`, { feedback });
     const after = await get<Task>(`/api/v1/tasks/${seg(t.id)}`);
     form.open = false;
-    page.toast(after.status === 'failed' ? `sent back once too often: the task failed (tasks.maxRevisions)` : 'sent back with your feedback: a revision run follows', after.status === 'failed' ? 'error' : 'info');
+    page.toast(after.status === 'failed' ? 'sent back once too often: the task failed (tasks.maxRevisions)' : `sent back with your feedback: revision ${after.revisionCount}`, after.status === 'failed' ? 'error' : 'info');
   } catch (e) {
     form.error = e instanceof ApiFailure ? e.message : String(e);
   }
   await page.refresh();
-  if (form.error) document.getElementById('review-error')?.focus();
+  // The refusal is said in the review panel; if the task left review meanwhile (the panel is gone), in a message.
+  if (form.error) {
+    const el = document.getElementById('review-error');
+    if (el) el.focus();
+    else page.toast(form.error);
+  }
 }
 
 function revisions(t: Task): Child {
