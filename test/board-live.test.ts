@@ -39,12 +39,12 @@ describe("the board's words for what holds a run", () => {
 
   it('says why a run waits, for every hold', () => {
     const until = at(15, 0);
-    expect(waitText({ kind: 'provider', provider: 'anthropic', until }, now)).toBe('anthropic paused until 15:00');
-    expect(waitText({ kind: 'backoff', until }, now)).toBe('retry backoff until 15:00');
-    expect(waitText({ kind: 'budget', scope: 'agent', agent: 'cody', period: 'day', until }, now)).toBe("cody's day budget is spent, until 15:00");
-    expect(waitText({ kind: 'budget', scope: 'project', agent: null, period: 'month', until }, now)).toBe("the project's month budget is spent, until 15:00");
-    expect(waitText({ kind: 'resume' }, now)).toBe('paused: waits for someone to resume it');
-    expect(waitText({ kind: 'concurrency', running: 1, limit: 1 }, now)).toBe('concurrency: 1 of 1 running');
+    expect(waitText({ kind: 'provider', provider: 'anthropic', until }, now)).toBe("anthropic's usage limit, resets at 15:00");
+    expect(waitText({ kind: 'backoff', until }, now)).toBe('retry backoff, tried again at 15:00');
+    expect(waitText({ kind: 'budget', scope: 'agent', agent: 'cody', period: 'day', until }, now)).toBe("cody's day budget is spent, renews at 15:00");
+    expect(waitText({ kind: 'budget', scope: 'project', agent: null, period: 'month', until }, now)).toBe("the project's month budget is spent, renews at 15:00");
+    expect(waitText({ kind: 'resume' }, now)).toBe('paused: waits for someone to resume it (svc runs resume)');
+    expect(waitText({ kind: 'concurrency', running: 1, limit: 1 }, now)).toBe('the agent runs 1 of its maxConcurrency 1');
     expect(waitText({ kind: 'slots', running: 4, capacity: 4 }, now)).toBe('the runner is full: 4 of 4 slots');
     expect(waitText(null, now)).toBeNull();
   });
@@ -283,13 +283,13 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
     await go(page, '#/agents');
     const row = (a: string) => page.locator(`tr[data-agent="${a}"] .runs-now`);
     await contains(row('ann'), 'waiting');
-    await contains(row('ann'), 'anthropic paused until ');
+    await contains(row('ann'), "anthropic's usage limit, resets at ");
     await contains(row('ann'), at);
     await contains(row('ann'), 'Hit the limit');
-    await contains(row('abe'), 'anthropic paused until ');
+    await contains(row('abe'), "anthropic's usage limit, resets at ");
     await contains(row('abe'), 'Wait for the provider');
     await contains(row('cy'), 'running');
-    await contains(row('cy'), '1 more run waiting: concurrency: 1 of 1 running');
+    await contains(row('cy'), '1 more run waiting: the agent runs 1 of its maxConcurrency 1');
     await contains(row('cy'), 'Keep busy');
     await contains(row('cy'), 'Wait my turn');
     expect(await row('cy').locator('a', { hasText: 'Keep busy' }).getAttribute('href')).toBe(`#/tasks/${c1.id}`);
@@ -304,7 +304,7 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
     // Where people look first: the board says it too. A read-only session sees it without Resume.
     await go(page, '#/board');
     await contains(page.locator('.notice[data-provider="anthropic"]'), `${at}, 2 runs waiting`);
-    await contains(page.locator(`.card[data-task="${abe.id}"] .run-progress`), 'waits: anthropic paused until ');
+    await contains(page.locator(`.card[data-task="${abe.id}"] .run-progress`), "waits: anthropic's usage limit, resets at ");
     await contains(page.locator(`.card[data-task="${abe.id}"] .run-progress`), at);
     await shot(page, 'live-paused-board');
     await axeBoth('paused board', '#/board', async (p) => void (await visible(p.locator('.notice[data-provider="anthropic"] button'))));
@@ -354,7 +354,7 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
     const held = await runIn(more.id, ['queued']);
     expect(held.waitingFor).toMatchObject({ kind: 'budget', agent: 'bea', period: 'week' });
     await go(page, '#/agents');
-    await contains(page.locator('tr[data-agent="bea"] .runs-now'), `bea's week budget is spent, until`);
+    await contains(page.locator('tr[data-agent="bea"] .runs-now'), `bea's week budget is spent, renews at`);
     await api('POST', `/api/v1/runs/${held.id}/cancel`);
     await api('PUT', '/api/v1/budgets', { limits: [] });
     expect(problems).toEqual([]);

@@ -1,7 +1,7 @@
-// What holds a run, in the board's words, with wall-clock times in the viewer's own time zone:
-// "anthropic paused until 15:00". (`svc runs queue` says the same with relative times, "resets in
-// 2h": holdText in src/resources/runs/command.ts, a CLI module the board cannot bundle.)
+// What holds a run, in the CLI's words, with wall-clock times in the viewer's own time zone:
+// "anthropic's usage limit, resets at 15:00" (the CLI says "in 2h").
 
+import { holdWords } from '../../src/resources/runs/hold-words.js';
 import type { Hold } from './types.js';
 
 const pad = (n: number): string => String(n).padStart(2, '0');
@@ -18,21 +18,5 @@ export function clockTime(iso: string, now = new Date()): string {
   return t.toDateString() === now.toDateString() ? hm : `${t.toLocaleDateString(undefined, { weekday: 'short', day: 'numeric', month: 'short' })} ${hm}`;
 }
 
-/** Why a run waits, in a few words; null when nothing holds it. */
-export function waitText(hold: Hold | null | undefined, now = new Date()): string | null {
-  if (!hold) return null;
-  switch (hold.kind) {
-    case 'provider':
-      return `${hold.provider} paused until ${clockTime(hold.until, now)}`;
-    case 'backoff':
-      return `retry backoff until ${clockTime(hold.until, now)}`;
-    case 'budget':
-      return `${hold.scope === 'agent' ? `${hold.agent}'s` : "the project's"} ${hold.period} budget is spent, until ${clockTime(hold.until, now)}`;
-    case 'resume':
-      return 'paused: waits for someone to resume it';
-    case 'concurrency':
-      return `concurrency: ${hold.running} of ${hold.limit} running`;
-    case 'slots':
-      return `the runner is full: ${hold.running} of ${hold.capacity} slots`;
-  }
-}
+/** Why a run waits, in a few words (the CLI's words, src/resources/runs/hold-words.ts); null when nothing holds it. */
+export const waitText = (hold: Hold | null | undefined, now = new Date()): string | null => holdWords(hold, (iso) => `at ${clockTime(iso, now)}`);

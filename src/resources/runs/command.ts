@@ -10,6 +10,7 @@ import { emit, keyValues, nextPageHint, out, style, table } from '../../cli/outp
 import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import { streamEvents } from '../../client/sse.js';
+import { holdWords } from './hold-words.js';
 import { formatLogItem, type LogLineItem } from './log-lines.js';
 import type { Hold, Run } from './schema.js';
 
@@ -26,23 +27,7 @@ const cost = (usd: number | null) => (usd === null ? null : `$${usd.toFixed(usd 
 const took = (r: Run, now: number) => (r.startedAt ? formatDuration((r.finishedAt ? Date.parse(r.finishedAt) : now) - Date.parse(r.startedAt)) : null);
 
 /** What a waiting run waits for, in a few words ("anthropic's usage limit, resets in 2h"). */
-export function holdText(h: Hold | null, now = Date.now()): string | null {
-  if (!h) return null;
-  switch (h.kind) {
-    case 'backoff':
-      return `backoff, ${relativeTime(h.until, now)}`;
-    case 'provider':
-      return `${h.provider}'s usage limit, resets ${relativeTime(h.until, now)}`;
-    case 'budget':
-      return `${h.scope === 'agent' ? `${h.agent}'s` : "the project's"} ${h.period} budget is spent, until ${relativeTime(h.until, now)}`;
-    case 'resume':
-      return 'paused: svc runs resume';
-    case 'concurrency':
-      return `the agent runs ${h.running} of its maxConcurrency ${h.limit}`;
-    case 'slots':
-      return `the runner is full (${h.running}/${h.capacity})`;
-  }
-}
+export const holdText = (h: Hold | null, now = Date.now()): string | null => holdWords(h, (iso) => relativeTime(iso, now) ?? iso);
 
 const statusCell = (s: string) => (s === 'succeeded' ? style.green(s) : s === 'failed' || s === 'timed_out' || s === 'lost' ? style.red(s) : LIVE.has(s) ? style.yellow(s) : s);
 
