@@ -80,14 +80,14 @@ function patch(runId: string): void {
   el.querySelector('.run-action')?.replaceWith(action(runId));
 }
 
-/** A run:activity event: a card's run takes its last action and usage at once, then its turns and tokens from the run. */
-export function activity(data: { runId?: unknown; items?: unknown }): void {
+/** A run:activity event: a card's run takes its last action, turns and tokens from it (an older daemon's event, without them: from the run, read again). */
+export function activity(data: { runId?: unknown; items?: unknown; turns?: unknown; usage?: unknown }): void {
   const r = typeof data.runId === 'string' ? runs.get(data.runId) : undefined;
   if (!r || !Array.isArray(data.items)) return;
-  const items = data.items as LogItem[];
-  const usage = items.findLast((i) => i.kind === 'usage')?.usage as Partial<Run['usage']> | undefined;
-  if (usage && typeof usage === 'object') r.usage = { ...r.usage, ...usage };
-  if (noteAction(r.id, lastAction(items)) || usage) patch(r.id);
+  const totals = progressOf(data);
+  if (totals) Object.assign(r, totals);
+  if (noteAction(r.id, lastAction(data.items as LogItem[])) || totals) patch(r.id);
+  if (totals) return;
   freshRun(r.id, (fresh) => {
     const mine = runs.get(fresh.id);
     if (!mine || !isLive(fresh)) return;
@@ -95,6 +95,11 @@ export function activity(data: { runId?: unknown; items?: unknown }): void {
     mine.usage = fresh.usage;
     patch(fresh.id);
   });
+}
+
+/** The run's turns and usage a run:activity event carries, when it carries both. */
+export function progressOf(data: { turns?: unknown; usage?: unknown }): Pick<Run, 'turns' | 'usage'> | null {
+  return typeof data.turns === 'number' && data.usage !== null && typeof data.usage === 'object' ? { turns: data.turns, usage: data.usage as Run['usage'] } : null;
 }
 
 // --- reading a live run again, at most every half second ----------------------------------------
@@ -110,7 +115,7 @@ interface Reading {
 const readings = new Map<string, Reading>();
 
 /**
- * Reads the run again soon, for its turns and tokens (an event carries neither): at once when it
+ * Reads the run again soon, for its turns and tokens (when an event does not carry them): at once when it
  * was not read in the last half second, else at the end of that half second. Calls while a read
  * waits share it; a call while one is on its way asks for one more after it. The latest `then`
  * takes the answer.

@@ -6,7 +6,7 @@
 import { formatLogItem } from '../../src/resources/runs/log-lines.js';
 import { get, post, seg } from './api.js';
 import { askPanel } from './asks.js';
-import { freshRun } from './card-run.js';
+import { freshRun, progressOf } from './card-run.js';
 import { DiffPanel } from './diff-view.js';
 import { breakable, h, shortId, time, type Child } from './dom.js';
 import { LogTail } from './log-tail.js';
@@ -179,19 +179,22 @@ function shown(pane: LogPane, items: LogItem[]): void {
   }
 }
 
-/** A run:activity event: the open run's log takes its items; its turns and tokens are read again (no event carries them). */
-export function runActivity(data: { runId?: unknown; fromSeq?: unknown; items?: unknown }): void {
+/** A run:activity event: the open run's log takes its items, its turns and tokens the event's totals (or, without them, the run read again). */
+export function runActivity(data: { runId?: unknown; fromSeq?: unknown; items?: unknown; turns?: unknown; usage?: unknown }): void {
   const open = view.run;
   if (!view.tail || !open || data.runId !== open.id || typeof data.fromSeq !== 'number' || !Array.isArray(data.items)) return;
   view.tail.event(data.fromSeq, (data.items as LogItem[]).map((i) => ({ ...i, at: '' })));
-  freshRun(open.id, (fresh) => {
+  const show = (totals: Pick<Run, 'turns' | 'usage'>): void => {
     const r = view.run;
-    if (r?.id !== fresh.id || !isLive(fresh)) return;
-    Object.assign(r, { turns: fresh.turns, usage: fresh.usage });
+    if (r?.id !== open.id) return;
+    Object.assign(r, totals);
     set('run-turns', String(r.turns));
     set('run-tokens', tokens(r));
     set('run-cost', cost(r.usage.costUsd));
-  });
+  };
+  const totals = progressOf(data);
+  if (totals) show(totals);
+  else freshRun(open.id, (fresh) => isLive(fresh) && show(fresh));
 }
 
 export const stickLog = (): void => view.pane?.stick();

@@ -351,8 +351,10 @@ export class LiveRun {
     try {
       app.events.write(() => {
         if (items.length) store.insertLog(app.db, this.id, items);
+        let progress: { turns: number; usage: Usage } | object = {};
         if (state) {
           const usage = addUsage(this.carried.usage, runUsage(state.usage, this.usageBase));
+          progress = { turns: this.carried.turns + state.turns, usage };
           store.setProgress(app.db, this.id, {
             turns: this.carried.turns + state.turns,
             usage,
@@ -363,7 +365,7 @@ export class LiveRun {
           });
           this.noteSpend(usage);
         }
-        if (items.length) app.events.emit('run:activity', { runId: this.id, taskId: this.taskId, agent: this.agent, fromSeq: items[0]!.seq, items: items.map(eventItem) });
+        if (items.length) app.events.emit('run:activity', { runId: this.id, taskId: this.taskId, agent: this.agent, fromSeq: items[0]!.seq, items: items.map(eventItem), ...progress });
       });
     } catch (err) {
       app.log.error("writing a run's log failed; those items are lost", { runId: this.id, items: items.length, ...errorFields(err) });
