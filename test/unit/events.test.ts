@@ -3,7 +3,7 @@ import { openDatabase } from '../../src/db/open.js';
 import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
 import { compileFilter } from '../../src/events/filter.js';
 import { EventLog, type StoredEvent } from '../../src/events/outbox.js';
-import { formatEvent } from '../../src/events/command.js';
+import { formatEvent } from '../../src/cli/events-command.js';
 
 describe('compileFilter', () => {
   const names = ['task:created', 'task:transition', 'approval:resolved', 'agent:created', 'team:renamed'];

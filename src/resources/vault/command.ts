@@ -8,7 +8,7 @@ import { io } from '../../cli/io.js';
 import { emit, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
-import { promptValues } from './prompt.js';
+import { promptValues } from '../../cli/prompt.js';
 import type { VaultEntry, VaultSaved } from './schema.js';
 import { VAULT_TYPES } from './values.js';
 

@@ -7,7 +7,7 @@ import { shortId } from '../../cli/human.js';
 import { deliveryOf, resolveId, WEBHOOK } from '../../cli/ids.js';
 import { emit, err, keyValues, out, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
-import { listen } from './listen.js';
+import { listen } from './listen-command.js';
 import type { Attempt, Delivery, DeliveryDetail, Webhook } from './schema.js';
 
 const path = (id: string) => `/v1/webhooks/${seg(id)}`;

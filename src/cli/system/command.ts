@@ -9,7 +9,7 @@ import { emit, err, keyValues, out, printJson, style } from '../../cli/output.js
 import { CONFIG_FILE } from '../../config/find.js';
 import { STATE_DIR } from '../../state-dir.js';
 import type { z } from 'zod';
-import type { StatusOut } from './routes.js';
+import type { StatusOut } from '../../resources/system/routes.js';
 
 export function initCommand(): Command {
   return new Command('init')

@@ -28,7 +28,7 @@ const stateModules = async () => {
     import('../../db/open.js'),
     import('../../db/pg/url.js'),
     import('../../db/transfer.js'),
-    import('./presence.js'),
+    import('../../resources/system/presence.js'),
   ]);
   return { stateUrl, STATE_MIGRATIONS, openDatabase, openPostgresState, maskUrl, transfer, presentDaemons };
 };

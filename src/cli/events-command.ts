@@ -1,7 +1,7 @@
 import { Command } from 'commander';
-import { action, fail } from '../cli/action.js';
-import { cliContext, type GlobalOptions } from '../cli/context.js';
-import { emit, err, out, style, table } from '../cli/output.js';
+import { action, fail } from './action.js';
+import { cliContext, type GlobalOptions } from './context.js';
+import { emit, err, out, style, table } from './output.js';
 import { ApiError } from '../client/client.js';
 import { streamEvents, type SseMessage } from '../client/sse.js';
 
