@@ -1,4 +1,4 @@
-import { PortChannel, SharedChannel, type Channel, type Driver } from './channel.js';
+import { PortChannel, SharedChannel, type Channel, type Driver, type Reply, type Request, type Statement } from './channel.js';
 import type { OutageReporter } from './outage.js';
 import { toPostgres } from './translate.js';
 import { isStateOutage, type StateOutageMark } from '../../kernel/errors.js';
@@ -11,23 +11,6 @@ import { isStateOutage, type StateOutageMark } from '../../kernel/errors.js';
 // statement blocks it for one page read; a statement longer than the wait bound fails with
 // state_unavailable instead of hanging the daemon. How a statement reaches its thread, and which
 // client runs it there (libpq, else `pg`), is channel.ts's.
-
-export type Request =
-  | { kind: 'query'; sql: string; params: unknown[] }
-  | { kind: 'exec'; sql: string }
-  | { kind: 'reset' }
-  | { kind: 'close' };
-
-export type Reply = (
-  | { rows: Record<string, unknown>[]; rowCount: number; binary?: string[]; error?: undefined }
-  | { error: { message: string; code?: string; detail?: string; constraint?: string } }
-) & {
-  /** What the server said besides the answer (NOTICE, WARNING), for the daemon's debug log: never printed by the thread. */
-  notices?: string[];
-};
-
-/** A request that runs SQL and is answered (the others tell the thread to stop). Answers come in the order the statements were sent. */
-export type Statement = Extract<Request, { sql: string }>;
 
 /** A PostgreSQL error, with its SQLSTATE (`23505` unique violation, `40P01` deadlock...). */
 export class PgStateError extends Error implements StateOutageMark {
