@@ -47,9 +47,3 @@ export function uuidv7(now: number = Date.now()): string {
 export const uuidv4 = randomUUID;
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/**
- * The id as tables print it: its last 8 characters. UUID v7 ids begin with their creation time,
- * so ids made within a minute share their first characters; the end is random.
- */
-export const shortId = (id: string | null | undefined): string | null => (id ? id.slice(-8) : null);

@@ -2,7 +2,7 @@
 // log streaming as it happens, the diff, Cancel). The log's lines are the CLI's own
 // (src/resources/runs/log-lines.ts, bundled here): `svc runs logs` and the board read alike.
 
-import { formatDuration } from '../../src/cli/human.js';
+import { formatDuration } from '../../src/lib/human.js';
 import { formatLogItem } from '../../src/resources/runs/log-lines.js';
 import { ApiFailure, get, post, seg } from './api.js';
 import { parseDiff, type DiffFile } from './diff.js';

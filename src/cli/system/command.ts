@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { action, fail, localAction } from '../../cli/action.js';
 import { cliContext, projectRoot, UsageError, type GlobalOptions } from '../../cli/context.js';
-import { formatDuration, relativeTime } from '../../cli/human.js';
+import { formatDuration, relativeTime } from '../../lib/human.js';
 import { io } from '../../cli/io.js';
 import { emit, err, keyValues, out, printJson, style } from '../../cli/output.js';
 import { CONFIG_FILE } from '../../config/find.js';

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { userInfo } from 'node:os';
 import { action, parseIntOption } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
-import { formatAge, formatRemaining, shortId } from '../../cli/human.js';
+import { formatAge, formatRemaining, shortId } from '../../lib/human.js';
 import { APPROVAL, resolveId, TASK } from '../../cli/ids.js';
 import { UsageError } from '../../cli/context.js';
 import { emit, keyValues, nextPageHint, style, table } from '../../cli/output.js';
@@ -17,7 +17,7 @@ const schemas = () => import('./schema.js');
 
 const path = (id: string) => `/api/v1/approvals/${seg(id)}`;
 
-export { formatAge, formatRemaining } from '../../cli/human.js';
+export { formatAge, formatRemaining } from '../../lib/human.js';
 
 function timeoutCell(a: Approval, now: number): string | null {
   if (a.timedOut) return 'timed out';

@@ -3,7 +3,7 @@ import { action } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { readDataFile } from '../../cli/data-file.js';
 import { UsageError } from '../../cli/context.js';
-import { formatTokens, relativeTime } from '../../cli/human.js';
+import { formatTokens, relativeTime } from '../../lib/human.js';
 import { emit, style, table } from '../../cli/output.js';
 import { check } from '../../cli/validate.js';
 import type { BudgetStateOut, Budgets } from './schema.js';

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { action } from '../../cli/action.js';
-import { relativeTime } from '../../cli/human.js';
+import { relativeTime } from '../../lib/human.js';
 import { emit, style, table } from '../../cli/output.js';
 import type { ProviderStatusInfo } from './schema.js';
 

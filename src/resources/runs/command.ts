@@ -3,7 +3,7 @@ import { action, parseIntOption } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import type { CliContext } from '../../cli/context.js';
-import { formatDuration, formatTokens, relativeTime, shortId } from '../../cli/human.js';
+import { formatDuration, formatTokens, relativeTime, shortId } from '../../lib/human.js';
 import { resolveId, type IdKind } from '../../cli/ids.js';
 import { io } from '../../cli/io.js';
 import { emit, keyValues, nextPageHint, out, style, table } from '../../cli/output.js';

@@ -3,7 +3,7 @@ import { action, collect, parseIntOption } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
-import { relativeTime, shortId } from '../../cli/human.js';
+import { relativeTime, shortId } from '../../lib/human.js';
 import { MISSION, resolveId, TASK } from '../../cli/ids.js';
 import { emit, keyValues, nextPageHint, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';

@@ -3,7 +3,7 @@ import { action, collect } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
-import { relativeTime } from '../../cli/human.js';
+import { relativeTime } from '../../lib/human.js';
 import { io } from '../../cli/io.js';
 import { emit, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';

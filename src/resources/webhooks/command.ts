@@ -3,7 +3,7 @@ import { action, parseIntOption } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
-import { shortId } from '../../cli/human.js';
+import { shortId } from '../../lib/human.js';
 import { deliveryOf, resolveId, WEBHOOK } from '../../cli/ids.js';
 import { emit, err, keyValues, out, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';

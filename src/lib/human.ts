@@ -1,8 +1,13 @@
 // Values as people read them in tables: short ids, relative times, sizes and durations. --json
-// output never goes through here; it keeps full ids and ISO times.
+// output never goes through here; it keeps full ids and ISO times. The CLI's, the board's (web/)
+// and the daemon's words (a notification names the `svc … show <id>` to run), so in lib/ and
+// free of node: modules.
 
-// Short ids are the daemon's words too (a notification names the `svc … show <id>` to run).
-export { shortId } from '../lib/ids.js';
+/**
+ * The id as tables print it: its last 8 characters. UUID v7 ids begin with their creation time,
+ * so ids made within a minute share their first characters; the end is random.
+ */
+export const shortId = (id: string | null | undefined): string | null => (id ? id.slice(-8) : null);
 
 /** A short age for people: 45s, 3m, 2h, 5d. */
 export function formatAge(ms: number): string {
