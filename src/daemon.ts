@@ -246,7 +246,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // The sink also raises attention:needed after an event that means a person is needed, in that
   // event's transaction (resources/notify/attention.ts says why); its deliveries come the same way.
   const events = new EventLog(db, { clock, sink: (e) => (enqueueDeliveries(app, e), raiseAttention(app, e)) });
-  const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
+  const streams = new SseHub(events, clock, { ...DEFAULT_SSE_LIMITS, ...opts.sse });
   streamsOf = streams;
   let vault;
   try {
@@ -266,7 +266,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     stateDir: paths.dir,
     projectId,
     version: packageVersion(),
-    startedAt: new Date(),
+    startedAt: new Date(clock.now()),
     db,
     events,
     streams,
@@ -425,6 +425,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     keys: () => keys,
     session: boardSession,
     log,
+    clock,
     checkResponses: opts.checkResponses,
     connections: opts.connections,
     tls: tlsPair,

@@ -1,10 +1,10 @@
 import { Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { localAction } from '../../cli/action.js';
-import { isLoopbackUrl, projectRoot, type GlobalOptions } from '../../cli/context.js';
-import { io } from '../../cli/io.js';
-import { emit, style } from '../../cli/output.js';
+import { localAction } from '../action.js';
+import { isLoopbackUrl, projectRoot, type GlobalOptions } from '../context.js';
+import { io } from '../io.js';
+import { emit, style } from '../output.js';
 import { ApiError, SvcClient } from '../../client/client.js';
 import { CONFIG_FILE, formatIssues, loadConfig } from '../../config/load.js';
 import type { ProjectConfig } from '../../config/schema.js';

@@ -92,7 +92,7 @@ export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun
       const body = { ...upstreamBody(plan), messages: [system, ...plan.messages, ...turns], tools: toolSpecs, tool_choice: 'auto' };
       let message: ChatMessage;
       if (run.stream) {
-        const r = await stream(plan.provider, { ...body, stream_options: { include_usage: true } }, run.signal, (c) => {
+        const r = await stream(plan.provider, { ...body, stream_options: { include_usage: true } }, run.signal, plan.created, (c) => {
           const delta = (c.choices as { delta?: { content?: unknown } }[] | undefined)?.[0]?.delta;
           if (typeof delta?.content === 'string' && delta.content) run.onText?.(delta.content);
         });
@@ -100,7 +100,7 @@ export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun
         finishReason = r.finishReason;
         message = { role: 'assistant', content: r.content || null, ...(r.toolCalls.length ? { tool_calls: r.toolCalls } : {}) };
       } else {
-        const answer = await complete(plan.provider, body, run.signal);
+        const answer = await complete(plan.provider, body, run.signal, plan.created);
         usage = addUsage(usage, answer.usage);
         const choice = answer.choices?.[0];
         finishReason = choice?.finish_reason ?? null;
