@@ -48,7 +48,7 @@ describe('openVault', () => {
     const withVault = (v: Vault): App => {
       const services = new Services();
       services.provide(VAULT, v);
-      return { db, events: new EventLog(db, { clock: systemClock }), services, projectId: 'p1', log } as unknown as App;
+      return { db, events: new EventLog(db, { clock: systemClock }), services, projectId: 'p1', log, clock: systemClock } as unknown as App;
     };
     const app = withVault(vault);
     saveEntry(app, { agent: 'dev', service: 'gh', type: 'api_key', credentials: { token: 'secret-1' } });
