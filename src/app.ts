@@ -5,34 +5,10 @@ import type { SseHub } from './events/sse.js';
 import type { Logger } from './kernel/log.js';
 import type { Clock } from './lib/clock.js';
 import { routeDefiner } from './kernel/route.js';
+import type { Services } from './lib/services.js';
 
-/**
- * A typed slot for one per-daemon service (a resource's live state: its index, worker, hooks),
- * declared by the resource that owns it and filled in daemon.ts. Each daemon has its own
- * Services, so two daemons in one process never share state.
- */
-export interface ServiceKey<T> {
-  readonly name: string;
-  /** Never set; carries T for the type checker. */
-  readonly type?: T;
-}
-
-export const serviceKey = <T>(name: string): ServiceKey<T> => ({ name });
-
-export class Services {
-  private readonly map = new Map<ServiceKey<unknown>, unknown>();
-
-  provide<T>(key: ServiceKey<T>, value: T): T {
-    if (this.map.has(key)) throw new Error(`service ${key.name} is provided twice`);
-    this.map.set(key, value);
-    return value;
-  }
-
-  get<T>(key: ServiceKey<T>): T {
-    if (!this.map.has(key)) throw new Error(`service ${key.name} is not provided; daemon.ts wires it`);
-    return this.map.get(key) as T;
-  }
-}
+// The per-daemon service slots are generic (lib/services.ts); resources take them from here with App.
+export { serviceKey, Services, type ServiceKey } from './lib/services.js';
 
 /** What every handler can reach: the daemon's shared services, built once in daemon.ts. */
 export interface App {

@@ -30,6 +30,7 @@ import { packageVersion } from './lib/version.js';
 import { ROUTES } from './routes.js';
 import { agentsInTeam } from './resources/agents/service.js';
 import { wireApprovals } from './resources/approvals/service.js';
+import { FUNCTION_TOOLS } from './resources/chat/orchestrator.js';
 import { startPermissionSweeper } from './resources/approvals/permissions.js';
 import { startApprovalTimeouts } from './resources/approvals/timeouts.js';
 import { DATA_BACKEND, reconcile } from './resources/data/service.js';
@@ -63,6 +64,7 @@ import { DeliveryWorker, type WorkerOptions } from './resources/webhooks/worker.
 import { VAULT } from './resources/vault/live.js';
 import { SECRETS } from './secrets.js';
 import { ensureLocalKey, removeDaemonInfo, statePaths, writeDaemonInfo } from './state-dir.js';
+import { functionTools } from './tools/functions.js';
 import { MCP_DOOR, startMcp } from './tools/mcp.js';
 import { startPresence } from './resources/system/presence.js';
 import { SETUP } from './resources/system/setup.js';
@@ -244,7 +246,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // The sink also raises attention:needed after an event that means a person is needed, in that
   // event's transaction (resources/notify/attention.ts says why); its deliveries come the same way.
   const events = new EventLog(db, { clock, sink: (e) => (enqueueDeliveries(app, e), raiseAttention(app, e)) });
-  const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
+  const streams = new SseHub(events, clock, { ...DEFAULT_SSE_LIMITS, ...opts.sse });
   streamsOf = streams;
   let vault;
   try {
@@ -264,7 +266,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     stateDir: paths.dir,
     projectId,
     version: packageVersion(),
-    startedAt: new Date(),
+    startedAt: new Date(clock.now()),
     db,
     events,
     streams,
@@ -283,6 +285,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   app.services.provide(TEAM_MEMBERS, agentsInTeam);
   app.services.provide(RUNTIME_CHECK, checkRuntime); // an agent's runtime is checked by the runs resource
   app.services.provide(RECENT_FAILURES, new RecentFailures()); // which requests failed lately, where: a provider's failures from a request's
+  app.services.provide(FUNCTION_TOOLS, functionTools); // the chat orchestrator's tools: the registry is built on the resources
   const taskHooks = app.services.provide(TASK_HOOKS, new TaskHooks());
   wireMissions(taskHooks); // a mission's tasks follow its state; tasks decide its completion
   wireApprovals(taskHooks); // a task waiting for approval leaves only through the decision
@@ -422,6 +425,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     keys: () => keys,
     session: boardSession,
     log,
+    clock,
     checkResponses: opts.checkResponses,
     connections: opts.connections,
     tls: tlsPair,

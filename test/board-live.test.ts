@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatTokens } from '../src/cli/human.js';
+import { formatTokens } from '../src/lib/human.js';
 import { formatLogItem } from '../src/resources/runs/log-lines.js';
 import { lastAction, shareState } from '../web/src/run-words.js';
 import type { LogItem } from '../web/src/types.js';

@@ -1,3 +1,5 @@
+import { monotonic, systemClock } from '../lib/clock.js';
+import { nowIso } from '../lib/time.js';
 import { packageVersion } from '../lib/version.js';
 import { isPostgres, type DB } from './open.js';
 import { pgDdl } from './pg/translate.js';
@@ -27,9 +29,9 @@ const MIGRATE_WAIT_MS = 120_000;
  */
 function waitForLock(db: DB): void {
   const pause = new Int32Array(new SharedArrayBuffer(4));
-  const deadline = Date.now() + MIGRATE_WAIT_MS;
+  const deadline = monotonic() + MIGRATE_WAIT_MS;
   while (!(db.prepare(`SELECT pg_try_advisory_lock(${MIGRATE_LOCK}) AS got`).get() as { got: boolean }).got) {
-    if (Date.now() > deadline) throw new Error(`another daemon has been migrating the state for ${MIGRATE_WAIT_MS / 1000} s; try again when it is done`);
+    if (monotonic() > deadline) throw new Error(`another daemon has been migrating the state for ${MIGRATE_WAIT_MS / 1000} s; try again when it is done`);
     // Nothing else can run before the schema is known: the daemon is starting.
     Atomics.wait(pause, 0, 0, 100);
   }
@@ -72,7 +74,7 @@ export function migrate(db: DB, migrations: readonly Migration[], svcVersion = p
     for (const m of pending) {
       db.transaction(() => {
         db.exec(pg ? (m.postgres ?? pgDdl(m.sql)) : m.sql);
-        record.run(m.version, m.name, new Date().toISOString());
+        record.run(m.version, m.name, nowIso(systemClock));
       })();
     }
     recordWriter(db, svcVersion, pending.length > 0);

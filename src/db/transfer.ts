@@ -1,3 +1,5 @@
+import type { Clock } from '../lib/clock.js';
+import { nowIso } from '../lib/time.js';
 import { isPostgres, stmt, type DB, type Sql } from './open.js';
 
 // Moving a project's state from one provider to another (svc state export / import): every row of
@@ -103,8 +105,8 @@ export function stateTables(db: DB): string[] {
   return rows.map((r) => r.name);
 }
 
-/** Writes the header line, then one line per row. */
-export function exportState(db: DB, write: (line: string) => void): ExportHeader {
+/** Writes the header line (exportedAt from `clock`), then one line per row. */
+export function exportState(db: DB, write: (line: string) => void, clock: Pick<Clock, 'now'>): ExportHeader {
   // One snapshot: on PostgreSQL a read-only one that holds no daemon's writes back.
   const consistent = <T>(fn: () => T): T => (isPostgres(db) ? db.snapshot(fn) : db.transaction(fn)());
   return consistent(() => {
@@ -115,7 +117,7 @@ export function exportState(db: DB, write: (line: string) => void): ExportHeader
       provider: isPostgres(db) ? 'postgres' : 'sqlite',
       schema: schemaVersion(db),
       lastEventId: lastEventId(db),
-      exportedAt: new Date().toISOString(),
+      exportedAt: nowIso(clock),
       counts: {},
     };
     for (const [t, rows] of tables) header.counts[t] = t === 'meta' ? rows.filter((r) => !PROVIDER_META.has(String(r.key))).length : rows.length;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isPostgres, stmt, type DB, type Sql } from '../db/open.js';
 import { lastEventId } from '../db/transfer.js';
-import { systemClock, type Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/clock.js';
 import { nowIso } from '../lib/time.js';
 import { eventDef, type EventData, type EventName } from './registry.js';
 
@@ -25,7 +25,7 @@ export type EmitSink = (event: StoredEvent) => void;
 
 export interface EventLogOptions {
   /** Where events take their timestamp from (the daemon's clock seam). */
-  clock?: Pick<Clock, 'now'>;
+  clock: Pick<Clock, 'now'>;
   /**
    * The log's sink, for its whole life: every event it ever writes, at start-up (an approval
    * timeout or a lease that ran out while the daemon was down) or later, passes through it. Given
@@ -85,9 +85,9 @@ export class EventLog {
 
   constructor(
     private readonly db: DB,
-    opts: EventLogOptions = {},
+    opts: EventLogOptions,
   ) {
-    this.clock = opts.clock ?? systemClock;
+    this.clock = opts.clock;
     this.sink = opts.sink;
     this.shared = isPostgres(db);
     this.heard = this.shared ? this.lastId() : 0;

@@ -12,6 +12,7 @@ import { errorFields, type Logger } from './log.js';
 import { nulDetails } from './nul.js';
 import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
 import { Router } from './router.js';
+import { monotonic, type Clock } from '../lib/clock.js';
 import { uuidv7 } from '../lib/ids.js';
 import { issueMessage } from '../lib/issue-message.js';
 
@@ -32,6 +33,8 @@ export interface HttpOptions<App> {
   settings(): HttpSettings;
   keys(): readonly KeyEntry[];
   log: Logger;
+  /** The daemon's clock: the failed-authentication limiter's windows run on it. */
+  clock: Pick<Clock, 'now'>;
   /**
    * Check every success payload against the route's response schema, and every error against the
    * codes the route declares (on in tests: an undeclared answer becomes a 500 the test sees).
@@ -197,7 +200,7 @@ function nodeServerOptions(limits: Omit<ConnectionLimits, 'maxConnections'>) {
 
 export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const router = new Router(opts.routes);
-  const limiter = opts.limiter ?? new FailureLimiter();
+  const limiter = opts.limiter ?? new FailureLimiter(() => opts.clock.now());
   const digests = new DigestCache();
   const inflight = new Set<ServerResponse>();
 
@@ -339,13 +342,13 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   // Read at each new connection, so a project.json reload applies to the next one.
   const maxConnections = () => opts.connections?.maxConnections ?? opts.settings().maxConnections ?? defaultCap;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    const started = process.hrtime.bigint();
+    const started = monotonic();
     const requestId = uuidv7();
     res.setHeader('X-Request-Id', requestId);
     inflight.add(res);
     res.on('close', () => {
       inflight.delete(res);
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const ms = monotonic() - started;
       // The path is logged without its query string: a key pasted into ?apiKey= must not reach the log.
       const path = (req.url ?? '/').split('?')[0];
       // 499 (nginx's "client closed request"): the client went away before the answer was sent.
@@ -394,8 +397,8 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     async close(graceMs: number) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const deadline = Date.now() + graceMs;
-      while (inflight.size > 0 && Date.now() < deadline) {
+      const deadline = monotonic() + graceMs;
+      while (inflight.size > 0 && monotonic() < deadline) {
         await new Promise((r) => setTimeout(r, 20));
         server.closeIdleConnections();
       }

@@ -14,7 +14,7 @@ describe('database registry cache', () => {
     expect(store.getByName(db, 'a')).toBeNull();
     store.insertDatabase(db, row('a', 1));
     expect(store.getByName(db, 'a')?.schemaVersion).toBe(1);
-    store.setSchema(db, row('a', 1).id, { tables: {} }, 2);
+    store.setSchema(db, row('a', 1).id, { tables: {} }, 2, '2026-11-24T00:00:00.000Z');
     expect(store.getByName(db, 'a')?.schemaVersion).toBe(2);
     expect(store.getById(db, row('a', 1).id.toUpperCase())?.name).toBe('a');
     store.deleteDatabase(db, row('a', 1).id);

@@ -8,7 +8,7 @@
 // writes with each batch of the log: an event makes the board read the run again, at most every
 // half second per run.
 
-import { formatTokens } from '../../src/cli/human.js';
+import { formatTokens } from '../../src/lib/human.js';
 import { formatLogItem } from '../../src/resources/runs/log-lines.js';
 import { get, seg } from './api.js';
 import { elapsed, h } from './dom.js';

@@ -1,7 +1,7 @@
 // A run's numbers in words, as `svc runs ls` gives them: status badge, tokens, cost, how long.
 // Shared by the cards, a task's page and a run's page.
 
-import { formatDuration } from '../../src/cli/human.js';
+import { formatDuration } from '../../src/lib/human.js';
 import { elapsed, h, type Child } from './dom.js';
 import type { LogItem, Run } from './types.js';
 

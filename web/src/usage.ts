@@ -2,7 +2,7 @@
 // (GET /api/v1/usage/periods, what `svc usage` prints), each with its budget's share (a warning
 // from 80 %, exceeded from 100 %), and the budgets in force (GET /api/v1/budgets).
 
-import { formatTokens } from '../../src/cli/human.js';
+import { formatTokens } from '../../src/lib/human.js';
 import { get } from './api.js';
 import { h } from './dom.js';
 import { cost, plural, shareState } from './run-words.js';

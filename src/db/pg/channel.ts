@@ -1,7 +1,6 @@
 import { deserialize, serialize } from 'node:v8';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { startThread } from '../../lib/entry.js';
-import type { Reply, Request } from './sync.js';
 
 // The two ways a state statement reaches the thread that holds the PostgreSQL connection, while
 // the daemon's thread blocks for the answer (sync.ts says why it blocks):
@@ -10,6 +9,24 @@ import type { Reply, Request } from './sync.js';
 //   addon loads.
 // - PortChannel: the pure-JavaScript `pg` client on a thread with an event loop; requests and
 //   answers go through a MessagePort and a shared counter wakes the daemon. Needs nothing native.
+
+// What goes between the daemon (sync.ts) and the connection thread (thread.ts, libpq-thread.ts).
+export type Request =
+  | { kind: 'query'; sql: string; params: unknown[] }
+  | { kind: 'exec'; sql: string }
+  | { kind: 'reset' }
+  | { kind: 'close' };
+
+export type Reply = (
+  | { rows: Record<string, unknown>[]; rowCount: number; binary?: string[]; error?: undefined }
+  | { error: { message: string; code?: string; detail?: string; constraint?: string } }
+) & {
+  /** What the server said besides the answer (NOTICE, WARNING), for the daemon's debug log: never printed by the thread. */
+  notices?: string[];
+};
+
+/** A request that runs SQL and is answered (the others tell the thread to stop). Answers come in the order the statements were sent. */
+export type Statement = Extract<Request, { sql: string }>;
 
 /** A connection not made in this time fails the statement (the daemon's wait allows for it). */
 export const CONNECT_TIMEOUT_MS = 2_000;

@@ -5,7 +5,7 @@ import pg from 'pg';
 import pgUtils from 'pg/lib/utils.js';
 import { inExe, loadNative } from '../../lib/exe.js';
 import { CONNECT_TIMEOUT_MS, SharedSlots, writeMessage, type SharedData } from './channel.js';
-import type { Reply, Request, Statement } from './sync.js';
+import type { Reply, Request, Statement } from './channel.js';
 
 // The thread behind PgStateDb's shared channel (channel.ts): libpq, PostgreSQL's own C client,
 // called through the koffi FFI (an optional dependency with prebuilt binaries: nothing to compile,

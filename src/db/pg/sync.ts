@@ -1,6 +1,7 @@
-import { PortChannel, SharedChannel, type Channel, type Driver } from './channel.js';
+import { PortChannel, SharedChannel, type Channel, type Driver, type Reply, type Request, type Statement } from './channel.js';
 import type { OutageReporter } from './outage.js';
 import { toPostgres } from './translate.js';
+import { isStateOutage, type StateOutageMark } from '../../kernel/errors.js';
 
 // The daemon's state on PostgreSQL, with the interface the stores already use on SQLite: prepared
 // statements whose get/all/run return at once, and transactions that are plain function calls.
@@ -11,25 +12,8 @@ import { toPostgres } from './translate.js';
 // state_unavailable instead of hanging the daemon. How a statement reaches its thread, and which
 // client runs it there (libpq, else `pg`), is channel.ts's.
 
-export type Request =
-  | { kind: 'query'; sql: string; params: unknown[] }
-  | { kind: 'exec'; sql: string }
-  | { kind: 'reset' }
-  | { kind: 'close' };
-
-export type Reply = (
-  | { rows: Record<string, unknown>[]; rowCount: number; binary?: string[]; error?: undefined }
-  | { error: { message: string; code?: string; detail?: string; constraint?: string } }
-) & {
-  /** What the server said besides the answer (NOTICE, WARNING), for the daemon's debug log: never printed by the thread. */
-  notices?: string[];
-};
-
-/** A request that runs SQL and is answered (the others tell the thread to stop). Answers come in the order the statements were sent. */
-export type Statement = Extract<Request, { sql: string }>;
-
 /** A PostgreSQL error, with its SQLSTATE (`23505` unique violation, `40P01` deadlock...). */
-export class PgStateError extends Error {
+export class PgStateError extends Error implements StateOutageMark {
   constructor(
     message: string,
     readonly code: string | undefined,
@@ -38,20 +22,18 @@ export class PgStateError extends Error {
     super(message);
     this.name = 'PgStateError';
   }
+
+  /** No answer, the server down or restarting, the connection lost, too slow: not the statement's fault (kernel/errors.ts). */
+  get stateOutage(): boolean {
+    return this.code === undefined || OUTAGE_CODES.has(this.code) || /^(08|57P|53)/.test(this.code) || /^E[A-Z]+$/.test(this.code);
+  }
 }
 
 /** The answer did not come in time: the connection is being replaced. */
-export class StateUnavailableError extends Error {
+export class StateUnavailableError extends Error implements StateOutageMark {
   readonly code = 'STATE_UNAVAILABLE';
+  readonly stateOutage = true;
 }
-
-/**
- * The state database cannot be used right now (no answer in time, the server down or restarting,
- * the connection lost): the request may be tried again, unlike a statement that failed.
- */
-export const isStateOutage = (err: unknown): boolean =>
-  err instanceof StateUnavailableError ||
-  (err instanceof PgStateError && (err.code === undefined || OUTAGE_CODES.has(err.code) || /^(08|57P|53)/.test(err.code) || /^E[A-Z]+$/.test(err.code)));
 
 /** A statement stopped by statement_timeout (57014), a lock not had in time (55P03): the server was too slow, not the request wrong. */
 const OUTAGE_CODES = new Set(['57014', '55P03']);

@@ -1,7 +1,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import { CONNECT_TIMEOUT_MS } from './channel.js';
-import type { Reply, Request, Statement } from './sync.js';
+import type { Reply, Request, Statement } from './channel.js';
 
 // The thread behind PgStateDb's port channel (channel.ts), used where libpq cannot be (state.driver
 // pg, or no koffi or libpq): one PostgreSQL connection through `pg`, one statement at a time, in the

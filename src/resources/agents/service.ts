@@ -59,7 +59,7 @@ export async function createAgent(app: App, input: AgentInput): Promise<Agent> {
     const { name, ...fields } = input;
     if (store.agentExists(app.db, name)) throw new AppError('conflict', `Agent "${name}" already exists.`);
     checkReferences(app, name, fields);
-    store.insertAgent(app.db, name, fields, nowIso());
+    store.insertAgent(app.db, name, fields, nowIso(app.clock));
     app.events.emit('agent:created', { name });
     return store.getAgent(app.db, name)!;
   });
@@ -82,7 +82,7 @@ export async function updateAgent(app: App, name: string, patch: AgentPatchInput
       team: patch.team ?? undefined,
       reportsTo: patch.reportsTo ?? undefined,
     });
-    store.replaceAgentFields(app.db, name, merged, nowIso());
+    store.replaceAgentFields(app.db, name, merged, nowIso(app.clock));
     app.events.emit('agent:updated', { name, fields: changed });
   });
 }
@@ -135,5 +135,5 @@ export function setAgentSkills(app: App, name: string, skills: string[]): void {
   const fields = fieldsOf(requireAgent(app, name));
   if (skills.length) fields.skills = skills;
   else delete fields.skills;
-  store.replaceAgentFields(app.db, name, fields, nowIso());
+  store.replaceAgentFields(app.db, name, fields, nowIso(app.clock));
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
+import { monotonic } from '../../lib/clock.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { configuredSecrets } from '../../secrets.js';
@@ -32,6 +33,9 @@ export interface ChatPlan {
   added: ChatMessage[];
   /** Request fields passed through unchanged (temperature, tools…). */
   passthrough: Record<string, unknown>;
+  /** When the call began, on the daemon's clock, in Unix seconds: the answer's `created` (OpenAI's). */
+  created: number;
+  /** When the call began (monotonic): its duration, for completion:finished. */
   started: number;
   /** Set by POST /v1/responses when the answer is stored: previous_response_id continues from it. */
   responseId: string | null;
@@ -140,7 +144,8 @@ export function planChat(app: App, body: ChatRequest, sessionHeader: string | un
     messages: from || !opts.wholeConversation ? [...(session?.messages ?? []), ...body.messages] : body.messages,
     added: body.messages,
     passthrough,
-    started: Date.now(),
+    created: Math.floor(app.clock.now() / 1000),
+    started: monotonic(),
     responseId: null,
     headers: {},
   };
@@ -172,8 +177,8 @@ export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void
     } else {
       recordUpstream(app, plan.provider.id, { ok: true });
       const messages = [...plan.messages, ...outcome.reply];
-      saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso());
-      if (plan.responseId) saveResponse(app.db, { id: plan.responseId, sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso());
+      saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock));
+      if (plan.responseId) saveResponse(app.db, { id: plan.responseId, sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock));
       if (plan.newSession) app.events.emit('session:started', { sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId });
     }
     app.events.emit('completion:finished', {
@@ -182,7 +187,7 @@ export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void
       model: plan.modelId,
       finishReason: outcome.aborted ? 'aborted' : outcome.error ? 'error' : (outcome.finishReason ?? 'stop'),
       usage: outcome.usage ?? null,
-      durationMs: Date.now() - plan.started,
+      durationMs: Math.round(monotonic() - plan.started),
     });
   });
 }

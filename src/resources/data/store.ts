@@ -67,9 +67,9 @@ export function allIds(db: DB): string[] {
   return (stmt(db, 'SELECT id FROM data_databases').all() as { id: string }[]).map((r) => r.id);
 }
 
-export function setSchema(db: DB, id: string, schema: SchemaDefT, version: number): void {
+export function setSchema(db: DB, id: string, schema: SchemaDefT, version: number, now: string): void {
   forget(db);
-  stmt(db, 'UPDATE data_databases SET schema = ?, schema_version = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(schema), version, new Date().toISOString(), id);
+  stmt(db, 'UPDATE data_databases SET schema = ?, schema_version = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(schema), version, now, id);
 }
 
 export function deleteDatabase(db: DB, id: string): boolean {

@@ -1,5 +1,5 @@
 import type { App } from '../../app.js';
-import { shortId } from '../../cli/human.js';
+import { shortId } from '../../lib/human.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import type { EventData } from '../../events/registry.js';
 import { cutText } from '../runs/drivers/bounds.js';

@@ -111,7 +111,7 @@ function record(app: App, id: string, outcome: UpstreamOutcome, now: number, fac
     return;
   }
   const next = afterFailure(before, classifyFailure(outcome.status, outcome.code), outcome.reason, now, { ...facts, retryAfterMs: outcome.retryAfterMs });
-  if (next !== before) store.putHealth(app.db, id, next, nowIso());
+  if (next !== before) store.putHealth(app.db, id, next, nowIso(app.clock));
 }
 
 function recordSuccess(app: App, id: string, before: ProviderHealth, now: number): void {

@@ -1,6 +1,7 @@
 import type { App } from '../../app.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { errorFields } from '../../kernel/log.js';
+import { monotonic } from '../../lib/clock.js';
 import { TimeoutScheduler } from '../../lib/timer.js';
 import { eventChain, fireDue, fireOnEvent, releaseQueued, routinesWithQueued } from './fire.js';
 import { TriggerIndex } from './match.js';
@@ -82,8 +83,8 @@ export function startRoutines(app: App): { close(): void } {
   const pass = () => {
     scheduled = false;
     if (stopped) return;
-    const until = performance.now() + PASS_MS;
-    for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || performance.now() < until); n++) {
+    const until = monotonic() + PASS_MS;
+    for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || monotonic() < until); n++) {
       const e = backlog[head++]!;
       try {
         handle(e);

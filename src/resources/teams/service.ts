@@ -29,7 +29,7 @@ export function listTeams(app: App): Team[] {
 export function addTeam(app: App, name: string, description: string): void {
   app.events.write(() => {
     if (teamExists(app.db, name)) throw new AppError('conflict', `Team "${name}" already exists.`);
-    store.insertTeam(app.db, name, description, nowIso());
+    store.insertTeam(app.db, name, description, nowIso(app.clock));
     app.events.emit('team:created', { name });
   });
 }
@@ -39,7 +39,7 @@ export function renameTeam(app: App, oldName: string, name: string): void {
     if (!teamExists(app.db, oldName)) throw new AppError('not_found', `Team "${oldName}" not found.`);
     if (oldName === name) return;
     if (teamExists(app.db, name)) throw new AppError('conflict', `Team "${name}" already exists.`);
-    store.renameTeam(app.db, oldName, name, nowIso());
+    store.renameTeam(app.db, oldName, name, nowIso(app.clock));
     app.events.emit('team:renamed', { oldName, name });
   });
 }

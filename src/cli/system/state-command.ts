@@ -1,13 +1,14 @@
 import { Command } from 'commander';
 import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { localAction } from '../../cli/action.js';
-import { CliError, projectRoot, UsageError } from '../../cli/context.js';
-import { io } from '../../cli/io.js';
-import { emit, out } from '../../cli/output.js';
+import { localAction } from '../action.js';
+import { CliError, projectRoot, UsageError } from '../context.js';
+import { io } from '../io.js';
+import { emit, out } from '../output.js';
 import { projectEnv } from '../../config/env-file.js';
 import { formatIssues, loadConfig } from '../../config/load.js';
 import type { DB } from '../../db/open.js';
+import { systemClock } from '../../lib/clock.js';
 import { runningDaemon, statePaths } from '../../state-dir.js';
 
 // `svc state export` / `svc state import`: the way a project's state moves from SQLite to
@@ -28,7 +29,7 @@ const stateModules = async () => {
     import('../../db/open.js'),
     import('../../db/pg/url.js'),
     import('../../db/transfer.js'),
-    import('./presence.js'),
+    import('../../resources/system/presence.js'),
   ]);
   return { stateUrl, STATE_MIGRATIONS, openDatabase, openPostgresState, maskUrl, transfer, presentDaemons };
 };
@@ -73,7 +74,7 @@ export function stateCommand(): Command {
           const fd = toStdout ? null : openSync(resolve(io().cwd, file), 'wx', 0o600);
           let header;
           try {
-            header = exportState(db, (line) => (fd === null ? io().stdout.write(line + '\n') : writeSync(fd, line + '\n')));
+            header = exportState(db, (line) => (fd === null ? io().stdout.write(line + '\n') : writeSync(fd, line + '\n')), systemClock);
           } finally {
             if (fd !== null) closeSync(fd);
           }

@@ -2,17 +2,18 @@ import { Command, Option } from 'commander';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { action, localAction, parseIntOption } from '../../cli/action.js';
-import { CliError, projectRoot, UsageError, type CliContext, type GlobalOptions } from '../../cli/context.js';
-import { io } from '../../cli/io.js';
-import { prettyLogSink } from '../../cli/log-format.js';
-import { emit, err, style } from '../../cli/output.js';
+import { action, localAction, parseIntOption } from '../action.js';
+import { CliError, projectRoot, UsageError, type CliContext, type GlobalOptions } from '../context.js';
+import { io } from '../io.js';
+import { prettyLogSink } from '../log-format.js';
+import { emit, err, style } from '../output.js';
 import { SvcClient, UnreachableError } from '../../client/client.js';
 import { svcInvocation } from '../../lib/entry.js';
 import { CONFIG_FILE } from '../../config/find.js';
 import { ensurePrivateDir } from '../../lib/files.js';
 import { pidAlive } from '../../lib/proc.js';
 import { daemonCa, readLocalKey, removeDaemonInfo, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
+import { monotonic } from '../../lib/clock.js';
 
 // Running the daemon: in the foreground (`svc serve`, readable on a terminal), in the background
 // (`--detach`, returns once it answers), and stopping or restarting it (returns once it has exited).
@@ -75,8 +76,8 @@ async function startDetached(root: string, o: ServeOptions): Promise<DaemonInfo>
   child.once('exit', (code, signal) => (exited = code ?? (signal ? 1 : 0)));
   child.unref();
   const pid = child.pid!;
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  while (Date.now() < deadline) {
+  const deadline = monotonic() + START_TIMEOUT_MS;
+  while (monotonic() < deadline) {
     if (exited !== null) {
       const said = readFileSync(outFile, 'utf8').trim();
       throw new CliError(`svc serve exited (${exited}) before it answered${said ? `:\n${said}` : ''}`, `see ${outFile} and \`svc logs\``);
@@ -161,8 +162,8 @@ export function serveCommand(): Command {
 export async function stopDaemon(ctx: CliContext, timeoutMs = STOP_TIMEOUT_MS): Promise<DaemonInfo | null> {
   const info = ctx.root ? runningDaemon(ctx.root) : null;
   await ctx.client.post('/api/v1/shutdown');
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
+  const deadline = monotonic() + timeoutMs;
+  while (monotonic() < deadline) {
     if (info ? !pidAlive(info.pid) : await gone(ctx.client)) return info;
     await sleep(POLL_MS);
   }

@@ -1,6 +1,7 @@
-// Budget periods: a day, an ISO week (from Monday) or a calendar month, in a time zone. Pure
-// functions of an instant and an IANA zone name, so every boundary (DST changes included) is
-// unit-tested with fixed instants.
+// Calendar periods, as budgets count them: a day, an ISO week (from Monday) or a calendar month, in
+// a time zone. Pure functions of an instant and an IANA zone name, so every boundary (DST changes
+// included) is unit-tested with fixed instants. In lib/ because project.json's schema (config/)
+// checks budgets' periods and zones too.
 
 export const BUDGET_PERIODS = ['day', 'week', 'month'] as const;
 export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];

@@ -4,6 +4,8 @@ import { UsageError, type CliContext } from '../../cli/context.js';
 import { err, out, style } from '../../cli/output.js';
 import type { Webhook } from './schema.js';
 import { verifyWebhook } from './verify.js';
+import { systemClock } from '../../lib/clock.js';
+import { nowIso } from '../../lib/time.js';
 
 // `svc webhooks listen`, like `stripe listen`: a receiver on a free loopback port, a webhook
 // registered for it, one line per verified delivery, optional forwarding, and the webhook removed
@@ -75,7 +77,7 @@ export async function listen(ctx: CliContext, o: ListenOptions): Promise<void> {
         }
       }
       if (ctx.json) out(body.toString('utf8').replace(/\n/g, '') + '\n');
-      else out(`${new Date().toISOString()}  ${style.bold(event)}  ${id}${note}\n`);
+      else out(`${nowIso(systemClock)}  ${style.bold(event)}  ${id}${note}\n`);
       res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : o.handle ? 'failed' : 'forward failed');
     })().catch((e: unknown) => {
       err(style.red(`error handling a delivery: ${(e as Error).message}\n`));

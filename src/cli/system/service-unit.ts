@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { basename, join } from 'node:path';
-import { UsageError } from '../../cli/context.js';
+import { UsageError } from '../context.js';
 import { STATE_DIR } from '../../state-dir.js';
 
 // What `svc service install` writes: a systemd --user unit (Linux) or a launchd agent (macOS) that

@@ -1,21 +1,21 @@
 import { Command } from 'commander';
 import { existsSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { localAction } from '../../cli/action.js';
-import { isLoopbackUrl, projectRoot, type GlobalOptions } from '../../cli/context.js';
-import { io } from '../../cli/io.js';
-import { emit, style } from '../../cli/output.js';
+import { localAction } from '../action.js';
+import { isLoopbackUrl, projectRoot, type GlobalOptions } from '../context.js';
+import { io } from '../io.js';
+import { emit, style } from '../output.js';
 import { ApiError, SvcClient } from '../../client/client.js';
 import { CONFIG_FILE, formatIssues, loadConfig } from '../../config/load.js';
 import type { ProjectConfig } from '../../config/schema.js';
 import { daemonCa, readDaemonInfo, readLocalKey, runningDaemon, statePaths, type DaemonInfo } from '../../state-dir.js';
-import type { CheckResult, CheckStatus } from './doctor-state.js';
-import type { SetupReport } from './setup.js';
+import type { CheckResult, CheckStatus } from '../../resources/system/doctor-state.js';
+import type { SetupReport } from '../../resources/system/setup.js';
 
 // `svc doctor`: what could stop svc from working here, one line per check, with the fix for each
 // that fails. It reads the project's files and asks the daemon; it changes nothing.
 
-export type { CheckResult, CheckStatus } from './doctor-state.js';
+export type { CheckResult, CheckStatus } from '../../resources/system/doctor-state.js';
 
 /** The oldest minor of each supported line, as package.json's engines says: require(esm), which CommonJS consumers of the package need, came in 20.19 and 22.12. */
 const MIN_MINOR: Record<number, number> = { 20: 19, 22: 12, 24: 0 };
@@ -140,7 +140,7 @@ export async function checkKeychain(vault: { source: string; shared: boolean } |
   if (env.SVC_KEYCHAIN === 'off') return { check: 'keychain', status: 'ok', detail: 'not used (SVC_KEYCHAIN=off): the vault key is kept in a file' };
   if (vault?.shared) return { check: 'keychain', status: 'ok', detail: 'not used: the state is shared, and its vault key comes from SVC_VAULT_KEY or state.vaultKeyFile' };
   if (vault?.source === 'env') return { check: 'keychain', status: 'ok', detail: 'not used: the vault key comes from SVC_VAULT_KEY' };
-  const { osKeychain, KeychainUnavailable } = await import('../vault/keychain.js');
+  const { osKeychain, KeychainUnavailable } = await import('../../resources/vault/keychain.js');
   try {
     await osKeychain().get('svc-doctor-probe');
     return { check: 'keychain', status: 'ok', detail: 'the OS keychain answers' };
@@ -158,7 +158,7 @@ export async function checkKeychain(vault: { source: string; shared: boolean } |
 /** Where agents run: worktrees of a git repository, or (no repository) the project folder, one run at a time. */
 export async function checkWorkspaces(root: string, config: ProjectConfig): Promise<CheckResult> {
   if (!config.runner.enabled) return { check: 'runs', status: 'skip', detail: 'runner.enabled is false: this daemon runs no agents' };
-  const { detectRepo } = await import('../runs/workspace.js');
+  const { detectRepo } = await import('../../resources/runs/workspace.js');
   const repo = await detectRepo(root);
   if (repo.kind === 'git' && repo.head) return { check: 'runs', status: 'ok', detail: `agents work in git worktrees of ${repo.toplevel} (.svc/worktrees/, branches svc/<agent>/<task>)` };
   return {
@@ -179,7 +179,7 @@ export async function checkAgentClis(root: string, client: SvcClient | null): Pr
     found = await client.get<Found[]>('/api/v1/runtimes');
   } catch {
     whose = "this shell's PATH";
-    const [{ detectRuntime }, { driverFor }] = await Promise.all([import('../runs/drivers/detect.js'), import('../runs/drivers/index.js')]);
+    const [{ detectRuntime }, { driverFor }] = await Promise.all([import('../../resources/runs/drivers/detect.js'), import('../../resources/runs/drivers/index.js')]);
     found = await Promise.all((['claude', 'codex'] as const).map((kind) => detectRuntime(driverFor(kind), null, { PATH: (io().env as NodeJS.ProcessEnv).PATH, cwd: root })));
   }
   const here = found.filter((f) => f.path);

@@ -1,12 +1,13 @@
 import { Command } from 'commander';
-import { action, fail } from '../cli/action.js';
-import { cliContext, type GlobalOptions } from '../cli/context.js';
-import { emit, err, out, style, table } from '../cli/output.js';
+import { action, fail } from './action.js';
+import { cliContext, type GlobalOptions } from './context.js';
+import { emit, err, out, style, table } from './output.js';
 import { ApiError } from '../client/client.js';
 import { streamEvents, type SseMessage } from '../client/sse.js';
+import { systemClock } from '../lib/clock.js';
 
 /** One readable line: local time, name, then the event's scalar fields as key=value. */
-export function formatEvent(m: SseMessage, now = new Date()): string {
+export function formatEvent(m: SseMessage, now = new Date(systemClock.now())): string {
   let data: Record<string, unknown> = {};
   try {
     data = JSON.parse(m.data) as Record<string, unknown>;

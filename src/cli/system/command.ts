@@ -1,15 +1,15 @@
 import { Command } from 'commander';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { action, fail, localAction } from '../../cli/action.js';
-import { cliContext, projectRoot, UsageError, type GlobalOptions } from '../../cli/context.js';
-import { formatDuration, relativeTime } from '../../cli/human.js';
-import { io } from '../../cli/io.js';
-import { emit, err, keyValues, out, printJson, style } from '../../cli/output.js';
+import { action, fail, localAction } from '../action.js';
+import { cliContext, projectRoot, UsageError, type GlobalOptions } from '../context.js';
+import { formatDuration, relativeTime } from '../../lib/human.js';
+import { io } from '../io.js';
+import { emit, err, keyValues, out, printJson, style } from '../output.js';
 import { CONFIG_FILE } from '../../config/find.js';
 import { STATE_DIR } from '../../state-dir.js';
 import type { z } from 'zod';
-import type { StatusOut } from './routes.js';
+import type { StatusOut } from '../../resources/system/routes.js';
 
 export function initCommand(): Command {
   return new Command('init')

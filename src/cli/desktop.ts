@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { shellWord } from '../../cli/api-words.js';
-import { truncate } from '../../cli/output.js';
+import { shellWord } from './api-words.js';
+import { truncate } from './output.js';
 
 // A desktop notification: notify-send (Linux, libnotify) or osascript (macOS). The texts come from
 // events, which agents' words fill (a task's title, an approval's, an error), so they are only

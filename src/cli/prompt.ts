@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline';
-import { UsageError } from '../../cli/context.js';
-import { io } from '../../cli/io.js';
+import { UsageError } from './context.js';
+import { io } from './io.js';
 
 // Reading secret values without echo, so they need not go through shell history or the screen.
 

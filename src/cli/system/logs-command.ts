@@ -2,10 +2,10 @@ import { Command } from 'commander';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { localAction, parseIntOption } from '../../cli/action.js';
-import { projectRoot, UsageError } from '../../cli/context.js';
-import { prettyLogSink } from '../../cli/log-format.js';
-import { out } from '../../cli/output.js';
+import { localAction, parseIntOption } from '../action.js';
+import { projectRoot, UsageError } from '../context.js';
+import { prettyLogSink } from '../log-format.js';
+import { out } from '../output.js';
 import { CONFIG_FILE } from '../../config/find.js';
 import { statePaths } from '../../state-dir.js';
 

@@ -1,11 +1,11 @@
 import { Command, Option } from 'commander';
-import { fail } from '../cli/action.js';
-import { io } from '../cli/io.js';
-import { err, out } from '../cli/output.js';
-import { NoDaemonError, projectRoot, UsageError, type GlobalOptions } from '../cli/context.js';
+import { fail } from './action.js';
+import { io } from './io.js';
+import { err, out } from './output.js';
+import { NoDaemonError, projectRoot, UsageError, type GlobalOptions } from './context.js';
 import { loadConfig } from '../config/load.js';
 import { readLocalKey, runningDaemon, statePaths } from '../state-dir.js';
-import { runStdioBridge } from './stdio.js';
+import { runStdioBridge } from '../tools/stdio.js';
 
 const CLIENTS = ['claude', 'codex', 'cursor', 'gemini'] as const;
 type ClientName = (typeof CLIENTS)[number];

@@ -1,5 +1,9 @@
+import { systemClock } from './clock.js';
+
 // Values as people read them in tables: short ids, relative times, sizes and durations. --json
-// output never goes through here; it keeps full ids and ISO times.
+// output never goes through here; it keeps full ids and ISO times. The CLI's, the board's (web/)
+// and the daemon's words (a notification names the `svc … show <id>` to run), so in lib/ and
+// free of node: modules.
 
 /**
  * The id as tables print it: its last 8 characters. UUID v7 ids begin with their creation time,
@@ -31,8 +35,8 @@ export function formatRemaining(ms: number): string {
   return `${Math.ceil(s / 86400)}d`;
 }
 
-/** "3m ago" for a past instant, "in 2h" for a future one, null for none. */
-export function relativeTime(iso: string | null | undefined, now: number = Date.now()): string | null {
+/** "3m ago" for a past instant, "in 2h" for a future one, null for none. Ages are for people: the wall clock unless the caller says. */
+export function relativeTime(iso: string | null | undefined, now: number = systemClock.now()): string | null {
   if (!iso) return null;
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;

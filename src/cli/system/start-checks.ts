@@ -5,7 +5,7 @@ import type { ProjectConfig } from '../../config/schema.js';
 import { stateUrl } from '../../config/state.js';
 import { exposureIssues } from '../../kernel/exposure.js';
 import { statePaths } from '../../state-dir.js';
-import type { CheckResult } from './doctor-state.js';
+import type { CheckResult } from '../../resources/system/doctor-state.js';
 
 // What a daemon started from this shell would find: the project's settings file, the application
 // databases' server, the state and the vault key, checked the way the daemon checks them at start.
@@ -41,7 +41,7 @@ export async function startChecks(root: string, config: ProjectConfig, shellEnv:
   // The daemon refuses a short one: as guessable as a short key in project.json.
   if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) out.push({ check: 'SERVICE_API_KEY', status: 'fail', detail: 'SERVICE_API_KEY is shorter than 16 characters, so the daemon would refuse to start', fix: 'set a longer key, or unset it' });
   // Loaded only here: the state's modules and the driver would slow the start of every other command.
-  const { checkData, checkState } = await import('./doctor-state.js');
+  const { checkData, checkState } = await import('../../resources/system/doctor-state.js');
   out.push(await checkData(config, env));
   const state = await checkState(root, config, env);
   out.push(...state);
@@ -70,10 +70,10 @@ export async function checkVault(root: string, env: NodeJS.ProcessEnv): Promise<
     const projectId = (db.prepare("SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string } | undefined)?.value;
     if (!projectId) return { check: 'vault key', status: 'ok', detail: 'the database has no project id yet' };
     const [{ locateMasterKey }, { osKeychain }, store, { deriveKeys, sameCheck }] = await Promise.all([
-      import('../vault/master-key.js'),
-      import('../vault/keychain.js'),
-      import('../vault/store.js'),
-      import('../vault/crypto.js'),
+      import('../../resources/vault/master-key.js'),
+      import('../../resources/vault/keychain.js'),
+      import('../../resources/vault/store.js'),
+      import('../../resources/vault/crypto.js'),
     ]);
     const found = await locateMasterKey(env, projectId, osKeychain());
     const count = store.countEntries(db as never);
