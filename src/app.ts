@@ -1,10 +1,13 @@
 import type { ProjectConfig } from './config/schema.js';
 import type { DB } from './db/open.js';
-import type { EventLog } from './events/outbox.js';
+import type { EventLog, StoredEvent } from './events/outbox.js';
 import type { SseHub } from './events/sse.js';
 import type { Logger } from './kernel/log.js';
+import type { SchemaNames } from './kernel/openapi.js';
+import type { Close, Part } from './kernel/parts.js';
+import type { Resource } from './kernel/resource.js';
+import { routeDefiner, type AnyRoute } from './kernel/route.js';
 import type { Clock } from './lib/clock.js';
-import { routeDefiner } from './kernel/route.js';
 
 /**
  * A typed slot for one per-daemon service (a resource's live state: its index, worker, hooks),
@@ -60,3 +63,41 @@ export interface App {
 }
 
 export const route = routeDefiner<App>();
+
+/** What a resource's background parts start with. */
+export interface ResourceStart {
+  app: App;
+  /** Check every response and tool output against its schema (tests). */
+  checkResponses: boolean;
+}
+
+/**
+ * What the daemon runs for a resource: its descriptor's `server` (kernel/resource.ts), loaded by
+ * the daemon only. Each field is optional; the daemon reads them in the descriptors' order.
+ */
+export interface ResourceServer {
+  routes?: readonly AnyRoute<App>[];
+  /**
+   * Names of OpenAPI components (components.schemas) for its schemas that carry no `.meta({ id })`:
+   * the document $refs each one instead of writing it out in every operation that uses it. A name
+   * is part of the API: never rename one.
+   */
+  schemaNames?: SchemaNames;
+  /**
+   * What it gives the rest of the daemon before any part starts: its per-daemon services, its hooks
+   * on other resources. Runs in the descriptors' order, before anything can write an event; what it
+   * returns is called when the daemon closes.
+   */
+  wire?(app: App): Close | void;
+  /** Background parts: started in the descriptors' order once all are wired, before the daemon listens; closed in reverse. */
+  parts?: readonly Part<ResourceStart>[];
+  /** Runs in each event's transaction, after the event is written (its webhook deliveries, the attention it needs). */
+  sink?(app: App, e: StoredEvent): void;
+  /** Retention steps: each deletes at most `batch` rows past their limits and returns how many went. */
+  prune?: readonly { name: string; run(app: App, batch: number): number }[];
+  /** The secrets it holds now, for scrubbing foreign text (read at each call, never cached). */
+  secrets?(app: App): string[];
+}
+
+/** A resource of this daemon: a descriptor whose server is a ResourceServer. */
+export type AppResource = Resource<ResourceServer>;

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { buildKeys, keySetFingerprint } from '../../config/keys.js';
 import type { ProjectConfig } from '../../config/schema.js';
 import { stateUrl } from '../../config/state.js';
-import { STATE_MIGRATIONS } from '../../db/migrations.js';
+import { STATE_MIGRATIONS } from '../../state-schema.js';
 import { maskUrl } from '../../db/pg/url.js';
 import { PRESENCE_STALE_MS } from './presence.js';
 

@@ -1,0 +1,15 @@
+import type { Resource } from '../kernel/resource.js';
+import type { EventsServer } from './server.js';
+
+// The event log as a part of the API: the live stream and the catalog (/v1/events), `svc events`,
+// and the events table with its retention. The events themselves are the resources' (their
+// descriptors name their categories; the schemas are in registry.ts).
+
+export const eventsResource: Resource<EventsServer> = {
+  name: 'events',
+  commands: [{ name: 'events', summary: 'Watch the live event stream, or list the events there are', load: async () => (await import('./command.js')).eventsCommand() }],
+  endpoints: [{ endpoint: 'GET /v1/events/catalog', command: 'svc events catalog' }],
+  // Made by db/migrations/001.
+  tables: ['events'],
+  server: async () => (await import('./server.js')).server,
+};
