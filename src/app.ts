@@ -11,7 +11,7 @@ import type { Clock } from './lib/clock.js';
 
 /**
  * A typed slot for one per-daemon service (a resource's live state: its index, worker, hooks),
- * declared by the resource that owns it and filled in daemon.ts. Each daemon has its own
+ * declared by the resource that owns it and filled by a resource's wire() or a part of the daemon. Each daemon has its own
  * Services, so two daemons in one process never share state.
  */
 export interface ServiceKey<T> {
@@ -32,12 +32,12 @@ export class Services {
   }
 
   get<T>(key: ServiceKey<T>): T {
-    if (!this.map.has(key)) throw new Error(`service ${key.name} is not provided; daemon.ts wires it`);
+    if (!this.map.has(key)) throw new Error(`service ${key.name} is not provided; a resource's wire() or a part of the daemon provides it (src/daemon.ts)`);
     return this.map.get(key) as T;
   }
 }
 
-/** What every handler can reach: the daemon's shared services, built once in daemon.ts. */
+/** What every handler can reach: the daemon's shared services, built once per daemon (parts/resources.ts). */
 export interface App {
   root: string;
   stateDir: string;
@@ -52,7 +52,7 @@ export interface App {
   clock: Clock;
   /** The daemon's environment (process.env, or what a test passed). */
   env: NodeJS.ProcessEnv;
-  /** Per-daemon services of the resources, wired in daemon.ts (see ServiceKey). */
+  /** Per-daemon services of the resources, wired by their servers and the daemon's parts (see ServiceKey). */
   services: Services;
   /** The config in force now; a reload replaces it, so read it per use, never cache it. */
   config(): ProjectConfig;

@@ -44,7 +44,7 @@ export interface HttpOptions<App> {
   tls?: { cert: string | Buffer; key: string | Buffer };
   /**
    * A second way to authenticate, tried when a request carries no Authorization header: the
-   * board's session cookie (resources/board, wired in daemon.ts). Every request of a session
+   * board's session cookie (resources/board, wired by the daemon's board part). Every request of a session
    * must carry its CSRF token, and a read-only session may only read.
    */
   session?(req: IncomingMessage): CookieSession | null;

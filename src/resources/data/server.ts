@@ -3,7 +3,7 @@ import { dataRoutes } from './routes.js';
 import { ColumnDef, DatabaseOut, Deleted, IndexDef, MigrationOut, QueryOut, RecordResult, SchemaDef, TableDef } from './schema.js';
 
 // Where the databases live (a child process per SQLite file, or a PostgreSQL server) is one of the
-// daemon's parts (src/daemon.ts, "data provider"): it depends on project.json's data.provider.
+// daemon's parts (src/parts/data.ts, "data provider"): it depends on project.json's data.provider.
 
 export const server: ResourceServer = {
   routes: dataRoutes,

@@ -4,7 +4,7 @@ import { WAITING_RUNS } from '../providers/service.js';
 import { runRoutes } from './routes.js';
 import { checkRuntime, waitingRunsByProvider } from './service.js';
 
-// The runner itself is one of the daemon's parts (src/daemon.ts): it starts once the daemon listens.
+// The runner itself is one of the daemon's parts (src/parts/announce.ts): it starts once the daemon listens.
 
 export const server: ResourceServer = {
   routes: runRoutes,

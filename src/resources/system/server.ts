@@ -1,6 +1,6 @@
 import type { ResourceServer } from '../../app.js';
 import { systemRoutes } from './routes.js';
 
-// The daemon's own parts (presence on a shared state, setup) are wired in src/daemon.ts: they are the daemon's facts.
+// Presence on a shared state and the setup report are the daemon's facts: its parts provide them (src/parts/).
 
 export const server: ResourceServer = { routes: systemRoutes };

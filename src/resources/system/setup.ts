@@ -18,7 +18,7 @@ export interface Setup {
   dataUrl: string | null;
 }
 
-/** What the daemon started with (filled in daemon.ts). */
+/** What the daemon started with (filled by its resources and data provider parts). */
 export const SETUP = serviceKey<Setup>('setup');
 
 export interface SetupReport {
