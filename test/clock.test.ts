@@ -23,7 +23,8 @@ const READS_TIME: { file: string; why: string }[] = [
  */
 const SYSTEM_CLOCK: { file: string; why: string }[] = [
   { file: 'src/lib/clock.ts', why: 'defines it' },
-  { file: 'src/daemon.ts', why: "the composition root: the daemon's clock when whoever starts it gives none" },
+  { file: 'src/parts/state.ts', why: "the composition root's state part: the daemon's clock when whoever starts it gives none" },
+  { file: 'src/cli/system/state-command.ts', why: "`svc state export`: a CLI process of its own (with the composition, since it opens the state as a whole)" },
   { file: 'src/lib/ids.ts', why: "a v7 id's time only orders ids; nothing compares it with the daemon's clock" },
   { file: 'src/kernel/log.ts', why: 'a log line says when it was written, for a person reading it beside other programs\' logs' },
   { file: 'src/kernel/log-file.ts', why: 'the same, for the line that counts dropped lines' },

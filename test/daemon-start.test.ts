@@ -169,7 +169,7 @@ describe('a daemon leaves nothing behind', () => {
     const { SseHub } = await import('../src/events/sse.js');
     const { EventLog } = await import('../src/events/outbox.js');
     const { openDatabase } = await import('../src/db/open.js');
-    const { STATE_MIGRATIONS } = await import('../src/db/migrations.js');
+    const { STATE_MIGRATIONS } = await import('../src/state-schema.js');
     const hub = new SseHub(new EventLog(openDatabase(':memory:', STATE_MIGRATIONS), { clock: systemClock }), systemClock);
     hub.closeAll();
     expect(() => hub.open({} as never, { keyId: 'k', matches: () => true })).toThrow(/shutting down/);

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES } from '../src/routes.js';
+import { loadApi } from '../src/routes.js';
 import { FakeClock } from './fake-clock.js';
 import { eventually, rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
 import { ALLOWED_ORIGIN, FOREIGN_ORIGINS, SAME_ORIGINS } from './origin-cases.js';
+
+const { routes: ROUTES } = await loadApi();
 
 let d: TestDaemon;
 beforeAll(async () => {

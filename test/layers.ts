@@ -20,8 +20,8 @@ export const LAYERS: { layer: number; part: string; files: string[] }[] = [
   { layer: 5, part: 'app', files: ['src/app.ts', 'src/secrets.ts'] },
   { layer: 6, part: 'resources', files: ['src/resources/**'] },
   { layer: 7, part: 'tools', files: ['src/tools/**'] },
-  { layer: 8, part: 'daemon', files: ['src/daemon.ts', 'src/routes.ts', 'src/api-names.ts', 'src/index.ts'] },
-  { layer: 9, part: 'cli', files: ['src/cli/**', 'src/resources/*/command.ts', 'src/resources/*/*-command.ts'] },
+  { layer: 8, part: 'cli', files: ['src/cli/**', 'src/resources/*/command.ts', 'src/resources/*/*-command.ts'] },
+  { layer: 9, part: 'composition', files: ['src/resources/index.ts', 'src/resources/*/resource.ts', 'src/daemon.ts', 'src/parts/**', 'src/routes.ts', 'src/state-schema.ts', 'src/api-names.ts', 'src/index.ts', 'src/cli/commands.ts', 'src/cli/run.ts', 'src/cli/system/serve-command.ts', 'src/cli/system/state-command.ts', 'src/cli/system/start-checks.ts', 'src/cli/system/doctor.ts'] },
   { layer: 10, part: 'entry', files: ['bin/**', 'src/exe/**'] },
 ];
 

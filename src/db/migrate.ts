@@ -3,14 +3,9 @@ import { nowIso } from '../lib/time.js';
 import { packageVersion } from '../lib/version.js';
 import { isPostgres, type DB } from './open.js';
 import { pgDdl } from './pg/translate.js';
+import type { Migration } from '../kernel/resource.js';
 
-export interface Migration {
-  version: number;
-  name: string;
-  /** The DDL, in SQLite's spelling; PostgreSQL runs pgDdl(sql) unless `postgres` gives its own. */
-  sql: string;
-  postgres?: string;
-}
+export type { Migration } from '../kernel/resource.js';
 
 /**
  * The meta key holding the svc version that brought the schema to where it is: a refusal of a newer

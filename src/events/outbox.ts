@@ -18,7 +18,7 @@ export type Listener = (event: StoredEvent) => void;
 /**
  * Called inside the emitting transaction, right after the event row is written: whatever it writes
  * (webhook delivery rows, an attention:needed event) commits or rolls back with the event, and if
- * it throws the whole write fails. It may emit: those events follow this one. daemon.ts gives it
+ * it throws the whole write fails. It may emit: those events follow this one. the daemon gives it
  * to the log when it opens it; events/ knows nothing of who listens.
  */
 export type EmitSink = (event: StoredEvent) => void;

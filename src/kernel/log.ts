@@ -75,3 +75,14 @@ export function errorFields(err: unknown): Record<string, unknown> {
   }
   return { error: String(err) };
 }
+
+/** Wraps a timer or watcher callback: a failure there is logged, it must never take the daemon down. */
+export function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A) => void): (...args: A) => void {
+  return (...args) => {
+    try {
+      fn(...args);
+    } catch (err) {
+      log.error(`${what} failed`, errorFields(err));
+    }
+  };
+}

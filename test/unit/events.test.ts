@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.js';
-import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
+import { STATE_MIGRATIONS } from '../../src/state-schema.js';
 import { compileFilter } from '../../src/events/filter.js';
 import { EventLog, type StoredEvent } from '../../src/events/outbox.js';
 import { systemClock } from '../../src/lib/clock.js';

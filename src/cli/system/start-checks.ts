@@ -43,7 +43,8 @@ export async function startChecks(root: string, config: ProjectConfig, shellEnv:
   // Loaded only here: the state's modules and the driver would slow the start of every other command.
   const { checkData, checkState } = await import('../../resources/system/doctor-state.js');
   out.push(await checkData(config, env));
-  const state = await checkState(root, config, env);
+  const { latestSchemaVersion } = await import('../../state-schema.js');
+  const state = await checkState(root, config, env, { knownVersion: latestSchemaVersion() });
   out.push(...state);
   let shared = true;
   try {

@@ -23,15 +23,15 @@ interface Opened {
 
 /** The state modules (better-sqlite3 among them), loaded only when a state command runs: completion and help list this command without them. */
 const stateModules = async () => {
-  const [{ stateUrl }, { STATE_MIGRATIONS }, { openDatabase, openPostgresState }, { maskUrl }, transfer, { presentDaemons }] = await Promise.all([
+  const [{ stateUrl }, { STATE_MIGRATIONS, STATE_TABLES }, { openDatabase, openPostgresState }, { maskUrl }, transfer, { presentDaemons }] = await Promise.all([
     import('../../config/state.js'),
-    import('../../db/migrations.js'),
+    import('../../state-schema.js'),
     import('../../db/open.js'),
     import('../../db/pg/url.js'),
     import('../../db/transfer.js'),
     import('../../resources/system/presence.js'),
   ]);
-  return { stateUrl, STATE_MIGRATIONS, openDatabase, openPostgresState, maskUrl, transfer, presentDaemons };
+  return { stateUrl, STATE_MIGRATIONS, STATE_TABLES, openDatabase, openPostgresState, maskUrl, transfer, presentDaemons };
 };
 
 async function openState(root: string): Promise<Opened> {
@@ -68,13 +68,13 @@ export function stateCommand(): Command {
       localAction(async (g, file: string) => {
         const root = rootOf(g);
         const { db, where } = await openState(root);
-        const { exportState } = (await stateModules()).transfer;
+        const { transfer: { exportState }, STATE_TABLES } = await stateModules();
         try {
           const toStdout = file === '-';
           const fd = toStdout ? null : openSync(resolve(io().cwd, file), 'wx', 0o600);
           let header;
           try {
-            header = exportState(db, (line) => (fd === null ? io().stdout.write(line + '\n') : writeSync(fd, line + '\n')), systemClock);
+            header = exportState(db, STATE_TABLES, (line) => (fd === null ? io().stdout.write(line + '\n') : writeSync(fd, line + '\n')), systemClock);
           } finally {
             if (fd !== null) closeSync(fd);
           }
@@ -97,7 +97,7 @@ export function stateCommand(): Command {
         const root = rootOf(g);
         const text = readFileSync(resolve(io().cwd, file), 'utf8');
         const { db, where, shared } = await openState(root);
-        const { transfer: { importState }, presentDaemons } = await stateModules();
+        const { transfer: { importState }, STATE_TABLES, presentDaemons } = await stateModules();
         try {
           if (!shared && runningDaemon(root)) throw new CliError('a daemon runs on this project: stop it first (svc stop)');
           if (shared) {
@@ -106,7 +106,7 @@ export function stateCommand(): Command {
           }
           let counts: Record<string, number>;
           try {
-            counts = importState(db, text.split('\n'));
+            counts = importState(db, STATE_TABLES, text.split('\n'));
           } catch (err) {
             throw new CliError(`${file}: ${(err as Error).message}; nothing was imported`);
           }

@@ -45,7 +45,7 @@ function checkReferences(app: App, name: string, fields: AgentFields): void {
 /**
  * Checks that a runtime can run here (its executable found, its vault references naming keys of
  * this agent's entries), throwing a 422 that says what is missing. The runs resource answers;
- * daemon.ts provides it (runs already depend on agents, so agents may not import runs back).
+ * the runs' wire() provides it (runs already depend on agents, so agents may not import runs back).
  * Asynchronous: looking for an executable reads the disk, which never holds the event loop.
  */
 export const RUNTIME_CHECK = serviceKey<(app: App, agent: string, runtime: Runtime, path: string) => Promise<void>>('agents.runtimeCheck');

@@ -255,7 +255,7 @@ function guardTransition(app: App, task: Task, to: TaskState): void {
   if (waiting) throw new AppError('conflict', `Task ${task.id} is waiting for approval ${waiting}; approve or reject it instead of moving the task to ${to}.`);
 }
 
-/** Closes the approval gate on a daemon's tasks; daemon.ts calls it once per daemon. */
+/** Closes the approval gate on a daemon's tasks; the approvals' wire() calls it once per daemon. */
 export function wireApprovals(hooks: TaskHooks): void {
   hooks.beforeTransition(guardTransition);
 }

@@ -4,7 +4,7 @@ import type { Mode, TableGrants } from './sql-guard.js';
 
 // Where application databases live is a provider (project.json `data.provider`). The service
 // (service.ts) keeps the registry, grants, events and idempotency keys' owners; a backend stores
-// and runs: one per daemon, chosen at start, wired in daemon.ts.
+// and runs: one per daemon, chosen at start, wired by the daemon's data provider part.
 
 /** What every database holds besides its rows: its schema and how many migrations made it. */
 export interface DatabaseState {

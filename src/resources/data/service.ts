@@ -15,7 +15,7 @@ import { LIMITS } from './schema.js';
 import { JsonText } from '../../kernel/route.js';
 import * as store from './store.js';
 
-/** Where application databases live (data.provider, chosen at start), wired in daemon.ts. */
+/** Where application databases live (data.provider, chosen at start), wired by the daemon's data provider part. */
 export const DATA_BACKEND = serviceKey<DataBackend>('data.backend');
 
 /** The provider chosen at start (a change of data.provider applies at the next start). */

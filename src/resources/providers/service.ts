@@ -16,7 +16,7 @@ const usable = (p: Provider): boolean => p.keyless || p.key !== null;
 
 /**
  * How many runs wait for each paused provider (queued or paused runs of agents on it), from the
- * runs resource; provided in daemon.ts, so this resource does not reach into the runs' tables.
+ * runs resource; provided by the runs' wire(), so this resource does not reach into the runs' tables.
  */
 export const WAITING_RUNS = serviceKey<(app: App, now: number) => Map<string, number>>('providers.waitingRuns');
 

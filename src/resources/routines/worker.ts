@@ -1,4 +1,4 @@
-import type { App } from '../../app.js';
+import { serviceKey, type App } from '../../app.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { errorFields } from '../../kernel/log.js';
 import { monotonic } from '../../lib/clock.js';
@@ -26,7 +26,21 @@ const CLOSING = new Set(['task:transition', 'task:removed', 'mission:completed',
 /** Whether an event may have closed a firing's work (a task done or failed or gone, a mission over). */
 const closes = (e: StoredEvent): boolean => CLOSING.has(e.name) && (e.name !== 'task:transition' || e.data.to === 'done' || e.data.to === 'failed');
 
-export function startRoutines(app: App): { close(): void } {
+export interface RoutineWorker {
+  /** Fires what is due (missed firings caught up) and arms the timer; releases queued firings whose work closed while no daemon ran. */
+  start(): void;
+  close(): void;
+}
+
+/** A daemon's routines worker, per daemon (wired by the routines' server). */
+export const ROUTINE_WORKER = serviceKey<RoutineWorker>('routines.worker');
+
+/**
+ * Makes the worker and starts hearing events at once, so that the triggers hear what the other
+ * parts write from their first start-up pass on (leases and approvals that ran out while no daemon
+ * ran); schedules start with start().
+ */
+export function routineWorker(app: App): RoutineWorker {
   const { clock, log } = app;
   const scheduler = new TimeoutScheduler({
     now: () => clock.now(),
@@ -127,17 +141,18 @@ export function startRoutines(app: App): { close(): void } {
     schedule();
   });
 
-  scheduler.tick();
-  // Queued firings whose previous work closed while no daemon ran.
-  for (const name of routinesWithQueued(app)) {
-    try {
-      releaseQueued(app, name);
-    } catch (err) {
-      log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
-    }
-  }
-
   return {
+    start() {
+      scheduler.tick();
+      // Queued firings whose previous work closed while no daemon ran.
+      for (const name of routinesWithQueued(app)) {
+        try {
+          releaseQueued(app, name);
+        } catch (err) {
+          log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
+        }
+      }
+    },
     close() {
       stopped = true;
       unsubscribe();

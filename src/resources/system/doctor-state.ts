@@ -2,7 +2,6 @@ import { resolve } from 'node:path';
 import { buildKeys, keySetFingerprint } from '../../config/keys.js';
 import type { ProjectConfig } from '../../config/schema.js';
 import { stateUrl } from '../../config/state.js';
-import { STATE_MIGRATIONS } from '../../db/migrations.js';
 import { maskUrl } from '../../db/pg/url.js';
 import { systemClock } from '../../lib/clock.js';
 import { PRESENCE_STALE_MS } from './presence.js';
@@ -28,7 +27,7 @@ const daemons = (n: number): string => `${n} ${n === 1 ? 'daemon' : 'daemons'}`;
  * The state's checks. `vaultKey: false` leaves out the vault key's (the daemon reports the key it
  * holds instead of looking for one in its environment again).
  */
-export async function checkState(root: string, config: ProjectConfig, env: NodeJS.ProcessEnv, opts: { vaultKey?: boolean } = {}): Promise<CheckResult[]> {
+export async function checkState(root: string, config: ProjectConfig, env: NodeJS.ProcessEnv, opts: { vaultKey?: boolean; /** The newest state schema version this svc knows (the composition's: state-schema.ts). */ knownVersion: number }): Promise<CheckResult[]> {
   let url: string | null;
   try {
     url = stateUrl(config, env);
@@ -49,7 +48,7 @@ export async function checkState(root: string, config: ProjectConfig, env: NodeJ
     const has = (await c.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS t")).rows[0].t as boolean;
     if (!has) return [{ check: 'state', status: 'ok', detail: `PostgreSQL at ${maskUrl(url)}, empty (the first svc serve makes the schema)` }];
     const version = Number((await c.query('SELECT max(version) AS v FROM schema_migrations')).rows[0].v);
-    const known = Math.max(...STATE_MIGRATIONS.map((m) => m.version));
+    const known = opts.knownVersion;
     if (version > known) {
       return [{ check: 'state', status: 'fail', detail: `the state at ${maskUrl(url)} has schema version ${version}, newer than this svc knows (${known})`, fix: 'upgrade svc to the version the other daemons run' }];
     }

@@ -6,7 +6,7 @@ import type { Team } from './schema.js';
 import * as store from './store.js';
 
 /**
- * Who belongs to a team. Membership is an agent's field, so the agents resource answers; daemon.ts
+ * Who belongs to a team. Membership is an agent's field, so the agents resource answers; its wire()
  * provides it (agents already depend on teams: an agent's team must exist, so teams may not import
  * agents back).
  */
