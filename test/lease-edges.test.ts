@@ -138,6 +138,18 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     }
   });
 
+  it(`webhook secret retired with a grace: ${held ? 'still signs' : 'no longer signs'}`, async () => {
+    const hook = await post('/v1/webhooks', { url: 'http://127.0.0.1:9/edge', events: ['team:created'] });
+    try {
+      const rotatedAt = clock.now();
+      await post(`/v1/webhooks/${hook.id}/rotate-secret`, { graceSeconds: 60 });
+      const at = new Date(rotatedAt + 60_000 + off).toISOString();
+      expect(webhooks.liveSecrets(d.daemon.app.db, hook.id, at)).toHaveLength(held ? 2 : 1);
+    } finally {
+      expect((await d.api('DELETE', `/v1/webhooks/${hook.id}`)).status).toBe(200);
+    }
+  });
+
   // A delivery's claim is leased only on a shared state (on SQLite the daemon is alone).
   it.runIf(process.env.SVC_TEST_STATE === 'postgres')(`webhook delivery claim: ${held ? 'kept by its daemon' : 'given back for another to send'}`, async () => {
     const { app } = d.daemon;
