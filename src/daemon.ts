@@ -96,6 +96,8 @@ export interface DaemonOptions {
   connections?: Partial<ConnectionLimits>;
   /** Between two retention passes (default PRUNE_EVERY_MS); tests that call pass() themselves set it long, so no pass of the daemon's own runs between theirs. */
   pruneEveryMs?: number;
+  /** On a shared state, the backup poll for other daemons' events (default SHARED_POLL_MS); 0 turns it off, leaving LISTEN/NOTIFY alone (tests of that path). */
+  eventsPollMs?: number;
   /**
    * Where the board's static files come from: default, dist/board next to this package's code
    * (resources/board/assets.ts boardFiles()); a single executable passes its embedded files.
@@ -338,7 +340,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       };
       // A notification names the log that committed: this daemon's own were published at commit.
       const feed = listen(sharedState, EVENTS_CHANNEL, (writer) => writer !== events.writer && soon(), { outage: outages.reporter(sharedState, 'events'), onNotice: notice('events') });
-      const poll = setInterval(catchUp, SHARED_POLL_MS);
+      const poll = opts.eventsPollMs === 0 ? undefined : setInterval(catchUp, opts.eventsPollMs ?? SHARED_POLL_MS);
       startWorker({ close: () => ((stopped = true), clearInterval(poll), feed.close()) });
     }
     webhooks.start();
