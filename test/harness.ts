@@ -70,6 +70,7 @@ export async function startTestDaemon(
     clock?: DaemonOptions['clock'];
     connections?: DaemonOptions['connections'];
     pruneEveryMs?: DaemonOptions['pruneEveryMs'];
+    eventsPollMs?: DaemonOptions['eventsPollMs'];
     /** Off only where a test measures what the daemon itself does with a payload (the check parses it). */
     checkResponses?: boolean;
     /** Log as `svc serve` does, to .svc/logs/daemon.log (at info), instead of to memory at debug; `logs` still gets every line. */
@@ -90,6 +91,7 @@ export async function startTestDaemon(
     clock: opts.clock,
     connections: opts.connections,
     pruneEveryMs: opts.pruneEveryMs,
+    eventsPollMs: opts.eventsPollMs,
   });
   // Events emitted before this line (at start) are in the log; later ones are heard live.
   for (const e of daemon.app.events.since(0, 10_000)) recordEmitted(e.name);

@@ -19,6 +19,8 @@ export interface FanOutOptions {
   outage?: OutageReporter;
   /** The server's notices on that connection. */
   onNotice?: (message: string) => void;
+  /** The backup poll's period (default SHARED_POLL_MS); 0 turns it off, leaving LISTEN/NOTIFY alone (tests of that path). */
+  pollMs?: number;
 }
 
 export function startFanOut(o: FanOutOptions): { close(): Promise<void> } {
@@ -35,7 +37,7 @@ export function startFanOut(o: FanOutOptions): { close(): Promise<void> } {
   };
   // A notification names the log that committed: this daemon's own were published at commit.
   const feed = listen(o.url, EVENTS_CHANNEL, (writer) => writer !== o.events.writer && soon(), { outage: o.outage, onNotice: o.onNotice });
-  const poll = setInterval(catchUp, SHARED_POLL_MS);
+  const poll = o.pollMs === 0 ? undefined : setInterval(catchUp, o.pollMs ?? SHARED_POLL_MS);
   return {
     close: () => {
       stopped = true;

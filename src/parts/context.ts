@@ -47,6 +47,8 @@ export interface DaemonOptions {
   connections?: Partial<ConnectionLimits>;
   /** Between two retention passes (default PRUNE_EVERY_MS); tests that call pass() themselves set it long, so no pass of the daemon's own runs between theirs. */
   pruneEveryMs?: number;
+  /** On a shared state, the backup poll for other daemons' events (default SHARED_POLL_MS); 0 turns it off, leaving LISTEN/NOTIFY alone (tests of that path). */
+  eventsPollMs?: number;
   /**
    * Where the board's static files come from: default, dist/board next to this package's code
    * (resources/board/assets.ts boardFiles()); a single executable passes its embedded files.

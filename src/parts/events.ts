@@ -33,7 +33,7 @@ export const fanOutPart: Part<DaemonContext> = {
   start: (ctx) => {
     const url = ctx.sharedState;
     if (!url) return;
-    const fanOut = startFanOut({ url, events: ctx.events, log: ctx.log, outage: ctx.outages.reporter(url, 'events'), onNotice: noticeTo(ctx, 'events') });
+    const fanOut = startFanOut({ url, events: ctx.events, log: ctx.log, outage: ctx.outages.reporter(url, 'events'), onNotice: noticeTo(ctx, 'events'), pollMs: ctx.opts.eventsPollMs });
     return () => fanOut.close();
   },
 };

@@ -192,7 +192,23 @@ function alreadyDecided(a: Approval): AppError {
   return new AppError('conflict', `Approval ${a.id} was already ${a.status}${a.resolvedBy ? ` by ${a.resolvedBy}` : ''} at ${a.resolvedAt}; it cannot be decided again.`);
 }
 
+/**
+ * A person's decision that comes at or after the request's expiresAt is too late, even when the
+ * timer has not run yet (a busy daemon): the timeout decides first, in its own transaction, and the
+ * person is told it was already decided (409), as a lease past its end is dead before the reaper
+ * gets to it. A timeout that cannot decide (a mission rule refuses its move) lets the person's
+ * decision through; its timer tries again later as ever.
+ */
+function lateDecisionLoses(app: App, id: string): void {
+  try {
+    resolveExpired(app, id, app.clock.now());
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+  }
+}
+
 export function approve(app: App, id: string, o: { note?: string; resolvedBy: string | null; alwaysAllow?: boolean }): Approval {
+  lateDecisionLoses(app, id);
   return app.events.write(() => {
     const a = requireApproval(app, id);
     if (a.status !== 'pending') throw alreadyDecided(a);
@@ -201,6 +217,7 @@ export function approve(app: App, id: string, o: { note?: string; resolvedBy: st
 }
 
 export function reject(app: App, id: string, o: { feedback: string; resolvedBy: string | null }): Approval {
+  lateDecisionLoses(app, id);
   return app.events.write(() => {
     const a = requireApproval(app, id);
     if (a.status !== 'pending') throw alreadyDecided(a);

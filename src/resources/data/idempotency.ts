@@ -9,6 +9,13 @@ import { AppError } from '../../kernel/errors.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * The oldest creation time (epoch ms) of a key still kept at `now`. A key ends IDEMPOTENCY_TTL_MS
+ * after it was made and, like every lease, is gone at that very instant (docs/data.md); both
+ * providers keep `created_at >= oldestKept(now)`.
+ */
+export const oldestKept = (now: number): number => now - IDEMPOTENCY_TTL_MS + 1;
+
 export interface IdempotencyRef {
   /** Who owns the key: the API key's digest, so two callers never see each other's answers. */
   owner: string;
@@ -52,7 +59,7 @@ export function requestHash(endpoint: string, body: Record<string, unknown>): st
  * the write's transaction.
  */
 export function replayOf(db: Database.Database, ref: IdempotencyRef, now: number): unknown {
-  db.prepare('DELETE FROM _svc_idempotency WHERE created_at < ?').run(now - IDEMPOTENCY_TTL_MS);
+  db.prepare('DELETE FROM _svc_idempotency WHERE created_at < ?').run(oldestKept(now));
   const row = db.prepare('SELECT request_hash, answer FROM _svc_idempotency WHERE owner = ? AND key = ?').get(ref.owner, ref.key) as { request_hash: string; answer: string } | undefined;
   if (!row) return undefined;
   if (row.request_hash !== ref.hash) {

@@ -55,7 +55,7 @@ export async function checkState(root: string, config: ProjectConfig, env: NodeJ
     const results: CheckResult[] = [{ check: 'state', status: 'ok', detail: `PostgreSQL at ${maskUrl(url)}, schema version ${version}` }];
     if (opts.vaultKey !== false) results.push(await sharedVaultKey(c, config, env, root));
     const mine = keySetFingerprint(buildKeys(config, env.SERVICE_API_KEY, undefined));
-    const rows = (await c.query('SELECT url, hostname, keys FROM daemons WHERE seen_at >= $1', [systemClock.now() - PRESENCE_STALE_MS])).rows as { url: string; hostname: string; keys: string }[];
+    const rows = (await c.query('SELECT url, hostname, keys FROM daemons WHERE seen_at > $1', [systemClock.now() - PRESENCE_STALE_MS])).rows as { url: string; hostname: string; keys: string }[];
     const differ = rows.filter((r) => r.keys !== mine);
     results.push(
       differ.length

@@ -68,6 +68,6 @@ export function startPresence(app: App, url: string, keys: () => string): Presen
 
 /** The daemons seen on the state recently, newest first. */
 export const presentDaemons = (app: Pick<App, 'db'>, now = systemClock.now()): PresentDaemon[] =>
-  stmt(app.db, 'SELECT id, url, hostname, pid, version, keys, started_at AS startedAt, seen_at AS seenAt FROM daemons WHERE seen_at >= ? ORDER BY seen_at DESC').all(
+  stmt(app.db, 'SELECT id, url, hostname, pid, version, keys, started_at AS startedAt, seen_at AS seenAt FROM daemons WHERE seen_at > ? ORDER BY seen_at DESC').all(
     now - PRESENCE_STALE_MS,
   ) as PresentDaemon[];

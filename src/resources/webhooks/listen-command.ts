@@ -1,7 +1,9 @@
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import { request } from 'undici';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { err, out, style } from '../../cli/output.js';
+import { readBodyBytes } from '../../kernel/body.js';
+import { AppError, toErrorResponse } from '../../kernel/errors.js';
 import type { Webhook } from './schema.js';
 import { verifyWebhook } from './verify.js';
 import { systemClock } from '../../lib/clock.js';
@@ -12,21 +14,8 @@ import { nowIso } from '../../lib/time.js';
 // again on Ctrl-C. The daemon is local, so it reaches the receiver on 127.0.0.1. `svc notify run`
 // is the same receiver with a handler of its own (a desktop notification per delivery).
 
-const MAX_BODY = 5 * 1024 * 1024;
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) req.destroy(new Error('body too large'));
-      else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
+/** Largest request the receiver reads (a delivery is one event, far smaller). */
+export const MAX_BODY = 5 * 1024 * 1024;
 
 const FORWARDED = ['content-type', 'user-agent', 'x-service-event', 'x-service-delivery-id', 'x-service-signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
 
@@ -51,7 +40,16 @@ export async function listen(ctx: CliContext, o: ListenOptions): Promise<void> {
   let secret = '';
   const server = createServer((req, res) => {
     void (async () => {
-      const body = await readBody(req);
+      let body: Buffer;
+      try {
+        body = await readBodyBytes(req, MAX_BODY);
+      } catch (e) {
+        if (!(e instanceof AppError)) throw e;
+        // Refused unread: answered as the daemon answers, and the connection closed rather than drained.
+        const refused = toErrorResponse(e);
+        res.writeHead(refused.status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(refused.body));
+        return;
+      }
       const sig = req.headers['x-service-signature'];
       if (req.method !== 'POST' || !verifyWebhook(body, typeof sig === 'string' ? sig : undefined, secret)) {
         err(style.red(`refused a request with no valid signature (${req.method} ${req.url})\n`));

@@ -6,7 +6,7 @@ import type { Logger } from '../../../kernel/log.js';
 import type { DataBackend, DatabaseState, EncodedAnswer, Migrated, QueryRequest } from '../backend.js';
 import { batchSteps, driveAsync, planBatch, type Step } from '../batch.js';
 import { createTableSql, q } from '../ddl.js';
-import { IDEMPOTENCY_TTL_MS, type IdempotencyRef } from '../idempotency.js';
+import { oldestKept, type IdempotencyRef } from '../idempotency.js';
 import { planMigration } from '../migrations.js';
 import { LIMITS, type ColumnType, type MigrationInT, type MigrationRecord, type OperationT, type SchemaDefT } from '../schema.js';
 import { checkGrants } from '../sql-guard.js';
@@ -404,12 +404,12 @@ export class PgBackend implements DataBackend {
   }
 
   private async take(c: pg.PoolClient, o: Open, ref: IdempotencyRef, now: number): Promise<string | null> {
-    const r = await c.query<{ a: string | null }>(`SELECT ${q(o.names.meta)}.idem_take($1, $2, $3, $4, $5) AS a`, [o.secret, ref.owner, ref.key, ref.hash, now - IDEMPOTENCY_TTL_MS]);
+    const r = await c.query<{ a: string | null }>(`SELECT ${q(o.names.meta)}.idem_take($1, $2, $3, $4, $5) AS a`, [o.secret, ref.owner, ref.key, ref.hash, oldestKept(now)]);
     return r.rows[0]!.a;
   }
 
   private async put(c: pg.PoolClient, o: Open, ref: IdempotencyRef, answer: string, now: number): Promise<void> {
-    await c.query(`SELECT ${q(o.names.meta)}.idem_put($1, $2, $3, $4, $5, $6, $7)`, [o.secret, ref.owner, ref.key, ref.hash, answer, now, now - IDEMPOTENCY_TTL_MS]);
+    await c.query(`SELECT ${q(o.names.meta)}.idem_put($1, $2, $3, $4, $5, $6, $7)`, [o.secret, ref.owner, ref.key, ref.hash, answer, now, oldestKept(now)]);
   }
 
   // ---- requests ----
