@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_BODY } from '../src/resources/webhooks/listen.js';
+import { MAX_BODY } from '../src/resources/webhooks/listen-command.js';
 import { serviceSignature } from '../src/resources/webhooks/sign.js';
 import { exited, startReady } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';

@@ -114,7 +114,13 @@ export async function startTestDaemon(
         body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
         headers['content-type'] ??= 'application/json';
       }
-      const res = await fetch(url + path, { method, headers, body });
+      // A GET is sent again once if the server closed the kept-alive connection as it was reused
+      // (a loaded machine makes that race likely); anything else is the test's to see.
+      const send = () => fetch(url + path, { method, headers, body });
+      const res = await send().catch((err: { cause?: { code?: string } }) => {
+        if (method === 'GET' && err?.cause?.code === 'ECONNRESET') return send();
+        throw err;
+      });
       const text = await res.text();
       let parsed: unknown = text;
       try {

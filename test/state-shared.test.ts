@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ProjectConfigSchema } from '../src/config/schema.js';
 import { checkState } from '../src/resources/system/doctor-state.js';
+import { latestSchemaVersion } from '../src/state-schema.js';
 import { openEntry } from '../src/resources/vault/service.js';
 import { FakeClock } from './fake-clock.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
@@ -222,12 +223,12 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
 
   it('svc doctor sees the daemons on the state and warns when their API keys differ from its project', async () => {
     const env = { SVC_STATE_URL: url, SVC_VAULT_KEY: key };
-    const same = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x' }), env);
+    const same = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x' }), env, { knownVersion: latestSchemaVersion() });
     expect(same.find((r) => r.check === 'api keys')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/the 3 daemons on this state accept the same keys/) });
     expect(same.find((r) => r.check === 'vault key')?.status).toBe('ok');
-    const other = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x', apiKeys: ['another-key-0123456789'] }), env);
+    const other = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x', apiKeys: ['another-key-0123456789'] }), env, { knownVersion: latestSchemaVersion() });
     expect(other.find((r) => r.check === 'api keys')).toMatchObject({ status: 'warn', detail: expect.stringMatching(/3 of the 3 daemons/) });
-    const wrongKey = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x' }), { ...env, SVC_VAULT_KEY: randomBytes(32).toString('base64') });
+    const wrongKey = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x' }), { ...env, SVC_VAULT_KEY: randomBytes(32).toString('base64') }, { knownVersion: latestSchemaVersion() });
     expect(wrongKey.find((r) => r.check === 'vault key')?.status).toBe('fail');
   });
 

@@ -59,7 +59,7 @@ it('by age: events after events.retentionHours, settled deliveries after webhook
   clock.advance(28 * DAY);
   expect(await pass()).toEqual({ events: 2, 'webhook deliveries': 0, 'routine work': 0 });
   clock.advance(DAY);
-  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 5 });
+  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 5, 'routine work': 0 });
   expect(count('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?', settled.id)).toBe(0);
   expect(count('SELECT COUNT(*) AS n FROM webhook_attempts')).toBe(0);
   // Thirty-one days old and still pending: kept, whatever its age.
@@ -83,7 +83,7 @@ it('by count: the newest events.maxEvents events and webhooks.maxDeliveries deli
   const events = count('SELECT COUNT(*) AS n FROM events');
   const lastEvent = app.events.lastId();
 
-  expect(await pass()).toEqual({ events: events - 100, 'webhook deliveries': 50 });
+  expect(await pass()).toEqual({ events: events - 100, 'webhook deliveries': 50, 'routine work': 0 });
   // Events: exactly the newest 100 remain (ids are never reused).
   expect(app.events.since(0, 1_000).map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => lastEvent - 99 + i));
   // Deliveries: the newest 100, and the pending ones older than those.
