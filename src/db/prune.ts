@@ -9,7 +9,7 @@ import { serviceKey } from '../app.js';
 export interface PruneStep {
   name: string;
   /** Deletes at most `batch` rows; returns how many went (fewer than `batch`: nothing left for now). */
-  run(batch: number): number;
+  run(batch: number): Promise<number>;
 }
 
 export interface Pruner {
@@ -59,7 +59,7 @@ export function startPruner(o: PrunerOptions): Pruner {
         if (closed) return counts;
         let n: number;
         try {
-          n = step.run(o.batch);
+          n = await step.run(o.batch);
         } catch (err) {
           o.onError(step.name, err);
           break;

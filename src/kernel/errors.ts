@@ -1,7 +1,7 @@
 // The one error registry. Every failure the API can answer has a code here; docs/errors.md
 // documents the same table and a test keeps the two in sync.
 
-import { isStateOutage } from '../db/pg/sync.js';
+import { isStateOutage } from '../db/pg/errors.js';
 
 export const ERRORS = {
   invalid_request: { status: 400, message: 'The request is invalid.' },

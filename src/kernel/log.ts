@@ -1,4 +1,4 @@
-import { isStateOutage } from '../db/pg/sync.js';
+import { isStateOutage } from '../db/pg/errors.js';
 
 // One JSON object per line. Callers pass fields, never request bodies or headers; the request
 // logger in server.ts records only id, method, path (without the query string), status and ms.

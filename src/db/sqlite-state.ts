@@ -1,0 +1,127 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type Database from './sqlite.js';
+import type { DB, RunResult, Stmt } from './open.js';
+
+// The daemon's state in a SQLite file, behind the same asynchronous interface as PostgreSQL's. A
+// statement still runs synchronously on the one connection (a page read costs less than a
+// promise's bookkeeping around it), so outside a transaction a call answers at once. A
+// transaction is BEGIN IMMEDIATE ... COMMIT around an async function; while one is open, a
+// statement or transaction from any other async context waits its turn (an async mutex), so a
+// transaction never sees another's writes half-done and never interleaves with them. The
+// transaction in progress follows its async call chain through AsyncLocalStorage: a nested one is
+// a savepoint.
+
+interface Tx {
+  depth: number;
+}
+
+class SqliteStmt implements Stmt {
+  constructor(
+    private readonly db: SqliteState,
+    private readonly s: Database.Statement,
+  ) {}
+
+  get(...params: unknown[]): Promise<unknown> {
+    return this.db.turn(() => this.s.get(...params));
+  }
+
+  all(...params: unknown[]): Promise<unknown[]> {
+    return this.db.turn(() => this.s.all(...params));
+  }
+
+  run(...params: unknown[]): Promise<RunResult> {
+    return this.db.turn(() => this.s.run(...params));
+  }
+}
+
+export class SqliteState implements DB {
+  readonly dialect = 'sqlite' as const;
+  private readonly als = new AsyncLocalStorage<Tx>();
+  /** The transaction open now (at most one: one connection). */
+  private current: Tx | null = null;
+  private waiting: (() => void)[] = [];
+  private readonly statements = new Map<string, SqliteStmt>();
+
+  constructor(readonly raw: Database.Database) {}
+
+  get inTransaction(): boolean {
+    return this.current !== null && this.als.getStore() === this.current;
+  }
+
+  prepare(sql: string): Stmt {
+    let s = this.statements.get(sql);
+    if (!s) this.statements.set(sql, (s = new SqliteStmt(this, this.raw.prepare(sql))));
+    return s;
+  }
+
+  exec(sql: string): Promise<void> {
+    return this.turn(() => void this.raw.exec(sql));
+  }
+
+  /** Runs `work` now when no transaction is open or it is the caller's own; else once the open one ends. */
+  turn<T>(work: () => T): Promise<T> {
+    if (this.current === null || this.als.getStore() === this.current) {
+      try {
+        return Promise.resolve(work());
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
+    }
+    return this.free().then(() => this.turn(work));
+  }
+
+  private free(): Promise<void> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  async transaction<T>(fn: () => Promise<T>): Promise<T> {
+    const mine = this.als.getStore();
+    if (mine && mine === this.current) return this.savepoint(mine, fn);
+    while (this.current !== null) await this.free();
+    const tx: Tx = { depth: 1 };
+    this.current = tx;
+    try {
+      this.raw.exec('BEGIN IMMEDIATE');
+      let result: T;
+      try {
+        result = await this.als.run(tx, fn);
+      } catch (err) {
+        if (this.raw.inTransaction) this.raw.exec('ROLLBACK');
+        throw err;
+      }
+      this.raw.exec('COMMIT');
+      return result;
+    } finally {
+      this.current = null;
+      // Every waiter looks again; the first to start a transaction makes the others wait anew.
+      const waiting = this.waiting;
+      this.waiting = [];
+      for (const w of waiting) w();
+    }
+  }
+
+  private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
+    const sp = `sp${tx.depth}`;
+    this.raw.exec(`SAVEPOINT ${sp}`);
+    tx.depth++;
+    try {
+      const r = await fn();
+      tx.depth--;
+      this.raw.exec(`RELEASE ${sp}`);
+      return r;
+    } catch (err) {
+      tx.depth--;
+      if (this.raw.inTransaction) this.raw.exec(`ROLLBACK TO ${sp}; RELEASE ${sp}`);
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.raw.open) return;
+    try {
+      this.raw.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      this.raw.close();
+    }
+  }
+}
