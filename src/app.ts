@@ -1,5 +1,6 @@
 import type { ProjectConfig } from './config/schema.js';
 import type { DB } from './db/open.js';
+import type { Leadership } from './db/pg/leader.js';
 import type { EventLog } from './events/outbox.js';
 import type { SseHub } from './events/sse.js';
 import type { Logger } from './kernel/log.js';
@@ -18,6 +19,9 @@ export interface ServiceKey<T> {
 }
 
 export const serviceKey = <T>(name: string): ServiceKey<T> => ({ name });
+
+/** Whether this daemon runs the periodic jobs (on a shared state, one daemon does: db/pg/leader.ts). */
+export const LEADER = serviceKey<Leadership>('leader');
 
 export class Services {
   private readonly map = new Map<ServiceKey<unknown>, unknown>();

@@ -1,13 +1,14 @@
 import { chmodSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Services, type App } from './app.js';
+import { LEADER, Services, type App } from './app.js';
 import { buildKeys, keySecrets, keySetFingerprint } from './config/keys.js';
 import { projectEnv } from './config/env-file.js';
 import { formatIssues, loadConfig } from './config/load.js';
 import type { ProjectConfig } from './config/schema.js';
 import { watchConfig } from './config/watch.js';
 import { STATE_MIGRATIONS } from './db/migrations.js';
-import { isPostgres, openDatabase, openPostgresState, stmt, type DB } from './db/open.js';
+import { openDatabase, openPostgresState, stmt, type DB } from './db/open.js';
+import { electLeader, soleLeader } from './db/pg/leader.js';
 import { listen } from './db/pg/listen.js';
 import { OutageLog } from './db/pg/outage.js';
 import { maskUrl } from './db/pg/url.js';
@@ -133,15 +134,26 @@ function logFileOptions(env: NodeJS.ProcessEnv): typeof DEFAULT_LOG_FILE {
   return Number.isInteger(n) && n >= 1024 ? { ...DEFAULT_LOG_FILE, maxBytes: n } : DEFAULT_LOG_FILE;
 }
 
-/** Wraps a timer or watcher callback: a failure there is logged, it must never take the daemon down. */
-function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A) => void): (...args: A) => void {
+/** Wraps a timer or watcher callback: a failure there (thrown, or its promise's) is logged, it must never take the daemon down. */
+function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A) => void | Promise<void>): (...args: A) => void {
+  const failed = (err: unknown) => log.error(`${what} failed`, errorFields(err));
   return (...args) => {
     try {
-      fn(...args);
+      const r = fn(...args);
+      if (r instanceof Promise) r.catch(failed);
     } catch (err) {
-      log.error(`${what} failed`, errorFields(err));
+      failed(err);
     }
   };
+}
+
+/** The project's id, kept in the state: daemons starting together on one PostgreSQL state take the first one's. */
+async function ensureProjectId(db: DB): Promise<string> {
+  const read = async () => ((await stmt(db, "SELECT value FROM meta WHERE key = 'projectId'").get()) as { value: string } | undefined)?.value;
+  const found = await read();
+  if (found) return found;
+  await stmt(db, "INSERT INTO meta (key, value) VALUES ('projectId', ?) ON CONFLICT (key) DO NOTHING").run(uuidv4());
+  return (await read())!;
 }
 
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
@@ -204,16 +216,18 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) throw new Error('SERVICE_API_KEY must be at least 16 characters');
     sharedState = stateUrl(config, env);
     db = sharedState
-      ? openPostgresState(
-          { url: sharedState, statementTimeoutMs: config.state.statementTimeoutMs, driver: config.state.driver, outage: outages.reporter(sharedState, 'state'), onNotice: notice('state') },
-          STATE_MIGRATIONS,
-        )
-      : openDatabase(paths.db, STATE_MIGRATIONS);
+      ? await openPostgresState({ url: sharedState, statementTimeoutMs: config.state.statementTimeoutMs, outage: outages.reporter(sharedState, 'state'), onNotice: notice('state') }, STATE_MIGRATIONS)
+      : await openDatabase(paths.db, STATE_MIGRATIONS);
   } catch (err) {
     return abort(err);
   }
   undo.push(() => db.close());
-  if (sharedState && isPostgres(db)) log.info('state on PostgreSQL', { url: maskUrl(sharedState), driver: db.driver });
+  if (sharedState) log.info('state on PostgreSQL', { url: maskUrl(sharedState) });
+  if (sharedState && config.state.driver !== undefined) log.warn('project.json', { warning: 'state.driver has no effect since svc 1.1 (the state is always reached through `pg`, without blocking); remove it' });
+  // The periodic jobs run on one daemon of those sharing a state: the leader (db/pg/leader.ts).
+  const leader = sharedState ? electLeader(sharedState, { outage: outages.reporter(sharedState, 'leader'), onError: (err) => log.error('a leadership listener failed', errorFields(err)) }) : soleLeader();
+  undo.push(() => leader.close());
+  await leader.ready;
   // The keys the API accepts: the configured ones (rebuilt at each reload) and one per live run.
   let configKeys: KeyEntry[] = buildKeys(config, env.SERVICE_API_KEY, localKey);
   let keys: KeyEntry[] = configKeys;
@@ -229,21 +243,27 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       // -wal/-shm appear on first write
     }
   }
-  let projectId = (stmt(db, "SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string } | undefined)?.value;
-  if (!projectId) {
-    projectId = uuidv4();
-    // Daemons starting together on one PostgreSQL state: the first one's id wins.
-    stmt(db, "INSERT INTO meta (key, value) VALUES ('projectId', ?) ON CONFLICT (key) DO NOTHING").run(projectId);
-    projectId = (stmt(db, "SELECT value FROM meta WHERE key = 'projectId'").get() as { value: string }).value;
+  let projectId: string;
+  let events: EventLog;
+  try {
+    projectId = await ensureProjectId(db);
+    // Every event the log writes gets its webhook deliveries in its own transaction, from the first
+    // one on: the start-up passes below (approvals and leases that ran out while the daemon was down)
+    // write events before the daemon listens, and later writers are many. `app` and the delivery
+    // worker exist before anything can emit (openVault writes no events).
+    // The sink also raises attention:needed after an event that means a person is needed, in that
+    // event's transaction (resources/notify/attention.ts says why); its deliveries come the same way.
+    events = await EventLog.open(db, {
+      clock: opts.clock ?? systemClock,
+      sink: async (e) => {
+        await enqueueDeliveries(app, e);
+        await raiseAttention(app, e);
+      },
+    });
+  } catch (err) {
+    return abort(err);
   }
   const clock = opts.clock ?? systemClock;
-  // Every event the log writes gets its webhook deliveries in its own transaction, from the first
-  // one on: the start-up passes below (approvals and leases that ran out while the daemon was down)
-  // write events before the daemon listens, and later writers are many. `app` and the delivery
-  // worker exist before anything can emit (openVault writes no events).
-  // The sink also raises attention:needed after an event that means a person is needed, in that
-  // event's transaction (resources/notify/attention.ts says why); its deliveries come the same way.
-  const events = new EventLog(db, { clock, sink: (e) => (enqueueDeliveries(app, e), raiseAttention(app, e)) });
   const streams = new SseHub(events, { ...DEFAULT_SSE_LIMITS, ...opts.sse }, () => clock.now());
   streamsOf = streams;
   let vault;
@@ -279,6 +299,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
   // How the resources meet, per daemon: nothing is registered on import.
   app.services.provide(VAULT, vault);
+  app.services.provide(LEADER, leader);
   const setup = app.services.provide(SETUP, { settingsFile: settings.file ? { path: settings.file, names: settings.names } : null, stateUrl: sharedState, dataUrl: null });
   app.services.provide(TEAM_MEMBERS, agentsInTeam);
   app.services.provide(RUNTIME_CHECK, checkRuntime); // an agent's runtime is checked by the runs resource
@@ -288,14 +309,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   wireApprovals(taskHooks); // a task waiting for approval leaves only through the decision
   // Every configured secret, for scrubbing an upstream's text: read at each call, so a reload, a
   // new vault entry or a rotated webhook secret counts at once (the local key only this closure holds).
-  app.services.provide(SECRETS, () => [...keySecrets(config, env.SERVICE_API_KEY, localKey), ...providerKeys(app), ...secretValues(app), ...webhookSecrets(app)]);
+  app.services.provide(SECRETS, async () => [...keySecrets(config, env.SERVICE_API_KEY, localKey), ...providerKeys(app), ...(await secretValues(app)), ...(await webhookSecrets(app))]);
 
   // Webhooks: delivery rows are written by the event log's sink inside each event's transaction;
   // the worker sends them. Made before anything can write an event, started (below) before the
   // daemon listens so in-flight ones from a crash go first.
   let webhooks: DeliveryWorker;
   try {
-    webhooks = new DeliveryWorker(app, opts.webhooks);
+    webhooks = await DeliveryWorker.open(app, opts.webhooks);
     app.services.provide(WEBHOOKS, webhooks);
   } catch (err) {
     return abort(err);
@@ -312,13 +333,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   try {
     app.services.provide(SKILL_INDEX, new SkillIndex(skillsDirOf(app)));
     startWorker(await startSkills(app));
-    startWorker(startApprovalTimeouts(app));
+    startWorker((await startApprovalTimeouts(app)));
     // A run that ends leaves no permission request of its task waiting (a lost one is asked again).
     startWorker(startPermissionSweeper(app));
     // Routines: schedules on the daemon's clock, triggers on the events it hears (missed firings caught up now).
-    startWorker(startRoutines(app));
+    startWorker((await startRoutines(app)));
     // Claims are leases: release tasks whose holder stopped sending heartbeats (also while we were down).
-    startWorker(app.services.provide(LEASE_REAPER, startLeaseReaper(app)));
+    startWorker(app.services.provide(LEASE_REAPER, (await startLeaseReaper(app))));
     // The agent tools over MCP (POST /mcp): one SDK Server for every client of this daemon.
     startWorker(app.services.provide(MCP_DOOR, await startMcp(app, { checkOutputs: opts.checkResponses })));
     if (sharedState) {
@@ -326,7 +347,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       // second covers a notification lost with a connection. Either way the log reads the table
       // from the last id it published, so every stream hears every event once, in id order.
       let stopped = false;
-      const catchUp = guarded(log, "reading other daemons' events", () => stopped || events.catchUp());
+      const catchUp = guarded(log, "reading other daemons' events", () => (stopped ? undefined : events.catchUp()));
       let queued = false;
       const soon = () => {
         if (queued) return;
@@ -346,6 +367,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const pruner = startPruner({
       everyMs: opts.pruneEveryMs ?? PRUNE_EVERY_MS,
       batch: PRUNE_BATCH,
+      // On a shared state the leader prunes for every daemon.
+      active: () => leader.isLeader(),
       steps: [
         {
           name: 'events',
@@ -383,7 +406,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     } else {
     // Application databases: one child process per open database, so that caller SQL can be
     // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
-    removeOrphanFiles(paths.data, new Set(allIds(db)));
+    removeOrphanFiles(paths.data, new Set(await allIds(db)));
     // A worker of a daemon that crashed and could not die with it (stopped, say) would hold its
     // database's write lock: killed by pid and start time before any database is opened again.
     await reapOrphanWorkers(paths.workers, log);
@@ -453,10 +476,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const tlsFiles = config.server.tls;
   const tlsWatcher = tlsPair && tlsFiles ? watchTls(root, tlsFiles, http.server as import('node:https').Server, log, tlsPair.fingerprint) : null;
 
-  const watcher = watchConfig(root, guarded(log, 'applying a project.json change', (result) => {
+  const watcher = watchConfig(root, guarded(log, 'applying a project.json change', async (result) => {
     if (!result.ok) {
       log.error('project.json change refused; the last good config stays in force', { issues: result.issues });
-      events.write(() => events.emit('config:invalid', { issues: result.issues }));
+      await events.write(async () => events.emit('config:invalid', { issues: result.issues }));
       return;
     }
     const before = config.server;
@@ -477,7 +500,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       log.warn('server.host and server.port apply at the next restart', { host: config.server.host, port: config.server.port });
     }
     log.info('project.json reloaded', { keys: keys.length });
-    events.write(() => events.emit('config:reloaded', { warnings: result.warnings }));
+    await events.write(async () => events.emit('config:reloaded', { warnings: result.warnings }));
   }), (err) => log.error('watching project.json failed; edits will not apply until restart', errorFields(err)));
   // An edit made once startDaemon has returned (or `listening` is logged) must not go unseen.
   await watcher.ready;
@@ -494,9 +517,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       await runner?.close();
       await http.close(SHUTDOWN_GRACE_MS);
       for (const w of workers.reverse()) await Promise.resolve(w.close()).catch(() => undefined);
+      await leader.close();
       try {
-        if (!isPostgres(db)) (db as unknown as { pragma(s: string): unknown }).pragma('wal_checkpoint(TRUNCATE)');
-        db.close();
+        // On SQLite the write-ahead log is folded into the file first (SqliteState.close).
+        await db.close();
       } catch (err) {
         log.error('closing the state database failed', errorFields(err));
       }
@@ -522,7 +546,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     version: app.version,
   });
   // On a shared state the others (and svc doctor) see this daemon and the keys it accepts.
-  if (sharedState) workers.push(startPresence(app, url, () => keySetFingerprint(configKeys)));
+  if (sharedState) workers.push((await startPresence(app, url, () => keySetFingerprint(configKeys))));
   log.info('listening', { url, project: config.name, root, version: app.version, ...(tlsPair ? { tls: tlsPair.fingerprint } : {}) });
   // The runner starts once the daemon listens (its runs' CLIs call back on `url`), after the start
   // line; it first reaps what a crashed predecessor left running. Awaited, so that what it says at

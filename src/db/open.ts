@@ -78,3 +78,24 @@ export async function openPostgresState(opts: PgStateOptions, migrations: readon
 export function stmt(db: DB, sql: Sql): Stmt {
   return db.prepare(typeof sql === 'string' ? sql : db.dialect === 'postgres' ? sql.postgres : sql.sqlite);
 }
+
+/**
+ * Serialises, until the current transaction ends, the transactions that read, check and then
+ * write one entity (`scope`: a resource, `key`: its id), whether its row exists yet or not. On
+ * PostgreSQL a transaction-scoped advisory lock (two keys: svc's scope hash and the entity's);
+ * SQLite runs one transaction at a time already, so there it costs nothing.
+ */
+export async function lockKey(db: DB, scope: string, key: string): Promise<void> {
+  if (db.dialect !== 'postgres') return;
+  await db.prepare('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?)) AS locked').get(scope, key);
+}
+
+/**
+ * Locks one row for the rest of the transaction (PostgreSQL: SELECT ... FOR UPDATE, which waits
+ * for a writer of that row to finish); false when there is no such row. `table` and `column` are
+ * the store's own names, never input. On SQLite a no-op that answers true.
+ */
+export async function lockRow(db: DB, table: string, column: string, key: unknown): Promise<boolean> {
+  if (db.dialect !== 'postgres') return true;
+  return (await db.prepare(`SELECT 1 AS locked FROM ${table} WHERE ${column} = ? FOR UPDATE`).get(key)) !== undefined;
+}

@@ -106,8 +106,8 @@ export async function stateTables(db: DB): Promise<string[]> {
 /** Writes the header line, then one line per row. */
 export async function exportState(db: DB, write: (line: string) => void): Promise<ExportHeader> {
   // One snapshot: on PostgreSQL a read-only one that holds no daemon's writes back.
-  const consistent = <T>(fn: () => Promise<T>): Promise<T> => (isPostgres(db) ? db.snapshot(fn) : db.transaction(fn));
-  return consistent(async () => {
+  const consistent = async <T>(fn: () => Promise<T>): Promise<T> => (isPostgres(db) ? db.snapshot(fn) : (await db.transaction(fn)));
+  return (await consistent(async () => {
     const tables: (readonly [string, Record<string, unknown>[]])[] = [];
     for (const t of STATE_TABLES) tables.push([t, (await db.prepare(`SELECT * FROM ${t}`).all()) as Record<string, unknown>[]] as const);
     const header: ExportHeader = {
@@ -128,7 +128,7 @@ export async function exportState(db: DB, write: (line: string) => void): Promis
       }
     }
     return header;
-  });
+  }));
 }
 
 async function columnsOf(db: DB, table: string): Promise<Set<string>> {

@@ -137,7 +137,7 @@ export class EventLog {
     const p: Pending = { events: [], written: 0, insertAt: null, open: true };
     let result: T;
     try {
-      result = await this.db.transaction(() =>
+      result = await this.db.transaction(async () =>
         this.als.run(p, async () => {
           const r = await fn();
           await this.writePending(p);
@@ -262,8 +262,8 @@ export class EventLog {
     return r.id;
   }
 
-  lastId(): Promise<number> {
-    return lastEventId(this.db);
+  async lastId(): Promise<number> {
+    return (await lastEventId(this.db));
   }
 
   /**

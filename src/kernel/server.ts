@@ -47,7 +47,7 @@ export interface HttpOptions<App> {
    * board's session cookie (resources/board, wired in daemon.ts). Every request of a session
    * must carry its CSRF token, and a read-only session may only read.
    */
-  session?(req: IncomingMessage): CookieSession | null;
+  session?(req: IncomingMessage): CookieSession | null | Promise<CookieSession | null>;
 }
 
 /** A request authenticated by a session cookie. */
@@ -246,7 +246,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     let principal: Principal | null = null;
     if (route.auth !== 'public') {
       principal = authenticate(opts.keys(), bearerToken(req), digests);
-      const session = !principal && req.headers.authorization === undefined ? opts.session?.(req) : null;
+      const session = !principal && req.headers.authorization === undefined ? await opts.session?.(req) : null;
       if (session) {
         // Every request of a session carries its token, reads too: browsers send the cookie to
         // every port of the host, and only the board's own origin has the token.

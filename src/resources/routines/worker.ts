@@ -1,4 +1,4 @@
-import type { App } from '../../app.js';
+import { LEADER, type App } from '../../app.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { errorFields } from '../../kernel/log.js';
 import { TimeoutScheduler } from '../../lib/timer.js';
@@ -25,18 +25,21 @@ const CLOSING = new Set(['task:transition', 'task:removed', 'mission:completed',
 /** Whether an event may have closed a firing's work (a task done or failed or gone, a mission over). */
 const closes = (e: StoredEvent): boolean => CLOSING.has(e.name) && (e.name !== 'task:transition' || e.data.to === 'done' || e.data.to === 'failed');
 
-export function startRoutines(app: App): { close(): void } {
+export async function startRoutines(app: App): Promise<{ close(): void }> {
   const { clock, log } = app;
+  const leader = app.services.get(LEADER);
   const scheduler = new TimeoutScheduler({
     now: () => clock.now(),
     setTimer: (fn, ms) => clock.setTimeout(fn, ms),
     clearTimer: (handle) => clock.clearTimeout(handle),
-    candidates: (at) => store.dueRoutines(app.db, new Date(at).toISOString(), BATCH),
-    fire: (name, at) => {
-      for (const f of fireDue(app, name, at)) log.debug('routine fired', { routine: name, firingId: f.id, status: f.status, scheduledAt: f.scheduledAt });
+    // Schedules fire on the leading daemon alone; triggers on whichever daemon hears the event first (fireOnEvent's compare-and-set).
+    active: () => leader.isLeader(),
+    candidates: async (at) => (await store.dueRoutines(app.db, new Date(at).toISOString(), BATCH)),
+    fire: async (name, at) => {
+      for (const f of (await fireDue(app, name, at))) log.debug('routine fired', { routine: name, firingId: f.id, status: f.status, scheduledAt: f.scheduledAt });
     },
     // A batch of due routines in one transaction (each firing in its own savepoint): one commit, not 25.
-    batch: (pass) => app.events.write(pass),
+    batch: async (pass) => (await app.events.write(pass)),
     onError: (name, err) =>
       name === null
         ? log.error('reading routine schedules failed; trying again later', errorFields(err))
@@ -44,8 +47,15 @@ export function startRoutines(app: App): { close(): void } {
   });
 
   // Triggers, compiled and indexed once per change of any routine.
-  let index: TriggerIndex | null = null;
-  const triggers = (): TriggerIndex => (index ??= new TriggerIndex(store.listTriggered(app.db).map((r) => ({ name: r.name, trigger: r.trigger! }))));
+  let index: Promise<TriggerIndex> | null = null;
+  let known: TriggerIndex | null = null;
+  const triggers = (): Promise<TriggerIndex> => {
+    if (index) return index;
+    const read = store.listTriggered(app.db).then((rows) => (known = new TriggerIndex(rows.map((r) => ({ name: r.name, trigger: r.trigger! })))));
+    // A failed read is tried again at the next event.
+    read.catch(() => index === read && (index = null));
+    return (index = read);
+  };
 
   const backlog: StoredEvent[] = [];
   let head = 0;
@@ -54,24 +64,24 @@ export function startRoutines(app: App): { close(): void } {
   /** Whether some firing may be queued: closing events are worth looking at only then. */
   let waiting = true;
 
-  const handle = (e: StoredEvent) => {
-    const matching = triggers().matching(e.name, e.data);
+  const handle = async (e: StoredEvent) => {
+    const matching = (await triggers()).matching(e.name, e.data);
     if (matching.length) {
-      const cause = eventChain(app, e);
+      const cause = (await eventChain(app, e));
       for (const name of matching) {
         try {
-          fireOnEvent(app, name, e, cause);
+          (await fireOnEvent(app, name, e, cause));
         } catch (err) {
           log.error('firing a routine on an event failed', { routine: name, eventId: e.id, ...errorFields(err) });
         }
       }
     }
     if (waiting && closes(e)) {
-      const names = routinesWithQueued(app);
+      const names = (await routinesWithQueued(app));
       if (!names.length) waiting = false;
       for (const name of names) {
         try {
-          releaseQueued(app, name);
+          (await releaseQueued(app, name));
         } catch (err) {
           log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
         }
@@ -79,14 +89,14 @@ export function startRoutines(app: App): { close(): void } {
     }
   };
 
-  const pass = () => {
+  const pass = async () => {
     scheduled = false;
     if (stopped) return;
     const until = performance.now() + PASS_MS;
     for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || performance.now() < until); n++) {
       const e = backlog[head++]!;
       try {
-        handle(e);
+        (await handle(e));
       } catch (err) {
         log.error('matching an event against routine triggers failed', { eventId: e.id, ...errorFields(err) });
       }
@@ -101,7 +111,7 @@ export function startRoutines(app: App): { close(): void } {
   const schedule = () => {
     if (scheduled || stopped) return;
     scheduled = true;
-    setImmediate(pass);
+    setImmediate(() => void pass());
   };
 
   // Heard after each commit, in id order on every daemon. A change of a routine re-reads the
@@ -111,13 +121,15 @@ export function startRoutines(app: App): { close(): void } {
     if (LIFECYCLE.has(e.name)) {
       // Re-indexed when next needed, not at each of a thousand routines made in a row.
       index = null;
-      scheduler.arm();
+      known = null;
+      void scheduler.arm();
       backlog.push(e);
       schedule();
       return;
     }
     if (e.name === 'routine:queued') waiting = true;
-    if (!triggers().hears(e.name) && !(waiting && closes(e))) return;
+    // Until the triggers are read, every event waits in the backlog (handle() matches it then).
+    if (known && !known.hears(e.name) && !(waiting && closes(e))) return;
     if (backlog.length - head >= MAX_BACKLOG) {
       head++;
       log.error('routine triggers are behind by more events than they may hold; the oldest was dropped', { eventId: e.id });
@@ -126,11 +138,12 @@ export function startRoutines(app: App): { close(): void } {
     schedule();
   });
 
-  scheduler.tick();
+  const unlead = leader.onChange((leads) => leads && void scheduler.tick());
+  await scheduler.tick();
   // Queued firings whose previous work closed while no daemon ran.
-  for (const name of routinesWithQueued(app)) {
+  for (const name of (await routinesWithQueued(app))) {
     try {
-      releaseQueued(app, name);
+      (await releaseQueued(app, name));
     } catch (err) {
       log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
     }
@@ -140,6 +153,7 @@ export function startRoutines(app: App): { close(): void } {
     close() {
       stopped = true;
       unsubscribe();
+      unlead();
       scheduler.stop();
     },
   };
