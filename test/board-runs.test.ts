@@ -157,7 +157,7 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
   let page: Page;
   const api = (method: string, path: string, body?: unknown) => apiOk(d, method, path, body);
   const go = (p: Page, hash: string) => p.evaluate((h) => (location.hash = h), hash);
-  const runsOf = async (taskId: string): Promise<any[]> => api('GET', `/api/v1/runs?taskId=${taskId}`);
+  const runsOf = async (taskId: string): Promise<any[]> => (await api('GET', `/api/v1/runs?taskId=${taskId}`));
   /** The log's lines on the page: their seqs, in order. */
   const seqs = (p: Page) => p.locator('#run-log .ll').evaluateAll((ls) => ls.map((l) => Number((l as HTMLElement).dataset.seq)));
 

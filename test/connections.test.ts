@@ -112,7 +112,7 @@ describe('connection cap', () => {
     await eventually(() => refused.every((c) => c.closed()));
     expect(d.daemon.http.connections().refused).toBe(5);
     expect(d.logs.filter((l) => l.includes('connection limit reached'))).toHaveLength(1);
-    d.daemon.app.events.write(() => d.daemon.app.events.emit('team:created', { name: 'still-here' }));
+    (await d.daemon.app.events.write(async () => d.daemon.app.events.emit('team:created', { name: 'still-here' })));
     for (const s of streams) await s.until((x) => x.messages.length === 1);
     expect(streams.every((s) => !s.ended)).toBe(true);
     for (const s of streams) s.close();

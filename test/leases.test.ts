@@ -113,11 +113,11 @@ describe('POST /api/v1/tasks/next', () => {
     expect((await d.api('POST', `/api/v1/missions/${mission.id}/start`)).status).toBe(200);
     expect((await d.api('POST', `/api/v1/missions/${mission.id}/pause`)).status).toBe(200);
     const free = await newTask('free');
-    const mark = d.daemon.app.events.lastId();
+    const mark = (await d.daemon.app.events.lastId());
     const res = await d.api('POST', '/api/v1/tasks/next', { body: { agent: 'ana' } });
     expect(res.body.data.task).toMatchObject({ id: free, assignTo: 'ana' });
     // Only the free task moved: the refused candidates left no events and no assignee behind.
-    expect(new Set(d.daemon.app.events.since(mark, 100).map((e) => e.data.taskId))).toEqual(new Set([free]));
+    expect(new Set((await d.daemon.app.events.since(mark, 100)).map((e) => e.data.taskId))).toEqual(new Set([free]));
     const held = (await d.api('GET', `/api/v1/tasks?missionId=${mission.id}&limit=200`)).body.data;
     expect(held.every((t: { status: string; assignTo: string | null }) => t.status === 'pending' && t.assignTo === null)).toBe(true);
   });
@@ -152,27 +152,27 @@ describe('lease expiry (fake clock)', () => {
     expect(c.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
     // The reaper's one wake-up is set on the daemon's clock, for this lease's end.
     expect(clock.nextAt).toBe(Date.parse(c.leaseExpiresAt));
-    const mark = f.daemon.app.events.lastId();
+    const mark = (await f.daemon.app.events.lastId());
 
     // Just before the end nothing happens; a heartbeat then still works and moves the end.
     clock.advanceTo(Date.parse(c.leaseExpiresAt) - 1000);
-    expect(f.daemon.app.events.lastId()).toBe(mark);
+    expect((await f.daemon.app.events.lastId())).toBe(mark);
     const beat = await f.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } });
     expect(beat.status).toBe(200);
     expect(beat.body.data.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
     // The wake-up set for the old end finds nothing due and sleeps until the new one.
     clock.advanceTo(Date.parse(c.leaseExpiresAt));
-    expect(f.daemon.app.events.lastId()).toBe(mark);
+    expect((await f.daemon.app.events.lastId())).toBe(mark);
     expect(clock.nextAt).toBe(Date.parse(beat.body.data.leaseExpiresAt));
 
     // Past its end the lease is dead even before the reaper has run (its timer is late).
     clock.skip(Date.parse(beat.body.data.leaseExpiresAt) + 1 - clock.now());
     expect((await f.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } })).body).toMatchObject({ code: 'conflict', error: /expired at/ });
     expect((await f.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: c.leaseId } })).body).toMatchObject({ code: 'conflict', error: /expired at/ });
-    expect(f.daemon.app.events.lastId()).toBe(mark);
+    expect((await f.daemon.app.events.lastId())).toBe(mark);
     clock.advance(0);
 
-    const fired = f.daemon.app.events.since(mark, 100).map((e) => ({ name: e.name, data: e.data }));
+    const fired = (await f.daemon.app.events.since(mark, 100)).map((e) => ({ name: e.name, data: e.data }));
     expect(fired).toEqual([
       { name: 'task:transition', data: { taskId: id, from: 'in_progress', to: 'pending', reason: 'lease expired' } },
       { name: 'task:lease_expired', data: { taskId: id, agent: 'ana', leaseId: c.leaseId, expiredAt: beat.body.data.leaseExpiresAt } },
@@ -192,9 +192,9 @@ describe('lease expiry (fake clock)', () => {
     const again = (await f.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'bob' } })).body.data;
     expect(again).toMatchObject({ status: 'in_progress', assignTo: 'bob', leaseExpiresAt: new Date(clock.now() + LEASE_SECONDS * 1000).toISOString() });
     // Nothing more is due before bob's lease ends.
-    const after = f.daemon.app.events.lastId();
+    const after = (await f.daemon.app.events.lastId());
     clock.advanceTo(Date.parse(again.leaseExpiresAt) - 1);
-    expect(f.daemon.app.events.lastId()).toBe(after);
+    expect((await f.daemon.app.events.lastId())).toBe(after);
     expect((await f.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: again.leaseId } })).status).toBe(200);
   });
 
@@ -263,7 +263,7 @@ describe('lease expiry across a restart', () => {
     const first = await fakeClockDaemon(clock);
     const id = (await first.api('POST', '/api/v1/tasks', { body: { title: 'survives' } })).body.data.id;
     const c = (await first.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'ana' } })).body.data;
-    const mark = first.daemon.app.events.lastId();
+    const mark = (await first.daemon.app.events.lastId());
     await first.close();
     // A closed daemon leaves no wake-up on the clock: nothing fires while it is down.
     expect(clock.pending).toBe(0);
@@ -273,7 +273,7 @@ describe('lease expiry across a restart', () => {
     try {
       // Released before the daemon listened: the events are already in the log.
       // (On a shared state the runner's own stop and start are in the log too: runner:offline, runner:online.)
-      const fired = second.daemon.app.events.since(mark, 100).filter((e) => !e.name.startsWith('runner:')).map((e) => [e.name, e.data.taskId]);
+      const fired = (await second.daemon.app.events.since(mark, 100)).filter((e) => !e.name.startsWith('runner:')).map((e) => [e.name, e.data.taskId]);
       expect(fired).toEqual([
         ['task:transition', id],
         ['task:lease_expired', id],

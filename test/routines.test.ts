@@ -182,7 +182,7 @@ describe('catch-up after downtime', () => {
       expect((await z.api('GET', `${R}/hourly-one`)).body.data.nextFireAt).toBe('2030-05-01T13:00:00.000Z');
       c.advanceTo(Date.parse('2030-05-01T13:00:00.000Z'));
       expect((await z.api('GET', `${R}/hourly-none/firings`)).body.data[0]).toMatchObject({ status: 'fired', reason: 'schedule', scheduledAt: '2030-05-01T13:00:00.000Z' });
-      const events = z.daemon.app.events.since(0, 10_000).filter((e) => e.name === 'routine:skipped');
+      const events = (await z.daemon.app.events.since(0, 10_000)).filter((e) => e.name === 'routine:skipped');
       expect(events.map((e) => e.data)).toEqual([expect.objectContaining({ routine: 'hourly-none', why: 'missed' })]);
     } finally {
       await z.close();
@@ -337,7 +337,7 @@ describe('event triggers', () => {
     await until('the failed firing', async () => (f = (await firings('refused'))[0]) !== undefined);
     expect(f).toMatchObject({ status: 'failed', created: { taskIds: [], missionId: null } });
     expect(f.detail).toMatch(/agent "devx" does not exist/);
-    expect(d.daemon.app.events.since(0, 100_000).some((e) => e.name === 'routine:failed' && e.data.firingId === f.id)).toBe(true);
+    expect((await d.daemon.app.events.since(0, 100_000)).some((e) => e.name === 'routine:failed' && e.data.firingId === f.id)).toBe(true);
   });
 });
 

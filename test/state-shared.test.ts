@@ -156,14 +156,14 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
 
   it('the vault is one: an entry sealed through one daemon opens through another', async () => {
     expect((await ds[A]!.api('POST', '/api/v1/vault/entries', { body: { agent: 'ana', service: 'gh', type: 'api_key', credentials: { token: 's3cret-token' } } })).status).toBeLessThan(300);
-    expect(openEntry(ds[C]!.daemon.app, 'ana', 'gh')).toEqual({ token: 's3cret-token' });
+    expect((await openEntry(ds[C]!.daemon.app, 'ana', 'gh'))).toEqual({ token: 's3cret-token' });
   });
 
   it('rotating the vault key from one daemon is refused: the others would go on sealing with the old one', async () => {
     const r = await ds[B]!.api('POST', '/api/v1/vault/rotate-key', { body: {} });
     expect(r.status).toBe(409);
     expect(r.body.error).toMatch(/shared by several daemons/);
-    expect(openEntry(ds[A]!.daemon.app, 'ana', 'gh')).toEqual({ token: 's3cret-token' });
+    expect((await openEntry(ds[A]!.daemon.app, 'ana', 'gh'))).toEqual({ token: 's3cret-token' });
   });
 
   it('a daemon with another vault key refuses to start rather than seal what the others cannot open', async () => {
@@ -189,7 +189,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
 
   it('a daemon refuses a state whose schema is newer than it knows', async () => {
     const db = ds[A]!.daemon.app.db;
-    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'from a newer svc', '2032-01-01T00:00:00.000Z')").run();
+    (await db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'from a newer svc', '2032-01-01T00:00:00.000Z')").run());
     try {
       const err = await startTestDaemon({ env: { SVC_STATE_URL: url, SVC_VAULT_KEY: key } }).then(
         (d) => (void d.close(), null),
@@ -197,7 +197,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
       );
       expect(err?.message).toMatch(/schema version 999, which this svc does not know; upgrade svc/);
     } finally {
-      db.prepare('DELETE FROM schema_migrations WHERE version = 999').run();
+      (await db.prepare('DELETE FROM schema_migrations WHERE version = 999').run());
     }
   });
 

@@ -31,6 +31,12 @@ export interface DB {
   close(): Promise<void>;
   /** A transaction of this state is open in the calling async context. */
   readonly inTransaction: boolean;
+  /**
+   * Runs `fn` outside the caller's transaction: what it schedules (a timer, an immediate) runs in
+   * no transaction, even while the caller's is still open (a worker woken by a write must not
+   * join it).
+   */
+  detach<T>(fn: () => T): T;
 }
 
 /**

@@ -9,7 +9,7 @@ import { serviceKey } from '../app.js';
 export interface PruneStep {
   name: string;
   /** Deletes at most `batch` rows; returns how many went (fewer than `batch`: nothing left for now). */
-  run(batch: number): Promise<number>;
+  run(batch: number): number | Promise<number>;
 }
 
 export interface Pruner {

@@ -48,6 +48,10 @@ export class SqliteState implements DB {
     return this.current !== null && this.als.getStore() === this.current;
   }
 
+  detach<T>(fn: () => T): T {
+    return this.als.exit(fn);
+  }
+
   prepare(sql: string): Stmt {
     let s = this.statements.get(sql);
     if (!s) this.statements.set(sql, (s = new SqliteStmt(this, this.raw.prepare(sql))));

@@ -22,7 +22,7 @@ export type Listener = (event: StoredEvent) => void;
  * it throws the whole write fails. It may emit: those events follow this one. daemon.ts gives it
  * to the log when it opens it; events/ knows nothing of who listens.
  */
-export type EmitSink = (event: StoredEvent) => Promise<void>;
+export type EmitSink = (event: StoredEvent) => void | Promise<void>;
 
 export interface EventLogOptions {
   /** Where events take their timestamp from (the daemon's clock seam). */

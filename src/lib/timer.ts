@@ -44,15 +44,15 @@ export interface SchedulerDeps {
   setTimer?(fn: () => void, ms: number): unknown;
   clearTimer?(handle: unknown): void;
   /** Pending approvals expired by `now`, plus at least the next one to expire. */
-  candidates(now: number): Promise<Expiring[]>;
+  candidates(now: number): Expiring[] | Promise<Expiring[]>;
   /** Decides one expired approval; throwing defers it by RETRY_MS. */
-  fire(id: string, now: number): Promise<void>;
+  fire(id: string, now: number): void | Promise<void>;
   /**
    * Runs one pass's decisions together (one transaction for all of them, say); each decision's
    * failure is still its own (fire runs nested, in a savepoint), and a failure of the whole is a
    * failed read. Default: each on its own.
    */
-  batch?(pass: () => Promise<void>): Promise<void>;
+  batch?(pass: () => Promise<void>): void | Promise<void>;
   /**
    * Whether this daemon runs the timeouts now (on a shared state, only the leader does; see
    * db/pg/leader.ts). Not: nothing is read or armed, until tick() is called again. Default: always.

@@ -111,6 +111,10 @@ export class PgState implements DB {
     return tx?.open === true && tx.depth > 0;
   }
 
+  detach<T>(fn: () => T): T {
+    return this.als.exit(fn);
+  }
+
   prepare(sql: string): Stmt {
     let s = this.statements.get(sql);
     // Named, so each statement is parsed once per connection.

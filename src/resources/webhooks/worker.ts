@@ -166,7 +166,8 @@ export class DeliveryWorker implements WebhookRuntime {
   kick(webhookId?: string): void {
     if (webhookId === undefined) this.stale = true;
     else this.fresh.add(webhookId);
-    this.schedule();
+    // Kicked from inside the writing transaction (the event sink): the look runs outside it.
+    this.app.db.detach(() => this.schedule());
   }
 
   private schedule(): void {
