@@ -277,7 +277,7 @@ describe('claims', () => {
           });
         };
         let answered = 0;
-        const pending = [(await claim(clients[0]!, 'ana')), (await claim(clients[1]!, 'bob'))].map((p) => p.then((r) => (answered++, r)));
+        const pending = [claim(clients[0]!, 'ana'), claim(clients[1]!, 'bob')].map((p) => p.then((r) => (answered++, r)));
         await released;
         // Both requests are in flight, neither answered: no body was complete yet.
         expect(answered).toBe(0);

@@ -28,6 +28,17 @@ export interface DB {
   prepare(sql: string): Stmt;
   exec(sql: string): Promise<void>;
   transaction<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Starts `work` now in the caller's transaction; the transaction's later statements (those not
+   * issued by `work` itself), its savepoints and its commit wait until it is over, and fail if it
+   * fails (db/barrier.ts).
+   */
+  barrier(work: () => Promise<void>): Promise<void>;
+  /**
+   * Calls `fn` right after the caller's transaction commits (never if it rolls back), before the
+   * transaction's own caller goes on; on SQLite before any other transaction can begin.
+   */
+  afterCommit(fn: () => void): void;
   close(): Promise<void>;
   /** A transaction of this state is open in the calling async context. */
   readonly inTransaction: boolean;
@@ -80,9 +91,16 @@ export async function openPostgresState(opts: PgStateOptions, migrations: readon
   return db;
 }
 
+const cache = new WeakMap<DB, Map<string, Stmt>>();
+
 /** A prepared statement, prepared once per database (by its text) and reused. */
 export function stmt(db: DB, sql: Sql): Stmt {
-  return db.prepare(typeof sql === 'string' ? sql : db.dialect === 'postgres' ? sql.postgres : sql.sqlite);
+  let m = cache.get(db);
+  if (!m) cache.set(db, (m = new Map()));
+  const text = typeof sql === 'string' ? sql : db.dialect === 'postgres' ? sql.postgres : sql.sqlite;
+  let s = m.get(text);
+  if (!s) m.set(text, (s = db.prepare(text)));
+  return s;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { barrier, dropGate, gated, runAfter, settle, type Gated } from './barrier.js';
 import type Database from './sqlite.js';
 import type { DB, RunResult, Stmt } from './open.js';
 
@@ -9,9 +10,9 @@ import type { DB, RunResult, Stmt } from './open.js';
 // statement or transaction from any other async context waits its turn (an async mutex), so a
 // transaction never sees another's writes half-done and never interleaves with them. The
 // transaction in progress follows its async call chain through AsyncLocalStorage: a nested one is
-// a savepoint.
+// a savepoint. Inside it, a statement waits for the barrier work started before it (barrier.ts).
 
-interface Tx {
+interface Tx extends Gated {
   depth: number;
 }
 
@@ -64,7 +65,12 @@ export class SqliteState implements DB {
 
   /** Runs `work` now when no transaction is open or it is the caller's own; else once the open one ends. */
   turn<T>(work: () => T): Promise<T> {
-    if (this.current === null || this.als.getStore() === this.current) {
+    const mine = this.current !== null && this.als.getStore() === this.current;
+    if (mine) {
+      const g = gated(this.current!);
+      if (g) return g.then(() => this.turn(work));
+    }
+    if (this.current === null || mine) {
       try {
         return Promise.resolve(work());
       } catch (err) {
@@ -82,18 +88,23 @@ export class SqliteState implements DB {
     const mine = this.als.getStore();
     if (mine && mine === this.current) return this.savepoint(mine, fn);
     while (this.current !== null) await this.free();
-    const tx: Tx = { depth: 1 };
+    const tx: Tx = { depth: 1, gate: null, after: [] };
     this.current = tx;
     try {
       this.raw.exec('BEGIN IMMEDIATE');
       let result: T;
       try {
         result = await this.als.run(tx, fn);
+        await settle(tx);
       } catch (err) {
+        await dropGate(tx);
         if (this.raw.inTransaction) this.raw.exec('ROLLBACK');
         throw err;
       }
       this.raw.exec('COMMIT');
+      // Before any other transaction can begin: its callbacks see the commits in their order.
+      this.current = null;
+      runAfter(tx);
       return result;
     } finally {
       this.current = null;
@@ -105,19 +116,34 @@ export class SqliteState implements DB {
   }
 
   private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
+    await settle(tx);
     const sp = `sp${tx.depth}`;
     this.raw.exec(`SAVEPOINT ${sp}`);
     tx.depth++;
     try {
       const r = await fn();
+      await settle(tx);
       tx.depth--;
       this.raw.exec(`RELEASE ${sp}`);
       return r;
     } catch (err) {
+      await dropGate(tx);
       tx.depth--;
       if (this.raw.inTransaction) this.raw.exec(`ROLLBACK TO ${sp}; RELEASE ${sp}`);
       throw err;
     }
+  }
+
+  afterCommit(fn: () => void): void {
+    const tx = this.als.getStore();
+    if (!tx || tx !== this.current) throw new Error('afterCommit outside a transaction');
+    tx.after.push(fn);
+  }
+
+  barrier(work: () => Promise<void>): Promise<void> {
+    const tx = this.als.getStore();
+    if (!tx || tx !== this.current) throw new Error('a barrier outside a transaction');
+    return barrier(tx, work);
   }
 
   async close(): Promise<void> {

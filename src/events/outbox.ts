@@ -44,6 +44,8 @@ interface Pending {
   written: number;
   /** Where an event the sink emits goes: right after the one the sink was called for. */
   insertAt: number | null;
+  /** Its events are being written (a barrier of its transaction). */
+  writing: boolean;
   /** False once the write is over: a callback scheduled inside it and run later is outside it. */
   open: boolean;
 }
@@ -60,9 +62,10 @@ const toEvent = (r: Row): StoredEvent => ({ id: r.id, name: r.name as EventName,
 /**
  * The event's id on PostgreSQL: a counter row bumped in the writing transaction, so a rolled-back
  * write leaves no gap and the ids never reset, however many daemons write. The row stays locked
- * until the transaction ends, and write() writes its events last, after every other statement of
- * the transaction: transactions that write events take their ids, and commit, one after another,
- * in id order, while everything before that runs side by side (docs/events.md, "Event ids").
+ * until the transaction ends: transactions that write events take their ids, and commit, one
+ * after another, in id order. Services emit after their changes, so only that tail of a
+ * transaction (its events, the sink's rows, the commit) waits on other daemons' writes; everything
+ * before it runs side by side (docs/events.md, "Event ids").
  */
 const INSERT_EVENT: Sql = {
   sqlite: 'INSERT INTO events (name, data, created_at) VALUES (?, ?, ?)',
@@ -81,8 +84,9 @@ const CATCH_UP_BATCH = 1_000;
 /**
  * The transactional outbox. A change and the events describing it are written by `write()` in one
  * transaction; listeners (the SSE streams) hear of the events only after that transaction has
- * committed, so nobody is told of a change that was rolled back. emit() queues an event; write()
- * writes the queue at the end of its transaction (see INSERT_EVENT for why last).
+ * committed, so nobody is told of a change that was rolled back. emit() writes the event at once,
+ * as the service goes on; what the service does next in the transaction waits for that write
+ * (a barrier, db/barrier.ts), so it sees the event and what the sink wrote for it.
  *
  * Listeners hear every event in id order, once: this log's own right after their commit when
  * nothing precedes them unheard, the rest (and any gap: another transaction of this daemon that
@@ -126,6 +130,8 @@ export class EventLog {
     if (outer?.open && this.db.inTransaction) {
       const mark = outer.events.length;
       try {
+        // A savepoint, over once its events are written: a sink that fails on them fails this
+        // write (which the caller may catch), not the outer one.
         return await this.db.transaction(fn);
       } catch (err) {
         // Events of a rolled-back savepoint must not be published.
@@ -134,38 +140,50 @@ export class EventLog {
         throw err;
       }
     }
-    const p: Pending = { events: [], written: 0, insertAt: null, open: true };
+    const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false };
     let result: T;
     try {
       result = await this.db.transaction(async () =>
         this.als.run(p, async () => {
           const r = await fn();
-          await this.writePending(p);
           // The other daemons on the shared state hear of the commit (only if it commits).
           if (p.events.length && isPostgres(this.db)) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
+          // Right after the commit, before another can begin on SQLite: listeners hear in commit order.
+          this.db.afterCommit(() => {
+            p.open = false;
+            this.committed(p.events);
+          });
           return r;
         }),
       );
     } finally {
       p.open = false;
     }
-    this.committed(p.events);
     return result;
   }
 
   /**
-   * Writes the events emitted so far in the current write(), giving them their ids, for a service
-   * that needs an event's id before its transaction ends (a routine hears events from its own
-   * creation on). On PostgreSQL this takes the id counter's lock early: the rest of the
-   * transaction runs one at a time with other writers' tails, so only a few services do it.
+   * Waits until the events emitted so far in the current write() are written (with the sink's
+   * rows), for a service that needs an event's id (a routine hears events from its own creation
+   * on); emit() starts the writing but does not wait for it.
    */
   async flush(): Promise<void> {
     const p = this.als.getStore();
     if (!p?.open) throw new Error('flush outside a write() transaction');
-    await this.writePending(p);
+    // Queued after the writes under way: over when they are.
+    await this.db.barrier(async () => undefined);
   }
 
+  /** Writes the queue, in order, until it is empty (what is emitted meanwhile included). */
   private async writePending(p: Pending): Promise<void> {
+    try {
+      await this.writeQueue(p);
+    } finally {
+      p.writing = false;
+    }
+  }
+
+  private async writeQueue(p: Pending): Promise<void> {
     while (p.written < p.events.length) {
       const e = p.events[p.written]!;
       const info = await stmt(this.db, INSERT_EVENT).run(e.name, JSON.stringify(e.data), e.timestamp);
@@ -238,6 +256,11 @@ export class EventLog {
     const event: StoredEvent = { id: 0, name, data: parsed, timestamp: nowIso(this.clock) };
     if (p.insertAt === null) p.events.push(event);
     else p.events.splice(p.insertAt++, 0, event);
+    if (!p.writing) {
+      // Written now, as the service goes on; what it reads or writes next in the transaction waits for it.
+      p.writing = true;
+      void this.db.barrier(() => this.writePending(p));
+    }
     return event;
   }
 

@@ -69,8 +69,10 @@ describe('where a stream starts, on a shared state', () => {
     // once (lastId), and reach the listeners at the next catch-up.
     const table: StoredEvent[] = [];
     const listeners: ((e: StoredEvent) => void)[] = [];
+    let heard = 0;
     const log = {
       lastId: () => table.at(-1)?.id ?? 0,
+      heardId: () => heard,
       oldestId: () => table[0]?.id ?? null,
       since: (after: number, limit: number) => table.filter((e) => e.id > after).slice(0, limit),
       subscribe: (l: (e: StoredEvent) => void) => (listeners.push(l), () => undefined),
@@ -80,7 +82,10 @@ describe('where a stream starts, on a shared state', () => {
     // The client has the headers and writes through another daemon before this one reads anything more.
     res.flushHeaders = () => void table.push({ id: 1, name: 'task:removed', data: { taskId: 'right after' }, timestamp: new Date(0).toISOString() });
     (await hub.open(res as never, { keyId: 'k', matches: () => true }));
-    for (const e of table) for (const l of listeners) l(e);
+    for (const e of table) {
+      heard = e.id;
+      for (const l of listeners) l(e);
+    }
     vi.advanceTimersByTime(0);
     expect(res.frames()).toContain('data: {"taskId":"right after"}');
     hub.closeAll();

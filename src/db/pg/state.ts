@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
+import { barrier, dropGate, runAfter, settle, type Gated } from '../barrier.js';
 import type { DB, RunResult, Stmt } from '../open.js';
 import { PgStateError, StateUnavailableError, isStateOutage } from './errors.js';
 import type { OutageReporter } from './outage.js';
@@ -44,7 +45,7 @@ const types = {
 
 type Result = { rows: Record<string, unknown>[]; rowCount: number };
 
-interface Tx {
+interface Tx extends Gated {
   client: pg.PoolClient;
   /** Savepoints deep; 0: a session (one connection held, no transaction yet). */
   depth: number;
@@ -137,7 +138,11 @@ export class PgState implements DB {
 
   async query(text: string, params: unknown[] | undefined, name?: string): Promise<Result> {
     const tx = this.als.getStore();
-    if (tx?.open) return this.send(tx.client, text, params, name, tx);
+    if (tx?.open) {
+      // After the barrier work started before it (the event log's writes, db/barrier.ts).
+      if (tx.gate) await settle(tx);
+      return this.send(tx.client, text, params, name, tx);
+    }
     const client = await this.acquire();
     let broken = false;
     try {
@@ -160,15 +165,18 @@ export class PgState implements DB {
     // In a session, on its connection.
     const pinned = cur?.open ? cur.client : null;
     const client = pinned ?? (await this.acquire());
-    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false };
+    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [] };
     try {
       await this.send(client, 'BEGIN', undefined, undefined, tx);
       const result = await this.als.run(tx, fn);
+      await settle(tx);
       const notices = [...tx.notify].map(([c, p]) => `NOTIFY ${c}, '${p}'; `).join('');
       tx.open = false;
       await this.send(client, `${notices}COMMIT`, undefined, undefined, tx);
+      runAfter(tx);
       return result;
     } catch (err) {
+      await dropGate(tx);
       if (tx.open || !tx.broken) {
         tx.open = false;
         // A ROLLBACK that fails means the connection, and the transaction with it, is gone.
@@ -188,7 +196,7 @@ export class PgState implements DB {
   async session<T>(fn: () => Promise<T>): Promise<T> {
     if (this.inTransaction) throw new Error('a session inside a transaction');
     const client = await this.acquire();
-    const s: Tx = { client, depth: 0, open: true, notify: new Map(), broken: false };
+    const s: Tx = { client, depth: 0, open: true, notify: new Map(), broken: false, gate: null, after: [] };
     try {
       return await this.als.run(s, fn);
     } finally {
@@ -198,15 +206,18 @@ export class PgState implements DB {
   }
 
   private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
+    await settle(tx);
     const sp = `sp${tx.depth}`;
     await this.send(tx.client, `SAVEPOINT ${sp}`, undefined, undefined, tx);
     tx.depth++;
     try {
       const r = await fn();
+      await settle(tx);
       tx.depth--;
       await this.send(tx.client, `RELEASE SAVEPOINT ${sp}`, undefined, undefined, tx);
       return r;
     } catch (err) {
+      await dropGate(tx);
       tx.depth--;
       if (!tx.broken) await this.send(tx.client, `ROLLBACK TO SAVEPOINT ${sp}; RELEASE SAVEPOINT ${sp}`, undefined, undefined, tx);
       throw err;
@@ -220,7 +231,7 @@ export class PgState implements DB {
   async snapshot<T>(fn: () => Promise<T>): Promise<T> {
     if (this.inTransaction) throw new Error('snapshot inside a transaction');
     const client = await this.acquire();
-    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false };
+    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [] };
     try {
       await this.send(client, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', undefined, undefined, tx);
       return await this.als.run(tx, fn);
@@ -229,6 +240,18 @@ export class PgState implements DB {
       await this.send(client, 'COMMIT', undefined, undefined, tx).catch(() => undefined);
       client.release(tx.broken);
     }
+  }
+
+  afterCommit(fn: () => void): void {
+    const tx = this.als.getStore();
+    if (!tx?.open || tx.depth === 0) throw new Error('afterCommit outside a transaction');
+    tx.after.push(fn);
+  }
+
+  barrier(work: () => Promise<void>): Promise<void> {
+    const tx = this.als.getStore();
+    if (!tx?.open || tx.depth === 0) throw new Error('a barrier outside a transaction');
+    return barrier(tx, work);
   }
 
   async close(): Promise<void> {

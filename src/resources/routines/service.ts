@@ -180,6 +180,8 @@ export async function createRoutine(app: App, input: RoutineInput): Promise<Rout
     (await store.insertRoutine(app.db, record));
     // A trigger hears events from its own creation on, on every daemon alike.
     const e = app.events.emit('routine:created', { routine: input.name });
+    // Its id once written.
+    await app.events.flush();
     (await store.advanceEvent(app.db, input.name, e.id));
     return (await detail(app, (await store.getRoutine(app.db, input.name))!));
   }));
@@ -211,6 +213,7 @@ export async function updateRoutine(app: App, name: string, patch: RoutinePatchI
     if (rescheduled) next.nextFireAt = nextFire(app, next.enabled, next.schedule);
     (await store.updateRoutine(app.db, next));
     const e = app.events.emit('routine:updated', { routine: name, fields });
+    await app.events.flush();
     // A trigger changed or switched on hears events from now on, not those it missed while off.
     if (patch.trigger !== undefined || (patch.enabled === true && !cur.enabled)) (await store.advanceEvent(app.db, name, e.id));
     return (await detail(app, (await store.getRoutine(app.db, name))!));

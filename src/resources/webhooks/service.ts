@@ -181,6 +181,8 @@ export async function sendTest(app: App, id: string): Promise<Delivery> {
     requireEnabled((await requireWebhook(app, id)));
     // The event's own id: with several daemons on one state, lastId() may be another daemon's event.
     const e = app.events.emit('webhook:test', { webhookId: id });
+    // Its id once written.
+    await app.events.flush();
     return (await store.deliveryForEvent(app.db, id, e.id))!;
   }));
 }
