@@ -8,7 +8,7 @@ import type { Clock } from '../src/lib/clock.js';
 export class FakeClock implements Clock {
   private t: number;
   private seq = 0;
-  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+  private readonly timers = new Map<number, { at: number; fn: () => void | Promise<void> }>();
 
   constructor(start = Date.parse('2030-01-01T00:00:00.000Z')) {
     this.t = start;
@@ -18,7 +18,7 @@ export class FakeClock implements Clock {
     return this.t;
   }
 
-  setTimeout(fn: () => void, ms: number): unknown {
+  setTimeout(fn: () => void | Promise<void>, ms: number): unknown {
     const id = ++this.seq;
     this.timers.set(id, { at: this.t + Math.max(0, ms), fn });
     return id;
@@ -54,12 +54,34 @@ export class FakeClock implements Clock {
 
   advanceTo(target: number): void {
     for (;;) {
-      let due: [number, { at: number; fn: () => void }] | undefined;
+      let due: [number, { at: number; fn: () => void | Promise<void> }] | undefined;
       for (const entry of this.timers) if (entry[1].at <= target && (!due || entry[1].at < due[1].at)) due = entry;
       if (!due) break;
       this.timers.delete(due[0]);
       this.t = Math.max(this.t, due[1].at);
-      due[1].fn();
+      void due[1].fn();
+    }
+    this.t = Math.max(this.t, target);
+  }
+
+  /**
+   * advance(), for a daemon whose timed work is asynchronous (its state): after each timer it
+   * waits for the work the callback returned and for the event loop to run what that work set
+   * off, so the work is done, and the timer it sets next is set, before the next one fires.
+   */
+  async pass(ms: number): Promise<void> {
+    await this.passTo(this.t + ms);
+  }
+
+  async passTo(target: number): Promise<void> {
+    for (;;) {
+      let due: [number, { at: number; fn: () => void | Promise<void> }] | undefined;
+      for (const entry of this.timers) if (entry[1].at <= target && (!due || entry[1].at < due[1].at)) due = entry;
+      if (!due) break;
+      this.timers.delete(due[0]);
+      this.t = Math.max(this.t, due[1].at);
+      await due[1].fn();
+      await new Promise((r) => setImmediate(r));
     }
     this.t = Math.max(this.t, target);
   }

@@ -109,13 +109,13 @@ describe('an event insert that fails leaves nothing behind', () => {
     const before = (await snapshot());
     (await breakEvents());
     try {
-      clock.advance(60_000);
+      await clock.pass(60_000);
     } finally {
       (await mendEvents());
     }
     expect((await snapshot())).toEqual(before);
     expect(d.logs.some((l) => l.includes('deciding an expired approval failed'))).toBe(true);
-    clock.advance(60_000);
+    await clock.pass(60_000);
     expect((await d.api('GET', `/api/v1/approvals/${a.id}`)).body.data).toMatchObject({ status: 'rejected', timedOut: true });
     expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('pending');
   });

@@ -46,19 +46,19 @@ it('by age: events after events.retentionHours, settled deliveries after webhook
   (await app.db.prepare("INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms) SELECT id, 1, created_at, 503, 'HTTP 503', 1 FROM webhook_deliveries WHERE webhook_id = ?").run(settled.id));
   const oldLast = (await app.events.lastId());
 
-  clock.advance(23 * 3_600_000);
+  await clock.pass(23 * 3_600_000);
   (await emit(2, 'new'));
   expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 0 });
 
-  clock.advance(2 * 3_600_000);
+  await clock.pass(2 * 3_600_000);
   // The five, and on a shared state the runner's runner:online written at start.
   expect(await pass()).toEqual({ events: statePg() ? 6 : 5, 'webhook deliveries': 0 });
   expect((await app.events.oldestId())).toBe(oldLast + 1);
 
   // 29 days and an hour after the first deliveries were made: kept; at 30 days and an hour: gone.
-  clock.advance(28 * DAY);
+  await clock.pass(28 * DAY);
   expect(await pass()).toEqual({ events: 2, 'webhook deliveries': 0 });
-  clock.advance(DAY);
+  await clock.pass(DAY);
   expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 5 });
   expect((await count('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?', settled.id))).toBe(0);
   expect((await count('SELECT COUNT(*) AS n FROM webhook_attempts'))).toBe(0);

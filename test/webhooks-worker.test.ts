@@ -133,9 +133,9 @@ it('every time the worker reads is the daemon clock: timestamps, signatures, and
   // The wake-up is a timer on that clock, and claiming is synchronous in it: not taken a
   // millisecond early, taken (marked in flight) the moment it is due.
   const inFlight = async () => ((await app.db.prepare('SELECT in_flight AS f FROM webhook_deliveries WHERE id = ?').get(dl.id)) as { f: number }).f;
-  clock.advance(29_999);
+  await clock.pass(29_999);
   expect((await inFlight())).toBe(0);
-  clock.advance(1);
+  await clock.pass(1);
   expect((await inFlight())).toBe(1);
   await rx.waitFor(2);
   await eventually(async () => (await d!.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data[0].status === 'succeeded');

@@ -41,7 +41,7 @@ export function delayFor(plan: TimeoutPlan, now: number): number | null {
 export interface SchedulerDeps {
   now(): number;
   /** Sets and clears the one wake-up (setTimeout by default; tests pass a fake clock's). */
-  setTimer?(fn: () => void, ms: number): unknown;
+  setTimer?(fn: () => Promise<void>, ms: number): unknown;
   clearTimer?(handle: unknown): void;
   /** Pending approvals expired by `now`, plus at least the next one to expire. */
   candidates(now: number): Expiring[] | Promise<Expiring[]>;
@@ -191,10 +191,10 @@ export class TimeoutScheduler {
   }
 
   private schedule(delay: number): void {
-    const fire = () => void this.tick();
+    const fire = () => this.tick();
     if (this.deps.setTimer) this.timer = this.deps.setTimer(fire, delay);
     else {
-      const t = setTimeout(fire, delay);
+      const t = setTimeout(() => void fire(), delay);
       t.unref();
       this.timer = t;
     }

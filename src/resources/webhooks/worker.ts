@@ -355,7 +355,7 @@ export class DeliveryWorker implements WebhookRuntime {
       this.timer = null;
       this.timerAt = Infinity;
       this.stale = true;
-      void this.pump();
+      return this.pump();
     }, Math.min(MAX_TIMER_MS, Math.max(0, at - this.app.clock.now())));
   }
 
