@@ -540,9 +540,9 @@ describe('timeouts', () => {
   ])('timeoutAction $action on a task from $from: → $to, resolvedBy "timeout"', async (c) => {
     const task = await taskIn(d, c.from);
     const a = await request(d, { taskId: task.id, timeoutSeconds: 30, timeoutAction: c.action });
-    clock.advance(29_999);
+    await clock.pass(29_999);
     expect((await getApproval(d, a.id)).status).toBe('pending');
-    clock.advance(1);
+    await clock.pass(1);
     const after = await getApproval(d, a.id);
     expect(after).toMatchObject({ status: c.status, resolvedBy: 'timeout', timedOut: true, note: null, feedback: null, resolvedAt: a.expiresAt });
     expect(await getTask(d, task.id)).toMatchObject({ status: c.to, revisionCount: c.revisionCount });
@@ -559,7 +559,7 @@ describe('timeouts', () => {
     const task = await taskIn(d, 'pending');
     const a = await request(d, { taskId: task.id, timeoutSeconds: 1, timeoutAction: 'reject' });
     expect((await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } })).status).toBe(200);
-    clock.advance(60_000);
+    await clock.pass(60_000);
     expect(await getApproval(d, a.id)).toMatchObject({ status: 'approved', resolvedBy: 'lead', timedOut: false });
     expect((await eventsOf(d, a.id)).filter((e) => e.name === 'approval:resolved')).toHaveLength(1);
     expect((await getTask(d, task.id)).status).toBe('assigned');
@@ -582,7 +582,7 @@ describe('timeouts across a restart', () => {
       expect(time.pending).toBe(0);
 
       // Down past the first expiry.
-      time.advance(10 * 60_000);
+      await time.pass(10 * 60_000);
       second = await startTestDaemon({ root: first.root, clock: time });
 
       // Decided during start-up, before the daemon answered its first request.
@@ -593,9 +593,9 @@ describe('timeouts across a restart', () => {
       // Not yet due: armed for its expiry, and decided by the new daemon exactly then.
       expect((await getApproval(second, later.id)).status).toBe('pending');
       expect(time.nextAt).toBe(Date.parse(later.expiresAt));
-      time.advanceTo(Date.parse(later.expiresAt) - 1);
+      await time.passTo(Date.parse(later.expiresAt) - 1);
       expect((await getApproval(second, later.id)).status).toBe('pending');
-      time.advance(1);
+      await time.pass(1);
       expect(await getApproval(second, later.id)).toMatchObject({ status: 'rejected', resolvedBy: 'timeout', timedOut: true, resolvedAt: later.expiresAt });
       expect(await getTask(second, laterTask.id)).toMatchObject({ status: 'pending', revisionCount: 1 });
       expect(time.pending).toBe(0);

@@ -82,10 +82,10 @@ describe('signing in with a one-time link', () => {
     const e = await startTestDaemon({ clock });
     try {
       const minted = await e.api('POST', '/api/v1/board/logins', { body: {} });
-      clock.advance(59_000);
+      await clock.pass(59_000);
       const fresh = await e.api('POST', '/api/v1/board/logins', { body: {} });
       expect((await rawRequest(e.url, { path: fresh.body.data.path })).status).toBe(303);
-      clock.advance(2_000);
+      await clock.pass(2_000);
       const late = await rawRequest(e.url, { path: minted.body.data.path });
       expect(late.status).toBe(401);
       expect(late.body).toContain('This login link has expired');
@@ -107,10 +107,10 @@ describe('signing in with a one-time link', () => {
         while (!(await reader.read()).done);
         return true;
       })();
-      clock.advance(12 * 3_600_000 - 1_000);
+      await clock.pass(12 * 3_600_000 - 1_000);
       expect((await fetch(`${e.url}/api/v1/tasks`, { headers })).status).toBe(200);
       expect(e.daemon.app.streams.size).toBe(1);
-      clock.advance(2_000);
+      await clock.pass(2_000);
       expect((await fetch(`${e.url}/api/v1/tasks`, { headers })).status).toBe(401);
       expect(await ended).toBe(true);
       expect(e.daemon.app.streams.size).toBe(0);

@@ -186,9 +186,9 @@ describe('a permission the CLI asks for', () => {
     expect(a).toMatchObject({ timeoutAction: action });
     expect(Date.parse(a.expiresAt) - Date.parse(a.createdAt)).toBe(120_000);
     // Four stall timeouts pass while the CLI waits on svc: it is not ended.
-    clock.advance(119_000);
+    await clock.pass(119_000);
     expect((await runsOf(d, taskId))[0].status).toBe('running');
-    clock.advance(2_000);
+    await clock.pass(2_000);
     const run = await finished(d, taskId);
     expect(run.status, run.error).toBe('succeeded');
     expect((await d.api('GET', `/api/v1/approvals/${a.id}`)).body.data).toMatchObject({ status: action === 'approve' ? 'approved' : 'rejected', resolvedBy: 'timeout', timedOut: true });

@@ -36,7 +36,7 @@ describe.skipIf(noPg)('routines on one PostgreSQL state, three daemons, one fake
     // Every daemon hears the others' routine:created before the clock moves.
     for (const d of ds) await until('every routine armed', async () => (await d.api('GET', R)).body.data.length === N);
     for (const d of ds) (await d.daemon.app.events.catchUp());
-    for (let m = 1; m <= 3; m++) clock.advanceTo(Date.parse('2030-06-03T10:00:00.000Z') + m * 60_000);
+    for (let m = 1; m <= 3; m++) await clock.passTo(Date.parse('2030-06-03T10:00:00.000Z') + m * 60_000);
     const all = (await ds[2]!.api('GET', R)).body.data as any[];
     for (const r of all) {
       const fs = (await ds[0]!.api('GET', `${R}/${r.name}/firings`)).body.data as any[];

@@ -110,7 +110,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
       // Every daemon has heard of the claim (their reapers are armed) before the clock moves.
       await waitFor(async () => (await ds[B]!.api('GET', `/api/v1/tasks/${t.id}`)).body.data.leaseExpiresAt !== null);
       await new Promise((r) => setTimeout(r, 1_200));
-      clock.advance(31_000);
+      await clock.pass(31_000);
       await sse.until((c) => c.messages.length >= 1, 5_000);
       await new Promise((r) => setTimeout(r, 300));
       expect(sse.messages.filter((m) => JSON.parse(m.data).taskId === t.id)).toHaveLength(1);
@@ -127,7 +127,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     try {
       // Let every daemon hear of the request (a notification or the 1 s poll) and arm its timer.
       await new Promise((r) => setTimeout(r, 1_200));
-      clock.advance(61_000);
+      await clock.pass(61_000);
       await sse.until((c) => c.messages.some((m) => JSON.parse(m.data).approvalId === a.id), 5_000);
       await new Promise((r) => setTimeout(r, 300));
       expect(sse.messages.filter((m) => JSON.parse(m.data).approvalId === a.id)).toHaveLength(1);

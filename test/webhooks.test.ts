@@ -486,7 +486,7 @@ describe('events written at start-up', () => {
       const mark = (await first.daemon.app.events.lastId());
       await first.close();
 
-      clock.advanceTo(clock.now() + 120_000);
+      await clock.passTo(clock.now() + 120_000);
       const second = await startTestDaemon({ clock, root, config });
       try {
         // Both were applied by the start-up passes, before the daemon listened...

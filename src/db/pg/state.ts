@@ -103,7 +103,12 @@ export class PgState implements DB {
     });
     // An idle connection that breaks (the server restarted) must never be an unhandled 'error': the pool drops it.
     this.pool.on('error', () => undefined);
-    this.pool.on('connect', (c) => c.on('notice', (n) => this.opts.onNotice?.(n.message ?? String(n))));
+    this.pool.on('connect', (c) => {
+      c.on('notice', (n) => this.opts.onNotice?.(n.message ?? String(n)));
+      // A connection lost while checked out between two statements (a transaction waiting on
+      // something else): its next statement fails; the 'error' itself must not go unhandled.
+      c.on('error', () => undefined);
+    });
   }
 
   /** A transaction of this state is open in the calling async context. */
