@@ -58,7 +58,7 @@ describe('kill -9 during acknowledged batches', () => {
     const id = (await resolve(d.daemon.app, 'journal')).id;
     let stopping = false;
     const acked: number[] = [];
-    const running = (await stream(d.url, d.key, () => stopping, acked));
+    const running = stream(d.url, d.key, () => stopping, acked);
     const kills: number[] = [];
     for (let i = 0; i < 3; i++) {
       // Kill only once batches are being acknowledged by the current worker.
@@ -89,7 +89,7 @@ describe('kill -9 during acknowledged batches', () => {
     expect((await post(first.url, key, '/api/v1/data', { name: 'journal', schema: SCHEMA })).status).toBe(201);
     let stopping = false;
     const acked: number[] = [];
-    const running = (await stream(first.url, key, () => stopping, acked));
+    const running = stream(first.url, key, () => stopping, acked);
     await eventually(() => acked.length >= 20, 20_000);
     first.child.kill('SIGKILL');
     await exited(first.child);

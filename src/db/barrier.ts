@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { ScopedStorage } from '../lib/scoped-storage.js';
 
 // A barrier in a transaction: work that starts now and that the transaction's later statements
 // wait for. The event log writes an event (and the sink's delivery rows) the moment a service
@@ -24,7 +24,7 @@ export function runAfter(tx: Gated): void {
   }
 }
 
-const inside = new AsyncLocalStorage<Gated>();
+const inside = new ScopedStorage<Gated>();
 
 /** What a statement of `tx` must wait for first: its barrier work, unless the caller is that work. */
 export function gated(tx: Gated): Promise<void> | null {

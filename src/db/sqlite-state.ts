@@ -1,7 +1,7 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { barrier, dropGate, gated, runAfter, settle, type Gated } from './barrier.js';
 import type Database from './sqlite.js';
 import type { DB, RunResult, Stmt } from './open.js';
+import { ScopedStorage } from '../lib/scoped-storage.js';
 
 // The daemon's state in a SQLite file, behind the same asynchronous interface as PostgreSQL's. A
 // statement still runs synchronously on the one connection (a page read costs less than a
@@ -37,7 +37,7 @@ class SqliteStmt implements Stmt {
 
 export class SqliteState implements DB {
   readonly dialect = 'sqlite' as const;
-  private readonly als = new AsyncLocalStorage<Tx>();
+  private readonly als = new ScopedStorage<Tx>();
   /** The transaction open now (at most one: one connection). */
   private current: Tx | null = null;
   private waiting: (() => void)[] = [];

@@ -1,8 +1,8 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { isPostgres, stmt, type DB, type Sql } from '../db/open.js';
 import { lastEventId } from '../db/transfer.js';
 import { systemClock, type Clock } from '../lib/clock.js';
+import { ScopedStorage } from '../lib/scoped-storage.js';
 import { nowIso } from '../lib/time.js';
 import { eventDef, type EventData, type EventName } from './registry.js';
 
@@ -95,7 +95,7 @@ const CATCH_UP_BATCH = 1_000;
  * timer, should a notification be lost).
  */
 export class EventLog {
-  private readonly als = new AsyncLocalStorage<Pending>();
+  private readonly als = new ScopedStorage<Pending>();
   private readonly listeners = new Set<Listener>();
   private readonly sink: EmitSink | undefined;
   private readonly clock: Pick<Clock, 'now'>;

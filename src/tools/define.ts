@@ -91,7 +91,7 @@ function failure(err: AppError): ToolResult {
  * Validates the input, runs the tool and checks its output against the declared schema. Known
  * errors (AppError) become a failed result carrying our code; anything else is rethrown for the
  * door to log and answer as an internal error, never leaking internals to the model. A tool whose
- * handler waits gives a promise of the result; every other tool's result is synchronous.
+ * handler is asynchronous gives a promise of the result.
  */
 export function runTool(tool: AnyTool, ctx: ToolContext, args: unknown): ToolResult | Promise<ToolResult> {
   if (!mayUse(ctx.principal, tool)) {

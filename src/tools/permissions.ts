@@ -33,6 +33,7 @@ export const permissionTools = [
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     audience: 'run',
     textOnly: true,
+    waits: true,
     handler: async ({ app, principal, signal }, { tool_name: tool, input, tool_use_id }) => {
       const runId = principal!.runId!;
       const run = (await getRun(app, runId));

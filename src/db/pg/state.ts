@@ -1,5 +1,5 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
+import { ScopedStorage } from '../../lib/scoped-storage.js';
 import { barrier, dropGate, runAfter, settle, type Gated } from '../barrier.js';
 import type { DB, RunResult, Stmt } from '../open.js';
 import { PgStateError, StateUnavailableError, isStateOutage } from './errors.js';
@@ -83,7 +83,7 @@ class PgStmt implements Stmt {
 export class PgState implements DB {
   readonly dialect = 'postgres' as const;
   private readonly pool: pg.Pool;
-  private readonly als = new AsyncLocalStorage<Tx>();
+  private readonly als = new ScopedStorage<Tx>();
   private readonly statements = new Map<string, PgStmt>();
   private readonly waitMs: number;
   private closed = false;
