@@ -84,6 +84,8 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
     let paused: any;
     await until('the run to pause', async () => (paused = (await ds[1]!.api('GET', `/api/v1/runs?taskId=${a}`)).body.data[0])?.status === 'paused', 15_000);
     const b = await task(ds[1]!, '@write b.txt b');
+    // Its run is made once a runner has heard of the task (a few round trips to the state).
+    await until('the run of b to be made', async () => (await ds[1]!.api('GET', `/api/v1/runs?taskId=${b}`)).body.data[0] !== undefined, 15_000);
     // Whichever runner looks, the provider holds it.
     for (const d of ds) expect((await d.api('GET', `/api/v1/runs?taskId=${b}`)).body.data[0]).toMatchObject({ status: 'queued', waitingFor: { kind: 'provider', provider: 'anthropic' } });
     await clock.passTo(resetEpoch * 1000 + 1_000);

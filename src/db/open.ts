@@ -110,7 +110,8 @@ export function stmt(db: DB, sql: Sql): Stmt {
  * SQLite runs one transaction at a time already, so there it costs nothing.
  */
 export async function lockKey(db: DB, scope: string, key: string): Promise<void> {
-  if (db.dialect !== 'postgres') return;
+  // Outside a transaction there is nothing to hold it for.
+  if (db.dialect !== 'postgres' || !db.inTransaction) return;
   await db.prepare('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?)) AS locked').get(scope, key);
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isPostgres, stmt, type DB, type Sql } from '../db/open.js';
+import { PgStateError } from '../db/pg/errors.js';
 import { lastEventId } from '../db/transfer.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import { ScopedStorage } from '../lib/scoped-storage.js';
@@ -78,6 +79,9 @@ const INSERT_EVENT: Sql = {
 /** The PostgreSQL channel on which a daemon tells the others it committed events. */
 export const EVENTS_CHANNEL = 'svc_events';
 
+/** A write PostgreSQL ended to break a deadlock is run again, up to this many times in all. */
+const WRITE_ATTEMPTS = 3;
+
 /** Events other daemons on a shared PostgreSQL state wrote are read this many at a time. */
 const CATCH_UP_BATCH = 1_000;
 
@@ -140,6 +144,18 @@ export class EventLog {
         throw err;
       }
     }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.writeOnce(fn);
+      } catch (err) {
+        // Two writers that each wait for a lock the other holds: PostgreSQL ends one of them
+        // (a deadlock, 40P01). Nothing of it was kept or heard: it is run again.
+        if (attempt >= WRITE_ATTEMPTS || !(err instanceof PgStateError) || err.code !== '40P01') throw err;
+      }
+    }
+  }
+
+  private async writeOnce<T>(fn: () => Promise<T>): Promise<T> {
     const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false };
     let result: T;
     try {

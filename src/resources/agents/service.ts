@@ -1,4 +1,5 @@
 import { serviceKey, type App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { AppError } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
 import { teamExists } from '../teams/service.js';
@@ -10,6 +11,8 @@ import * as store from './store.js';
 export { agentExists, getAgent, listAgents } from './store.js';
 
 export async function requireAgent(app: App, name: string): Promise<Agent> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'agent', name);
   const agent = (await store.getAgent(app.db, name));
   if (!agent) throw new AppError('not_found', `Agent "${name}" not found.`);
   return agent;

@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { toPage, type Page } from '../common.js';
 import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
@@ -20,6 +21,8 @@ export async function getApproval(app: App, id: string): Promise<Approval | null
 }
 
 export async function requireApproval(app: App, id: string): Promise<Approval> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'approval', id);
   const a = (await store.getApproval(app.db, id));
   if (!a) throw new AppError('not_found', `Approval "${id}" not found.`);
   return a;

@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { toPage, type Page } from '../common.js';
 import { AppError, unprocessableField, type ErrorDetail } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
@@ -48,6 +49,8 @@ function toMission(m: MissionRecord, tasks: Task[]): Mission {
 }
 
 async function requireRecord(app: App, id: string): Promise<MissionRecord> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'mission', id);
   const m = (await store.getMission(app.db, id));
   if (!m) throw new AppError('not_found', `Mission "${id}" not found.`);
   return m;

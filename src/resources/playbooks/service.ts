@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { AppError, type ErrorDetail } from '../../kernel/errors.js';
 import { zodDetails } from '../../kernel/server.js';
 import { nowIso } from '../../lib/time.js';
@@ -66,6 +67,8 @@ export async function createPlaybook(app: App, input: PlaybookInput): Promise<Pl
 }
 
 async function requireStored(app: App, name: string): Promise<store.PlaybookRecord> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'playbook', name);
   const r = (await store.getPlaybook(app.db, name));
   if (r) return r;
   const f = readPlaybookFile(app.root, name);

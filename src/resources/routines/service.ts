@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { AppError, unprocessableField, type ErrorDetail } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
@@ -55,6 +56,8 @@ export async function listRoutines(app: App): Promise<Routine[]> {
 }
 
 export async function requireRecord(app: App, name: string): Promise<store.RoutineRecord> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'routine', name);
   const r = (await store.getRoutine(app.db, name));
   if (!r) throw new AppError('not_found', `Routine "${name}" not found.`);
   return r;

@@ -1,4 +1,5 @@
 import { serviceKey, type App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
@@ -184,6 +185,8 @@ export async function listRuns(app: App, q: RunListFilter): Promise<Page<Run>> {
 }
 
 export async function requireRun(app: App, id: string): Promise<Run> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'run', id);
   const run = (await store.getRun(app.db, id));
   if (!run) throw new AppError('not_found', `Run "${id}" not found.`);
   return (await withHolds(app, [run]))[0]!;

@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { toPage, type Page } from '../common.js';
 import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
@@ -18,6 +19,8 @@ export async function getTask(app: App, id: string): Promise<Task | null> {
 }
 
 export async function requireTask(app: App, id: string): Promise<Task> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'task', id);
   const task = (await store.getTask(app.db, id));
   if (!task) throw new AppError('not_found', `Task "${id}" not found.`);
   return task;

@@ -1,4 +1,5 @@
 import { serviceKey, type App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
@@ -40,6 +41,8 @@ export async function listWebhooks(app: App): Promise<Webhook[]> {
 }
 
 export async function requireWebhook(app: App, id: string): Promise<Webhook> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'webhook', id);
   const w = (await store.getWebhook(app.db, id));
   if (!w) throw new AppError('not_found', `Webhook "${id}" not found.`);
   return w;
