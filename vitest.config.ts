@@ -8,6 +8,7 @@ import { homeEnv, testHome, testTmp } from './test/home-guard.js';
 export const STATE_PG_SUITES = [
   'test/tasks.test.ts',
   'test/leases.test.ts',
+  'test/lease-edges.test.ts',
   'test/missions.test.ts',
   'test/playbooks.test.ts',
   'test/routines.test.ts',

@@ -4,7 +4,8 @@
 import { writeFileSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);
-const { openApiDocument } = await import(new URL('dist/src/routes.js', root).href);
+const { loadApi } = await import(new URL('dist/src/routes.js', root).href);
+const { openApiDocument } = await loadApi();
 const { formatJson } = await import(new URL('dist/src/lib/format-json.js', root).href);
 writeFileSync(new URL('docs/openapi.json', root), formatJson(openApiDocument()));
 

@@ -1,10 +1,10 @@
 import { serviceKey, type App } from './app.js';
 
 // "Every configured secret" is known in pieces by several parts (the API keys by the composition
-// root, provider keys, vault values, webhook secrets by their resources); daemon.ts puts them
+// root, provider keys, vault values, webhook secrets by their resources' servers); the daemon puts them
 // together here, so that what scrubs foreign text (an upstream's error, a chat session) asks once.
 
-/** Gathers every secret the daemon holds now; provided in daemon.ts. */
+/** Gathers every secret the daemon holds now; provided by its resources part (parts/resources.ts). */
 export const SECRETS = serviceKey<() => Promise<string[]>>('secrets');
 
 /**

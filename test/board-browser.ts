@@ -46,8 +46,8 @@ export async function apiOk(d: TestDaemon, method: string, path: string, body?: 
 }
 
 /** A fresh context signed in through the one-time link, as a person would be; its page's errors are collected. */
-export async function signIn(browser: Browser, d: TestDaemon, opts: { readOnly?: boolean; viewport?: { width: number; height: number }; bypassCSP?: boolean } = {}) {
-  const ctx = await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 800 }, bypassCSP: opts.bypassCSP });
+export async function signIn(browser: Browser, d: TestDaemon, opts: { readOnly?: boolean; viewport?: { width: number; height: number }; bypassCSP?: boolean; timezoneId?: string } = {}) {
+  const ctx = await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 800 }, bypassCSP: opts.bypassCSP, timezoneId: opts.timezoneId });
   const p = await ctx.newPage();
   const errors: string[] = [];
   p.on('pageerror', (e) => errors.push(String(e)));

@@ -300,7 +300,7 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
     await contains(page.locator('table.runs tbody tr').first(), '$0.0421');
     await contains(page.locator('table.runs tbody tr').first(), 'did what the task asked');
     await count(page.locator('#run-now'), 0);
-    expect(await page.locator('.task-view details').getAttribute('open')).toBeNull();
+    expect(await page.locator('.task-view > details').getAttribute('open')).toBeNull();
     await shot(page, 'runs-task');
   });
 

@@ -492,7 +492,7 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
       // CSP is bypassed in this context only, so that axe's script can be injected.
       const s = await signIn({ viewport, bypassCSP: true });
       await s.p.emulateMedia({ colorScheme: scheme });
-      for (const view of ['board', 'missions', 'routines', 'approvals', 'agents', 'events', 'webhooks', 'databases']) {
+      for (const view of ['board', 'missions', 'routines', 'approvals', 'agents', 'usage', 'events', 'webhooks', 'databases']) {
         await s.p.evaluate((v) => (location.hash = `#/${v}`), view);
         await s.p.locator(`nav a[data-view="${view}"][aria-current="page"]`).waitFor();
         await s.p.waitForTimeout(50);

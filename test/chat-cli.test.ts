@@ -52,10 +52,10 @@ describe('svc auth status', () => {
     }
     const r = await svcAgainst(d, ['auth', 'status']);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^PROVIDER\s+STATUS\s+KEY\s+UNTIL\s+ERRORS\s+LAST ERROR/);
+    expect(r.stdout).toMatch(/^PROVIDER\s+STATUS\s+KEY\s+UNTIL\s+RUNS WAITING\s+ERRORS\s+LAST ERROR/);
     expect(r.stdout).toMatch(/openai\s+unconfigured\s+set OPENAI_API_KEY/);
     expect(r.stdout).toMatch(/ollama\s+active\s+not needed/);
-    expect(r.stdout.split("\n").find((l) => l.startsWith("fake"))).toMatch(/fake\s+cooldown\s+project\.json\s+in 1m\s+3\s+HTTP 500/);
+    expect(r.stdout.split("\n").find((l) => l.startsWith("fake"))).toMatch(/fake\s+cooldown\s+project\.json\s+in 1m\s+-\s+3\s+HTTP 500/);
     const json = await svcAgainst(d, ['auth', 'status', '--json']);
     expect(JSON.parse(json.stdout).providers.fake.status).toBe('cooldown');
     expect(json.stdout).not.toContain('sk-cli-upstream-key-0123');

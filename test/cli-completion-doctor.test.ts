@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { checkNode, type CheckResult } from '../src/resources/system/doctor.js';
+import { checkNode, type CheckResult } from '../src/cli/system/doctor.js';
 import { agentCli } from './agent-clis.js';
 import { svc } from './cli-helpers.js';
 import { gitProject, makeProject, startTestDaemon, type TestDaemon } from './harness.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { formatRecord, prettyLogSink } from '../src/cli/log-format.js';
 import { SvcClient } from '../src/client/client.js';
-import { stopDaemon } from '../src/resources/system/serve-command.js';
+import { stopDaemon } from '../src/cli/system/serve-command.js';
 import { readDaemonInfo } from '../src/state-dir.js';
 import { exited, serve, svc } from './cli-helpers.js';
 import { makeProject } from './harness.js';

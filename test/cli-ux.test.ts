@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatBytes, formatDuration, relativeTime, shortId } from '../src/cli/human.js';
+import { formatBytes, formatDuration, relativeTime, shortId } from '../src/lib/human.js';
 import { matchIds } from '../src/cli/ids.js';
 import { withIo, type CliIo } from '../src/cli/io.js';
 import { table } from '../src/cli/output.js';

@@ -5,6 +5,7 @@ import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { startDaemon } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
+import { systemClock } from '../src/lib/clock.js';
 import { readLocalKey } from '../src/state-dir.js';
 import { daemonEnv, eventually, makeProject } from './harness.js';
 
@@ -168,8 +169,8 @@ describe('a daemon leaves nothing behind', () => {
     const { SseHub } = await import('../src/events/sse.js');
     const { EventLog } = await import('../src/events/outbox.js');
     const { openDatabase } = await import('../src/db/open.js');
-    const { STATE_MIGRATIONS } = await import('../src/db/migrations.js');
-    const hub = new SseHub(new EventLog((await openDatabase(':memory:', STATE_MIGRATIONS))));
+    const { STATE_MIGRATIONS } = await import('../src/state-schema.js');
+    const hub = new SseHub(new EventLog((await openDatabase(':memory:', STATE_MIGRATIONS)), { clock: systemClock }), systemClock);
     hub.closeAll();
     await expect((async () => (await hub.open({} as never, { keyId: 'k', matches: () => true })))()).rejects.toThrow(/shutting down/);
   });

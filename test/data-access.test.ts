@@ -2,6 +2,7 @@ import Database from '../src/db/sqlite.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDEMPOTENCY_DDL, IDEMPOTENCY_TTL_MS, remember, replayOf } from '../src/resources/data/idempotency.js';
 import { SHOP } from './data-fixtures.js';
+import { FakeClock } from './fake-clock.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { describeProviders, onProvider } from './data-providers.js';
 
@@ -183,5 +184,43 @@ describeProviders('idempotency keys', (p) => {
     expect(() => replayOf(db, { ...ref, hash: 'other' }, t0 + 1)).toThrow(/different request/);
     expect(replayOf(db, ref, t0 + IDEMPOTENCY_TTL_MS + 1)).toBeUndefined();
     expect(db.prepare('SELECT count(*) AS n FROM _svc_idempotency').get()).toEqual({ n: 0 });
+  });
+});
+
+describeProviders("application databases on the daemon's clock", (p) => {
+  const clock = new FakeClock();
+  let d: TestDaemon;
+  beforeAll(async () => {
+    d = await startTestDaemon({ clock, config: onProvider(p) });
+  });
+  afterAll(async () => {
+    await d?.close();
+  });
+  const now = () => new Date(clock.now()).toISOString();
+  const insert = (email: string, idempotencyKey?: string) =>
+    d.api('POST', '/api/v1/data/clocked/transactions', { body: { operations: [{ op: 'insert', table: 'customers', values: { email } }], idempotencyKey } });
+
+  it('stamps the database, its migrations and (where svc stamps them) its rows with the fake time', async () => {
+    const made = await d.api('POST', '/api/v1/data', { body: { name: 'clocked', schema: SHOP } });
+    expect(made.body.data.createdAt).toBe(now());
+    clock.advance(60_000);
+    const ins = await insert('c@x.io');
+    expect(ins.status).toBe(200);
+    // PostgreSQL stamps rows with its server's own clock (the provider's serverStamps).
+    if (p.name === 'sqlite') expect(ins.body.data[0].rows[0]).toMatchObject({ _created_at: now(), _updated_at: now() });
+    clock.advance(60_000);
+    const step = { op: 'addColumn', table: 'customers', column: 'phone', definition: { type: 'text', nullable: true } };
+    expect((await d.api('POST', '/api/v1/data/clocked/migrations', { body: { id: 'm1', expectedVersion: 1, steps: [step] } })).status).toBe(201);
+    expect((await d.api('GET', '/api/v1/data/clocked/migrations')).body.data.map((m: { appliedAt: string }) => m.appliedAt)).toEqual([now()]);
+  });
+
+  it('keeps an idempotency key for 24 h of the fake time, then forgets it', async () => {
+    expect((await insert('k1@x.io', 'once')).status).toBe(200);
+    clock.advance(IDEMPOTENCY_TTL_MS - 1);
+    expect((await insert('k2@x.io', 'once')).status).toBe(409);
+    clock.advance(2);
+    const later = await insert('k2@x.io', 'once');
+    expect(later.status).toBe(200);
+    expect(later.headers.get('idempotent-replayed')).toBeNull();
   });
 });

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import type { CheckResult } from '../src/resources/system/doctor.js';
+import type { CheckResult } from '../src/cli/system/doctor.js';
 import { readDaemonInfo } from '../src/state-dir.js';
 import { svc } from './cli-helpers.js';
 import { gitProject } from './harness.js';

@@ -5,8 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../src/kernel/errors.js';
 import { formatJson } from '../src/lib/format-json.js';
 import { atPointer, dereference } from '../src/lib/json-ref.js';
-import { openApiDocument, ROUTES } from '../src/routes.js';
+import { loadApi } from '../src/routes.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
+
+const { routes: ROUTES, openApiDocument } = await loadApi();
 
 const read = (p: string) => readFileSync(new URL(`../${p}`, import.meta.url), 'utf8');
 
@@ -148,7 +150,7 @@ describe('OpenAPI', () => {
     expect(JSON.stringify(schemas.Database)).toContain('"$ref":"#/components/schemas/DataSchema"');
   });
 
-  it('leaves no object schema written out in two operations: each needs a name (src/api-names.ts or .meta({ id }))', () => {
+  it('leaves no object schema written out in two operations: each needs a name (its resource server schemaNames or .meta({ id }))', () => {
     const doc = openApiDocument() as any;
     const usedBy = new Map<string, Set<string>>();
     const walk = (v: unknown, op: string): void => {

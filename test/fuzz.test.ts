@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../src/lib/json.js';
 import { dereference } from '../src/lib/json-ref.js';
-import { openApiDocument } from '../src/routes.js';
+import { loadApi } from '../src/routes.js';
 import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
+
+const { openApiDocument } = await loadApi();
 
 // Hostile input is normal: every route of the OpenAPI document gets random and malicious
 // requests (bad JSON, deep JSON, huge strings, wrong types, prototype names, odd methods, bad

@@ -70,6 +70,7 @@ export async function startTestDaemon(
     clock?: DaemonOptions['clock'];
     connections?: DaemonOptions['connections'];
     pruneEveryMs?: DaemonOptions['pruneEveryMs'];
+    eventsPollMs?: DaemonOptions['eventsPollMs'];
     /** Off only where a test measures what the daemon itself does with a payload (the check parses it). */
     checkResponses?: boolean;
     /** Log as `svc serve` does, to .svc/logs/daemon.log (at info), instead of to memory at debug; `logs` still gets every line. */
@@ -90,6 +91,7 @@ export async function startTestDaemon(
     clock: opts.clock,
     connections: opts.connections,
     pruneEveryMs: opts.pruneEveryMs,
+    eventsPollMs: opts.eventsPollMs,
   });
   // Events emitted before this line (at start) are in the log; later ones are heard live.
   for (const e of (await daemon.app.events.since(0, 10_000))) recordEmitted(e.name);
@@ -112,7 +114,13 @@ export async function startTestDaemon(
         body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
         headers['content-type'] ??= 'application/json';
       }
-      const res = await fetch(url + path, { method, headers, body });
+      // A GET is sent again once if the server closed the kept-alive connection as it was reused
+      // (a loaded machine makes that race likely); anything else is the test's to see.
+      const send = () => fetch(url + path, { method, headers, body });
+      const res = await send().catch((err: { cause?: { code?: string } }) => {
+        if (method === 'GET' && err?.cause?.code === 'ECONNRESET') return send();
+        throw err;
+      });
       const text = await res.text();
       let parsed: unknown = text;
       try {

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES } from '../src/routes.js';
+import { loadApi } from '../src/routes.js';
+import { FakeClock } from './fake-clock.js';
 import { eventually, rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
 import { ALLOWED_ORIGIN, FOREIGN_ORIGINS, SAME_ORIGINS } from './origin-cases.js';
+
+const { routes: ROUTES } = await loadApi();
 
 let d: TestDaemon;
 beforeAll(async () => {
@@ -85,6 +88,31 @@ describe('authentication', () => {
     } finally {
       await other.close();
     }
+  });
+});
+
+describe("the daemon's clock", () => {
+  const clock = new FakeClock();
+  const t0 = clock.now();
+  let c: TestDaemon;
+  beforeAll(async () => {
+    c = await startTestDaemon({ clock });
+  });
+  afterAll(async () => {
+    await c?.close();
+  });
+
+  it('measures the failed-authentication window on it: 3 s of it let one more failure through', async () => {
+    for (let i = 0; i < 20; i++) expect((await c.api('GET', '/api/v1/agents', { key: `bad-${i}` })).status).toBe(401);
+    expect((await c.api('GET', '/api/v1/agents', { key: 'bad-20' })).status).toBe(429);
+    clock.advance(3_000);
+    expect((await c.api('GET', '/api/v1/agents', { key: 'bad-21' })).status).toBe(401);
+    expect((await c.api('GET', '/api/v1/agents', { key: 'bad-22' })).status).toBe(429);
+  });
+
+  it('says when the daemon started, and its uptime, on it', async () => {
+    clock.advance(90_000);
+    expect((await c.api('GET', '/api/v1/status')).body.data).toMatchObject({ startedAt: new Date(t0).toISOString(), uptimeSeconds: (clock.now() - t0) / 1000 });
   });
 });
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../src/events/outbox.js';
 import type { EventName } from '../src/events/registry.js';
 import { NOTIFY_SERVICE } from '../src/resources/notify/command.js';
-import { serviceNames } from '../src/resources/system/service-unit.js';
+import { serviceNames } from '../src/cli/system/service-unit.js';
 import { exited, startReady, SVC, svc, svcAgainst } from './cli-helpers.js';
 import { FakeClock } from './fake-clock.js';
 import { eventually, makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';

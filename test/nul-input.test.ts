@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dereference } from '../src/lib/json-ref.js';
-import { openApiDocument, ROUTES } from '../src/routes.js';
+import { loadApi } from '../src/routes.js';
 import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
+
+const { routes: ROUTES, openApiDocument } = await loadApi();
 
 // A NUL (U+0000) in any input of any route is a 400 naming the field, on every state provider
 // (this file also runs in the state-pg project): PostgreSQL's text cannot hold one, and the

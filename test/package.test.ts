@@ -22,8 +22,10 @@ const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { na
  * adds 0.5 MiB or more unpacked) goes over. The README says the size: a test below keeps it true.
  * Runs (issue 31) took it to ~821 KiB (2.73 MiB unpacked, 597 files): the runner's code, its
  * OpenAPI operations, docs/runs.md and the board's runs pages; the budget moved with them.
+ * Issue 33 split the state migrations one file each and gave every resource a descriptor and a
+ * server file (each a .js and a .d.ts): ~810 files for about the same bytes; the file budget moved.
  */
-const BUDGET = { packedBytes: 1000 * 1024, unpackedBytes: 3.4 * 1024 * 1024, files: 720 };
+const BUDGET = { packedBytes: 1000 * 1024, unpackedBytes: 3.4 * 1024 * 1024, files: 960 };
 const ALLOWED = [
   /^dist\/(src|bin)\/.+\.(js|d\.ts)$/,
   /^dist\/board\/[a-z0-9][a-z0-9._-]*\.(html|js|css|svg)$/,

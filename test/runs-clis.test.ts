@@ -371,6 +371,8 @@ describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, () => {
     expect(sent.split('# Task: Limited').length - 1).toBe(2);
     expect(sent).toContain('This run was paused by a usage limit');
     expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'review', retries: 0 });
+  });
+
   it('ask: codex exec cannot ask, so it runs sandboxed (workspace-write, no network) and nothing becomes an approval', async () => {
     const d = await start();
     // A user's config.toml that opens the sandbox's network does not open it for ask.

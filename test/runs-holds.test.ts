@@ -207,8 +207,10 @@ describe('budgets', () => {
     const paused = await runIn(d, a, ['paused']);
     expect(paused.pauseReason).toBe('budget');
     expect(paused.usage.inputTokens).toBeGreaterThanOrEqual(300);
-    // It stopped at its turn's end, long before its 30 turns.
-    expect(paused.usage.inputTokens).toBeLessThan(1000);
+    // It stopped at a turn's end, long before its 30 turns (a loaded machine reads the agent's
+    // lines late, so a few more turns may have gone by than the third).
+    expect(paused.usage.inputTokens).toBeLessThan(2000);
+    expect(paused.usage.inputTokens % 100).toBe(0);
     expect(await task(d, a)).toMatchObject({ status: 'assigned', retries: 0 });
     const b = await addTask(d, 'alice', '@write b.txt b');
     const midnight = '2030-01-16T00:00:00.000Z';

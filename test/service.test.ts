@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pidAlive } from '../src/lib/proc.js';
-import { renderLaunchdPlist, renderSystemdUnit, serviceNames, type ServiceSpec } from '../src/resources/system/service-unit.js';
+import { renderLaunchdPlist, renderSystemdUnit, serviceNames, type ServiceSpec } from '../src/cli/system/service-unit.js';
 import { readDaemonInfo, runningDaemon } from '../src/state-dir.js';
 import { exited, SVC, svc } from './cli-helpers.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';

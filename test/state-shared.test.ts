@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ProjectConfigSchema } from '../src/config/schema.js';
 import { checkState } from '../src/resources/system/doctor-state.js';
+import { latestSchemaVersion } from '../src/state-schema.js';
 import { openEntry } from '../src/resources/vault/service.js';
 import { FakeClock } from './fake-clock.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
@@ -23,13 +24,50 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
   let ds: TestDaemon[] = [];
   const [A, B, C] = [0, 1, 2];
 
+  // The newest event each daemon has published to its listeners (its reaper, its timers, its
+  // streams), and the waits for it to reach an id.
+  const heardUpTo = [0, 0, 0];
+  let looks: (() => void)[] = [];
+
   beforeAll(async () => {
     url = await freshStateDatabase();
     const env = { SVC_STATE_URL: url, SVC_VAULT_KEY: key };
     // Started one after the other on purpose: the second and third find the schema made.
     for (let i = 0; i < 3; i++) ds.push(await startTestDaemon({ env, clock, config: { tasks: { leaseSeconds: 30 } } }));
+    ds.forEach((d, i) =>
+      d.daemon.app.events.subscribe((e) => {
+        heardUpTo[i] = e.id;
+        for (const look of looks) look();
+      }),
+    );
     for (const name of ['ana', 'bob']) expect((await ds[A]!.api('POST', '/api/v1/agents', { body: { name } })).status).toBe(201);
   });
+
+  /**
+   * Resolves once every daemon has heard every event written so far: each has then run its own
+   * listeners for them (registered at its start, before this file's), so its reaper and its
+   * approval timer are armed for what they carried. Within 5 s (a notification, or the 1 s poll).
+   */
+  const everyoneHeard = (): Promise<void> => {
+    const last = ds[A]!.daemon.app.events.lastId();
+    return new Promise((resolve, reject) => {
+      const look = () => {
+        if (heardUpTo.some((id) => id < last)) return;
+        looks = looks.filter((l) => l !== look);
+        clearTimeout(bound);
+        resolve();
+      };
+      const bound = setTimeout(() => {
+        looks = looks.filter((l) => l !== look);
+        reject(new Error(`not every daemon heard event ${last} within 5 s: ${heardUpTo.join(', ')}`));
+      }, 5_000);
+      looks.push(look);
+      look();
+    });
+  };
+  /** The events written since `mark` named `name` about `key: value`, from the shared table. */
+  const written = (mark: number, name: string, key: string, value: string) =>
+    ds[A]!.daemon.app.events.since(mark, 10_000).filter((e) => e.name === name && e.data[key] === value);
   afterAll(async () => {
     await Promise.all(ds.map((d) => d.close()));
     ds = [];
@@ -108,11 +146,13 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     const sse = await collect(ds[A]!.url, { key: ds[A]!.key, filter: 'task:lease_expired' });
     try {
       // Every daemon has heard of the claim (their reapers are armed) before the clock moves.
-      await waitFor(async () => (await ds[B]!.api('GET', `/api/v1/tasks/${t.id}`)).body.data.leaseExpiresAt !== null);
-      await new Promise((r) => setTimeout(r, 1_200));
+      await everyoneHeard();
+      const mark = (await ds[A]!.daemon.app.events.lastId());
+      // Each daemon's reaper runs inside the advance (its timer is on this clock): whatever any of
+      // them wrote is in the table when it returns.
       await clock.pass(31_000);
+      expect((await written(mark, 'task:lease_expired', 'taskId', t.id))).toHaveLength(1);
       await sse.until((c) => c.messages.length >= 1, 5_000);
-      await new Promise((r) => setTimeout(r, 300));
       expect(sse.messages.filter((m) => JSON.parse(m.data).taskId === t.id)).toHaveLength(1);
       expect((await ds[B]!.api('GET', `/api/v1/tasks/${t.id}`)).body.data.status).toBe('pending');
     } finally {
@@ -125,11 +165,13 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     const a = await post(ds[B]!, '/api/v1/approvals', { taskId: t.id, requestedBy: 'ana', title: 'ok?', timeoutSeconds: 60 });
     const sse = await collect(ds[C]!.url, { key: ds[C]!.key, filter: 'approval:resolved' });
     try {
-      // Let every daemon hear of the request (a notification or the 1 s poll) and arm its timer.
-      await new Promise((r) => setTimeout(r, 1_200));
+      // Every daemon has heard of the request (a notification or the 1 s poll) and armed its timer.
+      await everyoneHeard();
+      const mark = (await ds[A]!.daemon.app.events.lastId());
+      // Each daemon's timer fires inside the advance: what any of them decided is in the table then.
       await clock.pass(61_000);
+      expect((await written(mark, 'approval:resolved', 'approvalId', a.id))).toHaveLength(1);
       await sse.until((c) => c.messages.some((m) => JSON.parse(m.data).approvalId === a.id), 5_000);
-      await new Promise((r) => setTimeout(r, 300));
       expect(sse.messages.filter((m) => JSON.parse(m.data).approvalId === a.id)).toHaveLength(1);
       expect((await ds[A]!.api('GET', `/api/v1/approvals/${a.id}`)).body.data).toMatchObject({ status: 'rejected', timedOut: true });
     } finally {
@@ -140,11 +182,14 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
   it('a call for a person (attention:needed) is written once, by the daemon that made the change, and every stream carries it', async () => {
     const streams = await Promise.all(ds.map((d) => collect(d.url, { key: d.key, filter: 'attention:,approval:requested' })));
     try {
+      const mark = ds[A]!.daemon.app.events.lastId();
       const a = await post(ds[B]!, '/api/v1/approvals', { requestedBy: 'ana', title: 'who tells me?' });
       const mine = (s: (typeof streams)[number]) => s.messages.filter((m) => JSON.parse(m.data).approvalId === a.id);
       for (const s of streams) await s.until(() => mine(s).length >= 2, 5_000);
-      // Every daemon heard the request: one that raised its own call for a person would show here.
-      await new Promise((r) => setTimeout(r, 1_200));
+      // Every daemon has heard the request and run its listeners: one that raised its own call for
+      // a person would have written it by then.
+      await everyoneHeard();
+      expect(written(mark, 'attention:needed', 'approvalId', a.id)).toHaveLength(1);
       for (const s of streams) {
         expect(mine(s).map((m) => m.event)).toEqual(['approval:requested', 'attention:needed']);
         expect(Number(mine(s)[1]!.id)).toBe(Number(mine(s)[0]!.id) + 1);
@@ -178,12 +223,12 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
 
   it('svc doctor sees the daemons on the state and warns when their API keys differ from its project', async () => {
     const env = { SVC_STATE_URL: url, SVC_VAULT_KEY: key };
-    const same = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x' }), env);
+    const same = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x' }), env, { knownVersion: latestSchemaVersion() });
     expect(same.find((r) => r.check === 'api keys')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/the 3 daemons on this state accept the same keys/) });
     expect(same.find((r) => r.check === 'vault key')?.status).toBe('ok');
-    const other = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x', apiKeys: ['another-key-0123456789'] }), env);
+    const other = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x', apiKeys: ['another-key-0123456789'] }), env, { knownVersion: latestSchemaVersion() });
     expect(other.find((r) => r.check === 'api keys')).toMatchObject({ status: 'warn', detail: expect.stringMatching(/3 of the 3 daemons/) });
-    const wrongKey = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x' }), { ...env, SVC_VAULT_KEY: randomBytes(32).toString('base64') });
+    const wrongKey = await checkState(ds[A]!.root, ProjectConfigSchema.parse({ name: 'x' }), { ...env, SVC_VAULT_KEY: randomBytes(32).toString('base64') }, { knownVersion: latestSchemaVersion() });
     expect(wrongKey.find((r) => r.check === 'vault key')?.status).toBe('fail');
   });
 
@@ -209,11 +254,3 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     expect(err?.message).toMatch(/set SVC_VAULT_KEY .* or name a key file in state.vaultKeyFile/);
   });
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

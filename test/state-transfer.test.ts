@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { NOT_COPIED, STATE_TABLES, stateTables } from '../src/db/transfer.js';
+import { stateTables } from '../src/db/transfer.js';
+import { NOT_COPIED, STATE_TABLES } from '../src/state-schema.js';
 import { openEntry } from '../src/resources/vault/service.js';
 import { webhookSecrets } from '../src/resources/webhooks/service.js';
 import { svc } from './cli-helpers.js';

@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SCHEMA_WRITER_KEY } from '../src/db/migrate.js';
-import { STATE_MIGRATIONS } from '../src/db/migrations.js';
+import { STATE_MIGRATIONS } from '../src/state-schema.js';
 import { packageVersion } from '../src/lib/version.js';
 import { openEntry } from '../src/resources/vault/service.js';
 import { makeProject, startTestDaemon } from './harness.js';

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/kernel/errors.js';
 import { openEntry } from '../src/resources/vault/service.js';
 import { serve, svc } from './cli-helpers.js';
+import { FakeClock } from './fake-clock.js';
 import { makeProject, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 import { statePg } from './state-pg.js';
@@ -43,9 +44,12 @@ async function openFailure(d: TestDaemon, agent: string, service: string): Promi
 }
 
 describe('vault API', () => {
+  // The daemon's clock: entries' times are its, and a test moves it rather than waiting.
+  const clock = new FakeClock(Date.parse('2031-02-03T04:05:06.000Z'));
+  const iso = () => new Date(clock.now()).toISOString();
   let d: TestDaemon;
   beforeAll(async () => {
-    d = await startTestDaemon({ env: envKeyEnv(hexKey()) });
+    d = await startTestDaemon({ env: envKeyEnv(hexKey()), clock });
     await addAgents(d, 'dev', 'ops');
   });
   afterAll(async () => {
@@ -141,12 +145,14 @@ describe('vault API', () => {
 
   it('an upsert keeps createdAt and moves updatedAt; openEntry gives the latest credentials', async () => {
     const [before] = (await d.api('GET', '/api/v1/vault/entries?agent=dev')).body.data;
+    expect(before.updatedAt).toBe(iso());
     expect((await openEntry(d.daemon.app, 'dev', 'github'))).toEqual({ clientId: 'c', clientSecret: 's' });
-    await new Promise((r) => setTimeout(r, 5));
+    clock.advance(5);
     expect((await save(d, 'dev', 'github', { token: 't2' })).status).toBe(200);
     const [after] = (await d.api('GET', '/api/v1/vault/entries?agent=dev')).body.data;
     expect(after.createdAt).toBe(before.createdAt);
-    expect(after.updatedAt > before.updatedAt).toBe(true);
+    expect(after.updatedAt).toBe(iso());
+    expect(Date.parse(after.updatedAt) - Date.parse(before.updatedAt)).toBe(5);
     expect(after.label).toBeNull();
     expect((await openEntry(d.daemon.app, 'dev', 'github'))).toEqual({ token: 't2' });
   });
@@ -184,26 +190,48 @@ function filesUnder(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
 }
 
-/** Reads an SSE stream into a string until aborted. */
-function collectSse(url: string, key: string): { text: () => string; stop: () => void; ready: Promise<void> } {
+/**
+ * Reads an SSE stream into a string until aborted. `seen(s)` resolves as soon as `s` has come (it
+ * looks at each chunk as it arrives), and fails if it has not within 5 s.
+ */
+function collectSse(url: string, key: string): { text: () => string; stop: () => void; ready: Promise<void>; seen: (s: string) => Promise<void> } {
   const ctrl = new AbortController();
   let text = '';
   let onReady!: () => void;
   const ready = new Promise<void>((r) => (onReady = r));
+  const looks = new Set<() => void>();
   void (async () => {
     try {
       const res = await fetch(`${url}/v1/events`, { headers: { authorization: `Bearer ${key}` }, signal: ctrl.signal });
       expect(res.status).toBe(200);
       onReady();
       const decoder = new TextDecoder();
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += decoder.decode(chunk, { stream: true });
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        text += decoder.decode(chunk, { stream: true });
+        for (const look of looks) look();
+      }
     } catch {
       // aborted
     } finally {
       onReady();
     }
   })();
-  return { text: () => text, stop: () => ctrl.abort(), ready };
+  const seen = (s: string) =>
+    new Promise<void>((resolve, reject) => {
+      const look = () => {
+        if (!text.includes(s)) return;
+        looks.delete(look);
+        clearTimeout(bound);
+        resolve();
+      };
+      const bound = setTimeout(() => {
+        looks.delete(look);
+        reject(new Error(`${JSON.stringify(s)} did not come on the stream within 5 s`));
+      }, 5_000);
+      looks.add(look);
+      look();
+    });
+  return { text: () => text, stop: () => ctrl.abort(), ready, seen };
 }
 
 describe('nothing leaks', () => {
@@ -247,7 +275,7 @@ describe('nothing leaks', () => {
       db.close();
       expect((await openFailure(d, 'ops', 'aws')).code).toBe('internal');
 
-      await eventsSettled(sse, 'vault:removed');
+      await sse.seen('event: vault:removed');
     } finally {
       sse.stop();
     }
@@ -323,11 +351,6 @@ describe('nothing leaks', () => {
     rmSync(root, { recursive: true, force: true });
   });
 });
-
-async function eventsSettled(sse: { text: () => string }, last: string): Promise<void> {
-  const deadline = Date.now() + 3000;
-  while (!sse.text().includes(`event: ${last}`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-}
 
 // Tampers through a second connection to .svc/state.sqlite, as anyone with the file could: on
 // state-pg the entries are not in that file.

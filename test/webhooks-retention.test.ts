@@ -48,18 +48,18 @@ it('by age: events after events.retentionHours, settled deliveries after webhook
 
   await clock.pass(23 * 3_600_000);
   (await emit(2, 'new'));
-  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 0 });
+  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 0, 'routine work': 0 });
 
   await clock.pass(2 * 3_600_000);
   // The five, and on a shared state the runner's runner:online written at start.
-  expect(await pass()).toEqual({ events: statePg() ? 6 : 5, 'webhook deliveries': 0 });
+  expect(await pass()).toEqual({ events: statePg() ? 6 : 5, 'webhook deliveries': 0, 'routine work': 0 });
   expect((await app.events.oldestId())).toBe(oldLast + 1);
 
   // 29 days and an hour after the first deliveries were made: kept; at 30 days and an hour: gone.
   await clock.pass(28 * DAY);
-  expect(await pass()).toEqual({ events: 2, 'webhook deliveries': 0 });
+  expect(await pass()).toEqual({ events: 2, 'webhook deliveries': 0, 'routine work': 0 });
   await clock.pass(DAY);
-  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 5 });
+  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 5, 'routine work': 0 });
   expect((await count('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?', settled.id))).toBe(0);
   expect((await count('SELECT COUNT(*) AS n FROM webhook_attempts'))).toBe(0);
   // Thirty-one days old and still pending: kept, whatever its age.
@@ -83,7 +83,7 @@ it('by count: the newest events.maxEvents events and webhooks.maxDeliveries deli
   const events = (await count('SELECT COUNT(*) AS n FROM events'));
   const lastEvent = (await app.events.lastId());
 
-  expect(await pass()).toEqual({ events: events - 100, 'webhook deliveries': 50 });
+  expect(await pass()).toEqual({ events: events - 100, 'webhook deliveries': 50, 'routine work': 0 });
   // Events: exactly the newest 100 remain (ids are never reused).
   expect((await app.events.since(0, 1_000)).map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => lastEvent - 99 + i));
   // Deliveries: the newest 100, and the pending ones older than those.
@@ -91,7 +91,7 @@ it('by count: the newest events.maxEvents events and webhooks.maxDeliveries deli
   expect(left).toEqual([...rows.slice(0, 20), ...rows.slice(70)].map((r) => r.id));
   expect((await count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", waiting.id))).toBe(20);
   // Nothing is over the limits any more.
-  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 0 });
+  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 0, 'routine work': 0 });
 });
 
 it('a pass goes on batch after batch until nothing is over the limits', async () => {
@@ -102,5 +102,5 @@ it('a pass goes on batch after batch until nothing is over the limits', async ()
   const counts = await pass();
   expect(counts['webhook deliveries']).toBe(2_300);
   expect(counts.events).toBeGreaterThanOrEqual(2_300);
-  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 0 });
+  expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 0, 'routine work': 0 });
 });

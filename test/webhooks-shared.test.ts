@@ -68,6 +68,12 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
 
   const emit = async (d: TestDaemon, name: string) => (await d.daemon.app.events.write(async () => d.daemon.app.events.emit('team:created', { name })));
 
+  /**
+   * Resolves once each of `ds` has looked at every webhook's due deliveries again (a look of its
+   * own, as its poll would make) and gone quiet: whatever it would send is on the wire by then.
+   */
+  const looked = (...ds: TestDaemon[]) => Promise.all(ds.map((d) => d.daemon.app.services.get(WEBHOOKS).settled()));
+
   const quiet = async () => {
     await eventually(async () => ((await a.daemon.app.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending'").get()) as { n: number }).n === 0, 10_000);
   };
@@ -78,7 +84,8 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     const N = 40;
     for (let i = 0; i < N; i++) {
       (await emit(i % 2 ? b : a, `shared-${i}`));
-      if (i % 8 === 7) await new Promise((r) => setTimeout(r, 20));
+      // In bursts of 8, each sent while the next is made.
+      if (i % 8 === 7) await rx.waitFor(i - 6, 10_000);
     }
     await rx.waitFor(N, 10_000);
     await quiet();
@@ -95,7 +102,7 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     expect(names.size).toBe(N);
     expect(rows.every((r) => r.status === 'succeeded' && r.attempts === 1 && r.inFlight === 0)).toBe(true);
     // Nothing more arrives once both have looked again.
-    await new Promise((r) => setTimeout(r, 1_200));
+    await looked(a, b);
     expect(rx.received).toHaveLength(N);
   });
 
@@ -132,7 +139,7 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
       [2, 503],
       [3, 200],
     ]);
-    await new Promise((r) => setTimeout(r, 300));
+    await looked(a, b);
     expect(rx.received).toHaveLength(3);
   });
 
@@ -160,11 +167,12 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
       for (let i = 0; i < 20; i++) a.daemon.app.events.emit('team:created', { name: `moved-${i}` });
     }));
     await old.waitFor(8, 3_000);
-    await new Promise((r) => setTimeout(r, 300));
+    // A holds what it claimed beyond its 8 slots, waiting for them.
+    await looked(a);
     expect((await b.api('PATCH', `/v1/webhooks/${id}`, { body: { url: `${next.url}/new` } })).status).toBe(200);
     const sentOld = old.received.length;
-    // Both daemons look at least once (a poll) before the hanging attempts end and free the slots.
-    await new Promise((r) => setTimeout(r, 1_200));
+    // Both daemons look again (as a poll would) before the hanging attempts end and free the slots.
+    await looked(a, b);
     old.dropHanging();
     await eventually(() => new Set(next.received.map((r) => JSON.parse(r.body).data.name)).size === 20, 10_000);
     expect(next.received.every((r) => r.path === '/new')).toBe(true);
@@ -176,26 +184,27 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     const rx = await receiver();
     const id = await hook(rx.url, ['team:created']);
     const app = b.daemon.app;
-    // The claim of a daemon that died mid-delivery: in flight, its lease running out in 2.5 s
-    // (time for a third daemon to start first).
-    const until = Date.now() + 2_500;
+    // The claim of a daemon that died mid-delivery: in flight, its lease running an hour for now.
+    const claim = async (until: number) => (await app.db.prepare("UPDATE webhook_deliveries SET in_flight = 1, claimed_until = ? WHERE webhook_id = ? AND status = 'pending'").run(until, id));
     (await app.events.write(async () => {
       app.events.emit('team:created', { name: 'orphaned' });
-      (await app.db.prepare("UPDATE webhook_deliveries SET in_flight = 1, claimed_until = ? WHERE webhook_id = ? AND status = 'pending'").run(until, id));
+      (await claim(Date.now() + 3_600_000));
     }));
     // A daemon starting meanwhile leaves a live claim alone (it may be another daemon's, mid-send).
     const c = await start();
     cleanups.push(() => c.close());
-    expect(Date.now(), 'the daemon took longer to start than the lease left').toBeLessThan(until - 200);
     expect((await deliveries(id))).toMatchObject([{ status: 'pending', inFlight: 1 }]);
-    await new Promise((r) => setTimeout(r, Math.max(0, until - 100 - Date.now())));
-    expect(rx.received).toHaveLength(0);
-    // Released within a poll after it expires, and sent once.
-    await rx.waitFor(1, 2_500);
+    // Now its lease runs out in 300 ms.
+    const until = Date.now() + 300;
+    (await claim(until));
+    // Released within a poll after it expires (not before: it is sent no earlier than the claim's
+    // end), and sent once.
+    await rx.waitFor(1, 5_000);
+    expect(rx.received[0]!.at).toBeGreaterThanOrEqual(until);
     expect(rx.received[0]!.at - until).toBeLessThan(1_500);
     await quiet();
     expect((await deliveries(id))).toMatchObject([{ status: 'succeeded', attempts: 1, inFlight: 0 }]);
-    await new Promise((r) => setTimeout(r, 300));
+    await looked(a, b, c);
     expect(rx.received).toHaveLength(1);
   });
 

@@ -1,5 +1,3 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SKILL_INDEX } from '../src/resources/skills/live-index.js';
 import { TASK_HOOKS, type TaskTransition } from '../src/resources/tasks/hooks.js';
@@ -99,51 +97,5 @@ describe('two daemons in one process', () => {
     expect((await a.api('GET', '/api/v1/tasks')).status).toBe(200);
     const t = await task(a);
     expect((await a.api('POST', `/api/v1/tasks/${t.id}/transition`, { body: { to: 'assigned' } })).status).toBe(200);
-  });
-});
-
-describe('the import graph', () => {
-  const src = resolve(__dirname, '../src');
-  const files: string[] = [];
-  const walk = (dir: string) => {
-    for (const f of readdirSync(dir)) {
-      const p = join(dir, f);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (p.endsWith('.ts')) files.push(p);
-    }
-  };
-  walk(src);
-  /** Relative imports that load code (`import type` is erased and cannot form a load cycle or a side effect). */
-  const importsOf = (file: string): string[] =>
-    [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)\s+(type\s+)?[^'";]*?from\s+'(\.[^']+)'/gm)]
-      .filter((m) => !m[1])
-      .map((m) => relative(src, resolve(dirname(file), m[2]!)).replace(/\.js$/, '.ts'));
-  const resourceOf = (path: string): string | null => (path.startsWith('resources/') && path.split('/').length > 2 ? path.split('/')[1]! : null);
-
-  it('app.ts, kernel/, db/ and events/ import nothing from resources/', () => {
-    const offenders = files
-      .map((f) => relative(src, f))
-      .filter((f) => f === 'app.ts' || /^(kernel|db|events)\//.test(f))
-      .flatMap((f) => {
-        const all = [...readFileSync(join(src, f), 'utf8').matchAll(/from\s+'(\.[^']+)'/g)].map((m) => relative(src, resolve(dirname(join(src, f)), m[1]!)));
-        return all.filter((p) => p.startsWith('resources/')).map((p) => `${f} -> ${p}`);
-      });
-    expect(offenders).toEqual([]);
-  });
-
-  it('resources import each other without a cycle (agents and teams included)', () => {
-    const graph = new Map<string, Set<string>>();
-    for (const f of files) {
-      const from = resourceOf(relative(src, f));
-      if (!from) continue;
-      for (const to of importsOf(f).map(resourceOf)) if (to && to !== from) graph.set(from, (graph.get(from) ?? new Set()).add(to));
-    }
-    const cycles: string[] = [];
-    const visit = (node: string, path: string[]) => {
-      if (path.includes(node)) return void cycles.push([...path.slice(path.indexOf(node)), node].join(' -> '));
-      for (const next of graph.get(node) ?? []) visit(next, [...path, node]);
-    };
-    for (const node of graph.keys()) visit(node, []);
-    expect([...new Set(cycles)]).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { EndpointCommand } from '../kernel/resource.js';
 
 // The API's words for a person at a terminal. The API names a field by its place in the request
 // (body.maxTurns, query.taskId) and sends people to endpoints (POST /api/v1/data/{resource}/migrations);
@@ -14,8 +15,8 @@ import type { Command } from 'commander';
 // values a declaration gives), or as a camelCase name (maxRows): lowercase names (mode, name) are
 // also ordinary words, so they are left alone in prose.
 //
-// Endpoints: ENDPOINT_COMMANDS says which command does what each endpoint does; ids the message
-// gives (in the path, or as "key": "value" in a body after it) are put into the command.
+// Endpoints: each resource's descriptor says which command does what its endpoints do (`endpoints`);
+// ids the message gives (in the path, or as "key": "value" in a body after it) are put into the command.
 
 /** A field filled under another name: what was typed, and what to say for a value of it. */
 export interface Fill {
@@ -84,28 +85,6 @@ function typedPath(path: string, fields: Map<string, Fill>): string {
   return path;
 }
 
-/**
- * Which command does what an endpoint does. `{x}` in the command is the id the message gives for
- * `{x}` (in the path or the body), else `<x>`; `names` says what the command's usage calls it.
- * The endpoint may require body properties ("enabled": true) for the command to fit.
- */
-const ENDPOINT_COMMANDS: { endpoint: string; command: string; names?: Record<string, string> }[] = [
-  { endpoint: 'GET /api/v1/status', command: 'svc status' },
-  { endpoint: 'GET /api/v1/auth/status', command: 'svc auth status' },
-  { endpoint: 'POST /api/v1/agents/teams', command: 'svc teams add {name}' },
-  { endpoint: 'POST /api/v1/tasks/{taskId}/transition', command: 'svc tasks mv {taskId} <state>', names: { taskId: 'id' } },
-  { endpoint: 'POST /api/v1/approvals', command: 'svc approvals request {taskId} --title …' },
-  { endpoint: 'POST /api/v1/missions', command: 'svc missions add <file>' },
-  { endpoint: 'POST /api/v1/data/{resource}/migrations', command: 'svc db migrate {resource} <file>', names: { resource: 'name' } },
-  { endpoint: 'GET /v1/events/catalog', command: 'svc events catalog' },
-  { endpoint: 'POST /api/v1/runs/{runId}/cancel', command: 'svc runs cancel {runId}', names: { runId: 'id' } },
-  { endpoint: 'GET /api/v1/runs/{runId}/log', command: 'svc runs logs {runId}', names: { runId: 'id' } },
-  { endpoint: 'POST /api/v1/runs/{runId}/resume', command: 'svc runs resume {runId}', names: { runId: 'id' } },
-  { endpoint: 'PUT /api/v1/budgets', command: 'svc budgets set <file>' },
-  { endpoint: 'PATCH /v1/webhooks/{id} {"enabled": true}', command: 'svc webhooks set {id} --enable' },
-  { endpoint: 'POST /v1/webhooks/{id}/test', command: 'svc webhooks test {id}' },
-];
-
 /** An endpoint as the API writes it in a message: method, path, perhaps a JSON-like body after it. */
 const ENDPOINT_RE = /\b(GET|POST|PUT|PATCH|DELETE) (\/(?:api\/)?v1(?:\/[\w{}%:-]+)*)(?: (\{[^{}]*\}))?/g;
 /** "key": value pairs of such a body ("requestedBy" alone, a property to fill in, has no value). */
@@ -121,9 +100,20 @@ interface CompiledEndpoint {
   names: Record<string, string>;
 }
 
+let given: readonly EndpointCommand[] = [];
 let compiled: CompiledEndpoint[] | null = null;
+
+/**
+ * The endpoints the CLI names by their commands: the resources' descriptors' `endpoints`, given by
+ * the CLI's root (run.ts), which knows the descriptors; this plumbing sits below them.
+ */
+export function useEndpointWords(list: readonly EndpointCommand[]): void {
+  given = list;
+  compiled = null;
+}
+
 function endpoints(): CompiledEndpoint[] {
-  return (compiled ??= ENDPOINT_COMMANDS.map((e) => {
+  return (compiled ??= given.map((e) => {
     const [, method, path, body] = /^(\w+) (\S+)(?: (.*))?$/.exec(e.endpoint)!;
     const re = path!.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '(?<$1>[^/]+)');
     return { method: method!, path: new RegExp(`^${re}$`), requires: pairsOf(body), command: e.command, names: e.names ?? {} };

@@ -1,7 +1,7 @@
 import { Argument, Command, Option } from 'commander';
 import { localAction } from './action.js';
 import { cliContext, UsageError } from './context.js';
-import { shortId } from './human.js';
+import { shortId } from '../lib/human.js';
 import { out } from './output.js';
 
 // `svc completion bash|zsh|fish`: a completion script generated from the command tree (every

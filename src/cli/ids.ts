@@ -1,6 +1,6 @@
 import { ApiError, type SvcClient } from '../client/client.js';
 import { UsageError } from './context.js';
-import { shortId } from './human.js';
+import { shortId } from '../lib/human.js';
 
 // Short ids, like git's abbreviated hashes: wherever the CLI takes the id of a task, mission or
 // approval, a unique prefix or suffix of at least 4 characters works, and so does the start of

@@ -1,4 +1,5 @@
 import { style } from './output.js';
+import { systemClock } from '../lib/clock.js';
 
 // The daemon's log records (one JSON object per line, as written to .svc/logs/daemon.log) made
 // readable: the serve command's terminal output and `svc logs` go through here. The log file
@@ -7,7 +8,7 @@ import { style } from './output.js';
 export type LogRecord = { time?: string; level?: string; msg?: string } & Record<string, unknown>;
 
 const clock = (iso: unknown): string => {
-  const d = typeof iso === 'string' ? new Date(iso) : new Date();
+  const d = new Date(typeof iso === 'string' ? iso : systemClock.now());
   return Number.isNaN(d.getTime()) ? '--:--:--' : d.toTimeString().slice(0, 8);
 };
 

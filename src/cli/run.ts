@@ -2,7 +2,8 @@ import { Command, CommanderError } from 'commander';
 import { Readable } from 'node:stream';
 import { packageVersion } from '../lib/version.js';
 import { fail } from './action.js';
-import { COMMANDS } from './commands.js';
+import { useEndpointWords } from './api-words.js';
+import { COMMANDS, ENDPOINT_WORDS } from './commands.js';
 import { EXIT, UsageError } from './context.js';
 import { withIo, type CliIo, type InStream, type OutStream } from './io.js';
 
@@ -76,6 +77,7 @@ function configure(cmd: Command, io: CliIo, json: boolean): void {
  * resolves to the exit code. bin/svc runs it with the process's own; tests run it in-process.
  */
 export async function run(argv: string[], opts: RunOptions): Promise<number> {
+  useEndpointWords(ENDPOINT_WORDS);
   const tty = opts.isTTY ?? Boolean(opts.stdout.isTTY);
   const io: CliIo = {
     stdout: opts.stdout,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { BudgetsConfig } from '../resources/budgets/schema.js';
-import { BUILT_IN_PROVIDERS } from '../resources/providers/catalog.js';
+import { BudgetsConfig } from './budgets.js';
+import { BUILT_IN_PROVIDERS } from './providers.js';
 import { exposureIssues, validProxyEntry } from '../kernel/exposure.js';
 
 // project.json. Nested objects are strict so a typo (`server.prot`) is reported with its path;

@@ -1,15 +1,12 @@
+import { monotonic, systemClock } from '../lib/clock.js';
+import { nowIso } from '../lib/time.js';
 import { packageVersion } from '../lib/version.js';
 import { isPostgres, type DB } from './open.js';
 import type { PgState } from './pg/state.js';
 import { pgDdl } from './pg/translate.js';
+import type { Migration } from '../kernel/resource.js';
 
-export interface Migration {
-  version: number;
-  name: string;
-  /** The DDL, in SQLite's spelling; PostgreSQL runs pgDdl(sql) unless `postgres` gives its own. */
-  sql: string;
-  postgres?: string;
-}
+export type { Migration } from '../kernel/resource.js';
 
 /**
  * The meta key holding the svc version that brought the schema to where it is: a refusal of a newer
@@ -27,9 +24,9 @@ const MIGRATE_WAIT_MS = 120_000;
  * statement timeout (and the daemon's wait for an answer) while another daemon runs a long migration.
  */
 async function waitForLock(db: PgState): Promise<void> {
-  const deadline = performance.now() + MIGRATE_WAIT_MS;
+  const deadline = monotonic() + MIGRATE_WAIT_MS;
   while (!((await db.prepare(`SELECT pg_try_advisory_lock(${MIGRATE_LOCK}) AS got`).get()) as { got: boolean }).got) {
-    if (performance.now() > deadline) throw new Error(`another daemon has been migrating the state for ${MIGRATE_WAIT_MS / 1000} s; try again when it is done`);
+    if (monotonic() > deadline) throw new Error(`another daemon has been migrating the state for ${MIGRATE_WAIT_MS / 1000} s; try again when it is done`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -85,7 +82,7 @@ async function migrateHeld(db: DB, migrations: readonly Migration[], svcVersion:
     for (const m of pending) {
       await db.transaction(async () => {
         await db.exec(pg ? (m.postgres ?? pgDdl(m.sql)) : m.sql);
-        await record.run(m.version, m.name, new Date().toISOString());
+        await record.run(m.version, m.name, nowIso(systemClock));
       });
     }
     await recordWriter(db, svcVersion, pending.length > 0);

@@ -1,4 +1,4 @@
-import { serviceKey } from '../app.js';
+import { serviceKey } from '../lib/services.js';
 
 // Retention of the state database in small steps. Each step deletes one bounded batch in its own
 // short transaction and the next waits for the event loop's next turn, so requests never queue

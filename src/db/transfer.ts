@@ -1,46 +1,12 @@
+import type { Clock } from '../lib/clock.js';
+import { nowIso } from '../lib/time.js';
 import { isPostgres, stmt, type DB, type Sql } from './open.js';
 
 // Moving a project's state from one provider to another (svc state export / import): every row of
 // every state table, as JSON lines, read in one transaction (a consistent snapshot) and written in
 // one (all or nothing). The export file holds the vault's entries and the webhooks' secrets only
-// sealed, never a key.
-
-/**
- * Every table of the state, parents before children (foreign keys are checked as rows go in).
- * Not copied: schema_migrations (each state records its own), daemons and runners (who is running now) and the
- * board's logins and sessions (a move to another state signs the board out; `svc open` again).
- * A test checks this list against the schema, so a new table cannot be left behind unnoticed.
- */
-export const STATE_TABLES = [
-  'meta',
-  'teams',
-  'agents',
-  'tasks',
-  'task_dependencies',
-  'task_comments',
-  'vault_entries',
-  'missions',
-  'playbooks',
-  'approvals',
-  'webhooks',
-  'webhook_secrets',
-  'webhook_deliveries',
-  'webhook_attempts',
-  'data_databases',
-  'provider_health',
-  'budget_settings',
-  'budget_alerts',
-  'chat_sessions',
-  'chat_responses',
-  'runs',
-  'run_log',
-  'routines',
-  'routine_firings',
-  'routine_work',
-  'events',
-] as const;
-
-export const NOT_COPIED = ['schema_migrations', 'daemons', 'board_logins', 'board_sessions', 'runners'];
+// sealed, never a key. Which tables, in which order, the caller says (src/state-schema.ts puts
+// them together from the resources' descriptors: db/ knows no resource).
 
 /** Meta rows that belong to one provider's bookkeeping, written by import from the header instead. */
 const PROVIDER_META = new Set(['lastEventId']);
@@ -97,32 +63,32 @@ export async function lastEventId(db: DB): Promise<number> {
   return Number(r?.seq ?? 0);
 }
 
-/** The tables the state has (for the check that STATE_TABLES misses none). */
+/** The tables the state has (for the check that the copied tables miss none). */
 export async function stateTables(db: DB): Promise<string[]> {
   const rows = (await stmt(db, TABLES).all()) as { name: string }[];
   return rows.map((r) => r.name);
 }
 
-/** Writes the header line, then one line per row. */
-export async function exportState(db: DB, write: (line: string) => void): Promise<ExportHeader> {
+/** Writes the header line (exportedAt from `clock`), then one line per row of `tables` (meta among them). */
+export async function exportState(db: DB, tables: readonly string[], write: (line: string) => void, clock: Pick<Clock, 'now'>): Promise<ExportHeader> {
   // One snapshot: on PostgreSQL a read-only one that holds no daemon's writes back.
   const consistent = async <T>(fn: () => Promise<T>): Promise<T> => (isPostgres(db) ? db.snapshot(fn) : (await db.transaction(fn)));
   return (await consistent(async () => {
-    const tables: (readonly [string, Record<string, unknown>[]])[] = [];
-    for (const t of STATE_TABLES) tables.push([t, (await db.prepare(`SELECT * FROM ${t}`).all()) as Record<string, unknown>[]] as const);
+    const rows: (readonly [string, Record<string, unknown>[]])[] = [];
+    for (const t of tables) rows.push([t, (await db.prepare(`SELECT * FROM ${t}`).all()) as Record<string, unknown>[]] as const);
     const header: ExportHeader = {
       svc: 'state',
       format: 1,
       provider: isPostgres(db) ? 'postgres' : 'sqlite',
       schema: await schemaVersion(db),
       lastEventId: await lastEventId(db),
-      exportedAt: new Date().toISOString(),
+      exportedAt: nowIso(clock),
       counts: {},
     };
-    for (const [t, rows] of tables) header.counts[t] = t === 'meta' ? rows.filter((r) => !PROVIDER_META.has(String(r.key))).length : rows.length;
+    for (const [t, of] of rows) header.counts[t] = t === 'meta' ? of.filter((r) => !PROVIDER_META.has(String(r.key))).length : of.length;
     write(JSON.stringify(header));
-    for (const [t, rows] of tables) {
-      for (const r of rows) {
+    for (const [t, of] of rows) {
+      for (const r of of) {
         if (t === 'meta' && PROVIDER_META.has(String(r.key))) continue;
         write(JSON.stringify({ t, r: Object.fromEntries(Object.entries(r).map(([k, v]) => [k, encode(v)])) }));
       }
@@ -156,9 +122,10 @@ function parentsFirst(rows: Record<string, unknown>[]): Record<string, unknown>[
 
 /**
  * Loads an export into this state, which must be empty (a fresh database, or one only started):
- * in one transaction, so a file that fails half-way leaves nothing. Returns the rows per table.
+ * in one transaction, so a file that fails half-way leaves nothing. `tables` are the tables an
+ * export holds, parents first (meta among them). Returns the rows per table.
  */
-export async function importState(db: DB, lines: Iterable<string>): Promise<Record<string, number>> {
+export async function importState(db: DB, tables: readonly string[], lines: Iterable<string>): Promise<Record<string, number>> {
   const it = lines[Symbol.iterator]();
   const first = it.next();
   if (first.done) throw new TransferError('the file is empty');
@@ -174,8 +141,8 @@ export async function importState(db: DB, lines: Iterable<string>): Promise<Reco
   if (header.schema !== here) {
     throw new TransferError(`the export has schema version ${header.schema} and this state ${here}: export and import with the same svc version`);
   }
-  const known = new Set<string>(STATE_TABLES);
-  const rows = new Map<string, Record<string, unknown>[]>(STATE_TABLES.map((t) => [t, []]));
+  const known = new Set<string>(tables);
+  const rows = new Map<string, Record<string, unknown>[]>(tables.map((t) => [t, []]));
   let n = 1;
   for (let r = it.next(); !r.done; r = it.next()) {
     n++;
@@ -196,13 +163,13 @@ export async function importState(db: DB, lines: Iterable<string>): Promise<Reco
   const counts: Record<string, number> = {};
   const pg = isPostgres(db);
   await db.transaction(async () => {
-    for (const t of STATE_TABLES) {
+    for (const t of tables) {
       if (t === 'meta') continue;
       if (await db.prepare(`SELECT 1 AS x FROM ${t} LIMIT 1`).get()) throw new TransferError(`this state is not empty (${t} has rows): import into a new state`);
     }
     // The imported project keeps its id: vault entries are sealed under keys derived from it.
     await db.prepare('DELETE FROM meta').run();
-    for (const t of STATE_TABLES) {
+    for (const t of tables) {
       const cols = await columnsOf(db, t);
       const list = t === 'agents' ? parentsFirst(rows.get(t)!) : rows.get(t)!;
       for (const row of list) {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { isPostgres, stmt, type DB, type Sql } from '../db/open.js';
 import { PgStateError } from '../db/pg/errors.js';
 import { lastEventId } from '../db/transfer.js';
-import { systemClock, type Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/clock.js';
 import { ScopedStorage } from '../lib/scoped-storage.js';
 import { nowIso } from '../lib/time.js';
 import { eventDef, type EventData, type EventName } from './registry.js';
@@ -20,14 +20,14 @@ export type Listener = (event: StoredEvent) => void;
 /**
  * Called inside the emitting transaction, right after the event row is written: whatever it writes
  * (webhook delivery rows, an attention:needed event) commits or rolls back with the event, and if
- * it throws the whole write fails. It may emit: those events follow this one. daemon.ts gives it
+ * it throws the whole write fails. It may emit: those events follow this one. the daemon gives it
  * to the log when it opens it; events/ knows nothing of who listens.
  */
 export type EmitSink = (event: StoredEvent) => void | Promise<void>;
 
 export interface EventLogOptions {
   /** Where events take their timestamp from (the daemon's clock seam). */
-  clock?: Pick<Clock, 'now'>;
+  clock: Pick<Clock, 'now'>;
   /**
    * The log's sink, for its whole life: every event it ever writes, at start-up (an approval
    * timeout or a lease that ran out while the daemon was down) or later, passes through it. Given
@@ -112,15 +112,15 @@ export class EventLog {
 
   constructor(
     private readonly db: DB,
-    opts: EventLogOptions = {},
+    opts: EventLogOptions,
   ) {
-    this.clock = opts.clock ?? systemClock;
+    this.clock = opts.clock;
     this.sink = opts.sink;
     this.heard = opts.lastId ?? 0;
   }
 
   /** Opens the log on `db`, its listeners hearing what is written from now on. */
-  static async open(db: DB, opts: Omit<EventLogOptions, 'lastId'> = {}): Promise<EventLog> {
+  static async open(db: DB, opts: Omit<EventLogOptions, 'lastId'>): Promise<EventLog> {
     return new EventLog(db, { ...opts, lastId: await lastEventId(db) });
   }
 

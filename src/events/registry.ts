@@ -181,6 +181,11 @@ export const CATEGORIES = {
         agent: z.string(),
         fromSeq: z.int(),
         items: z.array(z.looseObject({ seq: z.int(), kind: z.string() })),
+        turns: z.int().optional().describe("The run's turns so far, once its CLI has reported any (as the run's own field)."),
+        usage: z
+          .object({ inputTokens: z.int(), outputTokens: z.int(), cacheReadTokens: z.int(), cacheWriteTokens: z.int(), costUsd: z.number().nullable() })
+          .optional()
+          .describe("The run's tokens and cost so far, as the run's own usage field (a live view needs no read of the run)."),
       }),
       paused: ev("A run stopped before its work was done and waits to resume its CLI's session: its provider's usage limit (until the reset, or the provider's backoff) or a budget (until the period rolls over or the limit is raised). Its task goes back to assigned; no retry is counted.", {
         runId: z.string(),

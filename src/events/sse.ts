@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { AppError } from '../kernel/errors.js';
+import { monotonic, type Clock } from '../lib/clock.js';
 import type { EventMatcher } from './filter.js';
 import type { EventLog, StoredEvent } from './outbox.js';
 
@@ -107,8 +108,9 @@ export class SseHub {
 
   constructor(
     private readonly log: EventLog,
+    /** The daemon's clock: when a board session's streams end, and how long a full socket has stalled. */
+    private readonly clock: Pick<Clock, 'now'>,
     private readonly limits: SseLimits = DEFAULT_SSE_LIMITS,
-    private readonly now: () => number = Date.now,
   ) {
     this.unsubscribe = log.subscribe((e) => this.publish(e));
   }
@@ -241,7 +243,7 @@ export class SseHub {
       // Not written: the log keeps it, and the stream catches up from there when its socket drains.
       if (s.live) {
         s.live = false;
-        s.fullSince ??= this.now();
+        s.fullSince ??= this.clock.now();
       }
       s.lagEvents++;
       s.lagBytes += bytes ??= Buffer.byteLength(text);
@@ -259,7 +261,7 @@ export class SseHub {
   private queue(s: Stream, text: string): void {
     if (s.queued.push(text) === 1) this.dirty.push(s);
     if (this.flushTimer) return;
-    const wait = this.lastFlush + FLUSH_MS - performance.now();
+    const wait = this.lastFlush + FLUSH_MS - monotonic();
     this.flushTimer =
       wait > 0 ? { kind: 'timeout', handle: setTimeout(() => this.flush(), wait) } : { kind: 'immediate', handle: setImmediate(() => this.flush()) };
   }
@@ -268,7 +270,7 @@ export class SseHub {
     if (this.flushTimer?.kind === 'timeout') clearTimeout(this.flushTimer.handle);
     else if (this.flushTimer) clearImmediate(this.flushTimer.handle);
     this.flushTimer = null;
-    this.lastFlush = performance.now();
+    this.lastFlush = monotonic();
     // Streams that heard the same events share one buffer (frames are the same strings).
     let shared: { frames: string[]; buf: Buffer } | null = null;
     for (const s of this.dirty.splice(0)) {
@@ -317,7 +319,7 @@ export class SseHub {
     if (s.dropped) return false;
     for (const e of page) {
       if (s.res.writableNeedDrain) {
-        s.fullSince ??= this.now();
+        s.fullSince ??= this.clock.now();
         return false; // goes on at 'drain'
       }
       s.cursor = e.id;
@@ -343,14 +345,14 @@ export class SseHub {
   }
 
   private tick(s: Stream): void {
-    if (s.endsAt !== null && this.now() >= s.endsAt) {
+    if (s.endsAt !== null && this.clock.now() >= s.endsAt) {
       // Its session is over: the stream goes with it (the board then shows it is signed out).
       s.res.end();
       this.drop(s);
       return;
     }
     if (s.res.writableNeedDrain) {
-      s.fullSince ??= this.now();
+      s.fullSince ??= this.clock.now();
       this.enforce(s);
     } else if (s.live) {
       this.write(s, ': ping\n\n');
@@ -360,7 +362,7 @@ export class SseHub {
   private write(s: Stream, text: string | Buffer): void {
     if (s.res.destroyed || s.res.writableEnded) return;
     s.res.write(text);
-    if (s.res.writableNeedDrain) s.fullSince ??= this.now();
+    if (s.res.writableNeedDrain) s.fullSince ??= this.clock.now();
     this.enforce(s);
   }
 
@@ -370,7 +372,7 @@ export class SseHub {
     const tooFar =
       s.lagEvents > maxBacklogEvents ||
       s.res.writableLength + s.lagBytes > maxBacklogBytes ||
-      (s.fullSince !== null && this.now() - s.fullSince > maxStallMs);
+      (s.fullSince !== null && this.clock.now() - s.fullSince > maxStallMs);
     if (!tooFar) return;
     // A reset, not a close: a close would leave what the kernel holds for the socket queued behind
     // a FIN the client never reads (an orphan socket, kept for minutes); a reset discards it now.

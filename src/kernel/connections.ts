@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { monotonic } from '../lib/clock.js';
 import type { Logger } from './log.js';
 
 export interface ConnectionLimits {
@@ -99,7 +100,7 @@ export function guardConnections(
     if (kind === 'evicted') evicted++;
     else refused++;
     unlogged[kind]++;
-    const now = Date.now();
+    const now = monotonic();
     if (now - lastLog < CAP_LOG_INTERVAL_MS) return;
     lastLog = now;
     log.warn('connection limit reached: closing idle connections to make room, refusing new ones when all are busy', {

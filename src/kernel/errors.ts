@@ -1,8 +1,6 @@
 // The one error registry. Every failure the API can answer has a code here; docs/errors.md
 // documents the same table and a test keeps the two in sync.
 
-import { isStateOutage } from '../db/pg/errors.js';
-
 export const ERRORS = {
   invalid_request: { status: 400, message: 'The request is invalid.' },
   unauthorized: { status: 401, message: 'A valid API key is required in the Authorization header.' },
@@ -60,6 +58,18 @@ export class AppError extends Error {
 export function unprocessableField(path: string, message: string): AppError {
   return new AppError('unprocessable', `${path.replace(/^body\./, '')}: ${message}.`, { details: [{ path, message }] });
 }
+
+/**
+ * The state database cannot be used right now (no answer in time, its server down or restarting,
+ * the connection lost): the request may be tried again, unlike a statement that failed. The state
+ * layer marks such errors with `stateOutage: true`; the kernel reads the mark, so it needs nothing
+ * from db/.
+ */
+export interface StateOutageMark {
+  readonly stateOutage: boolean;
+}
+
+export const isStateOutage = (err: unknown): boolean => err instanceof Error && (err as Partial<StateOutageMark>).stateOutage === true;
 
 export interface ErrorBody {
   ok: false;

@@ -1,6 +1,8 @@
 import { closeSync, fstatSync, openSync, renameSync, rmSync, write, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { systemClock } from '../lib/clock.js';
 import { ensurePrivateDir } from '../lib/files.js';
+import { nowIso } from '../lib/time.js';
 
 // .svc/logs/daemon.log: appended without blocking the event loop, rotated by size while the
 // daemon runs (daemon.log → daemon.log.1 → … → daemon.log.<keep>, the oldest dropped), so a busy
@@ -108,7 +110,7 @@ export class LogFile {
     this.queue = [];
     this.queuedBytes = 0;
     if (this.dropped) {
-      text += JSON.stringify({ time: new Date().toISOString(), level: 'warn', msg: 'log lines dropped: the disk did not keep up', count: this.dropped }) + '\n';
+      text += JSON.stringify({ time: nowIso(systemClock), level: 'warn', msg: 'log lines dropped: the disk did not keep up', count: this.dropped }) + '\n';
       this.dropped = 0;
     }
     return Buffer.from(text, 'utf8');

@@ -1,4 +1,6 @@
-import { isStateOutage } from '../db/pg/errors.js';
+import { systemClock } from '../lib/clock.js';
+import { nowIso } from '../lib/time.js';
+import { isStateOutage } from './errors.js';
 
 // One JSON object per line. Callers pass fields, never request bodies or headers; the request
 // logger in server.ts records only id, method, path (without the query string), status and ms.
@@ -21,7 +23,7 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
     // request that met it says so at debug only, instead of a line and a stack a second each.
     if (fields?.outage === true && ORDER[level] > ORDER.debug) level = 'debug';
     if (ORDER[level] < ORDER[min]) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n');
+    write(JSON.stringify({ time: nowIso(systemClock), level, msg, ...fields }) + '\n');
   };
   return {
     debug: (m, f) => emit('debug', m, f),
@@ -72,4 +74,18 @@ export function errorFields(err: unknown): Record<string, unknown> {
     return fields;
   }
   return { error: String(err) };
+}
+
+/** Wraps a timer or watcher callback: a failure there is logged, it must never take the daemon down. */
+export function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A) => void | Promise<void>): (...args: A) => void {
+  const failed = (err: unknown) => log.error(`${what} failed`, errorFields(err));
+  return (...args) => {
+    try {
+      const r = fn(...args);
+      // A failure of its promise is logged too.
+      if (r instanceof Promise) r.catch(failed);
+    } catch (err) {
+      failed(err);
+    }
+  };
 }

@@ -12,6 +12,7 @@ import { errorFields, type Logger } from './log.js';
 import { nulDetails } from './nul.js';
 import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
 import { Router } from './router.js';
+import { monotonic, type Clock } from '../lib/clock.js';
 import { uuidv7 } from '../lib/ids.js';
 import { issueMessage } from '../lib/issue-message.js';
 
@@ -32,6 +33,8 @@ export interface HttpOptions<App> {
   settings(): HttpSettings;
   keys(): readonly KeyEntry[];
   log: Logger;
+  /** The daemon's clock: the failed-authentication limiter's windows run on it. */
+  clock: Pick<Clock, 'now'>;
   /**
    * Check every success payload against the route's response schema, and every error against the
    * codes the route declares (on in tests: an undeclared answer becomes a 500 the test sees).
@@ -44,7 +47,7 @@ export interface HttpOptions<App> {
   tls?: { cert: string | Buffer; key: string | Buffer };
   /**
    * A second way to authenticate, tried when a request carries no Authorization header: the
-   * board's session cookie (resources/board, wired in daemon.ts). Every request of a session
+   * board's session cookie (resources/board, wired by the daemon's board part). Every request of a session
    * must carry its CSRF token, and a read-only session may only read.
    */
   session?(req: IncomingMessage): CookieSession | null | Promise<CookieSession | null>;
@@ -195,66 +198,115 @@ function nodeServerOptions(limits: Omit<ConnectionLimits, 'maxConnections'>) {
   };
 }
 
-export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
-  const router = new Router(opts.routes);
-  const limiter = opts.limiter ?? new FailureLimiter();
-  const digests = new DigestCache();
-  const inflight = new Set<ServerResponse>();
+/** One request on its way through the steps: what each finds out, for those after it. */
+export interface Exchange<App> {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly requestId: string;
+  /** Read once per request, so a project.json reload applies at once. */
+  readonly settings: HttpSettings;
+  /** The route, once found: a failure after that answers in its error format. */
+  readonly matched: { route?: AnyRoute<App> };
+  /** A step answered the request itself (a CORS preflight): the steps after it do not run. */
+  done: boolean;
+  url: URL;
+  route: AnyRoute<App>;
+  /** The path parameters, as the path gave them. */
+  pathParams: Record<string, string>;
+  principal: Principal | null;
+  /** The body as read (NO_BODY when there was none), and the NULs found in it. */
+  raw: unknown;
+  bodyNuls: ErrorDetail[];
+  params: unknown;
+  query: unknown;
+  body: unknown;
+  /** What the handler set and answered. */
+  status: number;
+  headers: Record<string, string>;
+  result: unknown;
+}
 
-  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, matched: { route?: AnyRoute<App> }): Promise<void> {
-    const settings = opts.settings();
+/** What every request's steps share: the server's options and its state. */
+export interface Pipeline<App> {
+  opts: HttpOptions<App>;
+  router: Router<App>;
+  limiter: FailureLimiter;
+  digests: DigestCache;
+}
 
-    // Guards come first: nothing about a request from a rebinding or foreign page is processed.
+/** One named step of the request pipeline; a step that throws ends the request with that error (answered by the server). */
+export interface RequestStep {
+  name: string;
+  run<App>(x: Exchange<App>, p: Pipeline<App>): void | Promise<void>;
+}
+
+/** Guards come first: nothing about a request from a rebinding or foreign page is processed. */
+const guards: RequestStep = {
+  name: 'guards',
+  run(x, { opts }) {
+    const { req, res, settings } = x;
     if (!hostAllowed(req.headers.host, settings.allowedHosts)) {
       throw new AppError('forbidden', 'Host header not allowed; add it to server.allowedHosts in project.json to serve it.');
     }
     const origin = req.headers.origin;
-    if (origin !== undefined) {
-      if (!originAllowed(origin, settings.allowedOrigins) && !sameOrigin(origin, req.headers.host, opts.tls ? 'https' : 'http')) {
-        throw new AppError('forbidden', 'Origin not allowed; add it to server.allowedOrigins in project.json to allow it.');
-      }
-      res.setHeader('Access-Control-Allow-Origin', origin);
-      res.setHeader('Vary', 'Origin');
-      res.setHeader('Access-Control-Expose-Headers', 'X-Request-Id, X-Next-Cursor, Idempotent-Replayed');
-      if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
-        res.writeHead(204, {
-          'Access-Control-Allow-Methods': 'GET, HEAD, POST, PATCH, PUT, DELETE',
-          'Access-Control-Allow-Headers': CORS_HEADERS,
-          'Access-Control-Max-Age': '600',
-        });
-        res.end();
-        return;
-      }
+    if (origin === undefined) return;
+    if (!originAllowed(origin, settings.allowedOrigins) && !sameOrigin(origin, req.headers.host, opts.tls ? 'https' : 'http')) {
+      throw new AppError('forbidden', 'Origin not allowed; add it to server.allowedOrigins in project.json to allow it.');
     }
+    res.setHeader('Access-Control-Allow-Origin', origin);
+    res.setHeader('Vary', 'Origin');
+    res.setHeader('Access-Control-Expose-Headers', 'X-Request-Id, X-Next-Cursor, Idempotent-Replayed');
+    if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
+      res.writeHead(204, {
+        'Access-Control-Allow-Methods': 'GET, HEAD, POST, PATCH, PUT, DELETE',
+        'Access-Control-Allow-Headers': CORS_HEADERS,
+        'Access-Control-Max-Age': '600',
+      });
+      res.end();
+      x.done = true;
+    }
+  },
+};
 
-    let url: URL;
+/** The route of the method and path: 404 for none, 405 (with Allow) for another method's. */
+const routeStep: RequestStep = {
+  name: 'route',
+  run(x, { router }) {
     try {
-      url = new URL(req.url ?? '/', 'http://localhost');
+      x.url = new URL(x.req.url ?? '/', 'http://localhost');
     } catch {
       throw new AppError('invalid_request', 'The request target is not a valid URL path.');
     }
-    const match = router.match(req.method ?? 'GET', url.pathname);
-    if (match.kind === 'none') throw new AppError('not_found', `No route for ${req.method} ${url.pathname}.`);
+    const match = router.match(x.req.method ?? 'GET', x.url.pathname);
+    if (match.kind === 'none') throw new AppError('not_found', `No route for ${x.req.method} ${x.url.pathname}.`);
     if (match.kind === 'method') {
-      throw new AppError('method_not_allowed', `${req.method} is not allowed on ${url.pathname}; allowed: ${match.allow.join(', ')}.`, {
+      throw new AppError('method_not_allowed', `${x.req.method} is not allowed on ${x.url.pathname}; allowed: ${match.allow.join(', ')}.`, {
         headers: { Allow: match.allow.join(', ') },
       });
     }
-    const route = match.route;
-    matched.route = route;
+    x.route = match.route;
+    x.pathParams = match.params;
+    x.matched.route = match.route;
+  },
+};
 
-    let principal: Principal | null = null;
-    if (route.auth !== 'public') {
-      principal = authenticate(opts.keys(), bearerToken(req), digests);
-      const session = !principal && req.headers.authorization === undefined ? await opts.session?.(req) : null;
+/** Who asks: a bearer key, else the board's session cookie; none is 401 (429 after too many failures) unless the route is public. */
+const auth: RequestStep = {
+  name: 'auth',
+  run(x, { opts, limiter, digests }) {
+    const { req, route, settings } = x;
+    if (route.auth === 'public') return;
+    const principal = authenticate(opts.keys(), bearerToken(req), digests);
+    const decide = (session: CookieSession | null | undefined): void => {
+      let who = principal;
       if (session) {
         // Every request of a session carries its token, reads too: browsers send the cookie to
         // every port of the host, and only the board's own origin has the token.
         if (!session.csrf) throw new AppError('forbidden', 'This request comes with a board session cookie but without the session\'s X-CSRF-Token header.');
         if (session.readOnly && !SAFE_METHODS.has(req.method ?? 'GET')) throw new AppError('forbidden', 'This board session is read-only; it cannot change anything.');
-        principal = session.principal;
+        who = session.principal;
       }
-      if (!principal) {
+      if (!who) {
         const wait = limiter.fail(clientAddress(req, settings.trustedProxy) ?? 'unknown');
         if (wait > 0) {
           throw new AppError('rate_limited', `Too many failed authentications; retry in ${wait} s.`, { headers: { 'Retry-After': String(wait) } });
@@ -264,65 +316,97 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       }
       // A key with grants is denied by default: its grants name application databases, so it may
       // call only the routes that check those grants, never manage agents, the vault or the daemon.
-      if (principal.grants !== undefined && route.scope !== 'data') {
+      if (who.grants !== undefined && route.scope !== 'data') {
         throw new AppError('forbidden', 'This key is limited by its grants to application databases; use a full-access key for this endpoint.');
       }
-    }
+      x.principal = who;
+    };
+    // A session is looked up in the state (asynchronously), and only for a request without a key.
+    const session = !principal && req.headers.authorization === undefined ? opts.session?.(req) : null;
+    return session instanceof Promise ? session.then(decide) : decide(session);
+  },
+};
 
+/** The body, read up to server.maxBodyBytes (413 past it); checked against the route in the next step. */
+const body: RequestStep = {
+  name: 'body',
+  async run(x) {
+    const { req, route, settings } = x;
+    if (route.body) {
+      x.raw = await readJsonBody(req, settings.maxBodyBytes, x.bodyNuls);
+      return;
+    }
+    // Whatever was sent where no body is taken (too large, not JSON, malformed), it is the same
+    // mistake: a 400.
+    x.raw = await readJsonBody(req, settings.maxBodyBytes).catch((err: unknown) => {
+      if (!(err instanceof AppError)) throw err;
+      // A refused body is not read further; close the connection rather than drain it.
+      throw new AppError('invalid_request', 'Invalid request: body: This endpoint takes no body.', {
+        details: [{ path: 'body', message: 'This endpoint takes no body.' }],
+        headers: { Connection: 'close' },
+      });
+    });
+  },
+};
+
+/** Path parameters, query and body against the route's schemas: every field at fault is named in one 400. */
+const validateStep: RequestStep = {
+  name: 'validate',
+  run(x) {
+    const { route, url } = x;
     const details: ErrorDetail[] = [];
     // A NUL in any input is refused, the same on every provider (kernel/nul.ts), and is then all
     // the answer says: what the schemas would add about the same fields is noise.
     const nuls: ErrorDetail[] = [];
     const search = queryObject(url.searchParams);
-    nulDetails('params', match.params, nuls);
+    nulDetails('params', x.pathParams, nuls);
     nulDetails('query', search, nuls);
-    const params = validate(route.params, match.params, 'params', details);
-    let query: unknown;
-    if (route.query) query = validate(route.query, search, 'query', details);
+    nuls.push(...x.bodyNuls);
+    x.params = validate(route.params, x.pathParams, 'params', details);
+    if (route.query) x.query = validate(route.query, search, 'query', details);
     else for (const name of new Set(url.searchParams.keys())) details.push({ path: `query.${name}`, message: 'Unknown query parameter; this endpoint takes none.' });
-    let body: unknown;
     if (route.body) {
-      const raw = await readJsonBody(req, settings.maxBodyBytes, nuls);
       // No body at all is read as `{}`, so an endpoint whose fields are all optional can be called bare.
-      if (raw === NO_BODY && !route.body.safeParse({}).success) details.push({ path: 'body', message: 'A JSON body is required.' });
-      else body = validate(route.body, raw === NO_BODY ? {} : raw, 'body', details);
-    } else {
+      if (x.raw === NO_BODY && !route.body.safeParse({}).success) details.push({ path: 'body', message: 'A JSON body is required.' });
+      else x.body = validate(route.body, x.raw === NO_BODY ? {} : x.raw, 'body', details);
       // Strict everywhere: a body sent where none is taken is a client mistake worth reporting.
       // An empty object is let through, since many clients send `{}` with every POST.
-      // Whatever was sent (too large, not JSON, malformed), it is the same mistake: a 400.
-      const raw = await readJsonBody(req, settings.maxBodyBytes).catch((err: unknown) => {
-        if (!(err instanceof AppError)) throw err;
-        // A refused body is not read further; close the connection rather than drain it.
-        throw new AppError('invalid_request', 'Invalid request: body: This endpoint takes no body.', {
-          details: [{ path: 'body', message: 'This endpoint takes no body.' }],
-          headers: { Connection: 'close' },
-        });
-      });
-      if (raw !== NO_BODY && !isEmptyObject(raw)) details.push({ path: 'body', message: 'This endpoint takes no body.' });
-    }
+    } else if (x.raw !== NO_BODY && !isEmptyObject(x.raw)) details.push({ path: 'body', message: 'This endpoint takes no body.' });
     // A NUL anywhere is refused alone (the other checks may not have read past it).
     const refused = nuls.length ? nuls : details;
     // Application-database endpoints answer their own 400 code (DESIGN section 3).
     if (refused.length) throw invalidRequest(refused, route.scope === 'data' ? 'data_invalid' : 'invalid_request');
+  },
+};
 
-    const headers: Record<string, string> = {};
-    let status = route.status ?? 200;
-    const result = await route.handler({
+/** The route's handler, with what the steps before found. */
+const handleStep: RequestStep = {
+  name: 'handle',
+  async run(x, { opts }) {
+    x.status = x.route.status ?? 200;
+    x.result = await x.route.handler({
       app: opts.app,
-      params,
-      query,
-      body,
-      principal,
-      requestId,
-      req,
-      res,
+      params: x.params,
+      query: x.query,
+      body: x.body,
+      principal: x.principal,
+      requestId: x.requestId,
+      req: x.req,
+      res: x.res,
       setHeader: (n, v) => {
-        headers[n] = v;
+        x.headers[n] = v;
       },
       setStatus: (s) => {
-        status = s;
+        x.status = s;
       },
     });
+  },
+};
+
+/** The answer in the success envelope (or nothing: a handler that wrote its own); checked against the route's schema in tests. */
+const write: RequestStep = {
+  name: 'write',
+  run({ route, res, result, status, headers }, { opts }) {
     if (result === RAW_RESPONSE) return;
     if (result instanceof JsonText) {
       if (opts.checkResponses) checkResponse(route, JSON.parse(Buffer.from(result.bytes.buffer, result.bytes.byteOffset, result.bytes.byteLength).toString('utf8')));
@@ -331,6 +415,49 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     const data = result === undefined ? null : result;
     if (opts.checkResponses) checkResponse(route, data);
     sendJson(res, status, { ok: true, data }, headers);
+  },
+};
+
+/** A request before its first step; every field is there from the start (one object shape for every request). */
+function exchange<App>(req: IncomingMessage, res: ServerResponse, requestId: string, settings: HttpSettings, matched: { route?: AnyRoute<App> }): Exchange<App> {
+  return {
+    req,
+    res,
+    requestId,
+    settings,
+    matched,
+    done: false,
+    url: undefined as unknown as URL,
+    route: undefined as unknown as AnyRoute<App>,
+    pathParams: {},
+    principal: null,
+    raw: undefined,
+    bodyNuls: [],
+    params: undefined,
+    query: undefined,
+    body: undefined,
+    status: 200,
+    headers: {},
+    result: undefined,
+  };
+}
+
+/** What the server does with a request, in order. A failure in any step is answered by the server's one error writer. */
+export const REQUEST_STEPS: readonly RequestStep[] = [guards, routeStep, auth, body, validateStep, handleStep, write];
+
+export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
+  const router = new Router(opts.routes);
+  const limiter = opts.limiter ?? new FailureLimiter(() => opts.clock.now());
+  const pipeline: Pipeline<App> = { opts, router, limiter, digests: new DigestCache() };
+  const inflight = new Set<ServerResponse>();
+
+  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, matched: { route?: AnyRoute<App> }): Promise<void> {
+    const x = exchange(req, res, requestId, opts.settings(), matched);
+    for (const step of REQUEST_STEPS) {
+      const pending = step.run(x, pipeline);
+      if (pending) await pending;
+      if (x.done) return;
+    }
   }
 
   const fileLimit = readFileLimit();
@@ -339,13 +466,13 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   // Read at each new connection, so a project.json reload applies to the next one.
   const maxConnections = () => opts.connections?.maxConnections ?? opts.settings().maxConnections ?? defaultCap;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    const started = process.hrtime.bigint();
+    const started = monotonic();
     const requestId = uuidv7();
     res.setHeader('X-Request-Id', requestId);
     inflight.add(res);
     res.on('close', () => {
       inflight.delete(res);
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const ms = monotonic() - started;
       // The path is logged without its query string: a key pasted into ?apiKey= must not reach the log.
       const path = (req.url ?? '/').split('?')[0];
       // 499 (nginx's "client closed request"): the client went away before the answer was sent.
@@ -394,8 +521,8 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     async close(graceMs: number) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const deadline = Date.now() + graceMs;
-      while (inflight.size > 0 && Date.now() < deadline) {
+      const deadline = monotonic() + graceMs;
+      while (inflight.size > 0 && monotonic() < deadline) {
         await new Promise((r) => setTimeout(r, 20));
         server.closeIdleConnections();
       }

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { systemClock } from './clock.js';
 
 let lastMs = 0;
 let seq = 0;
@@ -23,7 +24,7 @@ function random16(): Buffer {
  * ids made in the same millisecond in creation order, then random bits. Ids sort as they were made,
  * which is what list cursors rely on.
  */
-export function uuidv7(now: number = Date.now()): string {
+export function uuidv7(now: number = systemClock.now()): string {
   if (now <= lastMs) {
     seq++;
     if (seq > 0xfff) {

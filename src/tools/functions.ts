@@ -1,19 +1,11 @@
 import type { App } from '../app.js';
 import type { Principal } from '../kernel/auth.js';
 import { AppError } from '../kernel/errors.js';
+import type { FunctionTool } from '../resources/chat/orchestrator.js';
 import { mayUse, runTool, TOOLS, toolJsonSchema } from './index.js';
 
 // The registry as function tools for a model the daemon drives itself (the chat orchestrator):
 // the same definitions as MCP, shaped as OpenAI-style functions that run in-process.
-
-export interface FunctionTool {
-  name: string;
-  description: string;
-  /** JSON Schema of the arguments. */
-  parameters: Record<string, unknown>;
-  /** Runs the tool; a refusal throws the AppError the REST call would have answered. */
-  call(args: unknown): Promise<Record<string, unknown>>;
-}
 
 const parameters = new Map(TOOLS.map((t) => [t.name, toolJsonSchema(t.input, 'input')]));
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { attentionOf, type TaskLookup } from '../../src/resources/notify/attention.js';
 import { noteOf } from '../../src/resources/notify/command.js';
-import { commandLine, defaultNotifier, notifierCommand } from '../../src/resources/notify/desktop.js';
+import { commandLine, defaultNotifier, notifierCommand } from '../../src/cli/desktop.js';
 
 // What needs a person (attention:needed) from the events that say so, and the notifier command a
 // notification becomes. The daemon's side (same transaction, the runner's failures) is in

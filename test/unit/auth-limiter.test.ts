@@ -24,7 +24,7 @@ describe('clientOf', () => {
 describe('FailureLimiter (fake clock)', () => {
   it('allows a burst of 20 failures, then one every 3 s (20 a minute), answering the rest with the seconds to wait', () => {
     let now = 1_000_000;
-    const l = new FailureLimiter(20, 60_000, () => now);
+    const l = new FailureLimiter(() => now, 20, 60_000);
     for (let i = 0; i < 20; i++) expect(l.fail('127.0.0.1')).toBe(0);
     expect(l.fail('127.0.0.1')).toBe(3);
     now += 1_000;
@@ -36,7 +36,7 @@ describe('FailureLimiter (fake clock)', () => {
 
   it('answers 429s without draining further: a client that waits Retry-After is let through', () => {
     let now = 0;
-    const l = new FailureLimiter(20, 60_000, () => now);
+    const l = new FailureLimiter(() => now, 20, 60_000);
     for (let i = 0; i < 20; i++) l.fail('a');
     for (let i = 0; i < 10_000; i++) expect(l.fail('a')).toBeGreaterThan(0);
     now += 3_000;
@@ -45,7 +45,7 @@ describe('FailureLimiter (fake clock)', () => {
 
   it('holds a flood to 20 failures a minute over ten minutes', () => {
     let now = 0;
-    const l = new FailureLimiter(20, 60_000, () => now);
+    const l = new FailureLimiter(() => now, 20, 60_000);
     let allowed = 0;
     for (let ms = 0; ms < 600_000; ms += 10) {
       now = ms;
@@ -56,7 +56,7 @@ describe('FailureLimiter (fake clock)', () => {
 
   it('counts every loopback address as one client, so moving to another 127.x does not reset the allowance', () => {
     const now = 0;
-    const l = new FailureLimiter(20, 60_000, () => now);
+    const l = new FailureLimiter(() => now, 20, 60_000);
     const addresses = ['127.0.0.1', '127.0.0.2', '127.1.2.3', '::1', '::ffff:127.0.0.1'];
     for (let i = 0; i < 20; i++) expect(l.fail(addresses[i % addresses.length])).toBe(0);
     for (const a of addresses) expect(l.fail(a)).toBeGreaterThan(0);
@@ -66,7 +66,7 @@ describe('FailureLimiter (fake clock)', () => {
 
   it('keeps one small record per client whatever the number of failures, and at most maxClients of them', () => {
     let now = 0;
-    const l = new FailureLimiter(20, 60_000, () => now, 100);
+    const l = new FailureLimiter(() => now, 20, 60_000, 100);
     for (let i = 0; i < 100_000; i++) l.fail('127.0.0.1');
     expect(l.size).toBe(1);
     for (let i = 0; i < 10_000; i++) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isTimeZone, periodBounds, zonedMidnight } from '../../src/resources/budgets/periods.js';
+import { isTimeZone, periodBounds, zonedMidnight } from '../../src/lib/periods.js';
 
 // Budget periods in a time zone, at fixed instants: days, ISO weeks and months, across DST changes.
 

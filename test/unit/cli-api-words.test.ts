@@ -1,9 +1,12 @@
 import { Command } from 'commander';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { cliDetails, cliText, commandWords, fills } from '../../src/cli/api-words.js';
-import { COMMANDS } from '../../src/cli/commands.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cliDetails, cliText, commandWords, fills, useEndpointWords } from '../../src/cli/api-words.js';
+import { COMMANDS, ENDPOINT_WORDS } from '../../src/cli/commands.js';
+
+// The CLI's root gives the words at each run (run.ts); these tests call the plumbing directly.
+beforeAll(() => useEndpointWords(ENDPOINT_WORDS));
 
 // The API's words for a CLI user: fields become the flags and arguments that fill them, endpoints
 // the commands that do the same.

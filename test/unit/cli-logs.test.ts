@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events';
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { follow, tailLines } from '../../src/resources/system/logs-command.js';
+import { follow, tailLines } from '../../src/cli/system/logs-command.js';
 import { tempDir } from '../temp.js';
 
 describe('svc logs', () => {

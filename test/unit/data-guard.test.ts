@@ -8,6 +8,7 @@ import type { SchemaDefT } from '../../src/resources/data/schema.js';
 import { ShadowSchema } from '../../src/resources/data/shadow.js';
 import { checkMode, checkOps, checkShadow, gate, programTables, type ExplainRow } from '../../src/resources/data/sql-guard.js';
 import { tempDir } from '../temp.js';
+import { systemClock } from '../../src/lib/clock.js';
 
 // The SQL guard's layers, each alone: for every kind of hostile statement, the layers meant to stop
 // it are shown to stop it without the others, so removing any one layer fails a test here. Then a
@@ -176,7 +177,7 @@ describe('system columns and rowids through a real file, under any spelling', ()
   const snapshot = () => JSON.stringify(raw.prepare('SELECT rowid, * FROM orders ORDER BY rowid').all());
   beforeAll(() => {
     const path = join(dir, 'sweep.sqlite');
-    file = new DataFile(path, SCHEMA);
+    file = new DataFile(path, systemClock, SCHEMA);
     file.batch([{ op: 'insert', table: 'orders', rows: [{ item: 'a', qty: 1 }, { item: 'b', qty: 2 }] }]);
     // The same file, read by a plain connection: what SQLite itself would compile without the guard.
     raw = new Database(path, { readonly: true });

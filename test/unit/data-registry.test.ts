@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
+import { STATE_MIGRATIONS } from '../../src/state-schema.js';
 import { openDatabase } from '../../src/db/open.js';
 import * as store from '../../src/resources/data/store.js';
 
@@ -14,7 +14,7 @@ describe('database registry cache', () => {
     expect((await store.getByName(db, 'a'))).toBeNull();
     (await store.insertDatabase(db, row('a', 1)));
     expect((await store.getByName(db, 'a'))?.schemaVersion).toBe(1);
-    (await store.setSchema(db, row('a', 1).id, { tables: {} }, 2));
+    (await store.setSchema(db, row('a', 1).id, { tables: {} }, 2, '2026-11-24T00:00:00.000Z'));
     expect((await store.getByName(db, 'a'))?.schemaVersion).toBe(2);
     expect((await store.getById(db, row('a', 1).id.toUpperCase()))?.name).toBe('a');
     (await store.deleteDatabase(db, row('a', 1).id));

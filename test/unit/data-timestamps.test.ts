@@ -6,6 +6,7 @@ import { AppError } from '../../src/kernel/errors.js';
 import { DataFile } from '../../src/resources/data/engine.js';
 import type { OperationT, SchemaDefT } from '../../src/resources/data/schema.js';
 import { tempDir } from '../temp.js';
+import { systemClock } from '../../src/lib/clock.js';
 
 // A timestamp column holds one spelling of an instant (UTC, milliseconds, Z), whatever path wrote
 // it, so that comparing the text in SQL compares the instants. The batch path converts; raw SQL
@@ -80,7 +81,7 @@ describe('timestamps mean one thing', () => {
   const dir = tempDir('svc-ts-');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   let n = 0;
-  const fresh = () => new DataFile(join(dir, `${++n}.sqlite`), SCHEMA);
+  const fresh = () => new DataFile(join(dir, `${++n}.sqlite`), systemClock, SCHEMA);
   const stored = (f: DataFile, k: string) => (f.query({ sql: 'SELECT at FROM ev WHERE k = ?', params: [k], mode: 'read', maxRows: 1, grants }).answer.rows[0] as { at: string | null } | undefined)?.at;
   const caught = (fn: () => void): AppError | null => {
     try {
@@ -155,7 +156,7 @@ describe('timestamps mean one thing', () => {
 
   it('a file made before the triggers gets them when opened, its values with a zone converted like the batch path does', () => {
     const file = join(dir, 'old.sqlite');
-    new DataFile(file, { tables: { ev: { columns: { k: { type: 'text', unique: true }, at: { type: 'timestamp', nullable: true, unique: true }, n: { type: 'integer', nullable: true } } } } }).close();
+    new DataFile(file, systemClock, { tables: { ev: { columns: { k: { type: 'text', unique: true }, at: { type: 'timestamp', nullable: true, unique: true }, n: { type: 'integer', nullable: true } } } } }).close();
     // What such a file holds: the tables without the timestamp triggers, and values raw SQL kept as written.
     const raw = new Database(file);
     for (const { name } of raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '\\_svc\\_ts:%' ESCAPE '\\'").all() as { name: string }[]) raw.exec(`DROP TRIGGER "${name}"`);
@@ -173,7 +174,7 @@ describe('timestamps mean one thing', () => {
     expect(raw.prepare("SELECT count(*) AS c FROM sqlite_schema WHERE name LIKE '\\_svc\\_ts:%' ESCAPE '\\'").get()).toEqual({ c: 0 });
     raw.close();
 
-    const f = new DataFile(file);
+    const f = new DataFile(file, systemClock);
     const rows = Object.fromEntries(f.query({ sql: 'SELECT k, at, _version AS v FROM ev', params: [], mode: 'read', maxRows: 10, grants }).answer.rows.map((r) => [(r as { k: string }).k, r]));
     expect(rows).toEqual({
       plus: { k: 'plus', at: '2026-03-01T09:00:00.000Z', v: 2 },
@@ -191,7 +192,7 @@ describe('timestamps mean one thing', () => {
     expect(f.query({ sql: "SELECT k FROM ev WHERE at IS NOT strftime('%Y-%m-%dT%H:%M:%fZ', at, '+0 seconds') ORDER BY k", params: [], mode: 'read', maxRows: 10, grants }).answer.rows).toEqual([{ k: 'clash' }, { k: 'garbage' }, { k: 'nozone' }]);
     f.close();
     // Opened again, nothing is converted twice.
-    const again = new DataFile(file);
+    const again = new DataFile(file, systemClock);
     expect(again.query({ sql: "SELECT _version AS v FROM ev WHERE k = 'plus'", params: [], mode: 'read', maxRows: 1, grants }).answer.rows[0]).toEqual({ v: 2 });
     again.close();
   });

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.js';
-import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
+import { STATE_MIGRATIONS } from '../../src/state-schema.js';
 import { compileFilter } from '../../src/events/filter.js';
 import { EventLog, type StoredEvent } from '../../src/events/outbox.js';
-import { formatEvent } from '../../src/events/command.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { formatEvent } from '../../src/cli/events-command.js';
 
 describe('compileFilter', () => {
   const names = ['task:created', 'task:transition', 'approval:resolved', 'agent:created', 'team:renamed'];
@@ -28,7 +29,7 @@ describe('compileFilter', () => {
 describe('EventLog (outbox)', () => {
   const setup = async () => {
     const db = (await openDatabase(':memory:', STATE_MIGRATIONS));
-    const log = new EventLog(db);
+    const log = new EventLog(db, { clock: systemClock });
     const heard: StoredEvent[] = [];
     log.subscribe((e) => heard.push(e));
     return { db, log, heard };
@@ -82,6 +83,7 @@ describe('EventLog (outbox)', () => {
     const db = (await openDatabase(':memory:', STATE_MIGRATIONS));
     // A sink like the daemon's: a team's creation is followed by a renaming (as attention:needed follows its event).
     const log: EventLog = new EventLog(db, {
+      clock: systemClock,
       sink: (e) => {
         if (e.name === 'team:created' && e.data.name === 'boom') throw new Error('sink fails');
         if (e.name === 'team:created') log.emit('team:renamed', { oldName: String(e.data.name), name: `${String(e.data.name)}-2` });

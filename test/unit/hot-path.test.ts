@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
+import { STATE_MIGRATIONS } from '../../src/state-schema.js';
 import { openDatabase } from '../../src/db/open.js';
 import { authenticate, DigestCache, sha256, type KeyEntry } from '../../src/kernel/auth.js';
 import { getTask, insertTask, replaceDependencies } from '../../src/resources/tasks/store.js';

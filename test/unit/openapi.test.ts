@@ -1,13 +1,13 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { API_SCHEMA_NAMES } from '../../src/api-names.js';
 import { buildOpenApi, type SchemaNames } from '../../src/kernel/openapi.js';
 import { errorFormat, routeDefiner, type AnyRoute } from '../../src/kernel/route.js';
 import { formatJson } from '../../src/lib/format-json.js';
 import { atPointer, dereference } from '../../src/lib/json-ref.js';
-import { ROUTES } from '../../src/routes.js';
+import { loadApi } from '../../src/routes.js';
 
+const { routes: ROUTES, schemaNames: API_SCHEMA_NAMES } = await loadApi();
 const route = routeDefiner<unknown>();
 const info = { title: 't', description: 'd' };
 type Doc = { paths: Record<string, Record<string, any>>; components: Record<string, Record<string, any>> };

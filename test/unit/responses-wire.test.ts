@@ -44,20 +44,20 @@ describe('a Responses answer read back as chat (fromResponse, ResponsesToChunks)
     ['filtered', { status: 'incomplete', incomplete_details: { reason: 'content_filter' }, output: [] }, 'content_filter', ''],
     ['a function call', { status: 'completed', output: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' }] }, 'tool_calls', null],
   ])('%s', (_name, response, finish, content) => {
-    const c = fromResponse({ id: 'r', model: 'm', ...response });
+    const c = fromResponse({ id: 'r', model: 'm', ...response }, 0);
     expect(c.choices[0]!.finish_reason).toBe(finish);
     expect(c.choices[0]!.message.content).toBe(content);
   });
 
   it('reports a failed response as its error', () => {
-    expect(fromResponse({ status: 'failed', error: { code: 'server_error', message: 'x' } }).error).toEqual({ code: 'server_error', message: 'x' });
-    const t = new ResponsesToChunks();
+    expect(fromResponse({ status: 'failed', error: { code: 'server_error', message: 'x' } }, 0).error).toEqual({ code: 'server_error', message: 'x' });
+    const t = new ResponsesToChunks(0);
     expect(t.push({ type: 'response.failed', response: { error: { message: 'down' } } })).toEqual([{ error: { message: 'down' } }]);
     expect(t.push({ type: 'error', code: 'rate_limit', message: 'slow' })).toEqual([{ error: { message: 'slow', code: 'rate_limit' } }]);
   });
 
   it('numbers two function calls 0 and 1 whatever their output index', () => {
-    const t = new ResponsesToChunks();
+    const t = new ResponsesToChunks(0);
     const calls = [
       ...t.push({ type: 'response.output_item.added', output_index: 3, item: { type: 'function_call', call_id: 'a', name: 'f' } }),
       ...t.push({ type: 'response.output_item.added', output_index: 5, item: { type: 'function_call', call_id: 'b', name: 'g' } }),
@@ -97,7 +97,7 @@ describe('a Responses request read as chat (inputMessages, toChatRequest)', () =
 describe('ResponseBuilder', () => {
   it('closes the message before a tool call, and marks a response stopped at its length incomplete', () => {
     const events: string[] = [];
-    const b = new ResponseBuilder(responseSkeleton({} as never, 'resp_1', 'p/m'), (type, data) => events.push(`${type}#${data.sequence_number}`));
+    const b = new ResponseBuilder(responseSkeleton({} as never, 'resp_1', 'p/m', 0), (type, data) => events.push(`${type}#${data.sequence_number}`));
     b.start();
     b.addText('a');
     b.addToolCall({ index: 0, id: 'c', function: { name: 'f', arguments: '{' } });

@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { sha256 } from '../../src/kernel/auth.js';
+import { systemClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/kernel/log.js';
 import { AppError } from '../../src/kernel/errors.js';
 import { errorFormat, routeDefiner } from '../../src/kernel/route.js';
@@ -34,6 +35,7 @@ beforeAll(async () => {
     settings: () => ({ allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1024 }),
     keys: () => [{ name: 'k', digest: sha256('k'), source: 'project.json' }],
     log: createLogger((l) => logs.push(l)),
+    clock: systemClock,
     checkResponses: true,
   });
   await new Promise<void>((r) => http.server.listen(0, '127.0.0.1', r));

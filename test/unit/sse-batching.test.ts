@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
+import { STATE_MIGRATIONS } from '../../src/state-schema.js';
 import { openDatabase } from '../../src/db/open.js';
 import { EventLog, type StoredEvent } from '../../src/events/outbox.js';
 import { SseHub } from '../../src/events/sse.js';
+import { systemClock } from '../../src/lib/clock.js';
 
 /** Just enough of a ServerResponse for the hub: records what is written. */
 function fakeRes() {
@@ -31,8 +32,8 @@ afterEach(() => vi.useRealTimers());
 describe('SSE fan-out batching', () => {
   it('writes the events of one loop turn to each stream in one write, one shared buffer for all streams, in order', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'performance'] });
-    const events = new EventLog((await openDatabase(':memory:', STATE_MIGRATIONS)));
-    const hub = new SseHub(events);
+    const events = new EventLog((await openDatabase(':memory:', STATE_MIGRATIONS)), { clock: systemClock });
+    const hub = new SseHub(events, systemClock);
     const streams = [fakeRes(), fakeRes(), fakeRes()];
     for (const res of streams) (await hub.open(res as never, { keyId: 'k', matches: () => true }));
     for (let i = 0; i < 5; i++) (await events.write(async () => events.emit('task:removed', { taskId: `t${i}` })));
@@ -77,7 +78,7 @@ describe('where a stream starts, on a shared state', () => {
       since: (after: number, limit: number) => table.filter((e) => e.id > after).slice(0, limit),
       subscribe: (l: (e: StoredEvent) => void) => (listeners.push(l), () => undefined),
     };
-    const hub = new SseHub(log as never);
+    const hub = new SseHub(log as never, systemClock);
     const res = fakeRes();
     // The client has the headers and writes through another daemon before this one reads anything more.
     res.flushHeaders = () => void table.push({ id: 1, name: 'task:removed', data: { taskId: 'right after' }, timestamp: new Date(0).toISOString() });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
+import { STATE_MIGRATIONS } from '../../src/state-schema.js';
 import { openDatabase } from '../../src/db/open.js';
 import { listQuery, type ListFilter } from '../../src/resources/tasks/store.js';
 

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Services, type App } from '../../src/app.js';
-import { STATE_MIGRATIONS } from '../../src/db/migrations.js';
+import { STATE_MIGRATIONS } from '../../src/state-schema.js';
 import { openDatabase } from '../../src/db/open.js';
 import { EventLog } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/kernel/log.js';
+import { systemClock } from '../../src/lib/clock.js';
 import { KeychainUnavailable, type Keychain } from '../../src/resources/vault/keychain.js';
 import { openVault } from '../../src/resources/vault/keys.js';
 import { VAULT, type Vault } from '../../src/resources/vault/live.js';
@@ -47,7 +48,7 @@ describe('openVault', () => {
     const withVault = (v: Vault): App => {
       const services = new Services();
       services.provide(VAULT, v);
-      return { db, events: new EventLog(db), services, projectId: 'p1', log } as unknown as App;
+      return { db, events: new EventLog(db, { clock: systemClock }), services, projectId: 'p1', log, clock: systemClock } as unknown as App;
     };
     const app = withVault(vault);
     (await saveEntry(app, { agent: 'dev', service: 'gh', type: 'api_key', credentials: { token: 'secret-1' } }));

@@ -1,7 +1,7 @@
 // A few DOM helpers: elements are built, never parsed from strings (no innerHTML), so nothing the
 // API returns can become markup.
 
-import { formatDuration } from '../../src/cli/human.js';
+import { formatDuration } from '../../src/lib/human.js';
 
 export type Child = Node | string | number | null | undefined | false | Child[];
 type Props = Record<string, unknown>;

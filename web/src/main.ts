@@ -1,18 +1,25 @@
-// The board: one page, eight views and a task's and a run's page (hash routes), live through the
+// The board: one page, nine views and a task's and a run's page (hash routes), live through the
 // event stream. Vanilla DOM, no framework: see docs/board.md for why.
 
 import { LEGAL_MOVES, TASK_STATES, type TaskState } from '../../src/resources/tasks/state.js';
 import { all, ApiFailure, del, get, patch, post, seg, whenSignedOut } from './api.js';
 import { breakable, h, label, refreshElapsed, refreshTimes, select, shortId, time, timeLeft, type Child } from './dom.js';
+import { askOutcome, askPanel, asksOf, isAsk } from './asks.js';
+import * as cardRuns from './card-run.js';
 import { startLive } from './live.js';
 import * as routines from './routines.js';
+import { usePage } from './page.js';
+import { agentRuns, loadQueue, pausedProviders } from './queue.js';
+import { loadReview, reviewChanges, reviewPanel } from './review.js';
+import { isLive } from './run-words.js';
 import * as runs from './runs.js';
 import { runtimeForm, runtimeSummary, type RuntimeEdit } from './runtime.js';
-import type { Agent, Approval, BoardSession, Database, Delivery, Mission, QueryResult, Run, StreamedEvent, Task, Team, Webhook } from './types.js';
+import type { Agent, Approval, BoardSession, Database, Delivery, Mission, QueryResult, Queue, Run, StreamedEvent, Task, Team, Webhook } from './types.js';
+import { loadUsage, usageView } from './usage.js';
 
-type View = 'board' | 'missions' | 'routines' | 'approvals' | 'agents' | 'events' | 'webhooks' | 'databases' | 'task' | 'run';
+type View = 'board' | 'missions' | 'routines' | 'approvals' | 'agents' | 'usage' | 'events' | 'webhooks' | 'databases' | 'task' | 'run';
 /** The views in the navigation; a task's page (#/tasks/<id>) and a run's (#/runs/<id>) are opened from the others. */
-const VIEWS: View[] = ['board', 'missions', 'routines', 'approvals', 'agents', 'events', 'webhooks', 'databases'];
+const VIEWS: View[] = ['board', 'missions', 'routines', 'approvals', 'agents', 'usage', 'events', 'webhooks', 'databases'];
 
 const main = document.getElementById('main')!;
 const toastEl = document.getElementById('toast')!;
@@ -36,6 +43,8 @@ const state = {
   approvals: [] as Approval[],
   agents: [] as Agent[],
   teams: [] as Team[],
+  /** What the runner does per agent, and the paused providers (GET /api/v1/runs/queue). */
+  queue: null as Queue | null,
   webhooks: [] as Webhook[],
   deliveries: new Map<string, Delivery[]>(),
   databases: [] as Database[],
@@ -52,7 +61,7 @@ const state = {
 };
 
 const canWrite = (): boolean => state.session !== null && !state.session.readOnly;
-runs.useBoard({ canWrite, act, render });
+usePage({ canWrite, act, toast, render, refresh, who: () => state.session?.name ?? '' });
 routines.useBoard({ canWrite, act });
 
 // --- feedback --------------------------------------------------------------------------------
@@ -83,11 +92,19 @@ async function act(fn: () => Promise<unknown>, done?: string): Promise<boolean> 
 
 const loaders: Record<View, () => Promise<void>> = {
   board: async () => {
-    [state.tasks, state.agents, state.missions, state.liveRuns] = await Promise.all([all<Task>('/api/v1/tasks'), get<Agent[]>('/api/v1/agents'), all<Mission>('/api/v1/missions'), runs.loadLiveRuns()]);
+    [state.tasks, state.agents, state.missions, state.liveRuns, state.queue] = await Promise.all([
+      all<Task>('/api/v1/tasks'),
+      get<Agent[]>('/api/v1/agents'),
+      all<Mission>('/api/v1/missions'),
+      runs.loadLiveRuns(),
+      loadQueue(),
+    ]);
+    cardRuns.track(state.liveRuns.values());
   },
   task: () =>
     found(async () => {
       [state.task, state.taskRuns] = await Promise.all([get<Task>(`/api/v1/tasks/${seg(state.param)}`), runs.loadTaskRuns(state.param)]);
+      await loadReview(state.task, state.taskRuns);
     }),
   run: () => found(() => runs.loadRun(state.param)),
   missions: async () => {
@@ -98,8 +115,9 @@ const loaders: Record<View, () => Promise<void>> = {
     [state.approvals, state.tasks] = await Promise.all([all<Approval>('/api/v1/approvals'), all<Task>('/api/v1/tasks')]);
   },
   agents: async () => {
-    [state.agents, state.teams, state.tasks] = await Promise.all([get<Agent[]>('/api/v1/agents'), get<Team[]>('/api/v1/agents/teams'), all<Task>('/api/v1/tasks')]);
+    [state.agents, state.teams, state.tasks, state.queue] = await Promise.all([get<Agent[]>('/api/v1/agents'), get<Team[]>('/api/v1/agents/teams'), all<Task>('/api/v1/tasks'), loadQueue()]);
   },
+  usage: loadUsage,
   events: async () => undefined,
   webhooks: async () => {
     state.webhooks = await get<Webhook[]>('/v1/webhooks');
@@ -175,7 +193,7 @@ function render(): void {
   const view = state.view;
   const content = state.missing && (view === 'task' || view === 'run')
     ? h('div', { class: 'view' }, h('h1', null, view === 'task' ? 'Task' : 'Run'), h('p', { class: 'error' }, state.missing), h('p', null, h('a', { href: '#/board' }, 'Back to the board')))
-    : { board: boardView, missions: missionsView, routines: routines.routinesView, approvals: approvalsView, agents: agentsView, events: eventsView, webhooks: webhooksView, databases: databasesView, task: taskView, run: () => runs.runView(state.param) }[view]();
+    : { board: boardView, missions: missionsView, routines: routines.routinesView, approvals: approvalsView, agents: agentsView, usage: usageView, events: eventsView, webhooks: webhooksView, databases: databasesView, task: taskView, run: () => runs.runView(state.param) }[view]();
   main.replaceChildren(content);
 
   for (const [id, k] of kept) {
@@ -221,6 +239,7 @@ let dragging: Task | null = null;
 function card(t: Task): HTMLElement {
   const editing = state.editing === t.id;
   const live = state.liveRuns.get(t.id);
+  const asks = live ? asksOf(state.approvals, live.id) : [];
   const moves = LEGAL_MOVES[t.status];
   const body: Child[] = editing
     ? [
@@ -253,7 +272,8 @@ function card(t: Task): HTMLElement {
           t.missionId ? h('span', { class: 'mission' }, `▸ ${missionName(t.missionId)}`) : null,
         ),
         t.labels.length ? h('p', { class: 'labels' }, ...t.labels.map((l) => h('span', { class: 'label' }, l))) : null,
-        live ? runs.liveRunLine(live) : null,
+        live ? cardRuns.cardRun(live) : null,
+        ...asks.map((a) => askPanel(a, { compact: true })),
         canWrite()
           ? h(
               'div',
@@ -276,8 +296,9 @@ function card(t: Task): HTMLElement {
       'data-focus-id': `card-${t.id}`,
       'data-task': t.id,
       'data-status': t.status,
-      draggable: canWrite() && !editing ? 'true' : undefined,
-      'aria-label': `${t.title}, ${STATE_LABEL[t.status]}${t.assignTo ? `, assigned to ${t.assignTo}` : ''}${live ? `, run ${live.status}` : ''}`,
+      // A card that asks a permission holds a form: text in it is selected, not dragged.
+      draggable: canWrite() && !editing && !asks.length ? 'true' : undefined,
+      'aria-label': `${t.title}, ${STATE_LABEL[t.status]}${t.assignTo ? `, assigned to ${t.assignTo}` : ''}${live ? `, run ${live.status}` : ''}${asks.length ? `, asks to use ${asks.map((a) => a.tool).join(', ')}` : ''}`,
       ondragstart: (e: DragEvent) => {
         dragging = t;
         e.dataTransfer?.setData('text/plain', t.id);
@@ -379,6 +400,7 @@ function boardView(): HTMLElement {
         label('Label', select('filter-label', [['', 'all'], ...labels.map((l): [string, string] => [l, l])], f.label, setFilter('label'))),
       ),
     ),
+    pausedProviders(state.queue),
     canWrite() ? newTaskForm() : null,
     h('p', { class: 'hint' }, canWrite() ? 'Drag a card to another lane, or use its “Move to” list. Arrow keys move between cards.' : 'Read-only: this session can look but not change anything.'),
     h('div', { class: 'lanes', role: 'region', 'aria-label': 'Task lanes', tabindex: 0, onkeydown: laneKeys }, ...TASK_STATES.map((s) => lane(s, shown.filter((t) => t.status === s)))),
@@ -429,7 +451,9 @@ async function runNow(t: Task): Promise<void> {
 function taskView(): HTMLElement {
   const t = state.task;
   if (!t || t.id !== state.param) return h('div', { class: 'view' }, h('p', { class: 'muted' }, 'Loading…'));
-  const live = state.taskRuns.find(runs.isLive);
+  const live = state.taskRuns.find(isLive);
+  const waiting = state.approvals.filter((a) => a.status === 'pending' && a.taskId === t.id);
+  const failure = t.status === 'failed' && t.result !== null && typeof t.result === 'object' ? (t.result as { error?: unknown }).error : undefined;
   return h(
     'div',
     { class: 'view task-view', 'data-task': t.id },
@@ -441,11 +465,17 @@ function taskView(): HTMLElement {
       h('span', { title: t.id }, shortId(t.id)),
       t.assignTo ? ` · @${t.assignTo}` : ' · nobody assigned',
       t.missionId ? ` · mission ${missionName(t.missionId)}` : '',
-      ` · priority ${t.priority} · updated `,
+      ` · priority ${t.priority}`,
+      t.revisionCount ? ` · revision ${t.revisionCount}` : '',
+      ' · updated ',
       time(t.updatedAt),
     ),
+    typeof failure === 'string' ? h('p', { class: 'error' }, h('strong', null, 'Failed: '), breakable(failure)) : null,
+    // What it waits for a person to decide: its run's permission asks, or its approval gate.
+    ...waiting.map((a) => (isAsk(a) ? askPanel(a, { taskTitle: t.title }) : gatePanel(a, t))),
     // A long description starts folded, so the runs stay in sight.
     t.description ? h('details', { open: t.description.split('\n').length <= 12 || undefined }, h('summary', null, 'Description'), h('pre', null, t.description)) : null,
+    reviewPanel(t, state.taskRuns),
     h(
       'div',
       { class: 'panel-head runs-head' },
@@ -455,6 +485,7 @@ function taskView(): HTMLElement {
     ),
     state.runNowError ? h('p', { class: 'error', id: 'run-now-error', role: 'alert', tabindex: -1 }, state.runNowError) : null,
     runs.runsTable(state.taskRuns),
+    reviewChanges(t, state.taskRuns),
   );
 }
 
@@ -503,6 +534,7 @@ function approvalsView(): HTMLElement {
     sorted.length === 0 ? h('p', { class: 'muted' }, 'No approval requests.') : null,
     ...sorted.map((a) => {
       const task = state.tasks.find((t) => t.id === a.taskId);
+      if (isAsk(a)) return askSection(a, task);
       const fb = `feedback-${a.id}`;
       return h(
         'section',
@@ -513,30 +545,65 @@ function approvalsView(): HTMLElement {
         task?.description ? h('details', null, h('summary', null, 'Task description'), h('pre', null, task.description)) : null,
         a.payload !== null && a.payload !== undefined ? h('details', null, h('summary', null, 'Payload'), h('pre', null, JSON.stringify(a.payload, null, 2))) : null,
         a.status === 'pending' && canWrite()
-          ? h(
-              'div',
-              { class: 'decide' },
-              label('Feedback (sent with a rejection, kept as the note of an approval)', h('textarea', { id: fb, rows: 2 })),
-              h(
-                'div',
-                { class: 'row' },
-                h('button', { type: 'button', onclick: () => void act(() => post(`/api/v1/approvals/${seg(a.id)}/approve`, noteOf(fb)), 'approved') }, 'Approve'),
-                h('button', {
-                  type: 'button',
-                  class: 'danger',
-                  onclick: () => {
-                    const feedback = (document.getElementById(fb) as HTMLTextAreaElement).value.trim();
-                    if (!feedback) return toast('Write feedback first: a rejection sends the task back with it.');
-                    void act(() => post(`/api/v1/approvals/${seg(a.id)}/reject`, { feedback }), 'rejected');
-                  },
-                }, 'Reject'),
-              ),
-            )
+          ? gateControls(a, fb)
           : a.status !== 'pending'
             ? h('p', { class: 'meta' }, `${a.status} by ${a.resolvedBy ?? '?'} `, time(a.resolvedAt), a.note ? ` · note: ${a.note}` : '', a.feedback ? ` · feedback: ${a.feedback}` : '')
             : null,
       );
     }),
+  );
+}
+
+/** Approve (the note kept) or reject (the feedback sent back with the task) a task's approval gate. */
+function gateControls(a: Approval, fb: string): HTMLElement {
+  return h(
+    'div',
+    { class: 'decide' },
+    label('Feedback (sent with a rejection, kept as the note of an approval)', h('textarea', { id: fb, rows: 2 })),
+    h(
+      'div',
+      { class: 'row' },
+      h('button', { type: 'button', onclick: () => void act(() => post(`/api/v1/approvals/${seg(a.id)}/approve`, noteOf(fb)), 'approved') }, 'Approve'),
+      h('button', {
+        type: 'button',
+        class: 'danger',
+        onclick: () => {
+          const feedback = (document.getElementById(fb) as HTMLTextAreaElement).value.trim();
+          if (!feedback) return toast('Write feedback first: a rejection sends the task back with it.');
+          void act(() => post(`/api/v1/approvals/${seg(a.id)}/reject`, { feedback }), 'rejected');
+        },
+      }, 'Reject'),
+    ),
+  );
+}
+
+/** A task's pending gate on its page: what is asked, and the decision. */
+function gatePanel(a: Approval, t: Task): HTMLElement {
+  return h(
+    'section',
+    { class: 'panel approval pending', 'aria-labelledby': `gate-${a.id}`, 'data-approval': a.id },
+    h('div', { class: 'panel-head' }, h('h2', { id: `gate-${a.id}` }, 'Waiting for approval: ', breakable(a.title)), time(a.createdAt)),
+    h('p', { class: 'meta' }, `asked by ${a.requestedBy}`, a.taskFrom === 'review' ? ' · approving it marks the task done' : ' · approving it lets the work go on', ` · a rejection sends “${t.title}” back with the feedback`),
+    a.reason ? h('p', null, a.reason) : null,
+    canWrite() ? gateControls(a, `gate-feedback-${a.id}`) : null,
+  );
+}
+
+/** A permission ask on the Approvals view: the prompt while pending, what became of it after. */
+function askSection(a: Approval, task: Task | undefined): HTMLElement {
+  if (a.status === 'pending') return h('div', { class: 'panel approval pending', 'data-approval': a.id }, askPanel(a, { taskTitle: task?.title }));
+  return h(
+    'section',
+    { class: `panel approval ${a.status}`, 'aria-labelledby': `approval-${a.id}`, 'data-approval': a.id },
+    h('div', { class: 'panel-head' }, h('h2', { id: `approval-${a.id}` }, breakable(a.title)), h('span', { class: `badge ${a.status}` }, a.status), time(a.createdAt)),
+    h(
+      'p',
+      { class: 'meta' },
+      task ? ['task ', h('a', { href: `#/tasks/${seg(task.id)}` }, breakable(task.title)), ' · '] : null,
+      `${askOutcome(a)} `,
+      time(a.resolvedAt),
+      a.feedback ? ` · why not: ${a.feedback}` : '',
+    ),
   );
 }
 
@@ -559,6 +626,7 @@ function agentsView(): HTMLElement {
     // Besides the events seen while the page is open: the agent's most recently changed tasks.
     const touched = state.tasks.filter((t) => t.assignTo === a.name && !current.includes(t)).sort((x, y) => y.updatedAt.localeCompare(x.updatedAt)).slice(0, 3);
     const editing = state.runtimeEdit?.agent === a.name ? state.runtimeEdit : null;
+    const queued = state.queue?.agents.find((q) => q.agent === a.name);
     const row = h(
       'tr',
       { 'data-agent': a.name },
@@ -572,7 +640,8 @@ function agentsView(): HTMLElement {
           ? h('div', null, h('button', { type: 'button', class: 'small', id: `rt-edit-${a.name}`, onclick: () => ((state.runtimeEdit = { agent: a.name, error: '' }), render(), document.getElementById(`rt-kind-${a.name}`)?.focus()) }, a.runtime ? 'Edit runtime' : 'Set runtime'))
           : null,
       ),
-      h('td', null, current.length ? current.map((t) => h('div', null, `${t.title} `, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status]))) : h('span', { class: 'muted' }, 'idle')),
+      h('td', { class: 'runs-now' }, agentRuns(queued, taskTitle)),
+      h('td', null, current.length ? current.map((t) => h('div', null, `${t.title} `, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status]))) : h('span', { class: 'muted' }, 'none')),
       h('td', null, current.map((t) => (t.leaseExpiresAt ? h('div', null, timeLeft(t.leaseExpiresAt)) : null))),
       h(
         'td',
@@ -588,12 +657,13 @@ function agentsView(): HTMLElement {
       document.getElementById(`rt-edit-${a.name}`)?.focus();
       if (saved) void refresh();
     };
-    return editing ? [row, h('tr', { class: 'runtime-edit' }, h('td', { colspan: 6 }, runtimeForm(a, editing, closed, render)))] : [row];
+    return editing ? [row, h('tr', { class: 'runtime-edit' }, h('td', { colspan: 7 }, runtimeForm(a, editing, closed, render)))] : [row];
   };
   return h(
     'div',
     { class: 'view' },
     title('Agents and teams'),
+    pausedProviders(state.queue),
     h(
       'div',
       { class: 'table-wrap', role: 'region', 'aria-label': 'Agents', tabindex: 0 },
@@ -601,8 +671,8 @@ function agentsView(): HTMLElement {
         'table',
         null,
         h('caption', { class: 'sr-only' }, 'Agents'),
-        h('thead', null, h('tr', null, ...['Agent', 'Team', 'Runtime', 'Current task', 'Lease', 'Recent activity'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', null, state.agents.length ? state.agents.flatMap(agentRow) : h('tr', null, h('td', { colspan: 6, class: 'muted' }, 'No agents yet (svc agents create).'))),
+        h('thead', null, h('tr', null, ...['Agent', 'Team', 'Runtime', 'Runs now', 'Current task', 'Lease', 'Recent activity'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', null, state.agents.length ? state.agents.flatMap(agentRow) : h('tr', null, h('td', { colspan: 7, class: 'muted' }, 'No agents yet (svc agents create).'))),
       ),
     ),
     h('h2', null, 'Teams'),
@@ -809,8 +879,11 @@ const RELOADS: Record<string, View[]> = {
   team: ['agents'],
   webhook: ['webhooks'],
   data: ['databases'],
-  // The cards' live runs (run:activity changes none of them: it only feeds an open run's log).
-  run: ['board'],
+  // The cards' live runs and what each agent runs (run:activity is handled apart: it changes lines, not lists).
+  run: ['board', 'agents', 'usage'],
+  // A provider's pause (the banner, what agents wait for), budgets (what runs wait for, spend).
+  runner: ['board', 'agents'],
+  budget: ['usage', 'agents', 'board'],
   routine: ['routines'],
 };
 
@@ -852,6 +925,15 @@ function applyPatches(): void {
   }
 }
 
+/** Spend grows as runs work: the Usage view is read again at most once a second while they do. */
+let spendTimer: ReturnType<typeof setTimeout> | undefined;
+function spendMoved(): void {
+  spendTimer ??= setTimeout(() => {
+    spendTimer = undefined;
+    if (state.view === 'usage') void refresh();
+  }, 1000);
+}
+
 /** Events the page opens with: the stream replays these many from before it opened. */
 const HISTORY = 200;
 let historyTimer: ReturnType<typeof setTimeout> | undefined;
@@ -869,8 +951,11 @@ function onEvent(e: StreamedEvent): void {
   const { taskId, runId } = (e.data ?? {}) as { taskId?: unknown; runId?: unknown };
   // A task's page follows its task and runs; a run's page its run (its log takes the activity).
   const open = !history && !activity && ((state.view === 'task' && taskId === state.param && (group === 'task' || group === 'run')) || (state.view === 'run' && runId === state.param));
-  if (!history && activity && state.view === 'run') {
-    runs.runActivity(e.data as Parameters<typeof runs.runActivity>[0]);
+  if (!history && activity && state.view !== 'events') {
+    const data = e.data as Parameters<typeof runs.runActivity>[0];
+    if (state.view === 'run') runs.runActivity(data);
+    else if (state.view === 'board') cardRuns.activity(data);
+    else if (state.view === 'usage') spendMoved();
   } else if (history && state.view === 'agents') {
     clearTimeout(historyTimer);
     historyTimer = setTimeout(render, 20);

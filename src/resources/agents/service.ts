@@ -48,7 +48,7 @@ async function checkReferences(app: App, name: string, fields: AgentFields): Pro
 /**
  * Checks that a runtime can run here (its executable found, its vault references naming keys of
  * this agent's entries), throwing a 422 that says what is missing. The runs resource answers;
- * daemon.ts provides it (runs already depend on agents, so agents may not import runs back).
+ * the runs' wire() provides it (runs already depend on agents, so agents may not import runs back).
  * Asynchronous: looking for an executable reads the disk, which never holds the event loop.
  */
 export const RUNTIME_CHECK = serviceKey<(app: App, agent: string, runtime: Runtime, path: string) => Promise<void>>('agents.runtimeCheck');
@@ -62,7 +62,7 @@ export async function createAgent(app: App, input: AgentInput): Promise<Agent> {
     const { name, ...fields } = input;
     if ((await store.agentExists(app.db, name))) throw new AppError('conflict', `Agent "${name}" already exists.`);
     (await checkReferences(app, name, fields));
-    (await store.insertAgent(app.db, name, fields, nowIso()));
+    (await store.insertAgent(app.db, name, fields, nowIso(app.clock)));
     app.events.emit('agent:created', { name });
     return (await store.getAgent(app.db, name))!;
   }));
@@ -85,7 +85,7 @@ export async function updateAgent(app: App, name: string, patch: AgentPatchInput
       team: patch.team ?? undefined,
       reportsTo: patch.reportsTo ?? undefined,
     }));
-    (await store.replaceAgentFields(app.db, name, merged, nowIso()));
+    (await store.replaceAgentFields(app.db, name, merged, nowIso(app.clock)));
     app.events.emit('agent:updated', { name, fields: changed });
   }));
 }
@@ -138,5 +138,5 @@ export async function setAgentSkills(app: App, name: string, skills: string[]): 
   const fields = fieldsOf((await requireAgent(app, name)));
   if (skills.length) fields.skills = skills;
   else delete fields.skills;
-  (await store.replaceAgentFields(app.db, name, fields, nowIso()));
+  (await store.replaceAgentFields(app.db, name, fields, nowIso(app.clock)));
 }

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { userInfo } from 'node:os';
 import { action, parseIntOption } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
-import { formatAge, formatRemaining, shortId } from '../../cli/human.js';
+import { formatAge, formatRemaining, shortId } from '../../lib/human.js';
 import { APPROVAL, resolveId, TASK } from '../../cli/ids.js';
 import { UsageError } from '../../cli/context.js';
 import { emit, keyValues, nextPageHint, style, table } from '../../cli/output.js';
@@ -11,13 +11,14 @@ import { seg, type SvcClient } from '../../client/client.js';
 import type { Task } from '../tasks/schema.js';
 import type { Approval } from './schema.js';
 import { APPROVAL_KINDS, APPROVAL_STATUSES, MAX_TIMEOUT_SECONDS } from './values.js';
+import { systemClock } from '../../lib/clock.js';
 
 /** The API's schemas, loaded when an option needs checking (they bring zod). */
 const schemas = () => import('./schema.js');
 
 const path = (id: string) => `/api/v1/approvals/${seg(id)}`;
 
-export { formatAge, formatRemaining } from '../../cli/human.js';
+export { formatAge, formatRemaining } from '../../lib/human.js';
 
 function timeoutCell(a: Approval, now: number): string | null {
   if (a.timedOut) return 'timed out';
@@ -27,7 +28,7 @@ function timeoutCell(a: Approval, now: number): string | null {
 }
 
 /** The table, with pending rows (the ones waiting on a person) highlighted on a TTY. */
-export function approvalTable(approvals: Approval[], now: number = Date.now()): string {
+export function approvalTable(approvals: Approval[], now: number = systemClock.now()): string {
   const text = table(
     approvals,
     [
@@ -135,7 +136,7 @@ export function approvalsCommand(): Command {
         await check(schemas, 'ApprovalIn', body);
         const id = await resolveId(ctx.client, TASK, taskId);
         const a = await ctx.client.post<Approval>('/api/v1/approvals', { ...body, taskId: id });
-        const timeout = a.expiresAt ? `; ${a.timeoutAction} automatically in ${formatRemaining(Date.parse(a.expiresAt) - Date.now())}` : '';
+        const timeout = a.expiresAt ? `; ${a.timeoutAction} automatically in ${formatRemaining(Date.parse(a.expiresAt) - systemClock.now())}` : '';
         emit(ctx.json, a, () => `requested ${shortId(a.id)}; task ${shortId(id)} is now awaiting_approval${timeout}\n`);
       }),
     );

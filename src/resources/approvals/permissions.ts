@@ -195,7 +195,7 @@ export async function refuseTaskPermissions(app: App, taskId: string, runStatus:
 }
 
 /**
- * Listens for runs that end, for the daemon's lifetime (daemon.ts), so that no permission request
+ * Listens for runs that end, for the daemon's lifetime (a part of the approvals' server.ts), so that no permission request
  * of a cancelled, failed or finished run waits for a decision nobody needs. On a shared state
  * every daemon hears the end; the decision's compare-and-set lets one of them make it.
  */

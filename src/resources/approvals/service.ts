@@ -195,7 +195,23 @@ function alreadyDecided(a: Approval): AppError {
   return new AppError('conflict', `Approval ${a.id} was already ${a.status}${a.resolvedBy ? ` by ${a.resolvedBy}` : ''} at ${a.resolvedAt}; it cannot be decided again.`);
 }
 
+/**
+ * A person's decision that comes at or after the request's expiresAt is too late, even when the
+ * timer has not run yet (a busy daemon): the timeout decides first, in its own transaction, and the
+ * person is told it was already decided (409), as a lease past its end is dead before the reaper
+ * gets to it. A timeout that cannot decide (a mission rule refuses its move) lets the person's
+ * decision through; its timer tries again later as ever.
+ */
+async function lateDecisionLoses(app: App, id: string): Promise<void> {
+  try {
+    await resolveExpired(app, id, app.clock.now());
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+  }
+}
+
 export async function approve(app: App, id: string, o: { note?: string; resolvedBy: string | null; alwaysAllow?: boolean }): Promise<Approval> {
+  await lateDecisionLoses(app, id);
   return (await app.events.write(async () => {
     const a = (await requireApproval(app, id));
     if (a.status !== 'pending') throw alreadyDecided(a);
@@ -204,6 +220,7 @@ export async function approve(app: App, id: string, o: { note?: string; resolved
 }
 
 export async function reject(app: App, id: string, o: { feedback: string; resolvedBy: string | null }): Promise<Approval> {
+  await lateDecisionLoses(app, id);
   return (await app.events.write(async () => {
     const a = (await requireApproval(app, id));
     if (a.status !== 'pending') throw alreadyDecided(a);
@@ -258,7 +275,7 @@ async function guardTransition(app: App, task: Task, to: TaskState): Promise<voi
   if (waiting) throw new AppError('conflict', `Task ${task.id} is waiting for approval ${waiting}; approve or reject it instead of moving the task to ${to}.`);
 }
 
-/** Closes the approval gate on a daemon's tasks; daemon.ts calls it once per daemon. */
+/** Closes the approval gate on a daemon's tasks; the approvals' wire() calls it once per daemon. */
 export function wireApprovals(hooks: TaskHooks): void {
   hooks.beforeTransition(guardTransition);
 }

@@ -6,7 +6,7 @@ import { exeAsset, exeBuild } from '../../lib/exe.js';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 
 // Every read of the board's static files goes through this module. The daemon is handed an
-// AssetSource (daemon.ts wires boardFiles() by default); a single executable hands it
+// AssetSource (the daemon's board part wires boardFiles() by default); a single executable hands it
 // boardAssets(bytesFromItsEmbeddedAssets) instead, and nothing else changes.
 
 /** One file of the board, ready to serve: its bytes, compressed forms and validator. */

@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { action } from '../../cli/action.js';
 import { io } from '../../cli/io.js';
 import { emit } from '../../cli/output.js';
+import { systemClock } from '../../lib/clock.js';
 
 interface Login {
   path: string;
@@ -59,7 +60,7 @@ export function openCommand(): Command {
         emit(ctx.json, { url, expiresAt: login.expiresAt, readOnly: login.readOnly, opened }, () =>
           opened
             ? `opened the board in your browser${login.readOnly ? ' (read-only)' : ''}\n`
-            : `open this link in a browser within ${Math.round((Date.parse(login.expiresAt) - Date.now()) / 1000)} s (it signs in once${login.readOnly ? ', read-only' : ''}; ${why}):\n${url}\n`,
+            : `open this link in a browser within ${Math.round((Date.parse(login.expiresAt) - systemClock.now()) / 1000)} s (it signs in once${login.readOnly ? ', read-only' : ''}; ${why}):\n${url}\n`,
         );
       }),
     );

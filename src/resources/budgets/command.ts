@@ -3,10 +3,11 @@ import { action } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { readDataFile } from '../../cli/data-file.js';
 import { UsageError } from '../../cli/context.js';
-import { formatTokens, relativeTime } from '../../cli/human.js';
+import { formatTokens, relativeTime } from '../../lib/human.js';
 import { emit, style, table } from '../../cli/output.js';
 import { check } from '../../cli/validate.js';
 import type { BudgetStateOut, Budgets } from './schema.js';
+import { systemClock } from '../../lib/clock.js';
 
 /** The API's schemas, loaded when a file needs checking (they bring zod). */
 const schemas = () => import('./schema.js');
@@ -17,7 +18,7 @@ const money = (usd: number) => `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
 const amount = (v: { tokens: number | null; costUsd: number | null }) => [v.tokens === null ? null : `${formatTokens(v.tokens)} tokens`, v.costUsd === null ? null : money(v.costUsd)].filter(Boolean).join(' / ');
 
 function budgetTable(a: Answer): string {
-  const now = Date.now();
+  const now = systemClock.now();
   const from = a.source === 'api' ? `set through the API ${relativeTime(a.updatedAt, now)} (until project.json's budgets change)` : 'from project.json';
   return (
     table(

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { App } from '../../app.js';
 import { nowIso } from '../../lib/time.js';
-import { BUDGET_PERIODS, periodBounds, type BudgetPeriod } from './periods.js';
-import type { BudgetLimit, Budgets, BudgetStateOut } from './schema.js';
+import { BUDGET_PERIODS, periodBounds, type BudgetPeriod } from '../../lib/periods.js';
+import type { BudgetLimit } from '../../config/budgets.js';
+import type { Budgets, BudgetStateOut } from './schema.js';
 import * as store from './store.js';
 
 // Budgets as a resource: which are in force (project.json's, or the API's), what each scope spent

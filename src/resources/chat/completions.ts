@@ -30,7 +30,7 @@ export async function agentCompletion({ app, plan, body, res, signal }: ChatIo):
   if (!body.stream) {
     let answer;
     try {
-      answer = await complete(plan.provider, upstreamBody(plan), signal);
+      answer = await complete(plan.provider, upstreamBody(plan), signal, plan.created);
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
       throw (await failChat(app, plan, err));
@@ -43,7 +43,7 @@ export async function agentCompletion({ app, plan, body, res, signal }: ChatIo):
 
   let opened = false;
   try {
-    const result = await stream(plan.provider, upstreamBody(plan), signal, (chunk) => {
+    const result = await stream(plan.provider, upstreamBody(plan), signal, plan.created, (chunk) => {
       if (!opened) {
         openEventStream(res, plan);
         opened = true;
@@ -74,7 +74,7 @@ export async function agentCompletion({ app, plan, body, res, signal }: ChatIo):
 /** The orchestrator answers: its loop's text as one completion, or as chunks while it comes. */
 export async function orchestratorCompletion({ app, plan, body, res, signal, principal }: ChatIo): Promise<void> {
   const id = `chatcmpl-${uuidv7()}`;
-  const created = Math.floor(Date.now() / 1000);
+  const { created } = plan;
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id, object: 'chat.completion.chunk', created, model: plan.modelId, choices: [{ index: 0, delta, finish_reason: finish }] });
   let opened = false;
   const send = (payload: unknown) => {

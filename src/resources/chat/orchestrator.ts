@@ -1,11 +1,26 @@
-import type { App } from '../../app.js';
+import { serviceKey, type App } from '../../app.js';
 import type { Principal } from '../../kernel/auth.js';
 import { toErrorResponse } from '../../kernel/errors.js';
-import { functionTools, type FunctionTool } from '../../tools/functions.js';
 import type { ChatMessage, Usage } from './schema.js';
 import { failChat, finishChat, upstreamBody, type ChatPlan } from './service.js';
 import type { ToolCall } from './tool-calls.js';
 import { complete, stream, UpstreamError } from './upstream.js';
+
+/** A tool the model may call: one of the agent tool registry's, as an OpenAI-style function that runs in-process. */
+export interface FunctionTool {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments. */
+  parameters: Record<string, unknown>;
+  /** Runs the tool; a refusal throws the AppError the REST call would have answered. */
+  call(args: unknown): Promise<Record<string, unknown>>;
+}
+
+/**
+ * The tools `principal` may use, bound to this daemon: the registry's (tools/functions.ts), which
+ * is built on the resources and so sits above them; provided in daemon.ts.
+ */
+export const FUNCTION_TOOLS = serviceKey<(app: App, principal: Principal | null) => FunctionTool[]>('chat.functionTools');
 
 const SYSTEM = [
   'You are the orchestrator of this project\'s team of AI coding agents, inside svc, its control plane.',
@@ -62,7 +77,7 @@ export interface OrchestratorAnswer {
  * thrown as the AppError the client is told. Null when the client went away (nothing is kept).
  */
 export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun): Promise<OrchestratorAnswer | null> {
-  const tools = functionTools(app, run.principal);
+  const tools = app.services.get(FUNCTION_TOOLS)(app, run.principal);
   const toolSpecs = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
   const maxTurns = app.config().orchestrator.maxTurns;
   const system: ChatMessage = { role: 'system', content: SYSTEM };
@@ -77,7 +92,7 @@ export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun
       const body = { ...upstreamBody(plan), messages: [system, ...plan.messages, ...turns], tools: toolSpecs, tool_choice: 'auto' };
       let message: ChatMessage;
       if (run.stream) {
-        const r = await stream(plan.provider, { ...body, stream_options: { include_usage: true } }, run.signal, (c) => {
+        const r = await stream(plan.provider, { ...body, stream_options: { include_usage: true } }, run.signal, plan.created, (c) => {
           const delta = (c.choices as { delta?: { content?: unknown } }[] | undefined)?.[0]?.delta;
           if (typeof delta?.content === 'string' && delta.content) run.onText?.(delta.content);
         });
@@ -85,7 +100,7 @@ export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun
         finishReason = r.finishReason;
         message = { role: 'assistant', content: r.content || null, ...(r.toolCalls.length ? { tool_calls: r.toolCalls } : {}) };
       } else {
-        const answer = await complete(plan.provider, body, run.signal);
+        const answer = await complete(plan.provider, body, run.signal, plan.created);
         usage = addUsage(usage, answer.usage);
         const choice = answer.choices?.[0];
         finishReason = choice?.finish_reason ?? null;

@@ -80,8 +80,11 @@ function finishReasonOf(response: Json, hasCalls: boolean): string {
   return hasCalls ? 'tool_calls' : 'stop';
 }
 
-/** A whole Response as the chat completion svc works with; its failure, when it failed, as `error`. */
-export function fromResponse(response: Json): ChatCompletion & { error?: unknown } {
+/**
+ * A whole Response as the chat completion svc works with; its failure, when it failed, as `error`.
+ * `created` (Unix seconds, the daemon's clock) stands in for a created_at the upstream left out.
+ */
+export function fromResponse(response: Json, created: number): ChatCompletion & { error?: unknown } {
   if (response.status === 'failed' || (isObj(response.error) && response.error.message)) {
     return { error: response.error ?? { message: 'the upstream reported a failed response' } } as ChatCompletion & { error: unknown };
   }
@@ -99,7 +102,7 @@ export function fromResponse(response: Json): ChatCompletion & { error?: unknown
   return {
     id: String(response.id ?? 'resp'),
     object: 'chat.completion',
-    created: Number(response.created_at) || Math.floor(Date.now() / 1000),
+    created: Number(response.created_at) || created,
     model: String(response.model ?? ''),
     choices: [{ index: 0, message: { role: 'assistant', content: text || (calls.length ? null : ''), ...(calls.length ? { tool_calls: calls } : {}) }, finish_reason: finishReasonOf(response, calls.length > 0) }],
     ...(usage ? { usage } : {}),
@@ -115,8 +118,10 @@ export class ResponsesToChunks {
   private readonly callIndex = new Map<number, number>();
   private calls = 0;
   private id = 'resp';
-  private created = Math.floor(Date.now() / 1000);
   private model = '';
+
+  /** `created`: Unix seconds on the daemon's clock, until the upstream's response.created says its own. */
+  constructor(private created: number) {}
 
   private chunk(delta: Json, finish: string | null = null): Json {
     return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, finish_reason: finish }] };

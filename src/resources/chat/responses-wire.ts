@@ -135,11 +135,11 @@ export function responseUsage(u: Usage | null): ResponseUsage | null {
 }
 
 /** A Response's identity and the request's settings, echoed as OpenAI does. */
-export function responseSkeleton(req: ResponsesRequest, id: string, model: string): ResponseObject {
+export function responseSkeleton(req: ResponsesRequest, id: string, model: string, createdAt: number): ResponseObject {
   return {
     id,
     object: 'response',
-    created_at: Math.floor(Date.now() / 1000),
+    created_at: createdAt,
     status: 'in_progress',
     background: false,
     error: null,

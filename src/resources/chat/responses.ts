@@ -53,7 +53,7 @@ export async function serveResponse({ app, req, res, signal, principal, sessionH
   const streamed = req.stream === true;
   let opened = false;
   const builder = new ResponseBuilder(
-    responseSkeleton(req, id, plan.modelId),
+    responseSkeleton(req, id, plan.modelId, plan.created),
     streamed
       ? (type, data) => {
           if (res.writableEnded || res.destroyed) return;
@@ -100,7 +100,7 @@ export async function serveResponse({ app, req, res, signal, principal, sessionH
 async function agentTurn(app: App, plan: ChatPlan, builder: ResponseBuilder, begin: () => void, streamed: boolean, signal: AbortSignal): Promise<ResponseObject> {
   try {
     if (!streamed) {
-      const answer = await complete(plan.provider, upstreamBody(plan), signal);
+      const answer = await complete(plan.provider, upstreamBody(plan), signal, plan.created);
       const choice = answer.choices?.[0];
       const message = (choice?.message as ChatMessage | undefined) ?? { role: 'assistant', content: '' };
       (await finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: [message] }));
@@ -109,7 +109,7 @@ async function agentTurn(app: App, plan: ChatPlan, builder: ResponseBuilder, beg
       (message.tool_calls ?? []).forEach((c, index) => builder.addToolCall({ index, ...c }));
       return builder.finish(choice?.finish_reason ?? null, answer.usage ?? null);
     }
-    const result = await stream(plan.provider, { ...upstreamBody(plan), stream_options: { include_usage: true } }, signal, (chunk) => {
+    const result = await stream(plan.provider, { ...upstreamBody(plan), stream_options: { include_usage: true } }, signal, plan.created, (chunk) => {
       const delta = (chunk.choices as { delta?: { content?: unknown; tool_calls?: unknown[] } }[] | undefined)?.[0]?.delta;
       if (typeof delta?.content === 'string' && delta.content) (begin(), builder.addText(delta.content));
       for (const f of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) (begin(), builder.addToolCall(f));

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { App } from '../../app.js';
 import { AppError } from '../../kernel/errors.js';
+import { monotonic } from '../../lib/clock.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
 import { configuredSecrets } from '../../secrets.js';
@@ -32,6 +33,9 @@ export interface ChatPlan {
   added: ChatMessage[];
   /** Request fields passed through unchanged (temperature, tools…). */
   passthrough: Record<string, unknown>;
+  /** When the call began, on the daemon's clock, in Unix seconds: the answer's `created` (OpenAI's). */
+  created: number;
+  /** When the call began (monotonic): its duration, for completion:finished. */
   started: number;
   /** Set by POST /v1/responses when the answer is stored: previous_response_id continues from it. */
   responseId: string | null;
@@ -141,7 +145,8 @@ export async function planChat(app: App, body: ChatRequest, sessionHeader: strin
     messages: from || !opts.wholeConversation ? [...(session?.messages ?? []), ...body.messages] : body.messages,
     added: body.messages,
     passthrough,
-    started: Date.now(),
+    created: Math.floor(app.clock.now() / 1000),
+    started: monotonic(),
     responseId: null,
     headers: {},
   };
@@ -173,8 +178,8 @@ export async function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome)
     } else {
       (await recordUpstream(app, plan.provider.id, { ok: true }));
       const messages = [...plan.messages, ...outcome.reply];
-      (await saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso()));
-      if (plan.responseId) (await saveResponse(app.db, { id: plan.responseId, sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso()));
+      (await saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock)));
+      if (plan.responseId) (await saveResponse(app.db, { id: plan.responseId, sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock)));
       if (plan.newSession) app.events.emit('session:started', { sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId });
     }
     app.events.emit('completion:finished', {
@@ -183,7 +188,7 @@ export async function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome)
       model: plan.modelId,
       finishReason: outcome.aborted ? 'aborted' : outcome.error ? 'error' : (outcome.finishReason ?? 'stop'),
       usage: outcome.usage ?? null,
-      durationMs: Date.now() - plan.started,
+      durationMs: Math.round(monotonic() - plan.started),
     });
   }));
 }

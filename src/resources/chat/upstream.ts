@@ -113,13 +113,13 @@ async function send(provider: Provider, chatBody: Record<string, unknown>, signa
   return res;
 }
 
-/** A plain (non-streamed) completion. */
-export async function complete(provider: Provider, body: Record<string, unknown>, signal: AbortSignal): Promise<ChatCompletion> {
+/** A plain (non-streamed) completion; `created` (Unix seconds) is the answer's when the upstream gives none. */
+export async function complete(provider: Provider, body: Record<string, unknown>, signal: AbortSignal, created: number): Promise<ChatCompletion> {
   const res = await send(provider, { ...body, stream: false }, signal);
   let answer: ChatCompletion & { error?: unknown };
   try {
     const parsed = (await res.body.json()) as Record<string, unknown>;
-    answer = (provider.api === 'responses' && parsed && typeof parsed === 'object' && !parsed.error ? fromResponse(parsed) : parsed) as ChatCompletion & { error?: unknown };
+    answer = (provider.api === 'responses' && parsed && typeof parsed === 'object' && !parsed.error ? fromResponse(parsed, created) : parsed) as ChatCompletion & { error?: unknown };
   } catch {
     throw new UpstreamError(502, `${provider.id} answered something that is not a ${provider.api === 'responses' ? 'response' : 'chat completion'}`);
   }
@@ -131,10 +131,10 @@ export async function complete(provider: Provider, body: Record<string, unknown>
  * A streamed completion: every upstream chunk is handed to `onChunk` as parsed JSON as soon as it
  * arrives; what the stream said is summed up for the session and the completion event.
  */
-export async function stream(provider: Provider, body: Record<string, unknown>, signal: AbortSignal, onChunk: (chunk: Record<string, unknown>) => void): Promise<StreamResult> {
+export async function stream(provider: Provider, body: Record<string, unknown>, signal: AbortSignal, created: number, onChunk: (chunk: Record<string, unknown>) => void): Promise<StreamResult> {
   const res = await send(provider, { ...body, stream: true }, signal);
   const out = { content: '', fragments: [] as unknown[], finishReason: null as string | null, usage: null as Usage | null };
-  const fromResponses = provider.api === 'responses' ? new ResponsesToChunks() : null;
+  const fromResponses = provider.api === 'responses' ? new ResponsesToChunks(created) : null;
   const handle = (chunk: Record<string, unknown>) => {
     // A failure after the headers: never forwarded as a chunk, it ends the call like any other.
     if (chunk.error !== undefined && chunk.error !== null) throw inlineError(chunk.error);

@@ -161,18 +161,18 @@ export type Prepare = (sql: string) => Database.Statement;
 
 /**
  * Runs planned operations on SQLite; the caller holds the transaction. Throws an AppError naming
- * the operation that failed.
+ * the operation that failed. `now` (the daemon's clock, ISO) stamps the rows written.
  */
-export function runBatch(prepare: Prepare, schema: SchemaDefT, plans: Plan[]): RecordResultT[] {
-  return driveSync(batchSteps(SQLITE, schema, plans), (s) => (s.all ? prepare(s.sql).all(...s.params) : prepare(s.sql).get(...s.params)));
+export function runBatch(prepare: Prepare, schema: SchemaDefT, plans: Plan[], now: string): RecordResultT[] {
+  return driveSync(batchSteps(SQLITE, schema, plans, now), (s) => (s.all ? prepare(s.sql).all(...s.params) : prepare(s.sql).get(...s.params)));
 }
 
-/** The batch as statements, for any dialect; the caller holds the transaction. */
-export function* batchSteps(d: Dialect, schema: SchemaDefT, plans: Plan[]): Gen<RecordResultT[]> {
+/** The batch as statements, for any dialect; the caller holds the transaction. `now` stamps rows where the batch writes the stamps. */
+export function* batchSteps(d: Dialect, schema: SchemaDefT, plans: Plan[], now: string): Gen<RecordResultT[]> {
   let bytes = 0;
   const results: RecordResultT[] = [];
   for (const [i, p] of plans.entries()) {
-    const r = yield* runOne(d, schema, p, i);
+    const r = yield* runOne(d, schema, p, i, now);
     // Rows a write returns are the rows the request sent (bounded by the body limit); reads are
     // what can grow, so only they are measured.
     if (p.op === 'list' || p.op === 'get') for (const row of r.rows) bytes += JSON.stringify(row).length;
@@ -193,7 +193,7 @@ function insertSql(d: Dialect, t: string, cols: string[]): string {
 }
 const stamps = (d: Dialect, now: string): SqlValue[] => (d.serverStamps ? [] : [uuidv7(), now, now]);
 
-function* runOne(d: Dialect, schema: SchemaDefT, p: Plan, i: number): Gen<RecordResultT> {
+function* runOne(d: Dialect, schema: SchemaDefT, p: Plan, i: number, now: string): Gen<RecordResultT> {
   const t = q(p.table);
   try {
     switch (p.op) {
@@ -207,7 +207,6 @@ function* runOne(d: Dialect, schema: SchemaDefT, p: Plan, i: number): Gen<Record
       case 'get':
         return one(d, p.def, yield* first(`SELECT * FROM ${t} WHERE "_id" = ?`, [p.id]));
       case 'insert': {
-        const now = new Date().toISOString();
         const refs = hasReferences(p.def);
         // Over a network, one statement for all the rows (SQLite runs in-process: a row at a time
         // costs nothing there). A failure is found again row by row, to name the row.
@@ -229,7 +228,6 @@ function* runOne(d: Dialect, schema: SchemaDefT, p: Plan, i: number): Gen<Record
       }
       case 'upsert': {
         yield* checkReferences(p.def, p.values, i, p, 'values');
-        const now = new Date().toISOString();
         const cols = Object.keys(p.values);
         const sets = cols.filter((c) => !p.onConflict.includes(c)).map((c) => `${q(c)} = excluded.${q(c)}`);
         if (!d.serverStamps) sets.push('"_version" = "_version" + 1', '"_updated_at" = excluded."_updated_at"');
@@ -244,7 +242,7 @@ function* runOne(d: Dialect, schema: SchemaDefT, p: Plan, i: number): Gen<Record
         const sets = cols.map((c) => `${q(c)} = ?`);
         if (!d.serverStamps) sets.push('"_version" = "_version" + 1', '"_updated_at" = ?');
         const cond = p.expectedVersion === undefined ? '' : ' AND "_version" = ?';
-        const args = [...cols.map((c) => p.values[c]!), ...(d.serverStamps ? [] : [new Date().toISOString()]), p.id, ...(p.expectedVersion === undefined ? [] : [p.expectedVersion])];
+        const args = [...cols.map((c) => p.values[c]!), ...(d.serverStamps ? [] : [now]), p.id, ...(p.expectedVersion === undefined ? [] : [p.expectedVersion])];
         const row = yield* first(`UPDATE ${t} SET ${sets.join(', ')} WHERE "_id" = ?${cond} RETURNING *`, args);
         if (!row) throw yield* versionConflict(p, i);
         return one(d, p.def, row);

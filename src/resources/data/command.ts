@@ -5,7 +5,7 @@ import { commandWords, fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
-import { shortId } from '../../cli/human.js';
+import { shortId } from '../../lib/human.js';
 import { io } from '../../cli/io.js';
 import { cell, emit, keyValues, out, printJson, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';

@@ -1,5 +1,6 @@
 import { SYSTEM_COLUMNS, type ColumnDefT, type IndexDefT, type SchemaDefT, type TableDefT } from './schema.js';
 import { q, SQLITE, type Dialect } from './dialect.js';
+import { TIMESTAMP_REFUSAL } from './sqlite-errors.js';
 import { literal, ValueError } from './values.js';
 
 // A database's schema as SQL. Identifiers reach SQL only after schema.ts checked them against
@@ -61,8 +62,6 @@ export function timestampTriggerSql(schema: SchemaDefT): string[] {
 
 /** Names of the timestamp triggers start with this ('.' and ':' keep table and column apart). */
 export const TIMESTAMP_TRIGGER = '_svc_ts:';
-/** What a timestamp trigger raises, followed by `table.column` (sqlite-errors.ts reads it). */
-export const TIMESTAMP_REFUSAL = 'svc-timestamp';
 
 export function indexSql(table: string, ix: IndexDefT): string {
   return `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${q(ix.name!)} ON ${q(table)} (${ix.columns.map(q).join(', ')})`;

@@ -1,6 +1,8 @@
 import Database from '../../db/sqlite.js';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { AppError } from '../../kernel/errors.js';
+import { monotonic, type Clock } from '../../lib/clock.js';
+import { nowIso } from '../../lib/time.js';
 import type { DatabaseState, QueryRequest } from './backend.js';
 import { planBatch, runBatch } from './batch.js';
 import { createTableSql, q, SchemaError, TIMESTAMP_TRIGGER, timestampTriggerSql } from './ddl.js';
@@ -59,7 +61,7 @@ export class DataFile {
   /** Where caller SQL is compiled first (sql-guard.ts); made on the first admission of a schema version. */
   private shadow: ShadowSchema | null = null;
   /**
-   * When the request being served must be done (set by the worker from the time limit). A write
+   * When the request being served must be done (monotonic(); set by the worker from the time limit). A write
    * that gets to its commit later rolls back instead: the daemon kills the worker a little after
    * this moment, and a write it answers 503 must not have been kept.
    */
@@ -70,7 +72,15 @@ export class DataFile {
    */
   encode: ((answer: unknown) => Uint8Array) | null = null;
 
-  constructor(file: string, create?: SchemaDefT) {
+  /**
+   * `clock` is the daemon's: what stamps rows, records migrations and keeps and expires idempotency
+   * keys (in the worker, the time the daemon sent with the request being served).
+   */
+  constructor(
+    file: string,
+    private readonly clock: Pick<Clock, 'now'>,
+    create?: SchemaDefT,
+  ) {
     if (create) {
       if (existsSync(file)) throw new Error('database file already exists');
       closeSync(openSync(file, 'wx', 0o600));
@@ -191,11 +201,11 @@ export class DataFile {
     if (!ref && !write) return encoded(fn(), false);
     return this.db.transaction((): Answer<T> => {
       if (ref) {
-        const stored = replayOf(this.db, ref);
+        const stored = replayOf(this.db, ref, this.clock.now());
         if (stored !== undefined) return encoded(stored as T, true);
       }
       const answer = fn();
-      if (ref) remember(this.db, ref, answer);
+      if (ref) remember(this.db, ref, answer, this.clock.now());
       const out = encoded(answer, false);
       this.beforeCommit();
       return out;
@@ -203,13 +213,13 @@ export class DataFile {
   }
 
   private beforeCommit(): void {
-    if (Date.now() > this.deadline) throw new AppError('data_unavailable', 'The request ran past data.statementTimeoutMs and was rolled back; nothing it did was kept.');
+    if (monotonic() > this.deadline) throw new AppError('data_unavailable', 'The request ran past data.statementTimeoutMs and was rolled back; nothing it did was kept.');
   }
 
   batch(ops: OperationT[], ref?: IdempotencyRef): Answer<RecordResultT[]> {
     // Planned against the schema before the transaction starts: a bad batch writes nothing.
     const plans = planBatch(this.state.schema, ops);
-    return this.once(ref, () => runBatch(this.prepare, this.state.schema, plans), true);
+    return this.once(ref, () => runBatch(this.prepare, this.state.schema, plans, nowIso(this.clock)), true);
   }
 
   query(req: QueryRequest, ref?: IdempotencyRef): Answer<QueryResult> {
@@ -321,7 +331,7 @@ export class DataFile {
         throw new AppError(e.code === 'data_invalid' ? 'data_conflict' : e.code, `The migration cannot be applied to the current data: ${e.message}`);
       }
       const next: FileState = { schema: plan.schema, schemaVersion: this.state.schemaVersion + 1 };
-      const record: MigrationRecord = { id: m.id, checksum, schemaVersion: next.schemaVersion, appliedAt: new Date().toISOString() };
+      const record: MigrationRecord = { id: m.id, checksum, schemaVersion: next.schemaVersion, appliedAt: nowIso(this.clock) };
       this.writeState(next);
       const answer = { ...next, record };
       this.db.prepare('INSERT INTO _svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES (?, ?, ?, ?, ?)').run(m.id, checksum, next.schemaVersion, record.appliedAt, JSON.stringify(answer));

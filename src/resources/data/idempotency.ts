@@ -9,6 +9,13 @@ import { AppError } from '../../kernel/errors.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * The oldest creation time (epoch ms) of a key still kept at `now`. A key ends IDEMPOTENCY_TTL_MS
+ * after it was made and, like every lease, is gone at that very instant (docs/data.md); both
+ * providers keep `created_at >= oldestKept(now)`.
+ */
+export const oldestKept = (now: number): number => now - IDEMPOTENCY_TTL_MS + 1;
+
 export interface IdempotencyRef {
   /** Who owns the key: the API key's digest, so two callers never see each other's answers. */
   owner: string;
@@ -48,10 +55,11 @@ export function requestHash(endpoint: string, body: Record<string, unknown>): st
 
 /**
  * The stored answer of an earlier request with this key, or undefined when there is none (or it
- * expired). The same key with another request is a 409. Call inside the write's transaction.
+ * expired at `now`, the daemon's clock). The same key with another request is a 409. Call inside
+ * the write's transaction.
  */
-export function replayOf(db: Database.Database, ref: IdempotencyRef, now = Date.now()): unknown {
-  db.prepare('DELETE FROM _svc_idempotency WHERE created_at < ?').run(now - IDEMPOTENCY_TTL_MS);
+export function replayOf(db: Database.Database, ref: IdempotencyRef, now: number): unknown {
+  db.prepare('DELETE FROM _svc_idempotency WHERE created_at < ?').run(oldestKept(now));
   const row = db.prepare('SELECT request_hash, answer FROM _svc_idempotency WHERE owner = ? AND key = ?').get(ref.owner, ref.key) as { request_hash: string; answer: string } | undefined;
   if (!row) return undefined;
   if (row.request_hash !== ref.hash) {
@@ -62,6 +70,6 @@ export function replayOf(db: Database.Database, ref: IdempotencyRef, now = Date.
   return JSON.parse(row.answer);
 }
 
-export function remember(db: Database.Database, ref: IdempotencyRef, answer: unknown, now = Date.now()): void {
+export function remember(db: Database.Database, ref: IdempotencyRef, answer: unknown, now: number): void {
   db.prepare('INSERT INTO _svc_idempotency (owner, key, request_hash, answer, created_at) VALUES (?, ?, ?, ?, ?)').run(ref.owner, ref.key, ref.hash, JSON.stringify(answer), now);
 }

@@ -2,6 +2,7 @@ import { serviceKey, type App } from '../../app.js';
 import type { Principal } from '../../kernel/auth.js';
 import { AppError } from '../../kernel/errors.js';
 import { UUID_RE, uuidv7 } from '../../lib/ids.js';
+import { nowIso } from '../../lib/time.js';
 import { toPage, type Page } from '../common.js';
 import type { DataBackend, DatabaseState, EncodedAnswer } from './backend.js';
 import { isWriteOp, opError } from './batch.js';
@@ -14,7 +15,7 @@ import { LIMITS } from './schema.js';
 import { JsonText } from '../../kernel/route.js';
 import * as store from './store.js';
 
-/** Where application databases live (data.provider, chosen at start), wired in daemon.ts. */
+/** Where application databases live (data.provider, chosen at start), wired by the daemon's data provider part. */
 export const DATA_BACKEND = serviceKey<DataBackend>('data.backend');
 
 /** The provider chosen at start (a change of data.provider applies at the next start). */
@@ -26,7 +27,7 @@ function backend(app: App): DataBackend {
 export async function reconcile(app: App, id: string, state: DatabaseState): Promise<void> {
   const d = (await store.getById(app.db, id));
   if (d && d.schemaVersion !== state.schemaVersion) {
-    (await store.setSchema(app.db, id, state.schema, state.schemaVersion));
+    (await store.setSchema(app.db, id, state.schema, state.schemaVersion, nowIso(app.clock)));
     app.log.warn('database registry caught up with its file', { database: id, schemaVersion: state.schemaVersion });
   }
 }
@@ -54,7 +55,7 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
     throw err;
   }
   if ((await store.getByName(app.db, body.name))) throw nameTaken(body.name);
-  const d: Database = { id: uuidv7(), name: body.name, schema, schemaVersion: 1, createdAt: new Date().toISOString() };
+  const d: Database = { id: uuidv7(), name: body.name, schema, schemaVersion: 1, createdAt: nowIso(app.clock) };
   await backend(app).create(d.id, schema);
   try {
     (await app.events.write(async () => {
@@ -124,7 +125,7 @@ export async function transactions(app: App, p: Principal | null, ref: string, b
     const write = isWriteOp(op);
     if (!canUseTable(write ? grants.write : grants.read, op.table)) throw opError('data_forbidden', i, op, 'table', `this key may not ${write ? 'write' : 'read'} table ${op.table}`);
   });
-  return serialised(backend(app).batch(d.id, body.operations, idempotency(p, 'transactions', body)));
+  return serialised(backend(app).batch(d.id, body.operations, app.clock.now(), idempotency(p, 'transactions', body)));
 }
 
 export async function query(app: App, p: Principal | null, ref: string, body: QueryInT): Promise<SerialisedAnswer<QueryResult>> {
@@ -134,17 +135,17 @@ export async function query(app: App, p: Principal | null, ref: string, body: Qu
   const grants = tableGrants(p, d);
   if (mode === 'write' && grants.write !== '*' && grants.write.length === 0) throw new AppError('data_forbidden', 'This key has no write grant on this database.');
   const req = { sql: body.sql, params: body.params ?? [], mode, maxRows: body.maxRows ?? LIMITS.maxRows, grants };
-  return serialised(backend(app).query(d.id, req, idempotency(p, 'query', body)));
+  return serialised(backend(app).query(d.id, req, app.clock.now(), idempotency(p, 'query', body)));
 }
 
 export async function migrate(app: App, p: Principal | null, ref: string, body: MigrationInT): Promise<{ database: Database; replayed: boolean }> {
   const d = (await resolve(app, ref));
   requireManage(p, d);
   const checksum = migrationChecksum(body);
-  const r = await backend(app).migrate(d.id, body, checksum);
+  const r = await backend(app).migrate(d.id, body, checksum, app.clock.now());
   if (!r.replayed) {
     (await app.events.write(async () => {
-      (await store.setSchema(app.db, d.id, r.answer.schema, r.answer.schemaVersion));
+      (await store.setSchema(app.db, d.id, r.answer.schema, r.answer.schemaVersion, nowIso(app.clock)));
       app.events.emit('data:migrated', { id: d.id, name: d.name, migrationId: body.id, schemaVersion: r.answer.schemaVersion });
     }));
   }

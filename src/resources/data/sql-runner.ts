@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { AppError } from '../../kernel/errors.js';
+import { monotonic } from '../../lib/clock.js';
 import type { Logger } from '../../kernel/log.js';
 import type { WorkerRecords } from './orphans.js';
 import type { WorkerReply, WorkerRequest } from './worker.js';
@@ -59,7 +60,7 @@ type Worker = WorkerProcess<Lane>;
 class Lane {
   queue: Job[] = [];
   worker: Worker | null = null;
-  lastUsed = Date.now();
+  lastUsed = monotonic();
   /** A pump is due at setImmediate: requests and answers of one event-loop turn go out together. */
   pumpDue = false;
   /** Being deleted: new requests are refused, so nothing can queue behind the final close. */
@@ -115,7 +116,7 @@ export class DataRunner {
   }
 
   private enqueue<T>(lane: Lane, msg: WorkerRequest, timeoutMs: number): Promise<T> {
-    lane.lastUsed = Date.now();
+    lane.lastUsed = monotonic();
     return new Promise<T>((resolve, reject) => {
       lane.queue.push({ id: ++this.seq, msg, repeatable: repeatable(msg), timeoutMs, resolve: resolve as (v: unknown) => void, reject });
       // An idle worker gets the request at once; a busy one gets it with the others of this turn.
@@ -202,7 +203,7 @@ export class DataRunner {
   /** A worker could not start (or died before its first answer): the next spare waits, longer each time in a row. */
   private startFailed(): void {
     this.failedStarts++;
-    this.retryAt = Date.now() + Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (this.failedStarts - 1));
+    this.retryAt = monotonic() + Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (this.failedStarts - 1));
   }
 
   /**
@@ -232,7 +233,7 @@ export class DataRunner {
    */
   private refillSpare(): void {
     if (this.closed || this.spare || this.waiting.size) return;
-    const wait = this.retryAt - Date.now();
+    const wait = this.retryAt - monotonic();
     if (wait > 0) {
       // Workers have been dying at start (a memory limit too low, say): not a spawn per exit.
       this.retryTimer ??= setTimeout(() => {
@@ -334,12 +335,12 @@ export class DataRunner {
       this.refillSpare();
       w = fresh;
       lane.worker = w;
-      lane.since = Date.now();
+      lane.since = monotonic();
       w.lane = lane;
       if (job.msg.type !== 'open') {
         lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, repeatable: false, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.openFailed(lane, e) });
       }
-    } else if (this.waiting.size && !lane.retiring && Date.now() - lane.since > SLICE_MS) {
+    } else if (this.waiting.size && !lane.retiring && monotonic() - lane.since > SLICE_MS) {
       // Its turn is over while others wait: no more jobs to this worker; once it is done with
       // those it has, the slot goes on.
       if (!w.inflight.length) this.handOver(lane);
@@ -409,7 +410,7 @@ export class DataRunner {
       return;
     }
     if (lane) {
-      lane.lastUsed = Date.now();
+      lane.lastUsed = monotonic();
       // An idle worker gets its next request now, before the daemon turns to the answer just
       // resolved (a batch's JSON can take a millisecond); a busy one is refilled in one message
       // for all the answers read from the channel together.
@@ -482,7 +483,7 @@ export class DataRunner {
   }
 
   private sweep(): void {
-    const now = Date.now();
+    const now = monotonic();
     for (const lane of [...this.lanes.values()]) {
       const w = lane.worker;
       if (w && !w.inflight.length && !lane.queue.length && now - lane.lastUsed > IDLE_MS) this.closeIdle(lane);

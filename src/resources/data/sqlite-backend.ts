@@ -36,16 +36,16 @@ export class SqliteBackend implements DataBackend {
     for (const s of ['', '-wal', '-shm']) rmSync(file + s, { force: true });
   }
 
-  batch(id: string, ops: OperationT[], ref?: IdempotencyRef): Promise<EncodedAnswer> {
-    return this.runner.call<EncodedAnswer>(id, { type: 'batch', ops, ref });
+  batch(id: string, ops: OperationT[], now: number, ref?: IdempotencyRef): Promise<EncodedAnswer> {
+    return this.runner.call<EncodedAnswer>(id, { type: 'batch', ops, now, ref });
   }
 
-  query(id: string, req: QueryRequest, ref?: IdempotencyRef): Promise<EncodedAnswer> {
-    return this.runner.call<EncodedAnswer>(id, { type: 'query', req, ref });
+  query(id: string, req: QueryRequest, now: number, ref?: IdempotencyRef): Promise<EncodedAnswer> {
+    return this.runner.call<EncodedAnswer>(id, { type: 'query', req, now, ref });
   }
 
-  migrate(id: string, migration: MigrationInT, checksum: string): Promise<Migrated> {
-    return this.runner.call<Migrated>(id, { type: 'migrate', migration, checksum }, { slow: true });
+  migrate(id: string, migration: MigrationInT, checksum: string, now: number): Promise<Migrated> {
+    return this.runner.call<Migrated>(id, { type: 'migrate', migration, checksum, now }, { slow: true });
   }
 
   migrations(id: string): Promise<MigrationRecord[]> {

@@ -1,5 +1,4 @@
 import { AppError } from '../../kernel/errors.js';
-import { TIMESTAMP_REFUSAL } from './ddl.js';
 
 // SQLite's errors as the API's: a constraint names its column; nothing else of SQLite (error
 // codes, file names) reaches a caller.
@@ -17,6 +16,9 @@ const sqliteMessage = (err: unknown): string => {
   const m = (err as SqliteLike | null)?.message;
   return typeof m === 'string' ? m : '';
 };
+
+/** What a timestamp trigger of ddl.ts raises, followed by `table.column`; read back below. */
+export const TIMESTAMP_REFUSAL = 'svc-timestamp';
 
 /** What to write instead, for a timestamp in another spelling than the stored one (ddl.ts's triggers). */
 export const TIMESTAMP_HINT = "must be UTC with milliseconds, like 2026-01-31T11:00:00.000Z (in SQL, strftime('%Y-%m-%dT%H:%M:%fZ', x) converts an x that names its zone)";

@@ -67,9 +67,9 @@ export async function allIds(db: DB): Promise<string[]> {
   return ((await stmt(db, 'SELECT id FROM data_databases').all()) as { id: string }[]).map((r) => r.id);
 }
 
-export async function setSchema(db: DB, id: string, schema: SchemaDefT, version: number): Promise<void> {
+export async function setSchema(db: DB, id: string, schema: SchemaDefT, version: number, now: string): Promise<void> {
   forget(db);
-  (await stmt(db, 'UPDATE data_databases SET schema = ?, schema_version = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(schema), version, new Date().toISOString(), id));
+  (await stmt(db, 'UPDATE data_databases SET schema = ?, schema_version = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(schema), version, now, id));
 }
 
 export async function deleteDatabase(db: DB, id: string): Promise<boolean> {

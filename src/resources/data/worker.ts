@@ -1,4 +1,5 @@
 import { AppError, type ErrorDetail } from '../../kernel/errors.js';
+import { monotonic } from '../../lib/clock.js';
 import { DataFile, type Answer } from './engine.js';
 import type { IdempotencyRef } from './idempotency.js';
 import type { MigrationInT, OperationT, SchemaDefT } from './schema.js';
@@ -12,9 +13,9 @@ import { watchParent } from './worker-watchdog.js';
 
 export type WorkerRequest =
   | { type: 'open'; file: string; create?: SchemaDefT }
-  | { type: 'batch'; ops: OperationT[]; ref?: IdempotencyRef }
-  | { type: 'query'; req: QueryRequest; ref?: IdempotencyRef }
-  | { type: 'migrate'; migration: MigrationInT; checksum: string }
+  | { type: 'batch'; ops: OperationT[]; now: number; ref?: IdempotencyRef }
+  | { type: 'query'; req: QueryRequest; now: number; ref?: IdempotencyRef }
+  | { type: 'migrate'; migration: MigrationInT; checksum: string; now: number }
   | { type: 'migrations' }
   | { type: 'close' };
 
@@ -28,11 +29,14 @@ const daemonPid = Number(process.env.SVC_DAEMON_PID) || process.ppid;
 watchParent(daemonPid);
 
 let file: DataFile | null = null;
+/** The daemon's clock, as of the request being served (each request that needs the time carries it). */
+let sentAt = 0;
+const daemonClock = { now: () => sentAt };
 
 function handle(msg: WorkerRequest): unknown {
   if (msg.type === 'open') {
     file?.close();
-    file = new DataFile(msg.file, msg.create);
+    file = new DataFile(msg.file, daemonClock, msg.create);
     file.encode = encode;
     return file.info();
   }
@@ -42,6 +46,7 @@ function handle(msg: WorkerRequest): unknown {
     return null;
   }
   if (!file) throw new AppError('data_unavailable', 'The database is not open.');
+  if ('now' in msg) sentAt = msg.now;
   switch (msg.type) {
     case 'batch':
       return serialised(file.batch(msg.ops, msg.ref));
@@ -66,7 +71,7 @@ export type WorkerEnvelope = { id: number; timeoutMs?: number } & WorkerRequest;
 
 function run(raw: WorkerEnvelope): WorkerReply {
   try {
-    if (file) file.deadline = raw.timeoutMs ? Date.now() + raw.timeoutMs : Infinity;
+    if (file) file.deadline = raw.timeoutMs ? monotonic() + raw.timeoutMs : Infinity;
     return { id: raw.id, ok: true, value: handle(raw) };
   } catch (err) {
     const known = err instanceof AppError;

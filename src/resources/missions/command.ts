@@ -4,7 +4,7 @@ import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
-import { relativeTime, shortId } from '../../cli/human.js';
+import { relativeTime, shortId } from '../../lib/human.js';
 import { MISSION, resolveId } from '../../cli/ids.js';
 import { emit, keyValues, nextPageHint, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';

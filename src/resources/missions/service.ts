@@ -219,7 +219,7 @@ async function guardTransition(app: App, task: Task, to: TaskState): Promise<voi
   }
 }
 
-/** Makes a daemon's tasks follow their missions' rules; daemon.ts calls it once per daemon. */
+/** Makes a daemon's tasks follow their missions' rules; the missions' wire() calls it once per daemon. */
 export function wireMissions(hooks: TaskHooks): void {
   hooks.onTransition(onTransition);
   hooks.beforeTransition(guardTransition);

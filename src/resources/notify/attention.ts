@@ -1,5 +1,5 @@
 import type { App } from '../../app.js';
-import { shortId } from '../../cli/human.js';
+import { shortId } from '../../lib/human.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import type { EventData } from '../../events/registry.js';
 import { cutText } from '../runs/drivers/bounds.js';
@@ -7,7 +7,7 @@ import type { Task } from '../tasks/schema.js';
 import { getTask } from '../tasks/service.js';
 
 // attention:needed, the one event a person routes: it follows the events that mean a run or a task
-// waits for someone. It is written from the event log's sink (daemon.ts), inside the transaction
+// waits for someone. It is written from the event log's sink (this resource's server.ts), inside the transaction
 // of the event it follows, rather than by a listener after that commit: the two commit together or
 // not at all, so a crash between them cannot lose it, a rolled-back change never raises it, and on
 // a state shared by several daemons only the writer raises it (every daemon hears every commit).

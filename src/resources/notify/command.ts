@@ -5,11 +5,11 @@ import { io } from '../../cli/io.js';
 import { emit, err } from '../../cli/output.js';
 import { seg, UnreachableError } from '../../client/client.js';
 import { pidAlive } from '../../lib/proc.js';
-import { runTool, serviceSubcommands, type Runner } from '../system/service-command.js';
-import type { ServiceRole } from '../system/service-unit.js';
-import { listen, type Delivery } from '../webhooks/listen.js';
+import { runTool, serviceSubcommands, type Runner } from '../../cli/system/service-command.js';
+import type { ServiceRole } from '../../cli/system/service-unit.js';
+import { listen, type Delivery } from '../webhooks/listen-command.js';
 import type { Webhook } from '../webhooks/schema.js';
-import { commandLine, defaultNotifier, notifierCommand, NOTIFIERS, showNotification, type Note, type NotifierName } from './desktop.js';
+import { commandLine, defaultNotifier, notifierCommand, NOTIFIERS, showNotification, type Note, type NotifierName } from '../../cli/desktop.js';
 
 // `svc notify`: attention:needed events as desktop notifications. `run` is `svc webhooks listen`
 // with a handler: a receiver on a loopback port, a webhook for attention:needed pointed at it, and

@@ -4,7 +4,7 @@ import { action, collect } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
-import { shortId } from '../../cli/human.js';
+import { shortId } from '../../lib/human.js';
 import { readDataFile } from '../../cli/data-file.js';
 import { emit, keyValues, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';

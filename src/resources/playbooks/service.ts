@@ -59,7 +59,7 @@ export async function createPlaybook(app: App, input: PlaybookInput): Promise<Pl
     const file = readPlaybookFile(app.root, input.name);
     if (file) throw new AppError('conflict', `Playbook "${input.name}" already exists in ${file.file}.`);
     checkMission(input.mission, input.parameters);
-    const now = nowIso();
+    const now = nowIso(app.clock);
     const record = { name: input.name, description: input.description ?? null, parameters: input.parameters, mission: input.mission, createdAt: now, updatedAt: now };
     (await store.insertPlaybook(app.db, record));
     return fromRecord(record);
@@ -85,7 +85,7 @@ export async function updatePlaybook(app: App, name: string, patch: PlaybookPatc
       description: patch.description === undefined ? cur.description : patch.description,
       parameters: patch.parameters ?? cur.parameters,
       mission: patch.mission ?? cur.mission,
-      updatedAt: nowIso(),
+      updatedAt: nowIso(app.clock),
     };
     checkMission(next.mission, next.parameters);
     (await store.updatePlaybook(app.db, next));

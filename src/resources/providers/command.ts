@@ -1,8 +1,9 @@
 import { Command } from 'commander';
 import { action } from '../../cli/action.js';
-import { relativeTime } from '../../cli/human.js';
+import { relativeTime } from '../../lib/human.js';
 import { emit, style, table } from '../../cli/output.js';
 import type { ProviderStatusInfo } from './schema.js';
+import { systemClock } from '../../lib/clock.js';
 
 const colour = (s: ProviderStatusInfo['status']): string =>
   s === 'active' ? style.green(s) : s === 'unconfigured' ? style.dim(s) : s === 'cooldown' ? style.yellow(s) : style.red(s);
@@ -16,7 +17,7 @@ export function authCommand(): Command {
       action(async (ctx) => {
         const { providers } = await ctx.client.get<{ providers: Record<string, ProviderStatusInfo> }>('/api/v1/auth/status');
         const rows = Object.entries(providers).map(([id, p]) => ({ id, ...p }));
-        const now = Date.now();
+        const now = systemClock.now();
         emit(ctx.json, { providers }, () =>
           table(rows, [
             { header: 'PROVIDER', value: (p) => p.id },

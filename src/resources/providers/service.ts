@@ -17,7 +17,7 @@ const usable = (p: Provider): boolean => p.keyless || p.key !== null;
 
 /**
  * How many runs wait for each paused provider (queued or paused runs of agents on it), from the
- * runs resource; provided in daemon.ts, so this resource does not reach into the runs' tables.
+ * runs resource; provided by the runs' wire(), so this resource does not reach into the runs' tables.
  */
 export const WAITING_RUNS = serviceKey<(app: App, now: number) => Promise<Map<string, number>>>('providers.waitingRuns');
 
@@ -115,7 +115,7 @@ async function record(app: App, id: string, outcome: UpstreamOutcome, now: numbe
     return;
   }
   const next = afterFailure(before, classifyFailure(outcome.status, outcome.code), outcome.reason, now, { ...facts, retryAfterMs: outcome.retryAfterMs });
-  if (next !== before) (await store.putHealth(app.db, id, next, nowIso()));
+  if (next !== before) (await store.putHealth(app.db, id, next, nowIso(app.clock)));
 }
 
 async function recordSuccess(app: App, id: string, before: ProviderHealth, now: number): Promise<void> {

@@ -4,7 +4,7 @@ import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { readDataFile } from '../../cli/data-file.js';
-import { relativeTime, shortId } from '../../cli/human.js';
+import { relativeTime, shortId } from '../../lib/human.js';
 import { emit, keyValues, nextPageHint, style, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
@@ -12,6 +12,7 @@ import type { Playbook } from '../playbooks/schema.js';
 import type { Firing, Routine } from './schema.js';
 import { CATCH_UP, CONCURRENCY } from './values.js';
 import { actionText, whenText } from './words.js';
+import { systemClock } from '../../lib/clock.js';
 
 export { actionText, whenText };
 
@@ -26,7 +27,7 @@ const paintStatus = (s: Firing['status']) => (s === 'fired' ? style.green(s) : s
 
 const lastText = (f: Firing | undefined, now: number) => (f ? `${paintStatus(f.status)} ${relativeTime(f.firedAt, now)}` : null);
 
-export function routineTable(rows: Routine[], now: number = Date.now()): string {
+export function routineTable(rows: Routine[], now: number = systemClock.now()): string {
   return table(
     rows,
     [
@@ -43,7 +44,7 @@ export function routineTable(rows: Routine[], now: number = Date.now()): string 
 
 const created = (f: Firing) => [...(f.created.missionId ? [`mission ${shortId(f.created.missionId)}`] : []), ...f.created.taskIds.map((t) => `task ${shortId(t)}`)].join(', ');
 
-export function firingTable(rows: Firing[], now: number = Date.now()): string {
+export function firingTable(rows: Firing[], now: number = systemClock.now()): string {
   return table(
     rows,
     [
@@ -58,7 +59,7 @@ export function firingTable(rows: Firing[], now: number = Date.now()): string {
 }
 
 /** A time in the routine's zone, for people: "Mon 2030-01-07 09:00 Europe/Paris (08:00Z), in 3d". */
-export function timeLine(iso: string, timezone: string, now: number = Date.now()): string {
+export function timeLine(iso: string, timezone: string, now: number = systemClock.now()): string {
   const local = new Intl.DateTimeFormat('en-GB', { timeZone: timezone, weekday: 'short', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
     .formatToParts(new Date(iso))
     .reduce<Record<string, string>>((o, p) => ((o[p.type] = p.value), o), {});

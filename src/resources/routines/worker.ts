@@ -1,6 +1,7 @@
-import { LEADER, type App } from '../../app.js';
+import { LEADER, serviceKey, type App } from '../../app.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { errorFields } from '../../kernel/log.js';
+import { monotonic } from '../../lib/clock.js';
 import { TimeoutScheduler } from '../../lib/timer.js';
 import { eventChain, fireDue, fireOnEvent, releaseQueued, routinesWithQueued } from './fire.js';
 import { TriggerIndex } from './match.js';
@@ -25,7 +26,21 @@ const CLOSING = new Set(['task:transition', 'task:removed', 'mission:completed',
 /** Whether an event may have closed a firing's work (a task done or failed or gone, a mission over). */
 const closes = (e: StoredEvent): boolean => CLOSING.has(e.name) && (e.name !== 'task:transition' || e.data.to === 'done' || e.data.to === 'failed');
 
-export async function startRoutines(app: App): Promise<{ close(): void }> {
+export interface RoutineWorker {
+  /** Fires what is due (missed firings caught up) and arms the timer; releases queued firings whose work closed while no daemon ran. */
+  start(): Promise<void>;
+  close(): void;
+}
+
+/** A daemon's routines worker, per daemon (wired by the routines' server). */
+export const ROUTINE_WORKER = serviceKey<RoutineWorker>('routines.worker');
+
+/**
+ * Makes the worker and starts hearing events at once, so that the triggers hear what the other
+ * parts write from their first start-up pass on (leases and approvals that ran out while no daemon
+ * ran); schedules start with start().
+ */
+export function routineWorker(app: App): RoutineWorker {
   const { clock, log } = app;
   const leader = app.services.get(LEADER);
   const scheduler = new TimeoutScheduler({
@@ -92,8 +107,8 @@ export async function startRoutines(app: App): Promise<{ close(): void }> {
   const pass = async () => {
     scheduled = false;
     if (stopped) return;
-    const until = performance.now() + PASS_MS;
-    for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || performance.now() < until); n++) {
+    const until = monotonic() + PASS_MS;
+    for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || monotonic() < until); n++) {
       const e = backlog[head++]!;
       try {
         (await handle(e));
@@ -138,18 +153,20 @@ export async function startRoutines(app: App): Promise<{ close(): void }> {
     schedule();
   });
 
-  const unlead = leader.onChange((leads) => leads && void scheduler.tick());
-  await scheduler.tick();
-  // Queued firings whose previous work closed while no daemon ran.
-  for (const name of (await routinesWithQueued(app))) {
-    try {
-      (await releaseQueued(app, name));
-    } catch (err) {
-      log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
-    }
-  }
-
+  let unlead = (): void => undefined;
   return {
+    async start() {
+      unlead = leader.onChange((leads) => leads && void scheduler.tick());
+      await scheduler.tick();
+      // Queued firings whose previous work closed while no daemon ran.
+      for (const name of (await routinesWithQueued(app))) {
+        try {
+          (await releaseQueued(app, name));
+        } catch (err) {
+          log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
+        }
+      }
+    },
     close() {
       stopped = true;
       unsubscribe();

@@ -3,15 +3,17 @@ import { action, parseIntOption } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import type { CliContext } from '../../cli/context.js';
-import { formatDuration, formatTokens, relativeTime, shortId } from '../../cli/human.js';
+import { formatDuration, formatTokens, relativeTime, shortId } from '../../lib/human.js';
 import { resolveId, type IdKind } from '../../cli/ids.js';
 import { io } from '../../cli/io.js';
 import { emit, keyValues, nextPageHint, out, style, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import { streamEvents } from '../../client/sse.js';
+import { holdWords } from './hold-words.js';
 import { formatLogItem, type LogLineItem } from './log-lines.js';
 import type { Hold, Run } from './schema.js';
+import { systemClock } from '../../lib/clock.js';
 
 /** The API's schemas, loaded when an option needs checking (they bring zod). */
 const schemas = () => import('./schema.js');
@@ -26,27 +28,11 @@ const cost = (usd: number | null) => (usd === null ? null : `$${usd.toFixed(usd 
 const took = (r: Run, now: number) => (r.startedAt ? formatDuration((r.finishedAt ? Date.parse(r.finishedAt) : now) - Date.parse(r.startedAt)) : null);
 
 /** What a waiting run waits for, in a few words ("anthropic's usage limit, resets in 2h"). */
-export function holdText(h: Hold | null, now = Date.now()): string | null {
-  if (!h) return null;
-  switch (h.kind) {
-    case 'backoff':
-      return `backoff, ${relativeTime(h.until, now)}`;
-    case 'provider':
-      return `${h.provider}'s usage limit, resets ${relativeTime(h.until, now)}`;
-    case 'budget':
-      return `${h.scope === 'agent' ? `${h.agent}'s` : "the project's"} ${h.period} budget is spent, until ${relativeTime(h.until, now)}`;
-    case 'resume':
-      return 'paused: svc runs resume';
-    case 'concurrency':
-      return `the agent runs ${h.running} of its maxConcurrency ${h.limit}`;
-    case 'slots':
-      return `the runner is full (${h.running}/${h.capacity})`;
-  }
-}
+export const holdText = (h: Hold | null, now = systemClock.now()): string | null => holdWords(h, (iso) => relativeTime(iso, now) ?? iso);
 
 const statusCell = (s: string) => (s === 'succeeded' ? style.green(s) : s === 'failed' || s === 'timed_out' || s === 'lost' ? style.red(s) : LIVE.has(s) ? style.yellow(s) : s);
 
-export const runTable = (runs: Run[], now = Date.now()) =>
+export const runTable = (runs: Run[], now = systemClock.now()) =>
   table(
     runs,
     [
@@ -227,7 +213,7 @@ export function runsCommand(): Command {
         };
         const q = await ctx.client.get<Q>('/api/v1/runs/queue');
         emit(ctx.json, q, () => {
-          const now = Date.now();
+          const now = systemClock.now();
           const head = [
             ...q.providers.map((p) => style.yellow(`${p.provider} is paused by a usage limit until ${p.pausedUntil} (${relativeTime(p.pausedUntil, now)}): ${p.runsWaiting} run(s) wait\n`)),
             q.slots ? style.dim(`this runner: ${q.slots.running}/${q.slots.capacity} running\n`) : style.dim('this daemon runs no agents (runner.enabled is false)\n'),

@@ -1,6 +1,7 @@
 import type { App } from '../../app.js';
 import { isPostgres } from '../../db/open.js';
 import { AppError } from '../../kernel/errors.js';
+import { systemClock } from '../../lib/clock.js';
 import { detectRuntime } from './drivers/detect.js';
 import { driverFor } from './drivers/index.js';
 import * as store from './store.js';
@@ -25,7 +26,7 @@ export async function readDiff(app: App, runId: string) {
 
 export async function readRunners(app: App) {
   // Presence is wall-clock time (runner.ts): compared as such.
-  const now = Date.now();
+  const now = systemClock.now();
   // Alone on a SQLite state, the daemon is the one runner and writes no presence: it is seen now.
   const alone = !isPostgres(app.db);
   return Promise.all((await store.readRunners(app.db)).map(async (r) => ({

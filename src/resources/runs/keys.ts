@@ -12,7 +12,7 @@ export class RunKeys {
   private readonly byRun = new Map<string, KeyEntry>();
   private list: KeyEntry[] = [];
 
-  /** `onChange` hears every mint and revoke (daemon.ts rebuilds the key list it authenticates with). */
+  /** `onChange` hears every mint and revoke (the daemon's KeyRing rebuilds the key list it authenticates with). */
   constructor(private readonly onChange: (revokedDigest: string | null) => void) {}
 
   mint(runId: string, agent: string): string {

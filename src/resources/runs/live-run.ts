@@ -364,8 +364,10 @@ export class LiveRun {
     try {
       (await app.events.write(async () => {
         if (items.length) (await store.insertLog(app.db, this.id, items));
+        let progress: { turns: number; usage: Usage } | object = {};
         if (state) {
           const usage = addUsage(this.carried.usage, runUsage(state.usage, this.usageBase));
+          progress = { turns: this.carried.turns + state.turns, usage };
           (await store.setProgress(app.db, this.id, {
             turns: this.carried.turns + state.turns,
             usage,
@@ -376,7 +378,7 @@ export class LiveRun {
           }));
           (await this.noteSpend(usage));
         }
-        if (items.length) app.events.emit('run:activity', { runId: this.id, taskId: this.taskId, agent: this.agent, fromSeq: items[0]!.seq, items: items.map(eventItem) });
+        if (items.length) app.events.emit('run:activity', { runId: this.id, taskId: this.taskId, agent: this.agent, fromSeq: items[0]!.seq, items: items.map(eventItem), ...progress });
       }));
     } catch (err) {
       app.log.error("writing a run's log failed; those items are lost", { runId: this.id, items: items.length, ...errorFields(err) });

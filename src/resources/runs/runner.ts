@@ -3,6 +3,7 @@ import type { App } from '../../app.js';
 import { lockKey } from '../../db/open.js';
 import { AppError } from '../../kernel/errors.js';
 import { errorFields } from '../../kernel/log.js';
+import { systemClock } from '../../lib/clock.js';
 import { reapRecorded } from '../../lib/reap.js';
 import { nowIso } from '../../lib/time.js';
 import type { Runtime } from '../agents/runtime.js';
@@ -28,8 +29,9 @@ import * as git from './workspace.js';
 /** Per run, about this much memory (Claude Code with its tools): the default slot count follows. */
 const MB_PER_RUN = 400;
 // On a shared state runners write their row every runner.heartbeatSec, and one not seen for
-// runner.offlineAfterSec is gone: its runs are lost and queued again. Wall-clock times, not the
-// daemon's clock seam: rows are compared across machines (as system/presence.ts does).
+// runner.offlineAfterSec is gone: its runs are lost and queued again. Wall-clock times (the seam's
+// systemClock), not the daemon's clock: rows are compared across machines and processes (as
+// system/presence.ts does), and one daemon's fake clock in a test cannot silence another process.
 /** A used spare worktree is replaced this soon (the run that took it is spawning meanwhile). */
 const SPARE_AFTER_MS = 20;
 /** Worktrees of done tasks are looked for this often (and at start). */
@@ -131,7 +133,7 @@ export class Runner implements RunnerHandle {
         capacity: this.capacity(),
         running: 0,
         started_at: nowIso(app.clock),
-        seen_at: Date.now(),
+        seen_at: systemClock.now(),
       }));
       // Said to the others: alone on a SQLite state, the daemon's own start says it.
       if (this.o.shared) app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: runtimes.map((r) => r.kind) });
@@ -464,9 +466,9 @@ export class Runner implements RunnerHandle {
     if (this.closing) return;
     try {
       const silentMs = this.config.offlineAfterSec * 1000;
-      const alive = (await app.events.write(async () => (await store.touchRunner(app.db, this.o.id, this.live.size, Date.now()))));
+      const alive = (await app.events.write(async () => (await store.touchRunner(app.db, this.o.id, this.live.size, systemClock.now()))));
       if (!alive) (await this.rejoin());
-      for (const gone of (await store.silentRunners(app.db, Date.now() - silentMs, this.o.id))) (await this.takeOver(gone.id, gone.host));
+      for (const gone of (await store.silentRunners(app.db, systemClock.now() - silentMs, this.o.id))) (await this.takeOver(gone.id, gone.host));
       (await this.cancelRequested());
     } catch (err) {
       app.log.warn('the runner could not write its presence; trying again', errorFields(err));
@@ -485,7 +487,7 @@ export class Runner implements RunnerHandle {
     app.log.warn('another daemon took this runner for gone and queued its runs again; ending the processes still running here', { runs: this.live.size });
     for (const run of this.live.values()) void run.end('lost', 'its runner was taken for gone; it runs elsewhere');
     (await app.events.write(async () => {
-      (await store.upsertRunner(app.db, { ...(await store.getRunner(app.db, this.o.id))!, seen_at: Date.now(), running: 0 }));
+      (await store.upsertRunner(app.db, { ...(await store.getRunner(app.db, this.o.id))!, seen_at: systemClock.now(), running: 0 }));
       app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: (JSON.parse((await store.getRunner(app.db, this.o.id))!.runtimes) as { kind: string }[]).map((r) => r.kind) });
     }));
   }

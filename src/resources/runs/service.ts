@@ -21,7 +21,7 @@ import type { RunLogItem } from './types.js';
 // Runs as a resource: queueing, reading, cancelling, usage. What runs them is the runner
 // (runner.ts, one per daemon); these functions only touch the state and its events.
 
-/** The daemon's runner, as the routes need it (provided in daemon.ts; absent when runner.enabled is false). */
+/** The daemon's runner, as the routes need it (made by the daemon's resources part, started by its runner part; null when runner.enabled is false). */
 export interface RunnerHandle {
   /** Ends a run this daemon runs (close stdin, SIGTERM, SIGKILL after 10 s); resolves once it ended. */
   cancel(runId: string): Promise<boolean>;

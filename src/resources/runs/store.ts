@@ -452,9 +452,12 @@ export async function getRunner(db: DB, id: string): Promise<RunnerRow | null> {
   return ((await stmt(db, 'SELECT id, host, pid, labels, runtimes, capacity, running, started_at, seen_at, stopped_at FROM runners WHERE id = ?').get(id)) as RunnerRow | undefined) ?? null;
 }
 
-/** Runners not seen since `seenBefore` that were not stopped cleanly (their runs are lost). */
+/**
+ * Runners last seen at or before `seenBefore` (now less runner.offlineAfterSec: a runner's presence
+ * ends at that instant, as GET /runners shows it offline) that were not stopped cleanly (their runs are lost).
+ */
 export async function silentRunners(db: DB, seenBefore: number, except: string): Promise<RunnerRow[]> {
-  return (await stmt(db, 'SELECT id, host, pid, labels, runtimes, capacity, running, started_at, seen_at, stopped_at FROM runners WHERE stopped_at IS NULL AND seen_at < ? AND id <> ?').all(
+  return (await stmt(db, 'SELECT id, host, pid, labels, runtimes, capacity, running, started_at, seen_at, stopped_at FROM runners WHERE stopped_at IS NULL AND seen_at <= ? AND id <> ?').all(
     seenBefore,
     except,
   )) as RunnerRow[];

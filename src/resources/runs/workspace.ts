@@ -2,6 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdir as mkdirCb, readdir as readdirCb, readFile as readFileCb, realpath as realpathCb, rename as renameCb, rm as rmCb, stat as statCb, writeFile as writeFileCb } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
+import { uuidv4 } from '../../lib/ids.js';
 import { STATE_DIR } from '../../state-dir.js';
 import { utf8Boundary } from './lines.js';
 
@@ -337,7 +338,7 @@ export function keepSpare(root: string): Promise<void> {
     }
     await ignoreWorktrees(root);
     for (; have < SPARES; have++) {
-      const dir = join(base, `${SPARE_PREFIX}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`);
+      const dir = join(base, `${SPARE_PREFIX}${uuidv4()}`);
       sparesBusy.add(dir);
       try {
         await git(root, ['worktree', 'add', '--quiet', '--detach', dir, 'HEAD']).catch(() => rm(dir, { recursive: true, force: true }));

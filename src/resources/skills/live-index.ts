@@ -44,7 +44,7 @@ export class SkillIndex {
   }
 }
 
-/** The daemon's skill index (provided in daemon.ts, kept current by startSkills). */
+/** The daemon's skill index (provided by the skills' wire(), kept current by startSkills). */
 export const SKILL_INDEX = serviceKey<SkillIndex>('skills.index');
 
 export const skillsDirOf = (app: App): string => resolve(app.root, app.config().skillsDir);

@@ -2,8 +2,8 @@ import { resolve } from 'node:path';
 import { buildKeys, keySetFingerprint } from '../../config/keys.js';
 import type { ProjectConfig } from '../../config/schema.js';
 import { stateUrl } from '../../config/state.js';
-import { STATE_MIGRATIONS } from '../../db/migrations.js';
 import { maskUrl } from '../../db/pg/url.js';
+import { systemClock } from '../../lib/clock.js';
 import { PRESENCE_STALE_MS } from './presence.js';
 
 // svc doctor's look at a state on PostgreSQL (the connection, the schema's version, the vault key
@@ -27,7 +27,7 @@ const daemons = (n: number): string => `${n} ${n === 1 ? 'daemon' : 'daemons'}`;
  * The state's checks. `vaultKey: false` leaves out the vault key's (the daemon reports the key it
  * holds instead of looking for one in its environment again).
  */
-export async function checkState(root: string, config: ProjectConfig, env: NodeJS.ProcessEnv, opts: { vaultKey?: boolean } = {}): Promise<CheckResult[]> {
+export async function checkState(root: string, config: ProjectConfig, env: NodeJS.ProcessEnv, opts: { vaultKey?: boolean; /** The newest state schema version this svc knows (the composition's: state-schema.ts). */ knownVersion: number }): Promise<CheckResult[]> {
   let url: string | null;
   try {
     url = stateUrl(config, env);
@@ -48,14 +48,14 @@ export async function checkState(root: string, config: ProjectConfig, env: NodeJ
     const has = (await c.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS t")).rows[0].t as boolean;
     if (!has) return [{ check: 'state', status: 'ok', detail: `PostgreSQL at ${maskUrl(url)}, empty (the first svc serve makes the schema)` }];
     const version = Number((await c.query('SELECT max(version) AS v FROM schema_migrations')).rows[0].v);
-    const known = Math.max(...STATE_MIGRATIONS.map((m) => m.version));
+    const known = opts.knownVersion;
     if (version > known) {
       return [{ check: 'state', status: 'fail', detail: `the state at ${maskUrl(url)} has schema version ${version}, newer than this svc knows (${known})`, fix: 'upgrade svc to the version the other daemons run' }];
     }
     const results: CheckResult[] = [{ check: 'state', status: 'ok', detail: `PostgreSQL at ${maskUrl(url)}, schema version ${version}` }];
     if (opts.vaultKey !== false) results.push(await sharedVaultKey(c, config, env, root));
     const mine = keySetFingerprint(buildKeys(config, env.SERVICE_API_KEY, undefined));
-    const rows = (await c.query('SELECT url, hostname, keys FROM daemons WHERE seen_at >= $1', [Date.now() - PRESENCE_STALE_MS])).rows as { url: string; hostname: string; keys: string }[];
+    const rows = (await c.query('SELECT url, hostname, keys FROM daemons WHERE seen_at > $1', [systemClock.now() - PRESENCE_STALE_MS])).rows as { url: string; hostname: string; keys: string }[];
     const differ = rows.filter((r) => r.keys !== mine);
     results.push(
       differ.length

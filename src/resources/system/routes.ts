@@ -61,7 +61,7 @@ export const systemRoutes = [
         host,
         port,
         startedAt: app.startedAt.toISOString(),
-        uptimeSeconds: Math.round((Date.now() - app.startedAt.getTime()) / 100) / 10,
+        uptimeSeconds: Math.round((app.clock.now() - app.startedAt.getTime()) / 100) / 10,
         root: app.root,
       };
     },

@@ -16,9 +16,11 @@ export interface Setup {
   /** The URLs in use, passwords included: only ever shown masked. */
   stateUrl: string | null;
   dataUrl: string | null;
+  /** The newest state schema version this svc knows. */
+  schemaVersion: number;
 }
 
-/** What the daemon started with (filled in daemon.ts). */
+/** What the daemon started with (filled by its resources and data provider parts). */
 export const SETUP = serviceKey<Setup>('setup');
 
 export interface SetupReport {
@@ -50,7 +52,7 @@ export async function setupReport(app: App): Promise<SetupReport> {
   const checks: CheckResult[] = [setup.dataUrl ? await checkDataServer(setup.dataUrl) : { check: 'data', status: 'ok', detail: 'SQLite files in .svc/data/' }];
   if (setup.stateUrl) {
     // The URL the daemon runs on, whatever project.json says now (it applies at the next start).
-    const state = await checkState(app.root, { ...config, state: { ...config.state, provider: 'postgres', url: setup.stateUrl } }, app.env, { vaultKey: false });
+    const state = await checkState(app.root, { ...config, state: { ...config.state, provider: 'postgres', url: setup.stateUrl } }, app.env, { vaultKey: false, knownVersion: setup.schemaVersion });
     checks.push(state[0]!, (await vaultKeyCheck(app, setup)), ...state.slice(1));
   } else {
     checks.push({ check: 'state', status: 'ok', detail: `SQLite file ${statePaths(app.root).db}` }, (await vaultKeyCheck(app, setup)));

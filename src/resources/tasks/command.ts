@@ -3,7 +3,7 @@ import { action, collect, parseIntOption } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
-import { relativeTime, shortId } from '../../cli/human.js';
+import { relativeTime, shortId } from '../../lib/human.js';
 import { MISSION, resolveId, TASK } from '../../cli/ids.js';
 import { emit, keyValues, nextPageHint, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';
@@ -14,11 +14,12 @@ import { PRIORITIES } from './values.js';
 /** The API's schemas, loaded when an option needs checking (they bring zod). */
 const schemas = () => import('./schema.js');
 import { TASK_STATES } from './state.js';
+import { systemClock } from '../../lib/clock.js';
 
 const path = (id: string) => `/api/v1/tasks/${seg(id)}`;
 
 /** How long a claim lease has left, for people: "14m left", "45s left", "expired". */
-export function leaseLeft(expiresAt: string | null, now = Date.now()): string | null {
+export function leaseLeft(expiresAt: string | null, now = systemClock.now()): string | null {
   if (expiresAt === null) return null;
   const s = Math.ceil((Date.parse(expiresAt) - now) / 1000);
   if (s <= 0) return 'expired';
@@ -27,7 +28,7 @@ export function leaseLeft(expiresAt: string | null, now = Date.now()): string | 
   return `${Math.floor(s / 3600)}h${String(Math.ceil((s % 3600) / 60)).padStart(2, '0')}m left`;
 }
 
-export const taskTable = (tasks: Task[], now = Date.now()) =>
+export const taskTable = (tasks: Task[], now = systemClock.now()) =>
   table(
     tasks,
     [

@@ -3,7 +3,7 @@ import type { Task, TaskInput } from './schema.js';
 import type { TaskState } from './state.js';
 
 // How other resources (missions, approvals) take part in a task's life. Each daemon owns one
-// TaskHooks (created and filled in daemon.ts, where a reader sees who listens); nothing registers
+// TaskHooks (created by the tasks' wire() and filled by the missions' and approvals', where a reader sees who listens); nothing registers
 // on import, so two daemons in one process never hear each other's tasks.
 
 export interface TaskTransition {
@@ -76,5 +76,5 @@ function add<T>(set: Set<T>, item: T): () => void {
   return () => set.delete(item);
 }
 
-/** The daemon's task hooks (provided in daemon.ts). */
+/** The daemon's task hooks (provided by the tasks' wire()). */
 export const TASK_HOOKS = serviceKey<TaskHooks>('tasks.hooks');

@@ -6,7 +6,7 @@ import type { Team } from './schema.js';
 import * as store from './store.js';
 
 /**
- * Who belongs to a team. Membership is an agent's field, so the agents resource answers; daemon.ts
+ * Who belongs to a team. Membership is an agent's field, so the agents resource answers; its wire()
  * provides it (agents already depend on teams: an agent's team must exist, so teams may not import
  * agents back).
  */
@@ -29,7 +29,7 @@ export async function listTeams(app: App): Promise<Team[]> {
 export async function addTeam(app: App, name: string, description: string): Promise<void> {
   (await app.events.write(async () => {
     if ((await teamExists(app.db, name))) throw new AppError('conflict', `Team "${name}" already exists.`);
-    (await store.insertTeam(app.db, name, description, nowIso()));
+    (await store.insertTeam(app.db, name, description, nowIso(app.clock)));
     app.events.emit('team:created', { name });
   }));
 }
@@ -39,7 +39,7 @@ export async function renameTeam(app: App, oldName: string, name: string): Promi
     if (!(await teamExists(app.db, oldName))) throw new AppError('not_found', `Team "${oldName}" not found.`);
     if (oldName === name) return;
     if ((await teamExists(app.db, name))) throw new AppError('conflict', `Team "${name}" already exists.`);
-    (await store.renameTeam(app.db, oldName, name, nowIso()));
+    (await store.renameTeam(app.db, oldName, name, nowIso(app.clock)));
     app.events.emit('team:renamed', { oldName, name });
   }));
 }

@@ -3,12 +3,12 @@ import { action, collect } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
-import { relativeTime } from '../../cli/human.js';
+import { relativeTime } from '../../lib/human.js';
 import { io } from '../../cli/io.js';
 import { emit, table } from '../../cli/output.js';
 import { check, defined } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
-import { promptValues } from './prompt.js';
+import { promptValues } from '../../cli/prompt.js';
 import type { VaultEntry, VaultSaved } from './schema.js';
 import { VAULT_TYPES } from './values.js';
 

@@ -12,5 +12,5 @@ export interface Vault {
   shared?: boolean;
 }
 
-/** The open vault of this daemon (opened at start in daemon.ts, read by the vault's handlers). */
+/** The open vault of this daemon (opened at start by the daemon's vault part, read by the vault's handlers). */
 export const VAULT = serviceKey<Vault>('vault');

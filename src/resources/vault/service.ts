@@ -16,7 +16,7 @@ export async function saveEntry(app: App, input: VaultEntryInput): Promise<Vault
   return (await app.events.write(async () => {
     if (!(await agentExists(app.db, agent))) throw new AppError('not_found', `Agent "${agent}" not found; vault entries belong to an existing agent.`);
     const sealed = seal(app.services.get(VAULT).keys.entryKey, place(app, agent, service), Buffer.from(JSON.stringify(credentials), 'utf8'));
-    (await store.upsertEntry(app.db, { agent, service, type, label: input.label ?? null, keys, ...sealed, now: nowIso() }));
+    (await store.upsertEntry(app.db, { agent, service, type, label: input.label ?? null, keys, ...sealed, now: nowIso(app.clock) }));
     app.events.emit('vault:saved', { agent, service, type, keys });
     return { agent, service, type, keys };
   }));

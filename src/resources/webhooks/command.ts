@@ -3,17 +3,18 @@ import { action, parseIntOption } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
-import { shortId } from '../../cli/human.js';
+import { shortId } from '../../lib/human.js';
 import { deliveryOf, resolveId, WEBHOOK } from '../../cli/ids.js';
 import { emit, err, keyValues, out, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
-import { listen } from './listen.js';
+import { listen } from './listen-command.js';
 import type { Attempt, Delivery, DeliveryDetail, Webhook } from './schema.js';
+import { systemClock } from '../../lib/clock.js';
 
 const path = (id: string) => `/v1/webhooks/${seg(id)}`;
 
 /** "1h", "30m", "2d", "90s" before now, or an ISO 8601 time, as ISO 8601. */
-export function parseSince(v: string, now: number = Date.now()): string {
+export function parseSince(v: string, now: number = systemClock.now()): string {
   const m = /^(\d+)\s*(s|m|h|d|w)$/.exec(v.trim());
   if (m) return new Date(now - Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }[m[2] as 's']! * 1000).toISOString();
   const t = Date.parse(v);

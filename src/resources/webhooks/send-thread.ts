@@ -1,6 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Agent } from 'undici';
+import { monotonic } from '../../lib/clock.js';
 import { guardedLookup, hostsLookup, postDelivery, type ThreadRequest, type ThreadResult } from './send.js';
 
 // The delivery thread: every delivery's network work (connecting, TLS, writing, reading the answer)
@@ -15,9 +16,9 @@ const agent = new Agent({
   connections: 256,
 });
 parentPort!.on('message', (m: ThreadRequest) => {
-  const started = performance.now();
+  const started = monotonic();
   void postDelivery(agent, m).then((sent) => {
-    const r: ThreadResult = { id: m.id, sent, durationMs: Math.round(performance.now() - started) };
+    const r: ThreadResult = { id: m.id, sent, durationMs: Math.round(monotonic() - started) };
     parentPort!.postMessage(r);
   });
 });

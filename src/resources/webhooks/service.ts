@@ -10,7 +10,7 @@ import type { SecretBox } from './secret-box.js';
 import { newSecret, SECRET_PREFIX } from './sign.js';
 import * as store from './store.js';
 
-/** The webhooks' per-daemon live state, provided in daemon.ts. */
+/** The webhooks' per-daemon live state, provided by their wire(). */
 export interface WebhookRuntime {
   box: SecretBox;
   /** Tells the delivery worker that deliveries of `webhookId` (of any, when absent) may be due (after a commit). */
@@ -208,7 +208,7 @@ function matcherOf(compiled: Map<string, Matcher>, patternsJson: string): Matche
 }
 
 /**
- * The EventLog sink (wired in daemon.ts): writes one pending delivery per enabled webhook whose
+ * The EventLog sink (this resource's server.ts): writes one pending delivery per enabled webhook whose
  * patterns match, in the event's own transaction, so an acknowledged change always has its
  * deliveries. webhook:test goes only to the webhook it names.
  */

@@ -319,7 +319,7 @@ export async function releaseInFlight(db: DB, now: number): Promise<number> {
   return (await stmt(db, {
     sqlite: "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = MIN(COALESCE(next_attempt_at, ?), ?) WHERE in_flight = 1 AND status = 'pending'",
     postgres:
-      "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $2) WHERE in_flight = 1 AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < $2)",
+      "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $2) WHERE in_flight = 1 AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= $2)",
   }).run(now, now)).changes;
 }
 
@@ -331,7 +331,7 @@ export async function enabledUrls(db: DB, ids: string[]): Promise<Map<string, st
 
 /** Shared state only: whether any claim's lease has run out (a read, without the write lock). */
 export async function hasExpiredClaims(db: DB, now: number): Promise<boolean> {
-  return (await stmt(db, "SELECT 1 AS x FROM webhook_deliveries WHERE in_flight = 1 AND status = 'pending' AND claimed_until < ? LIMIT 1").get(now)) !== undefined;
+  return (await stmt(db, "SELECT 1 AS x FROM webhook_deliveries WHERE in_flight = 1 AND status = 'pending' AND claimed_until <= ? LIMIT 1").get(now)) !== undefined;
 }
 
 /**
@@ -341,7 +341,7 @@ export async function hasExpiredClaims(db: DB, now: number): Promise<boolean> {
 export async function releaseExpiredClaims(db: DB, now: number): Promise<number> {
   return (await stmt(
     db,
-    "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $1) WHERE in_flight = 1 AND status = 'pending' AND claimed_until < $1",
+    "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $1) WHERE in_flight = 1 AND status = 'pending' AND claimed_until <= $1",
   ).run(now)).changes;
 }
 

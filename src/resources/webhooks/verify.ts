@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { systemClock } from '../../lib/clock.js';
 
 // The receiver's side, exported from the package: checks an X-Service-Signature header. It has no
 // dependency on the daemon, so a receiver can import it alone.
@@ -31,7 +32,7 @@ export function verifyWebhook(rawBody: string | Buffer | Uint8Array, signatureHe
     else if (k === 'v1' && /^[0-9a-f]{64}$/i.test(v)) candidates.push(Buffer.from(v, 'hex'));
   }
   if (t === null || !candidates.length) return false;
-  const now = options.nowSec ?? Math.floor(Date.now() / 1000);
+  const now = options.nowSec ?? Math.floor(systemClock.now() / 1000);
   if (Math.abs(now - t) > tolerance) return false;
   const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength);
   const expected = createHmac('sha256', secret).update(`${t}.`).update(body).digest();

@@ -1,11 +1,12 @@
 import pg from 'pg';
 import { AppError } from '../../../kernel/errors.js';
+import { monotonic } from '../../../lib/clock.js';
 import type { OutageReporter } from '../../../db/pg/outage.js';
 import type { Logger } from '../../../kernel/log.js';
 import type { DataBackend, DatabaseState, EncodedAnswer, Migrated, QueryRequest } from '../backend.js';
 import { batchSteps, driveAsync, planBatch, type Step } from '../batch.js';
 import { createTableSql, q } from '../ddl.js';
-import { IDEMPOTENCY_TTL_MS, type IdempotencyRef } from '../idempotency.js';
+import { oldestKept, type IdempotencyRef } from '../idempotency.js';
 import { planMigration } from '../migrations.js';
 import { LIMITS, type ColumnType, type MigrationInT, type MigrationRecord, type OperationT, type SchemaDefT } from '../schema.js';
 import { checkGrants } from '../sql-guard.js';
@@ -385,13 +386,13 @@ export class PgBackend implements DataBackend {
   /** A transaction of the database's role: time limit, search_path and READ ONLY for reads. */
   private async tx<T>(o: Open, mode: 'read' | 'write', fn: (c: pg.PoolClient, deadline: number) => Promise<T>): Promise<T> {
     const timeout = this.opts.statementTimeoutMs();
-    const deadline = Date.now() + timeout;
+    const deadline = monotonic() + timeout;
     const begin = `BEGIN ${mode === 'read' ? 'READ ONLY' : 'READ WRITE'}; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5_000}; SET LOCAL lock_timeout = ${timeout}; SET LOCAL search_path = ${q(o.names.schema)}; SET LOCAL TimeZone = 'UTC'`;
     try {
       return await this.within(o.pool, begin, async (c) => {
         const out = await fn(c, deadline);
         // A request that ran past its time in several statements is not kept either.
-        if (Date.now() > deadline) throw Object.assign(new Error('past the deadline'), { code: '57014' });
+        if (monotonic() > deadline) throw Object.assign(new Error('past the deadline'), { code: '57014' });
         return out;
       });
     } catch (err) {
@@ -402,35 +403,34 @@ export class PgBackend implements DataBackend {
     }
   }
 
-  private async take(c: pg.PoolClient, o: Open, ref: IdempotencyRef): Promise<string | null> {
-    const r = await c.query<{ a: string | null }>(`SELECT ${q(o.names.meta)}.idem_take($1, $2, $3, $4, $5) AS a`, [o.secret, ref.owner, ref.key, ref.hash, Date.now() - IDEMPOTENCY_TTL_MS]);
+  private async take(c: pg.PoolClient, o: Open, ref: IdempotencyRef, now: number): Promise<string | null> {
+    const r = await c.query<{ a: string | null }>(`SELECT ${q(o.names.meta)}.idem_take($1, $2, $3, $4, $5) AS a`, [o.secret, ref.owner, ref.key, ref.hash, oldestKept(now)]);
     return r.rows[0]!.a;
   }
 
-  private async put(c: pg.PoolClient, o: Open, ref: IdempotencyRef, answer: string): Promise<void> {
-    const now = Date.now();
-    await c.query(`SELECT ${q(o.names.meta)}.idem_put($1, $2, $3, $4, $5, $6, $7)`, [o.secret, ref.owner, ref.key, ref.hash, answer, now, now - IDEMPOTENCY_TTL_MS]);
+  private async put(c: pg.PoolClient, o: Open, ref: IdempotencyRef, answer: string, now: number): Promise<void> {
+    await c.query(`SELECT ${q(o.names.meta)}.idem_put($1, $2, $3, $4, $5, $6, $7)`, [o.secret, ref.owner, ref.key, ref.hash, answer, now, oldestKept(now)]);
   }
 
   // ---- requests ----
 
-  async batch(id: string, ops: OperationT[], ref?: IdempotencyRef): Promise<EncodedAnswer> {
+  async batch(id: string, ops: OperationT[], now: number, ref?: IdempotencyRef): Promise<EncodedAnswer> {
     const o = await this.handle(id);
     const schema = o.state.schema;
     const plans = planBatch(schema, ops, PG);
     return this.tx(o, 'write', async (c) => {
       if (ref) {
-        const stored = await this.take(c, o, ref);
+        const stored = await this.take(c, o, ref, now);
         if (stored !== null) return { json: Buffer.from(stored), replayed: true };
       }
-      const answer = await driveAsync(batchSteps(PG, schema, plans), (s) => exec(c, s));
+      const answer = await driveAsync(batchSteps(PG, schema, plans, new Date(now).toISOString()), (s) => exec(c, s));
       const text = JSON.stringify(answer);
-      if (ref) await this.put(c, o, ref, text);
+      if (ref) await this.put(c, o, ref, text, now);
       return { json: Buffer.from(text), replayed: false };
     });
   }
 
-  async query(id: string, req: QueryRequest, ref?: IdempotencyRef): Promise<EncodedAnswer> {
+  async query(id: string, req: QueryRequest, now: number, ref?: IdempotencyRef): Promise<EncodedAnswer> {
     const o = await this.handle(id);
     const a = await this.admitted(o, req);
     checkGrants(new Set(a.reads), new Set(a.writes), req.grants);
@@ -441,11 +441,11 @@ export class PgBackend implements DataBackend {
     if (req.mode === 'write') {
       return this.tx(o, 'write', async (c) => {
         if (ref) {
-          const stored = await this.take(c, o, ref);
+          const stored = await this.take(c, o, ref, now);
           if (stored !== null) return { json: Buffer.from(stored), replayed: true };
         }
         const text = JSON.stringify(await run(c));
-        if (ref) await this.put(c, o, ref, text);
+        if (ref) await this.put(c, o, ref, text, now);
         return { json: Buffer.from(text), replayed: false };
       });
     }
@@ -455,12 +455,12 @@ export class PgBackend implements DataBackend {
     // ONLY forbids the write of the record in the read's own).
     const out = await this.tx(o, 'read', async (c) => {
       if (ref) {
-        const stored = await this.take(c, o, ref);
+        const stored = await this.take(c, o, ref, now);
         if (stored !== null) return { json: Buffer.from(stored), replayed: true };
       }
       return { json: Buffer.from(JSON.stringify(await run(c))), replayed: false };
     });
-    if (ref && !out.replayed) await this.tx(o, 'write', (c) => this.put(c, o, ref, Buffer.from(out.json).toString()));
+    if (ref && !out.replayed) await this.tx(o, 'write', (c) => this.put(c, o, ref, Buffer.from(out.json).toString(), now));
     return out;
   }
 
@@ -477,7 +477,7 @@ export class PgBackend implements DataBackend {
     return hit;
   }
 
-  async migrate(id: string, m: MigrationInT, checksum: string): Promise<Migrated> {
+  async migrate(id: string, m: MigrationInT, checksum: string, now: number): Promise<Migrated> {
     const o = await this.handle(id);
     const n = o.names;
     const r = await this.adminTx(n, async (c): Promise<Migrated & { types?: ColumnTypes }> => {
@@ -502,7 +502,7 @@ export class PgBackend implements DataBackend {
       }
       for (const sql of grantSql(n, plan.schema)) await c.query(sql);
       const next: DatabaseState = { schema: plan.schema, schemaVersion: state.schemaVersion + 1 };
-      const record: MigrationRecord = { id: m.id, checksum, schemaVersion: next.schemaVersion, appliedAt: new Date().toISOString() };
+      const record: MigrationRecord = { id: m.id, checksum, schemaVersion: next.schemaVersion, appliedAt: new Date(now).toISOString() };
       await writeState(c, n, next);
       const answer = { ...next, record };
       await c.query(`INSERT INTO ${q(n.meta)}._svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES ($1, $2, $3, $4, $5)`, [m.id, checksum, next.schemaVersion, record.appliedAt, JSON.stringify(answer)]);

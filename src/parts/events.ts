@@ -1,0 +1,39 @@
+import { startFanOut } from '../events/fan-out.js';
+import { EventLog } from '../events/outbox.js';
+import { DEFAULT_SSE_LIMITS, SseHub } from '../events/sse.js';
+import type { Part } from '../kernel/parts.js';
+import { noticeTo, type DaemonContext } from './context.js';
+
+/**
+ * The event log and its live streams. Every event the log writes runs the resources' sinks in its
+ * own transaction (its webhook deliveries, the attention it needs), from the first one on: the
+ * parts' start-up passes write events before the daemon listens.
+ */
+export const eventsPart: Part<DaemonContext> = {
+  name: 'events',
+  start: async (ctx) => {
+    const { db, clock } = ctx;
+    const sinks = ctx.resources.flatMap((r) => (r.server.sink ? [r.server.sink] : []));
+    // `app` exists before anything can write an event (the vault's opening writes none).
+    ctx.events = await EventLog.open(db, {
+      clock,
+      sink: async (e) => {
+        for (const sink of sinks) await sink(ctx.app, e);
+      },
+    });
+    ctx.streams = new SseHub(ctx.events, clock, { ...DEFAULT_SSE_LIMITS, ...ctx.opts.sse });
+    // A revoked run key ends the event streams opened with it.
+    ctx.keys.onRevoked = (digests) => ctx.streams.revoke(digests);
+  },
+};
+
+/** On a state other daemons share, their events reach this daemon's listeners and streams (events/fan-out.ts). */
+export const fanOutPart: Part<DaemonContext> = {
+  name: 'events fan-out',
+  start: (ctx) => {
+    const url = ctx.sharedState;
+    if (!url) return;
+    const fanOut = startFanOut({ url, events: ctx.events, log: ctx.log, outage: ctx.outages.reporter(url, 'events'), onNotice: noticeTo(ctx, 'events'), pollMs: ctx.opts.eventsPollMs });
+    return () => fanOut.close();
+  },
+};
