@@ -48,8 +48,8 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
    * listeners for them (registered at its start, before this file's), so its reaper and its
    * approval timer are armed for what they carried. Within 5 s (a notification, or the 1 s poll).
    */
-  const everyoneHeard = (): Promise<void> => {
-    const last = ds[A]!.daemon.app.events.lastId();
+  const everyoneHeard = async (): Promise<void> => {
+    const last = (await ds[A]!.daemon.app.events.lastId());
     return new Promise((resolve, reject) => {
       const look = () => {
         if (heardUpTo.some((id) => id < last)) return;
@@ -66,8 +66,8 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     });
   };
   /** The events written since `mark` named `name` about `key: value`, from the shared table. */
-  const written = (mark: number, name: string, key: string, value: string) =>
-    ds[A]!.daemon.app.events.since(mark, 10_000).filter((e) => e.name === name && e.data[key] === value);
+  const written = async (mark: number, name: string, key: string, value: string) =>
+    (await ds[A]!.daemon.app.events.since(mark, 10_000)).filter((e) => e.name === name && e.data[key] === value);
   afterAll(async () => {
     await Promise.all(ds.map((d) => d.close()));
     ds = [];
@@ -182,14 +182,14 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
   it('a call for a person (attention:needed) is written once, by the daemon that made the change, and every stream carries it', async () => {
     const streams = await Promise.all(ds.map((d) => collect(d.url, { key: d.key, filter: 'attention:,approval:requested' })));
     try {
-      const mark = ds[A]!.daemon.app.events.lastId();
+      const mark = (await ds[A]!.daemon.app.events.lastId());
       const a = await post(ds[B]!, '/api/v1/approvals', { requestedBy: 'ana', title: 'who tells me?' });
       const mine = (s: (typeof streams)[number]) => s.messages.filter((m) => JSON.parse(m.data).approvalId === a.id);
       for (const s of streams) await s.until(() => mine(s).length >= 2, 5_000);
       // Every daemon has heard the request and run its listeners: one that raised its own call for
       // a person would have written it by then.
       await everyoneHeard();
-      expect(written(mark, 'attention:needed', 'approvalId', a.id)).toHaveLength(1);
+      expect((await written(mark, 'attention:needed', 'approvalId', a.id))).toHaveLength(1);
       for (const s of streams) {
         expect(mine(s).map((m) => m.event)).toEqual(['approval:requested', 'attention:needed']);
         expect(Number(mine(s)[1]!.id)).toBe(Number(mine(s)[0]!.id) + 1);

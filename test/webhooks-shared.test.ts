@@ -221,13 +221,13 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     // Two daemons' claims of one delivery: the first one's lease ran out, the second took it again.
     const [first] = (await db.transaction(async () => (await store.claimDue(db, id, far, 1, far + 10))));
     expect(first).toBeDefined();
-    expect(await db.transaction(async () => store.releaseExpiredClaims(db, far + 11))).toBe(1);
+    expect(await db.transaction(async () => (await store.releaseExpiredClaims(db, far + 11)))).toBe(1);
     const [second] = (await db.transaction(async () => (await store.claimDue(db, id, far + 11, 1, far + 10_000))));
     expect(second?.id).toBe(first!.id);
     const attempt = (n: number, statusCode: number) => ({ n, at: new Date().toISOString(), statusCode, error: null, durationMs: 5, responseBody: null });
     // The second daemon records first (succeeded); the first's late answer must not replace it.
-    expect(await db.transaction(async () => store.recordAttempt(db, first!.id, attempt(1, 200), { status: 'succeeded', nextAttemptAt: null, now: new Date().toISOString() }))).toBe(true);
-    expect(await db.transaction(async () => store.recordAttempt(db, first!.id, attempt(1, 500), { status: 'pending', nextAttemptAt: far, now: new Date().toISOString() }))).toBe(false);
+    expect(await db.transaction(async () => (await store.recordAttempt(db, first!.id, attempt(1, 200), { status: 'succeeded', nextAttemptAt: null, now: new Date().toISOString() })))).toBe(true);
+    expect(await db.transaction(async () => (await store.recordAttempt(db, first!.id, attempt(1, 500), { status: 'pending', nextAttemptAt: far, now: new Date().toISOString() })))).toBe(false);
     expect((await deliveries(id))).toMatchObject([{ status: 'succeeded', attempts: 1, inFlight: 0 }]);
     expect((await store.listAttempts(db, first!.id)).map((x) => x.statusCode)).toEqual([200]);
     // Giving back the first claim is refused too: the delivery is no longer that claim's.
