@@ -12,7 +12,7 @@ import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
 // ends"): one that ends at T is held at T - 1 ms and has ended at T, and at T + 1 ms. Each case puts
 // the daemon's fake clock (or the time a store is given) at those three instants. clock.skip moves
 // the time without firing the timers, as a busy event loop would run them late: what a request
-// meets at the instant is the rule, not the timer; clock.advance(0) then runs the late timers.
+// meets at the instant is the rule, not the timer; clock.pass(0) then runs the late timers (and waits for what they do).
 
 const LEASE_SECONDS = 60;
 const OFFSETS = [
@@ -54,7 +54,7 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     else expect(beat.body).toMatchObject({ code: 'conflict', error: expect.stringContaining(`expired at ${a.leaseExpiresAt}`) });
 
     const mark = (await d.daemon.app.events.lastId());
-    clock.advance(0);
+    await clock.pass(0);
     const released = (await d.daemon.app.events.since(mark, 100)).filter((e) => e.name === 'task:lease_expired' && e.data.taskId === left.id);
     expect(released.map((e) => e.data.expiredAt)).toEqual(held ? [] : [a.leaseExpiresAt]);
     expect((await d.api('GET', `/api/v1/tasks/${left.id}`)).body.data.status).toBe(held ? 'in_progress' : 'pending');
@@ -75,7 +75,7 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
       expect(yes.body).toMatchObject({ code: 'conflict', error: expect.stringContaining('already rejected by timeout') });
       expect((await d.api('GET', `/api/v1/approvals/${answered.id}`)).body.data).toMatchObject({ status: 'rejected', timedOut: true });
     }
-    clock.advance(0);
+    await clock.pass(0);
     expect((await d.api('GET', `/api/v1/approvals/${left.id}`)).body.data).toMatchObject(held ? { status: 'pending' } : { status: 'rejected', timedOut: true });
   });
 

@@ -1,12 +1,15 @@
 import { monotonic, systemClock } from '../lib/clock.js';
 import { nowIso } from '../lib/time.js';
 import { packageVersion } from '../lib/version.js';
-import { isPostgres, type DB } from './open.js';
 import type { PgState } from './pg/state.js';
+import type { DB } from './state-db.js';
 import { pgDdl } from './pg/translate.js';
 import type { Migration } from '../kernel/resource.js';
 
 export type { Migration } from '../kernel/resource.js';
+
+/** The PostgreSQL state (its dialect says so; open.ts's isPostgres would import the providers). */
+const isPostgres = (db: DB): db is PgState => db.dialect === 'postgres';
 
 /**
  * The meta key holding the svc version that brought the schema to where it is: a refusal of a newer

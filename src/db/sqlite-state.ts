@@ -1,6 +1,6 @@
 import { barrier, dropGate, gated, runAfter, settle, type Gated } from './barrier.js';
 import type Database from './sqlite.js';
-import type { DB, RunResult, Stmt } from './open.js';
+import type { DB, RunResult, Stmt } from './state-db.js';
 import { ScopedStorage } from '../lib/scoped-storage.js';
 
 // The daemon's state in a SQLite file, behind the same asynchronous interface as PostgreSQL's. A

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { ScopedStorage } from '../../lib/scoped-storage.js';
 import { barrier, dropGate, runAfter, settle, type Gated } from '../barrier.js';
-import type { DB, RunResult, Stmt } from '../open.js';
+import type { DB, RunResult, Stmt } from '../state-db.js';
 import { PgStateError, StateUnavailableError, isStateOutage } from './errors.js';
 import type { OutageReporter } from './outage.js';
 import { toPostgres } from './translate.js';

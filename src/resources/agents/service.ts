@@ -60,6 +60,8 @@ export async function createAgent(app: App, input: AgentInput): Promise<Agent> {
   if (input.runtime) await checkRuntime(app, input.name, input.runtime);
   return (await app.events.write(async () => {
     const { name, ...fields } = input;
+    // Two creations of one name, on two daemons: the second finds the first (lockKey).
+    await lockKey(app.db, 'agent', name);
     if ((await store.agentExists(app.db, name))) throw new AppError('conflict', `Agent "${name}" already exists.`);
     (await checkReferences(app, name, fields));
     (await store.insertAgent(app.db, name, fields, nowIso(app.clock)));

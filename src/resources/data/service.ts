@@ -1,4 +1,5 @@
 import { serviceKey, type App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import type { Principal } from '../../kernel/auth.js';
 import { AppError } from '../../kernel/errors.js';
 import { UUID_RE, uuidv7 } from '../../lib/ids.js';
@@ -59,6 +60,8 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
   await backend(app).create(d.id, schema);
   try {
     (await app.events.write(async () => {
+      // Two creations of one name, on two daemons: the second finds the first (lockKey).
+      await lockKey(app.db, 'database', body.name);
       if ((await store.getByName(app.db, body.name))) throw nameTaken(body.name);
       (await store.insertDatabase(app.db, d));
       app.events.emit('data:created', { id: d.id, name: d.name });

@@ -55,6 +55,8 @@ function checkMission(mission: Record<string, unknown>, parameters: Parameter[])
 
 export async function createPlaybook(app: App, input: PlaybookInput): Promise<Playbook> {
   return (await app.events.write(async () => {
+    // Two creations of one name, on two daemons: the second finds the first (lockKey).
+    await lockKey(app.db, 'playbook', input.name);
     if ((await store.getPlaybook(app.db, input.name))) throw new AppError('conflict', `Playbook "${input.name}" already exists.`);
     const file = readPlaybookFile(app.root, input.name);
     if (file) throw new AppError('conflict', `Playbook "${input.name}" already exists in ${file.file}.`);

@@ -156,6 +156,8 @@ const nextFire = (app: App, enabled: boolean, schedule: Schedule | null): string
 
 export async function createRoutine(app: App, input: RoutineInput): Promise<RoutineDetail> {
   return (await app.events.write(async () => {
+    // Two creations of one name, on two daemons: the second finds the first (lockKey).
+    await lockKey(app.db, 'routine', input.name);
     if ((await store.getRoutine(app.db, input.name))) throw new AppError('conflict', `Routine "${input.name}" already exists.`);
     const schedule = input.schedule ?? null;
     const trigger = input.trigger ?? null;

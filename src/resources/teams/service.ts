@@ -1,5 +1,5 @@
 import { serviceKey, type App } from '../../app.js';
-import type { DB } from '../../db/open.js';
+import { lockKey, type DB } from '../../db/open.js';
 import { AppError } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
 import type { Team } from './schema.js';
@@ -28,6 +28,8 @@ export async function listTeams(app: App): Promise<Team[]> {
 
 export async function addTeam(app: App, name: string, description: string): Promise<void> {
   (await app.events.write(async () => {
+    // Two creations of one name, on two daemons: the second finds the first (lockKey).
+    await lockKey(app.db, 'team', name);
     if ((await teamExists(app.db, name))) throw new AppError('conflict', `Team "${name}" already exists.`);
     (await store.insertTeam(app.db, name, description, nowIso(app.clock)));
     app.events.emit('team:created', { name });
@@ -36,6 +38,8 @@ export async function addTeam(app: App, name: string, description: string): Prom
 
 export async function renameTeam(app: App, oldName: string, name: string): Promise<void> {
   (await app.events.write(async () => {
+    // Both names, in one order whoever renames, so two renames cannot wait for each other.
+    for (const n of [oldName, name].sort()) await lockKey(app.db, 'team', n);
     if (!(await teamExists(app.db, oldName))) throw new AppError('not_found', `Team "${oldName}" not found.`);
     if (oldName === name) return;
     if ((await teamExists(app.db, name))) throw new AppError('conflict', `Team "${name}" already exists.`);
