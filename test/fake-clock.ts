@@ -64,16 +64,31 @@ export class FakeClock implements Clock {
     this.t = Math.max(this.t, target);
   }
 
+  /** What pass() waits for before each step: the daemons on this clock gone quiet (startTestDaemon adds them). */
+  private readonly quiet: (() => Promise<void>)[] = [];
+
+  /** Adds a wait for quiet (a daemon whose state has nothing in flight). */
+  waitsFor(quiet: () => Promise<void>): void {
+    this.quiet.push(quiet);
+  }
+
+  private async settle(): Promise<void> {
+    await new Promise((r) => setImmediate(r));
+    for (const q of this.quiet) await q();
+  }
+
   /**
-   * advance(), for a daemon whose timed work is asynchronous (its state): after each timer it
-   * waits for the work the callback returned and for the event loop to run what that work set
-   * off, so the work is done, and the timer it sets next is set, before the next one fires.
+   * advance(), for a daemon whose timed work is asynchronous (its state): first it waits for the
+   * daemons on this clock to be quiet (a timer armed after a read that is still out), then after
+   * each timer it waits for the work the callback returned and for the daemons to be quiet again,
+   * so the work is done, and the timer it sets next is set, before the next one fires.
    */
   async pass(ms: number): Promise<void> {
     await this.passTo(this.t + ms);
   }
 
   async passTo(target: number): Promise<void> {
+    await this.settle();
     for (;;) {
       let due: [number, { at: number; fn: () => void | Promise<void> }] | undefined;
       for (const entry of this.timers) if (entry[1].at <= target && (!due || entry[1].at < due[1].at)) due = entry;
@@ -81,7 +96,7 @@ export class FakeClock implements Clock {
       this.timers.delete(due[0]);
       this.t = Math.max(this.t, due[1].at);
       await due[1].fn();
-      await new Promise((r) => setImmediate(r));
+      await this.settle();
     }
     this.t = Math.max(this.t, target);
   }

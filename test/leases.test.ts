@@ -150,7 +150,9 @@ describe('lease expiry (fake clock)', () => {
     const sse = await collect(f.url, { key: f.key, filter: 'task:transition,task:lease_expired' });
     const c = (await f.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'ana' } })).body.data;
     expect(c.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
-    // The reaper's one wake-up is set on the daemon's clock, for this lease's end.
+    // The reaper's one wake-up is set on the daemon's clock, for this lease's end (once its read of
+    // the leases is back: pass(0) waits for that, and moves no time).
+    await clock.pass(0);
     expect(clock.nextAt).toBe(Date.parse(c.leaseExpiresAt));
     const mark = (await f.daemon.app.events.lastId());
 

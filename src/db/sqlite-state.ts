@@ -45,6 +45,11 @@ export class SqliteState implements DB {
 
   constructor(readonly raw: Database.Database) {}
 
+  /** Whether a transaction is open or waited for: a test's fake clock waits for quiet before it moves. */
+  get busy(): boolean {
+    return this.current !== null || this.waiting.length > 0;
+  }
+
   get inTransaction(): boolean {
     return this.current !== null && this.als.getStore() === this.current;
   }

@@ -163,7 +163,8 @@ export class TimeoutScheduler {
       // Forget hold-backs of approvals no longer waiting (decided by a person meanwhile).
       const waiting = new Set(candidates.map((c) => c.id));
       for (const id of this.retryAt.keys()) if (!waiting.has(id)) this.retryAt.delete(id);
-      const delay = delayFor(plan, now);
+      // The wake-up is at an instant: the read took time, so the delay is counted from now, not from before it.
+      const delay = delayFor(plan, this.deps.now());
       if (delay !== null) this.schedule(delay);
     } catch (err) {
       this.failed(err);

@@ -87,6 +87,8 @@ export class PgState implements DB {
   private readonly statements = new Map<string, PgStmt>();
   private readonly waitMs: number;
   private closed = false;
+  /** Statements sent and not yet answered, and transactions open (busy). */
+  private pending = 0;
 
   constructor(readonly opts: PgStateOptions) {
     this.waitMs = opts.waitMs ?? opts.statementTimeoutMs + 2_500;
@@ -109,6 +111,11 @@ export class PgState implements DB {
       // something else): its next statement fails; the 'error' itself must not go unhandled.
       c.on('error', () => undefined);
     });
+  }
+
+  /** Whether a statement is out or a transaction open: a test's fake clock waits for quiet before it moves. */
+  get busy(): boolean {
+    return this.pending > 0;
   }
 
   /** A transaction of this state is open in the calling async context. */
@@ -171,6 +178,7 @@ export class PgState implements DB {
     const pinned = cur?.open ? cur.client : null;
     const client = pinned ?? (await this.acquire());
     const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [] };
+    this.pending++;
     try {
       await this.send(client, 'BEGIN', undefined, undefined, tx);
       const result = await this.als.run(tx, fn);
@@ -190,6 +198,7 @@ export class PgState implements DB {
       throw err;
     } finally {
       tx.open = false;
+      this.pending--;
       if (!pinned) client.release(tx.broken);
     }
   }
@@ -285,6 +294,7 @@ export class PgState implements DB {
    */
   private async send(client: pg.PoolClient, text: string, params: unknown[] | undefined, name: string | undefined, tx?: Tx): Promise<Result> {
     const startedAt = this.opts.outage?.now();
+    this.pending++;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`)), this.waitMs);
@@ -304,6 +314,7 @@ export class PgState implements DB {
       this.report(e, startedAt);
       throw e;
     } finally {
+      this.pending--;
       clearTimeout(timer);
     }
   }

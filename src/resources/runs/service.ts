@@ -206,6 +206,7 @@ export async function waitingRunsByProvider(app: App, now = app.clock.now()): Pr
  */
 export async function resumeRun(app: App, runId: string): Promise<Run> {
   return (await app.events.write(async () => {
+    await lockKey(app.db, 'run', runId);
     const run = (await store.getRun(app.db, runId));
     if (!run) throw new AppError('not_found', `Run "${runId}" not found.`);
     if (run.status !== 'paused') throw new AppError('conflict', `Run ${runId} is ${run.status}, not paused; only a paused run can be resumed.`);
@@ -277,6 +278,7 @@ export async function cancelRun(app: App, runId: string): Promise<Run> {
   const runner = app.services.get(RUNNER);
   if (run.status === 'queued' || run.status === 'paused') {
     const done = (await app.events.write(async () => {
+      await lockKey(app.db, 'run', runId);
       const fresh = (await store.getRun(app.db, runId))!;
       if (fresh.status !== 'queued' && fresh.status !== 'paused') return false;
       (await store.finishRun(app.db, runId, { status: 'cancelled', exitCode: null, error: 'cancelled before it started', summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) }));

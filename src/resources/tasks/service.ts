@@ -242,8 +242,8 @@ const NEXT_MAX_TRIED = 1000;
 /**
  * Claims the task an agent should do next, or returns null when none is ready for it: the most
  * urgent priority first; within a priority, assigned tasks before pending ones, then the oldest.
- * A candidate another rule refuses (a paused mission) is skipped, not fatal. One synchronous
- * transaction, so two agents asking at once never get the same task.
+ * A candidate another rule refuses (a paused mission) is skipped, not fatal. One transaction, the
+ * candidate's row locked, so two agents asking at once never get the same task.
  */
 export async function nextTask(app: App, agent: string): Promise<Claimed | null> {
   return (await app.events.write(async () => {
@@ -252,8 +252,11 @@ export async function nextTask(app: App, agent: string): Promise<Claimed | null>
     for (const priority of [...PRIORITIES].reverse()) {
       for (const status of ['assigned', 'pending'] as const) {
         let after = '';
+        // On PostgreSQL each candidate read is locked (SKIP LOCKED): one at a time, so that an
+        // agent asking at the same moment is passed the next one rather than none.
+        const size = app.db.dialect === 'postgres' ? 1 : NEXT_BATCH;
         for (;;) {
-          const batch = (await store.claimableTasks(app.db, status, priority, agent, after, NEXT_BATCH));
+          const batch = (await store.claimableTasks(app.db, status, priority, agent, after, size));
           for (const id of batch) {
             try {
               return (await claimTask(app, id, agent));
@@ -262,7 +265,7 @@ export async function nextTask(app: App, agent: string): Promise<Claimed | null>
               if (++tried >= NEXT_MAX_TRIED) return null;
             }
           }
-          if (batch.length < NEXT_BATCH) break;
+          if (batch.length < size) break;
           after = batch[batch.length - 1]!;
         }
       }
