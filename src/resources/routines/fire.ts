@@ -1,3 +1,4 @@
+import { lockKey } from '../../db/open.js';
 import type { App } from '../../app.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { compileFilter } from '../../events/filter.js';
@@ -220,6 +221,7 @@ async function attempt(app: App, r: store.RoutineRecord, a: Attempt, forced?: { 
  */
 export async function fireDue(app: App, name: string, now: number): Promise<store.FiringRecord[]> {
   return (await app.events.write(async () => {
+    await lockKey(app.db, 'routine', name);
     const r = (await store.getRoutine(app.db, name));
     if (!r || !r.enabled || !r.schedule || r.nextFireAt === null) return [];
     const first = Date.parse(r.nextFireAt);
@@ -249,6 +251,8 @@ export async function fireDue(app: App, name: string, now: number): Promise<stor
 export async function fireOnEvent(app: App, name: string, e: StoredEvent, cause: string[]): Promise<store.FiringRecord | null> {
   if (cause.includes(name) || (e.name.startsWith('routine:') && e.data.routine === name)) return null;
   return (await app.events.write(async () => {
+    // Its per-minute count is read and written here, by whichever daemon hears the event.
+    await lockKey(app.db, 'routine', name);
     const r = (await store.getRoutine(app.db, name));
     if (!r || !r.enabled || !r.trigger || e.id <= r.lastEventId || !hears(r.trigger, e)) return null;
     if (!(await store.advanceEvent(app.db, name, e.id))) return null;

@@ -104,17 +104,25 @@ export function routineWorker(app: App): RoutineWorker {
     }
   };
 
+  /** A pass under way: one at a time, so that a routine's firings (and its per-minute count) follow one another. */
+  let passing = false;
   const pass = async () => {
     scheduled = false;
-    if (stopped) return;
+    // The pass under way goes on to what was heard meanwhile, or schedules the next one.
+    if (stopped || passing) return;
+    passing = true;
     const until = monotonic() + PASS_MS;
-    for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || monotonic() < until); n++) {
-      const e = backlog[head++]!;
-      try {
-        (await handle(e));
-      } catch (err) {
-        log.error('matching an event against routine triggers failed', { eventId: e.id, ...errorFields(err) });
+    try {
+      for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || monotonic() < until); n++) {
+        const e = backlog[head++]!;
+        try {
+          (await handle(e));
+        } catch (err) {
+          log.error('matching an event against routine triggers failed', { eventId: e.id, ...errorFields(err) });
+        }
       }
+    } finally {
+      passing = false;
     }
     if (head >= backlog.length) {
       backlog.length = 0;
