@@ -27,7 +27,7 @@ const require = createRequire(join(root, 'package.json'));
 const SENTINEL = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
 /** Every worker thread's entry (src/lib/entry.ts startThread): the asset `thread/<file name>`. */
-const THREADS = ['dist/src/resources/webhooks/send-thread.js', 'dist/src/db/pg/thread.js', 'dist/src/db/pg/libpq-thread.js'];
+const THREADS = ['dist/src/resources/webhooks/send-thread.js'];
 
 function args() {
   const out = { node: process.execPath, out: join(root, 'dist', 'exe', process.platform === 'win32' ? 'svc.exe' : 'svc') };
