@@ -127,7 +127,7 @@ export const ProjectConfigSchema = z.object({
       driver: z
         .enum(['auto', 'libpq', 'pg'])
         .optional()
-        .describe('Deprecated, no effect: the state on PostgreSQL is always reached through `pg`, without blocking the daemon (svc 1.1). Still accepted, with a warning at start, so older project.json files keep working.'),
+        .describe('Deprecated, no effect: the state on PostgreSQL is always reached through `pg`, without blocking the daemon. Still accepted, with a warning at start, so older project.json files keep working.'),
     })
     .prefault({}),
   data: z
