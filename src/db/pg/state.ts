@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { monotonic } from '../../lib/clock.js';
 import { ScopedStorage } from '../../lib/scoped-storage.js';
 import { barrier, dropGate, runAfter, settle, type Gated } from '../barrier.js';
 import type { DB, RunResult, Stmt } from '../state-db.js';
@@ -45,6 +46,18 @@ const types = {
 
 type Result = { rows: Record<string, unknown>[]; rowCount: number };
 
+/** A statement out on a connection. */
+interface InFlight {
+  client: pg.PoolClient;
+  /** When it was sent (monotonic ms). */
+  since: number;
+  /** The watchdog cut its connection: it failed for want of an answer. */
+  late: boolean;
+}
+
+/** How often the watchdog looks at the statements out: a statement fails at most this long past its wait bound. */
+const WATCH_MS = 250;
+
 interface Tx extends Gated {
   client: pg.PoolClient;
   /** Savepoints deep; 0: a session (one connection held, no transaction yet). */
@@ -89,6 +102,9 @@ export class PgState implements DB {
   private closed = false;
   /** Statements sent and not yet answered, and transactions open (busy). */
   private pending = 0;
+  /** Statements sent and not yet answered, for the watchdog. */
+  private readonly inFlight = new Set<InFlight>();
+  private watchdog: NodeJS.Timeout | null = null;
 
   constructor(readonly opts: PgStateOptions) {
     this.waitMs = opts.waitMs ?? opts.statementTimeoutMs + 2_500;
@@ -271,6 +287,8 @@ export class PgState implements DB {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = null;
     await this.pool.end().catch(() => undefined);
   }
 
@@ -295,28 +313,46 @@ export class PgState implements DB {
   private async send(client: pg.PoolClient, text: string, params: unknown[] | undefined, name: string | undefined, tx?: Tx): Promise<Result> {
     const startedAt = this.opts.outage?.now();
     this.pending++;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`)), this.waitMs);
-    });
+    const out: InFlight = { client, since: monotonic(), late: false };
+    this.inFlight.add(out);
+    this.watch();
     try {
-      const q = params === undefined ? client.query(text) : client.query(name ? { name, text, values: params } : { text, values: params });
-      const r = (await Promise.race([q, late])) as pg.QueryResult;
+      const r = await (params === undefined ? client.query(text) : client.query(name ? { name, text, values: params } : { text, values: params }));
       this.opts.outage?.succeeded(startedAt);
       return { rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? 0 };
     } catch (err) {
-      const e = this.wrap(err);
-      if (isStateOutage(e)) {
-        // The connection is suspect (lost, or stuck in a statement the server will not end): never reused.
-        if (tx) tx.broken = true;
-        if (e instanceof StateUnavailableError) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-      }
+      // Cut by the watchdog: the server did not answer in time.
+      const e = out.late ? new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`) : this.wrap(err);
+      // The connection is suspect (lost, or stuck in a statement the server will not end): never reused.
+      if (isStateOutage(e) && tx) tx.broken = true;
       this.report(e, startedAt);
       throw e;
     } finally {
       this.pending--;
-      clearTimeout(timer);
+      this.inFlight.delete(out);
     }
+  }
+
+  /**
+   * One watchdog for every statement out (a timer per statement cost more than the statement's
+   * own bookkeeping): a statement unanswered past the wait bound has its connection cut, which
+   * fails it (state_unavailable) and frees whatever the server held for it.
+   */
+  private watch(): void {
+    if (this.watchdog || this.closed) return;
+    this.watchdog = setInterval(() => {
+      const due = monotonic() - this.waitMs;
+      for (const out of this.inFlight) {
+        if (out.since > due || out.late) continue;
+        out.late = true;
+        (out.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      }
+      if (!this.inFlight.size && this.watchdog) {
+        clearInterval(this.watchdog);
+        this.watchdog = null;
+      }
+    }, Math.min(WATCH_MS, Math.max(10, this.waitMs / 4)));
+    this.watchdog.unref();
   }
 
   private wrap(err: unknown): Error {
