@@ -53,15 +53,18 @@ export class FakeClock implements Clock {
   }
 
   advanceTo(target: number): void {
-    for (;;) {
-      let due: [number, { at: number; fn: () => void | Promise<void> }] | undefined;
-      for (const entry of this.timers) if (entry[1].at <= target && (!due || entry[1].at < due[1].at)) due = entry;
-      if (!due) break;
-      this.timers.delete(due[0]);
-      this.t = Math.max(this.t, due[1].at);
-      void due[1].fn();
-    }
+    for (let fn = this.takeDue(target); fn; fn = this.takeDue(target)) void fn();
     this.t = Math.max(this.t, target);
+  }
+
+  /** The earliest timer due by `target`, taken off the list with the time moved to it; null when none is. */
+  private takeDue(target: number): (() => void | Promise<void>) | null {
+    let due: [number, { at: number; fn: () => void | Promise<void> }] | undefined;
+    for (const entry of this.timers) if (entry[1].at <= target && (!due || entry[1].at < due[1].at)) due = entry;
+    if (!due) return null;
+    this.timers.delete(due[0]);
+    this.t = Math.max(this.t, due[1].at);
+    return due[1].fn;
   }
 
   /** What pass() waits for before each step: the daemons on this clock gone quiet (startTestDaemon adds them). */
@@ -89,13 +92,8 @@ export class FakeClock implements Clock {
 
   async passTo(target: number): Promise<void> {
     await this.settle();
-    for (;;) {
-      let due: [number, { at: number; fn: () => void | Promise<void> }] | undefined;
-      for (const entry of this.timers) if (entry[1].at <= target && (!due || entry[1].at < due[1].at)) due = entry;
-      if (!due) break;
-      this.timers.delete(due[0]);
-      this.t = Math.max(this.t, due[1].at);
-      await due[1].fn();
+    for (let fn = this.takeDue(target); fn; fn = this.takeDue(target)) {
+      await fn();
       await this.settle();
     }
     this.t = Math.max(this.t, target);
