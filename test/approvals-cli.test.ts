@@ -15,7 +15,7 @@ describe('svc approvals (child process)', () => {
     await d?.close();
   });
 
-  const svc = async (...args: string[]) => (await svcAgainst(d, args));
+  const svc = async (...args: string[]) => await svcAgainst(d, args);
 
   async function request(title: string, extra: Record<string, unknown> = {}): Promise<any> {
     const res = await d.api('POST', '/api/v1/approvals', { body: { requestedBy: 'ana', title, ...extra } });
@@ -77,11 +77,11 @@ describe('svc approvals (child process)', () => {
     const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'test it' } })).body.data;
     const runId = '01900000-0000-7000-8000-00000000beef';
     // What the permission_prompt tool records when a run's Claude Code asks (tools/permissions.ts).
-    const asked = (await askPermission(
+    const asked = await askPermission(
       d.daemon.app,
       { runId, taskId: task.id, missionId: null, agent: 'cody', tool: 'Bash', input: { command: 'npm test' }, toolUseId: 'toolu_1' },
       { timeoutSec: 900, timeoutAction: 'reject', secrets: [] },
-    ));
+    );
     const ls = await svc('approvals', 'ls', '--kind', 'permission', '--run', runId);
     expect(ls.code, ls.stderr).toBe(0);
     expect(ls.stdout.split('\n')[1]).toMatch(new RegExp(`^${asked.id.slice(-8)}\\s+pending\\s+\\d+s\\s+${task.id.slice(-8)}\\s+cody\\s+reject in 15m\\s+cody wants to run Bash: npm test$`));
@@ -108,7 +108,7 @@ describe('svc approvals request', () => {
   afterAll(async () => {
     await d?.close();
   });
-  const svc = async (...args: string[]) => (await svcAgainst(d, args));
+  const svc = async (...args: string[]) => await svcAgainst(d, args);
 
   it('puts a task in awaiting_approval with a timeout; refuses bad durations and a lone --on-timeout as usage errors', async () => {
     const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'ship it' } })).body.data;

@@ -55,7 +55,7 @@ async function missionIn(daemon: TestDaemon, name: string): Promise<any> {
  * out by hand with its request still pending); no API path leads there any more.
  */
 async function legacyMove(daemon: TestDaemon, taskId: string, status: string): Promise<void> {
-  (await daemon.daemon.app.db.prepare('UPDATE tasks SET status = ? WHERE id = ?').run(status, taskId));
+  await daemon.daemon.app.db.prepare('UPDATE tasks SET status = ? WHERE id = ?').run(status, taskId);
 }
 
 const getTask = async (daemon: TestDaemon, id: string) => (await daemon.api('GET', `/api/v1/tasks/${id}`)).body.data;
@@ -366,7 +366,7 @@ describe('deciding', () => {
     const a = await request(d, { taskId });
     expect(a).toMatchObject({ missionId: mission.id, taskFrom: 'review' });
 
-    const before = (await d.daemon.app.events.lastId());
+    const before = await d.daemon.app.events.lastId();
     expect((await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } })).status).toBe(200);
     expect((await d.daemon.app.events.since(before, 100)).map((e) => e.name)).toEqual(['approval:resolved', 'task:transition', 'mission:completed']);
   });
@@ -388,7 +388,7 @@ describe('deciding', () => {
     expect((await getApproval(d, a.id)).status).toBe('pending');
 
     // The decision itself still moves the task (review → done on approve).
-    const before = (await d.daemon.app.events.lastId());
+    const before = await d.daemon.app.events.lastId();
     expect((await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } })).status).toBe(200);
     expect((await d.daemon.app.events.since(before, 100)).map((e) => e.name)).toEqual(['approval:resolved', 'task:transition']);
     expect((await getTask(d, task.id)).status).toBe('done');
@@ -411,8 +411,8 @@ describe('deciding', () => {
   it('a task taken out of awaiting_approval in an older database: the decision is recorded, the task left as it is', async () => {
     const task = await taskIn(d, 'pending');
     const a = await request(d, { taskId: task.id });
-    (await legacyMove(d, task.id, 'failed'));
-    const before = (await d.daemon.app.events.lastId());
+    await legacyMove(d, task.id, 'failed');
+    const before = await d.daemon.app.events.lastId();
     const res = await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ status: 'approved' });
@@ -424,7 +424,7 @@ describe('deciding', () => {
     const task = await taskIn(d, 'pending');
     const a = await request(d, { taskId: task.id });
     expect((await d.api('DELETE', `/api/v1/tasks/${task.id}`)).status).toBe(200);
-    const before = (await d.daemon.app.events.lastId());
+    const before = await d.daemon.app.events.lastId();
     const res = await d.api('POST', `${A}/${a.id}/reject`, { body: { feedback: 'gone anyway' } });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ status: 'rejected', taskId: task.id });
@@ -435,7 +435,7 @@ describe('deciding', () => {
     const task = await taskIn(d, 'pending');
     const first = await request(d, { taskId: task.id });
     // Out of awaiting_approval with its request pending, so the state machine alone would allow a new request.
-    (await legacyMove(d, task.id, 'pending'));
+    await legacyMove(d, task.id, 'pending');
     await runCase(d, {
       name: 'second request',
       method: 'POST',
@@ -546,7 +546,7 @@ describe('timeouts', () => {
     const after = await getApproval(d, a.id);
     expect(after).toMatchObject({ status: c.status, resolvedBy: 'timeout', timedOut: true, note: null, feedback: null, resolvedAt: a.expiresAt });
     expect(await getTask(d, task.id)).toMatchObject({ status: c.to, revisionCount: c.revisionCount });
-    expect((await eventsOf(d, a.id))).toEqual([
+    expect(await eventsOf(d, a.id)).toEqual([
       { name: 'approval:requested', data: { approvalId: a.id, kind: 'task', taskId: task.id, missionId: null, title: 'may I?', requestedBy: 'ana', runId: null, tool: null } },
       { name: 'attention:needed', data: expect.objectContaining({ reason: 'approval', approvalId: a.id }) },
       { name: 'task:transition', data: { taskId: task.id, from: c.from, to: 'awaiting_approval', reason: `approval ${a.id} requested by ana` } },

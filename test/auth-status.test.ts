@@ -78,7 +78,7 @@ describe('GET /api/v1/auth/status', () => {
       expect(s).toMatchObject({ status: 'cooldown', errorCount: FAILURES_BEFORE_COOLDOWN });
 
       // The cooldown ends (its time is moved to the past), a success clears the counters.
-      (await d.daemon.app.db.prepare('UPDATE provider_health SET cooldown_until = 0').run());
+      await d.daemon.app.db.prepare('UPDATE provider_health SET cooldown_until = 0').run();
       up.script({ json: completion('ok') });
       expect((await chat(d, 'fake/m1')).status).toBe(200);
       s = (await d.api('GET', '/api/v1/auth/status')).body.data.providers.fake;

@@ -496,7 +496,7 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
         await s.p.evaluate((v) => (location.hash = `#/${v}`), view);
         await s.p.locator(`nav a[data-view="${view}"][aria-current="page"]`).waitFor();
         await s.p.waitForTimeout(50);
-        problems.push(...(await axeProblems(s.p, `${view} ${viewport.width}px ${scheme}`)));
+        problems.push(...await axeProblems(s.p, `${view} ${viewport.width}px ${scheme}`));
         if (viewport.width < 600) {
           // Narrow: nothing wider than the window.
           expect(await s.p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);

@@ -157,7 +157,7 @@ describe('secrets in upstream text', () => {
     const haystacks: [string, Buffer][] = [
       ['responses', Buffer.from(responses.join('\n'))],
       ['SSE frames', Buffer.from(sse.messages.map((m) => m.data).join('\n'))],
-      ['events table', Buffer.from(JSON.stringify((await d.daemon.app.events.since(0, 10_000))))],
+      ['events table', Buffer.from(JSON.stringify(await d.daemon.app.events.since(0, 10_000)))],
       ['state.sqlite (open)', readFileSync(state)],
       ['state.sqlite-wal (open)', readFileSync(`${state}-wal`)],
     ];

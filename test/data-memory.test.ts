@@ -84,10 +84,10 @@ describe.runIf(linux)('data.maxWorkers', () => {
     await read('db0', 0);
     await read('db1', 1);
     await read('db0', 0);
-    const pidA = runner.pidOf((await id('db0')));
+    const pidA = runner.pidOf(await id('db0'));
     expect(pidA).toBeDefined();
     await read('db2', 2);
-    expect(runner.pidOf((await id('db0')))).toBe(pidA);
-    expect(runner.pidOf((await id('db1')))).toBeUndefined();
+    expect(runner.pidOf(await id('db0'))).toBe(pidA);
+    expect(runner.pidOf(await id('db1'))).toBeUndefined();
   });
 });

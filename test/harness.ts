@@ -108,7 +108,7 @@ export async function startTestDaemon(
     });
   }
   // Events emitted before this line (at start) are in the log; later ones are heard live.
-  for (const e of (await daemon.app.events.since(0, 10_000))) recordEmitted(e.name);
+  for (const e of await daemon.app.events.since(0, 10_000)) recordEmitted(e.name);
   daemon.app.events.subscribe((e) => recordEmitted(e.name));
   const key = readLocalKey(root)!;
   const url = daemon.url;

@@ -53,7 +53,7 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     if (held) expect(beat.status).toBe(200);
     else expect(beat.body).toMatchObject({ code: 'conflict', error: expect.stringContaining(`expired at ${a.leaseExpiresAt}`) });
 
-    const mark = (await d.daemon.app.events.lastId());
+    const mark = await d.daemon.app.events.lastId();
     await clock.pass(0);
     const released = (await d.daemon.app.events.since(mark, 100)).filter((e) => e.name === 'task:lease_expired' && e.data.taskId === left.id);
     expect(released.map((e) => e.data.expiredAt)).toEqual(held ? [] : [a.leaseExpiresAt]);
@@ -116,13 +116,13 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     const { db } = d.daemon.app;
     const seen = Date.now();
     const id = `edge-runner${off}`;
-    (await runs.upsertRunner(db, { id, host: 'h', pid: 1, labels: '[]', runtimes: '[]', capacity: 1, running: 0, started_at: new Date(seen).toISOString(), seen_at: seen }));
+    await runs.upsertRunner(db, { id, host: 'h', pid: 1, labels: '[]', runtimes: '[]', capacity: 1, running: 0, started_at: new Date(seen).toISOString(), seen_at: seen });
     try {
       const silentMs = d.daemon.app.config().runner.offlineAfterSec * 1000;
       const now = seen + silentMs + off;
       expect((await runs.silentRunners(db, now - silentMs, 'self')).some((r) => r.id === id)).toBe(!held);
     } finally {
-      (await runs.stopRunner(db, id, new Date().toISOString()));
+      await runs.stopRunner(db, id, new Date().toISOString());
     }
   });
 
@@ -130,11 +130,11 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     const { db } = d.daemon.app;
     const seen = Date.now();
     const id = `edge-daemon${off}`;
-    (await db.prepare('INSERT INTO daemons (id, url, hostname, pid, version, keys, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(id, 'http://x', 'h', 1, '0', '', new Date(seen).toISOString(), seen));
+    await db.prepare('INSERT INTO daemons (id, url, hostname, pid, version, keys, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(id, 'http://x', 'h', 1, '0', '', new Date(seen).toISOString(), seen);
     try {
       expect((await presentDaemons({ db }, seen + PRESENCE_STALE_MS + off)).some((p) => p.id === id)).toBe(held);
     } finally {
-      (await db.prepare('DELETE FROM daemons WHERE id = ?').run(id));
+      await db.prepare('DELETE FROM daemons WHERE id = ?').run(id);
     }
   });
 
@@ -144,7 +144,7 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
       const rotatedAt = clock.now();
       await post(`/v1/webhooks/${hook.id}/rotate-secret`, { graceSeconds: 60 });
       const at = new Date(rotatedAt + 60_000 + off).toISOString();
-      expect((await webhooks.liveSecrets(d.daemon.app.db, hook.id, at))).toHaveLength(held ? 2 : 1);
+      expect(await webhooks.liveSecrets(d.daemon.app.db, hook.id, at)).toHaveLength(held ? 2 : 1);
     } finally {
       expect((await d.api('DELETE', `/v1/webhooks/${hook.id}`)).status).toBe(200);
     }
@@ -158,19 +158,19 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     try {
       // Due a year from now: the daemon's own worker leaves it to this test.
       const due = clock.now() + 365 * 86_400_000;
-      (await app.events.write(async () => {
+      await app.events.write(async () => {
         app.events.emit('team:created', { name: `edge-${off}` });
-        (await app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(due, hook.id));
-      }));
+        await app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(due, hook.id);
+      });
       const until = due + 10_000;
-      const claim = async () => expect((await app.db.transaction(async () => (await webhooks.claimDue(app.db, hook.id, due, 1, until))))).toHaveLength(1);
-      (await claim());
+      const claim = async () => expect(await app.db.transaction(async () => await webhooks.claimDue(app.db, hook.id, due, 1, until))).toHaveLength(1);
+      await claim();
       // What a poll looks for and gives back at that instant.
-      expect((await webhooks.hasExpiredClaims(app.db, until + off))).toBe(!held);
-      expect((await app.db.transaction(async () => (await webhooks.releaseExpiredClaims(app.db, until + off))))).toBe(held ? 0 : 1);
+      expect(await webhooks.hasExpiredClaims(app.db, until + off)).toBe(!held);
+      expect(await app.db.transaction(async () => await webhooks.releaseExpiredClaims(app.db, until + off))).toBe(held ? 0 : 1);
       // What a daemon starting at that instant gives back.
-      if (!held) (await claim());
-      expect((await app.db.transaction(async () => (await webhooks.releaseInFlight(app.db, until + off))))).toBe(held ? 0 : 1);
+      if (!held) await claim();
+      expect(await app.db.transaction(async () => await webhooks.releaseInFlight(app.db, until + off))).toBe(held ? 0 : 1);
     } finally {
       expect((await d.api('DELETE', `/v1/webhooks/${hook.id}`)).status).toBe(200);
     }

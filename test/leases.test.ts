@@ -113,7 +113,7 @@ describe('POST /api/v1/tasks/next', () => {
     expect((await d.api('POST', `/api/v1/missions/${mission.id}/start`)).status).toBe(200);
     expect((await d.api('POST', `/api/v1/missions/${mission.id}/pause`)).status).toBe(200);
     const free = await newTask('free');
-    const mark = (await d.daemon.app.events.lastId());
+    const mark = await d.daemon.app.events.lastId();
     const res = await d.api('POST', '/api/v1/tasks/next', { body: { agent: 'ana' } });
     expect(res.body.data.task).toMatchObject({ id: free, assignTo: 'ana' });
     // Only the free task moved: the refused candidates left no events and no assignee behind.
@@ -154,24 +154,24 @@ describe('lease expiry (fake clock)', () => {
     // the leases is back: pass(0) waits for that, and moves no time).
     await clock.pass(0);
     expect(clock.nextAt).toBe(Date.parse(c.leaseExpiresAt));
-    const mark = (await f.daemon.app.events.lastId());
+    const mark = await f.daemon.app.events.lastId();
 
     // Just before the end nothing happens; a heartbeat then still works and moves the end.
     await clock.passTo(Date.parse(c.leaseExpiresAt) - 1000);
-    expect((await f.daemon.app.events.lastId())).toBe(mark);
+    expect(await f.daemon.app.events.lastId()).toBe(mark);
     const beat = await f.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } });
     expect(beat.status).toBe(200);
     expect(beat.body.data.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
     // The wake-up set for the old end finds nothing due and sleeps until the new one.
     await clock.passTo(Date.parse(c.leaseExpiresAt));
-    expect((await f.daemon.app.events.lastId())).toBe(mark);
+    expect(await f.daemon.app.events.lastId()).toBe(mark);
     expect(clock.nextAt).toBe(Date.parse(beat.body.data.leaseExpiresAt));
 
     // Past its end the lease is dead even before the reaper has run (its timer is late).
     clock.skip(Date.parse(beat.body.data.leaseExpiresAt) + 1 - clock.now());
     expect((await f.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } })).body).toMatchObject({ code: 'conflict', error: /expired at/ });
     expect((await f.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: c.leaseId } })).body).toMatchObject({ code: 'conflict', error: /expired at/ });
-    expect((await f.daemon.app.events.lastId())).toBe(mark);
+    expect(await f.daemon.app.events.lastId()).toBe(mark);
     await clock.pass(0);
 
     const fired = (await f.daemon.app.events.since(mark, 100)).map((e) => ({ name: e.name, data: e.data }));
@@ -194,9 +194,9 @@ describe('lease expiry (fake clock)', () => {
     const again = (await f.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'bob' } })).body.data;
     expect(again).toMatchObject({ status: 'in_progress', assignTo: 'bob', leaseExpiresAt: new Date(clock.now() + LEASE_SECONDS * 1000).toISOString() });
     // Nothing more is due before bob's lease ends.
-    const after = (await f.daemon.app.events.lastId());
+    const after = await f.daemon.app.events.lastId();
     await clock.passTo(Date.parse(again.leaseExpiresAt) - 1);
-    expect((await f.daemon.app.events.lastId())).toBe(after);
+    expect(await f.daemon.app.events.lastId()).toBe(after);
     expect((await f.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: again.leaseId } })).status).toBe(200);
   });
 
@@ -265,7 +265,7 @@ describe('lease expiry across a restart', () => {
     const first = await fakeClockDaemon(clock);
     const id = (await first.api('POST', '/api/v1/tasks', { body: { title: 'survives' } })).body.data.id;
     const c = (await first.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'ana' } })).body.data;
-    const mark = (await first.daemon.app.events.lastId());
+    const mark = await first.daemon.app.events.lastId();
     await first.close();
     // A closed daemon leaves no wake-up on the clock: nothing fires while it is down.
     expect(clock.pending).toBe(0);

@@ -146,7 +146,7 @@ describe('a permission the CLI asks for', () => {
     const [first, second] = [join(d.root, 'asked-a'), join(d.root, 'asked-b')];
     const taskId = await addTask(d, [ask(first, 'npm test'), ask(second, 'npm run lint')].join('\n'));
     const a = await pendingAsk(d, taskId);
-    const since = (await d.daemon.app.events.lastId());
+    const since = await d.daemon.app.events.lastId();
     const approved = await d.api('POST', `/api/v1/approvals/${a.id}/approve`, { body: { alwaysAllow: true } });
     expect(approved.status).toBe(200);
     expect(approved.body.data).toMatchObject({ status: 'approved', alwaysAllowed: 'Bash' });

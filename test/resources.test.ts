@@ -66,7 +66,7 @@ describe('resource descriptors', () => {
   });
 
   it('every table of the state belongs to exactly one descriptor, the one whose migrations make it', async () => {
-    const db = (await openDatabase(':memory:', STATE_MIGRATIONS));
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
     try {
       const tables = ((await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all()) as { name: string }[]).map((t) => t.name);
       const owned = RESOURCES.flatMap((r) => [...(r.tables ?? []), ...(r.transientTables ?? [])]);
@@ -82,7 +82,7 @@ describe('resource descriptors', () => {
         }
       }
     } finally {
-      (await db.close());
+      await db.close();
     }
   });
 

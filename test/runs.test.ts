@@ -246,7 +246,7 @@ describe('cancel', () => {
     expect(Date.now() - before).toBeLessThan(15_000);
     const pid = Number(readFileSync(pidFile, 'utf8'));
     expect(() => process.kill(pid, 0)).toThrow();
-    expect((await task(d, t.id))).toMatchObject({ status: 'assigned', assignTo: 'alice' });
+    expect(await task(d, t.id)).toMatchObject({ status: 'assigned', assignTo: 'alice' });
     await new Promise((r) => setTimeout(r, 200));
     expect((await runsOf(d, t.id)).length).toBe(1);
     expect((await d.api('POST', `/api/v1/tasks/${t.id}/runs`, { body: {} })).status).toBe(201);
@@ -363,7 +363,7 @@ describe('review and the claim', () => {
     const log = (await d.api('GET', `/api/v1/runs/${second.id}/log`)).body.data as any[];
     // The fake agent says which session it resumed, and how long its prompt was.
     expect(log[0].text).toContain(`resumed ${first.sessionId}`);
-    expect((await task(d, t.id))).toMatchObject({ status: 'review', revisionCount: 1 });
+    expect(await task(d, t.id)).toMatchObject({ status: 'review', revisionCount: 1 });
     // The prompt carried the feedback: the agent's summary counts the characters it read.
     const promptLength = (s: string) => Number(/\((\d+) characters of prompt\)/.exec(s)![1]);
     expect(promptLength(second.summary)).toBeGreaterThan(promptLength(first.summary));
@@ -404,7 +404,7 @@ describe('review and the claim', () => {
     const t = await addTask(d, '@tick 50');
     await until('the run to work', async () => (await runsOf(d, t.id))[0]?.status === 'running');
     for (let i = 0; i < 10; i++) await clock.pass(1_000);
-    expect((await task(d, t.id))).toMatchObject({ status: 'in_progress', assignTo: 'alice' });
+    expect(await task(d, t.id)).toMatchObject({ status: 'in_progress', assignTo: 'alice' });
     await d.api('POST', `/api/v1/runs/${(await runsOf(d, t.id))[0].id}/cancel`);
   });
 

@@ -28,19 +28,19 @@ describe('state migrations', () => {
 
   it('a state migrated by the svc before the split opens without running any migration again', async () => {
     const file = join(tempDir('svc-schema-'), 'state.sqlite');
-    const before = (await openDatabase(file));
-    (await migrate(before, SHIPPED));
-    const rows = async (db: typeof before) => (await db.prepare('SELECT version, name, applied_at FROM schema_migrations ORDER BY version').all());
-    const schema = async (db: typeof before) => (await db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all());
-    const applied = (await rows(before));
-    const tables = (await schema(before));
-    (await before.close());
-    const after = (await openDatabase(file, STATE_MIGRATIONS));
+    const before = await openDatabase(file);
+    await migrate(before, SHIPPED);
+    const rows = async (db: typeof before) => await db.prepare('SELECT version, name, applied_at FROM schema_migrations ORDER BY version').all();
+    const schema = async (db: typeof before) => await db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all();
+    const applied = await rows(before);
+    const tables = await schema(before);
+    await before.close();
+    const after = await openDatabase(file, STATE_MIGRATIONS);
     try {
-      expect((await rows(after))).toEqual(applied);
-      expect((await schema(after))).toEqual(tables);
+      expect(await rows(after)).toEqual(applied);
+      expect(await schema(after)).toEqual(tables);
     } finally {
-      (await after.close());
+      await after.close();
     }
   });
 

@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 const eventsAfter = async (id: number) => (await d.daemon.app.events.since(id, 1000)).map((e) => ({ name: e.name, data: e.data }));
-const lastEventId = async () => (await d.daemon.app.events.lastId());
+const lastEventId = async () => await d.daemon.app.events.lastId();
 const hooks = () => d.daemon.app.services.get(TASK_HOOKS);
 
 async function createTask(body: Record<string, unknown>): Promise<any> {
@@ -233,7 +233,7 @@ describe('claims', () => {
   it('of two concurrent claims exactly one wins', async () => {
     for (let round = 0; round < 5; round++) {
       const task = await createTask({ title: `race ${round}` });
-      const before = (await lastEventId());
+      const before = await lastEventId();
       const [a, b] = await Promise.all(['ana', 'bob'].map((agent) => d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent } })));
       expect([a!.status, b!.status].sort()).toEqual([200, 409]);
       const winner = a!.status === 200 ? a! : b!;
@@ -257,7 +257,7 @@ describe('claims', () => {
       for (const c of clients) expect((await c.request({ path: '/api/v1/tasks?limit=1', method: 'GET', headers: auth })).statusCode).toBe(200);
       for (let round = 0; round < 10; round++) {
         const task = await createTask({ title: `interleaved ${round}` });
-        const before = (await lastEventId());
+        const before = await lastEventId();
         let halves = 0;
         let release!: () => void;
         const released = new Promise<void>((r) => (release = r));
@@ -297,12 +297,12 @@ describe('claims', () => {
   it('a claim blocked by a dependency changes nothing: no half-done pending → assigned', async () => {
     const dep = await createTask({ title: 'first' });
     const task = await createTask({ title: 'second', dependsOn: [dep.id] });
-    const before = (await lastEventId());
+    const before = await lastEventId();
     const res = await d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('conflict');
     expect(res.body.error).toContain(dep.id);
-    expect((await eventsAfter(before))).toEqual([]);
+    expect(await eventsAfter(before)).toEqual([]);
     const now = await d.api('GET', `/api/v1/tasks/${task.id}`);
     expect(now.body.data).toMatchObject({ status: 'pending', assignTo: null });
   });
@@ -320,11 +320,11 @@ describe('in_progress → done, as the reference lists it', () => {
     const task = await createTask({ title: 'small fix' });
     const claim = await d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } });
     expect(claim.status).toBe(200);
-    const before = (await lastEventId());
+    const before = await lastEventId();
     const res = await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'done', expectedFrom: 'in_progress', leaseId: claim.body.data.leaseId, result: { ok: true } } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data).toMatchObject({ status: 'done', result: { ok: true }, leaseExpiresAt: null });
-    expect((await eventsAfter(before))).toEqual([{ name: 'task:transition', data: { taskId: task.id, from: 'in_progress', to: 'done' } }]);
+    expect(await eventsAfter(before)).toEqual([{ name: 'task:transition', data: { taskId: task.id, from: 'in_progress', to: 'done' } }]);
   });
 
   it('with tasks.requireReview it is a 409 naming the setting, and work goes through review', async () => {
@@ -332,13 +332,13 @@ describe('in_progress → done, as the reference lists it', () => {
     try {
       const task = (await strict.api('POST', '/api/v1/tasks', { body: { title: 'reviewed work' } })).body.data;
       for (const to of ['assigned', 'in_progress']) expect((await strict.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to } })).status).toBe(200);
-      const before = (await strict.daemon.app.events.lastId());
+      const before = await strict.daemon.app.events.lastId();
       const refused = await strict.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'done' } });
       expect(refused.status).toBe(409);
       expect(refused.body.code).toBe('invalid_transition');
       expect(refused.body.error).toContain('tasks.requireReview');
       expect(refused.body.error).toContain('from in_progress to done');
-      expect((await strict.daemon.app.events.since(before, 10))).toEqual([]);
+      expect(await strict.daemon.app.events.since(before, 10)).toEqual([]);
       expect((await strict.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('in_progress');
       for (const to of ['review', 'done']) expect((await strict.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to } })).status).toBe(200);
     } finally {
@@ -352,7 +352,7 @@ describe('transition listeners', () => {
     const heard: TaskTransition[] = [];
     const off = hooks().onTransition(async (app, change) => {
       // Inside the write: the row already holds the new state.
-      expect((await app.db.prepare('SELECT status FROM tasks WHERE id = ?').get(change.task.id))).toEqual({ status: change.to });
+      expect(await app.db.prepare('SELECT status FROM tasks WHERE id = ?').get(change.task.id)).toEqual({ status: change.to });
       heard.push(change);
     });
     try {
@@ -374,10 +374,10 @@ describe('transition listeners', () => {
       if (change.task.id === task.id) throw new Error('veto');
     });
     try {
-      const before = (await lastEventId());
+      const before = await lastEventId();
       const res = await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'assigned' } });
       expect(res.status).toBe(500);
-      expect((await eventsAfter(before))).toEqual([]);
+      expect(await eventsAfter(before)).toEqual([]);
       expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('pending');
     } finally {
       off();
@@ -389,14 +389,14 @@ describe('creation hooks', () => {
   it('run inside the transaction and may choose the status', async () => {
     const off = hooks().beforeCreate(async (app, input, status) => {
       // Before anything is written: the title is not on the board yet.
-      expect((await app.db.prepare('SELECT count(*) AS n FROM tasks WHERE title = ?').get(input.title))).toEqual({ n: 0 });
+      expect(await app.db.prepare('SELECT count(*) AS n FROM tasks WHERE title = ?').get(input.title)).toEqual({ n: 0 });
       if (input.title === 'held back') return status === 'pending' ? 'draft' : status;
     });
     try {
-      const before = (await lastEventId());
+      const before = await lastEventId();
       const task = await createTask({ title: 'held back' });
       expect(task.status).toBe('draft');
-      expect((await eventsAfter(before))).toEqual([{ name: 'task:created', data: { taskId: task.id, title: 'held back', status: 'draft', assignTo: null, missionId: null } }]);
+      expect(await eventsAfter(before)).toEqual([{ name: 'task:created', data: { taskId: task.id, title: 'held back', status: 'draft', assignTo: null, missionId: null } }]);
       expect((await createTask({ title: 'let through' })).status).toBe('pending');
     } finally {
       off();
@@ -408,12 +408,12 @@ describe('creation hooks', () => {
       if (input.title === 'refused') throw new AppError('conflict', 'not today');
     });
     try {
-      const before = (await lastEventId());
+      const before = await lastEventId();
       const res = await d.api('POST', '/api/v1/tasks', { body: { title: 'refused' } });
       expect(res.status).toBe(409);
       expect(res.body.error).toBe('not today');
-      expect((await eventsAfter(before))).toEqual([]);
-      expect((await d.daemon.app.db.prepare("SELECT count(*) AS n FROM tasks WHERE title = 'refused'").get())).toEqual({ n: 0 });
+      expect(await eventsAfter(before)).toEqual([]);
+      expect(await d.daemon.app.db.prepare("SELECT count(*) AS n FROM tasks WHERE title = 'refused'").get()).toEqual({ n: 0 });
     } finally {
       off();
     }
@@ -427,12 +427,12 @@ describe('removal listeners', () => {
     const heard: Task[] = [];
     const causes: string[] = [];
     const off = hooks().onRemoved(async (app, removed, cause) => {
-      expect((await app.db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(removed.id))).toEqual({ n: 0 });
+      expect(await app.db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(removed.id)).toEqual({ n: 0 });
       heard.push(removed);
       causes.push(cause);
     });
     try {
-      const before = (await lastEventId());
+      const before = await lastEventId();
       expect((await d.api('DELETE', `/api/v1/tasks/${dep.id}`)).status).toBe(200);
       expect(heard.map((t) => [t.id, t.title, t.status])).toEqual([[dep.id, 'going', 'pending']]);
       expect(causes).toEqual(['task']);
@@ -449,10 +449,10 @@ describe('removal listeners', () => {
       if (removed.id === task.id) throw new AppError('conflict', 'keep it');
     });
     try {
-      const before = (await lastEventId());
+      const before = await lastEventId();
       const res = await d.api('DELETE', `/api/v1/tasks/${task.id}`);
       expect(res.status).toBe(409);
-      expect((await eventsAfter(before))).toEqual([]);
+      expect(await eventsAfter(before)).toEqual([]);
       expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).status).toBe(200);
     } finally {
       off();
@@ -464,10 +464,10 @@ describe('service functions for other resources', () => {
   it('a revision appends feedback to the description and counts one', async () => {
     const task = await createTask({ title: 'revise me', description: 'first draft' });
     // Where an approval request would put it (the request itself is approvals' business).
-    (await d.daemon.app.db.prepare("UPDATE tasks SET status = 'awaiting_approval' WHERE id = ?").run(task.id));
-    const before = (await lastEventId());
-    const after = (await transitionTask(d.daemon.app, task.id, 'pending', { revision: 'Feedback: shorter, please.', reason: 'rejected' }));
+    await d.daemon.app.db.prepare("UPDATE tasks SET status = 'awaiting_approval' WHERE id = ?").run(task.id);
+    const before = await lastEventId();
+    const after = await transitionTask(d.daemon.app, task.id, 'pending', { revision: 'Feedback: shorter, please.', reason: 'rejected' });
     expect(after).toMatchObject({ status: 'pending', revisionCount: 1, description: 'first draft\n\nFeedback: shorter, please.' });
-    expect((await eventsAfter(before))).toEqual([{ name: 'task:transition', data: { taskId: task.id, from: 'awaiting_approval', to: 'pending', reason: 'rejected' } }]);
+    expect(await eventsAfter(before)).toEqual([{ name: 'task:transition', data: { taskId: task.id, from: 'awaiting_approval', to: 'pending', reason: 'rejected' } }]);
   });
 });

@@ -45,7 +45,7 @@ describe('upgrades', () => {
       expect(tasks.map((t) => t.title).sort()).toEqual(['review the parser', 'write the parser']);
       const hooks = (await d.api('GET', '/v1/webhooks')).body.data as { url: string; events: string[] }[];
       expect(hooks.map((h) => [h.url, h.events])).toEqual([['http://127.0.0.1:9/hook', ['approval:*']]]);
-      expect((await openEntry(d.daemon.app, 'ana', 'github'))).toEqual({ token: 'test-only-token' });
+      expect(await openEntry(d.daemon.app, 'ana', 'github')).toEqual({ token: 'test-only-token' });
 
       const db = d.daemon.app.db;
       const versions = ((await db.prepare('SELECT version FROM schema_migrations ORDER BY version').all()) as { version: number }[]).map((r) => Number(r.version));

@@ -127,16 +127,16 @@ describe('deliveries', () => {
     const app = d.daemon.app;
     const count = async () => ((await app.db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?').get(w.id)) as { n: number }).n;
     await expect((async () =>
-      (await app.events.write(async () => {
+      await app.events.write(async () => {
         app.events.emit('team:created', { name: 'ghost' });
-        expect((await count())).toBe(1);
+        expect(await count()).toBe(1);
         throw new Error('roll back');
-      })))()).rejects.toThrow('roll back');
-    expect((await count())).toBe(0);
+      }))()).rejects.toThrow('roll back');
+    expect(await count()).toBe(0);
     // The count a listener reads the moment it hears the commit (its answer comes later: the state is asynchronous).
     let seen: Promise<number> | null = null;
     const off = app.events.subscribe(() => void (seen ??= count()));
-    (await app.events.write(async () => app.events.emit('team:created', { name: 'real' })));
+    await app.events.write(async () => app.events.emit('team:created', { name: 'real' }));
     off();
     expect(await seen).toBe(1);
   });
@@ -228,7 +228,7 @@ describe('delivery outcomes', () => {
     const other = await receiver();
     const gone = await hook(rx.url, ['task:*']);
     const watcher = await hook(other.url, ['webhook:*']);
-    const before = (await d.daemon.app.events.lastId());
+    const before = await d.daemon.app.events.lastId();
     await newTask('410');
     const [dl] = await settled(gone.id);
     expect(dl).toMatchObject({ status: 'failed', attempts: 1, lastStatusCode: 410 });
@@ -284,7 +284,7 @@ describe('delivery outcomes', () => {
     const w = await hook('http://127.0.0.1:9/', ['task:created']);
     // A URL the API now refuses, as an older release could have stored it; a literal address is
     // connected to without a name lookup, so only the delivery's own check can stop it.
-    (await d.daemon.app.db.prepare('UPDATE webhooks SET url = ? WHERE id = ?').run('http://[::ffff:0:a9fe:a9fe]:9/', w.id));
+    await d.daemon.app.db.prepare('UPDATE webhooks SET url = ? WHERE id = ?').run('http://[::ffff:0:a9fe:a9fe]:9/', w.id);
     await newTask('literal');
     const [bad] = await settled(w.id);
     expect(bad).toMatchObject({ status: 'failed', attempts: 1, lastStatusCode: null });
@@ -417,7 +417,7 @@ describe('delivery log', () => {
     await rx.waitFor(1);
     await eventually(async () => (await d.api('GET', `/v1/webhooks/${id}/deliveries`)).body.data[0]?.attempts >= 1);
     // A long backoff: the delivery waits, pending, for its next attempt.
-    (await app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(Date.now() + 3_600_000, id));
+    await app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(Date.now() + 3_600_000, id);
     expect((await d.api('GET', `/v1/webhooks/${id}/deliveries`)).body.data[0].status).toBe('pending');
     expect((await d.api('DELETE', `/v1/webhooks/${id}`)).status).toBe(200);
     expect(((await app.db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?').get(id)) as { n: number }).n).toBe(0);
@@ -429,10 +429,10 @@ describe('delivery log', () => {
   it('PATCH enabled: false fails what was pending', async () => {
     const w = await hook('http://127.0.0.1:9/');
     const app = d.daemon.app;
-    (await app.events.write(async () => {
+    await app.events.write(async () => {
       app.events.emit('team:created', { name: 'pending-one' });
-      (await app.db.prepare('UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ?').run(Date.now() + 3_600_000, w.id));
-    }));
+      await app.db.prepare('UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ?').run(Date.now() + 3_600_000, w.id);
+    });
     await d.api('PATCH', `/v1/webhooks/${w.id}`, { body: { enabled: false } });
     const [dl] = (await d.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data;
     expect(dl).toMatchObject({ status: 'failed', lastError: 'webhook disabled before this delivery was made', nextAttemptAt: null });
@@ -446,9 +446,9 @@ describe('volume', () => {
     for (const r of rxs) hooks.push(await hook(r.url, ['team:created']));
     const app = d.daemon.app;
     // 1,000 events, as 10 API writes of 100 each would make: straight into the outbox, in batches.
-    for (let b = 0; b < 10; b++) (await app.events.write(async () => {
+    for (let b = 0; b < 10; b++) await app.events.write(async () => {
       for (let i = 0; i < 100; i++) app.events.emit('team:created', { name: `t${b * 100 + i}` });
-    }));
+    });
     for (const r of rxs) await r.waitFor(1000, 60_000);
     await eventually(async () => ((await app.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending' AND event = 'team:created'").get()) as { n: number }).n === 0, 30_000);
     await (app.services.get(WEBHOOKS) as WebhookRuntime).settled({ wire: true });
@@ -484,7 +484,7 @@ describe('events written at start-up', () => {
       const task = (await first.api('POST', '/api/v1/tasks', { body: { title: 'held while down' } })).body.data;
       expect((await first.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } })).status).toBe(200);
       const approval = (await first.api('POST', '/api/v1/approvals', { body: { requestedBy: 'ana', title: 'decided while down', timeoutSeconds: 30 } })).body.data;
-      const mark = (await first.daemon.app.events.lastId());
+      const mark = await first.daemon.app.events.lastId();
       await first.close();
 
       await clock.passTo(clock.now() + 120_000);

@@ -73,7 +73,7 @@ export async function stateTables(db: DB): Promise<string[]> {
 export async function exportState(db: DB, tables: readonly string[], write: (line: string) => void, clock: Pick<Clock, 'now'>): Promise<ExportHeader> {
   // One snapshot: on PostgreSQL a read-only one that holds no daemon's writes back.
   const consistent = async <T>(fn: () => Promise<T>): Promise<T> => (isPostgres(db) ? db.snapshot(fn) : (await db.transaction(fn)));
-  return (await consistent(async () => {
+  return await consistent(async () => {
     const rows: (readonly [string, Record<string, unknown>[]])[] = [];
     for (const t of tables) rows.push([t, (await db.prepare(`SELECT * FROM ${t}`).all()) as Record<string, unknown>[]] as const);
     const header: ExportHeader = {
@@ -94,7 +94,7 @@ export async function exportState(db: DB, tables: readonly string[], write: (lin
       }
     }
     return header;
-  }));
+  });
 }
 
 async function columnsOf(db: DB, table: string): Promise<Set<string>> {

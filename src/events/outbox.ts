@@ -302,7 +302,7 @@ export class EventLog {
   }
 
   async lastId(): Promise<number> {
-    return (await lastEventId(this.db));
+    return await lastEventId(this.db);
   }
 
   /**

@@ -56,7 +56,7 @@ export const eventRoutes = [
       }
       const header = req.headers['last-event-id'];
       const lastEventId = typeof header === 'string' && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
-      (await app.streams.open(res, { keyId: principal!.keyId, session: principal!.session, endsAt: principal!.sessionEndsAt, matches, lastEventId }));
+      await app.streams.open(res, { keyId: principal!.keyId, session: principal!.session, endsAt: principal!.sessionEndsAt, matches, lastEventId });
       return RAW_RESPONSE;
     },
   }),

@@ -84,7 +84,7 @@ describe('TimeoutScheduler (fake clock)', () => {
       ['late', T0 - 60_000],
       ['soon', T0 + 5_000],
     ]);
-    (await s.scheduler.tick());
+    await s.scheduler.tick();
     expect(s.fired).toEqual([{ id: 'late', at: T0 }]);
     expect(s.scheduler.armed).toBe(true);
 
@@ -100,9 +100,9 @@ describe('TimeoutScheduler (fake clock)', () => {
 
   it('re-arms for an earlier expiry added later', async () => {
     const s = fakeStore([['later', T0 + 60_000]]);
-    (await s.scheduler.tick());
+    await s.scheduler.tick();
     s.pending.set('earlier', T0 + 1_000);
-    (await s.scheduler.arm());
+    await s.scheduler.arm();
     await vi.advanceTimersByTimeAsync(1_000);
     expect(s.fired.map((f) => f.id)).toEqual(['earlier']);
     await vi.advanceTimersByTimeAsync(59_000);
@@ -111,9 +111,9 @@ describe('TimeoutScheduler (fake clock)', () => {
 
   it('wakes harmlessly when the armed approval was decided by a person meanwhile', async () => {
     const s = fakeStore([['a', T0 + 1_000]]);
-    (await s.scheduler.tick());
+    await s.scheduler.tick();
     s.pending.delete('a');
-    (await s.scheduler.arm());
+    await s.scheduler.arm();
     expect(s.scheduler.armed).toBe(false);
     await vi.advanceTimersByTimeAsync(10_000);
     expect(s.fired).toEqual([]);
@@ -125,7 +125,7 @@ describe('TimeoutScheduler (fake clock)', () => {
       ['good', T0 + 2_000],
     ]);
     s.fail(['bad']);
-    (await s.scheduler.tick());
+    await s.scheduler.tick();
     await vi.advanceTimersByTimeAsync(2_000);
     expect(s.fired.map((f) => f.id)).toEqual(['bad', 'good']);
     expect(s.errors).toEqual(['bad']);
@@ -141,7 +141,7 @@ describe('TimeoutScheduler (fake clock)', () => {
   it('holds back an approval that firing did not resolve', async () => {
     const s = fakeStore([['odd', T0 + 100]]);
     s.stick(['odd']);
-    (await s.scheduler.tick());
+    await s.scheduler.tick();
     await vi.advanceTimersByTimeAsync(100);
     expect(s.fired).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(RETRY_MS - 1);
@@ -153,7 +153,7 @@ describe('TimeoutScheduler (fake clock)', () => {
   it('reaches an expiry beyond the setTimeout ceiling by waking early and re-arming', async () => {
     const far = T0 + 40 * 86_400_000;
     const s = fakeStore([['far', far]]);
-    (await s.scheduler.tick());
+    await s.scheduler.tick();
     await vi.advanceTimersByTimeAsync(MAX_DELAY_MS);
     expect(s.fired).toEqual([]);
     expect(s.scheduler.armed).toBe(true);
@@ -163,7 +163,7 @@ describe('TimeoutScheduler (fake clock)', () => {
 
   it('a failed read in a timer callback neither escapes nor stops the timeouts: it is reported and read again after RETRY_MS', async () => {
     const s = fakeStore([['a', T0 + 1_000]]);
-    (await s.scheduler.tick());
+    await s.scheduler.tick();
     s.failReads(1);
     // Without the catch, the exception escapes the timer callback (and would end the daemon).
     await expect(vi.advanceTimersByTimeAsync(1_000)).resolves.toBeDefined();
@@ -180,7 +180,7 @@ describe('TimeoutScheduler (fake clock)', () => {
   it('a failed read on start (tick) does not throw and is retried', async () => {
     const s = fakeStore([['late', T0 - 5]]);
     s.failReads(1);
-    await expect((async () => (await s.scheduler.tick()))()).resolves.toBeUndefined();
+    await expect((async () => await s.scheduler.tick())()).resolves.toBeUndefined();
     expect(s.errors).toEqual([null]);
     await vi.advanceTimersByTimeAsync(RETRY_MS);
     expect(s.fired).toEqual([{ id: 'late', at: T0 + RETRY_MS }]);
@@ -188,11 +188,11 @@ describe('TimeoutScheduler (fake clock)', () => {
 
   it('a failed read when re-arming after a change does not leave the timer unset', async () => {
     const s = fakeStore([['a', T0 + 1_000]]);
-    (await s.scheduler.tick());
+    await s.scheduler.tick();
     s.pending.set('b', T0 + 2_000);
     s.failReads(1);
     // arm() cleared the pending wake-up before reading; the event log would swallow a throw here.
-    await expect((async () => (await s.scheduler.arm()))()).resolves.toBeUndefined();
+    await expect((async () => await s.scheduler.arm())()).resolves.toBeUndefined();
     expect(s.errors).toEqual([null]);
     expect(s.scheduler.armed).toBe(true);
     await vi.advanceTimersByTimeAsync(RETRY_MS);
@@ -210,16 +210,16 @@ describe('TimeoutScheduler (fake clock)', () => {
         throw new Error('log file gone');
       },
     });
-    await expect((async () => (await scheduler.tick()))()).resolves.toBeUndefined();
+    await expect((async () => await scheduler.tick())()).resolves.toBeUndefined();
     await expect(vi.advanceTimersByTimeAsync(RETRY_MS * 3)).resolves.toBeDefined();
     scheduler.stop();
   });
 
   it('fires nothing after stop', async () => {
     const s = fakeStore([['a', T0 + 1_000]]);
-    (await s.scheduler.tick());
+    await s.scheduler.tick();
     s.scheduler.stop();
-    (await s.scheduler.arm());
+    await s.scheduler.arm();
     await vi.advanceTimersByTimeAsync(5_000);
     expect(s.fired).toEqual([]);
     expect(s.scheduler.armed).toBe(false);

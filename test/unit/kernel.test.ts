@@ -171,9 +171,9 @@ describe('migrate', () => {
   ];
   it('applies forward only, once, and records each migration', async () => {
     const db = new Database(':memory:');
-    (await migrate(new SqliteState(db), m.slice(0, 1)));
-    (await migrate(new SqliteState(db), m));
-    (await migrate(new SqliteState(db), m));
+    await migrate(new SqliteState(db), m.slice(0, 1));
+    await migrate(new SqliteState(db), m);
+    await migrate(new SqliteState(db), m);
     expect(db.prepare('SELECT version, name FROM schema_migrations').all()).toEqual([
       { version: 1, name: 'one' },
       { version: 2, name: 'two' },
@@ -181,12 +181,12 @@ describe('migrate', () => {
   });
   it('refuses a database written by a newer build', async () => {
     const db = new Database(':memory:');
-    (await migrate(new SqliteState(db), m));
-    await expect((async () => (await migrate(new SqliteState(db), m.slice(0, 1))))()).rejects.toThrow(/upgrade svc/);
+    await migrate(new SqliteState(db), m);
+    await expect((async () => await migrate(new SqliteState(db), m.slice(0, 1)))()).rejects.toThrow(/upgrade svc/);
   });
   it('rolls back a failing migration whole', async () => {
     const db = new Database(':memory:');
-    await expect((async () => (await migrate(new SqliteState(db), [{ version: 1, name: 'bad', sql: 'CREATE TABLE ok (x); CREATE TABLE ok (x);' }])))()).rejects.toThrow();
+    await expect((async () => await migrate(new SqliteState(db), [{ version: 1, name: 'bad', sql: 'CREATE TABLE ok (x); CREATE TABLE ok (x);' }]))()).rejects.toThrow();
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'ok'").get()).toBeUndefined();
   });
 });

@@ -30,12 +30,12 @@ describe('task list query plans', () => {
 describe('setStatus compare-and-set', () => {
   it('lets exactly one of two writers holding the same stale state win', async () => {
     const { insertTask, setStatus, getTask } = await import('../../src/resources/tasks/store.js');
-    const cas = (await openDatabase(':memory:', STATE_MIGRATIONS));
+    const cas = await openDatabase(':memory:', STATE_MIGRATIONS);
     const now = new Date().toISOString();
-    (await insertTask(cas, { id: 't1', title: 't', description: null, assignTo: null, missionId: null, status: 'pending', priority: 'normal', labels: [], maxRetries: 3, sideEffects: false, now }));
+    await insertTask(cas, { id: 't1', title: 't', description: null, assignTo: null, missionId: null, status: 'pending', priority: 'normal', labels: [], maxRetries: 3, sideEffects: false, now });
     const change = { retry: false, now };
-    expect((await setStatus(cas, 't1', 'pending', 'assigned', change))).toBe(true);
-    expect((await setStatus(cas, 't1', 'pending', 'assigned', change))).toBe(false);
+    expect(await setStatus(cas, 't1', 'pending', 'assigned', change)).toBe(true);
+    expect(await setStatus(cas, 't1', 'pending', 'assigned', change)).toBe(false);
     expect((await getTask(cas, 't1'))!.status).toBe('assigned');
   });
 });

@@ -46,10 +46,10 @@ async function openState(root: string): Promise<Opened> {
     throw new CliError((err as Error).message, 'see docs/deploy.md, "The settings file"');
   }
   const url = stateUrl(loaded.config, env);
-  if (url) return { db: (await openPostgresState({ url, statementTimeoutMs: loaded.config.state.statementTimeoutMs }, STATE_MIGRATIONS)), where: `PostgreSQL at ${maskUrl(url)}`, shared: true };
+  if (url) return { db: await openPostgresState({ url, statementTimeoutMs: loaded.config.state.statementTimeoutMs }, STATE_MIGRATIONS), where: `PostgreSQL at ${maskUrl(url)}`, shared: true };
   const file = statePaths(root).db;
   if (!existsSync(file)) throw new CliError(`${file} does not exist: this project has no state yet`);
-  return { db: (await openDatabase(file, STATE_MIGRATIONS)), where: file, shared: false };
+  return { db: await openDatabase(file, STATE_MIGRATIONS), where: file, shared: false };
 }
 
 function rootOf(g: Parameters<Parameters<typeof localAction>[0]>[0]): string {
@@ -74,7 +74,7 @@ export function stateCommand(): Command {
           const fd = toStdout ? null : openSync(resolve(io().cwd, file), 'wx', 0o600);
           let header;
           try {
-            header = (await exportState(db, STATE_TABLES, (line) => (fd === null ? io().stdout.write(line + '\n') : writeSync(fd, line + '\n')), systemClock));
+            header = await exportState(db, STATE_TABLES, (line) => (fd === null ? io().stdout.write(line + '\n') : writeSync(fd, line + '\n')), systemClock);
           } finally {
             if (fd !== null) closeSync(fd);
           }
@@ -106,7 +106,7 @@ export function stateCommand(): Command {
           }
           let counts: Record<string, number>;
           try {
-            counts = (await importState(db, STATE_TABLES, text.split('\n')));
+            counts = await importState(db, STATE_TABLES, text.split('\n'));
           } catch (err) {
             throw new CliError(`${file}: ${(err as Error).message}; nothing was imported`);
           }

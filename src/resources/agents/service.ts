@@ -13,7 +13,7 @@ export { agentExists, getAgent, listAgents } from './store.js';
 export async function requireAgent(app: App, name: string): Promise<Agent> {
   // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
   await lockKey(app.db, 'agent', name);
-  const agent = (await store.getAgent(app.db, name));
+  const agent = await store.getAgent(app.db, name);
   if (!agent) throw new AppError('not_found', `Agent "${name}" not found.`);
   return agent;
 }
@@ -34,7 +34,7 @@ async function checkReferences(app: App, name: string, fields: AgentFields): Pro
         details: [{ path: 'body.reportsTo', message: `forms a cycle: ${chain.join(' → ')}` }],
       });
     }
-    const parent = (await store.reportsToOf(app.db, next));
+    const parent = await store.reportsToOf(app.db, next);
     if (parent === undefined) {
       throw new AppError('unprocessable', `reportsTo: agent "${next}" does not exist.`, {
         details: [{ path: 'body.reportsTo', message: `agent "${next}" does not exist` }],
@@ -56,24 +56,24 @@ export const RUNTIME_CHECK = serviceKey<(app: App, agent: string, runtime: Runti
 const checkRuntime = (app: App, name: string, runtime: Runtime) => app.services.get(RUNTIME_CHECK)(app, name, runtime, 'body.runtime');
 
 export async function createAgent(app: App, input: AgentInput): Promise<Agent> {
-  if ((await store.agentExists(app.db, input.name))) throw new AppError('conflict', `Agent "${input.name}" already exists.`);
+  if (await store.agentExists(app.db, input.name)) throw new AppError('conflict', `Agent "${input.name}" already exists.`);
   if (input.runtime) await checkRuntime(app, input.name, input.runtime);
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     const { name, ...fields } = input;
     // Two creations of one name, on two daemons: the second finds the first (lockKey).
     await lockKey(app.db, 'agent', name);
-    if ((await store.agentExists(app.db, name))) throw new AppError('conflict', `Agent "${name}" already exists.`);
-    (await checkReferences(app, name, fields));
-    (await store.insertAgent(app.db, name, fields, nowIso(app.clock)));
+    if (await store.agentExists(app.db, name)) throw new AppError('conflict', `Agent "${name}" already exists.`);
+    await checkReferences(app, name, fields);
+    await store.insertAgent(app.db, name, fields, nowIso(app.clock));
     app.events.emit('agent:created', { name });
     return (await store.getAgent(app.db, name))!;
-  }));
+  });
 }
 
 export async function updateAgent(app: App, name: string, patch: AgentPatchInput): Promise<void> {
   if (patch.runtime) await checkRuntime(app, name, patch.runtime);
-  (await app.events.write(async () => {
-    const current = (await requireAgent(app, name));
+  await app.events.write(async () => {
+    const current = await requireAgent(app, name);
     const merged: AgentFields = fieldsOf(current);
     const changed: string[] = [];
     for (const [k, v] of Object.entries(patch) as [AgentFieldName, unknown][]) {
@@ -83,25 +83,25 @@ export async function updateAgent(app: App, name: string, patch: AgentPatchInput
       else (merged as Record<string, unknown>)[k] = v;
     }
     if (!changed.length) return;
-    (await checkReferences(app, name, {
+    await checkReferences(app, name, {
       team: patch.team ?? undefined,
       reportsTo: patch.reportsTo ?? undefined,
-    }));
-    (await store.replaceAgentFields(app.db, name, merged, nowIso(app.clock)));
+    });
+    await store.replaceAgentFields(app.db, name, merged, nowIso(app.clock));
     app.events.emit('agent:updated', { name, fields: changed });
-  }));
+  });
 }
 
 export async function removeAgent(app: App, name: string): Promise<void> {
-  (await app.events.write(async () => {
-    (await requireAgent(app, name));
-    const reports = (await store.namesReportingTo(app.db, name));
+  await app.events.write(async () => {
+    await requireAgent(app, name);
+    const reports = await store.namesReportingTo(app.db, name);
     if (reports.length) {
       throw new AppError('conflict', `Agent "${name}" cannot be removed while agents report to it: ${reports.join(', ')}.`);
     }
-    (await store.deleteAgent(app.db, name));
+    await store.deleteAgent(app.db, name);
     app.events.emit('agent:removed', { name });
-  }));
+  });
 }
 
 /** The stored (non-default) fields of an agent, as a patch base. */
@@ -120,25 +120,25 @@ function fieldsOf(agent: Agent): AgentFields {
  * app.events.write() (an "always allow" permission approval), with agent:updated when it changed.
  */
 export async function allowTool(app: App, name: string, tool: string): Promise<void> {
-  const fields = fieldsOf((await requireAgent(app, name)));
+  const fields = fieldsOf(await requireAgent(app, name));
   const tools = fields.allowedTools ?? [];
   if (tools.includes(tool)) return;
   if (tools.length >= MAX_LIST_ITEMS) throw new AppError('unprocessable', `Agent "${name}" already allows ${tools.length} tools, the most it may; remove some first.`);
   fields.allowedTools = [...tools, tool];
-  (await store.replaceAgentFields(app.db, name, fields, nowIso(app.clock)));
+  await store.replaceAgentFields(app.db, name, fields, nowIso(app.clock));
   app.events.emit('agent:updated', { name, fields: ['allowedTools'] });
 }
 
 /** Names of agents in a team: how the teams resource learns whether a team is in use. */
-export const agentsInTeam = async (app: App, team: string): Promise<string[]> => (await store.namesInTeam(app.db, team));
+export const agentsInTeam = async (app: App, team: string): Promise<string[]> => await store.namesInTeam(app.db, team);
 
 /**
  * Replaces an agent's skills list, inside the caller's app.events.write(). It emits nothing: the
  * skills resource describes the change as skill:assigned / skill:unassigned.
  */
 export async function setAgentSkills(app: App, name: string, skills: string[]): Promise<void> {
-  const fields = fieldsOf((await requireAgent(app, name)));
+  const fields = fieldsOf(await requireAgent(app, name));
   if (skills.length) fields.skills = skills;
   else delete fields.skills;
-  (await store.replaceAgentFields(app.db, name, fields, nowIso(app.clock)));
+  await store.replaceAgentFields(app.db, name, fields, nowIso(app.clock));
 }

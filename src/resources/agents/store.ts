@@ -60,12 +60,12 @@ export async function listAgents(db: DB, filter: { team?: string } = {}): Promis
 
 export async function insertAgent(db: DB, name: string, fields: AgentFields, now: string): Promise<void> {
   const s = split(fields);
-  (await stmt(db, `INSERT INTO agents (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(name, s.team, s.reportsTo, s.rest, now, now));
+  await stmt(db, `INSERT INTO agents (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(name, s.team, s.reportsTo, s.rest, now, now);
 }
 
 export async function replaceAgentFields(db: DB, name: string, fields: AgentFields, now: string): Promise<void> {
   const s = split(fields);
-  (await stmt(db, 'UPDATE agents SET team = ?, reports_to = ?, fields = ?, updated_at = ? WHERE name = ?').run(s.team, s.reportsTo, s.rest, now, name));
+  await stmt(db, 'UPDATE agents SET team = ?, reports_to = ?, fields = ?, updated_at = ? WHERE name = ?').run(s.team, s.reportsTo, s.rest, now, name);
 }
 
 export async function deleteAgent(db: DB, name: string): Promise<boolean> {

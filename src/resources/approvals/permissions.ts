@@ -84,10 +84,10 @@ export const askKey = (agent: string, tool: string, input: unknown): string => c
 export async function askPermission(app: App, ask: PermissionAsk, s: PermissionSettings): Promise<Approval> {
   const input = keptInput(ask.input, s.secrets);
   const key = askKey(ask.agent, ask.tool, input);
-  return (await app.events.write(async () => {
-    const found = (await store.openAsk(app.db, ask.taskId, key));
+  return await app.events.write(async () => {
+    const found = await store.openAsk(app.db, ask.taskId, key);
     if (found) {
-      if (found.status === 'pending' && found.runId !== ask.runId) (await store.moveAsk(app.db, found.id, ask.runId, nowIso(app.clock)));
+      if (found.status === 'pending' && found.runId !== ask.runId) await store.moveAsk(app.db, found.id, ask.runId, nowIso(app.clock));
       return (await store.getApproval(app.db, found.id))!;
     }
     const id = uuidv7(app.clock.now());
@@ -95,7 +95,7 @@ export async function askPermission(app: App, ask: PermissionAsk, s: PermissionS
     // From the kept input: redacted already (run keys too), and a large one gives no detail.
     const title = redactValue(permissionTitle(ask.agent, ask.tool, input), s.secrets);
     const description = field(input, 'description');
-    (await store.insertApproval(app.db, {
+    await store.insertApproval(app.db, {
       id,
       kind: 'permission',
       taskId: ask.taskId,
@@ -112,7 +112,7 @@ export async function askPermission(app: App, ask: PermissionAsk, s: PermissionS
       tool: ask.tool,
       askKey: key,
       now,
-    }));
+    });
     app.events.emit('approval:requested', {
       approvalId: id,
       kind: 'permission',
@@ -124,7 +124,7 @@ export async function askPermission(app: App, ask: PermissionAsk, s: PermissionS
       tool: ask.tool,
     });
     return (await store.getApproval(app.db, id))!;
-  }));
+  });
 }
 
 /**
@@ -162,7 +162,7 @@ export function decisionOf(app: App, id: string, signal?: AbortSignal): Promise<
 
 /** A CLI was told the decision: the same ask later is a new request. */
 export async function markAnswered(app: App, id: string): Promise<void> {
-  (await app.events.write(async () => (await store.markAnswered(app.db, id, nowIso(app.clock)))));
+  await app.events.write(async () => await store.markAnswered(app.db, id, nowIso(app.clock)));
 }
 
 /** What Claude Code's --permission-prompt-tool expects back (its text is this object's JSON). */
@@ -182,14 +182,14 @@ export function permissionAnswer(a: Approval, input: Record<string, unknown>): P
  */
 export async function refuseTaskPermissions(app: App, taskId: string, runStatus: string): Promise<number> {
   let n = 0;
-  for (const id of (await store.pendingPermissionsOfTask(app.db, taskId))) {
-    (await app.events.write(async () => {
-      const a = (await decidePending(app, id, { status: 'rejected', feedback: `the run ended (${runStatus}) before anyone decided`, resolvedBy: `run ${runStatus}`, timedOut: false }));
+  for (const id of await store.pendingPermissionsOfTask(app.db, taskId)) {
+    await app.events.write(async () => {
+      const a = await decidePending(app, id, { status: 'rejected', feedback: `the run ended (${runStatus}) before anyone decided`, resolvedBy: `run ${runStatus}`, timedOut: false });
       if (a) {
-        (await store.markAnswered(app.db, id, nowIso(app.clock)));
+        await store.markAnswered(app.db, id, nowIso(app.clock));
         n++;
       }
-    }));
+    });
   }
   return n;
 }

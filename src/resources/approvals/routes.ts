@@ -19,7 +19,7 @@ export const approvalRoutes = [
     query: ApprovalListQuery,
     response: z.array(ApprovalOut),
     handler: async ({ app, query, setHeader }) => {
-      return pageAnswer(setHeader, (await approvals.listApprovals(app, query)));
+      return pageAnswer(setHeader, await approvals.listApprovals(app, query));
     },
   }),
   route({
@@ -34,7 +34,7 @@ export const approvalRoutes = [
     status: 201,
     body: ApprovalIn,
     response: ApprovalOut,
-    handler: async ({ app, body }) => (await approvals.requestApproval(app, body)),
+    handler: async ({ app, body }) => await approvals.requestApproval(app, body),
   }),
   route({
     method: 'GET',
@@ -44,7 +44,7 @@ export const approvalRoutes = [
     tag,
     params: ApprovalIdParam,
     response: ApprovalOut,
-    handler: async ({ app, params }) => (await approvals.requireApproval(app, params.approvalId)),
+    handler: async ({ app, params }) => await approvals.requireApproval(app, params.approvalId),
   }),
   route({
     method: 'POST',
@@ -59,7 +59,7 @@ export const approvalRoutes = [
     body: ApproveIn,
     response: ApprovalOut,
     handler: async ({ app, params, body, principal }) =>
-      (await approvals.approve(app, params.approvalId, { note: body.note, resolvedBy: body.resolvedBy ?? principal?.name ?? null, alwaysAllow: body.alwaysAllow })),
+      await approvals.approve(app, params.approvalId, { note: body.note, resolvedBy: body.resolvedBy ?? principal?.name ?? null, alwaysAllow: body.alwaysAllow }),
   }),
   route({
     method: 'POST',
@@ -74,6 +74,6 @@ export const approvalRoutes = [
     body: RejectIn,
     response: ApprovalOut,
     handler: async ({ app, params, body, principal }) =>
-      (await approvals.reject(app, params.approvalId, { feedback: body.feedback, resolvedBy: body.resolvedBy ?? principal?.name ?? null })),
+      await approvals.reject(app, params.approvalId, { feedback: body.feedback, resolvedBy: body.resolvedBy ?? principal?.name ?? null }),
   }),
 ];

@@ -17,26 +17,26 @@ import * as store from './store.js';
 export const TIMEOUT_RESOLVER = 'timeout';
 
 export async function getApproval(app: App, id: string): Promise<Approval | null> {
-  return (await store.getApproval(app.db, id));
+  return await store.getApproval(app.db, id);
 }
 
 export async function requireApproval(app: App, id: string): Promise<Approval> {
   // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
   await lockKey(app.db, 'approval', id);
-  const a = (await store.getApproval(app.db, id));
+  const a = await store.getApproval(app.db, id);
   if (!a) throw new AppError('not_found', `Approval "${id}" not found.`);
   return a;
 }
 
 export async function listApprovals(app: App, q: ApprovalListFilter): Promise<Page<Approval>> {
-  const rows = (await store.listApprovals(app.db, { status: q.status, taskId: q.taskId, kind: q.kind, runId: q.runId, before: q.cursor, limit: q.limit + 1 }));
+  const rows = await store.listApprovals(app.db, { status: q.status, taskId: q.taskId, kind: q.kind, runId: q.runId, before: q.cursor, limit: q.limit + 1 });
   return toPage(rows, q.limit, (a) => a.id);
 }
 
 /** Through the missions service (its only public read is the full mission, which throws not_found). */
 async function missionExists(app: App, id: string): Promise<boolean> {
   try {
-    (await getMission(app, id));
+    await getMission(app, id);
     return true;
   } catch (err) {
     if (err instanceof AppError && err.code === 'not_found') return false;
@@ -49,7 +49,7 @@ async function missionExists(app: App, id: string): Promise<boolean> {
  * same transaction (task:transition fires; a task that cannot move there is 409 invalid_transition).
  */
 export async function requestApproval(app: App, input: ApprovalInput): Promise<Approval> {
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     const task = input.taskId === undefined ? null : (await getTask(app, input.taskId));
     // A reference in the body, like an unknown assignTo on a task: 422, keeping 404 for paths.
     if (input.taskId !== undefined && !task) throw unprocessableField('body.taskId', `task "${input.taskId}" does not exist`);
@@ -62,13 +62,13 @@ export async function requestApproval(app: App, input: ApprovalInput): Promise<A
     if (task && task.status !== 'awaiting_approval') {
       // The guard below keeps a task with a pending request in awaiting_approval, but a database
       // from before that guard may hold such a task elsewhere: still one gate at a time.
-      const waiting = (await store.pendingForTask(app.db, task.id));
+      const waiting = await store.pendingForTask(app.db, task.id);
       if (waiting) throw new AppError('conflict', `Task ${task.id} already has pending approval ${waiting}; decide that one first.`);
     }
     const id = uuidv7();
     const now = nowIso(app.clock);
     const timeout = input.timeoutSeconds;
-    (await store.insertApproval(app.db, {
+    await store.insertApproval(app.db, {
       id,
       kind: 'task',
       taskId: task?.id ?? null,
@@ -85,7 +85,7 @@ export async function requestApproval(app: App, input: ApprovalInput): Promise<A
       tool: null,
       askKey: null,
       now,
-    }));
+    });
     app.events.emit('approval:requested', {
       approvalId: id,
       kind: 'task',
@@ -96,9 +96,9 @@ export async function requestApproval(app: App, input: ApprovalInput): Promise<A
       runId: null,
       tool: null,
     });
-    if (task) (await transitionTask(app, task.id, 'awaiting_approval', { reason: `approval ${id} requested by ${input.requestedBy}`, expectedFrom: task.status }));
+    if (task) await transitionTask(app, task.id, 'awaiting_approval', { reason: `approval ${id} requested by ${input.requestedBy}`, expectedFrom: task.status });
     return (await store.getApproval(app.db, id))!;
-  }));
+  });
 }
 
 export interface Decision {
@@ -133,7 +133,7 @@ function revisionText(a: Approval, d: Decision): string {
 async function decide(app: App, a: Approval, d: Decision): Promise<Approval> {
   const now = nowIso(app.clock);
   const allowedTool = d.alwaysAllow && d.status === 'approved' ? (await alwaysAllow(app, a)) : null;
-  const changed = (await store.resolveApproval(app.db, a.id, {
+  const changed = await store.resolveApproval(app.db, a.id, {
     status: d.status,
     note: d.note ?? null,
     feedback: d.feedback ?? null,
@@ -141,7 +141,7 @@ async function decide(app: App, a: Approval, d: Decision): Promise<Approval> {
     timedOut: d.timedOut,
     allowedTool,
     now,
-  }));
+  });
   if (!changed) throw alreadyDecided((await store.getApproval(app.db, a.id))!);
   app.events.emit('approval:resolved', {
     approvalId: a.id,
@@ -154,7 +154,7 @@ async function decide(app: App, a: Approval, d: Decision): Promise<Approval> {
     alwaysAllowed: allowedTool,
   });
   if (a.taskId !== null && a.kind === 'task') {
-    const task = (await getTask(app, a.taskId));
+    const task = await getTask(app, a.taskId);
     if (task?.status === 'awaiting_approval') {
       const verb = d.timedOut ? `timed out (${d.status})` : `${d.status}${d.resolvedBy ? ` by ${d.resolvedBy}` : ''}`;
       const reason = `approval ${a.id} ${verb}`;
@@ -162,13 +162,13 @@ async function decide(app: App, a: Approval, d: Decision): Promise<Approval> {
       if (d.status === 'rejected' && task.revisionCount >= max) {
         // One revision too many: the task fails, saying why, instead of going round again.
         const error = `rejected after ${task.revisionCount} revision(s); tasks.maxRevisions is ${max}: ${d.timedOut ? 'the approval timed out' : d.feedback}`;
-        (await transitionTask(app, task.id, 'failed', { reason: `${reason}; tasks.maxRevisions (${max}) reached`, expectedFrom: 'awaiting_approval', result: { error, approvalId: a.id } }));
+        await transitionTask(app, task.id, 'failed', { reason: `${reason}; tasks.maxRevisions (${max}) reached`, expectedFrom: 'awaiting_approval', result: { error, approvalId: a.id } });
       } else {
-        (await transitionTask(app, task.id, taskTarget(d.status, a.taskFrom), {
+        await transitionTask(app, task.id, taskTarget(d.status, a.taskFrom), {
           reason,
           expectedFrom: 'awaiting_approval',
           revision: d.status === 'rejected' ? revisionText(a, d) : undefined,
-        }));
+        });
       }
     } else {
       app.log.info('approval resolved; its task was not awaiting approval and is left as it is', {
@@ -187,7 +187,7 @@ async function alwaysAllow(app: App, a: Approval): Promise<string> {
     throw unprocessableField('body.alwaysAllow', `approval ${a.id} gates a task; only a permission request of a run can allow its tool for good`);
   }
   if (!(await getAgent(app.db, a.agent))) throw unprocessableField('body.alwaysAllow', `agent "${a.agent}" no longer exists; approve without alwaysAllow`);
-  (await allowTool(app, a.agent, a.tool));
+  await allowTool(app, a.agent, a.tool);
   return a.tool;
 }
 
@@ -212,20 +212,20 @@ async function lateDecisionLoses(app: App, id: string): Promise<void> {
 
 export async function approve(app: App, id: string, o: { note?: string; resolvedBy: string | null; alwaysAllow?: boolean }): Promise<Approval> {
   await lateDecisionLoses(app, id);
-  return (await app.events.write(async () => {
-    const a = (await requireApproval(app, id));
+  return await app.events.write(async () => {
+    const a = await requireApproval(app, id);
     if (a.status !== 'pending') throw alreadyDecided(a);
-    return (await decide(app, a, { status: 'approved', note: o.note, resolvedBy: o.resolvedBy, timedOut: false, alwaysAllow: o.alwaysAllow }));
-  }));
+    return await decide(app, a, { status: 'approved', note: o.note, resolvedBy: o.resolvedBy, timedOut: false, alwaysAllow: o.alwaysAllow });
+  });
 }
 
 export async function reject(app: App, id: string, o: { feedback: string; resolvedBy: string | null }): Promise<Approval> {
   await lateDecisionLoses(app, id);
-  return (await app.events.write(async () => {
-    const a = (await requireApproval(app, id));
+  return await app.events.write(async () => {
+    const a = await requireApproval(app, id);
     if (a.status !== 'pending') throw alreadyDecided(a);
-    return (await decide(app, a, { status: 'rejected', feedback: o.feedback, resolvedBy: o.resolvedBy, timedOut: false }));
-  }));
+    return await decide(app, a, { status: 'rejected', feedback: o.feedback, resolvedBy: o.resolvedBy, timedOut: false });
+  });
 }
 
 /**
@@ -233,12 +233,12 @@ export async function reject(app: App, id: string, o: { feedback: string; resolv
  * null (and changes nothing) otherwise, so a timer racing a human decision is harmless.
  */
 export async function resolveExpired(app: App, id: string, now: number): Promise<Approval | null> {
-  return (await app.events.write(async () => {
-    const a = (await store.getApproval(app.db, id));
+  return await app.events.write(async () => {
+    const a = await store.getApproval(app.db, id);
     if (!a || a.status !== 'pending' || a.expiresAt === null || Date.parse(a.expiresAt) > now) return null;
     const status = a.timeoutAction === 'approve' ? 'approved' : 'rejected';
-    return (await decide(app, a, { status, resolvedBy: TIMEOUT_RESOLVER, timedOut: true }));
-  }));
+    return await decide(app, a, { status, resolvedBy: TIMEOUT_RESOLVER, timedOut: true });
+  });
 }
 
 /**
@@ -246,13 +246,13 @@ export async function resolveExpired(app: App, id: string, now: number): Promise
  * what it asked); null when it was no longer pending.
  */
 export async function decidePending(app: App, id: string, d: Decision): Promise<Approval | null> {
-  const a = (await store.getApproval(app.db, id));
+  const a = await store.getApproval(app.db, id);
   if (!a || a.status !== 'pending') return null;
-  return (await decide(app, a, d));
+  return await decide(app, a, d);
 }
 
 /** Pending approvals expired by `now`, plus the next to expire (see store.expiringApprovals). */
-export const expiringApprovals = async (app: App, now: number): Promise<store.Expiring[]> => (await store.expiringApprovals(app.db, new Date(now).toISOString()));
+export const expiringApprovals = async (app: App, now: number): Promise<store.Expiring[]> => await store.expiringApprovals(app.db, new Date(now).toISOString());
 
 /**
  * The gate holds both ways. A task enters awaiting_approval only through an approval request,
@@ -263,7 +263,7 @@ export const expiringApprovals = async (app: App, now: number): Promise<store.Ex
  */
 async function guardTransition(app: App, task: Task, to: TaskState): Promise<void> {
   if (to === 'awaiting_approval') {
-    if ((await store.pendingForTask(app.db, task.id))) return;
+    if (await store.pendingForTask(app.db, task.id)) return;
     throw new AppError(
       'invalid_transition',
       `Task ${task.id} cannot move from ${task.status} to awaiting_approval by hand: a task enters awaiting_approval only through an approval request. ` +
@@ -271,7 +271,7 @@ async function guardTransition(app: App, task: Task, to: TaskState): Promise<voi
     );
   }
   if (task.status !== 'awaiting_approval') return;
-  const waiting = (await store.pendingForTask(app.db, task.id));
+  const waiting = await store.pendingForTask(app.db, task.id);
   if (waiting) throw new AppError('conflict', `Task ${task.id} is waiting for approval ${waiting}; approve or reject it instead of moving the task to ${to}.`);
 }
 
@@ -281,4 +281,4 @@ export function wireApprovals(hooks: TaskHooks): void {
 }
 
 /** What the person who last sent the task back said (its latest rejected approval's feedback), or null. */
-export const latestFeedback = async (app: App, taskId: string): Promise<string | null> => (await store.latestFeedback(app.db, taskId));
+export const latestFeedback = async (app: App, taskId: string): Promise<string | null> => await store.latestFeedback(app.db, taskId);

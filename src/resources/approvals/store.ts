@@ -109,12 +109,12 @@ export async function openAsk(db: DB, taskId: string, askKey: string): Promise<A
 
 /** A CLI was given the decision: the next such ask is a new request. */
 export async function markAnswered(db: DB, id: string, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE approvals SET answered_at = ? WHERE id = ? AND answered_at IS NULL').run(now, id));
+  await stmt(db, 'UPDATE approvals SET answered_at = ? WHERE id = ? AND answered_at IS NULL').run(now, id);
 }
 
 /** A pending request found again by another run's CLI (the run that was lost, queued again): it follows that run. */
 export async function moveAsk(db: DB, id: string, runId: string, now: string): Promise<void> {
-  (await stmt(db, "UPDATE approvals SET run_id = ?, updated_at = ? WHERE id = ? AND status = 'pending'").run(runId, now, id));
+  await stmt(db, "UPDATE approvals SET run_id = ?, updated_at = ? WHERE id = ? AND status = 'pending'").run(runId, now, id);
 }
 
 /** The permission requests of a task still waiting for a decision (the task's runs asked them). */
@@ -145,11 +145,11 @@ export interface NewApproval {
 }
 
 export async function insertApproval(db: DB, a: NewApproval): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     `INSERT INTO approvals (id, kind, task_id, mission_id, requested_by, title, reason, payload, status, timeout_action, expires_at, task_from, run_id, agent, tool, ask_key, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(a.id, a.kind, a.taskId, a.missionId, a.requestedBy, a.title, a.reason, a.payload, a.timeoutAction, a.expiresAt, a.taskFrom, a.runId, a.agent, a.tool, a.askKey, a.now, a.now));
+  ).run(a.id, a.kind, a.taskId, a.missionId, a.requestedBy, a.title, a.reason, a.payload, a.timeoutAction, a.expiresAt, a.taskFrom, a.runId, a.agent, a.tool, a.askKey, a.now, a.now);
 }
 
 export interface Resolution {

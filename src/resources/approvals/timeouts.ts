@@ -17,9 +17,9 @@ export async function startApprovalTimeouts(app: App): Promise<{ close(): void }
     clearTimer: (handle) => clock.clearTimeout(handle),
     // On a shared state the leading daemon alone; another takes over when it goes.
     active: () => leader.isLeader(),
-    candidates: async (at) => (await expiringApprovals(app, at)),
+    candidates: async (at) => await expiringApprovals(app, at),
     fire: async (id, at) => {
-      const a = (await resolveExpired(app, id, at));
+      const a = await resolveExpired(app, id, at);
       if (a) app.log.info('approval timed out', { approvalId: id, status: a.status, taskId: a.taskId });
     },
     onError: (id, err) =>

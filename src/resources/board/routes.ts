@@ -173,13 +173,13 @@ export const boardRoutes = [
       if (!query.token) return refusalPage(res, 'This login link is not valid', 'It carries no token.');
       // A HEAD (a link preview, a prefetcher) is answered as the GET would be, and does not spend the link.
       if (req.method === 'HEAD') {
-        const peek = (await peekLogin(app.db, query.token, runtime.keys(), app.clock.now()));
+        const peek = await peekLogin(app.db, query.token, runtime.keys(), app.clock.now());
         if (!peek.ok) return refusalPage(res, ...REFUSALS[peek.reason]);
         res.writeHead(303, { ...SECURITY_HEADERS, Location: '/', 'Cache-Control': 'no-store', 'Content-Length': 0 });
         res.end();
         return RAW_RESPONSE;
       }
-      const result = (await exchangeLogin(app.db, query.token, runtime.keys(), app.clock.now()));
+      const result = await exchangeLogin(app.db, query.token, runtime.keys(), app.clock.now());
       if (!result.ok) {
         app.log.info('board login refused', { reason: result.reason });
         return refusalPage(res, ...REFUSALS[result.reason]);
@@ -216,7 +216,7 @@ export const boardRoutes = [
       // A session minting its own next link would outlive its 12 h for ever.
       if (key.session) throw new AppError('forbidden', 'A board session cannot mint login links: run `svc open` (it uses a key).');
       const readOnly = body.readOnly === true || keyIsReadOnly(key);
-      const { token, expiresAt } = (await mintLogin(app.db, { keyId: key.keyId, readOnly, now: app.clock.now() }));
+      const { token, expiresAt } = await mintLogin(app.db, { keyId: key.keyId, readOnly, now: app.clock.now() });
       return { path: `/login?token=${token}`, expiresAt, readOnly };
     },
   }),
@@ -235,7 +235,7 @@ export const boardRoutes = [
         const session = await app.services.get(BOARD_SESSIONS)(req);
         readOnly = session?.readOnly ?? true;
       }
-      return { name: p.name, session: p.session === true, readOnly, lastEventId: (await app.events.lastId()) };
+      return { name: p.name, session: p.session === true, readOnly, lastEventId: await app.events.lastId() };
     },
   }),
   route({
@@ -246,7 +246,7 @@ export const boardRoutes = [
     tag,
     response: z.object({ revoked: z.int().describe('Sessions ended.') }),
     handler: async ({ app }) => {
-      const revoked = (await revokeAll(app.db));
+      const revoked = await revokeAll(app.db);
       const streams = app.streams.closeSessions();
       app.log.info('board sessions revoked', { revoked, streams });
       return { revoked };

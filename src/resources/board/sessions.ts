@@ -38,9 +38,9 @@ export async function mintLogin(db: DB, opts: { keyId: string; readOnly: boolean
   const expiresAt = new Date(opts.now + LOGIN_TTL_MS).toISOString();
   const nowIso = new Date(opts.now).toISOString();
   // Links and sessions past their time are removed as new ones are made: the tables stay small.
-  (await stmt(db, 'DELETE FROM board_logins WHERE expires_at < ?').run(nowIso));
-  (await stmt(db, 'DELETE FROM board_sessions WHERE expires_at < ?').run(nowIso));
-  (await stmt(db, 'INSERT INTO board_logins (token_hash, key_id, read_only, expires_at) VALUES (?, ?, ?, ?)').run(digestHex(token), opts.keyId, opts.readOnly ? 1 : 0, expiresAt));
+  await stmt(db, 'DELETE FROM board_logins WHERE expires_at < ?').run(nowIso);
+  await stmt(db, 'DELETE FROM board_sessions WHERE expires_at < ?').run(nowIso);
+  await stmt(db, 'INSERT INTO board_logins (token_hash, key_id, read_only, expires_at) VALUES (?, ?, ?, ?)').run(digestHex(token), opts.keyId, opts.readOnly ? 1 : 0, expiresAt);
   return { token, expiresAt };
 }
 
@@ -63,14 +63,14 @@ async function lookLogin(db: DB, hash: string, keys: readonly KeyEntry[], now: n
 
 /** What an exchange of this token would answer, without spending it (a HEAD of the link). */
 export async function peekLogin(db: DB, token: string, keys: readonly KeyEntry[], now: number): Promise<Refusal | { ok: true }> {
-  const r = (await lookLogin(db, digestHex(token), keys, now));
+  const r = await lookLogin(db, digestHex(token), keys, now);
   return r.ok ? { ok: true } : r;
 }
 
 /** Exchanges a login link's token for a new session, once: a used or expired link is refused. */
 export async function exchangeLogin(db: DB, token: string, keys: readonly KeyEntry[], now: number): Promise<Exchange> {
   const hash = digestHex(token);
-  const looked = (await lookLogin(db, hash, keys, now));
+  const looked = await lookLogin(db, hash, keys, now);
   if (!looked.ok) return looked;
   const row = looked.row;
   const nowIso = new Date(now).toISOString();
@@ -78,13 +78,13 @@ export async function exchangeLogin(db: DB, token: string, keys: readonly KeyEnt
   if ((await stmt(db, 'UPDATE board_logins SET used_at = ? WHERE token_hash = ? AND used_at IS NULL').run(nowIso, hash)).changes !== 1) return { ok: false, reason: 'used' };
   const session = newToken();
   const expiresAt = new Date(now + SESSION_TTL_MS).toISOString();
-  (await stmt(db, 'INSERT INTO board_sessions (id_hash, key_id, read_only, created_at, expires_at) VALUES (?, ?, ?, ?, ?)').run(digestHex(session), row.key_id, row.read_only, nowIso, expiresAt));
+  await stmt(db, 'INSERT INTO board_sessions (id_hash, key_id, read_only, created_at, expires_at) VALUES (?, ?, ?, ?, ?)').run(digestHex(session), row.key_id, row.read_only, nowIso, expiresAt);
   return { ok: true, session, csrf: csrfToken(session), expiresAt, maxAgeS: Math.floor(SESSION_TTL_MS / 1000) };
 }
 
 /** Ends every session and unused link; returns how many sessions there were. */
 export async function revokeAll(db: DB): Promise<number> {
-  (await stmt(db, 'DELETE FROM board_logins').run());
+  await stmt(db, 'DELETE FROM board_logins').run();
   return (await stmt(db, 'DELETE FROM board_sessions').run()).changes;
 }
 

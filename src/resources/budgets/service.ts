@@ -29,20 +29,20 @@ export interface InForce {
  */
 export async function budgetsInForce(app: App): Promise<InForce> {
   const file = app.config().budgets;
-  const put = (await store.getOverride(app.db));
+  const put = await store.getOverride(app.db);
   if (put && put.fileDigest === digestOf(file)) return { budgets: JSON.parse(put.budgets) as Budgets, source: 'api', updatedAt: put.updatedAt };
   return { budgets: file, source: 'project.json', updatedAt: null };
 }
 
 /** PUT /api/v1/budgets: replaces the budgets in force (until project.json's change), with budget:updated. */
 export async function putBudgets(app: App, budgets: Budgets): Promise<InForce> {
-  return (await app.events.write(async () => {
-    (await store.putOverride(app.db, { budgets: JSON.stringify(budgets), fileDigest: digestOf(app.config().budgets), updatedAt: nowIso(app.clock) }));
+  return await app.events.write(async () => {
+    await store.putOverride(app.db, { budgets: JSON.stringify(budgets), fileDigest: digestOf(app.config().budgets), updatedAt: nowIso(app.clock) });
     app.events.emit('budget:updated', { limits: budgets.limits.length });
     // A limit lowered below what was spent is exceeded now: said now, not at the next run's usage.
-    (await noteSpend(app, null));
-    return (await budgetsInForce(app));
-  }));
+    await noteSpend(app, null);
+    return await budgetsInForce(app);
+  });
 }
 
 /** One budget in its current period. */
@@ -58,7 +58,7 @@ async function stateOf(app: App, b: BudgetLimit, zone: string, now: number): Pro
   const { start, end } = periodBounds(b.period, now, zone);
   const periodStart = new Date(start).toISOString();
   const periodEnd = new Date(end).toISOString();
-  const s = (await store.spend(app.db, periodStart, periodEnd, b.agent ?? null));
+  const s = await store.spend(app.db, periodStart, periodEnd, b.agent ?? null);
   const costUsd = (s.costMicros ?? 0) / 1e6;
   const share = Math.max(b.tokens === undefined ? 0 : ratio(s.tokens, b.tokens), b.costUsd === undefined ? 0 : ratio(costUsd, b.costUsd));
   return {
@@ -78,7 +78,7 @@ async function stateOf(app: App, b: BudgetLimit, zone: string, now: number): Pro
 
 /** Every budget in force (or those that limit `agent`: its own and the project's), in its current period. */
 export async function budgetStates(app: App, agent?: string, now = app.clock.now()): Promise<BudgetState[]> {
-  const { budgets } = (await budgetsInForce(app));
+  const { budgets } = await budgetsInForce(app);
   const out: BudgetState[] = [];
   for (const b of budgets.limits) if (agent === undefined || b.agent === undefined || b.agent === agent) out.push(await stateOf(app, b, budgets.timeZone, now));
   return out;
@@ -102,9 +102,9 @@ export async function budgetHold(app: App, agent: string, now = app.clock.now(),
  * Returns the exceeded ones.
  */
 export async function noteSpend(app: App, agent: string | null, now = app.clock.now()): Promise<BudgetState[]> {
-  const states = (await budgetStates(app, agent ?? undefined, now));
+  const states = await budgetStates(app, agent ?? undefined, now);
   if (!states.length) return [];
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     const at = nowIso(app.clock);
     let marked = false;
     for (const s of states) {
@@ -116,9 +116,9 @@ export async function noteSpend(app: App, agent: string | null, now = app.clock.
         app.events.emit(level === 'warning' ? 'budget:warning' : 'budget:exceeded', data);
       }
     }
-    if (marked) (await store.pruneAlerts(app.db, new Date(now - KEEP_ALERTS_MS).toISOString()));
+    if (marked) await store.pruneAlerts(app.db, new Date(now - KEEP_ALERTS_MS).toISOString());
     return states.filter((s) => s.state === 'exceeded');
-  }));
+  });
 }
 
 const usd = (micros: number | null): number | null => (micros === null ? null : micros / 1e6);
@@ -128,7 +128,7 @@ const usd = (micros: number | null): number | null => (micros === null ? null : 
  * month in the budgets' time zone, with the budget of each where one is set.
  */
 export async function usagePeriods(app: App, now = app.clock.now()) {
-  const { budgets } = (await budgetsInForce(app));
+  const { budgets } = await budgetsInForce(app);
   const zone = budgets.timeZone;
   const bounds = Object.fromEntries(BUDGET_PERIODS.map((p) => [p, periodBounds(p, now, zone)])) as Record<BudgetPeriod, { start: number; end: number }>;
   const iso = (t: number) => new Date(t).toISOString();

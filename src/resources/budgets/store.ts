@@ -16,11 +16,11 @@ export async function getOverride(db: DB): Promise<Override | null> {
 }
 
 export async function putOverride(db: DB, o: Override): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     `INSERT INTO budget_settings (id, budgets, file_digest, updated_at) VALUES ('project', ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET budgets = excluded.budgets, file_digest = excluded.file_digest, updated_at = excluded.updated_at`,
-  ).run(o.budgets, o.fileDigest, o.updatedAt));
+  ).run(o.budgets, o.fileDigest, o.updatedAt);
 }
 
 export interface Spend {
@@ -66,5 +66,5 @@ export async function markAlert(db: DB, a: { scope: string; period: string; peri
 
 /** Forgets the alerts of periods that began before `before` (they can never be said again). */
 export async function pruneAlerts(db: DB, before: string): Promise<void> {
-  (await stmt(db, 'DELETE FROM budget_alerts WHERE period_start < ?').run(before));
+  await stmt(db, 'DELETE FROM budget_alerts WHERE period_start < ?').run(before);
 }

@@ -127,7 +127,7 @@ export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun
     }
   } catch (err) {
     if (run.signal.aborted) {
-      (await finishChat(app, plan, { finishReason: 'aborted', usage, reply: [], aborted: true }));
+      await finishChat(app, plan, { finishReason: 'aborted', usage, reply: [], aborted: true });
       return null;
     }
     if (!(err instanceof UpstreamError)) throw err;
@@ -141,6 +141,6 @@ export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun
     if (run.stream) run.onText?.(footer);
     turns[turns.length - 1]!.content = content;
   }
-  (await finishChat(app, plan, { finishReason, usage, reply: turns }));
+  await finishChat(app, plan, { finishReason, usage, reply: turns });
   return { content, finishReason: finishReason ?? 'stop', usage };
 }

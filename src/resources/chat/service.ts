@@ -80,7 +80,7 @@ async function pickProvider(app: App, modelId: string): Promise<{ provider: Prov
     });
   }
   const now = app.clock.now();
-  const until = (await blockedUntil(app, provider.id, now));
+  const until = await blockedUntil(app, provider.id, now);
   if (until === null) return { provider, upstreamModel: parts.model };
   // Another configured provider that lists the same model serves it meanwhile.
   const waiting: string[] = [];
@@ -89,7 +89,7 @@ async function pickProvider(app: App, modelId: string): Promise<{ provider: Prov
     if (other.id === provider.id || !isUsable(other)) continue;
     const upstreamModel = other.models.includes(parts.model) ? parts.model : other.models.includes(modelId) ? modelId : null;
     if (upstreamModel === null) continue;
-    const otherUntil = (await blockedUntil(app, other.id, now));
+    const otherUntil = await blockedUntil(app, other.id, now);
     if (otherUntil === null) return { provider: other, upstreamModel };
     waiting.push(`"${other.id}", which serves it too, until ${new Date(otherUntil).toISOString()}`);
     earliest = Math.min(earliest, otherUntil);
@@ -117,7 +117,7 @@ export async function planChat(app: App, body: ChatRequest, sessionHeader: strin
     throw new AppError('conflict', `${what} belongs to ${session.agent ? `agent "${session.agent}"` : 'the orchestrator'}; start a new ${from ? 'conversation' : 'session'} to talk to ${agent ? `"${agent.name}"` : 'the orchestrator'}.`);
   }
   const modelId = modelIdFor(app, body, agent?.model ?? null);
-  const { provider, upstreamModel } = (await pickProvider(app, modelId));
+  const { provider, upstreamModel } = await pickProvider(app, modelId);
   const system: ChatMessage[] = [];
   if (agent) {
     const skills: { name: string; description: string | null; content: string }[] = [];
@@ -169,17 +169,17 @@ export interface ChatOutcome {
 export async function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): Promise<void> {
   // Gathered only when a session is kept: the answer and the caller's turns lose every secret.
   const secrets = outcome.aborted || outcome.error ? [] : (await configuredSecrets(app));
-  (await app.events.write(async () => {
+  await app.events.write(async () => {
     if (outcome.aborted) {
       // nothing learned of the provider; the unanswered turn is not kept
     } else if (outcome.error) {
       const e = outcome.error;
-      (await recordUpstream(app, plan.provider.id, { ok: false, status: e.status, code: e.code, reason: reasonOf(e), request: requestKey(plan), retryAfterMs: e.retryAfterMs }));
+      await recordUpstream(app, plan.provider.id, { ok: false, status: e.status, code: e.code, reason: reasonOf(e), request: requestKey(plan), retryAfterMs: e.retryAfterMs });
     } else {
-      (await recordUpstream(app, plan.provider.id, { ok: true }));
+      await recordUpstream(app, plan.provider.id, { ok: true });
       const messages = [...plan.messages, ...outcome.reply];
-      (await saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock)));
-      if (plan.responseId) (await saveResponse(app.db, { id: plan.responseId, sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock)));
+      await saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock));
+      if (plan.responseId) await saveResponse(app.db, { id: plan.responseId, sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock));
       if (plan.newSession) app.events.emit('session:started', { sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId });
     }
     app.events.emit('completion:finished', {
@@ -190,7 +190,7 @@ export async function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome)
       usage: outcome.usage ?? null,
       durationMs: Math.round(monotonic() - plan.started),
     });
-  }));
+  });
 }
 
 /**
@@ -199,8 +199,8 @@ export async function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome)
  * answer, the stream's last frame, the provider's recorded reason nor a log line can carry one.
  */
 export async function failChat(app: App, plan: ChatPlan, err: UpstreamError, usage: Usage | null = null): Promise<AppError> {
-  const clean = err.scrubbed((await configuredSecrets(app)));
-  (await finishChat(app, plan, { finishReason: null, usage, reply: [], error: clean }));
+  const clean = err.scrubbed(await configuredSecrets(app));
+  await finishChat(app, plan, { finishReason: null, usage, reply: [], error: clean });
   return upstreamFailure(plan, clean);
 }
 

@@ -29,9 +29,9 @@ export const storedMessages = (messages: ChatMessage[], secrets: readonly string
 
 /** Writes the session with each of `secrets` replaced wherever it appears in its messages. */
 export async function saveSession(db: DB, s: Session, secrets: readonly string[], now: string): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     `INSERT INTO chat_sessions (id, agent, model, messages, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET model = excluded.model, messages = excluded.messages, updated_at = excluded.updated_at`,
-  ).run(s.id, s.agent, s.model, storedMessages(s.messages, secrets), now, now));
+  ).run(s.id, s.agent, s.model, storedMessages(s.messages, secrets), now, now);
 }

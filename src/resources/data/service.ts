@@ -26,9 +26,9 @@ function backend(app: App): DataBackend {
 
 /** The registry follows the database: after a crash between a migration's commit and the registry update, the next open catches up. */
 export async function reconcile(app: App, id: string, state: DatabaseState): Promise<void> {
-  const d = (await store.getById(app.db, id));
+  const d = await store.getById(app.db, id);
   if (d && d.schemaVersion !== state.schemaVersion) {
-    (await store.setSchema(app.db, id, state.schema, state.schemaVersion, nowIso(app.clock)));
+    await store.setSchema(app.db, id, state.schema, state.schemaVersion, nowIso(app.clock));
     app.log.warn('database registry caught up with its file', { database: id, schemaVersion: state.schemaVersion });
   }
 }
@@ -55,17 +55,17 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
     if (err instanceof SchemaError) throw new AppError('data_invalid', `${err.path}: ${err.message}.`, { details: [{ path: `body.${err.path}`, message: err.message }] });
     throw err;
   }
-  if ((await store.getByName(app.db, body.name))) throw nameTaken(body.name);
+  if (await store.getByName(app.db, body.name)) throw nameTaken(body.name);
   const d: Database = { id: uuidv7(), name: body.name, schema, schemaVersion: 1, createdAt: nowIso(app.clock) };
   await backend(app).create(d.id, schema);
   try {
-    (await app.events.write(async () => {
+    await app.events.write(async () => {
       // Two creations of one name, on two daemons: the second finds the first (lockKey).
       await lockKey(app.db, 'database', body.name);
-      if ((await store.getByName(app.db, body.name))) throw nameTaken(body.name);
-      (await store.insertDatabase(app.db, d));
+      if (await store.getByName(app.db, body.name)) throw nameTaken(body.name);
+      await store.insertDatabase(app.db, d);
       app.events.emit('data:created', { id: d.id, name: d.name });
-    }));
+    });
   } catch (err) {
     await backend(app).drop(d.id);
     throw err;
@@ -76,27 +76,27 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
 const nameTaken = (name: string) => new AppError('data_conflict', `A database named ${name} already exists.`, { details: [{ path: 'body.name', message: 'already exists' }] });
 
 export async function listDatabases(app: App, p: Principal | null, q: { limit: number; cursor?: string }): Promise<Page<Database>> {
-  const rows = (await store.listDatabases(app.db, { after: q.cursor, limit: q.limit + 1 }));
+  const rows = await store.listDatabases(app.db, { after: q.cursor, limit: q.limit + 1 });
   const page = toPage(rows, q.limit, (d) => d.id);
   return { items: page.items.filter((d) => canSee(p, d)).map((d) => visible(p, d)), next: page.next };
 }
 
 export async function getDatabase(app: App, p: Principal | null, ref: string): Promise<Database> {
-  const d = (await resolve(app, ref));
+  const d = await resolve(app, ref);
   requireRead(p, d);
   return visible(p, d);
 }
 
 export async function deleteDatabase(app: App, p: Principal | null, ref: string, expectedVersion?: number): Promise<void> {
-  const d = (await resolve(app, ref));
+  const d = await resolve(app, ref);
   requireManage(p, d);
   if (expectedVersion !== undefined && expectedVersion !== d.schemaVersion) {
     throw new AppError('data_conflict', `The database is at schemaVersion ${d.schemaVersion}, not ${expectedVersion}.`, { details: [{ path: 'query.expectedVersion', message: `the database is at ${d.schemaVersion}` }] });
   }
-  (await app.events.write(async () => {
+  await app.events.write(async () => {
     if (!(await store.deleteDatabase(app.db, d.id))) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
     app.events.emit('data:deleted', { id: d.id, name: d.name });
-  }));
+  });
   // The row is gone first, so no new request reaches the database; then it goes.
   await backend(app).drop(d.id);
 }
@@ -121,7 +121,7 @@ async function serialised<T>(pending: Promise<EncodedAnswer>): Promise<Serialise
 }
 
 export async function transactions(app: App, p: Principal | null, ref: string, body: { operations: OperationT[]; idempotencyKey?: string }): Promise<SerialisedAnswer<RecordResultT[]>> {
-  const d = (await resolve(app, ref));
+  const d = await resolve(app, ref);
   requireRead(p, d);
   const grants = tableGrants(p, d);
   body.operations.forEach((op, i) => {
@@ -132,7 +132,7 @@ export async function transactions(app: App, p: Principal | null, ref: string, b
 }
 
 export async function query(app: App, p: Principal | null, ref: string, body: QueryInT): Promise<SerialisedAnswer<QueryResult>> {
-  const d = (await resolve(app, ref));
+  const d = await resolve(app, ref);
   requireRead(p, d);
   const mode = body.mode ?? 'read';
   const grants = tableGrants(p, d);
@@ -142,21 +142,21 @@ export async function query(app: App, p: Principal | null, ref: string, body: Qu
 }
 
 export async function migrate(app: App, p: Principal | null, ref: string, body: MigrationInT): Promise<{ database: Database; replayed: boolean }> {
-  const d = (await resolve(app, ref));
+  const d = await resolve(app, ref);
   requireManage(p, d);
   const checksum = migrationChecksum(body);
   const r = await backend(app).migrate(d.id, body, checksum, app.clock.now());
   if (!r.replayed) {
-    (await app.events.write(async () => {
-      (await store.setSchema(app.db, d.id, r.answer.schema, r.answer.schemaVersion, nowIso(app.clock)));
+    await app.events.write(async () => {
+      await store.setSchema(app.db, d.id, r.answer.schema, r.answer.schemaVersion, nowIso(app.clock));
       app.events.emit('data:migrated', { id: d.id, name: d.name, migrationId: body.id, schemaVersion: r.answer.schemaVersion });
-    }));
+    });
   }
   return { database: { ...d, schema: r.answer.schema, schemaVersion: r.answer.schemaVersion }, replayed: r.replayed };
 }
 
 export async function listMigrations(app: App, p: Principal | null, ref: string): Promise<MigrationRecord[]> {
-  const d = (await resolve(app, ref));
+  const d = await resolve(app, ref);
   requireRead(p, d);
   return backend(app).migrations(d.id);
 }

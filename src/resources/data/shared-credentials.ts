@@ -13,9 +13,9 @@ export function sharedCredentials(app: App): CredentialStore {
   return {
     async take(id: string, fresh: () => DatabaseCredentials): Promise<DatabaseCredentials> {
       const place = { projectId: app.projectId, agent: 'data-credentials', service: id };
-      const plain = (await sharedSealed(app.db, app.services.get(VAULT).keys.entryKey, place, keyOf(id), () => Buffer.from(JSON.stringify(fresh()), 'utf8')));
+      const plain = await sharedSealed(app.db, app.services.get(VAULT).keys.entryKey, place, keyOf(id), () => Buffer.from(JSON.stringify(fresh()), 'utf8'));
       return JSON.parse(plain.toString('utf8')) as DatabaseCredentials;
     },
-    drop: async (id: string) => (await dropShared(app.db, keyOf(id))),
+    drop: async (id: string) => await dropShared(app.db, keyOf(id)),
   };
 }

@@ -46,7 +46,7 @@ const forget = (db: DB): void => found.get(db)?.clear();
 
 export async function insertDatabase(db: DB, d: Database): Promise<void> {
   forget(db);
-  (await stmt(db, 'INSERT INTO data_databases (id, name, schema, schema_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(d.id, d.name, JSON.stringify(d.schema), d.schemaVersion, d.createdAt, d.createdAt));
+  await stmt(db, 'INSERT INTO data_databases (id, name, schema, schema_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(d.id, d.name, JSON.stringify(d.schema), d.schemaVersion, d.createdAt, d.createdAt);
 }
 
 export function getById(db: DB, id: string): Promise<Database | null> {
@@ -69,7 +69,7 @@ export async function allIds(db: DB): Promise<string[]> {
 
 export async function setSchema(db: DB, id: string, schema: SchemaDefT, version: number, now: string): Promise<void> {
   forget(db);
-  (await stmt(db, 'UPDATE data_databases SET schema = ?, schema_version = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(schema), version, now, id));
+  await stmt(db, 'UPDATE data_databases SET schema = ?, schema_version = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(schema), version, now, id);
 }
 
 export async function deleteDatabase(db: DB, id: string): Promise<boolean> {

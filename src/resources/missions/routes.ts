@@ -26,7 +26,7 @@ const actionRoute = (action: missions.MissionAction) =>
     tag,
     params: MissionIdParam,
     response: MissionOut,
-    handler: async ({ app, params }) => (await missions.moveMission(app, params.missionId, action)),
+    handler: async ({ app, params }) => await missions.moveMission(app, params.missionId, action),
   });
 
 export const missionRoutes = [
@@ -40,7 +40,7 @@ export const missionRoutes = [
     query: MissionListQuery,
     response: z.array(MissionOut),
     handler: async ({ app, query, setHeader }) => {
-      return pageAnswer(setHeader, (await missions.listMissions(app, query)));
+      return pageAnswer(setHeader, await missions.listMissions(app, query));
     },
   }),
   route({
@@ -55,7 +55,7 @@ export const missionRoutes = [
     status: 201,
     body: MissionIn,
     response: MissionDetailOut,
-    handler: async ({ app, body }) => (await missions.createMission(app, body)),
+    handler: async ({ app, body }) => await missions.createMission(app, body),
   }),
   route({
     method: 'GET',
@@ -65,7 +65,7 @@ export const missionRoutes = [
     tag,
     params: MissionIdParam,
     response: MissionDetailOut,
-    handler: async ({ app, params }) => (await missions.getMission(app, params.missionId)),
+    handler: async ({ app, params }) => await missions.getMission(app, params.missionId),
   }),
   actionRoute('start'),
   actionRoute('pause'),
@@ -81,7 +81,7 @@ export const missionRoutes = [
     query: DeleteQuery,
     response: Removed,
     handler: async ({ app, params, query }) => {
-      (await missions.deleteMission(app, params.missionId, query.cascade));
+      await missions.deleteMission(app, params.missionId, query.cascade);
       return { removed: true as const };
     },
   }),

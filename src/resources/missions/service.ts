@@ -51,19 +51,19 @@ function toMission(m: MissionRecord, tasks: Task[]): Mission {
 async function requireRecord(app: App, id: string): Promise<MissionRecord> {
   // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
   await lockKey(app.db, 'mission', id);
-  const m = (await store.getMission(app.db, id));
+  const m = await store.getMission(app.db, id);
   if (!m) throw new AppError('not_found', `Mission "${id}" not found.`);
   return m;
 }
 
 export async function getMission(app: App, id: string): Promise<MissionDetail> {
-  const m = (await requireRecord(app, id));
-  const tasks = (await listMissionTasks(app, id));
+  const m = await requireRecord(app, id);
+  const tasks = await listMissionTasks(app, id);
   return { ...toMission(m, tasks), tasks };
 }
 
 export async function listMissions(app: App, q: MissionListFilter): Promise<Page<Mission>> {
-  const page = toPage((await store.listMissions(app.db, { status: q.status, before: q.cursor, limit: q.limit + 1 })), q.limit, (m) => m.id);
+  const page = toPage(await store.listMissions(app.db, { status: q.status, before: q.cursor, limit: q.limit + 1 }), q.limit, (m) => m.id);
   const items: Mission[] = [];
   for (const m of page.items) items.push(toMission(m, await listMissionTasks(app, m.id)));
   return { items, next: page.next };
@@ -74,7 +74,7 @@ export async function listMissions(app: App, q: MissionListFilter): Promise<Page
  * transaction: any failure leaves nothing behind. `at` is where the body sits, for error paths.
  */
 export async function createMission(app: App, input: MissionInput, at = 'body'): Promise<MissionDetail> {
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     const plan = planTasks(input.tasks, `${at}.tasks`);
     const unknown: ErrorDetail[] = [];
     for (const [i, t] of input.tasks.entries()) {
@@ -84,7 +84,7 @@ export async function createMission(app: App, input: MissionInput, at = 'body'):
 
     const id = uuidv7();
     const now = nowIso(app.clock);
-    (await store.insertMission(app.db, {
+    await store.insertMission(app.db, {
       id,
       name: input.name,
       goal: input.goal ?? null,
@@ -92,23 +92,23 @@ export async function createMission(app: App, input: MissionInput, at = 'body'):
       deadline: input.deadline === undefined ? null : new Date(input.deadline).toISOString(),
       createdAt: now,
       updatedAt: now,
-    }));
+    });
     const taskIds: string[] = [];
     for (const i of plan.order) {
       const { dependsOn: _titles, ...fields } = input.tasks[i]!;
-      const task = (await createTask(app, { ...fields, missionId: id, dependsOn: plan.deps[i]!.map((j) => taskIds[j]!), draft: true }));
+      const task = await createTask(app, { ...fields, missionId: id, dependsOn: plan.deps[i]!.map((j) => taskIds[j]!), draft: true });
       taskIds[i] = task.id;
     }
-    const mission = (await getMission(app, id));
+    const mission = await getMission(app, id);
     app.events.emit('mission:created', { missionId: id, name: input.name, taskIds: mission.taskIds });
     return mission;
-  }));
+  });
 }
 
 /** start, pause, resume or cancel; any other move is 409 invalid_transition naming both states. */
 export async function moveMission(app: App, id: string, action: MissionAction): Promise<Mission> {
-  return (await app.events.write(async () => {
-    const m = (await requireRecord(app, id));
+  return await app.events.write(async () => {
+    const m = await requireRecord(app, id);
     const move = MISSION_ACTIONS[action];
     if (!(move.from as readonly MissionState[]).includes(m.status)) {
       const allowed = (Object.keys(MISSION_ACTIONS) as MissionAction[]).filter((a) => (MISSION_ACTIONS[a].from as readonly MissionState[]).includes(m.status));
@@ -120,12 +120,12 @@ export async function moveMission(app: App, id: string, action: MissionAction): 
     }
     app.events.emit(move.event, { missionId: id, name: m.name });
     if (action === 'start') {
-      for (const t of (await listMissionTasks(app, id))) if (t.status === 'draft') (await transitionTask(app, t.id, 'pending', { reason: 'mission started' }));
+      for (const t of await listMissionTasks(app, id)) if (t.status === 'draft') await transitionTask(app, t.id, 'pending', { reason: 'mission started' });
       // A mission with nothing to do is done as soon as it starts; left active, nothing would ever end it.
-      (await completeIfAllDone(app, { ...m, status: move.to }, true));
+      await completeIfAllDone(app, { ...m, status: move.to }, true);
     }
-    return toMission((await requireRecord(app, id)), (await listMissionTasks(app, id)));
-  }));
+    return toMission(await requireRecord(app, id), await listMissionTasks(app, id));
+  });
 }
 
 /**
@@ -133,14 +133,14 @@ export async function moveMission(app: App, id: string, action: MissionAction): 
  * what they depend on); without, they stay on the board with missionId cleared.
  */
 export async function deleteMission(app: App, id: string, cascade: boolean): Promise<void> {
-  (await app.events.write(async () => {
-    const m = (await requireRecord(app, id));
-    const tasks = (await listMissionTasks(app, id));
-    if (cascade) for (const t of [...tasks].reverse()) (await removeTask(app, t.id, 'mission'));
-    else for (const t of tasks) (await detachTaskFromMission(app, t.id));
-    (await store.deleteMission(app.db, id));
+  await app.events.write(async () => {
+    const m = await requireRecord(app, id);
+    const tasks = await listMissionTasks(app, id);
+    if (cascade) for (const t of [...tasks].reverse()) await removeTask(app, t.id, 'mission');
+    else for (const t of tasks) await detachTaskFromMission(app, t.id);
+    await store.deleteMission(app.db, id);
     app.events.emit('mission:deleted', { missionId: id, name: m.name, cascade });
-  }));
+  });
 }
 
 /**
@@ -149,20 +149,20 @@ export async function deleteMission(app: App, id: string, cascade: boolean): Pro
  */
 async function completeIfAllDone(app: App, m: MissionRecord, emptyIsDone: boolean): Promise<void> {
   if (!RUNNING.includes(m.status)) return;
-  const tasks = (await listMissionTasks(app, m.id));
+  const tasks = await listMissionTasks(app, m.id);
   if ((!tasks.length && !emptyIsDone) || !tasks.every((t) => t.status === 'done')) return;
-  (await store.setStatus(app.db, m.id, m.status, 'completed', nowIso(app.clock)));
+  await store.setStatus(app.db, m.id, m.status, 'completed', nowIso(app.clock));
   app.events.emit('mission:completed', { missionId: m.id, name: m.name });
 }
 
 /** Completion and failure follow from task transitions, inside the transition's transaction. */
 async function onTransition(app: App, { task, to }: TaskTransition): Promise<void> {
   if (!task.missionId || (to !== 'done' && to !== 'failed')) return;
-  const m = (await store.getMission(app.db, task.missionId));
+  const m = await store.getMission(app.db, task.missionId);
   if (!m || !RUNNING.includes(m.status)) return;
-  if (to === 'done') (await completeIfAllDone(app, m, false));
+  if (to === 'done') await completeIfAllDone(app, m, false);
   else if (task.retries >= task.maxRetries) {
-    (await store.setStatus(app.db, m.id, m.status, 'failed', nowIso(app.clock)));
+    await store.setStatus(app.db, m.id, m.status, 'failed', nowIso(app.clock));
     app.events.emit('mission:failed', { missionId: m.id, name: m.name, taskId: task.id });
   }
 }
@@ -174,8 +174,8 @@ async function onTransition(app: App, { task, to }: TaskTransition): Promise<voi
  */
 async function onRemoval(app: App, task: Task, cause: RemovalCause): Promise<void> {
   if (!task.missionId || cause === 'mission') return;
-  const m = (await store.getMission(app.db, task.missionId));
-  if (m) (await completeIfAllDone(app, m, false));
+  const m = await store.getMission(app.db, task.missionId);
+  if (m) await completeIfAllDone(app, m, false);
 }
 
 /**
@@ -185,14 +185,14 @@ async function onRemoval(app: App, task: Task, cause: RemovalCause): Promise<voi
  */
 async function checkNewTask(app: App, input: TaskInput, status: TaskState): Promise<TaskState | void> {
   if (input.missionId === undefined) return;
-  const m = (await store.getMission(app.db, input.missionId));
+  const m = await store.getMission(app.db, input.missionId);
   if (!m) {
     throw unprocessableField('body.missionId', `mission "${input.missionId}" does not exist`);
   }
   if (FINISHED.includes(m.status)) {
     throw new AppError('conflict', `Mission ${m.id} is ${m.status}: a ${m.status} mission takes no new tasks.`);
   }
-  const same = (await findMissionTaskByTitle(app, m.id, input.title));
+  const same = await findMissionTaskByTitle(app, m.id, input.title);
   if (same) {
     throw new AppError('unprocessable', `title: mission ${m.id} already has a task titled "${input.title}" (${same}); titles are unique within a mission.`, {
       details: [{ path: 'body.title', message: `duplicate title "${input.title}" in mission ${m.id}; titles must be unique within a mission` }],
@@ -208,7 +208,7 @@ async function checkNewTask(app: App, input: TaskInput, status: TaskState): Prom
  */
 async function guardTransition(app: App, task: Task, to: TaskState): Promise<void> {
   if (!task.missionId) return;
-  const m = (await store.getMission(app.db, task.missionId));
+  const m = await store.getMission(app.db, task.missionId);
   if (!m) return;
   if (task.status === 'draft' && m.status === 'draft') {
     throw new AppError('conflict', `Task ${task.id} cannot move from draft to ${to}: its mission ${m.id} is still draft; start the mission to release its tasks.`);

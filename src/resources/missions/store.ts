@@ -39,7 +39,7 @@ export async function listMissions(db: DB, f: { status?: MissionState; before?: 
 }
 
 export async function insertMission(db: DB, m: MissionRecord): Promise<void> {
-  (await stmt(db, `INSERT INTO missions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(m.id, m.name, m.goal, m.status, m.deadline, m.createdAt, m.updatedAt));
+  await stmt(db, `INSERT INTO missions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(m.id, m.name, m.goal, m.status, m.deadline, m.createdAt, m.updatedAt);
 }
 
 /** Compare-and-set on the status: false when the mission is no longer in `from`. */

@@ -41,24 +41,24 @@ export async function listPlaybooks(db: DB): Promise<PlaybookRecord[]> {
 }
 
 export async function insertPlaybook(db: DB, p: PlaybookRecord): Promise<void> {
-  (await stmt(db, `INSERT INTO playbooks (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(
+  await stmt(db, `INSERT INTO playbooks (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(
     p.name,
     p.description,
     JSON.stringify(p.parameters),
     JSON.stringify(p.mission),
     p.createdAt,
     p.updatedAt,
-  ));
+  );
 }
 
 export async function updatePlaybook(db: DB, p: PlaybookRecord): Promise<void> {
-  (await stmt(db, 'UPDATE playbooks SET description = ?, parameters = ?, mission = ?, updated_at = ? WHERE name = ?').run(
+  await stmt(db, 'UPDATE playbooks SET description = ?, parameters = ?, mission = ?, updated_at = ? WHERE name = ?').run(
     p.description,
     JSON.stringify(p.parameters),
     JSON.stringify(p.mission),
     p.updatedAt,
     p.name,
-  ));
+  );
 }
 
 export async function deletePlaybook(db: DB, name: string): Promise<boolean> {

@@ -22,7 +22,7 @@ const usable = (p: Provider): boolean => p.keyless || p.key !== null;
 export const WAITING_RUNS = serviceKey<(app: App, now: number) => Promise<Map<string, number>>>('providers.waitingRuns');
 
 export async function authStatus(app: App, now = app.clock.now()): Promise<{ providers: Record<string, ProviderStatusInfo> }> {
-  const health = (await store.allHealth(app.db));
+  const health = await store.allHealth(app.db);
   const waiting = [...health.values()].some((h) => h.pausedUntil !== null && h.pausedUntil > now) ? await app.services.get(WAITING_RUNS)(app, now) : new Map<string, number>();
   const out: Record<string, ProviderStatusInfo> = {};
   for (const p of providers(app).values()) {
@@ -46,7 +46,7 @@ export async function authStatus(app: App, now = app.clock.now()): Promise<{ pro
   return { providers: out };
 }
 
-export const providerHealth = async (app: App, id: string): Promise<ProviderHealth> => (await store.getHealth(app.db, id));
+export const providerHealth = async (app: App, id: string): Promise<ProviderHealth> => await store.getHealth(app.db, id);
 
 export const isUsable = usable;
 
@@ -81,7 +81,7 @@ function credentialParts(value: string): string[] {
 }
 
 /** When the provider may be called again, or null when it may be called now. */
-export const blockedUntil = async (app: App, id: string, now = app.clock.now()): Promise<number | null> => unavailableUntil((await store.getHealth(app.db, id)), now);
+export const blockedUntil = async (app: App, id: string, now = app.clock.now()): Promise<number | null> => unavailableUntil(await store.getHealth(app.db, id), now);
 
 export type UpstreamOutcome =
   | { ok: true }
@@ -109,17 +109,17 @@ export async function recordUpstream(app: App, id: string, outcome: UpstreamOutc
 }
 
 async function record(app: App, id: string, outcome: UpstreamOutcome, now: number, facts: FailureFacts): Promise<void> {
-  const before = (await store.getHealth(app.db, id));
+  const before = await store.getHealth(app.db, id);
   if (outcome.ok) {
-    (await recordSuccess(app, id, before, now));
+    await recordSuccess(app, id, before, now);
     return;
   }
   const next = afterFailure(before, classifyFailure(outcome.status, outcome.code), outcome.reason, now, { ...facts, retryAfterMs: outcome.retryAfterMs });
-  if (next !== before) (await store.putHealth(app.db, id, next, nowIso(app.clock)));
+  if (next !== before) await store.putHealth(app.db, id, next, nowIso(app.clock));
 }
 
 async function recordSuccess(app: App, id: string, before: ProviderHealth, now: number): Promise<void> {
-  if (before.errorCount || before.billingCount || before.authFailed || before.cooldownUntil || before.disabledUntil) (await store.putHealth(app.db, id, afterSuccess(before, now), nowIso(app.clock)));
+  if (before.errorCount || before.billingCount || before.authFailed || before.cooldownUntil || before.disabledUntil) await store.putHealth(app.db, id, afterSuccess(before, now), nowIso(app.clock));
 }
 
 /**
@@ -127,25 +127,25 @@ async function recordSuccess(app: App, id: string, before: ProviderHealth, now: 
  * the provider cools down, and its runs pause, until the reset (or its backoff). Returns until when.
  */
 export async function pauseProvider(app: App, id: string, reason: string, resetsAt: number | null, now = app.clock.now()): Promise<number> {
-  const next = afterUsageLimit((await store.getHealth(app.db, id)), reason, now, resetsAt);
-  (await store.putHealth(app.db, id, next, nowIso(app.clock)));
+  const next = afterUsageLimit(await store.getHealth(app.db, id), reason, now, resetsAt);
+  await store.putHealth(app.db, id, next, nowIso(app.clock));
   return next.pausedUntil!;
 }
 
 /** A run on the provider ended well: its failure counts are cleared unless a pause is on. */
 export async function providerServed(app: App, id: string, now = app.clock.now()): Promise<void> {
-  (await recordSuccess(app, id, (await store.getHealth(app.db, id)), now));
+  await recordSuccess(app, id, await store.getHealth(app.db, id), now);
 }
 
 /** Providers whose runs are paused, or whose pause is over but not yet said to be: id → paused until. */
 export async function pausedProviders(app: App): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for (const [id, h] of (await store.allHealth(app.db))) if (h.pausedUntil !== null) out.set(id, h.pausedUntil);
+  for (const [id, h] of await store.allHealth(app.db)) if (h.pausedUntil !== null) out.set(id, h.pausedUntil);
   return out;
 }
 
 /** Says a pause is over (false when another daemon did, or the pause moved later meanwhile). */
-export const endPause = async (app: App, id: string, until: number): Promise<boolean> => (await store.endPause(app.db, id, until, nowIso(app.clock)));
+export const endPause = async (app: App, id: string, until: number): Promise<boolean> => await store.endPause(app.db, id, until, nowIso(app.clock));
 
 /** A person resumed a run before its provider's reset: the pause and the cooldown end now. */
-export const liftPause = async (app: App, id: string): Promise<boolean> => (await store.liftPause(app.db, id, nowIso(app.clock)));
+export const liftPause = async (app: App, id: string): Promise<boolean> => await store.liftPause(app.db, id, nowIso(app.clock));

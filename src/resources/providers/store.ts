@@ -36,17 +36,17 @@ export async function getHealth(db: DB, provider: string): Promise<ProviderHealt
 
 export async function putHealth(db: DB, provider: string, h: ProviderHealth, now: string): Promise<void> {
   if (h === HEALTHY) {
-    (await stmt(db, 'DELETE FROM provider_health WHERE provider = ?').run(provider));
+    await stmt(db, 'DELETE FROM provider_health WHERE provider = ?').run(provider);
     return;
   }
-  (await stmt(
+  await stmt(
     db,
     `INSERT INTO provider_health (provider, error_count, billing_count, cooldown_until, disabled_until, auth_failed, last_error_reason, paused_until, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (provider) DO UPDATE SET error_count = excluded.error_count, billing_count = excluded.billing_count,
        cooldown_until = excluded.cooldown_until, disabled_until = excluded.disabled_until, auth_failed = excluded.auth_failed,
        last_error_reason = excluded.last_error_reason, paused_until = excluded.paused_until, updated_at = excluded.updated_at`,
-  ).run(provider, h.errorCount, h.billingCount, h.cooldownUntil, h.disabledUntil, h.authFailed ? 1 : 0, h.lastErrorReason, h.pausedUntil, now));
+  ).run(provider, h.errorCount, h.billingCount, h.cooldownUntil, h.disabledUntil, h.authFailed ? 1 : 0, h.lastErrorReason, h.pausedUntil, now);
 }
 
 /** Says the pause that lasted until `until` is over (false: another daemon said it first, or it moved). */

@@ -97,15 +97,15 @@ export async function listTriggered(db: DB): Promise<RoutineRecord[]> {
 }
 
 export async function insertRoutine(db: DB, r: RoutineRecord): Promise<void> {
-  (await stmt(db, `INSERT INTO routines (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...values(r)));
+  await stmt(db, `INSERT INTO routines (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...values(r));
 }
 
 export async function updateRoutine(db: DB, r: RoutineRecord): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     `UPDATE routines SET description = ?, enabled = ?, schedule = ?, trigger_spec = ?, action = ?, concurrency = ?, catch_up = ?, max_firings_per_minute = ?,
        next_fire_at = ?, last_event_id = ?, rate_window_start = ?, rate_count = ?, updated_at = ? WHERE name = ?`,
-  ).run(...values(r).slice(1, 13), r.updatedAt, r.name));
+  ).run(...values(r).slice(1, 13), r.updatedAt, r.name);
 }
 
 export async function deleteRoutine(db: DB, name: string): Promise<boolean> {
@@ -143,7 +143,7 @@ export async function advanceEvent(db: DB, name: string, eventId: number): Promi
 }
 
 export async function setRate(db: DB, name: string, windowStart: string, count: number): Promise<void> {
-  (await stmt(db, 'UPDATE routines SET rate_window_start = ?, rate_count = ? WHERE name = ?').run(windowStart, count, name));
+  await stmt(db, 'UPDATE routines SET rate_window_start = ?, rate_count = ? WHERE name = ?').run(windowStart, count, name);
 }
 
 // Firings.
@@ -216,13 +216,13 @@ export async function insertFiring(db: DB, f: FiringRecord): Promise<boolean> {
 }
 
 export async function settleFiring(db: DB, id: string, s: { status: Firing['status']; detail: string | null; created: Firing['created']; firedAt?: string }): Promise<void> {
-  (await stmt(db, 'UPDATE routine_firings SET status = ?, detail = ?, created = ?, fired_at = COALESCE(?, fired_at), vars = NULL WHERE id = ?').run(
+  await stmt(db, 'UPDATE routine_firings SET status = ?, detail = ?, created = ?, fired_at = COALESCE(?, fired_at), vars = NULL WHERE id = ?').run(
     s.status,
     s.detail,
     JSON.stringify(s.created),
     s.firedAt ?? null,
     id,
-  ));
+  );
 }
 
 /** Compare-and-set a queued firing to its outcome: false when another daemon released it first. */
@@ -273,18 +273,18 @@ export async function routinesWithQueued(db: DB): Promise<string[]> {
 
 /** Keeps the routine's newest `keep` firings (and every queued one). */
 export async function pruneFirings(db: DB, routine: string, keep: number): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     `DELETE FROM routine_firings WHERE routine = ? AND status <> 'queued'
        AND id <= (SELECT id FROM routine_firings WHERE routine = ? ORDER BY id DESC LIMIT 1 OFFSET ${keep})`,
-  ).run(routine, routine));
+  ).run(routine, routine);
 }
 
 // What firings created.
 
 export async function insertWork(db: DB, ids: string[], routine: string, chain: string[], now: string): Promise<void> {
   const s = stmt(db, 'INSERT INTO routine_work (work_id, routine, chain, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (work_id) DO NOTHING');
-  for (const id of ids) (await s.run(id, routine, JSON.stringify(chain), now));
+  for (const id of ids) await s.run(id, routine, JSON.stringify(chain), now);
 }
 
 /** The chain of routines that created a task or mission, or null when no firing did. */

@@ -49,12 +49,12 @@ export function routineWorker(app: App): RoutineWorker {
     clearTimer: (handle) => clock.clearTimeout(handle),
     // Schedules fire on the leading daemon alone; triggers on whichever daemon hears the event first (fireOnEvent's compare-and-set).
     active: () => leader.isLeader(),
-    candidates: async (at) => (await store.dueRoutines(app.db, new Date(at).toISOString(), BATCH)),
+    candidates: async (at) => await store.dueRoutines(app.db, new Date(at).toISOString(), BATCH),
     fire: async (name, at) => {
-      for (const f of (await fireDue(app, name, at))) log.debug('routine fired', { routine: name, firingId: f.id, status: f.status, scheduledAt: f.scheduledAt });
+      for (const f of await fireDue(app, name, at)) log.debug('routine fired', { routine: name, firingId: f.id, status: f.status, scheduledAt: f.scheduledAt });
     },
     // A batch of due routines in one transaction (each firing in its own savepoint): one commit, not 25.
-    batch: async (pass) => (await app.events.write(pass)),
+    batch: async (pass) => await app.events.write(pass),
     onError: (name, err) =>
       name === null
         ? log.error('reading routine schedules failed; trying again later', errorFields(err))
@@ -82,21 +82,21 @@ export function routineWorker(app: App): RoutineWorker {
   const handle = async (e: StoredEvent) => {
     const matching = (await triggers()).matching(e.name, e.data);
     if (matching.length) {
-      const cause = (await eventChain(app, e));
+      const cause = await eventChain(app, e);
       for (const name of matching) {
         try {
-          (await fireOnEvent(app, name, e, cause));
+          await fireOnEvent(app, name, e, cause);
         } catch (err) {
           log.error('firing a routine on an event failed', { routine: name, eventId: e.id, ...errorFields(err) });
         }
       }
     }
     if (waiting && closes(e)) {
-      const names = (await routinesWithQueued(app));
+      const names = await routinesWithQueued(app);
       if (!names.length) waiting = false;
       for (const name of names) {
         try {
-          (await releaseQueued(app, name));
+          await releaseQueued(app, name);
         } catch (err) {
           log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
         }
@@ -116,7 +116,7 @@ export function routineWorker(app: App): RoutineWorker {
       for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || monotonic() < until); n++) {
         const e = backlog[head++]!;
         try {
-          (await handle(e));
+          await handle(e);
         } catch (err) {
           log.error('matching an event against routine triggers failed', { eventId: e.id, ...errorFields(err) });
         }
@@ -167,9 +167,9 @@ export function routineWorker(app: App): RoutineWorker {
       unlead = leader.onChange((leads) => leads && void scheduler.tick());
       await scheduler.tick();
       // Queued firings whose previous work closed while no daemon ran.
-      for (const name of (await routinesWithQueued(app))) {
+      for (const name of await routinesWithQueued(app)) {
         try {
-          (await releaseQueued(app, name));
+          await releaseQueued(app, name);
         } catch (err) {
           log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
         }

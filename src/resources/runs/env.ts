@@ -38,7 +38,7 @@ export async function runEnvironment(app: App, agent: string, runtime: Runtime, 
     let entry = opened.get(value.vault);
     if (!entry) {
       try {
-        entry = (await openEntry(app, agent, value.vault));
+        entry = await openEntry(app, agent, value.vault);
       } catch {
         throw new VaultRefError(`runtime.env.${name}: agent "${agent}" has no vault entry for service "${value.vault}" (or it cannot be opened)`);
       }

@@ -58,13 +58,13 @@ export class Holds {
   }
 
   async agent(name: string): Promise<Agent | null> {
-    if (!this.agents.has(name)) this.agents.set(name, (await getAgent(this.app.db, name)));
+    if (!this.agents.has(name)) this.agents.set(name, await getAgent(this.app.db, name));
     return this.agents.get(name)!;
   }
 
   /** The agent's provider, or null (no such agent, no runtime, or none to say). */
   async providerOfAgent(name: string): Promise<string | null> {
-    const a = (await this.agent(name));
+    const a = await this.agent(name);
     return a?.runtime ? providerOf(a, a.runtime.kind) : null;
   }
 
@@ -84,7 +84,7 @@ export class Holds {
 
   /** The agent's provider, paused by a usage limit now: until when. */
   private async providerHold(agent: string): Promise<Hold | null> {
-    const provider = (await this.providerOfAgent(agent));
+    const provider = await this.providerOfAgent(agent);
     const until = provider ? this.paused.get(provider) : undefined;
     if (!provider || until === undefined || until <= this.now) return null;
     this.seen(until);
@@ -96,7 +96,7 @@ export class Holds {
     if (!this.budgets.has(agent)) {
       // Every budget's spend is read once per look, however many agents it limits.
       this.states ??= (await budgetStates(this.app, undefined, this.now));
-      const b = (await budgetHold(this.app, agent, this.now, this.states));
+      const b = await budgetHold(this.app, agent, this.now, this.states);
       this.budgets.set(agent, b && { kind: 'budget', scope: b.scope, agent: b.agent, period: b.period, until: b.periodEnd });
     }
     const hold = this.budgets.get(agent)!;
@@ -111,13 +111,13 @@ export class Holds {
 
   /** What holds a run that is queued or paused, besides slots and concurrency. */
   async of(run: Pick<store.RunRecord, 'agent' | 'status' | 'notBefore'>): Promise<Hold | null> {
-    const provider = (await this.providerHold(run.agent));
+    const provider = await this.providerHold(run.agent);
     if (provider) return provider;
     if (run.notBefore && Date.parse(run.notBefore) > this.now) {
       this.seen(Date.parse(run.notBefore));
       return { kind: 'backoff', until: run.notBefore };
     }
-    const budget = (await this.budgetHold(run.agent));
+    const budget = await this.budgetHold(run.agent);
     if (budget) return budget;
     if (run.status === 'paused' && !this.app.config().runner.autoResume) return { kind: 'resume' };
     return null;
@@ -129,11 +129,11 @@ export class Holds {
    */
   async explain(run: store.RunRecord, slots: { running: number; capacity: number } | null): Promise<Hold | null> {
     if (run.status !== 'queued' && run.status !== 'paused') return null;
-    const held = (await this.of(run));
+    const held = await this.of(run);
     if (held || run.status === 'paused') return held;
-    const agent = (await this.agent(run.agent));
+    const agent = await this.agent(run.agent);
     const limit = agent?.maxConcurrency ?? 1;
-    if (!this.active.has(run.agent)) this.active.set(run.agent, (await store.activeCount(this.app.db, { agent: run.agent })));
+    if (!this.active.has(run.agent)) this.active.set(run.agent, await store.activeCount(this.app.db, { agent: run.agent }));
     const running = this.active.get(run.agent)!;
     if (running >= limit) return { kind: 'concurrency', running, limit };
     if (slots && slots.running >= slots.capacity) return { kind: 'slots', ...slots };
@@ -143,8 +143,8 @@ export class Holds {
   /** Queued and paused runs per paused provider (auth status, runner:paused). */
   async waitingByProvider(): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    for (const { agent, n } of (await store.waitingByAgent(this.app.db))) {
-      const p = (await this.providerOfAgent(agent));
+    for (const { agent, n } of await store.waitingByAgent(this.app.db)) {
+      const p = await this.providerOfAgent(agent);
       if (p) out.set(p, (out.get(p) ?? 0) + n);
     }
     return out;

@@ -36,7 +36,7 @@ export async function readRunners(app: App) {
     labels: JSON.parse(r.labels) as string[],
     runtimes: JSON.parse(r.runtimes) as { kind: (typeof RUNTIME_KINDS)[number]; path: string; version: string | null }[],
     capacity: Number(r.capacity),
-    running: (await store.activeCount(app.db, { runner: r.id })),
+    running: await store.activeCount(app.db, { runner: r.id }),
     online: r.stopped_at === null && (alone || now - Number(r.seen_at) < app.config().runner.offlineAfterSec * 1000),
     startedAt: r.started_at,
     lastSeenAt: new Date(alone && r.stopped_at === null ? now : Number(r.seen_at)).toISOString(),

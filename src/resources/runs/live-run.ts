@@ -158,7 +158,7 @@ export class LiveRun {
     const { app, run, runtime } = this;
     const config = this.ctx.config();
     const fail = (error: string): ProcessExit => ({ code: null, signal: null, reason: 'spawn_failed', error });
-    const task = (await getTask(app, run.taskId));
+    const task = await getTask(app, run.taskId);
     if (!task) return fail('the task was removed');
     const driver = driverFor(runtime.kind);
     const command = await findRuntime(app, runtime);
@@ -171,7 +171,7 @@ export class LiveRun {
           dir: git.worktreeDir(app.root, run.taskId),
           branch: git.branchName(run.agent, run.taskId),
           baseRef: config.baseRef ?? 'HEAD',
-          fromBranch: (await this.dependencyBranch(task.dependsOn)),
+          fromBranch: await this.dependencyBranch(task.dependsOn),
         });
         this.workspace = { path: ws.path, cwd: ws.cwd, branch: ws.branch, baseCommit: ws.baseCommit };
         this.branchReady = ws.branchReady ?? null;
@@ -187,7 +187,7 @@ export class LiveRun {
     this.runDir = runDir;
     let prompt: string;
     try {
-      prompt = (await promptFor(app, run, task, this.workspace.branch, config.promptFile));
+      prompt = await promptFor(app, run, task, this.workspace.branch, config.promptFile);
     } catch (err) {
       return fail((err as Error).message);
     }
@@ -196,10 +196,10 @@ export class LiveRun {
 
     // The CLI has no such session (Claude Code's "No conversation found": one killed a moment after
     // it began may not have been saved): a fresh one, told what happened so far.
-    (await this.take([{ kind: 'system', text: `the CLI could not resume session ${run.resumeSessionId}; starting a fresh session with the task's history in the prompt` }]));
-    (await app.events.write(async () => (await store.forgetResume(app.db, run.id, nowIso(app.clock)))));
+    await this.take([{ kind: 'system', text: `the CLI could not resume session ${run.resumeSessionId}; starting a fresh session with the task's history in the prompt` }]);
+    await app.events.write(async () => await store.forgetResume(app.db, run.id, nowIso(app.clock)));
     try {
-      prompt = (await promptFor(app, run, task, this.workspace.branch, config.promptFile, { history: (await taskHistory(app, run.taskId, run.id)) }));
+      prompt = await promptFor(app, run, task, this.workspace.branch, config.promptFile, { history: await taskHistory(app, run.taskId, run.id) });
     } catch (err) {
       return fail((err as Error).message);
     }
@@ -237,7 +237,7 @@ export class LiveRun {
     });
     let env: Record<string, string>;
     try {
-      const built = (await runEnvironment(app, run.agent, runtime, invocation.env, { url: this.ctx.url(), key, taskId: run.taskId, runId: run.id, agent: run.agent }));
+      const built = await runEnvironment(app, run.agent, runtime, invocation.env, { url: this.ctx.url(), key, taskId: run.taskId, runId: run.id, agent: run.agent });
       env = built.env;
       this.secrets = built.secrets;
     } catch (err) {
@@ -264,11 +264,11 @@ export class LiveRun {
         timeoutMs: config.timeoutSec * 1000,
         killGraceMs: KILL_GRACE_MS,
         maxLineBytes: MAX_LINE_BYTES,
-        onStdoutLine: async (line) => (await this.take(parser.line(line))),
+        onStdoutLine: async (line) => await this.take(parser.line(line)),
         onStderrLine: async (line) => {
           if (line.trim()) this.lastStderr = line.slice(0, 500);
           if (resumeSessionId && driver.sessionMissing.test(line)) this.sessionGone = true;
-          (await this.take([{ kind: 'stderr', text: line }]));
+          await this.take([{ kind: 'stderr', text: line }]);
         },
       },
       app.clock,
@@ -276,10 +276,10 @@ export class LiveRun {
     this.process = proc;
     if (proc.pid !== null) {
       const pid = proc.pid;
-      (await app.events.write(async () => {
-        (await store.setStarted(app.db, run.id, { pid, pidStart: proc.startTime, workspace: this.workspace.path, branch: this.workspace.branch, baseCommit: this.workspace.baseCommit, now: nowIso(app.clock) }));
+      await app.events.write(async () => {
+        await store.setStarted(app.db, run.id, { pid, pidStart: proc.startTime, workspace: this.workspace.path, branch: this.workspace.branch, baseCommit: this.workspace.baseCommit, now: nowIso(app.clock) });
         app.events.emit('run:started', { runId: run.id, taskId: run.taskId, agent: run.agent, runner: this.ctx.runnerId, pid, branch: this.workspace.branch });
-      }));
+      });
     }
     if (this.endedBy) void proc.cancel();
     return proc.exited;
@@ -316,7 +316,7 @@ export class LiveRun {
   private async take(items: RunLogItem[]): Promise<void> {
     const at = nowIso(this.app.clock);
     for (const item of items) this.log.push(redactValue(item, this.secrets), at);
-    if (this.log.size >= FLUSH_ITEMS) (await this.flush());
+    if (this.log.size >= FLUSH_ITEMS) await this.flush();
     else this.flushLater();
     this.stopIfIdle();
   }
@@ -362,24 +362,24 @@ export class LiveRun {
     const state = this.parser?.state();
     if (!items.length && !state) return;
     try {
-      (await app.events.write(async () => {
-        if (items.length) (await store.insertLog(app.db, this.id, items));
+      await app.events.write(async () => {
+        if (items.length) await store.insertLog(app.db, this.id, items);
         let progress: { turns: number; usage: Usage } | object = {};
         if (state) {
           const usage = addUsage(this.carried.usage, runUsage(state.usage, this.usageBase));
           progress = { turns: this.carried.turns + state.turns, usage };
-          (await store.setProgress(app.db, this.id, {
+          await store.setProgress(app.db, this.id, {
             turns: this.carried.turns + state.turns,
             usage,
             sessionId: state.sessionId,
             logCount: this.log.count,
             logDropped: this.log.droppedCount,
             now: nowIso(app.clock),
-          }));
-          (await this.noteSpend(usage));
+          });
+          await this.noteSpend(usage);
         }
         if (items.length) app.events.emit('run:activity', { runId: this.id, taskId: this.taskId, agent: this.agent, fromSeq: items[0]!.seq, items: items.map(eventItem), ...progress });
-      }));
+      });
     } catch (err) {
       app.log.error("writing a run's log failed; those items are lost", { runId: this.id, items: items.length, ...errorFields(err) });
     }
@@ -441,7 +441,7 @@ export class LiveRun {
     this.finishing = true;
     const state = this.parser?.state() ?? null;
     const end = this.outcome(exit);
-    if (end.status === 'paused') return (await this.pause(exit, state, end.paused!));
+    if (end.status === 'paused') return await this.pause(exit, state, end.paused!);
     let { status, error } = end as { status: FinishedStatus; error: string | null };
     let headCommit: string | null = null;
     let diffStat: DiffStat | null = null;
@@ -465,16 +465,16 @@ export class LiveRun {
     }
     const summary = state?.summary ? redactValue(state.summary, this.secrets) : null;
     if (error) error = redactValue(error, this.secrets);
-    (await this.flush(this.log.closing(nowIso(app.clock))));
-    (await app.events.write(async () => {
+    await this.flush(this.log.closing(nowIso(app.clock)));
+    await app.events.write(async () => {
       const usage = (await store.getRun(app.db, run.id))!.usage;
       if (!(await store.finishRun(app.db, run.id, { status, exitCode: exit.code, error, summary, headCommit, diffStat, now: nowIso(app.clock) }))) return;
       app.events.emit('run:finished', { runId: run.id, taskId: run.taskId, agent: run.agent, status, exitCode: exit.code, error, headCommit, usage });
-      (await this.settleTask(status, { error, summary, headCommit, diffStat }));
+      await this.settleTask(status, { error, summary, headCommit, diffStat });
       // Served well: the provider's failure counts start over (unless its runs are paused).
       const provider = status === 'succeeded' ? providerOf(this.agentRecord, this.runtime.kind) : null;
-      if (provider) (await providerServed(app, provider));
-    }));
+      if (provider) await providerServed(app, provider);
+    });
   }
 
   /**
@@ -484,8 +484,8 @@ export class LiveRun {
    */
   private async pause(exit: ProcessExit, state: StreamState | null, why: PauseReason): Promise<void> {
     const { app, run } = this;
-    (await this.flush(this.log.closing(nowIso(app.clock))));
-    (await app.events.write(async () => {
+    await this.flush(this.log.closing(nowIso(app.clock)));
+    await app.events.write(async () => {
       const now = app.clock.now();
       const provider = providerOf(this.agentRecord, this.runtime.kind);
       let until: number | null = null;
@@ -501,7 +501,7 @@ export class LiveRun {
       const resumesAt = why === 'budget' ? ((await budgetHold(app, run.agent, now))?.periodEnd ?? null) : iso(until);
       app.events.emit('run:paused', { runId: run.id, taskId: run.taskId, agent: run.agent, reason: why, provider, until: resumesAt });
       try {
-        (await releaseClaim(app, run.taskId, this.leaseId, `run ${run.id} paused: ${why === 'budget' ? 'its budget is spent' : 'a usage limit of its provider'}`));
+        await releaseClaim(app, run.taskId, this.leaseId, `run ${run.id} paused: ${why === 'budget' ? 'its budget is spent' : 'a usage limit of its provider'}`);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         app.log.warn('a run paused but its task could not be released', { runId: run.id, taskId: run.taskId, error: err.message });
@@ -509,7 +509,7 @@ export class LiveRun {
       if (why === 'usage_limit' && provider) {
         app.events.emit('runner:paused', { provider, until: iso(until)!, runs: (await (await Holds.read(app, now)).waitingByProvider()).get(provider) ?? 0 });
       }
-    }));
+    });
   }
 
   /** What the run's end does to its task (inside the run's finishing transaction). */
@@ -517,20 +517,20 @@ export class LiveRun {
     const { app, run, leaseId } = this;
     try {
       if (status === 'succeeded') {
-        (await transitionTask(app, run.taskId, 'review', {
+        await transitionTask(app, run.taskId, 'review', {
           leaseId,
           reason: `run ${run.id} succeeded`,
           result: { runId: run.id, summary: r.summary, branch: this.workspace.branch, headCommit: r.headCommit, diffStat: r.diffStat },
-        }));
+        });
       } else if (status === 'cancelled') {
-        (await releaseClaim(app, run.taskId, leaseId, `run ${run.id} cancelled`));
+        await releaseClaim(app, run.taskId, leaseId, `run ${run.id} cancelled`);
       } else if (status === 'lost') {
-        (await releaseClaim(app, run.taskId, leaseId, `run ${run.id} lost: ${r.error}`));
-        (await queueRun(app, run.taskId, { agent: run.agent, reason: 'requeue' }));
+        await releaseClaim(app, run.taskId, leaseId, `run ${run.id} lost: ${r.error}`);
+        await queueRun(app, run.taskId, { agent: run.agent, reason: 'requeue' });
       } else {
-        const task = (await transitionTask(app, run.taskId, 'failed', { leaseId, reason: `run ${run.id} ${status}: ${r.error}`, result: { runId: run.id, error: r.error } }));
+        const task = await transitionTask(app, run.taskId, 'failed', { leaseId, reason: `run ${run.id} ${status}: ${r.error}`, result: { runId: run.id, error: r.error } });
         if (task.retries < task.maxRetries) {
-          (await queueRun(app, run.taskId, { agent: run.agent, reason: 'retry', notBefore: new Date(app.clock.now() + retryDelayMs(task.retries)).toISOString() }));
+          await queueRun(app, run.taskId, { agent: run.agent, reason: 'retry', notBefore: new Date(app.clock.now() + retryDelayMs(task.retries)).toISOString() });
         }
       }
     } catch (err) {

@@ -49,7 +49,7 @@ export async function taskHistory(app: App, taskId: string, exceptRunId: string)
     .listRuns(app.db, { taskId, limit: HISTORY_ITEMS + 1 }))
     .filter((r) => r.id !== exceptRunId)
     .reverse();
-  const { comments } = (await taskWithComments(app, taskId, HISTORY_ITEMS));
+  const { comments } = await taskWithComments(app, taskId, HISTORY_ITEMS);
   const lines = [
     ...runs.map((r) => `- run ${r.attempt} (${r.reason}, ${r.status}${r.branch ? `, branch ${r.branch}` : ''})${r.summary ? `: ${clip(r.summary)}` : r.error ? `: ${clip(r.error)}` : ''}`),
     ...comments.reverse().map((c) => `- note by ${c.author} at ${c.createdAt}: ${clip(c.body)}`),
@@ -115,7 +115,7 @@ export async function promptFor(app: App, run: store.RunRecord, task: Task, bran
   let mission: PromptFacts['mission'] = null;
   if (task.missionId) {
     try {
-      const m = (await getMission(app, task.missionId));
+      const m = await getMission(app, task.missionId);
       mission = { name: m.name, goal: m.goal };
     } catch {
       mission = null; // removed since: the task is still worth doing

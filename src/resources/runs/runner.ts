@@ -123,8 +123,8 @@ export class Runner implements RunnerHandle {
     await this.recover();
     const runtimes = await this.foundRuntimes();
     if (this.closing) return;
-    (await app.events.write(async () => {
-      (await store.upsertRunner(app.db, {
+    await app.events.write(async () => {
+      await store.upsertRunner(app.db, {
         id: this.o.id,
         host: this.host,
         pid: process.pid,
@@ -134,10 +134,10 @@ export class Runner implements RunnerHandle {
         running: 0,
         started_at: nowIso(app.clock),
         seen_at: systemClock.now(),
-      }));
+      });
       // Said to the others: alone on a SQLite state, the daemon's own start says it.
       if (this.o.shared) app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: runtimes.map((r) => r.kind) });
-    }));
+    });
     // Heard one after another, in id order: what an event leads to may read the state.
     this.unsubscribe = app.events.subscribe((e) => {
       this.hearing = this.hearing
@@ -146,10 +146,10 @@ export class Runner implements RunnerHandle {
     });
     this.spareSoon();
     // Presence matters to other runners only: a daemon alone on its SQLite state is its only runner.
-    if (this.o.shared) (await this.presenceTick());
+    if (this.o.shared) await this.presenceTick();
     this.clean();
     // Tasks that became ready while no daemon listened (or before runs existed) are queued now.
-    (await this.sweepAll());
+    await this.sweepAll();
     this.kick();
   }
 
@@ -198,16 +198,16 @@ export class Runner implements RunnerHandle {
         return;
       case 'task:transition':
         if (data.to === 'pending' || data.to === 'assigned') this.dispatchSoon(taskId!);
-        else if (data.to === 'done') for (const d of (await dependentsOf(this.app, taskId!))) this.dispatchSoon(d);
+        else if (data.to === 'done') for (const d of await dependentsOf(this.app, taskId!)) this.dispatchSoon(d);
         if (data.from === 'in_progress') this.taskLeft(taskId!, String(data.to));
-        else if (data.to !== 'pending' && data.to !== 'assigned' && data.to !== 'failed') (await this.waitingTaskLeft(taskId!, String(data.to)));
+        else if (data.to !== 'pending' && data.to !== 'assigned' && data.to !== 'failed') await this.waitingTaskLeft(taskId!, String(data.to));
         return;
       case 'task:updated':
         if (Array.isArray(data.fields) && (data.fields.includes('assignTo') || data.fields.includes('dependsOn'))) this.dispatchSoon(taskId!);
         return;
       case 'task:removed':
         this.taskLeft(taskId!, null);
-        (await this.waitingTaskLeft(taskId!, null));
+        await this.waitingTaskLeft(taskId!, null);
         return;
       case 'agent:created':
       case 'agent:updated':
@@ -215,7 +215,7 @@ export class Runner implements RunnerHandle {
         return;
       case 'config:reloaded':
         // Budgets in project.json may have been raised (runs they held start) or lowered (said now).
-        (await this.noteBudgets());
+        await this.noteBudgets();
         this.kick();
         return;
       case 'mission:resumed':
@@ -242,7 +242,7 @@ export class Runner implements RunnerHandle {
   }
 
   private async sweepAll(): Promise<void> {
-    for (const a of (await listAgents(this.app.db))) if (a.runtime) this.agentsToSweep.add(a.name);
+    for (const a of await listAgents(this.app.db)) if (a.runtime) this.agentsToSweep.add(a.name);
   }
 
   /**
@@ -250,14 +250,14 @@ export class Runner implements RunnerHandle {
    * the run ends now rather than when nothing holds it any more (a pause may last hours).
    */
   private async waitingTaskLeft(taskId: string, to: string | null): Promise<void> {
-    const live = (await store.liveRunOfTask(this.app.db, taskId));
+    const live = await store.liveRunOfTask(this.app.db, taskId);
     if (live?.status !== 'queued' && live?.status !== 'paused') return;
-    (await this.endQueued(live, to ? `the task was moved to ${to} while the run waited` : 'the task was removed while the run waited'));
+    await this.endQueued(live, to ? `the task was moved to ${to} while the run waited` : 'the task was removed while the run waited');
   }
 
   private async noteBudgets(): Promise<void> {
     try {
-      (await this.app.events.write(async () => (await noteSpend(this.app, null))));
+      await this.app.events.write(async () => await noteSpend(this.app, null));
     } catch (err) {
       this.app.log.warn('the budgets could not be looked at after the config changed', errorFields(err));
     }
@@ -294,50 +294,50 @@ export class Runner implements RunnerHandle {
     if (this.closing) return;
     for (const agent of this.agentsToSweep) {
       this.agentsToSweep.delete(agent);
-      for (const id of (await readyTasksOf(app, agent, 200))) this.toDispatch.add(id);
+      for (const id of await readyTasksOf(app, agent, 200)) this.toDispatch.add(id);
     }
     for (const id of this.toDispatch) {
       this.toDispatch.delete(id);
       try {
-        (await dispatchTask(app, id));
+        await dispatchTask(app, id);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         app.log.warn('a ready task could not be queued', { taskId: id, error: err.message });
       }
     }
     if (!this.config.enabled) return;
-    const holds = (await Holds.read(app));
-    (await this.endPauses(holds));
-    if (this.config.autoResume) (await this.resumePaused(holds));
+    const holds = await Holds.read(app);
+    await this.endPauses(holds);
+    if (this.config.autoResume) await this.resumePaused(holds);
     const nowText = nowIso(app.clock);
-    for (const run of (await store.dueQueued(app.db, nowText, PASS_BATCH))) {
+    for (const run of await store.dueQueued(app.db, nowText, PASS_BATCH)) {
       if (this.live.size >= this.capacity()) break;
       if (!this.gitRoot && this.live.size > 0) break;
-      (await this.tryStart(run, holds));
+      await this.tryStart(run, holds);
     }
-    (await this.armWake(nowText, holds));
+    await this.armWake(nowText, holds);
   }
 
   /** Providers whose pause came to its end: said once (runner:resumed), whichever runner comes first. */
   private async endPauses(holds: Holds): Promise<void> {
     const { app } = this;
     for (const [provider, until] of holds.pausesOver()) {
-      (await app.events.write(async () => {
+      await app.events.write(async () => {
         if (!(await endPause(app, provider, until))) return;
         app.events.emit('runner:resumed', { provider, runs: (await holds.waitingByProvider()).get(provider) ?? 0, by: 'runner' });
-      }));
+      });
     }
   }
 
   /** Paused runs that nothing holds any more are queued again, to resume their sessions (runner.autoResume). */
   private async resumePaused(holds: Holds): Promise<void> {
     const { app } = this;
-    for (const run of (await store.pausedRuns(app.db, PASS_BATCH))) {
-      if ((await holds.of(run))) continue;
-      (await app.events.write(async () => {
+    for (const run of await store.pausedRuns(app.db, PASS_BATCH)) {
+      if (await holds.of(run)) continue;
+      await app.events.write(async () => {
         if (!(await store.unpauseRun(app.db, run.id, nowIso(app.clock)))) return;
         app.events.emit('run:resumed', { runId: run.id, taskId: run.taskId, agent: run.agent, by: 'runner' });
-      }));
+      });
     }
   }
 
@@ -347,7 +347,7 @@ export class Runner implements RunnerHandle {
     const { clock } = app;
     if (this.wake) clock.clearTimeout(this.wake);
     this.wake = null;
-    const times = [(await store.nextNotBefore(app.db, nowText)), this.config.autoResume ? (await store.nextPausedNotBefore(app.db, nowText)) : null].flatMap((t) => (t ? [Date.parse(t)] : []));
+    const times = [await store.nextNotBefore(app.db, nowText), this.config.autoResume ? (await store.nextPausedNotBefore(app.db, nowText)) : null].flatMap((t) => (t ? [Date.parse(t)] : []));
     if (holds.next !== null) times.push(holds.next);
     times.push(...holds.pausedNow().values());
     if (!times.length) return;
@@ -358,7 +358,7 @@ export class Runner implements RunnerHandle {
   /** Claims one queued run and its task for this runner, then starts it; a run that cannot start now stays queued. */
   private async tryStart(run: store.RunRecord, holds: Holds): Promise<void> {
     const { app } = this;
-    const agent = (await holds.agent(run.agent));
+    const agent = await holds.agent(run.agent);
     const runtime = agent?.runtime ?? null;
     if (runtime?.runners?.length && !runtime.runners.some((l) => this.config.labels.includes(l))) return;
     // On a shared state a runner without the agent's CLI leaves its runs to one that has it.
@@ -368,10 +368,10 @@ export class Runner implements RunnerHandle {
     let leaseId: string | null = null;
     let refused: string | null = null;
     try {
-      (await app.events.write(async () => {
+      await app.events.write(async () => {
         // Runners on other daemons start this agent's runs too: its maxConcurrency is counted one claim at a time.
         await lockKey(app.db, 'agent-runs', run.agent);
-        const task = (await getTask(app, run.taskId));
+        const task = await getTask(app, run.taskId);
         if (!agent || !runtime) refused = `agent "${run.agent}" ${agent ? 'has no runtime any more' : 'was removed'}`;
         else if (!task) refused = 'the task was removed';
         else if (task.assignTo !== run.agent && task.status !== 'failed') refused = `the task was reassigned to ${task.assignTo ?? 'nobody'}`;
@@ -379,11 +379,11 @@ export class Runner implements RunnerHandle {
         if (refused) return;
         if ((await store.activeCount(app.db, { agent: run.agent })) >= (agent!.maxConcurrency ?? 1)) return;
         if (!(await store.claimRun(app.db, run.id, this.o.id, nowIso(app.clock)))) return;
-        if (task!.status === 'failed') (await retryTask(app, run.taskId));
-        const claimed = (await claimTask(app, run.taskId, run.agent));
-        (await store.setLease(app.db, run.id, claimed.leaseId, nowIso(app.clock)));
+        if (task!.status === 'failed') await retryTask(app, run.taskId);
+        const claimed = await claimTask(app, run.taskId, run.agent);
+        await store.setLease(app.db, run.id, claimed.leaseId, nowIso(app.clock));
         leaseId = claimed.leaseId;
-      }));
+      });
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       // Dependencies not done, a paused mission, retries used up: the claim was rolled back. Used-up
@@ -392,7 +392,7 @@ export class Runner implements RunnerHandle {
       else return;
     }
     if (refused) {
-      (await this.endQueued(run, refused));
+      await this.endQueued(run, refused);
       return;
     }
     if (leaseId === null) return;
@@ -408,10 +408,10 @@ export class Runner implements RunnerHandle {
   /** A queued run that can never start (its task or agent went away): cancelled with the reason. */
   private async endQueued(run: store.RunRecord, why: string): Promise<void> {
     const { app } = this;
-    (await app.events.write(async () => {
+    await app.events.write(async () => {
       if (!(await store.finishRun(app.db, run.id, { status: 'cancelled', exitCode: null, error: why, summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) }))) return;
       app.events.emit('run:finished', { runId: run.id, taskId: run.taskId, agent: run.agent, status: 'cancelled', exitCode: null, error: why, headCommit: null, usage: run.usage });
-    }));
+    });
   }
 
   // --- cancel, recovery, presence, stop
@@ -440,24 +440,24 @@ export class Runner implements RunnerHandle {
     const records = left.filter((r) => r.pid !== null && r.pidStart !== null).map((r) => ({ pid: r.pid!, startTime: r.pidStart! }));
     const killed = await reapRecorded(records, { group: true, graceMs: KILL_GRACE_MS, waitMs: 5_000 });
     if (killed.length) app.log.warn("killed agent processes a stopped daemon left running", { processes: killed.map((k) => k.pid) });
-    for (const r of left) (await this.loseRun(r, 'the daemon running it stopped without ending it (a crash or a kill); it is started again'));
+    for (const r of left) await this.loseRun(r, 'the daemon running it stopped without ending it (a crash or a kill); it is started again');
     app.log.warn('runs left by a daemon that stopped unexpectedly were marked lost and queued again', { runs: left.length });
   }
 
   /** Marks a run lost, releases its task and queues it again (in one transaction). */
   private async loseRun(r: store.RunRecord, why: string): Promise<void> {
     const { app } = this;
-    (await app.events.write(async () => {
+    await app.events.write(async () => {
       if (!(await store.finishRun(app.db, r.id, { status: 'lost', exitCode: null, error: why, summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) }))) return;
       app.events.emit('run:finished', { runId: r.id, taskId: r.taskId, agent: r.agent, status: 'lost', exitCode: null, error: why, headCommit: null, usage: r.usage });
-      if (r.leaseId) (await releaseClaim(app, r.taskId, r.leaseId, `run ${r.id} lost`));
+      if (r.leaseId) await releaseClaim(app, r.taskId, r.leaseId, `run ${r.id} lost`);
       try {
-        (await queueRun(app, r.taskId, { agent: r.agent, reason: 'requeue' }));
+        await queueRun(app, r.taskId, { agent: r.agent, reason: 'requeue' });
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         app.log.warn('a lost run could not be queued again', { runId: r.id, error: err.message });
       }
-    }));
+    });
   }
 
   /** Says this runner is alive, takes over the runs of runners that went silent, and ends runs cancelled through another daemon. */
@@ -466,10 +466,10 @@ export class Runner implements RunnerHandle {
     if (this.closing) return;
     try {
       const silentMs = this.config.offlineAfterSec * 1000;
-      const alive = (await app.events.write(async () => (await store.touchRunner(app.db, this.o.id, this.live.size, systemClock.now()))));
-      if (!alive) (await this.rejoin());
-      for (const gone of (await store.silentRunners(app.db, systemClock.now() - silentMs, this.o.id))) (await this.takeOver(gone.id, gone.host));
-      (await this.cancelRequested());
+      const alive = await app.events.write(async () => await store.touchRunner(app.db, this.o.id, this.live.size, systemClock.now()));
+      if (!alive) await this.rejoin();
+      for (const gone of await store.silentRunners(app.db, systemClock.now() - silentMs, this.o.id)) await this.takeOver(gone.id, gone.host);
+      await this.cancelRequested();
     } catch (err) {
       app.log.warn('the runner could not write its presence; trying again', errorFields(err));
     }
@@ -486,23 +486,23 @@ export class Runner implements RunnerHandle {
     const { app } = this;
     app.log.warn('another daemon took this runner for gone and queued its runs again; ending the processes still running here', { runs: this.live.size });
     for (const run of this.live.values()) void run.end('lost', 'its runner was taken for gone; it runs elsewhere');
-    (await app.events.write(async () => {
-      (await store.upsertRunner(app.db, { ...(await store.getRunner(app.db, this.o.id))!, seen_at: systemClock.now(), running: 0 }));
+    await app.events.write(async () => {
+      await store.upsertRunner(app.db, { ...(await store.getRunner(app.db, this.o.id))!, seen_at: systemClock.now(), running: 0 });
       app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: (JSON.parse((await store.getRunner(app.db, this.o.id))!.runtimes) as { kind: string }[]).map((r) => r.kind) });
-    }));
+    });
   }
 
   private async takeOver(runnerId: string, host: string): Promise<void> {
     const { app } = this;
     const lost: string[] = [];
-    (await app.events.write(async () => {
+    await app.events.write(async () => {
       if (!(await store.stopRunner(app.db, runnerId, nowIso(app.clock)))) return; // another daemon came first
-      for (const r of (await store.unfinishedOf(app.db, runnerId))) {
-        (await this.loseRun(r, `its runner ${runnerId} on ${host} stopped answering; it is started again`));
+      for (const r of await store.unfinishedOf(app.db, runnerId)) {
+        await this.loseRun(r, `its runner ${runnerId} on ${host} stopped answering; it is started again`);
         lost.push(r.id);
       }
       app.events.emit('runner:offline', { runnerId, host, reason: 'unresponsive', lostRuns: lost });
-    }));
+    });
   }
 
   /**
@@ -528,15 +528,15 @@ export class Runner implements RunnerHandle {
     const cutoff = app.clock.now() - this.config.keepWorkspacesHours * 3_600_000;
     let removed = 0;
     const seen = new Set<string>();
-    for (const c of (await store.workspacesToClean(app.db, new Date(cutoff).toISOString(), 200))) {
+    for (const c of await store.workspacesToClean(app.db, new Date(cutoff).toISOString(), 200)) {
       if (seen.has(c.workspace) || this.closing) continue;
       seen.add(c.workspace);
-      const task = (await getTask(app, c.taskId));
+      const task = await getTask(app, c.taskId);
       if (task && task.status !== 'done') continue;
-      const latest = (await store.latestRunOfTask(app.db, c.taskId));
+      const latest = await store.latestRunOfTask(app.db, c.taskId);
       if (latest && (latest.finishedAt === null || Date.parse(latest.finishedAt) > cutoff)) continue;
       await git.removeWorktree({ root: app.root, path: c.workspace });
-      (await app.events.write(async () => (await store.clearWorkspace(app.db, c.workspace))));
+      await app.events.write(async () => await store.clearWorkspace(app.db, c.workspace));
       removed++;
     }
     if (removed) app.log.info("removed the worktrees of done tasks (their branches stay)", { worktrees: removed });
@@ -559,7 +559,7 @@ export class Runner implements RunnerHandle {
 
   /** A cancel asked through another daemon (shared state) of a run this one runs. */
   private async cancelRequested(): Promise<void> {
-    for (const id of (await store.cancelRequestedOf(this.app.db, this.o.id))) void this.cancel(id);
+    for (const id of await store.cancelRequestedOf(this.app.db, this.o.id)) void this.cancel(id);
   }
 
   /**
@@ -583,11 +583,11 @@ export class Runner implements RunnerHandle {
     const live = [...this.live.values()];
     await Promise.all(live.map((r) => r.end('lost', 'the daemon stopped while it ran; it is started again')));
     try {
-      (await app.events.write(async () => {
+      await app.events.write(async () => {
         if ((await store.stopRunner(app.db, this.o.id, nowIso(app.clock))) && this.o.shared) {
           app.events.emit('runner:offline', { runnerId: this.o.id, host: this.host, reason: 'stopped', lostRuns: live.map((r) => r.id) });
         }
-      }));
+      });
     } catch (err) {
       app.log.warn('the runner could not record its stop', errorFields(err));
     }

@@ -46,7 +46,7 @@ export async function checkRuntime(app: App, agent: string, runtime: Runtime, pa
     throw unprocessableField(`${path}.command`, `${found.error}; install ${what} or give its path as runtime.command`);
   }
   for (const [variable, ref] of vaultRefs(runtime)) {
-    const keys = (await entryKeys(app, agent, ref.vault));
+    const keys = await entryKeys(app, agent, ref.vault);
     const at = `${path}.env.${variable}`;
     if (!keys) throw unprocessableField(at, `agent "${agent}" has no vault entry for service "${ref.vault}"; save it first (svc vault set ${agent} ${ref.vault} …)`);
     if (!keys.includes(ref.key)) throw unprocessableField(at, `agent "${agent}"'s vault entry "${ref.vault}" has no key "${ref.key}" (it has: ${keys.join(', ') || 'none'})`);
@@ -76,16 +76,16 @@ export interface QueueOptions {
  * Returns null when the task already has a live run (whoever queued it: two daemons may try).
  */
 export async function queueRun(app: App, taskId: string, o: QueueOptions): Promise<Run | null> {
-  return (await app.events.write(async () => {
-    const task = (await requireTask(app, taskId));
+  return await app.events.write(async () => {
+    const task = await requireTask(app, taskId);
     const agentName = o.agent ?? task.assignTo;
     if (!agentName) throw unprocessableField('body.agent', `task ${taskId} has no assignee; assign it to an agent with a runtime, or name one as agent`);
-    const agent = (await getAgent(app.db, agentName));
+    const agent = await getAgent(app.db, agentName);
     if (!agent) throw unprocessableField('body.agent', `agent "${agentName}" does not exist`);
     if (!agent.runtime) throw unprocessableField('body.agent', `agent "${agentName}" has no runtime, so svc cannot run it; set one (svc agents edit ${agentName} --runtime claude|codex|command)`);
     const attempt = (await store.countRunsOfTask(app.db, taskId)) + 1;
     const id = uuidv7(app.clock.now());
-    const inserted = (await store.insertRun(app.db, {
+    const inserted = await store.insertRun(app.db, {
       id,
       taskId,
       missionId: task.missionId,
@@ -99,11 +99,11 @@ export async function queueRun(app: App, taskId: string, o: QueueOptions): Promi
       notBefore: o.notBefore ?? null,
       resumeSessionId: attempt > 1 ? (await store.latestSession(app.db, taskId, agentName, agent.runtime.kind)) : null,
       now: nowIso(app.clock),
-    }));
+    });
     if (!inserted) return null;
     app.events.emit('run:queued', { runId: id, taskId, agent: agentName, attempt, reason: o.reason });
     return (await withHolds(app, [(await store.getRun(app.db, id))!]))[0]!;
-  }));
+  });
 }
 
 /**
@@ -111,9 +111,9 @@ export async function queueRun(app: App, taskId: string, o: QueueOptions): Promi
  * assigned, or failed with a retry left); naming another agent than the assignee reassigns it.
  */
 export async function startRunByHand(app: App, taskId: string, body: { agent?: string; prompt?: string }): Promise<Run> {
-  return (await app.events.write(async () => {
-    const task = (await requireTask(app, taskId));
-    const live = (await store.liveRunOfTask(app.db, taskId));
+  return await app.events.write(async () => {
+    const task = await requireTask(app, taskId);
+    const live = await store.liveRunOfTask(app.db, taskId);
     if (live?.status === 'paused') throw new AppError('conflict', `Task ${taskId} has a paused run (${live.id}); resume it (POST /api/v1/runs/${live.id}/resume) or cancel it first.`);
     if (live) throw new AppError('conflict', `Task ${taskId} already has a ${live.status} run (${live.id}); cancel it first (POST /api/v1/runs/${live.id}/cancel).`);
     if (!['pending', 'assigned', 'failed'].includes(task.status)) {
@@ -125,12 +125,12 @@ export async function startRunByHand(app: App, taskId: string, body: { agent?: s
     if (!body.agent && !task.assignTo) throw unprocessableField('body.agent', `task ${taskId} has no assignee; name the agent to run`);
     if (body.agent && body.agent !== task.assignTo) {
       if (!(await getAgent(app.db, body.agent))) throw unprocessableField('body.agent', `agent "${body.agent}" does not exist`);
-      if (task.status !== 'failed') (await updateTask(app, taskId, { assignTo: body.agent }));
+      if (task.status !== 'failed') await updateTask(app, taskId, { assignTo: body.agent });
     }
-    const run = (await queueRun(app, taskId, { agent: body.agent, prompt: body.prompt ?? null, reason: 'manual' }));
+    const run = await queueRun(app, taskId, { agent: body.agent, prompt: body.prompt ?? null, reason: 'manual' });
     // The live check above ran in this transaction: nothing else can have queued one since.
     return run!;
-  }));
+  });
 }
 
 /**
@@ -140,21 +140,21 @@ export async function startRunByHand(app: App, taskId: string, body: { agent?: s
  * round counts as asking). Returns the run queued, or null.
  */
 export async function dispatchTask(app: App, taskId: string): Promise<Run | null> {
-  return (await app.events.write(async () => {
-    const task = (await getTask(app, taskId));
+  return await app.events.write(async () => {
+    const task = await getTask(app, taskId);
     if (!task || !task.assignTo || (task.status !== 'pending' && task.status !== 'assigned')) return null;
-    const agent = (await getAgent(app.db, task.assignTo));
+    const agent = await getAgent(app.db, task.assignTo);
     if (!agent?.runtime || agent.runtime.autoRun === false) return null;
     if ((await openDependenciesOf(app, taskId)).length) return null;
-    if ((await store.liveRunOfTask(app.db, taskId))) return null;
-    const latest = (await store.latestRunOfTask(app.db, taskId));
+    if (await store.liveRunOfTask(app.db, taskId)) return null;
+    const latest = await store.latestRunOfTask(app.db, taskId);
     const revised = latest !== null && task.revisionCount > latest.revision;
     if (latest?.status === 'cancelled' && !revised) return null;
-    return (await queueRun(app, taskId, { reason: revised ? 'revision' : 'dispatch', prompt: revised ? (await latestFeedback(app, taskId)) : null }));
-  }));
+    return await queueRun(app, taskId, { reason: revised ? 'revision' : 'dispatch', prompt: revised ? (await latestFeedback(app, taskId)) : null });
+  });
 }
 
-export const getRun = async (app: App, id: string): Promise<store.RunRecord | null> => (await store.getRun(app.db, id));
+export const getRun = async (app: App, id: string): Promise<store.RunRecord | null> => await store.getRun(app.db, id);
 
 /** This daemon's slots, or null when it runs no agents. */
 const slotsOf = (app: App) => app.services.get(RUNNER)?.slots() ?? null;
@@ -162,7 +162,7 @@ const slotsOf = (app: App) => app.services.get(RUNNER)?.slots() ?? null;
 /** Runs as the API answers them: each queued or paused one with what it waits for (holds.ts). */
 export async function withHolds(app: App, runs: store.RunRecord[]): Promise<Run[]> {
   if (!runs.some((r) => r.status === 'queued' || r.status === 'paused')) return runs.map((r) => store.publicRun(r));
-  const holds = (await Holds.read(app));
+  const holds = await Holds.read(app);
   const slots = slotsOf(app);
   return Promise.all(runs.map(async (r) => store.publicRun(r, await holds.explain(r, slots))));
 }
@@ -180,23 +180,23 @@ export async function readRunPage(app: App, q: RunListFilter): Promise<Page<Run>
 
 /** readRunPage for the agent tools (synchronous). */
 export async function listRuns(app: App, q: RunListFilter): Promise<Page<Run>> {
-  const rows = (await store.listRuns(app.db, { taskId: q.taskId, agent: q.agent, status: q.status, before: q.cursor, limit: q.limit + 1 }));
+  const rows = await store.listRuns(app.db, { taskId: q.taskId, agent: q.agent, status: q.status, before: q.cursor, limit: q.limit + 1 });
   return toPage(await withHolds(app, rows), q.limit, (r) => r.id);
 }
 
 export async function requireRun(app: App, id: string): Promise<Run> {
   // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
   await lockKey(app.db, 'run', id);
-  const run = (await store.getRun(app.db, id));
+  const run = await store.getRun(app.db, id);
   if (!run) throw new AppError('not_found', `Run "${id}" not found.`);
   return (await withHolds(app, [run]))[0]!;
 }
 
 /** Queued and paused runs per provider that is paused now (GET /api/v1/auth/status, runner:paused). */
 export async function waitingRunsByProvider(app: App, now = app.clock.now()): Promise<Map<string, number>> {
-  const holds = (await Holds.read(app, now));
+  const holds = await Holds.read(app, now);
   const paused = holds.pausedNow();
-  return new Map([...(await holds.waitingByProvider())].filter(([p]) => paused.has(p)));
+  return new Map([...await holds.waitingByProvider()].filter(([p]) => paused.has(p)));
 }
 
 /**
@@ -205,32 +205,32 @@ export async function waitingRunsByProvider(app: App, now = app.clock.now()): Pr
  * runner:resumed). A budget still spent holds it (waitingFor says so). Not paused: 409.
  */
 export async function resumeRun(app: App, runId: string): Promise<Run> {
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     await lockKey(app.db, 'run', runId);
-    const run = (await store.getRun(app.db, runId));
+    const run = await store.getRun(app.db, runId);
     if (!run) throw new AppError('not_found', `Run "${runId}" not found.`);
     if (run.status !== 'paused') throw new AppError('conflict', `Run ${runId} is ${run.status}, not paused; only a paused run can be resumed.`);
-    (await store.unpauseRun(app.db, runId, nowIso(app.clock)));
+    await store.unpauseRun(app.db, runId, nowIso(app.clock));
     app.events.emit('run:resumed', { runId, taskId: run.taskId, agent: run.agent, by: 'person' });
-    const holds = (await Holds.read(app));
+    const holds = await Holds.read(app);
     const provider = run.pauseReason === 'usage_limit' ? (await holds.providerOfAgent(run.agent)) : null;
     if (provider && holds.pausedNow().has(provider) && (await liftPause(app, provider))) {
       app.events.emit('runner:resumed', { provider, runs: (await holds.waitingByProvider()).get(provider) ?? 0, by: 'person' });
     }
     return (await withHolds(app, [(await store.getRun(app.db, runId))!]))[0]!;
-  }));
+  });
 }
 
 /** GET /api/v1/runs/queue: per agent with a runtime, what runs and what waits, and why. */
 export async function readQueue(app: App) {
-  const holds = (await Holds.read(app));
+  const holds = await Holds.read(app);
   const slots = slotsOf(app);
-  const live = (await store.liveRuns(app.db, 1000));
+  const live = await store.liveRuns(app.db, 1000);
   const byAgent = new Map<string, { running: Run[]; waiting: Run[] }>();
   for (const r of live) {
     const entry = byAgent.get(r.agent) ?? { running: [], waiting: [] };
     byAgent.set(r.agent, entry);
-    const run = store.publicRun(r, (await holds.explain(r, slots)));
+    const run = store.publicRun(r, await holds.explain(r, slots));
     (r.status === 'queued' || r.status === 'paused' ? entry.waiting : entry.running).push(run);
   }
   const names = new Set([...(await listAgents(app.db)).filter((a) => a.runtime).map((a) => a.name), ...byAgent.keys()]);
@@ -241,13 +241,13 @@ export async function readQueue(app: App) {
     slots,
     providers: await Promise.all([...paused].map(async ([provider, until]) => ({ provider, pausedUntil: iso(until), runsWaiting: (await holds.waitingByProvider()).get(provider) ?? 0 }))),
     agents: await Promise.all([...names].sort().map(async (name) => {
-      const a = (await holds.agent(name));
+      const a = await holds.agent(name);
       const { running, waiting } = byAgent.get(name) ?? { running: [], waiting: [] };
       const held: Hold | null = a?.runtime ? (await holds.blocking(name)) : null;
       const state: 'idle' | 'running' | 'waiting' = running.length ? 'running' : waiting.length ? 'waiting' : 'idle';
       return {
         agent: name,
-        provider: (await holds.providerOfAgent(name)),
+        provider: await holds.providerOfAgent(name),
         maxConcurrency: a?.maxConcurrency ?? 1,
         state,
         heldBy: held,
@@ -272,22 +272,22 @@ export async function readRunLog(app: App, runId: string, after: number, limit: 
  * A finished run: 409.
  */
 export async function cancelRun(app: App, runId: string): Promise<Run> {
-  const run = (await store.getRun(app.db, runId));
+  const run = await store.getRun(app.db, runId);
   if (!run) throw new AppError('not_found', `Run "${runId}" not found.`);
   if (!LIVE_STATUSES.includes(run.status)) throw new AppError('conflict', `Run ${runId} already ended (${run.status}); only a queued, starting, running or paused run can be cancelled.`);
   const runner = app.services.get(RUNNER);
   if (run.status === 'queued' || run.status === 'paused') {
-    const done = (await app.events.write(async () => {
+    const done = await app.events.write(async () => {
       await lockKey(app.db, 'run', runId);
       const fresh = (await store.getRun(app.db, runId))!;
       if (fresh.status !== 'queued' && fresh.status !== 'paused') return false;
-      (await store.finishRun(app.db, runId, { status: 'cancelled', exitCode: null, error: 'cancelled before it started', summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) }));
+      await store.finishRun(app.db, runId, { status: 'cancelled', exitCode: null, error: 'cancelled before it started', summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) });
       app.events.emit('run:finished', { runId, taskId: run.taskId, agent: run.agent, status: 'cancelled', exitCode: null, error: 'cancelled before it started', headCommit: null, usage: run.usage });
       return true;
-    }));
+    });
     if (done) return readRun(app, runId);
   }
-  (await app.events.write(async () => (await store.requestCancel(app.db, runId, nowIso(app.clock)))));
+  await app.events.write(async () => await store.requestCancel(app.db, runId, nowIso(app.clock)));
   if (runner) await runner.cancel(runId);
   return readRun(app, runId);
 }

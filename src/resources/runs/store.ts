@@ -265,7 +265,7 @@ export async function unpauseRun(db: DB, id: string, now: string): Promise<boole
 
 /** The session a run was to resume cannot be: it starts a fresh one (a crash from now on does not try the lost one again). */
 export async function forgetResume(db: DB, id: string, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE runs SET resume_session_id = NULL, updated_at = ? WHERE id = ?').run(now, id));
+  await stmt(db, 'UPDATE runs SET resume_session_id = NULL, updated_at = ? WHERE id = ?').run(now, id);
 }
 
 /** Runs holding a slot (starting or running): of an agent, or of a runner. */
@@ -292,7 +292,7 @@ const CLAIM_RUN = {
 };
 
 export async function setLease(db: DB, id: string, leaseId: string, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE runs SET lease_id = ?, updated_at = ? WHERE id = ?').run(leaseId, now, id));
+  await stmt(db, 'UPDATE runs SET lease_id = ?, updated_at = ? WHERE id = ?').run(leaseId, now, id);
 }
 
 export async function setStarted(
@@ -300,7 +300,7 @@ export async function setStarted(
   id: string,
   s: { pid: number; pidStart: string | null; workspace: string; branch: string | null; baseCommit: string | null; now: string },
 ): Promise<void> {
-  (await stmt(db, "UPDATE runs SET status = 'running', pid = ?, pid_start = ?, workspace = ?, branch = ?, base_commit = ?, started_at = ?, updated_at = ? WHERE id = ?").run(
+  await stmt(db, "UPDATE runs SET status = 'running', pid = ?, pid_start = ?, workspace = ?, branch = ?, base_commit = ?, started_at = ?, updated_at = ? WHERE id = ?").run(
     s.pid,
     s.pidStart,
     s.workspace,
@@ -309,18 +309,18 @@ export async function setStarted(
     s.now,
     s.now,
     id,
-  ));
+  );
 }
 
 export async function setProgress(db: DB, id: string, p: { turns: number; usage: Usage; sessionId: string | null; logCount: number; logDropped: number; now: string }): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     'UPDATE runs SET turns = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, cost_micros = ?, session_id = COALESCE(?, session_id), log_count = ?, log_dropped = ?, updated_at = ? WHERE id = ?',
-  ).run(p.turns, p.usage.inputTokens, p.usage.outputTokens, p.usage.cacheReadTokens, p.usage.cacheWriteTokens, micros(p.usage.costUsd), p.sessionId, p.logCount, p.logDropped, p.now, id));
+  ).run(p.turns, p.usage.inputTokens, p.usage.outputTokens, p.usage.cacheReadTokens, p.usage.cacheWriteTokens, micros(p.usage.costUsd), p.sessionId, p.logCount, p.logDropped, p.now, id);
 }
 
 export async function requestCancel(db: DB, id: string, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE runs SET cancel_requested = 1, updated_at = ? WHERE id = ?').run(now, id));
+  await stmt(db, 'UPDATE runs SET cancel_requested = 1, updated_at = ? WHERE id = ?').run(now, id);
 }
 
 export interface Finish {
@@ -350,7 +350,7 @@ export async function unfinishedOf(db: DB, runner: string): Promise<RunRecord[]>
 
 export async function insertLog(db: DB, runId: string, items: { seq: number; at: string; item: RunLogItem | { kind: 'truncated'; dropped: number } }[]): Promise<void> {
   const s = stmt(db, 'INSERT INTO run_log (run_id, seq, at, kind, data) VALUES (?, ?, ?, ?, ?)');
-  for (const i of items) (await s.run(runId, i.seq, i.at, i.item.kind, JSON.stringify(i.item)));
+  for (const i of items) await s.run(runId, i.seq, i.at, i.item.kind, JSON.stringify(i.item));
 }
 
 export async function readLog(db: DB, runId: string, after: number, limit: number): Promise<{ seq: number; at: string; data: string }[]> {
@@ -409,7 +409,7 @@ export async function workspacesToClean(db: DB, before: string, limit: number): 
 
 /** Forgets a removed worktree on every run of the task that used it. */
 export async function clearWorkspace(db: DB, workspace: string): Promise<void> {
-  (await stmt(db, 'UPDATE runs SET workspace = NULL WHERE workspace = ?').run(workspace));
+  await stmt(db, 'UPDATE runs SET workspace = NULL WHERE workspace = ?').run(workspace);
 }
 
 // --- runners
@@ -428,12 +428,12 @@ export interface RunnerRow {
 }
 
 export async function upsertRunner(db: DB, r: Omit<RunnerRow, 'stopped_at'>): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     `INSERT INTO runners (id, host, pid, labels, runtimes, capacity, running, started_at, seen_at, stopped_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
      ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, labels = excluded.labels, runtimes = excluded.runtimes, capacity = excluded.capacity,
        running = excluded.running, started_at = excluded.started_at, seen_at = excluded.seen_at, stopped_at = NULL`,
-  ).run(r.id, r.host, r.pid, r.labels, r.runtimes, r.capacity, r.running, r.started_at, r.seen_at));
+  ).run(r.id, r.host, r.pid, r.labels, r.runtimes, r.capacity, r.running, r.started_at, r.seen_at);
 }
 
 export async function touchRunner(db: DB, id: string, running: number, seenAt: number): Promise<boolean> {

@@ -65,10 +65,10 @@ export async function startSkills(app: App): Promise<{ close(): Promise<void> }>
     try {
       const { added, removed } = index.rescan(dir);
       if (!added.length && !removed.length) return;
-      (await app.events.write(async () => {
+      await app.events.write(async () => {
         for (const name of added) app.events.emit('skill:created', { name });
         for (const name of removed) app.events.emit('skill:removed', { name });
-      }));
+      });
       app.log.info('skills changed on disk', { added, removed });
     } catch (err) {
       app.log.error('re-indexing skills failed', errorFields(err));
@@ -93,14 +93,14 @@ export async function startSkills(app: App): Promise<{ close(): Promise<void> }>
       await watcher.close().catch(() => undefined);
       watcher = arm(next);
       await watcher.ready;
-      (await sync(next));
+      await sync(next);
       app.log.info('skills folder changed', { dir: next });
     });
   });
 
   await watcher.ready;
   // Whatever changed between the first scan and the watcher being ready.
-  (await sync());
+  await sync();
   app.log.info('skills indexed', { dir: index.dir, count: index.list().length });
 
   return {

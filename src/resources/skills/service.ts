@@ -11,7 +11,7 @@ import type { Skill, SkillDetail, SkillInput } from './schema.js';
 /** Which agents hold each skill. Agents own the assignment (their `skills` list); skills only read it. */
 async function assignments(app: App): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
-  for (const a of (await listAgents(app.db))) {
+  for (const a of await listAgents(app.db)) {
     for (const s of a.skills) out.set(s, [...(out.get(s) ?? []), a.name]);
   }
   return out;
@@ -46,7 +46,7 @@ function requireSkill(app: App, name: string): IndexedSkill {
 }
 
 export async function listSkills(app: App): Promise<Skill[]> {
-  const held = (await assignments(app));
+  const held = await assignments(app);
   return skillIndex(app)
     .list()
     .map((s) => toSkill(app, s, held.get(s.name) ?? []));
@@ -60,7 +60,7 @@ export async function getSkill(app: App, name: string): Promise<SkillDetail> {
 export async function createSkill(app: App, input: SkillInput): Promise<SkillDetail> {
   const index = skillIndex(app);
   const dir = join(index.dir, input.name);
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     // A folder without SKILL.md is not listed but is still in the way.
     if (index.get(input.name) || existsSync(dir)) throw new AppError('conflict', `Skill "${input.name}" already exists.`);
     mkdirSync(index.dir, { recursive: true });
@@ -81,36 +81,36 @@ export async function createSkill(app: App, input: SkillInput): Promise<SkillDet
     app.events.emit('skill:created', { name: input.name });
     index.set(skill);
     return toDetail(app, skill, []);
-  }));
+  });
 }
 
 /** Removes the folder and unassigns the skill from every agent, in one transaction. */
 export async function removeSkill(app: App, name: string): Promise<void> {
   const index = skillIndex(app);
-  (await app.events.write(async () => {
+  await app.events.write(async () => {
     const skill = requireSkill(app, name);
     for (const agent of (await assignments(app)).get(name) ?? []) {
-      (await setAgentSkills(app, agent, (await requireAgent(app, agent)).skills.filter((s) => s !== name)));
+      await setAgentSkills(app, agent, (await requireAgent(app, agent)).skills.filter((s) => s !== name));
       app.events.emit('skill:unassigned', { skill: name, agent });
     }
     // Last, so a failure above leaves the files alone; a failure here rolls the unassignments back.
     rmSync(skill.dir, { recursive: true, force: true });
     app.events.emit('skill:removed', { name });
     index.delete(name);
-  }));
+  });
 }
 
 /** Assigning twice changes nothing and emits nothing. */
 export async function assignSkill(app: App, skill: string, agent: string): Promise<{ skill: string; agent: string }> {
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     requireSkill(app, skill);
     const current = (await requireAgent(app, agent)).skills;
     if (!current.includes(skill)) {
-      (await setAgentSkills(app, agent, [...current, skill]));
+      await setAgentSkills(app, agent, [...current, skill]);
       app.events.emit('skill:assigned', { skill, agent });
     }
     return { skill, agent };
-  }));
+  });
 }
 
 /**
@@ -118,14 +118,14 @@ export async function assignSkill(app: App, skill: string, agent: string): Promi
  * branch, say) can still be unassigned from an agent that holds it; otherwise an unknown skill is 404.
  */
 export async function unassignSkill(app: App, skill: string, agent: string): Promise<{ skill: string; agent: string }> {
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     const current = (await requireAgent(app, agent)).skills;
     if (!current.includes(skill)) {
       requireSkill(app, skill);
       return { skill, agent };
     }
-    (await setAgentSkills(app, agent, current.filter((s) => s !== skill)));
+    await setAgentSkills(app, agent, current.filter((s) => s !== skill));
     app.events.emit('skill:unassigned', { skill, agent });
     return { skill, agent };
-  }));
+  });
 }

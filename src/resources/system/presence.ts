@@ -34,13 +34,13 @@ export interface PresentDaemon {
 export async function startPresence(app: App, url: string, keys: () => string): Promise<Presence> {
   const id = uuidv4();
   const write = async () =>
-    (await stmt(
+    await stmt(
       app.db,
       `INSERT INTO daemons (id, url, hostname, pid, version, keys, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET url = excluded.url, keys = excluded.keys, seen_at = excluded.seen_at`,
-    ).run(id, url, hostname(), process.pid, app.version, keys(), app.startedAt.toISOString(), systemClock.now()));
+    ).run(id, url, hostname(), process.pid, app.version, keys(), app.startedAt.toISOString(), systemClock.now());
   try {
-    (await write());
+    await write();
   } catch (err) {
     app.log.warn("writing this daemon's presence on the state failed; trying again in 15 s", errorFields(err));
   }
@@ -59,7 +59,7 @@ export async function startPresence(app: App, url: string, keys: () => string): 
     async close() {
       clearInterval(timer);
       try {
-        (await stmt(app.db, 'DELETE FROM daemons WHERE id = ?').run(id));
+        await stmt(app.db, 'DELETE FROM daemons WHERE id = ?').run(id);
       } catch {
         // Closing anyway: the row goes stale.
       }

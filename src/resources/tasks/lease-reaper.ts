@@ -26,9 +26,9 @@ export async function startLeaseReaper(app: App): Promise<LeaseReaper> {
     clearTimer: (handle) => clock.clearTimeout(handle),
     // On a shared state the leading daemon alone; another takes over when it goes.
     active: () => leader.isLeader(),
-    candidates: async (at) => (await expiringLeases(app, at)),
+    candidates: async (at) => await expiringLeases(app, at),
     fire: async (id, at) => {
-      const released = (await expireLease(app, id, at));
+      const released = await expireLease(app, id, at);
       if (released) app.log.info('task lease expired; task back to pending', { taskId: id, agent: released.agent });
     },
     onError: (id, err) =>
@@ -44,7 +44,7 @@ export async function startLeaseReaper(app: App): Promise<LeaseReaper> {
   const unlead = leader.onChange((leads) => leads && void scheduler.tick());
   await scheduler.tick();
   return {
-    tick: async () => (await scheduler.tick()),
+    tick: async () => await scheduler.tick(),
     close() {
       unsubscribe();
       unlead();

@@ -105,7 +105,7 @@ export interface ListFilter {
  */
 export async function listTasks(db: DB, f: ListFilter): Promise<Task[]> {
   const q = listQuery(f);
-  return (await hydrate(db, (await stmt(db, q.sql).all(...q.args)) as Row[]));
+  return await hydrate(db, (await stmt(db, q.sql).all(...q.args)) as Row[]);
 }
 
 /** listTasks for a route. */
@@ -132,7 +132,7 @@ export function listQuery(f: ListFilter): { sql: string; args: unknown[] } {
 
 /** All tasks of a mission, oldest first (a mission holds a bounded plan, not an open-ended list). */
 export async function listMissionTasks(db: DB, missionId: string): Promise<Task[]> {
-  return (await hydrate(db, (await stmt(db, `SELECT ${COLUMNS} FROM tasks WHERE mission_id = ? ORDER BY id`).all(missionId)) as Row[]));
+  return await hydrate(db, (await stmt(db, `SELECT ${COLUMNS} FROM tasks WHERE mission_id = ? ORDER BY id`).all(missionId)) as Row[]);
 }
 
 export async function missionTaskByTitle(db: DB, missionId: string, title: string): Promise<string | null> {
@@ -155,16 +155,16 @@ export interface NewTask {
 }
 
 export async function insertTask(db: DB, t: NewTask): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     `INSERT INTO tasks (id, title, description, assign_to, mission_id, status, priority, labels, max_retries, side_effects, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(t.id, t.title, t.description, t.assignTo, t.missionId, t.status, t.priority, JSON.stringify(t.labels), t.maxRetries, t.sideEffects ? 1 : 0, t.now, t.now));
+  ).run(t.id, t.title, t.description, t.assignTo, t.missionId, t.status, t.priority, JSON.stringify(t.labels), t.maxRetries, t.sideEffects ? 1 : 0, t.now, t.now);
 }
 
 /** The editable fields (never status), written whole from the merged task. */
 export async function updateFields(db: DB, t: Task, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE tasks SET title = ?, description = ?, assign_to = ?, priority = ?, labels = ?, max_retries = ?, side_effects = ?, updated_at = ? WHERE id = ?').run(
+  await stmt(db, 'UPDATE tasks SET title = ?, description = ?, assign_to = ?, priority = ?, labels = ?, max_retries = ?, side_effects = ?, updated_at = ? WHERE id = ?').run(
     t.title,
     t.description,
     t.assignTo,
@@ -174,7 +174,7 @@ export async function updateFields(db: DB, t: Task, now: string): Promise<void> 
     t.sideEffects ? 1 : 0,
     now,
     t.id,
-  ));
+  );
 }
 
 export interface StatusChange {
@@ -208,7 +208,7 @@ const SET_STATUS = {
 
 /** Compare-and-set on the status: false when the task is no longer in `from`. */
 export async function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c: StatusChange): Promise<boolean> {
-  const info = (await stmt(db, SET_STATUS).run(
+  const info = await stmt(db, SET_STATUS).run(
     to,
     c.retry ? 1 : 0,
     c.result !== undefined ? 1 : 0,
@@ -222,20 +222,20 @@ export async function setStatus(db: DB, id: string, from: TaskState, to: TaskSta
     c.now,
     id,
     from,
-  ));
+  );
   return info.changes === 1;
 }
 
 export async function setAssignee(db: DB, id: string, agent: string, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE tasks SET assign_to = ?, updated_at = ? WHERE id = ?').run(agent, now, id));
+  await stmt(db, 'UPDATE tasks SET assign_to = ?, updated_at = ? WHERE id = ?').run(agent, now, id);
 }
 
 export async function setMissionId(db: DB, id: string, missionId: string | null, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE tasks SET mission_id = ?, updated_at = ? WHERE id = ?').run(missionId, now, id));
+  await stmt(db, 'UPDATE tasks SET mission_id = ?, updated_at = ? WHERE id = ?').run(missionId, now, id);
 }
 
 export async function touch(db: DB, id: string, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE tasks SET updated_at = ? WHERE id = ?').run(now, id));
+  await stmt(db, 'UPDATE tasks SET updated_at = ? WHERE id = ?').run(now, id);
 }
 
 export async function deleteTask(db: DB, id: string): Promise<boolean> {
@@ -243,7 +243,7 @@ export async function deleteTask(db: DB, id: string): Promise<boolean> {
 }
 
 export async function replaceDependencies(db: DB, id: string, dependsOn: string[]): Promise<void> {
-  (await stmt(db, 'DELETE FROM task_dependencies WHERE task_id = ?').run(id));
+  await stmt(db, 'DELETE FROM task_dependencies WHERE task_id = ?').run(id);
   const ins = stmt(db, 'INSERT INTO task_dependencies (task_id, depends_on, position) VALUES (?, ?, ?)');
   for (const [i, d] of dependsOn.entries()) await ins.run(id, d, i);
 }
@@ -311,7 +311,7 @@ export async function getLease(db: DB, id: string): Promise<LeaseRow | null> {
 }
 
 export async function setLease(db: DB, id: string, leaseId: string, expiresAt: string): Promise<void> {
-  (await stmt(db, 'UPDATE tasks SET lease_id = ?, lease_expires_at = ? WHERE id = ?').run(leaseId, expiresAt, id));
+  await stmt(db, 'UPDATE tasks SET lease_id = ?, lease_expires_at = ? WHERE id = ?').run(leaseId, expiresAt, id);
 }
 
 /** Compare-and-set on the lease id: false when the lease is no longer the one named. */
@@ -374,7 +374,7 @@ export interface CommentRow {
 }
 
 export async function insertComment(db: DB, c: CommentRow): Promise<void> {
-  (await stmt(db, 'INSERT INTO task_comments (id, task_id, author, body, created_at) VALUES (?, ?, ?, ?, ?)').run(c.id, c.taskId, c.author, c.body, c.createdAt));
+  await stmt(db, 'INSERT INTO task_comments (id, task_id, author, body, created_at) VALUES (?, ?, ?, ?, ?)').run(c.id, c.taskId, c.author, c.body, c.createdAt);
 }
 
 /** A task's comments, newest first, below the `before` id when given (one plain statement each way). */

@@ -14,7 +14,7 @@ export const teamRoutes = [
     summary: 'List teams with their agents',
     tag,
     response: z.array(TeamOut),
-    handler: async ({ app }) => (await teams.listTeams(app)),
+    handler: async ({ app }) => await teams.listTeams(app),
   }),
   route({
     method: 'POST',
@@ -27,7 +27,7 @@ export const teamRoutes = [
     body: TeamIn,
     response: z.object({ added: z.literal(true) }),
     handler: async ({ app, body }) => {
-      (await teams.addTeam(app, body.name, body.description ?? ''));
+      await teams.addTeam(app, body.name, body.description ?? '');
       return { added: true as const };
     },
   }),
@@ -41,7 +41,7 @@ export const teamRoutes = [
     body: TeamRename,
     response: z.null(),
     handler: async ({ app, body }) => {
-      (await teams.renameTeam(app, body.oldName, body.name));
+      await teams.renameTeam(app, body.oldName, body.name);
       return null;
     },
   }),
@@ -55,7 +55,7 @@ export const teamRoutes = [
     params: NameParam,
     response: Removed,
     handler: async ({ app, params }) => {
-      (await teams.removeTeam(app, params.name));
+      await teams.removeTeam(app, params.name);
       return { removed: true as const };
     },
   }),

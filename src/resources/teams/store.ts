@@ -16,14 +16,14 @@ export async function getTeam(db: DB, name: string): Promise<TeamRow | undefined
 }
 
 export async function insertTeam(db: DB, name: string, description: string, now: string): Promise<void> {
-  (await stmt(db, 'INSERT INTO teams (name, description, created_at, updated_at) VALUES (?, ?, ?, ?)').run(name, description, now, now));
+  await stmt(db, 'INSERT INTO teams (name, description, created_at, updated_at) VALUES (?, ?, ?, ?)').run(name, description, now, now);
 }
 
 /** Agents follow through ON UPDATE CASCADE, inside the caller's transaction. */
 export async function renameTeam(db: DB, oldName: string, name: string, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE teams SET name = ?, updated_at = ? WHERE name = ?').run(name, now, oldName));
+  await stmt(db, 'UPDATE teams SET name = ?, updated_at = ? WHERE name = ?').run(name, now, oldName);
 }
 
 export async function deleteTeam(db: DB, name: string): Promise<void> {
-  (await stmt(db, 'DELETE FROM teams WHERE name = ?').run(name));
+  await stmt(db, 'DELETE FROM teams WHERE name = ?').run(name);
 }

@@ -49,8 +49,8 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
   if (o.shared) return openSharedVault(o, o.shared.keyFile);
   const { db, projectId, log } = o;
   const found = await locateMasterKey(o.env, projectId, o.keychain ?? osKeychain(), (m) => log.warn(m));
-  const count = (await store.countEntries(db));
-  const recorded = (await store.getKeyCheck(db));
+  const count = await store.countEntries(db);
+  const recorded = await store.getKeyCheck(db);
   const fits = async (keys: VaultKeys): Promise<boolean> => {
     if (recorded) return sameCheck(recorded, keys.check);
     const first = (await store.allSealed(db))[0];
@@ -96,7 +96,7 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
   }
 
   const keys = deriveKeys(master, projectId);
-  if (!recorded || !sameCheck(recorded, keys.check)) (await store.setKeyCheck(db, keys.check));
+  if (!recorded || !sameCheck(recorded, keys.check)) await store.setKeyCheck(db, keys.check);
   log.info('vault master key', {
     source: location.source,
     where: location.where,
@@ -112,24 +112,24 @@ async function openSharedVault(o: OpenVaultOptions, keyFile: string | null): Pro
   const keys = deriveKeys(key, projectId);
   // Recorded by whichever daemon opened the shared state first, inside one transaction, so two
   // daemons starting at once with different keys cannot both record theirs.
-  const recorded = (await db.transaction(async () => {
+  const recorded = await db.transaction(async () => {
     await lockKey(db, 'meta', 'vault.keyCheck');
-    const r = (await store.getKeyCheck(db));
+    const r = await store.getKeyCheck(db);
     if (r) return r;
     // Entries but no check recorded (an older export): the key must open them before it is recorded.
     const first = (await store.allSealed(db))[0];
     if (first && !opensWith(projectId, keys, first)) {
       throw new Error(`the vault master key from ${location.where} cannot open the existing entries; give every daemon the key they were sealed with`);
     }
-    (await store.setKeyCheck(db, keys.check));
+    await store.setKeyCheck(db, keys.check);
     return null;
-  }));
+  });
   if (recorded && !sameCheck(recorded, keys.check)) {
     throw new Error(
       `the vault master key from ${location.where} is not the one the other daemons on this state use (its check differs from the recorded one); give every daemon the same key`,
     );
   }
-  const count = (await store.countEntries(db));
+  const count = await store.countEntries(db);
   log.info('vault master key', { source: location.source, where: location.where, entries: count, shared: true });
   return { projectId, location, keys, rotating: false, shared: true };
 }
@@ -170,15 +170,15 @@ export async function rotateKey(app: App, newKeyHex?: string): Promise<{ rotated
     }
     let rotated: number;
     try {
-      rotated = (await app.events.write(async () => {
-        const rows = (await store.allSealed(app.db));
+      rotated = await app.events.write(async () => {
+        const rows = await store.allSealed(app.db);
         for (const row of rows) {
           const plain = Buffer.from(JSON.stringify(openRow(app, vault.keys, row)), 'utf8');
-          (await store.replaceSealed(app.db, { ...row, ...seal(nextKeys.entryKey, place(app, row.agent, row.service), plain) }));
+          await store.replaceSealed(app.db, { ...row, ...seal(nextKeys.entryKey, place(app, row.agent, row.service), plain) });
         }
-        (await store.setKeyCheck(app.db, nextKeys.check));
+        await store.setKeyCheck(app.db, nextKeys.check);
         return rows.length;
-      }));
+      });
     } catch (err) {
       await location.clearNext().catch(() => undefined);
       throw err;

@@ -18,7 +18,7 @@ export const vaultRoutes = [
     tag,
     body: VaultEntryIn,
     response: VaultSavedOut,
-    handler: async ({ app, body }) => (await vault.saveEntry(app, body)),
+    handler: async ({ app, body }) => await vault.saveEntry(app, body),
   }),
   route({
     method: 'GET',
@@ -29,7 +29,7 @@ export const vaultRoutes = [
     query: VaultListQuery,
     response: z.array(VaultEntryOut),
     handler: async ({ app, query, setHeader }) => {
-      return pageAnswer(setHeader, (await vault.listEntries(app, query)));
+      return pageAnswer(setHeader, await vault.listEntries(app, query));
     },
   }),
   route({
@@ -41,7 +41,7 @@ export const vaultRoutes = [
     params: VaultEntryParams,
     response: Removed,
     handler: async ({ app, params }) => {
-      (await vault.removeEntry(app, params.agent, params.service));
+      await vault.removeEntry(app, params.agent, params.service);
       return { removed: true as const };
     },
   }),

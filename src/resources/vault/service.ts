@@ -13,13 +13,13 @@ export const place = (app: App, agent: string, service: string) => ({ projectId:
 export async function saveEntry(app: App, input: VaultEntryInput): Promise<VaultSaved> {
   const { agent, service, type, credentials } = input;
   const keys = Object.keys(credentials);
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     if (!(await agentExists(app.db, agent))) throw new AppError('not_found', `Agent "${agent}" not found; vault entries belong to an existing agent.`);
     const sealed = seal(app.services.get(VAULT).keys.entryKey, place(app, agent, service), Buffer.from(JSON.stringify(credentials), 'utf8'));
-    (await store.upsertEntry(app.db, { agent, service, type, label: input.label ?? null, keys, ...sealed, now: nowIso(app.clock) }));
+    await store.upsertEntry(app.db, { agent, service, type, label: input.label ?? null, keys, ...sealed, now: nowIso(app.clock) });
     app.events.emit('vault:saved', { agent, service, type, keys });
     return { agent, service, type, keys };
-  }));
+  });
 }
 
 const encodeCursor = (e: VaultEntry) => Buffer.from(JSON.stringify([e.agent, e.service]), 'utf8').toString('base64url');
@@ -35,15 +35,15 @@ function decodeCursor(cursor: string): [string, string] {
 }
 
 export async function listEntries(app: App, q: { agent?: string; limit: number; cursor?: string }): Promise<Page<VaultEntry>> {
-  const rows = (await store.listEntries(app.db, { agent: q.agent, after: q.cursor ? decodeCursor(q.cursor) : undefined, limit: q.limit + 1 }));
+  const rows = await store.listEntries(app.db, { agent: q.agent, after: q.cursor ? decodeCursor(q.cursor) : undefined, limit: q.limit + 1 });
   return toPage(rows, q.limit, encodeCursor);
 }
 
 export async function removeEntry(app: App, agent: string, service: string): Promise<void> {
-  (await app.events.write(async () => {
+  await app.events.write(async () => {
     if (!(await store.deleteEntry(app.db, agent, service))) throw new AppError('not_found', `Vault entry "${agent}/${service}" not found.`);
     app.events.emit('vault:removed', { agent, service });
-  }));
+  });
 }
 
 /** Opens a sealed row, or answers a clear 500 that names the entry (never its content). */
@@ -62,7 +62,7 @@ export function openRow(app: App, keys: VaultKeys, row: store.SealedRow): Record
 
 /** The credentials of an entry, for the daemon's own use (chat): never put them in a response. */
 export async function openEntry(app: App, agent: string, service: string): Promise<Record<string, string>> {
-  const row = (await store.getSealed(app.db, agent, service));
+  const row = await store.getSealed(app.db, agent, service);
   if (!row) throw new AppError('not_found', `Vault entry "${agent}/${service}" not found.`);
   return openRow(app, app.services.get(VAULT).keys, row);
 }
@@ -74,7 +74,7 @@ export async function openEntry(app: App, agent: string, service: string): Promi
  */
 export async function secretValues(app: App): Promise<string[]> {
   const values = new Set<string>();
-  for (const row of (await store.allSealed(app.db))) {
+  for (const row of await store.allSealed(app.db)) {
     let opened: Record<string, string>;
     try {
       opened = openRow(app, app.services.get(VAULT).keys, row);

@@ -8,20 +8,20 @@ import { open, seal, type EntryPlace } from './crypto.js';
 
 /** The value recorded under `metaKey`, or `fresh()` recorded there when there is none yet (it may throw to refuse). */
 export async function sharedSealed(db: DB, entryKey: Buffer, place: EntryPlace, metaKey: string, fresh: () => Buffer | Promise<Buffer>): Promise<Buffer> {
-  const stored = (await db.transaction(async () => {
+  const stored = await db.transaction(async () => {
     // Daemons starting together: the first records its value, the others wait and read it.
     await lockKey(db, 'meta', metaKey);
     const row = (await stmt(db, 'SELECT value FROM meta WHERE key = ?').get(metaKey)) as { value: string } | undefined;
     if (row) return row.value;
     const s = seal(entryKey, place, await fresh());
     const value = JSON.stringify({ sealed: s.sealed.toString('base64'), nonce: s.nonce.toString('base64') });
-    (await stmt(db, 'INSERT INTO meta (key, value) VALUES (?, ?)').run(metaKey, value));
+    await stmt(db, 'INSERT INTO meta (key, value) VALUES (?, ?)').run(metaKey, value);
     return value;
-  }));
+  });
   const { sealed, nonce } = JSON.parse(stored) as { sealed: string; nonce: string };
   return open(entryKey, place, { sealed: Buffer.from(sealed, 'base64'), nonce: Buffer.from(nonce, 'base64') });
 }
 
 export async function dropShared(db: DB, metaKey: string): Promise<void> {
-  (await stmt(db, 'DELETE FROM meta WHERE key = ?').run(metaKey));
+  await stmt(db, 'DELETE FROM meta WHERE key = ?').run(metaKey);
 }

@@ -35,14 +35,14 @@ export async function upsertEntry(
   db: DB,
   e: { agent: string; service: string; type: string; label: string | null; keys: string[]; sealed: Buffer; nonce: Buffer; now: string },
 ): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     `INSERT INTO vault_entries (agent, service, type, label, keys, sealed, nonce, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (agent, service) DO UPDATE SET
        type = excluded.type, label = excluded.label, keys = excluded.keys,
        sealed = excluded.sealed, nonce = excluded.nonce, updated_at = excluded.updated_at`,
-  ).run(e.agent, e.service, e.type, e.label, JSON.stringify(e.keys), e.sealed, e.nonce, e.now, e.now));
+  ).run(e.agent, e.service, e.type, e.label, JSON.stringify(e.keys), e.sealed, e.nonce, e.now, e.now);
 }
 
 export async function getEntry(db: DB, agent: string, service: string): Promise<VaultEntry | null> {
@@ -51,7 +51,7 @@ export async function getEntry(db: DB, agent: string, service: string): Promise<
 }
 
 export async function getSealed(db: DB, agent: string, service: string): Promise<SealedRow | null> {
-  const r = (await stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries WHERE agent = ? AND service = ?').get(agent, service));
+  const r = await stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries WHERE agent = ? AND service = ?').get(agent, service);
   return (r as SealedRow | undefined) ?? null;
 }
 
@@ -82,7 +82,7 @@ export async function sealedOf(db: DB, agent: string): Promise<SealedRow[]> {
 }
 
 export async function replaceSealed(db: DB, r: SealedRow): Promise<void> {
-  (await stmt(db, 'UPDATE vault_entries SET sealed = ?, nonce = ? WHERE agent = ? AND service = ?').run(r.sealed, r.nonce, r.agent, r.service));
+  await stmt(db, 'UPDATE vault_entries SET sealed = ?, nonce = ? WHERE agent = ? AND service = ?').run(r.sealed, r.nonce, r.agent, r.service);
 }
 
 const CHECK_KEY = 'vault.keyCheck';
@@ -93,5 +93,5 @@ export async function getKeyCheck(db: DB): Promise<Buffer | null> {
 }
 
 export async function setKeyCheck(db: DB, check: Buffer): Promise<void> {
-  (await stmt(db, 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(CHECK_KEY, check.toString('hex')));
+  await stmt(db, 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(CHECK_KEY, check.toString('hex'));
 }

@@ -43,7 +43,7 @@ function localKey(file: string): Buffer | null {
  * new one, recorded in one transaction so that two daemons starting at once agree on one.
  */
 async function sharedKey(file: string, projectId: string, shared: SharedBox): Promise<Buffer> {
-  return (await sharedSealed(shared.db, shared.entryKey, { projectId, agent: 'webhook-box', service: 'key' }, SHARED_META, async () => {
+  return await sharedSealed(shared.db, shared.entryKey, { projectId, agent: 'webhook-box', service: 'key' }, SHARED_META, async () => {
     const own = localKey(file);
     // Secrets already in the state (an imported project) were sealed under a key this daemon
     // lacks: a new one would make them unopenable for good.
@@ -53,14 +53,14 @@ async function sharedKey(file: string, projectId: string, shared: SharedBox): Pr
       );
     }
     return own ?? randomBytes(KEY_BYTES);
-  }));
+  });
 }
 
 export async function openSecretBox(stateDir: string, projectId: string, shared?: SharedBox): Promise<SecretBox> {
   const file = join(stateDir, 'webhooks.key');
   let key: Buffer;
   if (shared) {
-    key = (await sharedKey(file, projectId, shared));
+    key = await sharedKey(file, projectId, shared);
   } else {
     const found = localKey(file);
     if (found) {

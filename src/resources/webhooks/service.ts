@@ -37,13 +37,13 @@ export const MAX_WEBHOOKS = 100;
 const REMOVED = { removed: true as const };
 
 export async function listWebhooks(app: App): Promise<Webhook[]> {
-  return (await store.listWebhooks(app.db));
+  return await store.listWebhooks(app.db);
 }
 
 export async function requireWebhook(app: App, id: string): Promise<Webhook> {
   // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
   await lockKey(app.db, 'webhook', id);
-  const w = (await store.getWebhook(app.db, id));
+  const w = await store.getWebhook(app.db, id);
   if (!w) throw new AppError('not_found', `Webhook "${id}" not found.`);
   return w;
 }
@@ -51,61 +51,61 @@ export async function requireWebhook(app: App, id: string): Promise<Webhook> {
 async function addSecret(app: App, webhookId: string, now: string): Promise<string> {
   const secret = newSecret();
   const id = uuidv7();
-  (await store.insertSecret(app.db, webhookId, { id, ...app.services.get(WEBHOOKS).box.seal(id, secret), createdAt: now, expiresAt: null }));
+  await store.insertSecret(app.db, webhookId, { id, ...app.services.get(WEBHOOKS).box.seal(id, secret), createdAt: now, expiresAt: null });
   return secret;
 }
 
 export async function createWebhook(app: App, input: WebhookInput): Promise<Webhook & { secret: string }> {
   const id = uuidv7();
   const now = nowIso(app.clock);
-  const secret = (await app.events.write(async () => {
+  const secret = await app.events.write(async () => {
     if ((await store.countWebhooks(app.db)) >= MAX_WEBHOOKS) throw new AppError('conflict', `A project can have at most ${MAX_WEBHOOKS} webhooks; delete one first.`);
-    (await store.insertWebhook(app.db, { id, url: input.url, events: input.events ?? ['*'], description: input.description ?? null, now }));
-    return (await addSecret(app, id, now));
-  }));
+    await store.insertWebhook(app.db, { id, url: input.url, events: input.events ?? ['*'], description: input.description ?? null, now });
+    return await addSecret(app, id, now);
+  });
   return { ...(await store.getWebhook(app.db, id))!, secret };
 }
 
 export async function updateWebhook(app: App, id: string, patch: WebhookPatchInput): Promise<Webhook> {
-  (await app.events.write(async () => {
-    const w = (await requireWebhook(app, id));
+  await app.events.write(async () => {
+    const w = await requireWebhook(app, id);
     const now = nowIso(app.clock);
     const enabled = patch.enabled ?? w.enabled;
     const disabledReason = enabled ? null : w.enabled ? 'disabled with PATCH' : w.disabledReason;
     await app.services.get(WEBHOOKS).release(id);
-    (await store.updateWebhook(app.db, id, {
+    await store.updateWebhook(app.db, id, {
       url: patch.url ?? w.url,
       events: patch.events ?? w.events,
       description: patch.description === undefined ? w.description : patch.description,
       enabled,
       disabledReason,
       now,
-    }));
-    if (w.enabled && !enabled) (await store.failPending(app.db, id, 'webhook disabled before this delivery was made', now));
-  }));
+    });
+    if (w.enabled && !enabled) await store.failPending(app.db, id, 'webhook disabled before this delivery was made', now);
+  });
   app.services.get(WEBHOOKS).kick(id);
-  return (await requireWebhook(app, id));
+  return await requireWebhook(app, id);
 }
 
 /** Deletes the webhook with its deliveries, so its pending deliveries are cancelled. */
 export async function deleteWebhook(app: App, id: string): Promise<{ removed: true }> {
-  return (await app.events.write(async () => {
+  return await app.events.write(async () => {
     if (!(await store.deleteWebhook(app.db, id))) throw new AppError('not_found', `Webhook "${id}" not found.`);
     await app.services.get(WEBHOOKS).release(id);
     return REMOVED;
-  }));
+  });
 }
 
 export async function rotateSecret(app: App, id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<{ secret: string; previousSecretExpiresAt: string | null }> {
-  return (await app.events.write(async () => {
-    (await requireWebhook(app, id));
+  return await app.events.write(async () => {
+    await requireWebhook(app, id);
     const now = nowIso(app.clock);
     const expires = new Date(Date.parse(now) + graceSeconds * 1000).toISOString();
-    (await store.retireCurrentSecret(app.db, id, expires, now));
-    const secret = (await addSecret(app, id, now));
+    await store.retireCurrentSecret(app.db, id, expires, now);
+    const secret = await addSecret(app, id, now);
     app.services.get(WEBHOOKS).secretsChanged(id);
     return { secret, previousSecretExpiresAt: graceSeconds > 0 ? expires : null };
-  }));
+  });
 }
 
 /**
@@ -129,15 +129,15 @@ export async function webhookSecrets(app: App): Promise<string[]> {
 // Deliveries
 
 export async function listDeliveries(app: App, id: string, q: { limit: number; before?: string }): Promise<Page<Delivery>> {
-  (await requireWebhook(app, id));
-  return toPage((await store.listDeliveries(app.db, id, q.before, q.limit + 1)), q.limit, (d) => d.id);
+  await requireWebhook(app, id);
+  return toPage(await store.listDeliveries(app.db, id, q.before, q.limit + 1), q.limit, (d) => d.id);
 }
 
 export async function getDelivery(app: App, id: string, deliveryId: string): Promise<DeliveryDetail> {
-  (await requireWebhook(app, id));
-  const d = (await store.getDelivery(app.db, id, deliveryId));
+  await requireWebhook(app, id);
+  const d = await store.getDelivery(app.db, id, deliveryId);
   if (!d) throw new AppError('not_found', `Delivery "${deliveryId}" of webhook ${id} not found.`);
-  return { ...d, attemptLog: (await store.listAttempts(app.db, deliveryId)) };
+  return { ...d, attemptLog: await store.listAttempts(app.db, deliveryId) };
 }
 
 function requireEnabled(w: Webhook): void {
@@ -146,19 +146,19 @@ function requireEnabled(w: Webhook): void {
 
 /** A new delivery of the same body (new id, fresh attempts), due now. */
 export async function redeliver(app: App, id: string, deliveryId: string): Promise<Delivery> {
-  const newId = (await app.events.write(async () => {
-    requireEnabled((await requireWebhook(app, id)));
-    const d = (await store.getDelivery(app.db, id, deliveryId));
+  const newId = await app.events.write(async () => {
+    requireEnabled(await requireWebhook(app, id));
+    const d = await store.getDelivery(app.db, id, deliveryId);
     if (!d) throw new AppError('not_found', `Delivery "${deliveryId}" of webhook ${id} not found.`);
-    return (await enqueueCopy(app, id, { id: d.id, eventId: d.eventId, event: d.event, body: d.body }));
-  }));
+    return await enqueueCopy(app, id, { id: d.id, eventId: d.eventId, event: d.event, body: d.body });
+  });
   app.services.get(WEBHOOKS).kick(id);
   return (await store.getDeliveryRow(app.db, newId))!;
 }
 
 async function enqueueCopy(app: App, webhookId: string, d: { id: string; eventId: number; event: string; body: string }): Promise<string> {
   const newId = uuidv7();
-  (await store.insertDelivery(app.db, { id: newId, webhookId, eventId: d.eventId, event: d.event, body: d.body, redeliveryOf: d.id, dueAt: app.clock.now(), now: nowIso(app.clock) }));
+  await store.insertDelivery(app.db, { id: newId, webhookId, eventId: d.eventId, event: d.event, body: d.body, redeliveryOf: d.id, dueAt: app.clock.now(), now: nowIso(app.clock) });
   return newId;
 }
 
@@ -168,26 +168,26 @@ async function enqueueCopy(app: App, webhookId: string, d: { id: string; eventId
  * skipped, so recovering twice sends nothing twice.
  */
 export async function recover(app: App, id: string, since: string): Promise<{ recovered: number; deliveryIds: string[] }> {
-  const ids = (await app.events.write(async () => {
-    requireEnabled((await requireWebhook(app, id)));
+  const ids = await app.events.write(async () => {
+    requireEnabled(await requireWebhook(app, id));
     const copies: string[] = [];
     for (const d of await store.recoverable(app.db, id, new Date(since).toISOString())) copies.push(await enqueueCopy(app, id, d));
     return copies;
-  }));
+  });
   app.services.get(WEBHOOKS).kick(id);
   return { recovered: ids.length, deliveryIds: ids };
 }
 
 /** Emits webhook:test, which the sink delivers to this webhook only; answers that delivery. */
 export async function sendTest(app: App, id: string): Promise<Delivery> {
-  return (await app.events.write(async () => {
-    requireEnabled((await requireWebhook(app, id)));
+  return await app.events.write(async () => {
+    requireEnabled(await requireWebhook(app, id));
     // The event's own id: with several daemons on one state, lastId() may be another daemon's event.
     const e = app.events.emit('webhook:test', { webhookId: id });
     // Its id once written.
     await app.events.flush();
     return (await store.deliveryForEvent(app.db, id, e.id))!;
-  }));
+  });
 }
 
 // Fan-out, inside the event's transaction
@@ -213,7 +213,7 @@ function matcherOf(compiled: Map<string, Matcher>, patternsJson: string): Matche
  * deliveries. webhook:test goes only to the webhook it names.
  */
 export async function enqueueDeliveries(app: App, e: StoredEvent): Promise<void> {
-  const hooks = (await store.enabledWebhooks(app.db));
+  const hooks = await store.enabledWebhooks(app.db);
   if (!hooks.length) return;
   const target = e.name === 'webhook:test' ? (e.data.webhookId as string) : null;
   const matchers = app.services.get(WEBHOOKS).matchers;
@@ -224,7 +224,7 @@ export async function enqueueDeliveries(app: App, e: StoredEvent): Promise<void>
   for (const h of hooks) {
     if (target !== null ? h.id !== target : !matcherOf(matchers, h.events)(e.name)) continue;
     body ??= JSON.stringify({ event: e.name, data: e.data, timestamp: e.timestamp });
-    (await store.insertDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now }));
+    await store.insertDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now });
     // The worker looks on the next turn of the event loop, after this transaction has committed
     // (a rolled-back one leaves nothing to find).
     runtime.kick(h.id);
@@ -236,7 +236,7 @@ export async function disableGone(app: App, webhookId: string, url: string, reas
   const now = nowIso(app.clock);
   if (!(await store.disableWebhook(app.db, webhookId, reason, now))) return;
   await app.services.get(WEBHOOKS).release(webhookId);
-  (await store.failPending(app.db, webhookId, 'webhook disabled: its endpoint answered 410 Gone', now));
+  await store.failPending(app.db, webhookId, 'webhook disabled: its endpoint answered 410 Gone', now);
   app.events.emit('webhook:disabled', { webhookId, url, reason });
 }
 
@@ -247,5 +247,5 @@ export async function disableGone(app: App, webhookId: string, url: string, reas
  */
 export async function pruneDeliveries(app: App, batch: number): Promise<number> {
   const { retentionDays, maxDeliveries } = app.config().webhooks;
-  return (await store.pruneDeliveries(app.db, { olderThan: new Date(app.clock.now() - retentionDays * 86_400_000).toISOString(), keep: maxDeliveries }, batch));
+  return await store.pruneDeliveries(app.db, { olderThan: new Date(app.clock.now() - retentionDays * 86_400_000).toISOString(), keep: maxDeliveries }, batch);
 }

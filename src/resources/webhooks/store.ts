@@ -44,18 +44,18 @@ export async function countWebhooks(db: DB): Promise<number> {
 }
 
 export async function insertWebhook(db: DB, w: { id: string; url: string; events: string[]; description: string | null; now: string }): Promise<void> {
-  (await stmt(db, 'INSERT INTO webhooks (id, url, events, description, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)').run(
+  await stmt(db, 'INSERT INTO webhooks (id, url, events, description, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)').run(
     w.id,
     w.url,
     JSON.stringify(w.events),
     w.description,
     w.now,
     w.now,
-  ));
+  );
 }
 
 export async function updateWebhook(db: DB, id: string, w: { url: string; events: string[]; description: string | null; enabled: boolean; disabledReason: string | null; now: string }): Promise<void> {
-  (await stmt(db, 'UPDATE webhooks SET url = ?, events = ?, description = ?, enabled = ?, disabled_reason = ?, updated_at = ? WHERE id = ?').run(
+  await stmt(db, 'UPDATE webhooks SET url = ?, events = ?, description = ?, enabled = ?, disabled_reason = ?, updated_at = ? WHERE id = ?').run(
     w.url,
     JSON.stringify(w.events),
     w.description,
@@ -63,7 +63,7 @@ export async function updateWebhook(db: DB, id: string, w: { url: string; events
     w.disabledReason,
     w.now,
     id,
-  ));
+  );
 }
 
 /** Compare-and-set: false when the webhook was already disabled (or is gone). */
@@ -89,14 +89,14 @@ export interface SecretRow extends Sealed {
 }
 
 export async function insertSecret(db: DB, webhookId: string, s: SecretRow): Promise<void> {
-  (await stmt(db, 'INSERT INTO webhook_secrets (id, webhook_id, sealed, nonce, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+  await stmt(db, 'INSERT INTO webhook_secrets (id, webhook_id, sealed, nonce, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)').run(
     s.id,
     webhookId,
     s.sealed,
     s.nonce,
     s.createdAt,
     s.expiresAt,
-  ));
+  );
 }
 
 /** Secrets still signing at `now`, the current one first. */
@@ -118,15 +118,15 @@ export const MAX_OLD_SECRETS = 4;
 
 /** Ends the current secret's life at `expiresAt` and drops secrets already expired. */
 export async function retireCurrentSecret(db: DB, webhookId: string, expiresAt: string, now: string): Promise<void> {
-  (await stmt(db, 'UPDATE webhook_secrets SET expires_at = ? WHERE webhook_id = ? AND expires_at IS NULL').run(expiresAt, webhookId));
-  (await stmt(db, 'UPDATE webhooks SET secret_rotated_at = ?, updated_at = ? WHERE id = ?').run(now, now, webhookId));
-  (await stmt(db, 'DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(webhookId, now));
+  await stmt(db, 'UPDATE webhook_secrets SET expires_at = ? WHERE webhook_id = ? AND expires_at IS NULL').run(expiresAt, webhookId);
+  await stmt(db, 'UPDATE webhooks SET secret_rotated_at = ?, updated_at = ? WHERE id = ?').run(now, now, webhookId);
+  await stmt(db, 'DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(webhookId, now);
   // Rotating again and again inside a grace window must not grow every delivery's headers.
-  (await stmt(
+  await stmt(
     db,
     `DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND id NOT IN
        (SELECT id FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT ?)`,
-  ).run(webhookId, webhookId, MAX_OLD_SECRETS));
+  ).run(webhookId, webhookId, MAX_OLD_SECRETS);
 }
 
 // Deliveries
@@ -175,11 +175,11 @@ export interface NewDelivery {
 }
 
 export async function insertDelivery(db: DB, d: NewDelivery): Promise<void> {
-  (await stmt(
+  await stmt(
     db,
     `INSERT INTO webhook_deliveries (id, webhook_id, event_id, event, body, status, attempts, next_attempt_at, redelivery_of, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)`,
-  ).run(d.id, d.webhookId, d.eventId, d.event, d.body, d.dueAt, d.redeliveryOf, d.now, d.now));
+  ).run(d.id, d.webhookId, d.eventId, d.event, d.body, d.dueAt, d.redeliveryOf, d.now, d.now);
 }
 
 export async function getDelivery(db: DB, webhookId: string, id: string): Promise<(Delivery & { body: string }) | null> {
@@ -291,7 +291,7 @@ export async function claimDue(db: DB, webhookId: string, now: number, limit: nu
   ).all(webhookId, now, limit)) as Claimed[];
   const mark = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 1 WHERE id = ?');
   for (const r of rows) {
-    (await mark.run(r.id));
+    await mark.run(r.id);
     r.claimedUntil = claimedUntil;
   }
   return rows;
@@ -303,11 +303,11 @@ export async function releaseClaims(db: DB, claims: readonly Pick<Claimed, 'id' 
     // Only while the claim is still this daemon's: one that expired may have been taken by another
     // daemon since (its claimed_until is then another), and that claim must stand.
     const s = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL WHERE id = ? AND in_flight = 1 AND claimed_until = ?');
-    for (const c of claims) (await s.run(c.id, c.claimedUntil));
+    for (const c of claims) await s.run(c.id, c.claimedUntil);
     return;
   }
   const s = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 0 WHERE id = ?');
-  for (const c of claims) (await s.run(c.id));
+  for (const c of claims) await s.run(c.id);
 }
 
 /**
@@ -376,7 +376,7 @@ export async function recordAttempt(
         'UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, updated_at = ? WHERE id = ?',
       ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id)).changes;
   if (!changed) return false;
-  (await stmt(db, 'INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+  await stmt(db, 'INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
     id,
     a.n,
     a.at,
@@ -384,7 +384,7 @@ export async function recordAttempt(
     a.error,
     a.durationMs,
     a.responseBody,
-  ));
+  );
   return true;
 }
 

@@ -150,8 +150,8 @@ export class DeliveryWorker implements WebhookRuntime {
     {
       try {
         const now = this.app.clock.now();
-        if ((await store.hasExpiredClaims(this.app.db, now))) {
-          const n = await this.app.db.transaction(async () => (await store.releaseExpiredClaims(this.app.db, now)));
+        if (await store.hasExpiredClaims(this.app.db, now)) {
+          const n = await this.app.db.transaction(async () => await store.releaseExpiredClaims(this.app.db, now));
           if (n) this.app.log.info('re-sending webhook deliveries whose claim ran out (a daemon stopped or hung mid-delivery)', { count: n });
         }
       } catch (err) {
@@ -213,7 +213,7 @@ export class DeliveryWorker implements WebhookRuntime {
     const drop = this.ready.filter((c) => c.webhookId === webhookId);
     if (!drop.length) return;
     this.ready = this.ready.filter((c) => c.webhookId !== webhookId);
-    (await store.releaseClaims(this.app.db, drop));
+    await store.releaseClaims(this.app.db, drop);
   }
 
   private limits(): SlotLimits {
@@ -244,9 +244,9 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.closed) return;
     try {
       const limits = this.limits();
-      if (this.shared) (await this.dropStale());
+      if (this.shared) await this.dropStale();
       this.startReady(limits);
-      (await this.claim(limits));
+      await this.claim(limits);
       this.startReady(limits);
     } catch (err) {
       this.app.log.error('claiming webhook deliveries failed; trying again in a second', errorFields(err));
@@ -264,19 +264,19 @@ export class DeliveryWorker implements WebhookRuntime {
   private async dropStale(): Promise<void> {
     if (!this.ready.length) return;
     const cutoff = this.app.clock.now() + this.app.config().webhooks.timeoutMs + LEASE_SLACK_MS;
-    const urls = (await store.enabledUrls(this.app.db, [...new Set(this.ready.map((c) => c.webhookId))]));
+    const urls = await store.enabledUrls(this.app.db, [...new Set(this.ready.map((c) => c.webhookId))]);
     const keep = (c: store.Claimed) => c.claimedUntil >= cutoff && urls.get(c.webhookId) === c.url;
     const drop = this.ready.filter((c) => !keep(c));
     if (!drop.length) return;
     this.ready = this.ready.filter(keep);
     const now = nowIso(this.app.clock);
-    (await this.app.db.transaction(async () => {
-      (await store.releaseClaims(this.app.db, drop));
+    await this.app.db.transaction(async () => {
+      await store.releaseClaims(this.app.db, drop);
       // Disabling failed what was waiting except what was claimed (this): fail it as it would have.
       for (const id of new Set(drop.filter((c) => !urls.has(c.webhookId)).map((c) => c.webhookId))) {
-        if ((await store.getWebhook(this.app.db, id))?.enabled === false) (await store.failPending(this.app.db, id, 'webhook disabled before this delivery was made', now));
+        if ((await store.getWebhook(this.app.db, id))?.enabled === false) await store.failPending(this.app.db, id, 'webhook disabled before this delivery was made', now);
       }
-    }));
+    });
     for (const c of drop) this.fresh.add(c.webhookId);
   }
 
@@ -295,7 +295,7 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.stale) {
       this.stale = false;
       this.drained.clear();
-      const heads = (await store.dueHeads(this.app.db));
+      const heads = await store.dueHeads(this.app.db);
       // Deliveries not due yet wake the worker when they are.
       this.arm(nextWake(heads, now));
       candidates = heads.filter((h) => h.dueAt <= now).map((h) => h.webhookId);
@@ -313,13 +313,13 @@ export class DeliveryWorker implements WebhookRuntime {
     if (!wants.length) return;
     // Taken into `ready` only once committed: a claim rolled back must not be sent.
     const claimed: store.Claimed[] = [];
-    (await this.app.db.transaction(async () => {
+    await this.app.db.transaction(async () => {
       for (const [id, n] of wants) {
-        const got = (await store.claimDue(this.app.db, id, now, n, claimedUntil));
+        const got = await store.claimDue(this.app.db, id, now, n, claimedUntil);
         claimed.push(...got);
         if (got.length < n) this.drained.add(id);
       }
-    }));
+    });
     this.ready.push(...claimed);
   }
 
@@ -365,7 +365,7 @@ export class DeliveryWorker implements WebhookRuntime {
     if (hit && hit.until > now) return hit.list;
     let rows;
     try {
-      rows = (await store.liveSecrets(this.app.db, webhookId, at));
+      rows = await store.liveSecrets(this.app.db, webhookId, at);
       const list = rows.map((r) => this.box.open(r.id, r));
       // Kept until the first grace window ends (a retired secret must stop signing on time).
       const ends = rows.map((r) => (r.expiresAt ? Date.parse(r.expiresAt) : Infinity));
@@ -385,7 +385,7 @@ export class DeliveryWorker implements WebhookRuntime {
     let sent: Sent;
     let durationMs = 0;
     try {
-      const secrets = (await this.secretsFor(c.webhookId, at));
+      const secrets = await this.secretsFor(c.webhookId, at);
       const headers = deliveryHeaders({ deliveryId: c.id, event: c.event, body: c.body, secrets, t: Math.floor(Date.parse(at) / 1000) });
       ({ sent, durationMs } = await this.sender.send({ url: c.url, body: c.body, headers, timeoutMs }));
     } catch (err) {
@@ -408,11 +408,11 @@ export class DeliveryWorker implements WebhookRuntime {
       nextAttemptAt: d.nextAttemptAt,
       disable: d.disable,
     });
-    (await this.scheduleFlush());
+    await this.scheduleFlush();
   }
 
   private async scheduleFlush(): Promise<void> {
-    if (this.outcomes.length >= FLUSH_MAX) (await this.flush());
+    if (this.outcomes.length >= FLUSH_MAX) await this.flush();
     else this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
   }
 
@@ -429,12 +429,12 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.outcomes.length) this.flushTimer = setTimeout(() => void this.flush(), 0);
     const now = nowIso(this.app.clock);
     try {
-      (await this.app.events.write(async () => {
+      await this.app.events.write(async () => {
         for (const o of batch) {
-          const kept = (await store.recordAttempt(this.app.db, o.c.id, o.attempt, { status: o.status, nextAttemptAt: o.nextAttemptAt, now }));
-          if (kept && o.disable) (await disableGone(this.app, o.c.webhookId, o.c.url, `${o.c.url} answered 410 Gone`));
+          const kept = await store.recordAttempt(this.app.db, o.c.id, o.attempt, { status: o.status, nextAttemptAt: o.nextAttemptAt, now });
+          if (kept && o.disable) await disableGone(this.app, o.c.webhookId, o.c.url, `${o.c.url} answered 410 Gone`);
         }
-      }));
+      });
     } catch (err) {
       // The rows stay in flight; the next start sends them again.
       this.app.log.error('recording webhook attempts failed', { count: batch.length, ...errorFields(err) });
@@ -456,14 +456,14 @@ export class DeliveryWorker implements WebhookRuntime {
     this.pollTimer = null;
     await this.sender.close();
     await Promise.allSettled([...this.inFlight]);
-    while (this.outcomes.length) (await this.flush());
+    while (this.outcomes.length) await this.flush();
     // On a shared state the other daemons take at once what this one claimed and never sent (or
     // whose attempt it cut short), not after the lease: a restarting daemon cannot tell its own old
     // claims from a live daemon's. On SQLite the next start gives everything back anyway.
     const unsent = [...this.ready.splice(0), ...this.cutShort.splice(0)];
     if (this.shared && unsent.length) {
       try {
-        await this.app.db.transaction(async () => (await store.releaseClaims(this.app.db, unsent)));
+        await this.app.db.transaction(async () => await store.releaseClaims(this.app.db, unsent));
       } catch (err) {
         this.app.log.error('giving back unsent webhook claims failed; their lease frees them', errorFields(err));
       }
