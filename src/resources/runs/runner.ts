@@ -371,6 +371,8 @@ export class Runner implements RunnerHandle {
       await app.events.write(async () => {
         // Runners on other daemons start this agent's runs too: its maxConcurrency is counted one claim at a time.
         await lockKey(app.db, 'agent-runs', run.agent);
+        // Another runner may have taken it while this one waited for the lock: then it is theirs.
+        if ((await store.getRun(app.db, run.id))?.status !== 'queued') return;
         const task = await getTask(app, run.taskId);
         if (!agent || !runtime) refused = `agent "${run.agent}" ${agent ? 'has no runtime any more' : 'was removed'}`;
         else if (!task) refused = 'the task was removed';
