@@ -6,7 +6,7 @@
 // The executable is a copy of a Node binary (--node, default: the node running this script) with
 // a blob injected that holds: the CLI and daemon bundled into one script by esbuild (from dist/,
 // so `npm run build` comes first), each worker thread's entry bundled on its own, the native
-// addons of node_modules (the keychain's, koffi's when installed, and better-sqlite3 12 for a Node
+// addons of node_modules (the keychain's and better-sqlite3 12 for a Node
 // without node:sqlite: src/db/sqlite-binding.ts), libpg_query's
 // WASM and the board's files. At run time src/lib/exe.ts finds them (native addons go to a private
 // cache, by hash, and are loaded from there). The native addons must have been built for that Node: the script checks.
@@ -27,7 +27,7 @@ const require = createRequire(join(root, 'package.json'));
 const SENTINEL = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
 /** Every worker thread's entry (src/lib/entry.ts startThread): the asset `thread/<file name>`. */
-const THREADS = ['dist/src/resources/webhooks/send-thread.js', 'dist/src/db/pg/thread.js', 'dist/src/db/pg/libpq-thread.js'];
+const THREADS = ['dist/src/resources/webhooks/send-thread.js'];
 
 function args() {
   const out = { node: process.execPath, out: join(root, 'dist', 'exe', process.platform === 'win32' ? 'svc.exe' : 'svc') };
@@ -81,18 +81,6 @@ function sqliteAddon(name) {
     fail(`${name} is not installed: the executable's Node needs it (src/db/sqlite.ts); run npm install with that Node`);
   }
   return join(dir, 'build', 'Release', 'better_sqlite3.node');
-}
-
-/** koffi's addon for this machine, when the optional koffi is installed (else the executable's state on PostgreSQL uses pg). */
-function koffiAddon() {
-  const { platform, arch } = process;
-  try {
-    const dir = dirname(require.resolve(`@koromix/koffi-${platform}-${arch}/package.json`));
-    const file = join(dir, `${platform}_${arch}`, 'koffi.node');
-    return existsSync(file) ? file : null;
-  } catch {
-    return null;
-  }
 }
 
 /** Whether `node` can load the addon `file` (it was built for that Node's ABI). */
@@ -189,8 +177,6 @@ async function main() {
   const sqlite = execFileSync(opts.node, ['--input-type=module', '-e', 'console.log((await import(process.argv[1])).SQLITE_PACKAGE)', binding], { encoding: 'utf8' }).trim();
   const natives = { keyring: keyringAddon() };
   if (sqlite !== 'node:sqlite') natives.better_sqlite3 = sqliteAddon(sqlite);
-  const koffi = koffiAddon();
-  if (koffi) natives.koffi = koffi;
   for (const [name, file] of Object.entries(natives)) {
     if (!existsSync(file)) fail(`${relative(root, file)} is missing: run npm install`);
     const ok = loads(opts.node, file);

@@ -1,5 +1,6 @@
 import type { ProjectConfig } from './config/schema.js';
 import type { DB } from './db/open.js';
+import type { Leadership } from './db/pg/leader.js';
 import type { EventLog, StoredEvent } from './events/outbox.js';
 import type { SseHub } from './events/sse.js';
 import type { Logger } from './kernel/log.js';
@@ -11,7 +12,11 @@ import type { Clock } from './lib/clock.js';
 import type { Services } from './lib/services.js';
 
 // The per-daemon service slots are generic (lib/services.ts); resources take them from here with App.
+import { serviceKey } from './lib/services.js';
 export { serviceKey, Services, type ServiceKey } from './lib/services.js';
+
+/** Whether this daemon runs the periodic jobs (on a shared state, one daemon does: db/pg/leader.ts). */
+export const LEADER = serviceKey<Leadership>('leader');
 
 /** What every handler can reach: the daemon's shared services, built once per daemon (parts/resources.ts). */
 export interface App {
@@ -64,15 +69,15 @@ export interface ResourceServer {
    * on other resources. Runs in the descriptors' order, before anything can write an event; what it
    * returns is called when the daemon closes.
    */
-  wire?(app: App): Close | void;
+  wire?(app: App): Close | void | Promise<Close | void>;
   /** Background parts: started in the descriptors' order once all are wired, before the daemon listens; closed in reverse. */
   parts?: readonly Part<ResourceStart>[];
   /** Runs in each event's transaction, after the event is written (its webhook deliveries, the attention it needs). */
-  sink?(app: App, e: StoredEvent): void;
+  sink?(app: App, e: StoredEvent): void | Promise<void>;
   /** Retention steps: each deletes at most `batch` rows past their limits and returns how many went. */
-  prune?: readonly { name: string; run(app: App, batch: number): number }[];
+  prune?: readonly { name: string; run(app: App, batch: number): number | Promise<number> }[];
   /** The secrets it holds now, for scrubbing foreign text (read at each call, never cached). */
-  secrets?(app: App): string[];
+  secrets?(app: App): string[] | Promise<string[]>;
 }
 
 /** A resource of this daemon: a descriptor whose server is a ResourceServer. */

@@ -15,7 +15,7 @@ describe('svc approvals (child process)', () => {
     await d?.close();
   });
 
-  const svc = (...args: string[]) => svcAgainst(d, args);
+  const svc = async (...args: string[]) => await svcAgainst(d, args);
 
   async function request(title: string, extra: Record<string, unknown> = {}): Promise<any> {
     const res = await d.api('POST', '/api/v1/approvals', { body: { requestedBy: 'ana', title, ...extra } });
@@ -77,7 +77,7 @@ describe('svc approvals (child process)', () => {
     const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'test it' } })).body.data;
     const runId = '01900000-0000-7000-8000-00000000beef';
     // What the permission_prompt tool records when a run's Claude Code asks (tools/permissions.ts).
-    const asked = askPermission(
+    const asked = await askPermission(
       d.daemon.app,
       { runId, taskId: task.id, missionId: null, agent: 'cody', tool: 'Bash', input: { command: 'npm test' }, toolUseId: 'toolu_1' },
       { timeoutSec: 900, timeoutAction: 'reject', secrets: [] },
@@ -108,7 +108,7 @@ describe('svc approvals request', () => {
   afterAll(async () => {
     await d?.close();
   });
-  const svc = (...args: string[]) => svcAgainst(d, args);
+  const svc = async (...args: string[]) => await svcAgainst(d, args);
 
   it('puts a task in awaiting_approval with a timeout; refuses bad durations and a lone --on-timeout as usage errors', async () => {
     const task = (await d.api('POST', '/api/v1/tasks', { body: { title: 'ship it' } })).body.data;

@@ -54,15 +54,15 @@ async function missionIn(daemon: TestDaemon, name: string): Promise<any> {
  * Puts a task where a database from before the awaiting_approval guard could have left it (moved
  * out by hand with its request still pending); no API path leads there any more.
  */
-function legacyMove(daemon: TestDaemon, taskId: string, status: string): void {
-  daemon.daemon.app.db.prepare('UPDATE tasks SET status = ? WHERE id = ?').run(status, taskId);
+async function legacyMove(daemon: TestDaemon, taskId: string, status: string): Promise<void> {
+  await daemon.daemon.app.db.prepare('UPDATE tasks SET status = ? WHERE id = ?').run(status, taskId);
 }
 
 const getTask = async (daemon: TestDaemon, id: string) => (await daemon.api('GET', `/api/v1/tasks/${id}`)).body.data;
 const getApproval = async (daemon: TestDaemon, id: string) => (await daemon.api('GET', `${A}/${id}`)).body.data;
-const eventsOf = (daemon: TestDaemon, id: string) =>
-  daemon.daemon.app.events
-    .since(0, 10_000)
+const eventsOf = async (daemon: TestDaemon, id: string) =>
+  (await daemon.daemon.app.events
+    .since(0, 10_000))
     .filter((e) => e.data.approvalId === id || (typeof e.data.reason === 'string' && e.data.reason.includes(id)))
     .map((e) => ({ name: e.name, data: e.data }));
 
@@ -366,9 +366,9 @@ describe('deciding', () => {
     const a = await request(d, { taskId });
     expect(a).toMatchObject({ missionId: mission.id, taskFrom: 'review' });
 
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     expect((await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } })).status).toBe(200);
-    expect(d.daemon.app.events.since(before, 100).map((e) => e.name)).toEqual(['approval:resolved', 'task:transition', 'mission:completed']);
+    expect((await d.daemon.app.events.since(before, 100)).map((e) => e.name)).toEqual(['approval:resolved', 'task:transition', 'mission:completed']);
   });
 
   it.each(['done', 'assigned', 'pending', 'failed'])('a task with a pending approval cannot be moved to %s by hand: 409 naming the approval, nothing written', async (to) => {
@@ -388,9 +388,9 @@ describe('deciding', () => {
     expect((await getApproval(d, a.id)).status).toBe('pending');
 
     // The decision itself still moves the task (review → done on approve).
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     expect((await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } })).status).toBe(200);
-    expect(d.daemon.app.events.since(before, 100).map((e) => e.name)).toEqual(['approval:resolved', 'task:transition']);
+    expect((await d.daemon.app.events.since(before, 100)).map((e) => e.name)).toEqual(['approval:resolved', 'task:transition']);
     expect((await getTask(d, task.id)).status).toBe('done');
   });
 
@@ -411,12 +411,12 @@ describe('deciding', () => {
   it('a task taken out of awaiting_approval in an older database: the decision is recorded, the task left as it is', async () => {
     const task = await taskIn(d, 'pending');
     const a = await request(d, { taskId: task.id });
-    legacyMove(d, task.id, 'failed');
-    const before = d.daemon.app.events.lastId();
+    await legacyMove(d, task.id, 'failed');
+    const before = await d.daemon.app.events.lastId();
     const res = await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ status: 'approved' });
-    expect(d.daemon.app.events.since(before, 100).map((e) => e.name)).toEqual(['approval:resolved']);
+    expect((await d.daemon.app.events.since(before, 100)).map((e) => e.name)).toEqual(['approval:resolved']);
     expect((await getTask(d, task.id)).status).toBe('failed');
   });
 
@@ -424,18 +424,18 @@ describe('deciding', () => {
     const task = await taskIn(d, 'pending');
     const a = await request(d, { taskId: task.id });
     expect((await d.api('DELETE', `/api/v1/tasks/${task.id}`)).status).toBe(200);
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     const res = await d.api('POST', `${A}/${a.id}/reject`, { body: { feedback: 'gone anyway' } });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ status: 'rejected', taskId: task.id });
-    expect(d.daemon.app.events.since(before, 100).map((e) => e.name)).toEqual(['approval:resolved']);
+    expect((await d.daemon.app.events.since(before, 100)).map((e) => e.name)).toEqual(['approval:resolved']);
   });
 
   it('a task waits on one approval at a time: a stale pending request (older database) must be decided first', async () => {
     const task = await taskIn(d, 'pending');
     const first = await request(d, { taskId: task.id });
     // Out of awaiting_approval with its request pending, so the state machine alone would allow a new request.
-    legacyMove(d, task.id, 'pending');
+    await legacyMove(d, task.id, 'pending');
     await runCase(d, {
       name: 'second request',
       method: 'POST',
@@ -540,13 +540,13 @@ describe('timeouts', () => {
   ])('timeoutAction $action on a task from $from: → $to, resolvedBy "timeout"', async (c) => {
     const task = await taskIn(d, c.from);
     const a = await request(d, { taskId: task.id, timeoutSeconds: 30, timeoutAction: c.action });
-    clock.advance(29_999);
+    await clock.pass(29_999);
     expect((await getApproval(d, a.id)).status).toBe('pending');
-    clock.advance(1);
+    await clock.pass(1);
     const after = await getApproval(d, a.id);
     expect(after).toMatchObject({ status: c.status, resolvedBy: 'timeout', timedOut: true, note: null, feedback: null, resolvedAt: a.expiresAt });
     expect(await getTask(d, task.id)).toMatchObject({ status: c.to, revisionCount: c.revisionCount });
-    expect(eventsOf(d, a.id)).toEqual([
+    expect(await eventsOf(d, a.id)).toEqual([
       { name: 'approval:requested', data: { approvalId: a.id, kind: 'task', taskId: task.id, missionId: null, title: 'may I?', requestedBy: 'ana', runId: null, tool: null } },
       { name: 'attention:needed', data: expect.objectContaining({ reason: 'approval', approvalId: a.id }) },
       { name: 'task:transition', data: { taskId: task.id, from: c.from, to: 'awaiting_approval', reason: `approval ${a.id} requested by ana` } },
@@ -559,9 +559,9 @@ describe('timeouts', () => {
     const task = await taskIn(d, 'pending');
     const a = await request(d, { taskId: task.id, timeoutSeconds: 1, timeoutAction: 'reject' });
     expect((await d.api('POST', `${A}/${a.id}/approve`, { body: { resolvedBy: 'lead' } })).status).toBe(200);
-    clock.advance(60_000);
+    await clock.pass(60_000);
     expect(await getApproval(d, a.id)).toMatchObject({ status: 'approved', resolvedBy: 'lead', timedOut: false });
-    expect(eventsOf(d, a.id).filter((e) => e.name === 'approval:resolved')).toHaveLength(1);
+    expect((await eventsOf(d, a.id)).filter((e) => e.name === 'approval:resolved')).toHaveLength(1);
     expect((await getTask(d, task.id)).status).toBe('assigned');
   });
 });
@@ -582,20 +582,20 @@ describe('timeouts across a restart', () => {
       expect(time.pending).toBe(0);
 
       // Down past the first expiry.
-      time.advance(10 * 60_000);
+      await time.pass(10 * 60_000);
       second = await startTestDaemon({ root: first.root, clock: time });
 
       // Decided during start-up, before the daemon answered its first request.
       expect(await getApproval(second, soon.id)).toMatchObject({ status: 'approved', resolvedBy: 'timeout', timedOut: true });
       expect((await getTask(second, soonTask.id)).status).toBe('assigned');
-      expect(eventsOf(second, soon.id).map((e) => e.name)).toEqual(['approval:requested', 'attention:needed', 'task:transition', 'approval:resolved', 'task:transition']);
+      expect((await eventsOf(second, soon.id)).map((e) => e.name)).toEqual(['approval:requested', 'attention:needed', 'task:transition', 'approval:resolved', 'task:transition']);
 
       // Not yet due: armed for its expiry, and decided by the new daemon exactly then.
       expect((await getApproval(second, later.id)).status).toBe('pending');
       expect(time.nextAt).toBe(Date.parse(later.expiresAt));
-      time.advanceTo(Date.parse(later.expiresAt) - 1);
+      await time.passTo(Date.parse(later.expiresAt) - 1);
       expect((await getApproval(second, later.id)).status).toBe('pending');
-      time.advance(1);
+      await time.pass(1);
       expect(await getApproval(second, later.id)).toMatchObject({ status: 'rejected', resolvedBy: 'timeout', timedOut: true, resolvedAt: later.expiresAt });
       expect(await getTask(second, laterTask.id)).toMatchObject({ status: 'pending', revisionCount: 1 });
       expect(time.pending).toBe(0);
@@ -621,7 +621,7 @@ describe('tasks.maxRevisions', () => {
     const failed = await getTask(d, task.id);
     expect(failed).toMatchObject({ status: 'failed', revisionCount: 3, result: { error: 'rejected after 3 revision(s); tasks.maxRevisions is 3: still wrong', approvalId: last.id } });
     expect(failed.description).not.toContain('still wrong');
-    const moved = eventsOf(d, last.id).find((e) => e.name === 'task:transition' && e.data.to === 'failed');
+    const moved = (await eventsOf(d, last.id)).find((e) => e.name === 'task:transition' && e.data.to === 'failed');
     expect(moved?.data.reason).toBe(`approval ${last.id} rejected by local; tasks.maxRevisions (3) reached`);
   });
 

@@ -78,7 +78,7 @@ describe('GET /api/v1/auth/status', () => {
       expect(s).toMatchObject({ status: 'cooldown', errorCount: FAILURES_BEFORE_COOLDOWN });
 
       // The cooldown ends (its time is moved to the past), a success clears the counters.
-      d.daemon.app.db.prepare('UPDATE provider_health SET cooldown_until = 0').run();
+      await d.daemon.app.db.prepare('UPDATE provider_health SET cooldown_until = 0').run();
       up.script({ json: completion('ok') });
       expect((await chat(d, 'fake/m1')).status).toBe(200);
       s = (await d.api('GET', '/api/v1/auth/status')).body.data.providers.fake;
@@ -161,7 +161,7 @@ describe('one failing upstream call does not stall a client (issue 30, item 4)',
     const d = await startTestDaemon({ config: config(), clock });
     try {
       await failDifferent(d, 'fake/m1', FAILURES_BEFORE_COOLDOWN, 'fake down'); // fake: out for 60 s from now
-      clock.advance(20_000);
+      await clock.pass(20_000);
       await failDifferent(d, 'fake/m1', FAILURES_BEFORE_COOLDOWN, 'backup down'); // backup: out for 60 s from 20 s on
       const s = await statusOf(d);
       expect(s.fake.cooldownUntil).toBe(new Date(clock.now() - 20_000 + 60_000).toISOString());
@@ -173,9 +173,9 @@ describe('one failing upstream call does not stall a client (issue 30, item 4)',
       expect(refused.body.error.message).toContain(s.fake.cooldownUntil);
       expect(refused.body.error.message).toContain(s.backup.cooldownUntil);
       expect(up.requests.length).toBe(calls);
-      clock.advance(39_000);
+      await clock.pass(39_000);
       expect((await chat(d, 'fake/m1', 'now?')).headers.get('retry-after')).toBe('1');
-      clock.advance(1000);
+      await clock.pass(1000);
       up.script({ json: completion('fake is back') });
       const served = await chat(d, 'fake/m1', 'now?');
       expect(served.status).toBe(200);
@@ -197,7 +197,7 @@ describe('one failing upstream call does not stall a client (issue 30, item 4)',
       const refused = await chat(d, 'fake/m1', 'busy?');
       expect(refused.status).toBe(503);
       expect(refused.headers.get('retry-after')).toBe('7');
-      clock.advance(7000);
+      await clock.pass(7000);
       up.script({ json: completion('free now') });
       expect((await chat(d, 'fake/m1', 'busy?')).status).toBe(200);
     } finally {

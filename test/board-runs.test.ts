@@ -157,7 +157,7 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
   let page: Page;
   const api = (method: string, path: string, body?: unknown) => apiOk(d, method, path, body);
   const go = (p: Page, hash: string) => p.evaluate((h) => (location.hash = h), hash);
-  const runsOf = async (taskId: string): Promise<any[]> => api('GET', `/api/v1/runs?taskId=${taskId}`);
+  const runsOf = async (taskId: string): Promise<any[]> => await api('GET', `/api/v1/runs?taskId=${taskId}`);
   /** The log's lines on the page: their seqs, in order. */
   const seqs = (p: Page) => p.locator('#run-log .ll').evaluateAll((ls) => ls.map((l) => Number((l as HTMLElement).dataset.seq)));
 
@@ -368,18 +368,18 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
       await until('lines', async () => (await seqs(s.p)).length >= 4);
       await s.p.click('#run-cancel');
       await visible(s.p.locator('#run-cancel-confirm'));
-      problems.push(...(await axeProblems(s.p, `live run ${where}`)));
+      problems.push(...await axeProblems(s.p, `live run ${where}`));
       await go(s.p, `#/runs/${done.id}`);
       await count(s.p.locator('.diff-file'), 50);
-      problems.push(...(await axeProblems(s.p, `finished run ${where}`)));
+      problems.push(...await axeProblems(s.p, `finished run ${where}`));
       if (scheme === 'dark') await shot(s.p, 'runs-diff-narrow-dark');
       await go(s.p, `#/tasks/${ticking.id}`);
       await visible(s.p.locator('table.runs'));
-      problems.push(...(await axeProblems(s.p, `task ${where}`)));
+      problems.push(...await axeProblems(s.p, `task ${where}`));
       await go(s.p, '#/agents');
       await s.p.locator('tr[data-agent="fay"] button', { hasText: 'Edit runtime' }).click();
       await visible(s.p.locator('.runtime-form'));
-      problems.push(...(await axeProblems(s.p, `agents ${where}`)));
+      problems.push(...await axeProblems(s.p, `agents ${where}`));
       if (viewport.width < 600) expect(await s.p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
       expect(s.errors).toEqual([]);
       await s.ctx.close();

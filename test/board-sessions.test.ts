@@ -82,10 +82,10 @@ describe('signing in with a one-time link', () => {
     const e = await startTestDaemon({ clock });
     try {
       const minted = await e.api('POST', '/api/v1/board/logins', { body: {} });
-      clock.advance(59_000);
+      await clock.pass(59_000);
       const fresh = await e.api('POST', '/api/v1/board/logins', { body: {} });
       expect((await rawRequest(e.url, { path: fresh.body.data.path })).status).toBe(303);
-      clock.advance(2_000);
+      await clock.pass(2_000);
       const late = await rawRequest(e.url, { path: minted.body.data.path });
       expect(late.status).toBe(401);
       expect(late.body).toContain('This login link has expired');
@@ -107,10 +107,10 @@ describe('signing in with a one-time link', () => {
         while (!(await reader.read()).done);
         return true;
       })();
-      clock.advance(12 * 3_600_000 - 1_000);
+      await clock.pass(12 * 3_600_000 - 1_000);
       expect((await fetch(`${e.url}/api/v1/tasks`, { headers })).status).toBe(200);
       expect(e.daemon.app.streams.size).toBe(1);
-      clock.advance(2_000);
+      await clock.pass(2_000);
       expect((await fetch(`${e.url}/api/v1/tasks`, { headers })).status).toBe(401);
       expect(await ended).toBe(true);
       expect(e.daemon.app.streams.size).toBe(0);
@@ -121,7 +121,7 @@ describe('signing in with a one-time link', () => {
 
   it('lets a session read and change state only with its CSRF token, from its own origin', async () => {
     const s = await login();
-    expect((await asBoard('GET', '/api/v1/board/session', s)).body.data).toEqual({ name: 'local', session: true, readOnly: false, lastEventId: d.daemon.app.events.lastId() });
+    expect((await asBoard('GET', '/api/v1/board/session', s)).body.data).toEqual({ name: 'local', session: true, readOnly: false, lastEventId: await d.daemon.app.events.lastId() });
     expect((await asBoard('GET', '/api/v1/tasks', s)).status).toBe(200);
     // The cookie alone is refused, reads included: a browser sends it to a server on any port of
     // this host, and that server must not be able to use it.
@@ -168,7 +168,7 @@ describe('signing in with a one-time link', () => {
 
     const reader = await login({ key: 'r'.repeat(32) });
     expect(reader.readOnly).toBe(true);
-    expect((await asBoard('GET', '/api/v1/board/session', reader)).body.data).toEqual({ name: 'reader', session: true, readOnly: true, lastEventId: d.daemon.app.events.lastId() });
+    expect((await asBoard('GET', '/api/v1/board/session', reader)).body.data).toEqual({ name: 'reader', session: true, readOnly: true, lastEventId: await d.daemon.app.events.lastId() });
     // A session lives only as long as its key: removed from project.json, the session ends.
     d.writeConfig({ name: 'test-project', apiKeys: [] });
     await until('the session to end with its key', async () => (await asBoard('GET', '/api/v1/tasks', reader)).status === 401);

@@ -346,7 +346,7 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
 
   it('opens the Events view with the recent history (the stream\'s replay), not "Waiting for events…"', async () => {
     const before = await api('POST', '/api/v1/tasks', { title: 'Made before the page opened' });
-    const id = d.daemon.app.events.since(0, 100_000).find((e) => e.name === 'task:created' && (e.data as { taskId: string }).taskId === before.id)!.id;
+    const id = (await d.daemon.app.events.since(0, 100_000)).find((e) => e.name === 'task:created' && (e.data as { taskId: string }).taskId === before.id)!.id;
     const s = await signIn();
     await s.p.evaluate(() => (location.hash = '#/events'));
     const row = s.p.locator(`.events li[data-event="${id}"]`);
@@ -496,7 +496,7 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
         await s.p.evaluate((v) => (location.hash = `#/${v}`), view);
         await s.p.locator(`nav a[data-view="${view}"][aria-current="page"]`).waitFor();
         await s.p.waitForTimeout(50);
-        problems.push(...(await axeProblems(s.p, `${view} ${viewport.width}px ${scheme}`)));
+        problems.push(...await axeProblems(s.p, `${view} ${viewport.width}px ${scheme}`));
         if (viewport.width < 600) {
           // Narrow: nothing wider than the window.
           expect(await s.p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);

@@ -29,10 +29,10 @@ afterAll(async () => {
   await d.close();
   await up.close();
 });
-afterEach(() => {
+afterEach(async () => {
   up.requests.length = 0;
   // A test's upstream failure must not cool the provider down for the next.
-  d.daemon.app.db.prepare('DELETE FROM provider_health').run();
+  await d.daemon.app.db.prepare('DELETE FROM provider_health').run();
 });
 
 const client = () => new OpenAI({ baseURL: `${d.url}/v1`, apiKey: d.key, maxRetries: 0 });
@@ -221,7 +221,7 @@ describe('POST /v1/responses errors in the OpenAI shape', () => {
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
 
-    d.daemon.app.db.prepare('DELETE FROM provider_health').run();
+    await d.daemon.app.db.prepare('DELETE FROM provider_health').run();
     up.script({ stream: [chunk({ content: 'par' }), { error: { message: 'overloaded', code: 'server_error' } }] });
     const types: string[] = [];
     let failed: OpenAI.Responses.Response | undefined;
@@ -245,12 +245,12 @@ describe('the orchestrator through the Responses API', () => {
       ];
       if (streamed) up.script({ stream: call }, { stream: textChunks(['Created it.']) });
       else up.script({ json: toolCallCompletion([{ id: 'call_1', name: 'task_create', args: { title: 'Ship the Responses API false' } }]) }, { json: completion('Created it.') });
-      const before = d.daemon.app.events.lastId();
+      const before = await d.daemon.app.events.lastId();
       const r = streamed
         ? await client().responses.stream({ model: 'svc', input: 'Add a task: Ship the Responses API' }).finalResponse()
         : await client().responses.create({ model: 'svc', input: 'Add a task: Ship the Responses API' });
       expect(r.output_text).toBe('Created it.\n\n[svc] Tool calls: task_create (ok).');
-      const fired = d.daemon.app.events.since(before, 100);
+      const fired = await d.daemon.app.events.since(before, 100);
       expect(fired.map((e) => e.name)).toEqual(['task:created', 'session:started', 'completion:finished']);
       expect(fired[0]!.data).toMatchObject({ title: `Ship the Responses API ${streamed}` });
       expect(up.requests[0]!.body.tools.map((t: { function: { name: string } }) => t.function.name)).toContain('task_create');
@@ -476,7 +476,7 @@ describe('one svc session per Codex thread (thread-id, session-id headers)', () 
   it('keeps the thread\'s conversation as one session, started once, without sending its turns twice', async () => {
     const thread = '01a21ab8-850b-7b81-829b-b041fa9fcfd7';
     const headers = { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'x-svc-agent': 'alice', 'session-id': thread, 'thread-id': thread };
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     const turn1 = [{ role: 'user', content: 'first' }];
     up.script({ json: completion('one') }, { json: completion('two') });
     const a = await fetch(`${d.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'fake/m1', store: false, input: turn1 }) });
@@ -486,7 +486,7 @@ describe('one svc session per Codex thread (thread-id, session-id headers)', () 
     expect(b.headers.get('x-session-id')).toBe(thread);
     // Codex sends the whole conversation each time: it goes upstream once, not after the stored copy.
     expect(up.requests[1]!.body.messages.slice(1).map((m: { content: string }) => m.content)).toEqual(['first', 'one', 'second']);
-    const fired = d.daemon.app.events.since(before, 100);
+    const fired = await d.daemon.app.events.since(before, 100);
     expect(fired.filter((e) => e.name === 'session:started').map((e) => e.data.sessionId)).toEqual([thread]);
     expect(fired.filter((e) => e.name === 'completion:finished').map((e) => e.data.sessionId)).toEqual([thread, thread]);
 
@@ -498,18 +498,18 @@ describe('one svc session per Codex thread (thread-id, session-id headers)', () 
 
 // Last: it blocks the process (and the daemon in it) for its twenty thousand statements.
 describe('stored responses', () => {
-  it(`keeps the newest ${RESPONSES_KEPT}: saving one more drops the oldest`, () => {
+  it(`keeps the newest ${RESPONSES_KEPT}: saving one more drops the oldest`, async () => {
     const db = d.daemon.app.db;
     const now = new Date().toISOString();
-    const save = (i: number) => saveResponse(db, { id: `resp_cap_${i}`, sessionId: 's', agent: null, model: 'fake/m1', messages: [{ role: 'user', content: `q${i}` }] }, [], now);
-    db.transaction(() => {
-      for (let i = 0; i < RESPONSES_KEPT; i++) save(i);
-    })();
-    expect(getResponse(db, 'resp_cap_0')?.messages).toEqual([{ role: 'user', content: 'q0' }]);
-    save(RESPONSES_KEPT);
-    expect(getResponse(db, 'resp_cap_0')).toBeNull();
-    expect(getResponse(db, 'resp_cap_1')?.id).toBe('resp_cap_1');
-    expect(getResponse(db, `resp_cap_${RESPONSES_KEPT}`)?.id).toBe(`resp_cap_${RESPONSES_KEPT}`);
+    const save = async (i: number) => await saveResponse(db, { id: `resp_cap_${i}`, sessionId: 's', agent: null, model: 'fake/m1', messages: [{ role: 'user', content: `q${i}` }] }, [], now);
+    await db.transaction(async () => {
+      for (let i = 0; i < RESPONSES_KEPT; i++) await save(i);
+    });
+    expect((await getResponse(db, 'resp_cap_0'))?.messages).toEqual([{ role: 'user', content: 'q0' }]);
+    await save(RESPONSES_KEPT);
+    expect(await getResponse(db, 'resp_cap_0')).toBeNull();
+    expect((await getResponse(db, 'resp_cap_1'))?.id).toBe('resp_cap_1');
+    expect((await getResponse(db, `resp_cap_${RESPONSES_KEPT}`))?.id).toBe(`resp_cap_${RESPONSES_KEPT}`);
     // Twenty thousand statements: each a round trip to the bridge's thread on state-pg.
   }, 90_000);
 });

@@ -143,13 +143,13 @@ describe('secrets in upstream text', () => {
     const history = up.requests.at(-1)!.body.messages.slice(1, 3);
     expect(history[0].content).toBe(`here: ${secrets.map(() => '[REDACTED]').join(' ; ')}`);
     expect(history[1].content).toMatch(/^Incorrect API key provided: \[REDACTED\]\. Also seen: \[REDACTED\]/);
-    const stored = d.daemon.app.db.prepare('SELECT messages FROM chat_sessions WHERE id = ?').get(sessionId) as { messages: string };
+    const stored = (await d.daemon.app.db.prepare('SELECT messages FROM chat_sessions WHERE id = ?').get(sessionId)) as { messages: string };
     for (const f of forms()) expect(stored.messages.includes(f), `stored session holds ${JSON.stringify(f)}`).toBe(false);
   });
 
   it('no secret in any answer, event frame, log line, the state database or its WAL', async () => {
     // Whatever the tests above managed to do (a failed one stops early): the stream has heard it all.
-    const finished = d.daemon.app.events.since(0, 10_000).filter((e) => e.name === 'completion:finished').length;
+    const finished = (await d.daemon.app.events.since(0, 10_000)).filter((e) => e.name === 'completion:finished').length;
     expect(finished).toBeGreaterThan(0);
     await sse.until((c) => c.messages.filter((m) => m.event === 'completion:finished').length === finished);
     const state = join(d.root, '.svc', 'state.sqlite');
@@ -157,7 +157,7 @@ describe('secrets in upstream text', () => {
     const haystacks: [string, Buffer][] = [
       ['responses', Buffer.from(responses.join('\n'))],
       ['SSE frames', Buffer.from(sse.messages.map((m) => m.data).join('\n'))],
-      ['events table', Buffer.from(JSON.stringify(d.daemon.app.events.since(0, 10_000)))],
+      ['events table', Buffer.from(JSON.stringify(await d.daemon.app.events.since(0, 10_000)))],
       ['state.sqlite (open)', readFileSync(state)],
       ['state.sqlite-wal (open)', readFileSync(`${state}-wal`)],
     ];

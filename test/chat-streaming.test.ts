@@ -54,7 +54,7 @@ describe('multi-byte text cut between two network reads', () => {
       expect(text, `cut at byte ${at}`).toBe(TEXT);
     }
     // And the session kept it whole too.
-    const kept = d.daemon.app.db.prepare("SELECT messages FROM chat_sessions ORDER BY updated_at DESC LIMIT 1").get() as { messages: string };
+    const kept = (await d.daemon.app.db.prepare("SELECT messages FROM chat_sessions ORDER BY updated_at DESC LIMIT 1").get()) as { messages: string };
     expect(JSON.parse(kept.messages).at(-1).content).toBe(TEXT);
   });
 

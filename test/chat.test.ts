@@ -33,11 +33,11 @@ afterEach(() => {
 });
 
 const client = () => new OpenAI({ baseURL: `${d.url}/v1`, apiKey: d.key, maxRetries: 0 });
-const eventsSince = (id: number) => d.daemon.app.events.since(id, 1000);
+const eventsSince = async (id: number) => await d.daemon.app.events.since(id, 1000);
 
 describe('agent mode', () => {
   it('answers a plain call through the official openai client, with the agent\'s model, prompt, identity and skills upstream', async () => {
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     up.script({ json: completion('LGTM') });
     const { data, response } = await client()
       .chat.completions.create({ model: 'svc', messages: [{ role: 'user', content: 'Review this' }], agent: 'alice' } as never)
@@ -59,7 +59,7 @@ describe('agent mode', () => {
     expect(system.content).toContain('Always read the tests first.');
     expect(sent.body.messages[1]).toEqual({ role: 'user', content: 'Review this' });
 
-    const fired = eventsSince(before);
+    const fired = await eventsSince(before);
     expect(fired.map((e) => e.name)).toEqual(['session:started', 'completion:finished']);
     expect(fired[1]!.data).toMatchObject({ sessionId, agent: 'alice', model: 'fake/m1', finishReason: 'stop', usage: { total_tokens: 5 } });
     expect(typeof fired[1]!.data.durationMs).toBe('number');
@@ -104,7 +104,7 @@ describe('agent mode', () => {
   it('continues a session with x-session-id, and stores it with vault values redacted', async () => {
     await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'alice', service: 'github', type: 'api_key', credentials: { token: 'ghp_secretvalue42' } } });
     up.script({ json: completion('first') }, { json: completion('second') });
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     const first = await client()
       .chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'my token is ghp_secretvalue42' }], agent: 'alice' } as never)
       .withResponse();
@@ -112,11 +112,11 @@ describe('agent mode', () => {
     await client().chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'and then?' }], agent: 'alice' } as never, { headers: { 'x-session-id': sessionId } });
     const second = up.requests[1]!.body.messages.slice(1);
     expect(second.map((m: { content: string }) => m.content)).toEqual(['my token is [REDACTED]', 'first', 'and then?']);
-    const stored = d.daemon.app.db.prepare('SELECT messages FROM chat_sessions WHERE id = ?').get(sessionId) as { messages: string };
+    const stored = (await d.daemon.app.db.prepare('SELECT messages FROM chat_sessions WHERE id = ?').get(sessionId)) as { messages: string };
     expect(stored.messages).not.toContain('ghp_secretvalue42');
     expect(stored.messages).toContain('[REDACTED]');
     // One session: started once, two completions.
-    expect(eventsSince(before).map((e) => e.name)).toEqual(['session:started', 'completion:finished', 'completion:finished']);
+    expect((await eventsSince(before)).map((e) => e.name)).toEqual(['session:started', 'completion:finished', 'completion:finished']);
   });
 
   it('aborts the upstream request when the client disconnects mid-stream', async () => {
@@ -203,7 +203,7 @@ describe('orchestrator mode', () => {
         { json: toolCallCompletion([{ id: 'call_1', name: 'task_create', args: { title: 'Write the release notes' } }]) },
         { json: completion('I created the task "Write the release notes".') },
       );
-      const before = o.daemon.app.events.lastId();
+      const before = await o.daemon.app.events.lastId();
       const answer = await new OpenAI({ baseURL: `${o.url}/v1`, apiKey: o.key, maxRetries: 0 }).chat.completions.create({
         model: 'svc',
         messages: [{ role: 'user', content: 'Add a task to write the release notes' }],
@@ -222,7 +222,7 @@ describe('orchestrator mode', () => {
       expect(toolTurn.tool_call_id).toBe('call_1');
       expect(JSON.parse(toolTurn.content).task.title).toBe('Write the release notes');
 
-      const fired = o.daemon.app.events.since(before, 100);
+      const fired = await o.daemon.app.events.since(before, 100);
       expect(fired.map((e) => e.name)).toEqual(['task:created', 'session:started', 'completion:finished']);
       expect(fired[0]!.data).toMatchObject({ title: 'Write the release notes', status: 'pending' });
       expect(fired[2]!.data).toMatchObject({ agent: null, model: 'fake/m1', finishReason: 'stop' });

@@ -14,7 +14,7 @@ describe('CLI errors in the command line’s words', () => {
   let taskId = '';
   let hookId = '';
   const dir = tempDir('svc-cli-errors-');
-  const run = (...args: string[]) => svcAgainst(d, args);
+  const run = async (...args: string[]) => await svcAgainst(d, args);
   beforeAll(async () => {
     d = await startTestDaemon();
     const schema = join(dir, 'schema.json');

@@ -11,7 +11,7 @@ import { startTestDaemon, type TestDaemon } from './harness.js';
 // CLI against a real daemon.
 
 let d: TestDaemon;
-const svc = (args: string[], opts: SvcOptions = {}) => svcAgainst(d, args, opts);
+const svc = async (args: string[], opts: SvcOptions = {}) => await svcAgainst(d, args, opts);
 const newTask = async (title: string) => (await d.api('POST', '/api/v1/tasks', { body: { title } })).body.data as { id: string; title: string };
 
 beforeAll(async () => {

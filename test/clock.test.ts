@@ -11,9 +11,7 @@ import { parse, sourceFiles, walkNodes } from './source-files.js';
 /** Files that may read the time without the seam (Date.now, new Date(), Date(), performance.now, process.hrtime). */
 const READS_TIME: { file: string; why: string }[] = [
   { file: 'src/lib/clock.ts', why: 'the seam itself' },
-  { file: 'src/db/pg/channel.ts', why: "the synchronous PostgreSQL bridge's waits; issue 33 (i33-async) deletes it" },
-  { file: 'src/db/pg/sync.ts', why: "the synchronous PostgreSQL bridge's deadlines; issue 33 (i33-async) deletes it" },
-  { file: 'src/db/pg/outage.ts', why: "the synchronous PostgreSQL bridge's outage log; issue 33 (i33-async) rewrites it" },
+  { file: 'src/db/pg/outage.ts', why: 'the outage log says when an outage started and how long it lasted, for a person reading the log' },
 ];
 
 /**

@@ -109,7 +109,7 @@ describe.skipIf(!codex)(`Codex CLI ${codex?.version} on /v1/responses, svc as it
       { stream: callStream('call_mcp', 'mcp__svc__task_create', { title: 'Made through Codex' }) },
       { stream: textChunks(['All ', 'done.']) },
     );
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
 
     // The documented model, one Codex knows: it offers the freeform apply_patch and tool_search (the agent's own model answers).
     const run = await runCodex(codexHome(), work, 'Run a command, fix the greeting, file a task.');
@@ -143,7 +143,7 @@ describe.skipIf(!codex)(`Codex CLI ${codex?.version} on /v1/responses, svc as it
 
     // One session for the whole thread: Codex's thread id, started once, every model call in it.
     const thread = run.lines.find((l) => l.type === 'thread.started')!.thread_id as string;
-    const fired = d.daemon.app.events.since(before, 1000);
+    const fired = await d.daemon.app.events.since(before, 1000);
     expect(fired.filter((e) => e.name === 'session:started').map((e) => e.data)).toEqual([expect.objectContaining({ sessionId: thread, agent: 'coder' })]);
     const finished = fired.filter((e) => e.name === 'completion:finished');
     expect(finished).toHaveLength(5);

@@ -56,8 +56,8 @@ describe('project.json hot reload', () => {
     expect(await status('kept-key-0123456789ab')).toBe(200);
     // V8's parse error quotes the text around the fault: here, a key. None of it may be repeated.
     expect(d.logs.join('\n')).not.toContain('LEAKME');
-    expect(JSON.stringify(d.daemon.app.events.since(0, 1000))).not.toContain('LEAKME');
-    const events = d.daemon.app.events.since(0, 1000).map((e) => e.name);
+    expect(JSON.stringify(await d.daemon.app.events.since(0, 1000))).not.toContain('LEAKME');
+    const events = (await d.daemon.app.events.since(0, 1000)).map((e) => e.name);
     expect(events).toContain('config:invalid');
     expect(events).toContain('config:reloaded');
   });

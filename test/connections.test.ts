@@ -112,7 +112,7 @@ describe('connection cap', () => {
     await eventually(() => refused.every((c) => c.closed()));
     expect(d.daemon.http.connections().refused).toBe(5);
     expect(d.logs.filter((l) => l.includes('connection limit reached'))).toHaveLength(1);
-    d.daemon.app.events.write(() => d.daemon.app.events.emit('team:created', { name: 'still-here' }));
+    await d.daemon.app.events.write(async () => d.daemon.app.events.emit('team:created', { name: 'still-here' }));
     for (const s of streams) await s.until((x) => x.messages.length === 1);
     expect(streams.every((s) => !s.ended)).toBe(true);
     for (const s of streams) s.close();
@@ -146,7 +146,7 @@ describe('1,100 idle connections under a 1,024 file limit (svc serve as a child 
     const key = readLocalKey(root)!;
 
     const idle = [];
-    for (let i = 0; i < 1100; i += 50) idle.push(...(await Promise.all(Array.from({ length: 50 }, () => idleConnection(port)))));
+    for (let i = 0; i < 1100; i += 50) idle.push(...await Promise.all(Array.from({ length: 50 }, () => idleConnection(port))));
     expect(idle).toHaveLength(1100);
     // Before the fix every request failed here for 89 s; now the first attempt is answered.
     for (let i = 0; i < 3; i++) {

@@ -170,8 +170,8 @@ describe('a daemon leaves nothing behind', () => {
     const { EventLog } = await import('../src/events/outbox.js');
     const { openDatabase } = await import('../src/db/open.js');
     const { STATE_MIGRATIONS } = await import('../src/state-schema.js');
-    const hub = new SseHub(new EventLog(openDatabase(':memory:', STATE_MIGRATIONS), { clock: systemClock }), systemClock);
+    const hub = new SseHub(new EventLog(await openDatabase(':memory:', STATE_MIGRATIONS), { clock: systemClock }), systemClock);
     hub.closeAll();
-    expect(() => hub.open({} as never, { keyId: 'k', matches: () => true })).toThrow(/shutting down/);
+    await expect((async () => await hub.open({} as never, { keyId: 'k', matches: () => true }))()).rejects.toThrow(/shutting down/);
   });
 });

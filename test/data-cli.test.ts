@@ -21,7 +21,7 @@ describe('svc db', () => {
   afterAll(async () => {
     await d.close();
   });
-  const run = (...args: string[]) => svcAgainst(d, args);
+  const run = async (...args: string[]) => await svcAgainst(d, args);
 
   it('creates, lists and shows', async () => {
     const schema = file('schema.json', { tables: { notes: { columns: { title: { type: 'text' }, done: { type: 'boolean', default: false } } } } });

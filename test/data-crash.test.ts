@@ -55,7 +55,7 @@ describe('kill -9 during acknowledged batches', () => {
     d = await startTestDaemon();
     expect((await d.api('POST', '/api/v1/data', { body: { name: 'journal', schema: SCHEMA } })).status).toBe(201);
     const runner = d.daemon.app.services.get(DATA_RUNNER);
-    const id = resolve(d.daemon.app, 'journal').id;
+    const id = (await resolve(d.daemon.app, 'journal')).id;
     let stopping = false;
     const acked: number[] = [];
     const running = stream(d.url, d.key, () => stopping, acked);

@@ -79,15 +79,15 @@ describe.runIf(linux)('data.maxWorkers', () => {
 
   it('closes the least recently used idle worker to make room', async () => {
     const runner = d.daemon.app.services.get(DATA_RUNNER);
-    const id = (name: string) => resolve(d.daemon.app, name).id;
+    const id = async (name: string) => (await resolve(d.daemon.app, name)).id;
     // Two lanes and the spare fill the cap: a, then b, then a again; c takes b's place, not a's.
     await read('db0', 0);
     await read('db1', 1);
     await read('db0', 0);
-    const pidA = runner.pidOf(id('db0'));
+    const pidA = runner.pidOf(await id('db0'));
     expect(pidA).toBeDefined();
     await read('db2', 2);
-    expect(runner.pidOf(id('db0'))).toBe(pidA);
-    expect(runner.pidOf(id('db1'))).toBeUndefined();
+    expect(runner.pidOf(await id('db0'))).toBe(pidA);
+    expect(runner.pidOf(await id('db1'))).toBeUndefined();
   });
 });

@@ -53,12 +53,12 @@ describeProviders('database migrations', (p) => {
   });
 
   it('replays the same id and content, refuses the same id with other content', async () => {
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     const again = await migrate(first);
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body.data.schemaVersion).toBe(2);
-    expect(d.daemon.app.events.lastId()).toBe(before);
+    expect(await d.daemon.app.events.lastId()).toBe(before);
     const other = await migrate({ ...first, steps: first.steps.slice(0, 1) });
     expect(other.status).toBe(409);
     expect(other.body.code).toBe('data_conflict');

@@ -180,7 +180,7 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     const config = JSON.parse(before);
     d.writeConfig({ ...config, data: { ...config.data, statementTimeoutMs: 4000 } });
     try {
-      await eventually(() => d.daemon.app.events.since(0, 10_000).some((e) => e.name === 'config:reloaded'), 3000);
+      await eventually(async () => (await d.daemon.app.events.since(0, 10_000)).some((e) => e.name === 'config:reloaded'), 3000);
       await eventually(async () => (await slow()).status === 200, 8000, 100);
       await eventually(async () => (await readers()).every((pid) => !old.includes(pid)), 3000, 50);
     } finally {

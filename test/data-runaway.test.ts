@@ -35,7 +35,7 @@ describe('runaway statements', () => {
   it('is stopped with 503 while task reads, SSE pings and other databases keep answering', async () => {
     await d.api('POST', '/api/v1/data/slow/query', { body: { sql: 'SELECT 1' } }); // the worker is up
     const runner = d.daemon.app.services.get(DATA_RUNNER);
-    const slowId = resolve(d.daemon.app, 'slow').id;
+    const slowId = (await resolve(d.daemon.app, 'slow')).id;
     const pid = runner.pidOf(slowId)!;
     expect(pid).toBeGreaterThan(0);
 
@@ -94,7 +94,7 @@ describe('runaway statements', () => {
     const runaway = d.api('POST', '/api/v1/data/slow/query', { body: { sql: RUNAWAY } });
     // Queued once the runaway is on its worker, so it is behind it.
     const runner = d.daemon.app.services.get(DATA_RUNNER);
-    const id = resolve(d.daemon.app, 'slow').id;
+    const id = (await resolve(d.daemon.app, 'slow')).id;
     await eventually(() => runner.inflight(id) === 1);
     const queued = d.api('POST', '/api/v1/data/slow/query', { body: { sql: 'SELECT n FROM t' } });
     expect((await runaway).status).toBe(503);

@@ -39,17 +39,17 @@ describe.skipIf(noPg)('LISTEN/NOTIFY alone, the backup poll off', () => {
 
   it(`an event written on one daemon reaches the other's stream within ${LATENCY_MS} ms, every time`, async () => {
     const sse = await collect(b.url, { key: b.key, filter: 'team:created' });
-    const write = (name: string) => a.daemon.app.events.write(() => a.daemon.app.events.emit('team:created', { name }));
+    const write = async (name: string) => await a.daemon.app.events.write(async () => a.daemon.app.events.emit('team:created', { name }));
     const arrived = (name: string) => sse.messages.some((m) => JSON.parse(m.data).name === name);
     try {
       // B's LISTEN connection is made as it starts: the first event may come by the catch-up that
       // follows it, so it is not timed.
-      write('warm-up');
+      await write('warm-up');
       await sse.until(() => arrived('warm-up'), 5_000);
       const took: number[] = [];
       for (let i = 0; i < ROUNDS; i++) {
         const t0 = performance.now();
-        write(`n${i}`);
+        await write(`n${i}`);
         await sse.until(() => arrived(`n${i}`), 5_000);
         took.push(performance.now() - t0);
       }

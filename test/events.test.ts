@@ -105,9 +105,9 @@ describe('replay', () => {
   });
 
   it('replays more history than one page without losing or repeating an event', async () => {
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     const { app } = d.daemon;
-    for (let i = 0; i < 1200; i++) app.events.write(() => app.events.emit('agent:updated', { name: `bulk-${i}`, fields: ['role'] }));
+    for (let i = 0; i < 1200; i++) await app.events.write(async () => app.events.emit('agent:updated', { name: `bulk-${i}`, fields: ['role'] }));
     const c = await collect(d.url, { key: d.key, filter: 'agent:updated', lastEventId: before });
     await c.until((x) => x.messages.length >= 1200, 10_000);
     expect(c.messages.map((m) => JSON.parse(m.data).name)).toEqual(Array.from({ length: 1200 }, (_, i) => `bulk-${i}`));
@@ -117,7 +117,7 @@ describe('replay', () => {
   it('keeps event ids across a restart', async () => {
     const one = await startTestDaemon({ keepRoot: true });
     await one.api('POST', '/api/v1/agents/teams', { body: { name: 'before' } });
-    const firstId = one.daemon.app.events.lastId();
+    const firstId = await one.daemon.app.events.lastId();
     await one.close();
     const two = await startTestDaemon({ root: one.root });
     try {
@@ -138,16 +138,16 @@ describe('retention', () => {
   it('prunes events older than 24 hours at start, and tells a replaying client what it can no longer get', async () => {
     const one = await startTestDaemon({ keepRoot: true });
     const { app } = one.daemon;
-    for (const name of ['old-1', 'old-2', 'fresh']) app.events.write(() => app.events.emit('team:created', { name }));
+    for (const name of ['old-1', 'old-2', 'fresh']) await app.events.write(async () => app.events.emit('team:created', { name }));
     // Age all but the last past the window, as if the daemon had been running for a day (on a
     // shared state the log also holds the runner's runner:online, which ages with them).
-    const old = app.events.since(0, 10).filter((e) => e.data.name !== 'fresh');
+    const old = (await app.events.since(0, 10)).filter((e) => e.data.name !== 'fresh');
     expect(old.filter((e) => e.name === 'team:created')).toHaveLength(2);
-    for (const e of old) app.db.prepare('UPDATE events SET created_at = ? WHERE id = ?').run(new Date(Date.now() - 25 * 3600 * 1000).toISOString(), e.id);
+    for (const e of old) await app.db.prepare('UPDATE events SET created_at = ? WHERE id = ?').run(new Date(Date.now() - 25 * 3600 * 1000).toISOString(), e.id);
     await one.close();
     const two = await startTestDaemon({ root: one.root });
     try {
-      const kept = two.daemon.app.events.since(0, 10).filter((e) => e.name === 'team:created').map((e) => e.data.name);
+      const kept = (await two.daemon.app.events.since(0, 10)).filter((e) => e.name === 'team:created').map((e) => e.data.name);
       expect(kept).toEqual(['fresh']);
       const c = await collect(two.url, { key: two.key, lastEventId: 0, filter: 'team:' });
       await c.until((x) => x.messages.length === 1);
@@ -197,7 +197,7 @@ describe('stream lifecycle', () => {
       const big = 'x'.repeat(4000);
       const total = 3000;
       for (let i = 0; i < total; i += 20) {
-        for (let j = i; j < i + 20; j++) app.events.write(() => app.events.emit('agent:updated', { name: `n${j}`, fields: [big] }));
+        for (let j = i; j < i + 20; j++) await app.events.write(async () => app.events.emit('agent:updated', { name: `n${j}`, fields: [big] }));
         await new Promise((res) => setImmediate(res));
       }
       await fast.until((x) => x.messages.length === total, 20_000);

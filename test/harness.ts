@@ -6,6 +6,7 @@ import { startDaemon, type Daemon, type DaemonOptions } from '../src/daemon.js';
 import { createLogger } from '../src/kernel/log.js';
 import { readLocalKey } from '../src/state-dir.js';
 import { recordEmitted } from './event-coverage.js';
+import { FakeClock } from './fake-clock.js';
 import { stateEnv } from './state-pg.js';
 import { tempDir } from './temp.js';
 
@@ -93,8 +94,21 @@ export async function startTestDaemon(
     pruneEveryMs: opts.pruneEveryMs,
     eventsPollMs: opts.eventsPollMs,
   });
+  // A fake clock moves once this daemon's state is quiet: what it arms after a read is armed.
+  if (opts.clock instanceof FakeClock) {
+    const db = daemon.app.db as unknown as { busy?: boolean };
+    opts.clock.waitsFor(async () => {
+      // Quiet twice in a row, a turn of the event loop apart: a statement's answer may set off the
+      // next. A state never quiet for 2 s (a daemon that polls) is waited for no longer.
+      const until = Date.now() + 2_000;
+      for (let calm = 0; calm < 2 && Date.now() < until; ) {
+        calm = db.busy ? 0 : calm + 1;
+        await new Promise((r) => setTimeout(r, db.busy ? 2 : 0));
+      }
+    });
+  }
   // Events emitted before this line (at start) are in the log; later ones are heard live.
-  for (const e of daemon.app.events.since(0, 10_000)) recordEmitted(e.name);
+  for (const e of await daemon.app.events.since(0, 10_000)) recordEmitted(e.name);
   daemon.app.events.subscribe((e) => recordEmitted(e.name));
   const key = readLocalKey(root)!;
   const url = daemon.url;

@@ -62,7 +62,7 @@ describe.skipIf(!enabled)('vault master key in the OS keychain', () => {
     const againLogs = again.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(againLogs.find((r) => r.msg === 'vault master key')).toMatchObject({ source: 'keychain', entries: 1 });
     expect(againLogs.some((r) => r.msg === 'created the vault master key')).toBe(false);
-    expect(openEntry(again.daemon.app, 'dev', 'github')).toEqual({ token: 'kc' });
+    expect(await openEntry(again.daemon.app, 'dev', 'github')).toEqual({ token: 'kc' });
 
     expect((await again.api('POST', '/api/v1/vault/rotate-key', { body: {} })).body).toEqual({ ok: true, data: { rotated: 1, source: 'keychain' } });
     const rotated = await entry(projectId).getPassword();
@@ -73,7 +73,7 @@ describe.skipIf(!enabled)('vault master key in the OS keychain', () => {
 
     // The item is the key: losing it is a clear start-up error, not an empty vault.
     const third = await startTestDaemon({ root: d.root, env, keepRoot: true });
-    expect(openEntry(third.daemon.app, 'dev', 'github')).toEqual({ token: 'kc' });
+    expect(await openEntry(third.daemon.app, 'dev', 'github')).toEqual({ token: 'kc' });
     await third.close();
     await entry(projectId).deletePassword();
     await expect(startTestDaemon({ root: d.root, env, keepRoot: true })).rejects.toThrow(/no vault master key found in the OS keychain .* but the vault holds 1 entries/);

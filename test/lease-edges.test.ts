@@ -12,7 +12,7 @@ import { rawRequest, startTestDaemon, type TestDaemon } from './harness.js';
 // ends"): one that ends at T is held at T - 1 ms and has ended at T, and at T + 1 ms. Each case puts
 // the daemon's fake clock (or the time a store is given) at those three instants. clock.skip moves
 // the time without firing the timers, as a busy event loop would run them late: what a request
-// meets at the instant is the rule, not the timer; clock.advance(0) then runs the late timers.
+// meets at the instant is the rule, not the timer; clock.pass(0) then runs the late timers (and waits for what they do).
 
 const LEASE_SECONDS = 60;
 const OFFSETS = [
@@ -53,9 +53,9 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     if (held) expect(beat.status).toBe(200);
     else expect(beat.body).toMatchObject({ code: 'conflict', error: expect.stringContaining(`expired at ${a.leaseExpiresAt}`) });
 
-    const mark = d.daemon.app.events.lastId();
-    clock.advance(0);
-    const released = d.daemon.app.events.since(mark, 100).filter((e) => e.name === 'task:lease_expired' && e.data.taskId === left.id);
+    const mark = await d.daemon.app.events.lastId();
+    await clock.pass(0);
+    const released = (await d.daemon.app.events.since(mark, 100)).filter((e) => e.name === 'task:lease_expired' && e.data.taskId === left.id);
     expect(released.map((e) => e.data.expiredAt)).toEqual(held ? [] : [a.leaseExpiresAt]);
     expect((await d.api('GET', `/api/v1/tasks/${left.id}`)).body.data.status).toBe(held ? 'in_progress' : 'pending');
   });
@@ -75,7 +75,7 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
       expect(yes.body).toMatchObject({ code: 'conflict', error: expect.stringContaining('already rejected by timeout') });
       expect((await d.api('GET', `/api/v1/approvals/${answered.id}`)).body.data).toMatchObject({ status: 'rejected', timedOut: true });
     }
-    clock.advance(0);
+    await clock.pass(0);
     expect((await d.api('GET', `/api/v1/approvals/${left.id}`)).body.data).toMatchObject(held ? { status: 'pending' } : { status: 'rejected', timedOut: true });
   });
 
@@ -110,31 +110,31 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     }
   });
 
-  it(`runner presence (runner.offlineAfterSec after its last write): ${held ? 'online, not taken over' : 'gone, its runs taken over'}`, () => {
+  it(`runner presence (runner.offlineAfterSec after its last write): ${held ? 'online, not taken over' : 'gone, its runs taken over'}`, async () => {
     // Wall-clock times (runs/runner.ts), so the store is given them; a real now keeps the daemon's
     // own runner, which compares with Date.now(), from taking this one over meanwhile.
     const { db } = d.daemon.app;
     const seen = Date.now();
     const id = `edge-runner${off}`;
-    runs.upsertRunner(db, { id, host: 'h', pid: 1, labels: '[]', runtimes: '[]', capacity: 1, running: 0, started_at: new Date(seen).toISOString(), seen_at: seen });
+    await runs.upsertRunner(db, { id, host: 'h', pid: 1, labels: '[]', runtimes: '[]', capacity: 1, running: 0, started_at: new Date(seen).toISOString(), seen_at: seen });
     try {
       const silentMs = d.daemon.app.config().runner.offlineAfterSec * 1000;
       const now = seen + silentMs + off;
-      expect(runs.silentRunners(db, now - silentMs, 'self').some((r) => r.id === id)).toBe(!held);
+      expect((await runs.silentRunners(db, now - silentMs, 'self')).some((r) => r.id === id)).toBe(!held);
     } finally {
-      runs.stopRunner(db, id, new Date().toISOString());
+      await runs.stopRunner(db, id, new Date().toISOString());
     }
   });
 
-  it(`daemon presence on a shared state (${PRESENCE_STALE_MS / 1000} s after its last write): ${held ? 'present' : 'gone'}`, () => {
+  it(`daemon presence on a shared state (${PRESENCE_STALE_MS / 1000} s after its last write): ${held ? 'present' : 'gone'}`, async () => {
     const { db } = d.daemon.app;
     const seen = Date.now();
     const id = `edge-daemon${off}`;
-    db.prepare('INSERT INTO daemons (id, url, hostname, pid, version, keys, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(id, 'http://x', 'h', 1, '0', '', new Date(seen).toISOString(), seen);
+    await db.prepare('INSERT INTO daemons (id, url, hostname, pid, version, keys, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(id, 'http://x', 'h', 1, '0', '', new Date(seen).toISOString(), seen);
     try {
-      expect(presentDaemons({ db }, seen + PRESENCE_STALE_MS + off).some((p) => p.id === id)).toBe(held);
+      expect((await presentDaemons({ db }, seen + PRESENCE_STALE_MS + off)).some((p) => p.id === id)).toBe(held);
     } finally {
-      db.prepare('DELETE FROM daemons WHERE id = ?').run(id);
+      await db.prepare('DELETE FROM daemons WHERE id = ?').run(id);
     }
   });
 
@@ -144,7 +144,7 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
       const rotatedAt = clock.now();
       await post(`/v1/webhooks/${hook.id}/rotate-secret`, { graceSeconds: 60 });
       const at = new Date(rotatedAt + 60_000 + off).toISOString();
-      expect(webhooks.liveSecrets(d.daemon.app.db, hook.id, at)).toHaveLength(held ? 2 : 1);
+      expect(await webhooks.liveSecrets(d.daemon.app.db, hook.id, at)).toHaveLength(held ? 2 : 1);
     } finally {
       expect((await d.api('DELETE', `/v1/webhooks/${hook.id}`)).status).toBe(200);
     }
@@ -158,19 +158,19 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     try {
       // Due a year from now: the daemon's own worker leaves it to this test.
       const due = clock.now() + 365 * 86_400_000;
-      app.events.write(() => {
+      await app.events.write(async () => {
         app.events.emit('team:created', { name: `edge-${off}` });
-        app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(due, hook.id);
+        await app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(due, hook.id);
       });
       const until = due + 10_000;
-      const claim = () => expect(app.db.transaction(() => webhooks.claimDue(app.db, hook.id, due, 1, until))()).toHaveLength(1);
-      claim();
+      const claim = async () => expect(await app.db.transaction(async () => await webhooks.claimDue(app.db, hook.id, due, 1, until))).toHaveLength(1);
+      await claim();
       // What a poll looks for and gives back at that instant.
-      expect(webhooks.hasExpiredClaims(app.db, until + off)).toBe(!held);
-      expect(app.db.transaction(() => webhooks.releaseExpiredClaims(app.db, until + off))()).toBe(held ? 0 : 1);
+      expect(await webhooks.hasExpiredClaims(app.db, until + off)).toBe(!held);
+      expect(await app.db.transaction(async () => await webhooks.releaseExpiredClaims(app.db, until + off))).toBe(held ? 0 : 1);
       // What a daemon starting at that instant gives back.
-      if (!held) claim();
-      expect(app.db.transaction(() => webhooks.releaseInFlight(app.db, until + off))()).toBe(held ? 0 : 1);
+      if (!held) await claim();
+      expect(await app.db.transaction(async () => await webhooks.releaseInFlight(app.db, until + off))).toBe(held ? 0 : 1);
     } finally {
       expect((await d.api('DELETE', `/v1/webhooks/${hook.id}`)).status).toBe(200);
     }

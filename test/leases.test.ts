@@ -113,11 +113,11 @@ describe('POST /api/v1/tasks/next', () => {
     expect((await d.api('POST', `/api/v1/missions/${mission.id}/start`)).status).toBe(200);
     expect((await d.api('POST', `/api/v1/missions/${mission.id}/pause`)).status).toBe(200);
     const free = await newTask('free');
-    const mark = d.daemon.app.events.lastId();
+    const mark = await d.daemon.app.events.lastId();
     const res = await d.api('POST', '/api/v1/tasks/next', { body: { agent: 'ana' } });
     expect(res.body.data.task).toMatchObject({ id: free, assignTo: 'ana' });
     // Only the free task moved: the refused candidates left no events and no assignee behind.
-    expect(new Set(d.daemon.app.events.since(mark, 100).map((e) => e.data.taskId))).toEqual(new Set([free]));
+    expect(new Set((await d.daemon.app.events.since(mark, 100)).map((e) => e.data.taskId))).toEqual(new Set([free]));
     const held = (await d.api('GET', `/api/v1/tasks?missionId=${mission.id}&limit=200`)).body.data;
     expect(held.every((t: { status: string; assignTo: string | null }) => t.status === 'pending' && t.assignTo === null)).toBe(true);
   });
@@ -150,29 +150,31 @@ describe('lease expiry (fake clock)', () => {
     const sse = await collect(f.url, { key: f.key, filter: 'task:transition,task:lease_expired' });
     const c = (await f.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'ana' } })).body.data;
     expect(c.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
-    // The reaper's one wake-up is set on the daemon's clock, for this lease's end.
+    // The reaper's one wake-up is set on the daemon's clock, for this lease's end (once its read of
+    // the leases is back: pass(0) waits for that, and moves no time).
+    await clock.pass(0);
     expect(clock.nextAt).toBe(Date.parse(c.leaseExpiresAt));
-    const mark = f.daemon.app.events.lastId();
+    const mark = await f.daemon.app.events.lastId();
 
     // Just before the end nothing happens; a heartbeat then still works and moves the end.
-    clock.advanceTo(Date.parse(c.leaseExpiresAt) - 1000);
-    expect(f.daemon.app.events.lastId()).toBe(mark);
+    await clock.passTo(Date.parse(c.leaseExpiresAt) - 1000);
+    expect(await f.daemon.app.events.lastId()).toBe(mark);
     const beat = await f.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } });
     expect(beat.status).toBe(200);
     expect(beat.body.data.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
     // The wake-up set for the old end finds nothing due and sleeps until the new one.
-    clock.advanceTo(Date.parse(c.leaseExpiresAt));
-    expect(f.daemon.app.events.lastId()).toBe(mark);
+    await clock.passTo(Date.parse(c.leaseExpiresAt));
+    expect(await f.daemon.app.events.lastId()).toBe(mark);
     expect(clock.nextAt).toBe(Date.parse(beat.body.data.leaseExpiresAt));
 
     // Past its end the lease is dead even before the reaper has run (its timer is late).
     clock.skip(Date.parse(beat.body.data.leaseExpiresAt) + 1 - clock.now());
     expect((await f.api('POST', `/api/v1/tasks/${id}/heartbeat`, { body: { leaseId: c.leaseId } })).body).toMatchObject({ code: 'conflict', error: /expired at/ });
     expect((await f.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: c.leaseId } })).body).toMatchObject({ code: 'conflict', error: /expired at/ });
-    expect(f.daemon.app.events.lastId()).toBe(mark);
-    clock.advance(0);
+    expect(await f.daemon.app.events.lastId()).toBe(mark);
+    await clock.pass(0);
 
-    const fired = f.daemon.app.events.since(mark, 100).map((e) => ({ name: e.name, data: e.data }));
+    const fired = (await f.daemon.app.events.since(mark, 100)).map((e) => ({ name: e.name, data: e.data }));
     expect(fired).toEqual([
       { name: 'task:transition', data: { taskId: id, from: 'in_progress', to: 'pending', reason: 'lease expired' } },
       { name: 'task:lease_expired', data: { taskId: id, agent: 'ana', leaseId: c.leaseId, expiredAt: beat.body.data.leaseExpiresAt } },
@@ -192,9 +194,9 @@ describe('lease expiry (fake clock)', () => {
     const again = (await f.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'bob' } })).body.data;
     expect(again).toMatchObject({ status: 'in_progress', assignTo: 'bob', leaseExpiresAt: new Date(clock.now() + LEASE_SECONDS * 1000).toISOString() });
     // Nothing more is due before bob's lease ends.
-    const after = f.daemon.app.events.lastId();
-    clock.advanceTo(Date.parse(again.leaseExpiresAt) - 1);
-    expect(f.daemon.app.events.lastId()).toBe(after);
+    const after = await f.daemon.app.events.lastId();
+    await clock.passTo(Date.parse(again.leaseExpiresAt) - 1);
+    expect(await f.daemon.app.events.lastId()).toBe(after);
     expect((await f.api('POST', `/api/v1/tasks/${id}/transition`, { body: { to: 'review', leaseId: again.leaseId } })).status).toBe(200);
   });
 
@@ -203,55 +205,55 @@ describe('lease expiry (fake clock)', () => {
     const task = (await f.api('POST', '/api/v1/tasks', { body: { title: 'timed' } })).body.data;
     expect(task).toMatchObject({ createdAt: created, updatedAt: created });
 
-    clock.advance(5_000);
+    await clock.pass(5_000);
     const claimedAt = iso();
     const c = (await f.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } })).body.data;
     expect(c).toMatchObject({ createdAt: created, updatedAt: claimedAt, leaseExpiresAt: new Date(clock.now() + LEASE_SECONDS * 1000).toISOString() });
 
-    clock.advance(7_000);
+    await clock.pass(7_000);
     const beat = (await f.api('POST', `/api/v1/tasks/${task.id}/heartbeat`, { body: { leaseId: c.leaseId } })).body.data;
     expect(beat.leaseExpiresAt).toBe(new Date(clock.now() + LEASE_SECONDS * 1000).toISOString());
 
-    clock.advance(1_000);
+    await clock.pass(1_000);
     const comment = (await f.api('POST', `/api/v1/tasks/${task.id}/comments`, { body: { body: 'on it' } })).body.data;
     expect(comment.createdAt).toBe(iso());
 
-    clock.advance(1_000);
+    await clock.pass(1_000);
     const patched = (await f.api('PATCH', `/api/v1/tasks/${task.id}`, { body: { priority: 'high' } })).body.data;
     expect(patched.updatedAt).toBe(iso());
 
-    clock.advance(1_000);
+    await clock.pass(1_000);
     const review = (await f.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'review', leaseId: c.leaseId } })).body.data;
     expect(review).toMatchObject({ status: 'review', updatedAt: iso() });
 
-    clock.advance(1_000);
+    await clock.pass(1_000);
     const approval = (await f.api('POST', '/api/v1/approvals', { body: { taskId: task.id, requestedBy: 'ana', title: 'ship?', timeoutSeconds: 30 } })).body.data;
     expect(approval).toMatchObject({ createdAt: iso(), expiresAt: new Date(clock.now() + 30_000).toISOString() });
     expect((await f.api('GET', `/api/v1/tasks/${task.id}`)).body.data.updatedAt).toBe(iso());
 
-    clock.advance(30_000);
+    await clock.pass(30_000);
     const decided = (await f.api('GET', `/api/v1/approvals/${approval.id}`)).body.data;
     expect(decided).toMatchObject({ status: 'rejected', timedOut: true, resolvedAt: approval.expiresAt });
     expect((await f.api('GET', `/api/v1/tasks/${task.id}`)).body.data).toMatchObject({ status: 'pending', updatedAt: approval.expiresAt });
 
     // Removing a task touches the tasks that depended on it.
     const dependent = (await f.api('POST', '/api/v1/tasks', { body: { title: 'after', dependsOn: [task.id] } })).body.data;
-    clock.advance(1_000);
+    await clock.pass(1_000);
     expect((await f.api('DELETE', `/api/v1/tasks/${task.id}`)).status).toBe(200);
     expect((await f.api('GET', `/api/v1/tasks/${dependent.id}`)).body.data).toMatchObject({ dependsOn: [], updatedAt: iso() });
 
     // A mission moved by its tasks, and its tasks detached when it goes.
-    clock.advance(1_000);
+    await clock.pass(1_000);
     const mission = (await f.api('POST', '/api/v1/missions', { body: { name: 'timed', tasks: [{ title: 'only' }] } })).body.data;
     expect(mission).toMatchObject({ createdAt: iso(), updatedAt: iso() });
     const [only] = (await f.api('GET', `/api/v1/tasks?missionId=${mission.id}`)).body.data;
-    clock.advance(1_000);
+    await clock.pass(1_000);
     expect((await f.api('POST', `/api/v1/missions/${mission.id}/start`)).body.data.updatedAt).toBe(iso());
     for (const to of ['assigned', 'in_progress', 'review']) expect((await f.api('POST', `/api/v1/tasks/${only.id}/transition`, { body: { to } })).status).toBe(200);
-    clock.advance(1_000);
+    await clock.pass(1_000);
     expect((await f.api('POST', `/api/v1/tasks/${only.id}/transition`, { body: { to: 'done' } })).status).toBe(200);
     expect((await f.api('GET', `/api/v1/missions/${mission.id}`)).body.data).toMatchObject({ status: 'completed', updatedAt: iso() });
-    clock.advance(1_000);
+    await clock.pass(1_000);
     expect((await f.api('DELETE', `/api/v1/missions/${mission.id}`)).status).toBe(200);
     expect((await f.api('GET', `/api/v1/tasks/${only.id}`)).body.data).toMatchObject({ missionId: null, updatedAt: iso() });
   });
@@ -263,17 +265,17 @@ describe('lease expiry across a restart', () => {
     const first = await fakeClockDaemon(clock);
     const id = (await first.api('POST', '/api/v1/tasks', { body: { title: 'survives' } })).body.data.id;
     const c = (await first.api('POST', `/api/v1/tasks/${id}/claim`, { body: { agent: 'ana' } })).body.data;
-    const mark = first.daemon.app.events.lastId();
+    const mark = await first.daemon.app.events.lastId();
     await first.close();
     // A closed daemon leaves no wake-up on the clock: nothing fires while it is down.
     expect(clock.pending).toBe(0);
 
-    clock.advanceTo(Date.parse(c.leaseExpiresAt) + 60_000);
+    await clock.passTo(Date.parse(c.leaseExpiresAt) + 60_000);
     const second = await fakeClockDaemon(clock, first.root);
     try {
       // Released before the daemon listened: the events are already in the log.
       // (On a shared state the runner's own stop and start are in the log too: runner:offline, runner:online.)
-      const fired = second.daemon.app.events.since(mark, 100).filter((e) => !e.name.startsWith('runner:')).map((e) => [e.name, e.data.taskId]);
+      const fired = (await second.daemon.app.events.since(mark, 100)).filter((e) => !e.name.startsWith('runner:')).map((e) => [e.name, e.data.taskId]);
       expect(fired).toEqual([
         ['task:transition', id],
         ['task:lease_expired', id],

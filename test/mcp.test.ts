@@ -93,7 +93,7 @@ describe('MCP over Streamable HTTP (the SDK client)', () => {
   it('answers a refused call as a tool error with our code, and the session goes on', async () => {
     const client = await connect();
     const { task } = await call(client, 'task_create', { title: 'refusals' });
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
 
     const illegal = await client.callTool({ name: 'task_transition', arguments: { taskId: task.id, to: 'done' } });
     expect(illegal.isError).toBe(true);
@@ -135,7 +135,7 @@ describe('MCP over Streamable HTTP (the SDK client)', () => {
     );
     expect(unknown).toMatch(/^MCP error -32602: Unknown tool: task_delete_everything\. /);
     expect(unknown.match(/MCP error/g)).toHaveLength(1);
-    expect(d.daemon.app.events.since(before, 100)).toEqual([]);
+    expect(await d.daemon.app.events.since(before, 100)).toEqual([]);
 
     // Still usable after all that.
     expect((await call(client, 'task_get', { taskId: task.id })).task.status).toBe('pending');
@@ -145,9 +145,9 @@ describe('MCP over Streamable HTTP (the SDK client)', () => {
   it('emits the same events as the HTTP call would', async () => {
     const client = await connect();
     const viaHttp = (await d.api('POST', '/api/v1/tasks', { body: { title: 'twin', assignTo: 'bob' } })).body.data;
-    const mark = d.daemon.app.events.lastId();
+    const mark = await d.daemon.app.events.lastId();
     const viaMcp = (await call(client, 'task_create', { title: 'twin', assignTo: 'bob' })).task;
-    const [httpEvents, mcpEvents] = [d.daemon.app.events.since(mark - 1, 10).slice(0, 1), d.daemon.app.events.since(mark, 10)];
+    const [httpEvents, mcpEvents] = [(await d.daemon.app.events.since(mark - 1, 10)).slice(0, 1), await d.daemon.app.events.since(mark, 10)];
     expect(mcpEvents.map((e) => ({ ...e.data, taskId: 'x' }))).toEqual(httpEvents.map((e) => ({ ...e.data, taskId: 'x' })));
     expect(mcpEvents.map((e) => e.name)).toEqual(['task:created']);
     expect(viaMcp.assignTo).toBe(viaHttp.assignTo);
@@ -233,11 +233,11 @@ describe('MCP access', () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(READ_TOOLS);
     expect(READ_TOOLS).toEqual(['task_list', 'task_get', 'mission_list', 'mission_status', 'approval_status', 'agent_list', 'skill_get', 'run_list', 'run_get', 'routine_list']);
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     const refused = await client.callTool({ name: 'task_create', arguments: { title: 'sneaky' } });
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(/^Error forbidden \(403\): .*read-only/);
-    expect(d.daemon.app.events.lastId()).toBe(before);
+    expect(await d.daemon.app.events.lastId()).toBe(before);
     expect((await call(client, 'task_list', { limit: 1 })).tasks).toHaveLength(1);
     await client.close();
   });

@@ -18,9 +18,9 @@ afterAll(async () => {
 });
 
 const M = '/api/v1/missions';
-const lastEventId = () => d.daemon.app.events.lastId();
+const lastEventId = async () => await d.daemon.app.events.lastId();
 const hooks = () => d.daemon.app.services.get(TASK_HOOKS);
-const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
+const eventsAfter = async (id: number) => (await d.daemon.app.events.since(id, 1000)).map((e) => ({ name: e.name, data: e.data }));
 
 const zero = { draft: 0, pending: 0, assigned: 0, in_progress: 0, review: 0, awaiting_approval: 0, done: 0, failed: 0 };
 const progress = (counts: Partial<typeof zero>) => {
@@ -254,9 +254,9 @@ describe('missions', () => {
     await move(t.build.id, 'done');
     await move(t.release.id, 'assigned', 'in_progress', 'review');
 
-    const before = lastEventId();
+    const before = await lastEventId();
     await move(t.release.id, 'done');
-    expect(eventsAfter(before)).toEqual([
+    expect(await eventsAfter(before)).toEqual([
       { name: 'task:transition', data: { taskId: t.release.id, from: 'review', to: 'done' } },
       { name: 'mission:completed', data: { missionId: ids.ship, name: 'ship v1' } },
     ]);
@@ -266,29 +266,29 @@ describe('missions', () => {
 });
 
 describe('one transaction', () => {
-  const count = (sql: string, ...args: unknown[]) => (d.daemon.app.db.prepare(sql).get(...args) as { n: number }).n;
+  const count = async (sql: string, ...args: unknown[]) => ((await d.daemon.app.db.prepare(sql).get(...args)) as { n: number }).n;
 
   it('a failure on the second task insert leaves no mission, no task and no event', async () => {
-    const tasksBefore = count('SELECT count(*) AS n FROM tasks');
-    const missionsBefore = count('SELECT count(*) AS n FROM missions');
+    const tasksBefore = await count('SELECT count(*) AS n FROM tasks');
+    const missionsBefore = await count('SELECT count(*) AS n FROM missions');
     let calls = 0;
     let writtenWhenItFailed = 0;
-    const off = hooks().beforeCreate((_app, input) => {
+    const off = hooks().beforeCreate(async (_app, input) => {
       if (!input.missionId || ++calls !== 2) return;
       // By now the mission and its first task are written: only a rollback can take them back.
-      writtenWhenItFailed = count('SELECT count(*) AS n FROM missions WHERE id = ?', input.missionId) + count('SELECT count(*) AS n FROM tasks WHERE mission_id = ?', input.missionId);
+      writtenWhenItFailed = (await count('SELECT count(*) AS n FROM missions WHERE id = ?', input.missionId)) + (await count('SELECT count(*) AS n FROM tasks WHERE mission_id = ?', input.missionId));
       throw new AppError('conflict', 'injected failure on the second task');
     });
     try {
-      const before = lastEventId();
+      const before = await lastEventId();
       const res = await d.api('POST', M, { body: { name: 'torn', tasks: [{ title: 'one' }, { title: 'two' }, { title: 'three' }] } });
       expect(res.status).toBe(409);
       expect(res.body.error).toBe('injected failure on the second task');
       expect(writtenWhenItFailed).toBe(2);
-      expect(count('SELECT count(*) AS n FROM missions')).toBe(missionsBefore);
-      expect(count("SELECT count(*) AS n FROM missions WHERE name = 'torn'")).toBe(0);
-      expect(count('SELECT count(*) AS n FROM tasks')).toBe(tasksBefore);
-      expect(eventsAfter(before)).toEqual([]);
+      expect(await count('SELECT count(*) AS n FROM missions')).toBe(missionsBefore);
+      expect(await count("SELECT count(*) AS n FROM missions WHERE name = 'torn'")).toBe(0);
+      expect(await count('SELECT count(*) AS n FROM tasks')).toBe(tasksBefore);
+      expect(await eventsAfter(before)).toEqual([]);
     } finally {
       off();
     }
@@ -305,9 +305,9 @@ describe('removing tasks', () => {
     if (state === 'paused') expect((await d.api('POST', `${M}/${mission.id}/pause`)).status).toBe(200);
     expect((await d.api('GET', `${M}/${mission.id}`)).body.data.status).toBe(state);
 
-    const before = lastEventId();
+    const before = await lastEventId();
     expect((await d.api('DELETE', `/api/v1/tasks/${b.id}`)).status).toBe(200);
-    expect(eventsAfter(before)).toEqual([
+    expect(await eventsAfter(before)).toEqual([
       { name: 'task:removed', data: { taskId: b.id } },
       { name: 'mission:completed', data: { missionId: mission.id, name } },
     ]);
@@ -317,9 +317,9 @@ describe('removing tasks', () => {
   it('removing every task leaves the mission active; a task may join it, and finishing that completes it', async () => {
     const mission = await createMission({ name: 'emptied', tasks: [{ title: 'only' }] });
     expect((await d.api('POST', `${M}/${mission.id}/start`)).status).toBe(200);
-    const before = lastEventId();
+    const before = await lastEventId();
     expect((await d.api('DELETE', `/api/v1/tasks/${mission.taskIds[0]}`)).status).toBe(200);
-    expect(eventsAfter(before)).toEqual([{ name: 'task:removed', data: { taskId: mission.taskIds[0] } }]);
+    expect(await eventsAfter(before)).toEqual([{ name: 'task:removed', data: { taskId: mission.taskIds[0] } }]);
     expect((await d.api('GET', `${M}/${mission.id}`)).body.data).toMatchObject({ status: 'active', progress: progress({}) });
 
     const again = await d.api('POST', '/api/v1/tasks', { body: { title: 'only', missionId: mission.id } });
@@ -336,9 +336,9 @@ describe('removing tasks', () => {
     await d.api('POST', `${M}/${mission.id}/start`);
     await move(a.id, 'assigned', 'in_progress', 'review', 'done');
     await d.api('POST', `${M}/${mission.id}/cancel`);
-    const before = lastEventId();
+    const before = await lastEventId();
     expect((await d.api('DELETE', `/api/v1/tasks/${b.id}`)).status).toBe(200);
-    expect(eventsAfter(before)).toEqual([{ name: 'task:removed', data: { taskId: b.id } }]);
+    expect(await eventsAfter(before)).toEqual([{ name: 'task:removed', data: { taskId: b.id } }]);
     expect((await d.api('GET', `${M}/${mission.id}`)).body.data.status).toBe('cancelled');
   });
 
@@ -347,9 +347,9 @@ describe('removing tasks', () => {
     const { a, b } = byTitle(mission);
     await d.api('POST', `${M}/${mission.id}/start`);
     await move(a.id, 'assigned', 'in_progress', 'review', 'done');
-    const before = lastEventId();
+    const before = await lastEventId();
     expect((await d.api('DELETE', `${M}/${mission.id}?cascade=true`)).status).toBe(200);
-    expect(eventsAfter(before)).toEqual([
+    expect(await eventsAfter(before)).toEqual([
       { name: 'task:removed', data: { taskId: b.id } },
       { name: 'task:removed', data: { taskId: a.id } },
       { name: 'mission:deleted', data: { missionId: mission.id, name: 'half done', cascade: true } },
@@ -451,10 +451,10 @@ describe('failure', () => {
     for (let n = 1; n <= failuresBeforeMissionFails; n++) {
       if (n > 1) await move(risky.id, 'pending');
       await move(risky.id, 'assigned', 'in_progress');
-      const before = lastEventId();
+      const before = await lastEventId();
       await move(risky.id, 'failed');
       const last = n === failuresBeforeMissionFails;
-      expect(eventsAfter(before)).toEqual([
+      expect(await eventsAfter(before)).toEqual([
         { name: 'task:transition', data: { taskId: risky.id, from: 'in_progress', to: 'failed' } },
         // With no retries left a person is needed (test/notify.test.ts), and the mission fails.
         ...(last
@@ -476,14 +476,14 @@ describe('delete', () => {
   it.each([false, true])('cascade=%s', async (cascade) => {
     const mission = await createMission({ name: `doomed ${cascade}`, tasks: [{ title: 'a' }, { title: 'b', dependsOn: ['a'] }] });
     const [a, b] = mission.taskIds as string[];
-    const before = lastEventId();
+    const before = await lastEventId();
     const res = await d.api('DELETE', `${M}/${mission.id}${cascade ? '?cascade=true' : ''}`);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ removed: true });
     const taskEvents = cascade
       ? [b, a].map((taskId) => ({ name: 'task:removed', data: { taskId } }))
       : [a, b].map((taskId) => ({ name: 'task:updated', data: { taskId, fields: ['missionId'] } }));
-    expect(eventsAfter(before)).toEqual([...taskEvents, { name: 'mission:deleted', data: { missionId: mission.id, name: `doomed ${cascade}`, cascade } }]);
+    expect(await eventsAfter(before)).toEqual([...taskEvents, { name: 'mission:deleted', data: { missionId: mission.id, name: `doomed ${cascade}`, cascade } }]);
     expect((await d.api('GET', `${M}/${mission.id}`)).status).toBe(404);
     for (const id of [a, b]) {
       const t = await d.api('GET', `/api/v1/tasks/${id}`);
@@ -529,7 +529,7 @@ describe('listing', () => {
 });
 
 describe('svc missions (CLI)', () => {
-  const svc = (...args: string[]) => svcAgainst(d, args);
+  const svc = async (...args: string[]) => await svcAgainst(d, args);
 
   it('adds from YAML, lists, shows progress, starts, pauses, resumes, cancels and removes', async () => {
     const file = join(d.root, 'mission.yaml');

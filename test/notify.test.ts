@@ -37,17 +37,17 @@ const post = async (path: string, body: unknown) => {
   expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
   return r.body.data;
 };
-const eventsAfter = (id: number): StoredEvent[] => app().events.since(id, 1_000);
-const attentionAfter = (id: number) => eventsAfter(id).filter((e) => e.name === 'attention:needed');
+const eventsAfter = async (id: number): Promise<StoredEvent[]> => await app().events.since(id, 1_000);
+const attentionAfter = async (id: number) => (await eventsAfter(id)).filter((e) => e.name === 'attention:needed');
 
 describe('attention:needed', () => {
   it('follows an approval request in its transaction: the next id, its source named', async () => {
-    const before = app().events.lastId();
+    const before = await app().events.lastId();
     const task = await post('/api/v1/tasks', { title: 'Ship it' });
     const approval = await post('/api/v1/approvals', { taskId: task.id, requestedBy: 'alice', title: 'Deploy to prod?' });
-    const events = eventsAfter(before);
+    const events = await eventsAfter(before);
     const requested = events.find((e) => e.name === 'approval:requested')!;
-    const [attention, ...more] = attentionAfter(before);
+    const [attention, ...more] = await attentionAfter(before);
     expect(more).toEqual([]);
     expect(attention!.id).toBe(requested.id + 1);
     expect(attention!.data).toEqual({
@@ -64,35 +64,34 @@ describe('attention:needed', () => {
     });
   });
 
-  it('a permission approval (kind permission): its run and agent', () => {
-    const before = app().events.lastId();
-    app().events.write(() =>
+  it('a permission approval (kind permission): its run and agent', async () => {
+    const before = await app().events.lastId();
+    await app().events.write(async () =>
       app().events.emit('approval:requested', { approvalId: 'ap-perm', kind: 'permission', taskId: null, missionId: null, title: 'Bash: rm -rf build', requestedBy: 'alice', runId: 'run-perm', tool: 'Bash' }),
     );
-    expect(attentionAfter(before).map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'permission', runId: 'run-perm', agent: 'alice', approvalId: 'ap-perm' })]);
+    expect((await attentionAfter(before)).map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'permission', runId: 'run-perm', agent: 'alice', approvalId: 'ap-perm' })]);
   });
 
-  it('is rolled back with the change it follows', () => {
-    const before = app().events.lastId();
-    expect(() =>
-      app().events.write(() => {
+  it('is rolled back with the change it follows', async () => {
+    const before = await app().events.lastId();
+    await expect((async () =>
+      await app().events.write(async () => {
         app().events.emit('approval:requested', { approvalId: 'ap-gone', kind: 'task', taskId: null, missionId: null, title: 'never', requestedBy: 'alice', runId: null, tool: null });
         throw new Error('the change fails');
-      }),
-    ).toThrow('the change fails');
-    expect(eventsAfter(before)).toEqual([]);
+      }))()).rejects.toThrow('the change fails');
+    expect(await eventsAfter(before)).toEqual([]);
   });
 
   it('follows a task that failed after its last retry (the command runtime), not one with retries left', async () => {
     const r = await d.api('POST', '/api/v1/agents', { body: { name: 'alice', runtime: { kind: 'command', command: FAKE_AGENT } } });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
-    const before = app().events.lastId();
+    const before = await app().events.lastId();
     const last = await post('/api/v1/tasks', { title: 'Last chance', description: '@fail the tests do not pass', assignTo: 'alice', maxRetries: 0 });
     const again = await post('/api/v1/tasks', { title: 'Has retries', description: '@fail not yet', assignTo: 'alice', maxRetries: 2 });
-    const finished = (taskId: string) => eventsAfter(before).find((e) => e.name === 'run:finished' && e.data.taskId === taskId);
-    await until('both runs to finish', async () => Boolean(finished(last.id) && finished(again.id)), 20_000);
-    const run = finished(last.id)!;
-    const attention = attentionAfter(before);
+    const finished = async (taskId: string) => (await eventsAfter(before)).find((e) => e.name === 'run:finished' && e.data.taskId === taskId);
+    await until('both runs to finish', async () => Boolean((await finished(last.id)) && (await finished(again.id))), 20_000);
+    const run = (await finished(last.id))!;
+    const attention = await attentionAfter(before);
     expect(attention.map((e) => e.data.taskId)).toEqual([last.id]);
     expect(attention[0]!.data).toMatchObject({
       reason: 'failed',
@@ -106,26 +105,26 @@ describe('attention:needed', () => {
     });
     expect(run.data.error).toContain('the tests do not pass');
     // Written in the run's finishing transaction, right after the move it follows.
-    const transition = eventsAfter(before).find((e) => e.id === (attention[0]!.data.source as { id: number }).id)!;
+    const transition = (await eventsAfter(before)).find((e) => e.id === (attention[0]!.data.source as { id: number }).id)!;
     expect(transition).toMatchObject({ name: 'task:transition', data: { taskId: last.id, to: 'failed' } });
     expect(attention[0]!.id).toBe(transition.id + 1);
   });
 
   // Their events come with other items of issue 32; once they are in the registry these run.
-  it('follows budget:exceeded, its data copied through', () => {
-    const before = app().events.lastId();
+  it('follows budget:exceeded, its data copied through', async () => {
+    const before = await app().events.lastId();
     const data = { scope: 'agent', agent: 'bob', period: 'day', periodStart: '2030-01-01T00:00:00.000Z', periodEnd: '2030-01-02T00:00:00.000Z', spent: { tokens: 1200, costUsd: 0 }, limit: { tokens: 1000, costUsd: null }, percent: 120 };
-    app().events.write(() => app().events.emit('budget:exceeded' as EventName, data as never));
-    expect(attentionAfter(before).map((e) => e.data)).toEqual([
+    await app().events.write(async () => app().events.emit('budget:exceeded' as EventName, data as never));
+    expect((await attentionAfter(before)).map((e) => e.data)).toEqual([
       expect.objectContaining({ reason: 'budget', agent: 'bob', message: "bob's day budget is spent (120 %); its runs wait until 2030-01-02T00:00:00.000Z or a higher limit (svc budgets)", detail: expect.objectContaining(data) }),
     ]);
   });
 
-  it('follows runner:paused, its data copied through', () => {
-    const before = app().events.lastId();
+  it('follows runner:paused, its data copied through', async () => {
+    const before = await app().events.lastId();
     const data = { provider: 'anthropic', until: new Date(clock.now() + 60_000).toISOString(), runs: 2 };
-    app().events.write(() => app().events.emit('runner:paused' as EventName, data as never));
-    expect(attentionAfter(before).map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'paused', detail: expect.objectContaining(data) })]);
+    await app().events.write(async () => app().events.emit('runner:paused' as EventName, data as never));
+    expect((await attentionAfter(before)).map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'paused', detail: expect.objectContaining(data) })]);
   });
 });
 
@@ -192,7 +191,7 @@ describe('svc notify run', () => {
   it('--notifier osascript (as on macOS): a fixed script, the texts its arguments', async () => {
     const n = await notifyRun(['--notifier', 'osascript']);
     try {
-      app().events.write(() => app().events.emit('approval:requested', { approvalId: 'ap-osa', kind: 'permission', taskId: null, missionId: null, title: '" & (do shell script "id") & "', requestedBy: 'alice', runId: 'run-osa', tool: 'Bash' }));
+      await app().events.write(async () => app().events.emit('approval:requested', { approvalId: 'ap-osa', kind: 'permission', taskId: null, missionId: null, title: '" & (do shell script "id") & "', requestedBy: 'alice', runId: 'run-osa', tool: 'Bash' }));
       await eventually(() => n.calls().length === 1, 10_000);
       expect(n.calls()).toEqual([
         {
@@ -208,7 +207,7 @@ describe('svc notify run', () => {
   it('--print prints the command and runs nothing; a notifier that fails is a 502 the daemon tries again', async () => {
     const p = await notifyRun(['--print']);
     try {
-      app().events.write(() => app().events.emit('approval:requested', { approvalId: 'ap-print', kind: 'task', taskId: null, missionId: null, title: "it's", requestedBy: 'bob', runId: null, tool: null }));
+      await app().events.write(async () => app().events.emit('approval:requested', { approvalId: 'ap-print', kind: 'task', taskId: null, missionId: null, title: "it's", requestedBy: 'bob', runId: null, tool: null }));
       await eventually(() => /→ notify-send/.test(p.out()), 10_000);
       expect(p.out()).toContain(`→ notify-send --app-name=svc --urgency=critical -- 'Approval needed: it'\\''s' 'asked by bob · svc approvals show ap-print\n${d.url}/#/approvals'`);
       expect(p.calls()).toEqual([]);
@@ -219,7 +218,7 @@ describe('svc notify run', () => {
     const f = await notifyRun([], { NOTIFY_FAIL: '1' });
     try {
       const [hook] = await notifyHooks();
-      app().events.write(() => app().events.emit('approval:requested', { approvalId: 'ap-fail', kind: 'task', taskId: null, missionId: null, title: 'x', requestedBy: 'bob', runId: null, tool: null }));
+      await app().events.write(async () => app().events.emit('approval:requested', { approvalId: 'ap-fail', kind: 'task', taskId: null, missionId: null, title: 'x', requestedBy: 'bob', runId: null, tool: null }));
       await eventually(() => /no notification server/.test(f.out()), 10_000);
       expect(f.out()).toContain('→ notify-send exited 1: GDBus.Error: no notification server');
       await until('the daemon to log the 502', async () => {

@@ -18,28 +18,30 @@ afterAll(async () => {
 });
 
 /** Every row of every table: what "nothing left behind" is compared against. */
-function snapshot(): Record<string, unknown[]> {
+async function snapshot(): Promise<Record<string, unknown[]>> {
   const db = d.daemon.app.db;
-  const tables = db
+  const tables = (await db
     .prepare(
       isPostgres(db)
         ? "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name"
         : "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
     )
-    .all() as { name: string }[];
+    .all()) as { name: string }[];
   // Rows in a fixed order: PostgreSQL returns an updated row's new version at another place.
-  return Object.fromEntries(tables.map(({ name }) => [name, (db.prepare(`SELECT * FROM "${name}"`).all() as unknown[]).map((r) => JSON.stringify(r)).sort()]));
+  const rows: Record<string, unknown[]> = {};
+  for (const { name } of tables) rows[name] = ((await db.prepare(`SELECT * FROM "${name}"`).all()) as unknown[]).map((r) => JSON.stringify(r)).sort();
+  return rows;
 }
 
-const breakEvents = () =>
-  d.daemon.app.db.exec(
+const breakEvents = async () =>
+  await d.daemon.app.db.exec(
     isPostgres(d.daemon.app.db)
       ? `CREATE FUNCTION fail_events() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected: the event insert fails'; END $$;
          CREATE TRIGGER fail_events BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION fail_events()`
       : "CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'injected: the event insert fails'); END",
   );
-const mendEvents = () =>
-  d.daemon.app.db.exec(isPostgres(d.daemon.app.db) ? 'DROP TRIGGER IF EXISTS fail_events ON events; DROP FUNCTION IF EXISTS fail_events()' : 'DROP TRIGGER IF EXISTS fail_events');
+const mendEvents = async () =>
+  await d.daemon.app.db.exec(isPostgres(d.daemon.app.db) ? 'DROP TRIGGER IF EXISTS fail_events ON events; DROP FUNCTION IF EXISTS fail_events()' : 'DROP TRIGGER IF EXISTS fail_events');
 
 const post = async (path: string, body?: unknown) => (await d.api('POST', path, body === undefined ? {} : { body })).body.data;
 
@@ -82,38 +84,38 @@ const cases: Case[] = [
 describe('an event insert that fails leaves nothing behind', () => {
   it.each(cases.map((c) => [c.name, c] as const))('%s', async (_n, c) => {
     const req = await c.setup();
-    const before = snapshot();
+    const before = await snapshot();
     const heard: StoredEvent[] = [];
     const off = d.daemon.app.events.subscribe((e) => heard.push(e));
-    breakEvents();
+    await breakEvents();
     let res;
     try {
       res = await d.api(req.method, req.path, req.body === undefined ? {} : { body: req.body });
     } finally {
-      mendEvents();
+      await mendEvents();
       off();
     }
     expect(res.status).toBe(500);
     expect(res.body.code).toBe('internal');
     // No internals leaked: the trigger's message stays in the log.
     expect(res.body.error).not.toContain('injected');
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
     expect(heard).toEqual([]);
   });
 
   it('an approval timeout whose event fails is not half-decided, and is decided once the log works again', async () => {
     const task = await post('/api/v1/tasks', { title: 'timed' });
     const a = await post('/api/v1/approvals', { taskId: task.id, requestedBy: 'ana', title: 'ok?', timeoutSeconds: 60 });
-    const before = snapshot();
-    breakEvents();
+    const before = await snapshot();
+    await breakEvents();
     try {
-      clock.advance(60_000);
+      await clock.pass(60_000);
     } finally {
-      mendEvents();
+      await mendEvents();
     }
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
     expect(d.logs.some((l) => l.includes('deciding an expired approval failed'))).toBe(true);
-    clock.advance(60_000);
+    await clock.pass(60_000);
     expect((await d.api('GET', `/api/v1/approvals/${a.id}`)).body.data).toMatchObject({ status: 'rejected', timedOut: true });
     expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('pending');
   });

@@ -64,7 +64,7 @@ async function finished(d: TestDaemon, taskId: string, attempt = 1): Promise<any
   return run;
 }
 
-const eventsOf = (d: TestDaemon, names: string[]) => d.daemon.app.events.since(0, 10_000).filter((e) => names.includes(e.name));
+const eventsOf = async (d: TestDaemon, names: string[]) => (await d.daemon.app.events.since(0, 10_000)).filter((e) => names.includes(e.name));
 
 describe('a permission the CLI asks for', () => {
   it('becomes an approval showing agent, task, tool and input (secrets redacted); approving lets the call run; the task stays in_progress', async () => {
@@ -89,7 +89,7 @@ describe('a permission the CLI asks for', () => {
       alwaysAllowed: null,
     });
     expect(Date.parse(a.expiresAt) - Date.parse(a.createdAt)).toBe(900_000);
-    expect(eventsOf(d, ['approval:requested']).map((e) => e.data)).toEqual([
+    expect((await eventsOf(d, ['approval:requested'])).map((e) => e.data)).toEqual([
       { approvalId: a.id, kind: 'permission', taskId, missionId: null, title: a.title, requestedBy: 'alice', runId: run.id, tool: 'Bash' },
     ]);
     // The run waits; its task is not moved by the request.
@@ -146,12 +146,12 @@ describe('a permission the CLI asks for', () => {
     const [first, second] = [join(d.root, 'asked-a'), join(d.root, 'asked-b')];
     const taskId = await addTask(d, [ask(first, 'npm test'), ask(second, 'npm run lint')].join('\n'));
     const a = await pendingAsk(d, taskId);
-    const since = d.daemon.app.events.lastId();
+    const since = await d.daemon.app.events.lastId();
     const approved = await d.api('POST', `/api/v1/approvals/${a.id}/approve`, { body: { alwaysAllow: true } });
     expect(approved.status).toBe(200);
     expect(approved.body.data).toMatchObject({ status: 'approved', alwaysAllowed: 'Bash' });
     // One transaction: the agent's change and the decision, together.
-    const events = d.daemon.app.events.since(since, 100).filter((e) => e.name.startsWith('agent:') || e.name.startsWith('approval:'));
+    const events = (await d.daemon.app.events.since(since, 100)).filter((e) => e.name.startsWith('agent:') || e.name.startsWith('approval:'));
     expect(events.map((e) => [e.name, e.data])).toEqual([
       ['agent:updated', { name: 'alice', fields: ['allowedTools'] }],
       ['approval:resolved', expect.objectContaining({ approvalId: a.id, kind: 'permission', status: 'approved', alwaysAllowed: 'Bash' })],
@@ -186,9 +186,9 @@ describe('a permission the CLI asks for', () => {
     expect(a).toMatchObject({ timeoutAction: action });
     expect(Date.parse(a.expiresAt) - Date.parse(a.createdAt)).toBe(120_000);
     // Four stall timeouts pass while the CLI waits on svc: it is not ended.
-    clock.advance(119_000);
+    await clock.pass(119_000);
     expect((await runsOf(d, taskId))[0].status).toBe('running');
-    clock.advance(2_000);
+    await clock.pass(2_000);
     const run = await finished(d, taskId);
     expect(run.status, run.error).toBe('succeeded');
     expect((await d.api('GET', `/api/v1/approvals/${a.id}`)).body.data).toMatchObject({ status: action === 'approve' ? 'approved' : 'rejected', resolvedBy: 'timeout', timedOut: true });

@@ -32,8 +32,8 @@ afterAll(async () => {
   await d.close();
 });
 
-const lastEventId = () => d.daemon.app.events.lastId();
-const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
+const lastEventId = async () => await d.daemon.app.events.lastId();
+const eventsAfter = async (id: number) => (await d.daemon.app.events.since(id, 1000)).map((e) => ({ name: e.name, data: e.data }));
 
 function writePlaybookFile(name: string, content: unknown): void {
   mkdirSync(join(d.root, 'playbooks', name), { recursive: true });
@@ -194,11 +194,11 @@ describe('playbooks', () => {
   it('titles that collide once filled → 422, and nothing is created', async () => {
     const body = { name: 'pair', parameters: [{ name: 'a', type: 'string' }, { name: 'b', type: 'string' }], mission: { name: 'pair', tasks: [{ title: '{{a}}' }, { title: '{{b}}' }] } };
     expect((await d.api('POST', P, { body })).status).toBe(201);
-    const before = lastEventId();
+    const before = await lastEventId();
     const res = await d.api('POST', `${P}/pair/run`, { body: { params: { a: 'same', b: 'same' } } });
     expect(res.status).toBe(422);
     expect(res.body.details.map((x: { path: string }) => x.path)).toEqual(['mission.tasks.1.title']);
-    expect(eventsAfter(before)).toEqual([]);
+    expect(await eventsAfter(before)).toEqual([]);
   });
 
   it('a placeholder in the deadline is checked at run time', async () => {
@@ -263,7 +263,7 @@ describe('playbook files', () => {
 });
 
 describe('svc playbooks (CLI)', () => {
-  const svc = (...args: string[]) => svcAgainst(d, args);
+  const svc = async (...args: string[]) => await svcAgainst(d, args);
 
   it('adds from YAML, lists, shows, runs with -p and removes', async () => {
     const file = join(d.root, 'cli-train.yaml');

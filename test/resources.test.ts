@@ -65,10 +65,10 @@ describe('resource descriptors', () => {
     expect(named.map(([c]) => c).sort()).toEqual(Object.keys(CATEGORIES).sort());
   });
 
-  it('every table of the state belongs to exactly one descriptor, the one whose migrations make it', () => {
-    const db = openDatabase(':memory:', STATE_MIGRATIONS);
+  it('every table of the state belongs to exactly one descriptor, the one whose migrations make it', async () => {
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
     try {
-      const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map((t) => t.name);
+      const tables = ((await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all()) as { name: string }[]).map((t) => t.name);
       const owned = RESOURCES.flatMap((r) => [...(r.tables ?? []), ...(r.transientTables ?? [])]);
       expect(new Set(owned).size).toBe(owned.length);
       expect([...owned, 'meta', 'schema_migrations'].sort()).toEqual(tables.sort());
@@ -82,7 +82,7 @@ describe('resource descriptors', () => {
         }
       }
     } finally {
-      db.close();
+      await db.close();
     }
   });
 

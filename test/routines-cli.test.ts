@@ -14,7 +14,7 @@ describe('svc routines', () => {
   afterAll(async () => {
     await d?.close();
   });
-  const svc = (...args: string[]) => svcAgainst(d, args);
+  const svc = async (...args: string[]) => await svcAgainst(d, args);
 
   it('add prints the next five firing times in the routine\'s zone', async () => {
     const r = await svc('routines', 'add', 'deps', '--cron', '0 9 * * MON', '--tz', 'Europe/Paris', '--task', 'Update dependencies', '--assign', 'lead', '--label', 'deps');

@@ -35,8 +35,8 @@ describe.skipIf(noPg)('routines on one PostgreSQL state, three daemons, one fake
     }
     // Every daemon hears the others' routine:created before the clock moves.
     for (const d of ds) await until('every routine armed', async () => (await d.api('GET', R)).body.data.length === N);
-    for (const d of ds) d.daemon.app.events.catchUp();
-    for (let m = 1; m <= 3; m++) clock.advanceTo(Date.parse('2030-06-03T10:00:00.000Z') + m * 60_000);
+    for (const d of ds) await d.daemon.app.events.catchUp();
+    for (let m = 1; m <= 3; m++) await clock.passTo(Date.parse('2030-06-03T10:00:00.000Z') + m * 60_000);
     const all = (await ds[2]!.api('GET', R)).body.data as any[];
     for (const r of all) {
       const fs = (await ds[0]!.api('GET', `${R}/${r.name}/firings`)).body.data as any[];
@@ -55,17 +55,17 @@ describe.skipIf(noPg)('routines on one PostgreSQL state, three daemons, one fake
   it('fires a trigger once for an event every daemon hears', async () => {
     const r = await ds[0]!.api('POST', R, { body: { name: 'shared-trigger', trigger: { event: 'task:created', filter: { title: { prefix: 'shared ' } } }, concurrency: 'allow', action: { task: { title: 'seen {{event.data.title}}' } } } });
     expect(r.status).toBe(201);
-    for (const d of ds) await until('the trigger known everywhere', async () => (d.daemon.app.events.catchUp(), (await d.api('GET', `${R}/shared-trigger`)).status === 200));
+    for (const d of ds) await until('the trigger known everywhere', async () => ((await d.daemon.app.events.catchUp()), (await d.api('GET', `${R}/shared-trigger`)).status === 200));
     for (let i = 0; i < 6; i++) await ds[i % 3]!.api('POST', '/api/v1/tasks', { body: { title: `shared ${i}` } });
     let fs: any[] = [];
     await until('six firings', async () => {
-      for (const d of ds) d.daemon.app.events.catchUp();
+      for (const d of ds) await d.daemon.app.events.catchUp();
       fs = (await ds[1]!.api('GET', `${R}/shared-trigger/firings`)).body.data;
       return fs.length >= 6;
     });
     // Every daemon has heard every event by now: still one firing each.
     await new Promise((r) => setTimeout(r, 300));
-    for (const d of ds) d.daemon.app.events.catchUp();
+    for (const d of ds) await d.daemon.app.events.catchUp();
     fs = (await ds[2]!.api('GET', `${R}/shared-trigger/firings`)).body.data;
     expect(fs).toHaveLength(6);
     expect(new Set(fs.map((f) => f.eventId)).size).toBe(6);

@@ -16,7 +16,7 @@ const claude = agentCli('claude');
 const codex = agentCli('codex');
 
 let d: TestDaemon;
-const cli = (...args: string[]) => svcAgainst(d, args);
+const cli = async (...args: string[]) => await svcAgainst(d, args);
 
 beforeAll(async () => {
   const root = gitProject();

@@ -90,7 +90,7 @@ describe('a usage limit', () => {
     expect((await svcAgainst(d, ['auth', 'status'])).stdout).toMatch(/anthropic\s+cooldown\s+set ANTHROPIC_API_KEY\s+in 2h\s+2\s+1\s+usage limit met by run/);
 
     // The reset comes: the provider's runs go on; the paused run resumes its session.
-    clock.advanceTo(resetEpoch * 1000 + 1_000);
+    await clock.passTo(resetEpoch * 1000 + 1_000);
     const resumed = await runIn(d, a, ['succeeded']);
     expect(resumed).toMatchObject({ id: paused.id, attempt: 1, status: 'succeeded', pauseReason: 'usage_limit', waitingFor: null });
     expect(await logText(d, paused.id)).toContain(`resumed sess-${paused.id}`);
@@ -133,7 +133,7 @@ describe('a usage limit', () => {
     expect(byHand.code).toBe(1);
     expect(byHand.stderr).toContain(`has a paused run (${paused.id}); resume it (\`svc runs resume ${paused.id}\`) or cancel it first`);
 
-    clock.advanceTo(resetEpoch * 1000 + 1_000);
+    await clock.passTo(resetEpoch * 1000 + 1_000);
     // The provider's queued runs go on; the paused one waits for a person.
     await runIn(d, b, ['succeeded']);
     expect((await runsOf(d, a))[0]).toMatchObject({ status: 'paused', waitingFor: { kind: 'resume' } });
@@ -238,7 +238,7 @@ describe('budgets', () => {
     expect(alerts[1]![1]).toMatchObject({ scope: 'agent', agent: 'alice', period: 'day', periodEnd: midnight, limit: { tokens: 250, costUsd: null } });
 
     // The day rolls over: the paused run resumes its session, then the held one runs.
-    clock.advanceTo(Date.parse(midnight) + 1_000);
+    await clock.passTo(Date.parse(midnight) + 1_000);
     const resumed = await runIn(d, a, ['succeeded']);
     expect(resumed).toMatchObject({ id: paused.id, attempt: 1 });
     // Its second process's usage is added to the first's.

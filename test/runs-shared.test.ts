@@ -84,9 +84,11 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
     let paused: any;
     await until('the run to pause', async () => (paused = (await ds[1]!.api('GET', `/api/v1/runs?taskId=${a}`)).body.data[0])?.status === 'paused', 15_000);
     const b = await task(ds[1]!, '@write b.txt b');
+    // Its run is made once a runner has heard of the task (a few round trips to the state).
+    await until('the run of b to be made', async () => (await ds[1]!.api('GET', `/api/v1/runs?taskId=${b}`)).body.data[0] !== undefined, 15_000);
     // Whichever runner looks, the provider holds it.
     for (const d of ds) expect((await d.api('GET', `/api/v1/runs?taskId=${b}`)).body.data[0]).toMatchObject({ status: 'queued', waitingFor: { kind: 'provider', provider: 'anthropic' } });
-    clock.advanceTo(resetEpoch * 1000 + 1_000);
+    await clock.passTo(resetEpoch * 1000 + 1_000);
     for (const id of [a, b]) await until(`run of ${id} to succeed`, async () => (await ds[0]!.api('GET', `/api/v1/runs?taskId=${id}`)).body.data[0]?.status === 'succeeded', 15_000);
     expect((await ds[0]!.api('GET', `/api/v1/runs?taskId=${a}`)).body.data.map((x: any) => x.id)).toEqual([paused.id]);
     await events.until(() => events.messages.filter((m) => m.event === 'run:resumed').length === 1);

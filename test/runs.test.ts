@@ -205,7 +205,7 @@ describe('failures', () => {
     expect(runs[0]).toMatchObject({ status: 'queued', reason: 'retry', attempt: 2 });
     expect(Date.parse(runs[0].notBefore) - clock.now()).toBeGreaterThanOrEqual(9_000);
     expect((await task(d, t.id)).status).toBe('failed');
-    clock.advance(10_100);
+    await clock.pass(10_100);
     const second = await finishedRun(d, t.id, 2);
     expect(second).toMatchObject({ status: 'failed', attempt: 2 });
     const log = (await d.api('GET', `/api/v1/runs/${second.id}/log`)).body.data as any[];
@@ -223,7 +223,7 @@ describe('failures', () => {
     const t = await addTask(d, '@hang', { maxRetries: 0 });
     await until('the run to start', async () => (await runsOf(d, t.id))[0]?.status === 'running');
     await until('its first line', async () => (await runsOf(d, t.id))[0]?.logItems >= 2);
-    clock.advance(31_000);
+    await clock.pass(31_000);
     const run = await finishedRun(d, t.id);
     expect(run.status).toBe('timed_out');
     expect(run.error).toMatch(/no output for 30 s/);
@@ -246,7 +246,7 @@ describe('cancel', () => {
     expect(Date.now() - before).toBeLessThan(15_000);
     const pid = Number(readFileSync(pidFile, 'utf8'));
     expect(() => process.kill(pid, 0)).toThrow();
-    expect((await task(d, t.id))).toMatchObject({ status: 'assigned', assignTo: 'alice' });
+    expect(await task(d, t.id)).toMatchObject({ status: 'assigned', assignTo: 'alice' });
     await new Promise((r) => setTimeout(r, 200));
     expect((await runsOf(d, t.id)).length).toBe(1);
     expect((await d.api('POST', `/api/v1/tasks/${t.id}/runs`, { body: {} })).status).toBe(201);
@@ -333,7 +333,7 @@ describe('workspaces', () => {
     const run = await finishedRun(d, t.id);
     const runner = d.daemon.app.services.get(RUNNER) as Runner;
     expect(existsSync(run.workspace)).toBe(true);
-    clock.advance(3 * 3_600_000);
+    await clock.pass(3 * 3_600_000);
     // Not done yet (in review): kept.
     expect(await runner.cleanWorkspaces()).toBe(0);
     expect(existsSync(run.workspace)).toBe(true);
@@ -363,7 +363,7 @@ describe('review and the claim', () => {
     const log = (await d.api('GET', `/api/v1/runs/${second.id}/log`)).body.data as any[];
     // The fake agent says which session it resumed, and how long its prompt was.
     expect(log[0].text).toContain(`resumed ${first.sessionId}`);
-    expect((await task(d, t.id))).toMatchObject({ status: 'review', revisionCount: 1 });
+    expect(await task(d, t.id)).toMatchObject({ status: 'review', revisionCount: 1 });
     // The prompt carried the feedback: the agent's summary counts the characters it read.
     const promptLength = (s: string) => Number(/\((\d+) characters of prompt\)/.exec(s)![1]);
     expect(promptLength(second.summary)).toBeGreaterThan(promptLength(first.summary));
@@ -403,8 +403,8 @@ describe('review and the claim', () => {
     await addAgent(d);
     const t = await addTask(d, '@tick 50');
     await until('the run to work', async () => (await runsOf(d, t.id))[0]?.status === 'running');
-    for (let i = 0; i < 10; i++) clock.advance(1_000);
-    expect((await task(d, t.id))).toMatchObject({ status: 'in_progress', assignTo: 'alice' });
+    for (let i = 0; i < 10; i++) await clock.pass(1_000);
+    expect(await task(d, t.id)).toMatchObject({ status: 'in_progress', assignTo: 'alice' });
     await d.api('POST', `/api/v1/runs/${(await runsOf(d, t.id))[0].id}/cancel`);
   });
 

@@ -33,7 +33,7 @@ export interface ApiCase {
 
 /** Sends the case's request to the real daemon, checks answer and events, and returns `data`. */
 export async function runCase(d: TestDaemon, c: ApiCase): Promise<any> {
-  const before = d.daemon.app.events.lastId();
+  const before = await d.daemon.app.events.lastId();
   const res = await d.api(c.method, resolve(c.path), { body: resolve(c.body) });
   expect(res.status, JSON.stringify(res.body)).toBe(c.status);
   if (c.status < 400) {
@@ -53,7 +53,7 @@ export async function runCase(d: TestDaemon, c: ApiCase): Promise<any> {
   if (c.message) expect(res.body.error).toMatch(c.message);
   if (c.events) {
     const expected = resolve(c.events);
-    const fired = d.daemon.app.events.since(before, 1000);
+    const fired = await d.daemon.app.events.since(before, 1000);
     expect(fired.map((e) => e.name)).toEqual(expected.map((e) => e.name));
     expected.forEach((e, i) => e.data && expect(fired[i]!.data).toEqual(e.data));
   }

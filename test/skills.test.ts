@@ -47,9 +47,9 @@ describe('parseSkillFile', () => {
 });
 
 let d: TestDaemon;
-const lastEventId = () => d.daemon.app.events.lastId();
-const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
-const skillEvents = (id: number) => eventsAfter(id).filter((e) => e.name.startsWith('skill:'));
+const lastEventId = async () => await d.daemon.app.events.lastId();
+const eventsAfter = async (id: number) => (await d.daemon.app.events.since(id, 1000)).map((e) => ({ name: e.name, data: e.data }));
+const skillEvents = async (id: number) => (await eventsAfter(id)).filter((e) => e.name.startsWith('skill:'));
 const listSkills = async () => (await d.api('GET', '/api/v1/skills')).body.data as any[];
 const skillDir = (name: string) => join(d.root, 'skills', name);
 
@@ -156,7 +156,7 @@ describe('skills API', () => {
   });
 
   it('reflects a skill added, edited and removed on disk, with one event each', async () => {
-    const before = lastEventId();
+    const before = await lastEventId();
     mkdirSync(skillDir('outside'));
     writeFileSync(join(skillDir('outside'), 'SKILL.md'), skillMd('outside', 'First words'));
     await eventually(async () => (await listSkills()).some((s) => s.name === 'outside'), 1000);
@@ -171,21 +171,21 @@ describe('skills API', () => {
 
     rmSync(skillDir('outside'), { recursive: true });
     await eventually(async () => (await d.api('GET', '/api/v1/skills/outside')).status === 404, 1000);
-    expect(skillEvents(before)).toEqual([
+    expect(await skillEvents(before)).toEqual([
       { name: 'skill:created', data: { name: 'outside' } },
       { name: 'skill:removed', data: { name: 'outside' } },
     ]);
   });
 
   it('does not emit twice when the watcher sees what the API wrote or removed', async () => {
-    const before = lastEventId();
+    const before = await lastEventId();
     expect((await d.api('POST', '/api/v1/skills', { body: { name: 'once', description: 'd', content: 'x' } })).status).toBe(201);
     expect((await d.api('DELETE', '/api/v1/skills/lint')).status).toBe(200);
     // The watcher handles changes in order: once it reports this marker it has seen the API's writes too.
     mkdirSync(skillDir('marker'));
     writeFileSync(join(skillDir('marker'), 'SKILL.md'), skillMd('marker', 'm'));
-    await eventually(() => skillEvents(before).some((e) => e.data.name === 'marker'), 1000);
-    expect(skillEvents(before)).toEqual([
+    await eventually(async () => (await skillEvents(before)).some((e) => e.data.name === 'marker'), 1000);
+    expect(await skillEvents(before)).toEqual([
       { name: 'skill:created', data: { name: 'once' } },
       { name: 'skill:removed', data: { name: 'lint' } },
       { name: 'skill:created', data: { name: 'marker' } },
@@ -218,10 +218,10 @@ describe('skills folder lifecycle', () => {
   });
 
   it('follows skillsDir when project.json changes it', async () => {
-    const before = e.daemon.app.events.lastId();
+    const before = await e.daemon.app.events.lastId();
     e.writeConfig({ name: 'test-project', skillsDir: 'other' });
     await eventually(async () => JSON.stringify(await names()) === '["alpha"]', 1000);
-    const fired = e.daemon.app.events.since(before, 100).filter((x) => x.name.startsWith('skill:'));
+    const fired = (await e.daemon.app.events.since(before, 100)).filter((x) => x.name.startsWith('skill:'));
     expect(fired.map((x) => [x.name, x.data.name])).toEqual([
       ['skill:created', 'alpha'],
       ['skill:removed', 'again'],

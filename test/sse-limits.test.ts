@@ -37,7 +37,7 @@ const BIG = 'x'.repeat(4000);
 async function flood(t: TestDaemon, n: number, every?: () => void): Promise<void> {
   const { app } = t.daemon;
   for (let i = 0; i < n; i += 20) {
-    for (let j = i; j < Math.min(n, i + 20); j++) app.events.write(() => app.events.emit('agent:updated', { name: `n${j}`, fields: [BIG] }));
+    for (let j = i; j < Math.min(n, i + 20); j++) await app.events.write(async () => app.events.emit('agent:updated', { name: `n${j}`, fields: [BIG] }));
     every?.();
     await new Promise((r) => setImmediate(r));
   }
@@ -131,15 +131,15 @@ describe('Last-Event-ID replay', () => {
   it('delivers a match that follows more than a page of non-matching events', async () => {
     d = await startTestDaemon();
     const { app } = d.daemon;
-    const before = app.events.lastId();
+    const before = await app.events.lastId();
     // 1,200 non-matching events: more than two replay pages (500) before the one the filter wants.
-    for (let i = 0; i < 1200; i++) app.events.write(() => app.events.emit('agent:updated', { name: `skip-${i}`, fields: ['role'] }));
-    app.events.write(() => app.events.emit('team:created', { name: 'the-match' }));
+    for (let i = 0; i < 1200; i++) await app.events.write(async () => app.events.emit('agent:updated', { name: `skip-${i}`, fields: ['role'] }));
+    await app.events.write(async () => app.events.emit('team:created', { name: 'the-match' }));
     const c = await collect(d.url, { key: d.key, filter: 'team:', lastEventId: before });
     await c.until((x) => x.messages.length === 1, 10_000);
     expect(c.messages[0]).toMatchObject({ event: 'team:created', id: String(before + 1201) });
     // …and then goes live.
-    app.events.write(() => app.events.emit('team:created', { name: 'live' }));
+    await app.events.write(async () => app.events.emit('team:created', { name: 'live' }));
     await c.until((x) => x.messages.length === 2);
     expect(JSON.parse(c.messages[1]!.data)).toEqual({ name: 'live' });
     c.close();
@@ -147,7 +147,7 @@ describe('Last-Event-ID replay', () => {
 
   it('respects the slow-reader bound: history is read as the socket drains, and a replaying reader that stops reading is cut', async () => {
     d = await startTestDaemon({ sse: { maxBacklogEvents: 50 } });
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     await flood(d, 2000); // about 8 MB of history, more than the kernel's buffers take
     await deafStream(d, { filter: 'agent:', lastEventId: before });
     // The replay writes until the socket is full, then waits: the rest stays in the log, not in memory.

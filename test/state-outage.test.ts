@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import pgDriver from 'pg';
-import { WRITE_LOCK } from '../src/db/pg/sync.js';
 import { afterAll, expect, inject, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
@@ -88,15 +87,15 @@ it.skipIf(noPg)('a connection that hangs (the peer answers nothing): 503 after t
 it.skipIf(noPg)('a write that cannot get the write lock in time: 503, and the next write goes through (nothing left half-open)', async () => {
   const url = await freshStateDatabase();
   const h = await startTestDaemon({ env: { SVC_STATE_URL: url, SVC_VAULT_KEY: randomBytes(32).toString('base64') }, config: { state: { statementTimeoutMs: 300 } } });
-  // Another session holds the lock every write transaction takes first (a daemon stuck mid-write).
+  // Another session holds what every write that emits an event needs last (a daemon stuck mid-write).
   const other = new pgDriver.Client(url);
   await other.connect();
   try {
-    await other.query(`SELECT pg_advisory_lock(${WRITE_LOCK})`);
+    await other.query('BEGIN; LOCK TABLE events IN SHARE MODE');
     const held = await h.api('POST', '/api/v1/agents', { body: { name: 'ana' } });
     expect(held.status).toBe(503);
     expect(held.body).toMatchObject({ code: 'unavailable' });
-    await other.query(`SELECT pg_advisory_unlock(${WRITE_LOCK})`);
+    await other.query('ROLLBACK');
     expect((await h.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
     expect((await h.api('GET', '/api/v1/agents/ana')).status).toBe(200);
   } finally {

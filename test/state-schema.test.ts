@@ -26,21 +26,21 @@ describe('state migrations', () => {
     expect(STATE_MIGRATIONS.map((m) => m.version)).toEqual([...STATE_MIGRATIONS].map((m) => m.version).sort((a, b) => a - b));
   });
 
-  it('a state migrated by the svc before the split opens without running any migration again', () => {
+  it('a state migrated by the svc before the split opens without running any migration again', async () => {
     const file = join(tempDir('svc-schema-'), 'state.sqlite');
-    const before = openDatabase(file);
-    migrate(before, SHIPPED);
-    const rows = (db: typeof before) => db.prepare('SELECT version, name, applied_at FROM schema_migrations ORDER BY version').all();
-    const schema = (db: typeof before) => db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all();
-    const applied = rows(before);
-    const tables = schema(before);
-    before.close();
-    const after = openDatabase(file, STATE_MIGRATIONS);
+    const before = await openDatabase(file);
+    await migrate(before, SHIPPED);
+    const rows = async (db: typeof before) => await db.prepare('SELECT version, name, applied_at FROM schema_migrations ORDER BY version').all();
+    const schema = async (db: typeof before) => await db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all();
+    const applied = await rows(before);
+    const tables = await schema(before);
+    await before.close();
+    const after = await openDatabase(file, STATE_MIGRATIONS);
     try {
-      expect(rows(after)).toEqual(applied);
-      expect(schema(after)).toEqual(tables);
+      expect(await rows(after)).toEqual(applied);
+      expect(await schema(after)).toEqual(tables);
     } finally {
-      after.close();
+      await after.close();
     }
   });
 

@@ -48,8 +48,8 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
    * listeners for them (registered at its start, before this file's), so its reaper and its
    * approval timer are armed for what they carried. Within 5 s (a notification, or the 1 s poll).
    */
-  const everyoneHeard = (): Promise<void> => {
-    const last = ds[A]!.daemon.app.events.lastId();
+  const everyoneHeard = async (): Promise<void> => {
+    const last = await ds[A]!.daemon.app.events.lastId();
     return new Promise((resolve, reject) => {
       const look = () => {
         if (heardUpTo.some((id) => id < last)) return;
@@ -66,8 +66,8 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     });
   };
   /** The events written since `mark` named `name` about `key: value`, from the shared table. */
-  const written = (mark: number, name: string, key: string, value: string) =>
-    ds[A]!.daemon.app.events.since(mark, 10_000).filter((e) => e.name === name && e.data[key] === value);
+  const written = async (mark: number, name: string, key: string, value: string) =>
+    (await ds[A]!.daemon.app.events.since(mark, 10_000)).filter((e) => e.name === name && e.data[key] === value);
   afterAll(async () => {
     await Promise.all(ds.map((d) => d.close()));
     ds = [];
@@ -147,11 +147,11 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     try {
       // Every daemon has heard of the claim (their reapers are armed) before the clock moves.
       await everyoneHeard();
-      const mark = ds[A]!.daemon.app.events.lastId();
+      const mark = await ds[A]!.daemon.app.events.lastId();
       // Each daemon's reaper runs inside the advance (its timer is on this clock): whatever any of
       // them wrote is in the table when it returns.
-      clock.advance(31_000);
-      expect(written(mark, 'task:lease_expired', 'taskId', t.id)).toHaveLength(1);
+      await clock.pass(31_000);
+      expect(await written(mark, 'task:lease_expired', 'taskId', t.id)).toHaveLength(1);
       await sse.until((c) => c.messages.length >= 1, 5_000);
       expect(sse.messages.filter((m) => JSON.parse(m.data).taskId === t.id)).toHaveLength(1);
       expect((await ds[B]!.api('GET', `/api/v1/tasks/${t.id}`)).body.data.status).toBe('pending');
@@ -167,10 +167,10 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     try {
       // Every daemon has heard of the request (a notification or the 1 s poll) and armed its timer.
       await everyoneHeard();
-      const mark = ds[A]!.daemon.app.events.lastId();
+      const mark = await ds[A]!.daemon.app.events.lastId();
       // Each daemon's timer fires inside the advance: what any of them decided is in the table then.
-      clock.advance(61_000);
-      expect(written(mark, 'approval:resolved', 'approvalId', a.id)).toHaveLength(1);
+      await clock.pass(61_000);
+      expect(await written(mark, 'approval:resolved', 'approvalId', a.id)).toHaveLength(1);
       await sse.until((c) => c.messages.some((m) => JSON.parse(m.data).approvalId === a.id), 5_000);
       expect(sse.messages.filter((m) => JSON.parse(m.data).approvalId === a.id)).toHaveLength(1);
       expect((await ds[A]!.api('GET', `/api/v1/approvals/${a.id}`)).body.data).toMatchObject({ status: 'rejected', timedOut: true });
@@ -182,14 +182,14 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
   it('a call for a person (attention:needed) is written once, by the daemon that made the change, and every stream carries it', async () => {
     const streams = await Promise.all(ds.map((d) => collect(d.url, { key: d.key, filter: 'attention:,approval:requested' })));
     try {
-      const mark = ds[A]!.daemon.app.events.lastId();
+      const mark = await ds[A]!.daemon.app.events.lastId();
       const a = await post(ds[B]!, '/api/v1/approvals', { requestedBy: 'ana', title: 'who tells me?' });
       const mine = (s: (typeof streams)[number]) => s.messages.filter((m) => JSON.parse(m.data).approvalId === a.id);
       for (const s of streams) await s.until(() => mine(s).length >= 2, 5_000);
       // Every daemon has heard the request and run its listeners: one that raised its own call for
       // a person would have written it by then.
       await everyoneHeard();
-      expect(written(mark, 'attention:needed', 'approvalId', a.id)).toHaveLength(1);
+      expect(await written(mark, 'attention:needed', 'approvalId', a.id)).toHaveLength(1);
       for (const s of streams) {
         expect(mine(s).map((m) => m.event)).toEqual(['approval:requested', 'attention:needed']);
         expect(Number(mine(s)[1]!.id)).toBe(Number(mine(s)[0]!.id) + 1);
@@ -201,14 +201,14 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
 
   it('the vault is one: an entry sealed through one daemon opens through another', async () => {
     expect((await ds[A]!.api('POST', '/api/v1/vault/entries', { body: { agent: 'ana', service: 'gh', type: 'api_key', credentials: { token: 's3cret-token' } } })).status).toBeLessThan(300);
-    expect(openEntry(ds[C]!.daemon.app, 'ana', 'gh')).toEqual({ token: 's3cret-token' });
+    expect(await openEntry(ds[C]!.daemon.app, 'ana', 'gh')).toEqual({ token: 's3cret-token' });
   });
 
   it('rotating the vault key from one daemon is refused: the others would go on sealing with the old one', async () => {
     const r = await ds[B]!.api('POST', '/api/v1/vault/rotate-key', { body: {} });
     expect(r.status).toBe(409);
     expect(r.body.error).toMatch(/shared by several daemons/);
-    expect(openEntry(ds[A]!.daemon.app, 'ana', 'gh')).toEqual({ token: 's3cret-token' });
+    expect(await openEntry(ds[A]!.daemon.app, 'ana', 'gh')).toEqual({ token: 's3cret-token' });
   });
 
   it('a daemon with another vault key refuses to start rather than seal what the others cannot open', async () => {
@@ -234,7 +234,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
 
   it('a daemon refuses a state whose schema is newer than it knows', async () => {
     const db = ds[A]!.daemon.app.db;
-    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'from a newer svc', '2032-01-01T00:00:00.000Z')").run();
+    await db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'from a newer svc', '2032-01-01T00:00:00.000Z')").run();
     try {
       const err = await startTestDaemon({ env: { SVC_STATE_URL: url, SVC_VAULT_KEY: key } }).then(
         (d) => (void d.close(), null),
@@ -242,7 +242,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
       );
       expect(err?.message).toMatch(/schema version 999, which this svc does not know; upgrade svc/);
     } finally {
-      db.prepare('DELETE FROM schema_migrations WHERE version = 999').run();
+      await db.prepare('DELETE FROM schema_migrations WHERE version = 999').run();
     }
   });
 

@@ -24,7 +24,7 @@ afterAll(async () => {
 it('the export covers every table of the schema but the two it leaves on purpose', async () => {
   const d = await startTestDaemon();
   open.push(d);
-  const tables = stateTables(d.daemon.app.db).filter((t) => !NOT_COPIED.includes(t));
+  const tables = (await stateTables(d.daemon.app.db)).filter((t) => !NOT_COPIED.includes(t));
   expect([...tables].sort()).toEqual([...STATE_TABLES].sort());
 });
 
@@ -50,8 +50,8 @@ describe.skipIf(noPg)('SQLite → PostgreSQL with svc state export / import', ()
     const hook = await ok('POST', '/v1/webhooks', { url: 'https://example.com/hook', events: ['task:*'] });
     const reads = ['/api/v1/tasks?limit=100', '/api/v1/agents', '/api/v1/agents/teams', '/api/v1/missions', '/api/v1/approvals', '/v1/webhooks', '/api/v1/vault/entries'];
     const before = await Promise.all(reads.map(async (p) => (await src.api('GET', p)).body.data));
-    const events = src.daemon.app.events.since(0, 10_000);
-    const lastId = src.daemon.app.events.lastId();
+    const events = await src.daemon.app.events.since(0, 10_000);
+    const lastId = await src.daemon.app.events.lastId();
     const projectId = src.daemon.app.projectId;
     await src.close();
 
@@ -80,14 +80,14 @@ describe.skipIf(noPg)('SQLite → PostgreSQL with svc state export / import', ()
     const after = await Promise.all(reads.map(async (p) => (await dst.api('GET', p)).body.data));
     expect(after).toEqual(before);
     // Every event carried over as it was; after them, the new daemon's runner said it is online.
-    const carried = dst.daemon.app.events.since(0, 10_000);
+    const carried = await dst.daemon.app.events.since(0, 10_000);
     expect(carried.slice(0, events.length)).toEqual(events);
     expect(carried.slice(events.length).map((e) => e.name)).toEqual(['runner:online']);
-    expect(openEntry(dst.daemon.app, 'dev', 'gh')).toEqual({ token: 'moved-token' });
+    expect(await openEntry(dst.daemon.app, 'dev', 'gh')).toEqual({ token: 'moved-token' });
     // The webhook's signing secret still opens: the new state took this project's webhooks.key along.
-    expect(webhookSecrets(dst.daemon.app)).toContain(hook.secret);
+    expect(await webhookSecrets(dst.daemon.app)).toContain(hook.secret);
     await dst.api('POST', '/api/v1/tasks', { body: { title: 'after the move' } });
-    expect(dst.daemon.app.events.since(lastId, 10).map((e) => [e.id, e.name])).toEqual([
+    expect((await dst.daemon.app.events.since(lastId, 10)).map((e) => [e.id, e.name])).toEqual([
       [lastId + 1, 'runner:online'],
       [lastId + 2, 'task:created'],
     ]);

@@ -12,7 +12,7 @@ afterAll(async () => {
   await d?.close();
 });
 
-const svc = (...args: string[]) => svcAgainst(d, args);
+const svc = async (...args: string[]) => await svcAgainst(d, args);
 
 describe('svc tasks', () => {
   it('adds, lists, shows, edits, moves, claims, retries and removes', async () => {

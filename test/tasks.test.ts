@@ -16,8 +16,8 @@ afterAll(async () => {
   await d.close();
 });
 
-const eventsAfter = (id: number) => d.daemon.app.events.since(id, 1000).map((e) => ({ name: e.name, data: e.data }));
-const lastEventId = () => d.daemon.app.events.lastId();
+const eventsAfter = async (id: number) => (await d.daemon.app.events.since(id, 1000)).map((e) => ({ name: e.name, data: e.data }));
+const lastEventId = async () => await d.daemon.app.events.lastId();
 const hooks = () => d.daemon.app.services.get(TASK_HOOKS);
 
 async function createTask(body: Record<string, unknown>): Promise<any> {
@@ -233,13 +233,13 @@ describe('claims', () => {
   it('of two concurrent claims exactly one wins', async () => {
     for (let round = 0; round < 5; round++) {
       const task = await createTask({ title: `race ${round}` });
-      const before = lastEventId();
+      const before = await lastEventId();
       const [a, b] = await Promise.all(['ana', 'bob'].map((agent) => d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent } })));
       expect([a!.status, b!.status].sort()).toEqual([200, 409]);
       const winner = a!.status === 200 ? a! : b!;
       const loser = a!.status === 200 ? b! : a!;
       expect(loser.body.code).toBe('conflict');
-      const claimed = eventsAfter(before).filter((e) => e.name === 'task:claimed');
+      const claimed = (await eventsAfter(before)).filter((e) => e.name === 'task:claimed');
       expect(claimed).toEqual([{ name: 'task:claimed', data: { taskId: task.id, agent: winner.body.data.assignTo } }]);
       const now = await d.api('GET', `/api/v1/tasks/${task.id}`);
       expect(now.body.data).toMatchObject({ status: 'in_progress', assignTo: winner.body.data.assignTo });
@@ -257,7 +257,7 @@ describe('claims', () => {
       for (const c of clients) expect((await c.request({ path: '/api/v1/tasks?limit=1', method: 'GET', headers: auth })).statusCode).toBe(200);
       for (let round = 0; round < 10; round++) {
         const task = await createTask({ title: `interleaved ${round}` });
-        const before = lastEventId();
+        const before = await lastEventId();
         let halves = 0;
         let release!: () => void;
         const released = new Promise<void>((r) => (release = r));
@@ -285,8 +285,8 @@ describe('claims', () => {
         expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
         const winner = results.find((r) => r.status === 200)!;
         expect(results.find((r) => r.status === 409)!.body.code).toBe('conflict');
-        expect(eventsAfter(before).filter((e) => e.name === 'task:claimed')).toEqual([{ name: 'task:claimed', data: { taskId: task.id, agent: winner.body.data.assignTo } }]);
-        expect(eventsAfter(before).filter((e) => e.name === 'task:transition')).toHaveLength(2);
+        expect((await eventsAfter(before)).filter((e) => e.name === 'task:claimed')).toEqual([{ name: 'task:claimed', data: { taskId: task.id, agent: winner.body.data.assignTo } }]);
+        expect((await eventsAfter(before)).filter((e) => e.name === 'task:transition')).toHaveLength(2);
         expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data).toMatchObject({ status: 'in_progress', assignTo: winner.body.data.assignTo });
       }
     } finally {
@@ -297,12 +297,12 @@ describe('claims', () => {
   it('a claim blocked by a dependency changes nothing: no half-done pending → assigned', async () => {
     const dep = await createTask({ title: 'first' });
     const task = await createTask({ title: 'second', dependsOn: [dep.id] });
-    const before = lastEventId();
+    const before = await lastEventId();
     const res = await d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('conflict');
     expect(res.body.error).toContain(dep.id);
-    expect(eventsAfter(before)).toEqual([]);
+    expect(await eventsAfter(before)).toEqual([]);
     const now = await d.api('GET', `/api/v1/tasks/${task.id}`);
     expect(now.body.data).toMatchObject({ status: 'pending', assignTo: null });
   });
@@ -320,11 +320,11 @@ describe('in_progress → done, as the reference lists it', () => {
     const task = await createTask({ title: 'small fix' });
     const claim = await d.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } });
     expect(claim.status).toBe(200);
-    const before = lastEventId();
+    const before = await lastEventId();
     const res = await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'done', expectedFrom: 'in_progress', leaseId: claim.body.data.leaseId, result: { ok: true } } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data).toMatchObject({ status: 'done', result: { ok: true }, leaseExpiresAt: null });
-    expect(eventsAfter(before)).toEqual([{ name: 'task:transition', data: { taskId: task.id, from: 'in_progress', to: 'done' } }]);
+    expect(await eventsAfter(before)).toEqual([{ name: 'task:transition', data: { taskId: task.id, from: 'in_progress', to: 'done' } }]);
   });
 
   it('with tasks.requireReview it is a 409 naming the setting, and work goes through review', async () => {
@@ -332,13 +332,13 @@ describe('in_progress → done, as the reference lists it', () => {
     try {
       const task = (await strict.api('POST', '/api/v1/tasks', { body: { title: 'reviewed work' } })).body.data;
       for (const to of ['assigned', 'in_progress']) expect((await strict.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to } })).status).toBe(200);
-      const before = strict.daemon.app.events.lastId();
+      const before = await strict.daemon.app.events.lastId();
       const refused = await strict.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'done' } });
       expect(refused.status).toBe(409);
       expect(refused.body.code).toBe('invalid_transition');
       expect(refused.body.error).toContain('tasks.requireReview');
       expect(refused.body.error).toContain('from in_progress to done');
-      expect(strict.daemon.app.events.since(before, 10)).toEqual([]);
+      expect(await strict.daemon.app.events.since(before, 10)).toEqual([]);
       expect((await strict.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('in_progress');
       for (const to of ['review', 'done']) expect((await strict.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to } })).status).toBe(200);
     } finally {
@@ -350,9 +350,9 @@ describe('in_progress → done, as the reference lists it', () => {
 describe('transition listeners', () => {
   it('hear every transition, claims included, inside the transaction', async () => {
     const heard: TaskTransition[] = [];
-    const off = hooks().onTransition((app, change) => {
+    const off = hooks().onTransition(async (app, change) => {
       // Inside the write: the row already holds the new state.
-      expect(app.db.prepare('SELECT status FROM tasks WHERE id = ?').get(change.task.id)).toEqual({ status: change.to });
+      expect(await app.db.prepare('SELECT status FROM tasks WHERE id = ?').get(change.task.id)).toEqual({ status: change.to });
       heard.push(change);
     });
     try {
@@ -374,10 +374,10 @@ describe('transition listeners', () => {
       if (change.task.id === task.id) throw new Error('veto');
     });
     try {
-      const before = lastEventId();
+      const before = await lastEventId();
       const res = await d.api('POST', `/api/v1/tasks/${task.id}/transition`, { body: { to: 'assigned' } });
       expect(res.status).toBe(500);
-      expect(eventsAfter(before)).toEqual([]);
+      expect(await eventsAfter(before)).toEqual([]);
       expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).body.data.status).toBe('pending');
     } finally {
       off();
@@ -387,16 +387,16 @@ describe('transition listeners', () => {
 
 describe('creation hooks', () => {
   it('run inside the transaction and may choose the status', async () => {
-    const off = hooks().beforeCreate((app, input, status) => {
+    const off = hooks().beforeCreate(async (app, input, status) => {
       // Before anything is written: the title is not on the board yet.
-      expect(app.db.prepare('SELECT count(*) AS n FROM tasks WHERE title = ?').get(input.title)).toEqual({ n: 0 });
+      expect(await app.db.prepare('SELECT count(*) AS n FROM tasks WHERE title = ?').get(input.title)).toEqual({ n: 0 });
       if (input.title === 'held back') return status === 'pending' ? 'draft' : status;
     });
     try {
-      const before = lastEventId();
+      const before = await lastEventId();
       const task = await createTask({ title: 'held back' });
       expect(task.status).toBe('draft');
-      expect(eventsAfter(before)).toEqual([{ name: 'task:created', data: { taskId: task.id, title: 'held back', status: 'draft', assignTo: null, missionId: null } }]);
+      expect(await eventsAfter(before)).toEqual([{ name: 'task:created', data: { taskId: task.id, title: 'held back', status: 'draft', assignTo: null, missionId: null } }]);
       expect((await createTask({ title: 'let through' })).status).toBe('pending');
     } finally {
       off();
@@ -408,12 +408,12 @@ describe('creation hooks', () => {
       if (input.title === 'refused') throw new AppError('conflict', 'not today');
     });
     try {
-      const before = lastEventId();
+      const before = await lastEventId();
       const res = await d.api('POST', '/api/v1/tasks', { body: { title: 'refused' } });
       expect(res.status).toBe(409);
       expect(res.body.error).toBe('not today');
-      expect(eventsAfter(before)).toEqual([]);
-      expect(d.daemon.app.db.prepare("SELECT count(*) AS n FROM tasks WHERE title = 'refused'").get()).toEqual({ n: 0 });
+      expect(await eventsAfter(before)).toEqual([]);
+      expect(await d.daemon.app.db.prepare("SELECT count(*) AS n FROM tasks WHERE title = 'refused'").get()).toEqual({ n: 0 });
     } finally {
       off();
     }
@@ -426,17 +426,17 @@ describe('removal listeners', () => {
     const dependent = await createTask({ title: 'staying', dependsOn: [dep.id] });
     const heard: Task[] = [];
     const causes: string[] = [];
-    const off = hooks().onRemoved((app, removed, cause) => {
-      expect(app.db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(removed.id)).toEqual({ n: 0 });
+    const off = hooks().onRemoved(async (app, removed, cause) => {
+      expect(await app.db.prepare('SELECT count(*) AS n FROM tasks WHERE id = ?').get(removed.id)).toEqual({ n: 0 });
       heard.push(removed);
       causes.push(cause);
     });
     try {
-      const before = lastEventId();
+      const before = await lastEventId();
       expect((await d.api('DELETE', `/api/v1/tasks/${dep.id}`)).status).toBe(200);
       expect(heard.map((t) => [t.id, t.title, t.status])).toEqual([[dep.id, 'going', 'pending']]);
       expect(causes).toEqual(['task']);
-      expect(eventsAfter(before).map((e) => e.name)).toEqual(['task:removed', 'task:updated']);
+      expect((await eventsAfter(before)).map((e) => e.name)).toEqual(['task:removed', 'task:updated']);
       expect((await d.api('GET', `/api/v1/tasks/${dependent.id}`)).body.data.dependsOn).toEqual([]);
     } finally {
       off();
@@ -449,10 +449,10 @@ describe('removal listeners', () => {
       if (removed.id === task.id) throw new AppError('conflict', 'keep it');
     });
     try {
-      const before = lastEventId();
+      const before = await lastEventId();
       const res = await d.api('DELETE', `/api/v1/tasks/${task.id}`);
       expect(res.status).toBe(409);
-      expect(eventsAfter(before)).toEqual([]);
+      expect(await eventsAfter(before)).toEqual([]);
       expect((await d.api('GET', `/api/v1/tasks/${task.id}`)).status).toBe(200);
     } finally {
       off();
@@ -464,10 +464,10 @@ describe('service functions for other resources', () => {
   it('a revision appends feedback to the description and counts one', async () => {
     const task = await createTask({ title: 'revise me', description: 'first draft' });
     // Where an approval request would put it (the request itself is approvals' business).
-    d.daemon.app.db.prepare("UPDATE tasks SET status = 'awaiting_approval' WHERE id = ?").run(task.id);
-    const before = lastEventId();
-    const after = transitionTask(d.daemon.app, task.id, 'pending', { revision: 'Feedback: shorter, please.', reason: 'rejected' });
+    await d.daemon.app.db.prepare("UPDATE tasks SET status = 'awaiting_approval' WHERE id = ?").run(task.id);
+    const before = await lastEventId();
+    const after = await transitionTask(d.daemon.app, task.id, 'pending', { revision: 'Feedback: shorter, please.', reason: 'rejected' });
     expect(after).toMatchObject({ status: 'pending', revisionCount: 1, description: 'first draft\n\nFeedback: shorter, please.' });
-    expect(eventsAfter(before)).toEqual([{ name: 'task:transition', data: { taskId: task.id, from: 'awaiting_approval', to: 'pending', reason: 'rejected' } }]);
+    expect(await eventsAfter(before)).toEqual([{ name: 'task:transition', data: { taskId: task.id, from: 'awaiting_approval', to: 'pending', reason: 'rejected' } }]);
   });
 });

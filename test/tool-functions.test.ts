@@ -21,9 +21,9 @@ describe('functionTools', () => {
     expect(functionTools(d.daemon.app, { name: 'cody', keyId: 'x', source: 'run', runId: 'r1' }).map((t) => t.name)).not.toContain('permission_prompt');
     expect(tools.every((t) => t.parameters.type === 'object')).toBe(true);
     const create = tools.find((t) => t.name === 'task_create')!;
-    const mark = d.daemon.app.events.lastId();
+    const mark = await d.daemon.app.events.lastId();
     const out = (await create.call({ title: 'from the orchestrator' })) as { task: { id: string } };
-    expect(d.daemon.app.events.since(mark, 10).map((e) => [e.name, e.data.taskId])).toEqual([['task:created', out.task.id]]);
+    expect((await d.daemon.app.events.since(mark, 10)).map((e) => [e.name, e.data.taskId])).toEqual([['task:created', out.task.id]]);
     const move = tools.find((t) => t.name === 'task_transition')!;
     const refused = await move.call({ taskId: out.task.id, to: 'done' }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(AppError);

@@ -45,12 +45,12 @@ describe('upgrades', () => {
       expect(tasks.map((t) => t.title).sort()).toEqual(['review the parser', 'write the parser']);
       const hooks = (await d.api('GET', '/v1/webhooks')).body.data as { url: string; events: string[] }[];
       expect(hooks.map((h) => [h.url, h.events])).toEqual([['http://127.0.0.1:9/hook', ['approval:*']]]);
-      expect(openEntry(d.daemon.app, 'ana', 'github')).toEqual({ token: 'test-only-token' });
+      expect(await openEntry(d.daemon.app, 'ana', 'github')).toEqual({ token: 'test-only-token' });
 
       const db = d.daemon.app.db;
-      const versions = (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[]).map((r) => Number(r.version));
+      const versions = ((await db.prepare('SELECT version FROM schema_migrations ORDER BY version').all()) as { version: number }[]).map((r) => Number(r.version));
       expect(versions).toEqual(STATE_MIGRATIONS.map((m) => m.version).sort((a, b) => a - b));
-      expect((db.prepare('SELECT value FROM meta WHERE key = ?').get(SCHEMA_WRITER_KEY) as { value: string }).value).toBe(packageVersion());
+      expect(((await db.prepare('SELECT value FROM meta WHERE key = ?').get(SCHEMA_WRITER_KEY)) as { value: string }).value).toBe(packageVersion());
       // A task made after the upgrade lands next to the old ones.
       expect((await d.api('POST', '/api/v1/tasks', { body: { title: 'after the upgrade' } })).status).toBe(201);
     } finally {

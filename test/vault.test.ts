@@ -34,9 +34,9 @@ const save = (d: TestDaemon, agent: string, service: string, credentials: Record
 const logRecords = (d: TestDaemon) => d.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
 
 /** What openEntry throws, for assertions. */
-function openFailure(d: TestDaemon, agent: string, service: string): AppError {
+async function openFailure(d: TestDaemon, agent: string, service: string): Promise<AppError> {
   try {
-    openEntry(d.daemon.app, agent, service);
+    await openEntry(d.daemon.app, agent, service);
   } catch (err) {
     return err as AppError;
   }
@@ -146,7 +146,7 @@ describe('vault API', () => {
   it('an upsert keeps createdAt and moves updatedAt; openEntry gives the latest credentials', async () => {
     const [before] = (await d.api('GET', '/api/v1/vault/entries?agent=dev')).body.data;
     expect(before.updatedAt).toBe(iso());
-    expect(openEntry(d.daemon.app, 'dev', 'github')).toEqual({ clientId: 'c', clientSecret: 's' });
+    expect(await openEntry(d.daemon.app, 'dev', 'github')).toEqual({ clientId: 'c', clientSecret: 's' });
     clock.advance(5);
     expect((await save(d, 'dev', 'github', { token: 't2' })).status).toBe(200);
     const [after] = (await d.api('GET', '/api/v1/vault/entries?agent=dev')).body.data;
@@ -154,7 +154,7 @@ describe('vault API', () => {
     expect(after.updatedAt).toBe(iso());
     expect(Date.parse(after.updatedAt) - Date.parse(before.updatedAt)).toBe(5);
     expect(after.label).toBeNull();
-    expect(openEntry(d.daemon.app, 'dev', 'github')).toEqual({ token: 't2' });
+    expect(await openEntry(d.daemon.app, 'dev', 'github')).toEqual({ token: 't2' });
   });
 
   it('pages with limit and X-Next-Cursor', async () => {
@@ -172,8 +172,8 @@ describe('vault API', () => {
     expect(seen).toEqual(['dev/github', 'ops/s-custom', 'ops/s-imap', 'ops/s-login', 'ops/s-smtp']);
   });
 
-  it('openEntry of a missing entry is a 404 AppError', () => {
-    expect(openFailure(d, 'dev', 'nothing')).toMatchObject({ code: 'not_found' });
+  it('openEntry of a missing entry is a 404 AppError', async () => {
+    expect(await openFailure(d, 'dev', 'nothing')).toMatchObject({ code: 'not_found' });
   });
 
   it("removing an agent removes its entries (a later agent of that name inherits nothing)", async () => {
@@ -267,19 +267,19 @@ describe('nothing leaks', () => {
       expect((await api('POST', '/api/v1/vault/rotate-key', { newKey: rotatedKey })).body).toEqual({ ok: true, data: { rotated: 2, source: 'env' } });
 
       // The values are really there, sealed: the scan below must not pass for want of data.
-      expect(openEntry(d.daemon.app, 'dev', 'mail')).toEqual({ user: markers[0], password: markers[3] });
-      expect(openEntry(d.daemon.app, 'ops', 'aws')).toEqual({ secret: markers[2] });
+      expect(await openEntry(d.daemon.app, 'dev', 'mail')).toEqual({ user: markers[0], password: markers[3] });
+      expect(await openEntry(d.daemon.app, 'ops', 'aws')).toEqual({ secret: markers[2] });
       // A failed open writes an error line: it must name the entry, not its content.
       const db = new Database(join(d.root, '.svc', 'state.sqlite'));
       db.prepare("UPDATE vault_entries SET sealed = (SELECT sealed FROM vault_entries WHERE agent = 'dev'), nonce = (SELECT nonce FROM vault_entries WHERE agent = 'dev') WHERE agent = 'ops'").run();
       db.close();
-      expect(openFailure(d, 'ops', 'aws').code).toBe('internal');
+      expect((await openFailure(d, 'ops', 'aws')).code).toBe('internal');
 
       await sse.seen('event: vault:removed');
     } finally {
       sse.stop();
     }
-    const events = d.daemon.app.events.since(0, 10_000);
+    const events = await d.daemon.app.events.since(0, 10_000);
     expect(events.filter((e) => e.name.startsWith('vault:')).map((e) => e.name)).toEqual(['vault:saved', 'vault:saved', 'vault:saved', 'vault:saved', 'vault:removed']);
     const haystacks: [string, Buffer | string][] = [
       ['responses', responses.join('\n')],
@@ -375,24 +375,24 @@ describe.skipIf(statePg())('tampered or moved blobs', () => {
     await d.close();
   });
 
-  it('a blob moved to another entry fails to open with a clear error', () => {
+  it('a blob moved to another entry fails to open with a clear error', async () => {
     db.prepare(
       `UPDATE vault_entries SET (sealed, nonce) = (SELECT sealed, nonce FROM vault_entries WHERE agent = 'dev' AND service = 'github')
        WHERE agent = 'ops' AND service = 'aws'`,
     ).run();
-    const err = openFailure(d, 'ops', 'aws');
+    const err = await openFailure(d, 'ops', 'aws');
     expect(err).toBeInstanceOf(AppError);
     expect(err.code).toBe('internal');
     expect(err.message).toMatch(/^Vault entry "ops\/aws" cannot be opened: authentication failed/);
-    expect(openEntry(d.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
+    expect(await openEntry(d.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
   });
 
-  it('a flipped byte fails to open with a clear error', () => {
+  it('a flipped byte fails to open with a clear error', async () => {
     const row = db.prepare("SELECT sealed FROM vault_entries WHERE agent = 'dev'").get() as { sealed: Buffer };
     row.sealed[0]! ^= 0xff;
     db.prepare("UPDATE vault_entries SET sealed = ? WHERE agent = 'dev'").run(row.sealed);
-    expect(openFailure(d, 'dev', 'github').message).toMatch(/^Vault entry "dev\/github" cannot be opened: authentication failed/);
-    expect(openEntry(d.daemon.app, 'ops', 'gcp')).toEqual({ token: 'c' });
+    expect((await openFailure(d, 'dev', 'github')).message).toMatch(/^Vault entry "dev\/github" cannot be opened: authentication failed/);
+    expect(await openEntry(d.daemon.app, 'ops', 'gcp')).toEqual({ token: 'c' });
   });
 
   it('rotate-key refuses to re-seal a bad entry, changes nothing, and the daemon keeps serving', async () => {
@@ -402,7 +402,7 @@ describe.skipIf(statePg())('tampered or moved blobs', () => {
     expect(res.body).toMatchObject({ ok: false, code: 'internal' });
     expect(res.body.error).toMatch(/Vault entry "dev\/github" cannot be opened/);
     expect(db.prepare('SELECT agent, service, sealed, nonce FROM vault_entries ORDER BY agent, service').all()).toEqual(before);
-    expect(openEntry(d.daemon.app, 'ops', 'gcp')).toEqual({ token: 'c' });
+    expect(await openEntry(d.daemon.app, 'ops', 'gcp')).toEqual({ token: 'c' });
     expect((await d.api('GET', '/api/v1/vault/entries')).body.data).toHaveLength(3);
     expect((await d.api('GET', '/healthz')).status).toBe(200);
     expect(logRecords(d).filter((r) => r.msg === 'a vault entry failed to authenticate').map((r) => `${r.agent}/${r.service}`)).toContain('dev/github');
@@ -457,13 +457,13 @@ describe('master key at start', () => {
 
     const again = await startTestDaemon({ root: d.root, env: fileKeyEnv(cfg), keepRoot: true });
     expect(readFileSync(keyFile, 'utf8')).toBe(key);
-    expect(openEntry(again.daemon.app, 'dev', 'github')).toEqual({ token: 'x' });
+    expect(await openEntry(again.daemon.app, 'dev', 'github')).toEqual({ token: 'x' });
     expect(logRecords(again).some((r) => r.msg === 'created the vault master key')).toBe(false);
     await again.close();
 
     // The same key through SVC_VAULT_KEY opens the same vault: explicit beats ambient.
     const viaEnv = await startTestDaemon({ root: d.root, env: envKeyEnv(key.trim(), cfg), keepRoot: true });
-    expect(openEntry(viaEnv.daemon.app, 'dev', 'github')).toEqual({ token: 'x' });
+    expect(await openEntry(viaEnv.daemon.app, 'dev', 'github')).toEqual({ token: 'x' });
     await viaEnv.close();
 
     writeFileSync(keyFile, hexKey() + '\n', { mode: 0o600 });
@@ -503,7 +503,7 @@ describe.runIf(sqliteKeyRules)('rotate-key', () => {
     await addAgents(d, 'dev', 'ops');
     expect((await save(d, 'dev', 'github', { token: 'a' })).status).toBe(200);
     expect((await save(d, 'ops', 'aws', { id: 'b', secret: 'c' })).status).toBe(200);
-    const before = d.daemon.app.db.prepare('SELECT sealed FROM vault_entries ORDER BY agent').all() as { sealed: Buffer }[];
+    const before = (await d.daemon.app.db.prepare('SELECT sealed FROM vault_entries ORDER BY agent').all()) as { sealed: Buffer }[];
 
     const res = await d.api('POST', '/api/v1/vault/rotate-key', { body: {} });
     expect(res.body).toEqual({ ok: true, data: { rotated: 2, source: 'file' } });
@@ -511,17 +511,17 @@ describe.runIf(sqliteKeyRules)('rotate-key', () => {
     expect(newKey).toMatch(/^[0-9a-f]{64}$/);
     expect(newKey).not.toBe(oldKey);
     expect(existsSync(`${keyFile}.next`)).toBe(false);
-    const after = d.daemon.app.db.prepare('SELECT sealed FROM vault_entries ORDER BY agent').all() as { sealed: Buffer }[];
+    const after = (await d.daemon.app.db.prepare('SELECT sealed FROM vault_entries ORDER BY agent').all()) as { sealed: Buffer }[];
     after.forEach((r, i) => expect(r.sealed.equals(before[i]!.sealed)).toBe(false));
-    expect(openEntry(d.daemon.app, 'ops', 'aws')).toEqual({ id: 'b', secret: 'c' });
+    expect(await openEntry(d.daemon.app, 'ops', 'aws')).toEqual({ id: 'b', secret: 'c' });
     // Saves after the rotation use the new key.
     expect((await save(d, 'dev', 'mail', { password: 'm' })).status).toBe(200);
     await d.close();
 
     await expect(startTestDaemon({ root: d.root, env: envKeyEnv(oldKey, cfg), keepRoot: true })).rejects.toThrow(/cannot open the existing entries \(3\)/);
     const withNew = await startTestDaemon({ root: d.root, env: fileKeyEnv(cfg), keepRoot: true });
-    expect(openEntry(withNew.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
-    expect(openEntry(withNew.daemon.app, 'dev', 'mail')).toEqual({ password: 'm' });
+    expect(await openEntry(withNew.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
+    expect(await openEntry(withNew.daemon.app, 'dev', 'mail')).toEqual({ password: 'm' });
     await withNew.close();
     rmSync(d.root, { recursive: true, force: true });
     rmSync(cfg, { recursive: true, force: true });
@@ -545,14 +545,14 @@ describe.runIf(sqliteKeyRules)('rotate-key', () => {
     expect(logRecords(again).some((r) => r.msg === 'finished an interrupted vault key rotation')).toBe(true);
     expect(readFileSync(keyFile, 'utf8')).toBe(newKey);
     expect(existsSync(`${keyFile}.next`)).toBe(false);
-    expect(openEntry(again.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
+    expect(await openEntry(again.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
     await again.close();
 
     // A crash before the commit leaves a stale "next" key: the current key wins and the slot is emptied.
     writeFileSync(`${keyFile}.next`, hexKey() + '\n', { mode: 0o600 });
     const third = await startTestDaemon({ root: d.root, env: fileKeyEnv(cfg) });
     expect(existsSync(`${keyFile}.next`)).toBe(false);
-    expect(openEntry(third.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
+    expect(await openEntry(third.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
     await third.close();
     rmSync(cfg, { recursive: true, force: true });
   });
@@ -574,7 +574,7 @@ describe.runIf(sqliteKeyRules)('rotate-key', () => {
     expect((await d.api('POST', '/api/v1/vault/rotate-key', { body: { newKey: oldKey } })).status).toBe(400);
 
     expect((await d.api('POST', '/api/v1/vault/rotate-key', { body: { newKey } })).body).toEqual({ ok: true, data: { rotated: 1, source: 'env' } });
-    expect(openEntry(d.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
+    expect(await openEntry(d.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
     expect(existsSync(join(cfg, 'keys'))).toBe(false);
     await d.close();
 
@@ -582,7 +582,7 @@ describe.runIf(sqliteKeyRules)('rotate-key', () => {
       /^the vault master key from SVC_VAULT_KEY cannot open the existing entries \(1\)/,
     );
     const withNew = await startTestDaemon({ root: d.root, env: envKeyEnv(newKey, cfg) });
-    expect(openEntry(withNew.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
+    expect(await openEntry(withNew.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
     await withNew.close();
     rmSync(cfg, { recursive: true, force: true });
   });

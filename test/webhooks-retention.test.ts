@@ -23,12 +23,12 @@ async function start(config: Record<string, unknown>, clock = new FakeClock(Date
   d = await startTestDaemon({ clock, config, pruneEveryMs: 3_600_000 });
   const app = d.daemon.app;
   const hook = async (events: string[]) => (await d!.api('POST', '/v1/webhooks', { body: { url: 'http://127.0.0.1:9/', events } })).body.data as { id: string };
-  const count = (sql: string, ...args: unknown[]) => (app.db.prepare(sql).get(...args) as { n: number }).n;
+  const count = async (sql: string, ...args: unknown[]) => ((await app.db.prepare(sql).get(...args)) as { n: number }).n;
   /** n events; the deliveries they make wait an hour past `clock`, so none is sent. */
-  const emit = (n: number, prefix: string, name: 'team:created' | 'agent:created' = 'team:created') =>
-    app.events.write(() => {
+  const emit = async (n: number, prefix: string, name: 'team:created' | 'agent:created' = 'team:created') =>
+    await app.events.write(async () => {
       for (let i = 0; i < n; i++) app.events.emit(name, { name: `${prefix}${i}` });
-      app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending'").run(clock.now() + 365 * DAY);
+      await app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending'").run(clock.now() + 365 * DAY);
     });
   const pass = () => app.services.get(PRUNER).pass();
   // The pass the daemon starts with is over before the test makes anything.
@@ -40,30 +40,30 @@ it('by age: events after events.retentionHours, settled deliveries after webhook
   const { app, clock, hook, count, emit, pass } = await start({ events: { retentionHours: 24 }, webhooks: { retentionDays: 30 } });
   const settled = await hook(['team:created']);
   const waiting = await hook(['team:created']);
-  emit(5, 'old');
+  await emit(5, 'old');
   // Settled: the webhook is disabled, which fails what it had waiting.
   expect((await d!.api('PATCH', `/v1/webhooks/${settled.id}`, { body: { enabled: false } })).status).toBe(200);
-  app.db.prepare("INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms) SELECT id, 1, created_at, 503, 'HTTP 503', 1 FROM webhook_deliveries WHERE webhook_id = ?").run(settled.id);
-  const oldLast = app.events.lastId();
+  await app.db.prepare("INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms) SELECT id, 1, created_at, 503, 'HTTP 503', 1 FROM webhook_deliveries WHERE webhook_id = ?").run(settled.id);
+  const oldLast = await app.events.lastId();
 
-  clock.advance(23 * 3_600_000);
-  emit(2, 'new');
+  await clock.pass(23 * 3_600_000);
+  await emit(2, 'new');
   expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 0, 'routine work': 0 });
 
-  clock.advance(2 * 3_600_000);
+  await clock.pass(2 * 3_600_000);
   // The five, and on a shared state the runner's runner:online written at start.
   expect(await pass()).toEqual({ events: statePg() ? 6 : 5, 'webhook deliveries': 0, 'routine work': 0 });
-  expect(app.events.oldestId()).toBe(oldLast + 1);
+  expect(await app.events.oldestId()).toBe(oldLast + 1);
 
   // 29 days and an hour after the first deliveries were made: kept; at 30 days and an hour: gone.
-  clock.advance(28 * DAY);
+  await clock.pass(28 * DAY);
   expect(await pass()).toEqual({ events: 2, 'webhook deliveries': 0, 'routine work': 0 });
-  clock.advance(DAY);
+  await clock.pass(DAY);
   expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 5, 'routine work': 0 });
-  expect(count('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?', settled.id)).toBe(0);
-  expect(count('SELECT COUNT(*) AS n FROM webhook_attempts')).toBe(0);
+  expect(await count('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?', settled.id)).toBe(0);
+  expect(await count('SELECT COUNT(*) AS n FROM webhook_attempts')).toBe(0);
   // Thirty-one days old and still pending: kept, whatever its age.
-  expect(count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", waiting.id)).toBe(7);
+  expect(await count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", waiting.id)).toBe(7);
   const listed = (await d!.api('GET', `/v1/webhooks/${waiting.id}/deliveries?limit=200`)).body.data as { status: string }[];
   expect(listed.map((x) => x.status)).toEqual(Array(7).fill('pending'));
 });
@@ -73,23 +73,23 @@ it('by count: the newest events.maxEvents events and webhooks.maxDeliveries deli
   const waiting = await hook(['agent:created']);
   const settled = await hook(['team:created']);
   // The 20 oldest deliveries stay pending; the 150 after them are settled.
-  emit(20, 'p', 'agent:created');
-  emit(150, 's');
+  await emit(20, 'p', 'agent:created');
+  await emit(150, 's');
   await d!.api('PATCH', `/v1/webhooks/${settled.id}`, { body: { enabled: false } });
   // Insertion order: SQLite's rowid, PostgreSQL's seq (migration 14).
   const order = isPostgres(app.db) ? 'seq' : 'rowid';
-  const rows = (app.db.prepare(`SELECT id, status FROM webhook_deliveries ORDER BY ${order}`).all() as { id: string; status: string }[]);
+  const rows = ((await app.db.prepare(`SELECT id, status FROM webhook_deliveries ORDER BY ${order}`).all()) as { id: string; status: string }[]);
   expect(rows.map((r) => r.status)).toEqual([...Array(20).fill('pending'), ...Array(150).fill('failed')]);
-  const events = count('SELECT COUNT(*) AS n FROM events');
-  const lastEvent = app.events.lastId();
+  const events = await count('SELECT COUNT(*) AS n FROM events');
+  const lastEvent = await app.events.lastId();
 
   expect(await pass()).toEqual({ events: events - 100, 'webhook deliveries': 50, 'routine work': 0 });
   // Events: exactly the newest 100 remain (ids are never reused).
-  expect(app.events.since(0, 1_000).map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => lastEvent - 99 + i));
+  expect((await app.events.since(0, 1_000)).map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => lastEvent - 99 + i));
   // Deliveries: the newest 100, and the pending ones older than those.
-  const left = (app.db.prepare(`SELECT id FROM webhook_deliveries ORDER BY ${order}`).all() as { id: string }[]).map((r) => r.id);
+  const left = ((await app.db.prepare(`SELECT id FROM webhook_deliveries ORDER BY ${order}`).all()) as { id: string }[]).map((r) => r.id);
   expect(left).toEqual([...rows.slice(0, 20), ...rows.slice(70)].map((r) => r.id));
-  expect(count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", waiting.id)).toBe(20);
+  expect(await count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", waiting.id)).toBe(20);
   // Nothing is over the limits any more.
   expect(await pass()).toEqual({ events: 0, 'webhook deliveries': 0, 'routine work': 0 });
 });
@@ -97,7 +97,7 @@ it('by count: the newest events.maxEvents events and webhooks.maxDeliveries deli
 it('a pass goes on batch after batch until nothing is over the limits', async () => {
   const { hook, emit, pass } = await start({ events: { maxEvents: 100 }, webhooks: { maxDeliveries: 100 } });
   const w = await hook(['team:created']);
-  for (let i = 0; i < 4; i++) emit(600, `b${i}`);
+  for (let i = 0; i < 4; i++) await emit(600, `b${i}`);
   await d!.api('PATCH', `/v1/webhooks/${w.id}`, { body: { enabled: false } });
   const counts = await pass();
   expect(counts['webhook deliveries']).toBe(2_300);

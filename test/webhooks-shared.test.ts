@@ -58,15 +58,15 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     return id;
   }
 
-  const deliveries = (webhookId: string) =>
-    a.daemon.app.db.prepare('SELECT id, status, attempts, in_flight AS inFlight FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id').all(webhookId) as {
+  const deliveries = async (webhookId: string) =>
+    (await a.daemon.app.db.prepare('SELECT id, status, attempts, in_flight AS inFlight FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id').all(webhookId)) as {
       id: string;
       status: string;
       attempts: number;
       inFlight: number;
     }[];
 
-  const emit = (d: TestDaemon, name: string) => d.daemon.app.events.write(() => d.daemon.app.events.emit('team:created', { name }));
+  const emit = async (d: TestDaemon, name: string) => await d.daemon.app.events.write(async () => d.daemon.app.events.emit('team:created', { name }));
 
   /**
    * Resolves once each of `ds` has looked at every webhook's due deliveries again (a look of its
@@ -75,7 +75,7 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
   const looked = (...ds: TestDaemon[]) => Promise.all(ds.map((d) => d.daemon.app.services.get(WEBHOOKS).settled()));
 
   const quiet = async () => {
-    await eventually(() => (a.daemon.app.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending'").get() as { n: number }).n === 0, 10_000);
+    await eventually(async () => ((await a.daemon.app.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending'").get()) as { n: number }).n === 0, 10_000);
   };
 
   it('events made through both daemons: every delivery is received exactly once', async () => {
@@ -83,7 +83,7 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     const id = await hook(rx.url, ['team:created']);
     const N = 40;
     for (let i = 0; i < N; i++) {
-      emit(i % 2 ? b : a, `shared-${i}`);
+      await emit(i % 2 ? b : a, `shared-${i}`);
       // In bursts of 8, each sent while the next is made.
       if (i % 8 === 7) await rx.waitFor(i - 6, 10_000);
     }
@@ -94,7 +94,7 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     // Each send is a recorded attempt: none was made twice by two daemons holding one delivery.
     const sends = new Map<string, number>();
     for (const x of ids) sends.set(x as string, (sends.get(x as string) ?? 0) + 1);
-    const rows = deliveries(id);
+    const rows = await deliveries(id);
     expect(rows).toHaveLength(N);
     expect(rows.map((r) => [r.id, sends.get(r.id)])).toEqual(rows.map((r) => [r.id, r.attempts]));
     expect(rx.received).toHaveLength(N);
@@ -112,7 +112,7 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     // Written straight into the table: no daemon's worker is kicked for it, only a poll finds it
     // (as a daemon finds one another daemon made).
     const app = a.daemon.app;
-    app.db.prepare(
+    await app.db.prepare(
       "INSERT INTO webhook_deliveries (id, webhook_id, event_id, event, body, status, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 0, 'team:created', '{}', 'pending', 0, ?, ?, ?)",
     ).run('00000000-0000-7000-8000-000000000001', id, Date.now(), new Date().toISOString(), new Date().toISOString());
     const t0 = Date.now();
@@ -120,17 +120,17 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     // Within the shared poll (a second), not only when some daemon happens to be kicked.
     expect(Date.now() - t0).toBeLessThan(1_500);
     await quiet();
-    expect(deliveries(id)).toMatchObject([{ status: 'succeeded', attempts: 1 }]);
+    expect(await deliveries(id)).toMatchObject([{ status: 'succeeded', attempts: 1 }]);
   });
 
   it('retries go on across daemons, one attempt at a time, with one attempt log', async () => {
     const rx = await receiver();
     rx.plan(500, 503);
     const id = await hook(rx.url, ['team:created']);
-    emit(b, 'retried');
+    await emit(b, 'retried');
     await rx.waitFor(3, 10_000);
     await quiet();
-    const [row] = deliveries(id);
+    const [row] = await deliveries(id);
     expect(row).toMatchObject({ status: 'succeeded', attempts: 3 });
     expect(new Set(rx.received.map((r) => r.headers['x-service-delivery-id']))).toEqual(new Set([row!.id]));
     const log = (await b.api('GET', `/v1/webhooks/${id}/deliveries/${row!.id}`)).body.data.attemptLog as { n: number; statusCode: number }[];
@@ -147,13 +147,13 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     const rx = await receiver();
     rx.fallback = 410;
     const id = await hook(rx.url, ['team:created']);
-    const before = a.daemon.app.events.lastId();
-    [a, b, a, b].forEach((d, i) => emit(d, `gone-${i}`));
+    const before = await a.daemon.app.events.lastId();
+    [a, b, a, b].forEach(async (d, i) => await emit(d, `gone-${i}`));
     await eventually(async () => (await b.api('GET', `/v1/webhooks/${id}`)).body.data.enabled === false, 10_000);
     await quiet();
     expect((await a.api('GET', `/v1/webhooks/${id}`)).body.data.disabledReason).toMatch(/410 Gone/);
-    expect(deliveries(id).every((r) => r.status === 'failed')).toBe(true);
-    const fired = a.daemon.app.events.since(before, 100).filter((e) => e.name === 'webhook:disabled' && e.data.webhookId === id);
+    expect((await deliveries(id)).every((r) => r.status === 'failed')).toBe(true);
+    const fired = (await a.daemon.app.events.since(before, 100)).filter((e) => e.name === 'webhook:disabled' && e.data.webhookId === id);
     expect(fired).toHaveLength(1);
   });
 
@@ -163,7 +163,7 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     const next = await receiver();
     const id = await hook(`${old.url}/old`, ['team:created']);
     // 20 deliveries: A's slots (8) hang on the old URL, and what A and B claimed beyond them waits.
-    a.daemon.app.events.write(() => {
+    await a.daemon.app.events.write(async () => {
       for (let i = 0; i < 20; i++) a.daemon.app.events.emit('team:created', { name: `moved-${i}` });
     });
     await old.waitFor(8, 3_000);
@@ -185,25 +185,25 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     const id = await hook(rx.url, ['team:created']);
     const app = b.daemon.app;
     // The claim of a daemon that died mid-delivery: in flight, its lease running an hour for now.
-    const claim = (until: number) => app.db.prepare("UPDATE webhook_deliveries SET in_flight = 1, claimed_until = ? WHERE webhook_id = ? AND status = 'pending'").run(until, id);
-    app.events.write(() => {
+    const claim = async (until: number) => await app.db.prepare("UPDATE webhook_deliveries SET in_flight = 1, claimed_until = ? WHERE webhook_id = ? AND status = 'pending'").run(until, id);
+    await app.events.write(async () => {
       app.events.emit('team:created', { name: 'orphaned' });
-      claim(Date.now() + 3_600_000);
+      await claim(Date.now() + 3_600_000);
     });
     // A daemon starting meanwhile leaves a live claim alone (it may be another daemon's, mid-send).
     const c = await start();
     cleanups.push(() => c.close());
-    expect(deliveries(id)).toMatchObject([{ status: 'pending', inFlight: 1 }]);
+    expect(await deliveries(id)).toMatchObject([{ status: 'pending', inFlight: 1 }]);
     // Now its lease runs out in 300 ms.
     const until = Date.now() + 300;
-    claim(until);
+    await claim(until);
     // Released within a poll after it expires (not before: it is sent no earlier than the claim's
     // end), and sent once.
     await rx.waitFor(1, 5_000);
     expect(rx.received[0]!.at).toBeGreaterThanOrEqual(until);
     expect(rx.received[0]!.at - until).toBeLessThan(1_500);
     await quiet();
-    expect(deliveries(id)).toMatchObject([{ status: 'succeeded', attempts: 1, inFlight: 0 }]);
+    expect(await deliveries(id)).toMatchObject([{ status: 'succeeded', attempts: 1, inFlight: 0 }]);
     await looked(a, b, c);
     expect(rx.received).toHaveLength(1);
   });
@@ -214,24 +214,24 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     const app = a.daemon.app;
     const db = app.db;
     const far = Date.now() + 3_600_000;
-    app.events.write(() => {
+    await app.events.write(async () => {
       app.events.emit('team:created', { name: 'raced' });
-      db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(far, id);
+      await db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(far, id);
     });
     // Two daemons' claims of one delivery: the first one's lease ran out, the second took it again.
-    const [first] = db.transaction(() => store.claimDue(db, id, far, 1, far + 10))();
+    const [first] = await db.transaction(async () => await store.claimDue(db, id, far, 1, far + 10));
     expect(first).toBeDefined();
-    expect(db.transaction(() => store.releaseExpiredClaims(db, far + 11))()).toBe(1);
-    const [second] = db.transaction(() => store.claimDue(db, id, far + 11, 1, far + 10_000))();
+    expect(await db.transaction(async () => await store.releaseExpiredClaims(db, far + 11))).toBe(1);
+    const [second] = await db.transaction(async () => await store.claimDue(db, id, far + 11, 1, far + 10_000));
     expect(second?.id).toBe(first!.id);
     const attempt = (n: number, statusCode: number) => ({ n, at: new Date().toISOString(), statusCode, error: null, durationMs: 5, responseBody: null });
     // The second daemon records first (succeeded); the first's late answer must not replace it.
-    expect(db.transaction(() => store.recordAttempt(db, first!.id, attempt(1, 200), { status: 'succeeded', nextAttemptAt: null, now: new Date().toISOString() }))()).toBe(true);
-    expect(db.transaction(() => store.recordAttempt(db, first!.id, attempt(1, 500), { status: 'pending', nextAttemptAt: far, now: new Date().toISOString() }))()).toBe(false);
-    expect(deliveries(id)).toMatchObject([{ status: 'succeeded', attempts: 1, inFlight: 0 }]);
-    expect(store.listAttempts(db, first!.id).map((x) => x.statusCode)).toEqual([200]);
+    expect(await db.transaction(async () => await store.recordAttempt(db, first!.id, attempt(1, 200), { status: 'succeeded', nextAttemptAt: null, now: new Date().toISOString() }))).toBe(true);
+    expect(await db.transaction(async () => await store.recordAttempt(db, first!.id, attempt(1, 500), { status: 'pending', nextAttemptAt: far, now: new Date().toISOString() }))).toBe(false);
+    expect(await deliveries(id)).toMatchObject([{ status: 'succeeded', attempts: 1, inFlight: 0 }]);
+    expect((await store.listAttempts(db, first!.id)).map((x) => x.statusCode)).toEqual([200]);
     // Giving back the first claim is refused too: the delivery is no longer that claim's.
-    db.transaction(() => store.releaseClaims(db, [first!]))();
+    await db.transaction(async () => await store.releaseClaims(db, [first!]));
     expect(rx.received).toHaveLength(0);
   });
   // Last: it stops whichever daemon took the delivery, and the survivors go on as `a` and `b`.
@@ -240,7 +240,7 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     rx.plan('hang');
     const id = await hook(rx.url, ['team:created']);
     const c = await start();
-    emit(c, 'hung');
+    await emit(c, 'hung');
     await rx.waitFor(1, 3_000);
     // C's own kick usually takes it, but a poll of A or B may win: stop the one that has it on the wire.
     const onWire = (d: TestDaemon) => (d.daemon.app.services.get(WEBHOOKS) as unknown as { active: Map<string, number> }).active.has(id);
@@ -257,6 +257,6 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     expect(rx.received[1]!.headers['x-service-delivery-id']).toBe(rx.received[0]!.headers['x-service-delivery-id']);
     expect(Date.now() - stoppedAt).toBeLessThan(2_200);
     await quiet();
-    expect(deliveries(id)).toMatchObject([{ status: 'succeeded', attempts: 1, inFlight: 0 }]);
+    expect(await deliveries(id)).toMatchObject([{ status: 'succeeded', attempts: 1, inFlight: 0 }]);
   });
 });

@@ -20,7 +20,7 @@ async function setup(): Promise<{ id: string }> {
   d = await startTestDaemon({ config: { webhooks: { concurrency: 2, timeoutMs: 60_000, retryBaseMs: 10 } } });
   const w = (await d.api('POST', '/v1/webhooks', { body: { url: `${rx.url}/old`, events: ['team:created'] } })).body.data;
   const app = d.daemon.app;
-  app.events.write(() => {
+  await app.events.write(async () => {
     for (let i = 0; i < 6; i++) app.events.emit('team:created', { name: `t${i}` });
   });
   await rx.waitFor(2);
@@ -86,11 +86,11 @@ it('a receiver that hangs holds only its own slots: a healthy one gets every del
     const stuck = (await d.api('POST', '/v1/webhooks', { body: { url: rx.url, events: ['team:created'] } })).body.data;
     const ok = (await d.api('POST', '/v1/webhooks', { body: { url: healthy.url, events: ['agent:created'] } })).body.data;
     // 40 deliveries for the hanging receiver first: with one shared pool they would take every slot.
-    app.events.write(() => {
+    await app.events.write(async () => {
       for (let i = 0; i < 40; i++) app.events.emit('team:created', { name: `t${i}` });
     });
     await rx.waitFor(4);
-    app.events.write(() => {
+    await app.events.write(async () => {
       for (let i = 0; i < 20; i++) app.events.emit('agent:created', { name: `a${i}` });
     });
     await healthy.waitFor(20);
@@ -118,7 +118,7 @@ it('every time the worker reads is the daemon clock: timestamps, signatures, and
   d = await startTestDaemon({ clock, config: { webhooks: { retryBaseMs: 1000 } }, webhooks: { random: () => 0.5 } });
   const w = (await d.api('POST', '/v1/webhooks', { body: { url: rx.url, events: ['team:created'] } })).body.data;
   const app = d.daemon.app;
-  app.events.write(() => app.events.emit('team:created', { name: 'clocked' }));
+  await app.events.write(async () => app.events.emit('team:created', { name: 'clocked' }));
   const [first] = await rx.waitFor(1);
   expect(JSON.parse(first!.body).timestamp).toBe('2030-01-01T00:00:00.000Z');
   expect(first!.headers['webhook-timestamp']).toBe(String(T0 / 1000));
@@ -132,11 +132,11 @@ it('every time the worker reads is the daemon clock: timestamps, signatures, and
   expect(clock.nextAt).toBe(T0 + 30_000);
   // The wake-up is a timer on that clock, and claiming is synchronous in it: not taken a
   // millisecond early, taken (marked in flight) the moment it is due.
-  const inFlight = () => (app.db.prepare('SELECT in_flight AS f FROM webhook_deliveries WHERE id = ?').get(dl.id) as { f: number }).f;
-  clock.advance(29_999);
-  expect(inFlight()).toBe(0);
-  clock.advance(1);
-  expect(inFlight()).toBe(1);
+  const inFlight = async () => ((await app.db.prepare('SELECT in_flight AS f FROM webhook_deliveries WHERE id = ?').get(dl.id)) as { f: number }).f;
+  await clock.pass(29_999);
+  expect(await inFlight()).toBe(0);
+  await clock.pass(1);
+  expect(await inFlight()).toBe(1);
   await rx.waitFor(2);
   await eventually(async () => (await d!.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data[0].status === 'succeeded');
   const log = (await d.api('GET', `/v1/webhooks/${w.id}/deliveries/${dl.id}`)).body.data.attemptLog;
@@ -151,7 +151,7 @@ it('refuses a 101st webhook (every event is matched against each one in its tran
   const app = d.daemon.app;
   const now = new Date().toISOString();
   const insert = app.db.prepare("INSERT INTO webhooks (id, url, events, enabled, created_at, updated_at) VALUES (?, 'http://127.0.0.1:9/', '[\"*\"]', 0, ?, ?)");
-  for (let i = 0; i < 100; i++) insert.run(`00000000-0000-7000-8000-${String(i).padStart(12, '0')}`, now, now);
+  for (let i = 0; i < 100; i++) await insert.run(`00000000-0000-7000-8000-${String(i).padStart(12, '0')}`, now, now);
   const res = await d.api('POST', '/v1/webhooks', { body: { url: 'http://127.0.0.1:9/' } });
   expect(res.status).toBe(409);
   expect(res.body).toMatchObject({ code: 'conflict', error: expect.stringMatching(/at most 100 webhooks/) });

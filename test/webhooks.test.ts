@@ -125,20 +125,20 @@ describe('deliveries', () => {
   it('are written in the same transaction as their event: none for a rolled-back change, all before any commit is heard', async () => {
     const w = await hook('http://127.0.0.1:9/never');
     const app = d.daemon.app;
-    const count = () => (app.db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?').get(w.id) as { n: number }).n;
-    expect(() =>
-      app.events.write(() => {
+    const count = async () => ((await app.db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?').get(w.id)) as { n: number }).n;
+    await expect((async () =>
+      await app.events.write(async () => {
         app.events.emit('team:created', { name: 'ghost' });
-        expect(count()).toBe(1);
+        expect(await count()).toBe(1);
         throw new Error('roll back');
-      }),
-    ).toThrow('roll back');
-    expect(count()).toBe(0);
-    let seen = -1;
-    const off = app.events.subscribe(() => (seen = count()));
-    app.events.write(() => app.events.emit('team:created', { name: 'real' }));
+      }))()).rejects.toThrow('roll back');
+    expect(await count()).toBe(0);
+    // The count a listener reads the moment it hears the commit (its answer comes later: the state is asynchronous).
+    let seen: Promise<number> | null = null;
+    const off = app.events.subscribe(() => void (seen ??= count()));
+    await app.events.write(async () => app.events.emit('team:created', { name: 'real' }));
     off();
-    expect(seen).toBe(1);
+    expect(await seen).toBe(1);
   });
 
   it('succeed at the first attempt, signed so that verifyWebhook and the standardwebhooks package accept them', async () => {
@@ -228,13 +228,13 @@ describe('delivery outcomes', () => {
     const other = await receiver();
     const gone = await hook(rx.url, ['task:*']);
     const watcher = await hook(other.url, ['webhook:*']);
-    const before = d.daemon.app.events.lastId();
+    const before = await d.daemon.app.events.lastId();
     await newTask('410');
     const [dl] = await settled(gone.id);
     expect(dl).toMatchObject({ status: 'failed', attempts: 1, lastStatusCode: 410 });
     const w = (await d.api('GET', `/v1/webhooks/${gone.id}`)).body.data;
     expect(w).toMatchObject({ enabled: false, disabledReason: `${rx.url} answered 410 Gone` });
-    const fired = d.daemon.app.events.since(before, 100).filter((e) => e.name === 'webhook:disabled');
+    const fired = (await d.daemon.app.events.since(before, 100)).filter((e) => e.name === 'webhook:disabled');
     expect(fired.map((e) => e.data)).toEqual([{ webhookId: gone.id, url: rx.url, reason: `${rx.url} answered 410 Gone` }]);
     const [note] = await other.waitFor(1);
     expect(JSON.parse(note!.body)).toMatchObject({ event: 'webhook:disabled', data: { webhookId: gone.id } });
@@ -284,7 +284,7 @@ describe('delivery outcomes', () => {
     const w = await hook('http://127.0.0.1:9/', ['task:created']);
     // A URL the API now refuses, as an older release could have stored it; a literal address is
     // connected to without a name lookup, so only the delivery's own check can stop it.
-    d.daemon.app.db.prepare('UPDATE webhooks SET url = ? WHERE id = ?').run('http://[::ffff:0:a9fe:a9fe]:9/', w.id);
+    await d.daemon.app.db.prepare('UPDATE webhooks SET url = ? WHERE id = ?').run('http://[::ffff:0:a9fe:a9fe]:9/', w.id);
     await newTask('literal');
     const [bad] = await settled(w.id);
     expect(bad).toMatchObject({ status: 'failed', attempts: 1, lastStatusCode: null });
@@ -380,7 +380,7 @@ describe('redelivery, recovery, test, rotation', () => {
 
   it('secrets are sealed in the state DB, never stored in plaintext', async () => {
     const w = await hook('http://127.0.0.1:9/');
-    const rows = d.daemon.app.db.prepare('SELECT sealed FROM webhook_secrets WHERE webhook_id = ?').all(w.id) as { sealed: Buffer }[];
+    const rows = (await d.daemon.app.db.prepare('SELECT sealed FROM webhook_secrets WHERE webhook_id = ?').all(w.id)) as { sealed: Buffer }[];
     expect(rows).toHaveLength(1);
     expect(rows[0]!.sealed.includes(Buffer.from(w.secret))).toBe(false);
     expect(rows[0]!.sealed.includes(Buffer.from(w.secret.slice(6), 'base64'))).toBe(false);
@@ -417,10 +417,10 @@ describe('delivery log', () => {
     await rx.waitFor(1);
     await eventually(async () => (await d.api('GET', `/v1/webhooks/${id}/deliveries`)).body.data[0]?.attempts >= 1);
     // A long backoff: the delivery waits, pending, for its next attempt.
-    app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(Date.now() + 3_600_000, id);
+    await app.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'").run(Date.now() + 3_600_000, id);
     expect((await d.api('GET', `/v1/webhooks/${id}/deliveries`)).body.data[0].status).toBe('pending');
     expect((await d.api('DELETE', `/v1/webhooks/${id}`)).status).toBe(200);
-    expect((app.db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?').get(id) as { n: number }).n).toBe(0);
+    expect(((await app.db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?').get(id)) as { n: number }).n).toBe(0);
     const n = rx.received.length;
     await (app.services.get(WEBHOOKS) as WebhookRuntime).settled({ wire: true });
     expect(rx.received.length).toBe(n);
@@ -429,9 +429,9 @@ describe('delivery log', () => {
   it('PATCH enabled: false fails what was pending', async () => {
     const w = await hook('http://127.0.0.1:9/');
     const app = d.daemon.app;
-    app.events.write(() => {
+    await app.events.write(async () => {
       app.events.emit('team:created', { name: 'pending-one' });
-      app.db.prepare('UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ?').run(Date.now() + 3_600_000, w.id);
+      await app.db.prepare('UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ?').run(Date.now() + 3_600_000, w.id);
     });
     await d.api('PATCH', `/v1/webhooks/${w.id}`, { body: { enabled: false } });
     const [dl] = (await d.api('GET', `/v1/webhooks/${w.id}/deliveries`)).body.data;
@@ -446,16 +446,16 @@ describe('volume', () => {
     for (const r of rxs) hooks.push(await hook(r.url, ['team:created']));
     const app = d.daemon.app;
     // 1,000 events, as 10 API writes of 100 each would make: straight into the outbox, in batches.
-    for (let b = 0; b < 10; b++) app.events.write(() => {
+    for (let b = 0; b < 10; b++) await app.events.write(async () => {
       for (let i = 0; i < 100; i++) app.events.emit('team:created', { name: `t${b * 100 + i}` });
     });
     for (const r of rxs) await r.waitFor(1000, 60_000);
-    await eventually(() => (app.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending' AND event = 'team:created'").get() as { n: number }).n === 0, 30_000);
+    await eventually(async () => ((await app.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending' AND event = 'team:created'").get()) as { n: number }).n === 0, 30_000);
     await (app.services.get(WEBHOOKS) as WebhookRuntime).settled({ wire: true });
     for (const [i, r] of rxs.entries()) {
       expect(new Set(r.received.map((x) => x.headers['x-service-delivery-id'])).size).toBe(1000);
       expect(new Set(r.received.map((x) => JSON.parse(x.body).data.name)).size).toBe(1000);
-      const rows = app.db.prepare("SELECT id, attempts FROM webhook_deliveries WHERE webhook_id = ? AND status = 'succeeded'").all(hooks[i].id) as { id: string; attempts: number }[];
+      const rows = (await app.db.prepare("SELECT id, attempts FROM webhook_deliveries WHERE webhook_id = ? AND status = 'succeeded'").all(hooks[i].id)) as { id: string; attempts: number }[];
       expect(rows).toHaveLength(1000);
       // The receiver shares this thread with the in-process daemon (whose statements block it on a
       // PostgreSQL state), and on a loaded machine (Chromium beside it in CI) an answer can miss
@@ -484,14 +484,14 @@ describe('events written at start-up', () => {
       const task = (await first.api('POST', '/api/v1/tasks', { body: { title: 'held while down' } })).body.data;
       expect((await first.api('POST', `/api/v1/tasks/${task.id}/claim`, { body: { agent: 'ana' } })).status).toBe(200);
       const approval = (await first.api('POST', '/api/v1/approvals', { body: { requestedBy: 'ana', title: 'decided while down', timeoutSeconds: 30 } })).body.data;
-      const mark = first.daemon.app.events.lastId();
+      const mark = await first.daemon.app.events.lastId();
       await first.close();
 
-      clock.advanceTo(clock.now() + 120_000);
+      await clock.passTo(clock.now() + 120_000);
       const second = await startTestDaemon({ clock, root, config });
       try {
         // Both were applied by the start-up passes, before the daemon listened...
-        const written = second.daemon.app.events.since(mark, 100).filter((e) => e.name === 'approval:resolved' || e.name === 'task:lease_expired');
+        const written = (await second.daemon.app.events.since(mark, 100)).filter((e) => e.name === 'approval:resolved' || e.name === 'task:lease_expired');
         expect(written.map((e) => e.name).sort()).toEqual(['approval:resolved', 'task:lease_expired']);
         // ...and each has its delivery, sent.
         const got = await r.waitFor(2);

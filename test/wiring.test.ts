@@ -26,8 +26,8 @@ describe('two daemons in one process', () => {
     expect(hooksA).not.toBe(hooksB);
     const heardA: TaskTransition[] = [];
     const heardB: TaskTransition[] = [];
-    const offA = hooksA.onTransition((_app, c) => heardA.push(c));
-    const offB = hooksB.onTransition((_app, c) => heardB.push(c));
+    const offA = hooksA.onTransition((_app, c) => void heardA.push(c));
+    const offB = hooksB.onTransition((_app, c) => void heardB.push(c));
     try {
       const inB = await task(b);
       expect((await b.api('POST', `/api/v1/tasks/${inB.id}/transition`, { body: { to: 'assigned' } })).status).toBe(200);

@@ -2,24 +2,25 @@
 // the statements svc sends on a PostgreSQL state for GET /api/v1/tasks/{id} and POST
 // /api/v1/tasks (seen with log_statement=all), the bearer key checked, the same { ok, data }
 // envelope and task JSON, and nothing else (no router, no validation library, no request log).
-// A pool of one connection, since svc's state has one (its bridge thread's): the comparison is of
-// the synchronous wait per statement, not of parallelism. Prints {"port":N} when listening.
+// A pool of as many connections as svc's state has (POOL_SIZE), each statement awaited on the
+// event loop as svc awaits it, and no lock but the event id counter's row, as in svc: the
+// comparison is of what svc adds around the same statements. Prints {"port":N} when listening.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { bearer, send, taskInput, toTask } from './respond.mjs';
 import pg from 'pg';
 // The same time-ordered ids as svc.
 import { uuidv7 } from '../../dist/src/lib/ids.js';
-import { WRITE_LOCK } from '../../dist/src/db/pg/sync.js';
+import { POOL_SIZE } from '../../dist/src/db/pg/state.js';
 
-const { url, key, pool: size = 1 } = JSON.parse(process.argv[2]);
-// BIGINT as a number, as svc's bridge reads it.
+const { url, key, pool: size = POOL_SIZE } = JSON.parse(process.argv[2]);
+// BIGINT as a number, as svc reads it.
 const types = { getTypeParser: (oid, format) => (oid === 20 ? (v) => Number(v) : pg.types.getTypeParser(oid, format)) };
 const db = new pg.Pool({ connectionString: url, max: size, types });
 
 const COLUMNS =
   'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, lease_expires_at, created_at, updated_at';
-// Named, as svc's bridge names its statements: each is parsed once per connection.
+// Named, as svc names its statements: each is parsed once per connection.
 const GET_ONE = {
   name: 'get_one',
   text: `SELECT ${COLUMNS}, (SELECT COALESCE(json_agg(depends_on ORDER BY position)::text, '[]') FROM task_dependencies WHERE task_id = tasks.id) AS deps FROM tasks WHERE id = $1`,
@@ -29,7 +30,7 @@ const INSERT_TASK = {
   text: `INSERT INTO tasks (id, title, description, assign_to, mission_id, status, priority, labels, max_retries, side_effects, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 };
-// src/events/outbox.ts INSERT_EVENT: the event id from the meta counter, under the write lock.
+// src/events/outbox.ts INSERT_EVENT: the event id from the meta counter, whose row lock orders commits.
 const INSERT_EVENT = {
   name: 'insert_event',
   text: `WITH n AS (
@@ -46,7 +47,7 @@ const WRITER = randomUUID();
 async function create(b) {
   const c = await db.connect();
   try {
-    await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK})`);
+    await c.query('BEGIN');
     const id = uuidv7();
     const now = new Date().toISOString();
     const labels = [...new Set(b.labels ?? [])];

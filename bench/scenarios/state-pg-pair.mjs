@@ -51,10 +51,10 @@ export default {
     };
   },
   targets: [
-    { metric: 'readRps', label: 'read throughput (pair / one)', unit: 'req/s', of: 'ratio' },
-    { metric: 'writeRps', label: 'write throughput (pair / one)', unit: 'req/s', of: 'ratio' },
-    { metric: 'readP99', label: 'read p99', unit: 'ms' },
-    { metric: 'writeP99', label: 'write p99', unit: 'ms' },
+    { metric: 'readRps', label: 'read throughput (pair / one)', unit: 'req/s', of: 'ratio', op: '>=', value: 1.6 },
+    { metric: 'writeRps', label: 'write throughput (pair / one)', unit: 'req/s', of: 'ratio', op: '>=', value: 1.6 },
+    { metric: 'readP99', label: 'read p99', unit: 'ms', of: 'ratio', op: '<=', value: 1 },
+    { metric: 'writeP99', label: 'write p99', unit: 'ms', of: 'ratio', op: '<=', value: 1 },
     { metric: 'readCpuUs', label: 'daemon CPU per read', unit: 'µs' },
     { metric: 'writeCpuUs', label: 'daemon CPU per write', unit: 'µs' },
     { metric: 'errors', label: 'errors and non-2xx answers', unit: '', op: '==', value: 0 },

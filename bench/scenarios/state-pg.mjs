@@ -24,8 +24,8 @@ export default {
     };
   },
   targets: [
-    { metric: 'readRps', label: 'read throughput', unit: 'req/s', of: 'ratio', op: '>=', value: 0.6 },
-    { metric: 'writeRps', label: 'write throughput', unit: 'req/s', of: 'ratio', op: '>=', value: 0.6 },
+    { metric: 'readRps', label: 'read throughput', unit: 'req/s', of: 'ratio', op: '>=', value: 0.8 },
+    { metric: 'writeRps', label: 'write throughput', unit: 'req/s', of: 'ratio', op: '>=', value: 0.8 },
     { metric: 'readP99', label: 'read p99', unit: 'ms' },
     { metric: 'writeP99', label: 'write p99', unit: 'ms' },
     { metric: 'readCpuUs', label: 'server CPU per read', unit: 'µs' },

@@ -126,8 +126,8 @@ export const ProjectConfigSchema = z.object({
       statementTimeoutMs: z.int().min(100).max(600_000).default(10_000).describe('With provider postgres: a state statement running longer fails (503 unavailable).'),
       driver: z
         .enum(['auto', 'libpq', 'pg'])
-        .default('auto')
-        .describe("With provider postgres, the client that runs state statements: libpq (PostgreSQL's C library, called through the optional koffi package; less CPU and wait per statement, docs/performance.md), pg (pure JavaScript, needs nothing native), or auto: libpq when it loads, else pg."),
+        .optional()
+        .describe('Deprecated, no effect: the state on PostgreSQL is always reached through `pg`, without blocking the daemon. Still accepted, with a warning at start, so older project.json files keep working.'),
     })
     .prefault({}),
   data: z

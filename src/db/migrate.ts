@@ -1,11 +1,15 @@
 import { monotonic, systemClock } from '../lib/clock.js';
 import { nowIso } from '../lib/time.js';
 import { packageVersion } from '../lib/version.js';
-import { isPostgres, type DB } from './open.js';
+import type { PgState } from './pg/state.js';
+import type { DB } from './state-db.js';
 import { pgDdl } from './pg/translate.js';
 import type { Migration } from '../kernel/resource.js';
 
 export type { Migration } from '../kernel/resource.js';
+
+/** The PostgreSQL state (its dialect says so; open.ts's isPostgres would import the providers). */
+const isPostgres = (db: DB): db is PgState => db.dialect === 'postgres';
 
 /**
  * The meta key holding the svc version that brought the schema to where it is: a refusal of a newer
@@ -22,13 +26,11 @@ const MIGRATE_WAIT_MS = 120_000;
  * Takes MIGRATE_LOCK, trying every 100 ms: a blocking pg_advisory_lock would be cut short by the
  * statement timeout (and the daemon's wait for an answer) while another daemon runs a long migration.
  */
-function waitForLock(db: DB): void {
-  const pause = new Int32Array(new SharedArrayBuffer(4));
+async function waitForLock(db: PgState): Promise<void> {
   const deadline = monotonic() + MIGRATE_WAIT_MS;
-  while (!(db.prepare(`SELECT pg_try_advisory_lock(${MIGRATE_LOCK}) AS got`).get() as { got: boolean }).got) {
+  while (!((await db.prepare(`SELECT pg_try_advisory_lock(${MIGRATE_LOCK}) AS got`).get()) as { got: boolean }).got) {
     if (monotonic() > deadline) throw new Error(`another daemon has been migrating the state for ${MIGRATE_WAIT_MS / 1000} s; try again when it is done`);
-    // Nothing else can run before the schema is known: the daemon is starting.
-    Atomics.wait(pause, 0, 0, 100);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -39,11 +41,25 @@ function waitForLock(db: DB): void {
  * DB that records a version this build does not know was written by a newer svc, and opening it is
  * refused rather than risked.
  */
-export function migrate(db: DB, migrations: readonly Migration[], svcVersion = packageVersion()): number {
+export async function migrate(db: DB, migrations: readonly Migration[], svcVersion = packageVersion()): Promise<number> {
+  if (isPostgres(db)) {
+    // The lock is a session's: taken, used and let go on one connection of the pool.
+    return db.session(async () => {
+      await waitForLock(db);
+      try {
+        return await migrateHeld(db, migrations, svcVersion);
+      } finally {
+        await db.exec(`SELECT pg_advisory_unlock(${MIGRATE_LOCK})`);
+      }
+    });
+  }
+  return migrateHeld(db, migrations, svcVersion);
+}
+
+async function migrateHeld(db: DB, migrations: readonly Migration[], svcVersion: string): Promise<number> {
   const pg = isPostgres(db);
-  if (pg) waitForLock(db);
-  try {
-    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+  {
+    await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY,
       name TEXT NOT NULL,
       applied_at TEXT NOT NULL
@@ -55,10 +71,10 @@ export function migrate(db: DB, migrations: readonly Migration[], svcVersion = p
       }
     });
     const known = new Set(sorted.map((m) => m.version));
-    const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => Number(r.version)));
+    const applied = new Set(((await db.prepare('SELECT version FROM schema_migrations').all()) as { version: number }[]).map((r) => Number(r.version)));
     const unknown = [...applied].filter((v) => !known.has(v));
     if (unknown.length) {
-      const writer = hasMeta(db) ? (db.prepare(`SELECT value FROM meta WHERE key = '${SCHEMA_WRITER_KEY}'`).get() as { value: string } | undefined)?.value : undefined;
+      const writer = (await hasMeta(db)) ? ((await db.prepare(`SELECT value FROM meta WHERE key = '${SCHEMA_WRITER_KEY}'`).get()) as { value: string } | undefined)?.value : undefined;
       throw new Error(
         `the state database has schema version ${Math.max(...unknown)}, which this svc does not know; upgrade svc: ` +
           `the state was written by svc ${writer ?? '(a version that did not record itself)'}, and this is svc ${svcVersion}, which knows schema versions up to ${Math.max(0, ...known)}`,
@@ -67,24 +83,22 @@ export function migrate(db: DB, migrations: readonly Migration[], svcVersion = p
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
     const pending = sorted.filter((x) => !applied.has(x.version));
     for (const m of pending) {
-      db.transaction(() => {
-        db.exec(pg ? (m.postgres ?? pgDdl(m.sql)) : m.sql);
-        record.run(m.version, m.name, nowIso(systemClock));
-      })();
+      await db.transaction(async () => {
+        await db.exec(pg ? (m.postgres ?? pgDdl(m.sql)) : m.sql);
+        await record.run(m.version, m.name, nowIso(systemClock));
+      });
     }
-    recordWriter(db, svcVersion, pending.length > 0);
+    await recordWriter(db, svcVersion, pending.length > 0);
     return sorted.length;
-  } finally {
-    if (pg) db.exec(`SELECT pg_advisory_unlock(${MIGRATE_LOCK})`);
   }
 }
 
 /** The state's own migrations make `meta`; other lists (the data provider's, tests') have none. */
-function hasMeta(db: DB): boolean {
+async function hasMeta(db: DB): Promise<boolean> {
   const sql = isPostgres(db)
     ? "SELECT to_regclass('meta') IS NOT NULL AS yes"
     : "SELECT count(*) > 0 AS yes FROM sqlite_master WHERE type = 'table' AND name = 'meta'";
-  return Boolean((db.prepare(sql).get() as { yes: boolean | number }).yes);
+  return Boolean(((await db.prepare(sql).get()) as { yes: boolean | number }).yes);
 }
 
 /**
@@ -92,9 +106,9 @@ function hasMeta(db: DB): boolean {
  * record existed (1.0.0's). A svc that opens a schema as it found it leaves the name alone: an older
  * svc with the same migrations did not bring the schema there.
  */
-function recordWriter(db: DB, svcVersion: string, migrated: boolean): void {
-  if (!hasMeta(db)) return;
-  // Read first: a start that changes nothing takes no write lock on a state other daemons share.
-  if (!migrated && db.prepare('SELECT 1 AS one FROM meta WHERE key = ?').get(SCHEMA_WRITER_KEY)) return;
-  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(SCHEMA_WRITER_KEY, svcVersion);
+async function recordWriter(db: DB, svcVersion: string, migrated: boolean): Promise<void> {
+  if (!(await hasMeta(db))) return;
+  // Read first: a start that changes nothing writes nothing to a state other daemons share.
+  if (!migrated && (await db.prepare('SELECT 1 AS one FROM meta WHERE key = ?').get(SCHEMA_WRITER_KEY))) return;
+  await db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(SCHEMA_WRITER_KEY, svcVersion);
 }

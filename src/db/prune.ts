@@ -9,7 +9,7 @@ import { serviceKey } from '../lib/services.js';
 export interface PruneStep {
   name: string;
   /** Deletes at most `batch` rows; returns how many went (fewer than `batch`: nothing left for now). */
-  run(batch: number): number;
+  run(batch: number): number | Promise<number>;
 }
 
 export interface Pruner {
@@ -26,6 +26,8 @@ export interface PrunerOptions {
   everyMs: number;
   /** Rows per batch (per transaction). */
   batch: number;
+  /** Whether this daemon prunes now (on a shared state the leader does); default always. */
+  active?(): boolean;
   /** A step that throws is reported and skipped until the next pass. */
   onError(step: string, err: unknown): void;
   /** After a pass that dropped something. */
@@ -52,6 +54,7 @@ export function startPruner(o: PrunerOptions): Pruner {
 
   async function run(): Promise<Record<string, number>> {
     const counts: Record<string, number> = {};
+    if (o.active && !o.active()) return counts;
     for (const step of o.steps) {
       counts[step.name] = 0;
       for (;;) {
@@ -59,7 +62,7 @@ export function startPruner(o: PrunerOptions): Pruner {
         if (closed) return counts;
         let n: number;
         try {
-          n = step.run(o.batch);
+          n = await step.run(o.batch);
         } catch (err) {
           o.onError(step.name, err);
           break;

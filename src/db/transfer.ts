@@ -39,8 +39,8 @@ const decode = (v: unknown): unknown => {
 
 export class TransferError extends Error {}
 
-export function schemaVersion(db: DB): number {
-  return Number((stmt(db, 'SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0);
+export async function schemaVersion(db: DB): Promise<number> {
+  return Number(((await stmt(db, 'SELECT MAX(version) AS v FROM schema_migrations').get()) as { v: number | null }).v ?? 0);
 }
 
 // Module constants: stmt() caches a statement by its Sql value, so a literal per call would add one each time.
@@ -58,29 +58,30 @@ const COLUMNS: Sql = {
 };
 
 /** The newest event id ever given (pruned or not): where the next one goes on from. */
-export function lastEventId(db: DB): number {
-  const r = stmt(db, LAST_EVENT_ID).get() as { seq: number } | undefined;
+export async function lastEventId(db: DB): Promise<number> {
+  const r = (await stmt(db, LAST_EVENT_ID).get()) as { seq: number } | undefined;
   return Number(r?.seq ?? 0);
 }
 
 /** The tables the state has (for the check that the copied tables miss none). */
-export function stateTables(db: DB): string[] {
-  const rows = stmt(db, TABLES).all() as { name: string }[];
+export async function stateTables(db: DB): Promise<string[]> {
+  const rows = (await stmt(db, TABLES).all()) as { name: string }[];
   return rows.map((r) => r.name);
 }
 
 /** Writes the header line (exportedAt from `clock`), then one line per row of `tables` (meta among them). */
-export function exportState(db: DB, tables: readonly string[], write: (line: string) => void, clock: Pick<Clock, 'now'>): ExportHeader {
+export async function exportState(db: DB, tables: readonly string[], write: (line: string) => void, clock: Pick<Clock, 'now'>): Promise<ExportHeader> {
   // One snapshot: on PostgreSQL a read-only one that holds no daemon's writes back.
-  const consistent = <T>(fn: () => T): T => (isPostgres(db) ? db.snapshot(fn) : db.transaction(fn)());
-  return consistent(() => {
-    const rows = tables.map((t) => [t, db.prepare(`SELECT * FROM ${t}`).all() as Record<string, unknown>[]] as const);
+  const consistent = async <T>(fn: () => Promise<T>): Promise<T> => (isPostgres(db) ? db.snapshot(fn) : (await db.transaction(fn)));
+  return await consistent(async () => {
+    const rows: (readonly [string, Record<string, unknown>[]])[] = [];
+    for (const t of tables) rows.push([t, (await db.prepare(`SELECT * FROM ${t}`).all()) as Record<string, unknown>[]] as const);
     const header: ExportHeader = {
       svc: 'state',
       format: 1,
       provider: isPostgres(db) ? 'postgres' : 'sqlite',
-      schema: schemaVersion(db),
-      lastEventId: lastEventId(db),
+      schema: await schemaVersion(db),
+      lastEventId: await lastEventId(db),
       exportedAt: nowIso(clock),
       counts: {},
     };
@@ -96,8 +97,8 @@ export function exportState(db: DB, tables: readonly string[], write: (line: str
   });
 }
 
-function columnsOf(db: DB, table: string): Set<string> {
-  const rows = stmt(db, COLUMNS).all(table) as { name: string }[];
+async function columnsOf(db: DB, table: string): Promise<Set<string>> {
+  const rows = (await stmt(db, COLUMNS).all(table)) as { name: string }[];
   return new Set(rows.map((r) => r.name));
 }
 
@@ -124,7 +125,7 @@ function parentsFirst(rows: Record<string, unknown>[]): Record<string, unknown>[
  * in one transaction, so a file that fails half-way leaves nothing. `tables` are the tables an
  * export holds, parents first (meta among them). Returns the rows per table.
  */
-export function importState(db: DB, tables: readonly string[], lines: Iterable<string>): Record<string, number> {
+export async function importState(db: DB, tables: readonly string[], lines: Iterable<string>): Promise<Record<string, number>> {
   const it = lines[Symbol.iterator]();
   const first = it.next();
   if (first.done) throw new TransferError('the file is empty');
@@ -136,7 +137,7 @@ export function importState(db: DB, tables: readonly string[], lines: Iterable<s
   }
   if (header?.svc !== 'state' || header.format !== 1) throw new TransferError('the first line is not the header of an svc state export (format 1)');
   if (header.provider === 'postgres' && !isPostgres(db)) throw new TransferError('an export of a PostgreSQL state goes into a PostgreSQL state only (its webhook secrets open with a key the state keeps)');
-  const here = schemaVersion(db);
+  const here = await schemaVersion(db);
   if (header.schema !== here) {
     throw new TransferError(`the export has schema version ${header.schema} and this state ${here}: export and import with the same svc version`);
   }
@@ -161,39 +162,39 @@ export function importState(db: DB, tables: readonly string[], lines: Iterable<s
   }
   const counts: Record<string, number> = {};
   const pg = isPostgres(db);
-  db.transaction(() => {
+  await db.transaction(async () => {
     for (const t of tables) {
       if (t === 'meta') continue;
-      if (db.prepare(`SELECT 1 AS x FROM ${t} LIMIT 1`).get()) throw new TransferError(`this state is not empty (${t} has rows): import into a new state`);
+      if (await db.prepare(`SELECT 1 AS x FROM ${t} LIMIT 1`).get()) throw new TransferError(`this state is not empty (${t} has rows): import into a new state`);
     }
     // The imported project keeps its id: vault entries are sealed under keys derived from it.
-    db.prepare('DELETE FROM meta').run();
+    await db.prepare('DELETE FROM meta').run();
     for (const t of tables) {
-      const cols = columnsOf(db, t);
+      const cols = await columnsOf(db, t);
       const list = t === 'agents' ? parentsFirst(rows.get(t)!) : rows.get(t)!;
       for (const row of list) {
         const names = Object.keys(row);
         for (const c of names) if (!cols.has(c)) throw new TransferError(`${t} has no column ${c.slice(0, 40)}`);
         // PostgreSQL numbers some rows itself (GENERATED ALWAYS): an exported number is kept as it was.
         const overriding = pg ? ' OVERRIDING SYSTEM VALUE' : '';
-        db.prepare(`INSERT INTO ${t} (${names.join(', ')})${overriding} VALUES (${names.map(() => '?').join(', ')})`).run(...names.map((c) => decode(row[c])));
+        await db.prepare(`INSERT INTO ${t} (${names.join(', ')})${overriding} VALUES (${names.map(() => '?').join(', ')})`).run(...names.map((c) => decode(row[c])));
       }
       counts[t] = list.length;
     }
     // Event ids go on from the exported state's last, whichever provider keeps the counter.
     if (pg) {
-      db.prepare("INSERT INTO meta (key, value) VALUES ('lastEventId', ?)").run(String(header.lastEventId));
+      await db.prepare("INSERT INTO meta (key, value) VALUES ('lastEventId', ?)").run(String(header.lastEventId));
       // Identity columns go on after the numbers imported with their rows.
-      const identities = db.prepare("SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND is_identity = 'YES'").all() as { t: string; c: string }[];
+      const identities = (await db.prepare("SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND is_identity = 'YES'").all()) as { t: string; c: string }[];
       for (const { t, c } of identities) {
         if (!/^[a-z_]+$/.test(t) || !/^[a-z_]+$/.test(c)) continue;
-        db.prepare(`SELECT setval(pg_get_serial_sequence('${t}', '${c}'), GREATEST((SELECT MAX(${c}) FROM ${t}), 1))`).get();
+        await db.prepare(`SELECT setval(pg_get_serial_sequence('${t}', '${c}'), GREATEST((SELECT MAX(${c}) FROM ${t}), 1))`).get();
       }
     } else if (header.lastEventId > 0) {
-      if (!db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'").run(header.lastEventId).changes) {
-        db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)").run(header.lastEventId);
+      if (!(await db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'").run(header.lastEventId)).changes) {
+        await db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)").run(header.lastEventId);
       }
     }
-  })();
+  });
   return counts;
 }

@@ -25,7 +25,7 @@ export interface FanOutOptions {
 
 export function startFanOut(o: FanOutOptions): { close(): Promise<void> } {
   let stopped = false;
-  const catchUp = guarded(o.log, "reading other daemons' events", () => stopped || o.events.catchUp());
+  const catchUp = guarded(o.log, "reading other daemons' events", () => (stopped ? undefined : o.events.catchUp()));
   let queued = false;
   const soon = () => {
     if (queued) return;

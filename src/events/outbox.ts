@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { isPostgres, stmt, type DB, type Sql } from '../db/open.js';
+import { PgStateError } from '../db/pg/errors.js';
 import { lastEventId } from '../db/transfer.js';
 import type { Clock } from '../lib/clock.js';
+import { ScopedStorage } from '../lib/scoped-storage.js';
 import { nowIso } from '../lib/time.js';
 import { eventDef, type EventData, type EventName } from './registry.js';
 
 export interface StoredEvent {
-  /** The durable sequence number: the SSE id, never reset across restarts. */
+  /** The durable sequence number: the SSE id, never reset across restarts (0 until the event is written, see EventLog.flush). */
   id: number;
   name: EventName;
   data: Record<string, unknown>;
@@ -21,7 +23,7 @@ export type Listener = (event: StoredEvent) => void;
  * it throws the whole write fails. It may emit: those events follow this one. the daemon gives it
  * to the log when it opens it; events/ knows nothing of who listens.
  */
-export type EmitSink = (event: StoredEvent) => void;
+export type EmitSink = (event: StoredEvent) => void | Promise<void>;
 
 export interface EventLogOptions {
   /** Where events take their timestamp from (the daemon's clock seam). */
@@ -32,6 +34,21 @@ export interface EventLogOptions {
    * when the log opens rather than registered afterwards, so no write can come before it.
    */
   sink?: EmitSink;
+  /** The newest event id already written (lastEventId): listeners hear what comes after it. Default 0 (a new state). */
+  lastId?: number;
+}
+
+/** The events of one write() in progress: emitted and not yet written, then written in order at its end. */
+interface Pending {
+  events: StoredEvent[];
+  /** How many of `events` are written (have their ids). */
+  written: number;
+  /** Where an event the sink emits goes: right after the one the sink was called for. */
+  insertAt: number | null;
+  /** Its events are being written (a barrier of its transaction). */
+  writing: boolean;
+  /** False once the write is over: a callback scheduled inside it and run later is outside it. */
+  open: boolean;
 }
 
 interface Row {
@@ -44,9 +61,12 @@ interface Row {
 const toEvent = (r: Row): StoredEvent => ({ id: r.id, name: r.name as EventName, data: JSON.parse(r.data), timestamp: r.created_at });
 
 /**
- * The event's id on PostgreSQL: a counter row bumped in the writing transaction (under the write
- * lock every daemon takes first), so a rolled-back write leaves no gap, commits come in id order,
- * and the ids never reset, however many daemons write.
+ * The event's id on PostgreSQL: a counter row bumped in the writing transaction, so a rolled-back
+ * write leaves no gap and the ids never reset, however many daemons write. The row stays locked
+ * until the transaction ends: transactions that write events take their ids, and commit, one
+ * after another, in id order. Services emit after their changes, so only that tail of a
+ * transaction (its events, the sink's rows, the commit) waits on other daemons' writes; everything
+ * before it runs side by side (docs/events.md, "Event ids").
  */
 const INSERT_EVENT: Sql = {
   sqlite: 'INSERT INTO events (name, data, created_at) VALUES (?, ?, ?)',
@@ -59,27 +79,34 @@ const INSERT_EVENT: Sql = {
 /** The PostgreSQL channel on which a daemon tells the others it committed events. */
 export const EVENTS_CHANNEL = 'svc_events';
 
+/** A write PostgreSQL ended to break a deadlock is run again, up to this many times in all. */
+const WRITE_ATTEMPTS = 3;
+
 /** Events other daemons on a shared PostgreSQL state wrote are read this many at a time. */
 const CATCH_UP_BATCH = 1_000;
 
 /**
  * The transactional outbox. A change and the events describing it are written by `write()` in one
  * transaction; listeners (the SSE streams) hear of the events only after that transaction has
- * committed, so nobody is told of a change that was rolled back.
+ * committed, so nobody is told of a change that was rolled back. emit() writes the event at once,
+ * as the service goes on; what the service does next in the transaction waits for that write
+ * (a barrier, db/barrier.ts), so it sees the event and what the sink wrote for it.
  *
- * On a PostgreSQL state shared by several daemons, listeners hear every daemon's events in id
- * order: this daemon's own right after its commit when nothing precedes them unheard, the rest
- * (and any gap) read from the table by catchUp(), which the daemon calls when PostgreSQL notifies
- * it of a commit elsewhere (and on a timer, should a notification be lost).
+ * Listeners hear every event in id order, once: this log's own right after their commit when
+ * nothing precedes them unheard, the rest (and any gap: another transaction of this daemon that
+ * committed a moment later, or another daemon's on a shared PostgreSQL state) read from the table
+ * by catchUp(), which the daemon calls when PostgreSQL notifies it of a commit elsewhere (and on a
+ * timer, should a notification be lost).
  */
 export class EventLog {
-  private pending: StoredEvent[] | null = null;
+  private readonly als = new ScopedStorage<Pending>();
   private readonly listeners = new Set<Listener>();
   private readonly sink: EmitSink | undefined;
   private readonly clock: Pick<Clock, 'now'>;
-  private readonly shared: boolean;
-  /** With a shared state: the newest id the listeners have heard. */
+  /** The newest id the listeners have heard. */
   private heard: number;
+  private catching: Promise<void> | null = null;
+  private again = false;
   /** Names this log's commits in their notifications, so the daemon does not re-read its own. */
   readonly writer = randomUUID();
 
@@ -89,84 +116,166 @@ export class EventLog {
   ) {
     this.clock = opts.clock;
     this.sink = opts.sink;
-    this.shared = isPostgres(db);
-    this.heard = this.shared ? this.lastId() : 0;
+    this.heard = opts.lastId ?? 0;
   }
 
-  write<T>(fn: () => T): T {
-    if (this.pending) {
-      // Nested: a savepoint. Events of a rolled-back savepoint must not be published.
-      const mark = this.pending.length;
+  /** Opens the log on `db`, its listeners hearing what is written from now on. */
+  static async open(db: DB, opts: Omit<EventLogOptions, 'lastId'>): Promise<EventLog> {
+    return new EventLog(db, { ...opts, lastId: await lastEventId(db) });
+  }
+
+  /**
+   * Runs `fn` in a transaction and writes the events it emitted at its end, in the same
+   * transaction. Inside another write(), a savepoint whose events go with the outer write (or
+   * nowhere, if it rolls back).
+   */
+  async write<T>(fn: () => Promise<T>): Promise<T> {
+    const outer = this.als.getStore();
+    if (outer?.open && this.db.inTransaction) {
+      const mark = outer.events.length;
       try {
-        return this.db.transaction(fn)();
+        // A savepoint, over once its events are written: a sink that fails on them fails this
+        // write (which the caller may catch), not the outer one.
+        return await this.db.transaction(fn);
       } catch (err) {
-        this.pending.length = mark;
+        // Events of a rolled-back savepoint must not be published.
+        outer.events.length = mark;
+        outer.written = Math.min(outer.written, mark);
         throw err;
       }
     }
-    this.pending = [];
-    let committed: StoredEvent[];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.writeOnce(fn);
+      } catch (err) {
+        // Two writers that each wait for a lock the other holds: PostgreSQL ends one of them
+        // (a deadlock, 40P01). Nothing of it was kept or heard: it is run again.
+        if (attempt >= WRITE_ATTEMPTS || !(err instanceof PgStateError) || err.code !== '40P01') throw err;
+      }
+    }
+  }
+
+  private async writeOnce<T>(fn: () => Promise<T>): Promise<T> {
+    const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false };
     let result: T;
     try {
-      result = this.db.transaction(this.shared ? () => this.notifying(fn) : fn)();
-      committed = this.pending;
+      result = await this.db.transaction(async () =>
+        this.als.run(p, async () => {
+          const r = await fn();
+          // The other daemons on the shared state hear of the commit (only if it commits).
+          if (p.events.length && isPostgres(this.db)) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
+          // Right after the commit, before another can begin on SQLite: listeners hear in commit order.
+          this.db.afterCommit(() => {
+            p.open = false;
+            this.committed(p.events);
+          });
+          return r;
+        }),
+      );
     } finally {
-      this.pending = null;
-    }
-    if (!this.shared) {
-      for (const e of committed) this.publish(e);
-    } else if (committed.length) {
-      if (committed[0]!.id === this.heard + 1) {
-        // heard moves before each publish: a listener that writes sees where the stream is.
-        for (const e of committed) {
-          this.heard = e.id;
-          this.publish(e);
-        }
-      } else {
-        this.catchUp();
-      }
+      p.open = false;
     }
     return result;
   }
 
-  /** Runs `fn`; if it emitted, the other daemons on the shared state hear of the commit (only if it commits). */
-  private notifying<T>(fn: () => T): T {
-    const r = fn();
-    if (isPostgres(this.db) && this.pending!.length) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
-    return r;
+  /**
+   * Waits until the events emitted so far in the current write() are written (with the sink's
+   * rows), for a service that needs an event's id (a routine hears events from its own creation
+   * on); emit() starts the writing but does not wait for it.
+   */
+  async flush(): Promise<void> {
+    const p = this.als.getStore();
+    if (!p?.open) throw new Error('flush outside a write() transaction');
+    // Queued after the writes under way: over when they are.
+    await this.db.barrier(async () => undefined);
   }
 
-  /** With a shared state: tells the listeners, in id order, of every event committed since the last one they heard. */
-  catchUp(): void {
-    if (!this.shared || this.pending) return;
-    for (;;) {
-      const batch = this.since(this.heard, CATCH_UP_BATCH);
-      for (const e of batch) {
-        this.heard = e.id;
-        this.publish(e);
-      }
-      if (batch.length < CATCH_UP_BATCH) return;
+  /** Writes the queue, in order, until it is empty (what is emitted meanwhile included). */
+  private async writePending(p: Pending): Promise<void> {
+    try {
+      await this.writeQueue(p);
+    } finally {
+      p.writing = false;
     }
   }
 
-  /** Appends an event inside the current write(); its data is checked against the registry. */
+  private async writeQueue(p: Pending): Promise<void> {
+    while (p.written < p.events.length) {
+      const e = p.events[p.written]!;
+      const info = await stmt(this.db, INSERT_EVENT).run(e.name, JSON.stringify(e.data), e.timestamp);
+      e.id = Number(info.lastInsertRowid);
+      p.written++;
+      if (!this.sink) continue;
+      // An event the sink emits in turn (attention:needed after the one it follows) comes right
+      // after this one, so listeners hear them in that order.
+      p.insertAt = p.written;
+      try {
+        await this.sink(e);
+      } finally {
+        p.insertAt = null;
+      }
+    }
+  }
+
+  /** After a commit: its events to the listeners, in id order. */
+  private committed(events: StoredEvent[]): void {
+    if (!events.length) return;
+    if (events[0]!.id !== this.heard + 1) {
+      void this.catchUp();
+      return;
+    }
+    // heard moves before each publish: a listener that writes sees where the stream is.
+    for (const e of events) {
+      this.heard = e.id;
+      this.publish(e);
+    }
+  }
+
+  /**
+   * Tells the listeners, in id order, of every event committed since the last one they heard
+   * (other daemons' on a shared state). One read at a time; a call while one runs makes it read again.
+   */
+  catchUp(): Promise<void> {
+    if (this.catching) {
+      this.again = true;
+      return this.catching;
+    }
+    this.catching = (async () => {
+      try {
+        do {
+          this.again = false;
+          for (;;) {
+            const batch = await this.since(this.heard, CATCH_UP_BATCH);
+            for (const e of batch) {
+              // Published meanwhile by a commit of this log's own.
+              if (e.id <= this.heard) continue;
+              this.heard = e.id;
+              this.publish(e);
+            }
+            if (batch.length < CATCH_UP_BATCH) break;
+          }
+        } while (this.again);
+      } finally {
+        this.catching = null;
+      }
+    })();
+    return this.catching;
+  }
+
+  /** Queues an event in the current write(); its data is checked against the registry. */
   emit<N extends EventName>(name: N, data: EventData<N>): StoredEvent {
-    if (!this.pending) throw new Error(`event ${name} emitted outside a write() transaction`);
+    const p = this.als.getStore();
+    if (!p?.open) throw new Error(`event ${name} emitted outside a write() transaction`);
     const def = eventDef(name);
     if (!def) throw new Error(`unknown event ${name}`);
     const parsed = def.data.parse(data) as Record<string, unknown>;
-    const timestamp = nowIso(this.clock);
-    const info = stmt(this.db, INSERT_EVENT).run(name, JSON.stringify(parsed), timestamp);
-    const event: StoredEvent = { id: Number(info.lastInsertRowid), name, data: parsed, timestamp };
-    // Queued before the sink runs: an event the sink emits in turn (attention:needed after the one
-    // it follows) comes after this one, so listeners hear them in id order.
-    const mark = this.pending.length;
-    this.pending.push(event);
-    try {
-      this.sink?.(event);
-    } catch (err) {
-      this.pending.length = mark;
-      throw err;
+    const event: StoredEvent = { id: 0, name, data: parsed, timestamp: nowIso(this.clock) };
+    if (p.insertAt === null) p.events.push(event);
+    else p.events.splice(p.insertAt++, 0, event);
+    if (!p.writing) {
+      // Written now, as the service goes on; what it reads or writes next in the transaction waits for it.
+      p.writing = true;
+      void this.db.barrier(() => this.writePending(p));
     }
     return event;
   }
@@ -176,19 +285,24 @@ export class EventLog {
     return () => this.listeners.delete(listener);
   }
 
+  /** The newest event id the listeners have heard: a stream opened now starts after it. */
+  heardId(): number {
+    return this.heard;
+  }
+
   /** Events after `afterId`, oldest first, for Last-Event-ID replay. */
-  since(afterId: number, limit: number): StoredEvent[] {
-    return (stmt(this.db, 'SELECT id, name, data, created_at FROM events WHERE id > ? ORDER BY id LIMIT ?').all(afterId, limit) as Row[]).map(toEvent);
+  async since(afterId: number, limit: number): Promise<StoredEvent[]> {
+    return ((await stmt(this.db, 'SELECT id, name, data, created_at FROM events WHERE id > ? ORDER BY id LIMIT ?').all(afterId, limit)) as Row[]).map(toEvent);
   }
 
   /** The oldest event still kept, or null when the log is empty. */
-  oldestId(): number | null {
-    const r = stmt(this.db, 'SELECT MIN(id) AS id FROM events').get() as { id: number | null };
+  async oldestId(): Promise<number | null> {
+    const r = (await stmt(this.db, 'SELECT MIN(id) AS id FROM events').get()) as { id: number | null };
     return r.id;
   }
 
-  lastId(): number {
-    return lastEventId(this.db);
+  async lastId(): Promise<number> {
+    return await lastEventId(this.db);
   }
 
   /**
@@ -197,11 +311,11 @@ export class EventLog {
    * ever dropped, so the kept ones are a range of ids and "beyond the newest `keep`" is a range
    * too. No delivery needs its event's row: a delivery carries its own body. Returns how many went.
    */
-  prune(o: { olderThan: string; keep: number }, limit: number): number {
-    let n = stmt(this.db, 'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(o.olderThan, limit).changes;
+  async prune(o: { olderThan: string; keep: number }, limit: number): Promise<number> {
+    let n = (await stmt(this.db, 'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(o.olderThan, limit)).changes;
     if (n >= limit) return n;
-    const below = this.lastId() - o.keep;
-    n += stmt(this.db, 'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ? ORDER BY id LIMIT ?)').run(below, limit - n).changes;
+    const below = (await this.lastId()) - o.keep;
+    n += (await stmt(this.db, 'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ? ORDER BY id LIMIT ?)').run(below, limit - n)).changes;
     return n;
   }
 

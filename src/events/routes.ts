@@ -46,7 +46,7 @@ export const eventRoutes = [
         schema: z.string(),
       },
     ],
-    handler: ({ app, query, req, res, principal }) => {
+    handler: async ({ app, query, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
       const matches = compileFilter(query.filter);
       if (req.method === 'HEAD') {
         // The headers a stream would start with, and no stream: nothing is held open.
@@ -56,7 +56,7 @@ export const eventRoutes = [
       }
       const header = req.headers['last-event-id'];
       const lastEventId = typeof header === 'string' && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
-      app.streams.open(res, { keyId: principal!.keyId, session: principal!.session, endsAt: principal!.sessionEndsAt, matches, lastEventId });
+      await app.streams.open(res, { keyId: principal!.keyId, session: principal!.session, endsAt: principal!.sessionEndsAt, matches, lastEventId });
       return RAW_RESPONSE;
     },
   }),

@@ -16,7 +16,7 @@ export const server = {
   prune: [
     {
       name: 'events',
-      run: (app: EventsApp, batch: number): number => {
+      run: (app: EventsApp, batch: number): Promise<number> => {
         const { retentionHours, maxEvents } = app.config().events;
         return app.events.prune({ olderThan: new Date(app.clock.now() - retentionHours * 3_600_000).toISOString(), keep: maxEvents }, batch);
       },

@@ -126,7 +126,7 @@ export class SseHub {
     return n;
   }
 
-  open(res: ServerResponse, opts: { keyId: string; session?: boolean; endsAt?: number; matches: EventMatcher; lastEventId?: number }): void {
+  async open(res: ServerResponse, opts: { keyId: string; session?: boolean; endsAt?: number; matches: EventMatcher; lastEventId?: number }): Promise<void> {
     // Shutting down: a stream opened now would hear nothing and hold its connection until the grace period ends.
     if (this.closed) throw new AppError('unavailable', 'The daemon is shutting down; reconnect shortly.');
     const { maxStreams, maxStreamsPerKey } = this.limits;
@@ -143,9 +143,10 @@ export class SseHub {
         { headers: { 'Retry-After': CAP_RETRY_AFTER_S } },
       );
     }
-    // Where the stream starts, read before its headers go out: a client that writes once it has
-    // them (through another daemon on a shared state) must find each of those events after it.
-    const last = this.log.lastId();
+    // Where the stream starts, taken before its headers go out: every event heard after this one
+    // reaches the stream, so a client that writes once it has them (through another daemon on a
+    // shared state, whose events this daemon hears later) finds each of those events after it.
+    const last = this.log.heardId();
     res.writeHead(200, SSE_HEADERS);
     res.flushHeaders();
     const s: Stream = {
@@ -175,12 +176,18 @@ export class SseHub {
     });
     res.write('retry: 2000\n\n');
     if (opts.lastEventId !== undefined && opts.lastEventId < s.cursor) {
-      const oldest = this.log.oldestId();
-      if (oldest !== null && opts.lastEventId < oldest - 1) {
-        res.write(`: events ${opts.lastEventId + 1}-${oldest - 1} are past the retention window; reconcile through the resource endpoints\n\n`);
-      }
+      // Not live from here on: what is published meanwhile waits in the log for the replay.
       s.cursor = opts.lastEventId;
       s.live = false;
+      s.paging = true;
+      try {
+        const oldest = await this.log.oldestId();
+        if (oldest !== null && opts.lastEventId < oldest - 1 && !s.dropped) {
+          res.write(`: events ${opts.lastEventId + 1}-${oldest - 1} are past the retention window; reconcile through the resource endpoints\n\n`);
+        }
+      } finally {
+        s.paging = false;
+      }
       this.catchUp(s);
     }
   }
@@ -278,18 +285,42 @@ export class SseHub {
   /** Reads the log from the stream's cursor and writes until the socket is full or the stream is live again. */
   private catchUp(s: Stream): void {
     if (s.paging || s.dropped) return;
+    s.paging = true;
+    this.page(s).then(
+      (more) => {
+        s.paging = false;
+        if (!more) return;
+        // A full page: the next one on a later turn, so a long replay never holds up other requests.
+        s.paging = true;
+        setImmediate(() => {
+          s.paging = false;
+          if (!s.dropped && !s.res.writableNeedDrain) this.catchUp(s);
+        });
+      },
+      () => {
+        // The state could not be read (an outage): the client reconnects with Last-Event-ID.
+        s.paging = false;
+        s.res.destroy();
+        this.drop(s);
+      },
+    );
+  }
+
+  /** One page of a catch-up; true when a full page was written and more may follow. */
+  private async page(s: Stream): Promise<boolean> {
     // Frames queued while it was live come first: they precede the cursor.
     if (s.queued.length) {
       const frames = s.queued;
       s.queued = [];
       this.write(s, frames.join(''));
-      if (s.dropped) return;
+      if (s.dropped) return false;
     }
-    const page = this.log.since(s.cursor, REPLAY_PAGE);
+    const page = await this.log.since(s.cursor, REPLAY_PAGE);
+    if (s.dropped) return false;
     for (const e of page) {
       if (s.res.writableNeedDrain) {
         s.fullSince ??= this.clock.now();
-        return; // goes on at 'drain'
+        return false; // goes on at 'drain'
       }
       s.cursor = e.id;
       if (!s.matches(e.name)) continue;
@@ -299,21 +330,18 @@ export class SseHub {
         s.lagBytes = Math.max(0, s.lagBytes - Buffer.byteLength(text));
       }
       this.write(s, text);
-      if (s.dropped) return;
+      if (s.dropped) return false;
     }
     if (page.length < REPLAY_PAGE) {
-      // Read synchronously up to here: nothing can be published between this last page and going live.
+      // Events heard while the page was read are in the log after it: read them too, then go
+      // live (from here to going live nothing runs in between, so nothing is missed).
+      if (this.log.heardId() > s.cursor) return this.page(s);
       s.live = true;
       s.lagEvents = 0;
       s.lagBytes = 0;
-      return;
+      return false;
     }
-    // A full page: the next one on a later turn, so a long replay never holds up other requests.
-    s.paging = true;
-    setImmediate(() => {
-      s.paging = false;
-      if (!s.dropped && !s.res.writableNeedDrain) this.catchUp(s);
-    });
+    return true;
   }
 
   private tick(s: Stream): void {

@@ -77,12 +77,15 @@ export function errorFields(err: unknown): Record<string, unknown> {
 }
 
 /** Wraps a timer or watcher callback: a failure there is logged, it must never take the daemon down. */
-export function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A) => void): (...args: A) => void {
+export function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A) => void | Promise<void>): (...args: A) => void {
+  const failed = (err: unknown) => log.error(`${what} failed`, errorFields(err));
   return (...args) => {
     try {
-      fn(...args);
+      const r = fn(...args);
+      // A failure of its promise is logged too.
+      if (r instanceof Promise) r.catch(failed);
     } catch (err) {
-      log.error(`${what} failed`, errorFields(err));
+      failed(err);
     }
   };
 }

@@ -50,7 +50,7 @@ export interface HttpOptions<App> {
    * board's session cookie (resources/board, wired by the daemon's board part). Every request of a session
    * must carry its CSRF token, and a read-only session may only read.
    */
-  session?(req: IncomingMessage): CookieSession | null;
+  session?(req: IncomingMessage): CookieSession | null | Promise<CookieSession | null>;
 }
 
 /** A request authenticated by a session cookie. */
@@ -296,29 +296,34 @@ const auth: RequestStep = {
   run(x, { opts, limiter, digests }) {
     const { req, route, settings } = x;
     if (route.auth === 'public') return;
-    let principal = authenticate(opts.keys(), bearerToken(req), digests);
-    const session = !principal && req.headers.authorization === undefined ? opts.session?.(req) : null;
-    if (session) {
-      // Every request of a session carries its token, reads too: browsers send the cookie to
-      // every port of the host, and only the board's own origin has the token.
-      if (!session.csrf) throw new AppError('forbidden', 'This request comes with a board session cookie but without the session\'s X-CSRF-Token header.');
-      if (session.readOnly && !SAFE_METHODS.has(req.method ?? 'GET')) throw new AppError('forbidden', 'This board session is read-only; it cannot change anything.');
-      principal = session.principal;
-    }
-    if (!principal) {
-      const wait = limiter.fail(clientAddress(req, settings.trustedProxy) ?? 'unknown');
-      if (wait > 0) {
-        throw new AppError('rate_limited', `Too many failed authentications; retry in ${wait} s.`, { headers: { 'Retry-After': String(wait) } });
+    const principal = authenticate(opts.keys(), bearerToken(req), digests);
+    const decide = (session: CookieSession | null | undefined): void => {
+      let who = principal;
+      if (session) {
+        // Every request of a session carries its token, reads too: browsers send the cookie to
+        // every port of the host, and only the board's own origin has the token.
+        if (!session.csrf) throw new AppError('forbidden', 'This request comes with a board session cookie but without the session\'s X-CSRF-Token header.');
+        if (session.readOnly && !SAFE_METHODS.has(req.method ?? 'GET')) throw new AppError('forbidden', 'This board session is read-only; it cannot change anything.');
+        who = session.principal;
       }
-      const why = req.headers.authorization ? 'The API key is not valid.' : 'Missing API key: send Authorization: Bearer <key>.';
-      throw new AppError('unauthorized', why, { headers: { 'WWW-Authenticate': 'Bearer' } });
-    }
-    // A key with grants is denied by default: its grants name application databases, so it may
-    // call only the routes that check those grants, never manage agents, the vault or the daemon.
-    if (principal.grants !== undefined && route.scope !== 'data') {
-      throw new AppError('forbidden', 'This key is limited by its grants to application databases; use a full-access key for this endpoint.');
-    }
-    x.principal = principal;
+      if (!who) {
+        const wait = limiter.fail(clientAddress(req, settings.trustedProxy) ?? 'unknown');
+        if (wait > 0) {
+          throw new AppError('rate_limited', `Too many failed authentications; retry in ${wait} s.`, { headers: { 'Retry-After': String(wait) } });
+        }
+        const why = req.headers.authorization ? 'The API key is not valid.' : 'Missing API key: send Authorization: Bearer <key>.';
+        throw new AppError('unauthorized', why, { headers: { 'WWW-Authenticate': 'Bearer' } });
+      }
+      // A key with grants is denied by default: its grants name application databases, so it may
+      // call only the routes that check those grants, never manage agents, the vault or the daemon.
+      if (who.grants !== undefined && route.scope !== 'data') {
+        throw new AppError('forbidden', 'This key is limited by its grants to application databases; use a full-access key for this endpoint.');
+      }
+      x.principal = who;
+    };
+    // A session is looked up in the state (asynchronously), and only for a request without a key.
+    const session = !principal && req.headers.authorization === undefined ? opts.session?.(req) : null;
+    return session instanceof Promise ? session.then(decide) : decide(session);
   },
 };
 

@@ -7,15 +7,19 @@
  */
 export interface Clock {
   now(): number;
-  /** Calls `fn` once after `ms`; the returned handle never keeps the process alive on its own. */
-  setTimeout(fn: () => void, ms: number): unknown;
+  /**
+   * Calls `fn` once after `ms`; the returned handle never keeps the process alive on its own. A
+   * callback whose work is asynchronous returns its promise (which never rejects), so a fake
+   * clock can wait for that work before it fires the next timer.
+   */
+  setTimeout(fn: () => void | Promise<void>, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout(fn, ms) {
-    const t = setTimeout(fn, ms);
+    const t = setTimeout(() => void fn(), ms);
     t.unref();
     return t;
   },

@@ -41,18 +41,23 @@ export function delayFor(plan: TimeoutPlan, now: number): number | null {
 export interface SchedulerDeps {
   now(): number;
   /** Sets and clears the one wake-up (setTimeout by default; tests pass a fake clock's). */
-  setTimer?(fn: () => void, ms: number): unknown;
+  setTimer?(fn: () => Promise<void>, ms: number): unknown;
   clearTimer?(handle: unknown): void;
   /** Pending approvals expired by `now`, plus at least the next one to expire. */
-  candidates(now: number): Expiring[];
+  candidates(now: number): Expiring[] | Promise<Expiring[]>;
   /** Decides one expired approval; throwing defers it by RETRY_MS. */
-  fire(id: string, now: number): void;
+  fire(id: string, now: number): void | Promise<void>;
   /**
    * Runs one pass's decisions together (one transaction for all of them, say); each decision's
    * failure is still its own (fire runs nested, in a savepoint), and a failure of the whole is a
    * failed read. Default: each on its own.
    */
-  batch?(pass: () => void): void;
+  batch?(pass: () => Promise<void>): void | Promise<void>;
+  /**
+   * Whether this daemon runs the timeouts now (on a shared state, only the leader does; see
+   * db/pg/leader.ts). Not: nothing is read or armed, until tick() is called again. Default: always.
+   */
+  active?(): boolean;
   /** A failure: of deciding `id`, or (id null) of reading what is waiting; either is retried after RETRY_MS. */
   onError(id: string | null, err: unknown): void;
 }
@@ -60,27 +65,67 @@ export interface SchedulerDeps {
 export class TimeoutScheduler {
   private timer: unknown = null;
   private readonly retryAt = new Map<string, number>();
-  private firing = false;
+  /** The pass or read under way: one at a time, the next one queued behind it. */
+  private running: Promise<void> | null = null;
+  private next: { kind: 'tick' } | { kind: 'arm'; fired: Set<string> } | null = null;
   private stopped = false;
 
   constructor(private readonly deps: SchedulerDeps) {}
 
   /**
    * Decides everything due now, then sleeps until the next expiry. Runs from a timer callback,
-   * where an escaping exception would end the daemon, so it never throws: a failed read is
-   * reported and retried after RETRY_MS.
+   * where an escaping exception would end the daemon, so it never rejects: a failed read is
+   * reported and retried after RETRY_MS. Resolves when the pass (and what was queued behind it) is done.
    */
-  tick(): void {
+  tick(): Promise<void> {
+    return this.enqueue({ kind: 'tick' });
+  }
+
+  /**
+   * Re-reads what is waiting and sets the one timer (after a change elsewhere: a new request, a
+   * human decision). `fired` are ids just decided: if one is still due, firing it did nothing, and
+   * it is held back rather than fired again at once. Never rejects (its callers, the event log
+   * and tick, would swallow the error or die of it); a failed read is retried after RETRY_MS, so
+   * the timer is never left unset while approvals wait.
+   */
+  arm(fired: ReadonlySet<string> = new Set()): Promise<void> {
+    return this.enqueue({ kind: 'arm', fired: new Set(fired) });
+  }
+
+  private enqueue(job: { kind: 'tick' } | { kind: 'arm'; fired: Set<string> }): Promise<void> {
+    if (this.running) {
+      // A tick queued behind wins over an arm (it arms too); arms merge.
+      if (!this.next || job.kind === 'tick') this.next = job;
+      else if (this.next.kind === 'arm' && job.kind === 'arm') for (const id of job.fired) this.next.fired.add(id);
+      return this.running;
+    }
+    const run = async () => {
+      let j: typeof job | null = job;
+      while (j) {
+        if (j.kind === 'tick') await this.pass();
+        else await this.read(j.fired);
+        j = this.next;
+        this.next = null;
+      }
+    };
+    const current = run().finally(() => {
+      if (this.running === current) this.running = null;
+    });
+    this.running = current;
+    return current;
+  }
+
+  private async pass(): Promise<void> {
     if (this.stopped) return;
     this.clear();
+    if (this.deps.active && !this.deps.active()) return;
     const fired = new Set<string>();
     try {
       const now = this.deps.now();
-      this.firing = true;
-      const pass = () => {
-        for (const id of planTimeouts(this.deps.candidates(now), now, this.retryAt).due) {
+      const pass = async () => {
+        for (const id of planTimeouts(await this.deps.candidates(now), now, this.retryAt).due) {
           try {
-            this.deps.fire(id, now);
+            await this.deps.fire(id, now);
             this.retryAt.delete(id);
             fired.add(id);
           } catch (err) {
@@ -89,30 +134,26 @@ export class TimeoutScheduler {
           }
         }
       };
-      if (this.deps.batch) this.deps.batch(pass);
-      else pass();
+      if (this.deps.batch) await this.deps.batch(pass);
+      else await pass();
     } catch (err) {
       this.failed(err);
       return;
-    } finally {
-      this.firing = false;
     }
-    this.arm(fired);
+    await this.read(fired);
   }
 
-  /**
-   * Re-reads what is waiting and sets the one timer (after a change elsewhere: a new request, a
-   * human decision). `fired` are ids just decided: if one is still due, firing it did nothing, and
-   * it is held back rather than fired again at once. Never throws (its callers, the event log
-   * and tick, would swallow the error or die of it); a failed read is retried after RETRY_MS, so
-   * the timer is never left unset while approvals wait.
-   */
-  arm(fired: ReadonlySet<string> = new Set()): void {
-    if (this.stopped || this.firing) return;
-    this.clear();
+  private async read(fired: ReadonlySet<string>): Promise<void> {
+    if (this.stopped) return;
+    if (this.deps.active && !this.deps.active()) {
+      this.clear();
+      return;
+    }
     try {
       const now = this.deps.now();
-      const candidates = this.deps.candidates(now);
+      const candidates = await this.deps.candidates(now);
+      if (this.stopped) return;
+      this.clear();
       let plan = planTimeouts(candidates, now, this.retryAt);
       const stuck = plan.due.filter((id) => fired.has(id));
       if (stuck.length) {
@@ -122,7 +163,8 @@ export class TimeoutScheduler {
       // Forget hold-backs of approvals no longer waiting (decided by a person meanwhile).
       const waiting = new Set(candidates.map((c) => c.id));
       for (const id of this.retryAt.keys()) if (!waiting.has(id)) this.retryAt.delete(id);
-      const delay = delayFor(plan, now);
+      // The wake-up is at an instant: the read took time, so the delay is counted from now, not from before it.
+      const delay = delayFor(plan, this.deps.now());
       if (delay !== null) this.schedule(delay);
     } catch (err) {
       this.failed(err);
@@ -139,6 +181,11 @@ export class TimeoutScheduler {
     this.clear();
   }
 
+  /** Resolves once the pass or read under way (if any) is over (a daemon closing waits for it). */
+  async settled(): Promise<void> {
+    while (this.running) await this.running.catch(() => undefined);
+  }
+
   private clear(): void {
     if (this.timer !== null) (this.deps.clearTimer ?? ((t) => clearTimeout(t as NodeJS.Timeout)))(this.timer);
     this.timer = null;
@@ -148,7 +195,7 @@ export class TimeoutScheduler {
     const fire = () => this.tick();
     if (this.deps.setTimer) this.timer = this.deps.setTimer(fire, delay);
     else {
-      const t = setTimeout(fire, delay);
+      const t = setTimeout(() => void fire(), delay);
       t.unref();
       this.timer = t;
     }

@@ -8,9 +8,9 @@ import type { DaemonContext } from './context.js';
 /** On a shared state the others (and svc doctor) see this daemon and the keys it accepts. */
 export const presencePart: Part<DaemonContext> = {
   name: 'presence',
-  start: (ctx) => {
+  start: async (ctx) => {
     if (!ctx.sharedState) return;
-    const presence = startPresence(ctx.app, ctx.url, () => keySetFingerprint(ctx.keys.configuredKeys()));
+    const presence = await startPresence(ctx.app, ctx.url, () => keySetFingerprint(ctx.keys.configuredKeys()));
     return () => presence.close();
   },
 };

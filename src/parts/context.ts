@@ -3,6 +3,7 @@ import type { App } from '../app.js';
 import type { ProjectEnv } from '../config/env-file.js';
 import type { ProjectConfig } from '../config/schema.js';
 import type { DB } from '../db/open.js';
+import type { Leadership } from '../db/pg/leader.js';
 import type { OutageLog } from '../db/pg/outage.js';
 import type { EventLog } from '../events/outbox.js';
 import type { SseHub, SseLimits } from '../events/sse.js';
@@ -87,6 +88,8 @@ export interface DaemonContext {
   localKey: string;
   db: DB;
   sharedState: string | null;
+  /** state: whether this daemon runs the periodic jobs (on a shared state one daemon does: db/pg/leader.ts). */
+  leader: Leadership;
   projectId: string;
   /** state: the keys the API accepts. */
   keys: KeyRing;
@@ -100,7 +103,7 @@ export interface DaemonContext {
   app: App;
   setup: Setup;
   /** board: a request's board session, the HTTP server's second way to authenticate. */
-  boardSession: (req: IncomingMessage) => CookieSession | null;
+  boardSession: (req: IncomingMessage) => Promise<CookieSession | null>;
   /** resources: made there (its routes need it), started last. */
   runner: Runner | null;
   /** HTTP: where it listens (the configured address until then), and its URL. */

@@ -45,7 +45,7 @@ export const dataProviderPart: Part<DaemonContext> = {
     }
     // Application databases: one child process per open database, so that caller SQL can be
     // stopped (killed) at data.statementTimeoutMs without stalling the daemon.
-    removeOrphanFiles(paths.data, new Set(allIds(ctx.db)));
+    removeOrphanFiles(paths.data, new Set(await allIds(ctx.db)));
     // A worker of a daemon that crashed and could not die with it (stopped, say) would hold its
     // database's write lock: killed by pid and start time before any database is opened again.
     await reapOrphanWorkers(paths.workers, log);

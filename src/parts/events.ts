@@ -11,14 +11,14 @@ import { noticeTo, type DaemonContext } from './context.js';
  */
 export const eventsPart: Part<DaemonContext> = {
   name: 'events',
-  start: (ctx) => {
+  start: async (ctx) => {
     const { db, clock } = ctx;
     const sinks = ctx.resources.flatMap((r) => (r.server.sink ? [r.server.sink] : []));
     // `app` exists before anything can write an event (the vault's opening writes none).
-    ctx.events = new EventLog(db, {
+    ctx.events = await EventLog.open(db, {
       clock,
-      sink: (e) => {
-        for (const sink of sinks) sink(ctx.app, e);
+      sink: async (e) => {
+        for (const sink of sinks) await sink(ctx.app, e);
       },
     });
     ctx.streams = new SseHub(ctx.events, clock, { ...DEFAULT_SSE_LIMITS, ...ctx.opts.sse });

@@ -15,10 +15,10 @@ export const configReloadPart: Part<DaemonContext> = {
     const { root, env, log, events, streams, keys } = ctx;
     const watcher = watchConfig(
       root,
-      guarded(log, 'applying a project.json change', (result) => {
+      guarded(log, 'applying a project.json change', async (result) => {
         if (!result.ok) {
           log.error('project.json change refused; the last good config stays in force', { issues: result.issues });
-          events.write(() => events.emit('config:invalid', { issues: result.issues }));
+          await events.write(async () => events.emit('config:invalid', { issues: result.issues }));
           return;
         }
         const before = ctx.config.server;
@@ -39,7 +39,7 @@ export const configReloadPart: Part<DaemonContext> = {
           log.warn('server.host and server.port apply at the next restart', { host: config.server.host, port: config.server.port });
         }
         log.info('project.json reloaded', { keys: keys.list().length });
-        events.write(() => events.emit('config:reloaded', { warnings: result.warnings }));
+        await events.write(async () => events.emit('config:reloaded', { warnings: result.warnings }));
       }),
       (err) => log.error('watching project.json failed; edits will not apply until restart', errorFields(err)),
     );

@@ -1,4 +1,4 @@
-import { Services, type App, type ResourceStart } from '../app.js';
+import { LEADER, Services, type App, type ResourceStart } from '../app.js';
 import { keySecrets } from '../config/keys.js';
 import { PRUNER, startPruner } from '../db/prune.js';
 import { errorFields, type Logger } from '../kernel/log.js';
@@ -59,6 +59,7 @@ export const resourcesPart: Part<DaemonContext> = {
     };
     ctx.app = app;
     app.services.provide(VAULT, ctx.vault);
+    app.services.provide(LEADER, ctx.leader);
     ctx.setup = app.services.provide(SETUP, {
       settingsFile: ctx.settings.file ? { path: ctx.settings.file, names: ctx.settings.names } : null,
       stateUrl: ctx.sharedState,
@@ -70,7 +71,7 @@ export const resourcesPart: Part<DaemonContext> = {
     // Every configured secret, for scrubbing an upstream's text: read at each call, so a reload, a
     // new vault entry or a rotated webhook secret counts at once (the local key only this closure holds).
     const holders = ctx.resources.flatMap((r) => (r.server.secrets ? [r.server.secrets] : []));
-    app.services.provide(SECRETS, () => [...keySecrets(ctx.config, env.SERVICE_API_KEY, localKey), ...holders.flatMap((secrets) => secrets(app))]);
+    app.services.provide(SECRETS, async () => [...keySecrets(ctx.config, env.SERVICE_API_KEY, localKey), ...(await Promise.all(holders.map((secrets) => secrets(app)))).flat()]);
     const wired = await startParts(
       ctx.resources.flatMap(({ resource, server: { wire } }): Part<App>[] => (wire ? [{ name: resource.name, start: wire }] : [])),
       app,

@@ -25,8 +25,8 @@ export const boardTools = [
     }),
     output: z.object({ missions: z.array(MissionOut), nextCursor: z.string().nullable() }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, q) => {
-      const page = missions.listMissions(app, q);
+    handler: async ({ app }, q) => {
+      const page = await missions.listMissions(app, q);
       return { missions: page.items, nextCursor: page.next };
     },
     summary: (o) => (o.missions.length ? o.missions.map((m) => `${m.id} "${m.name}" ${m.status}, ${progress(m)}`).join('\n') : 'No missions match.'),
@@ -38,7 +38,7 @@ export const boardTools = [
     input: z.strictObject({ missionId: z.string().min(1).max(128).describe('The mission id.') }),
     output: z.object({ mission: MissionDetailOut }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, { missionId }) => ({ mission: missions.getMission(app, missionId) }),
+    handler: async ({ app }, { missionId }) => ({ mission: await missions.getMission(app, missionId) }),
     summary: (o) => `Mission "${o.mission.name}" is ${o.mission.status}, ${progress(o.mission)}.`,
   }),
   defineTool({
@@ -49,7 +49,7 @@ export const boardTools = [
     input: ApprovalIn,
     output: z.object({ approval: ApprovalOut }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-    handler: ({ app }, input) => ({ approval: approvals.requestApproval(app, input) }),
+    handler: async ({ app }, input) => ({ approval: await approvals.requestApproval(app, input) }),
     summary: (o) => `Approval ${o.approval.id} requested (${o.approval.status}).`,
   }),
   defineTool({
@@ -59,7 +59,7 @@ export const boardTools = [
     input: z.strictObject({ approvalId: z.string().min(1).max(128).describe('The approval id approval_request returned.') }),
     output: z.object({ approval: ApprovalOut }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, { approvalId }) => ({ approval: approvals.requireApproval(app, approvalId) }),
+    handler: async ({ app }, { approvalId }) => ({ approval: await approvals.requireApproval(app, approvalId) }),
     summary: (o) => `Approval ${o.approval.id} is ${o.approval.status}${o.approval.feedback ? `: ${o.approval.feedback}` : ''}.`,
   }),
   defineTool({
@@ -69,7 +69,7 @@ export const boardTools = [
     input: z.strictObject({ team: z.string().min(1).max(64).optional().describe('Only agents of this team.') }),
     output: z.object({ agents: z.array(AgentOut) }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, q) => ({ agents: listAgents(app.db, q) }),
+    handler: async ({ app }, q) => ({ agents: await listAgents(app.db, q) }),
     summary: (o) => (o.agents.length ? o.agents.map((a) => `${a.name}${a.role ? ` (${a.role})` : ''}`).join(', ') : 'No agents.'),
   }),
   defineTool({
@@ -79,7 +79,7 @@ export const boardTools = [
     input: z.strictObject({ name: SkillName.describe('The skill name (kebab-case).') }),
     output: z.object({ skill: SkillDetailOut }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, { name }) => ({ skill: getSkill(app, name) }),
+    handler: async ({ app }, { name }) => ({ skill: await getSkill(app, name) }),
     summary: (o) => `Skill ${o.skill.name}: ${o.skill.description ?? '(no description)'}`,
   }),
 ];

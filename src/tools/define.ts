@@ -54,7 +54,12 @@ export interface ToolDef<I extends AnyObject = AnyObject, O extends AnyObject = 
    * in its place.
    */
   textOnly?: boolean;
-  /** Synchronous, except a tool that waits (for a person's decision): its promise is awaited by every door. */
+  /**
+   * Waits for something other than the state (a person's decision): MCP answers it as a stream
+   * with progress, and gives up when the caller hangs up.
+   */
+  waits?: boolean;
+  /** Asynchronous (the state is); a tool that waits says so (`waits`). */
   handler(ctx: ToolContext, input: z.output<I>): z.input<O> | Promise<z.input<O>>;
   /** One short line for the model and for people reading a transcript. */
   summary(output: z.output<O>): string;
@@ -86,7 +91,7 @@ function failure(err: AppError): ToolResult {
  * Validates the input, runs the tool and checks its output against the declared schema. Known
  * errors (AppError) become a failed result carrying our code; anything else is rethrown for the
  * door to log and answer as an internal error, never leaking internals to the model. A tool whose
- * handler waits gives a promise of the result; every other tool's result is synchronous.
+ * handler is asynchronous gives a promise of the result.
  */
 export function runTool(tool: AnyTool, ctx: ToolContext, args: unknown): ToolResult | Promise<ToolResult> {
   if (!mayUse(ctx.principal, tool)) {

@@ -150,6 +150,12 @@ function fastCall(door: McpDoor, principal: Principal | null, m: JSONRPCMessage,
   }
 }
 
+/** Whether a message calls a tool that waits (for a person). */
+function waits(m: unknown): boolean {
+  const name = (m as { params?: { name?: unknown } }).params?.name;
+  return typeof name === 'string' && findTool(name)?.waits === true;
+}
+
 /** The progressToken a request asked its progress to be reported by, if any. */
 function progressTokenOf(m: JSONRPCMessage): string | number | undefined {
   const meta = (m as { params?: { _meta?: unknown } }).params?._meta;
@@ -237,24 +243,26 @@ export async function handleMcp(door: McpDoor, principal: Principal | null, req:
     res.once('close', () => {
       if (!res.writableFinished) gone.abort(new Error('the MCP client closed the request'));
     });
-  // The common case, one tools/call, is answered synchronously; everything else through the SDK.
+  // The common case, one tools/call, is answered here; everything else through the SDK.
   if (!batch) {
     const fast = fastCall(door, principal, body as JSONRPCMessage, gone.signal);
     if (fast instanceof Promise) {
-      watchHangUp();
-      if (/text\/event-stream/.test(accept)) return streamAnswer(res, fast, progressTokenOf(body as JSONRPCMessage), door.app.clock);
+      if (waits(body)) {
+        watchHangUp();
+        if (/text\/event-stream/.test(accept)) return streamAnswer(res, fast, progressTokenOf(body as JSONRPCMessage), door.app.clock);
+      }
       return send(res, 200, await fast);
     }
     if (fast) return send(res, 200, fast);
   }
   const authInfo = { token: '', clientId: principal?.name ?? 'daemon', scopes: [principal?.tools === 'read' ? 'tools:read' : 'tools:all'], extra: { principal } };
-  let waits = false;
+  let waiting = false;
   const pending = messages.map((m) => {
     const fast = fastCall(door, principal, m as JSONRPCMessage, gone.signal);
-    waits ||= fast instanceof Promise;
+    waiting ||= fast instanceof Promise && waits(m);
     return fast ?? door.transport.exchange(m as JSONRPCMessage, authInfo);
   });
-  if (waits) watchHangUp();
+  if (waiting) watchHangUp();
   const answers = (await Promise.all(pending)).filter((a) => a !== null);
   if (!answers.length) return send(res, 202);
   send(res, 200, batch ? answers : answers[0]);

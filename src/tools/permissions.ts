@@ -33,23 +33,24 @@ export const permissionTools = [
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     audience: 'run',
     textOnly: true,
+    waits: true,
     handler: async ({ app, principal, signal }, { tool_name: tool, input, tool_use_id }) => {
       const runId = principal!.runId!;
-      const run = getRun(app, runId);
+      const run = await getRun(app, runId);
       if (!run || (run.status !== 'starting' && run.status !== 'running')) throw new AppError('conflict', `Run ${runId} is ${run?.status ?? 'gone'}; only a live run asks for permissions.`);
       // Allowed for good meanwhile ("always allow" on an earlier request): the CLI's own list is from its start.
-      if (getAgent(app.db, run.agent)?.allowedTools.includes(tool)) return { behavior: 'allow' as const, updatedInput: input };
+      if ((await getAgent(app.db, run.agent))?.allowedTools.includes(tool)) return { behavior: 'allow' as const, updatedInput: input };
       const { permissionTimeoutSec, permissionTimeoutAction } = app.config().runner;
-      const asked = askPermission(
+      const asked = await askPermission(
         app,
         { runId, taskId: run.taskId, missionId: run.missionId, agent: run.agent, tool, input, toolUseId: tool_use_id ?? null },
-        { timeoutSec: permissionTimeoutSec, timeoutAction: permissionTimeoutAction, secrets: configuredSecrets(app) },
+        { timeoutSec: permissionTimeoutSec, timeoutAction: permissionTimeoutAction, secrets: await configuredSecrets(app) },
       );
       // The CLI prints nothing while it waits: that is no stall.
       const release = app.services.get(RUNNER)?.holdStall(runId) ?? (() => {});
       try {
         const decided = await decisionOf(app, asked.id, signal);
-        markAnswered(app, decided.id);
+        await markAnswered(app, decided.id);
         return permissionAnswer(decided, input);
       } finally {
         release();

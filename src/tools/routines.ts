@@ -18,7 +18,7 @@ export const routineTools = [
     input: z.strictObject({}),
     output: z.object({ routines: z.array(RoutineOut) }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }) => ({ routines: routines.listRoutines(app) }),
+    handler: async ({ app }) => ({ routines: await routines.listRoutines(app) }),
     summary: (o) =>
       o.routines.length
         ? `${o.routines.length} routine(s):\n${o.routines.map((r) => `${r.name} ${r.enabled ? '' : '(disabled) '}${when(r)}${r.nextFireAt ? `, next ${r.nextFireAt}` : ''}${r.lastFirings[0] ? `, last ${r.lastFirings[0].status} at ${r.lastFirings[0].firedAt}` : ''}`).join('\n')}`
@@ -32,7 +32,7 @@ export const routineTools = [
     input: z.strictObject({ name: z.string().min(1).max(128).describe('The routine name (see routine_list).') }),
     output: z.object({ firing: FiringOut }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-    handler: ({ app }, { name }) => ({ firing: fireByHand(app, name) }),
+    handler: async ({ app }, { name }) => ({ firing: await fireByHand(app, name) }),
     summary: (o) =>
       `${o.firing.routine}: ${o.firing.status}${o.firing.created.missionId ? `, mission ${o.firing.created.missionId}` : ''}${o.firing.created.taskIds.length ? `, task(s) ${o.firing.created.taskIds.join(', ')}` : ''}${o.firing.detail ? `: ${o.firing.detail}` : ''}`,
   }),

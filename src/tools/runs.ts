@@ -24,8 +24,8 @@ export const runTools = [
     }),
     output: z.object({ runs: z.array(RunOut), nextCursor: z.string().nullable() }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, q) => {
-      const page = runs.listRuns(app, { ...q, cursor: q.cursor });
+    handler: async ({ app }, q) => {
+      const page = await runs.listRuns(app, { ...q, cursor: q.cursor });
       return { runs: page.items, nextCursor: page.next };
     },
     summary: (o) => (o.runs.length ? `${o.runs.length} run(s)${o.nextCursor ? ', more with nextCursor' : ''}:\n${o.runs.map(line).join('\n')}` : 'No runs match.'),
@@ -37,7 +37,7 @@ export const runTools = [
     input: z.strictObject({ runId: z.string().min(1).max(128).describe('The run id (a UUID).') }),
     output: z.object({ run: RunOut }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, { runId }) => ({ run: runs.requireRun(app, runId) }),
+    handler: async ({ app }, { runId }) => ({ run: await runs.requireRun(app, runId) }),
     summary: (o) =>
       [line(o.run), o.run.branch ? `branch ${o.run.branch}${o.run.headCommit ? ` at ${o.run.headCommit.slice(0, 12)}` : ''}` : null, o.run.diffStat ? `${o.run.diffStat.files} files +${o.run.diffStat.added} -${o.run.diffStat.removed}` : null]
         .filter(Boolean)

@@ -32,8 +32,8 @@ export const taskTools = [
     }),
     output: z.object({ tasks: z.array(TaskOut), nextCursor: z.string().nullable() }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, q) => {
-      const page = tasks.listTasks(app, { ...q, cursor: q.cursor });
+    handler: async ({ app }, q) => {
+      const page = await tasks.listTasks(app, { ...q, cursor: q.cursor });
       return { tasks: page.items, nextCursor: page.next };
     },
     summary: (o) => (o.tasks.length ? `${o.tasks.length} task(s)${o.nextCursor ? ', more with nextCursor' : ''}:\n${o.tasks.map(line).join('\n')}` : 'No tasks match.'),
@@ -46,7 +46,7 @@ export const taskTools = [
     input: z.strictObject({ taskId, withNotes: z.boolean().optional().describe("Also return the task's latest notes (default false).") }),
     output: z.object({ task: TaskOut, comments: z.array(CommentOut).optional().describe('The 20 latest notes, newest first; only with withNotes.') }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, { taskId, withNotes }) => (withNotes ? taskWithComments(app, taskId, 20) : { task: tasks.requireTask(app, taskId) }),
+    handler: async ({ app }, { taskId, withNotes }) => (withNotes ? (await taskWithComments(app, taskId, 20)) : { task: await tasks.requireTask(app, taskId) }),
     summary: (o) =>
       [
         line(o.task),
@@ -62,7 +62,7 @@ export const taskTools = [
     input: TaskIn,
     output: z.object({ task: TaskOut }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-    handler: ({ app }, input) => ({ task: tasks.createTask(app, input) }),
+    handler: async ({ app }, input) => ({ task: await tasks.createTask(app, input) }),
     summary: (o) => `Created ${line(o.task)}`,
   }),
   defineTool({
@@ -73,7 +73,7 @@ export const taskTools = [
     input: z.strictObject({ agent }),
     output: z.object({ task: ClaimOut.nullable() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-    handler: ({ app }, { agent }) => ({ task: tasks.nextTask(app, agent) }),
+    handler: async ({ app }, { agent }) => ({ task: await tasks.nextTask(app, agent) }),
     summary: (o) => (o.task ? `Claimed ${line(o.task)}; ${leaseNote(o.task)}.` : 'No task is ready for you now.'),
   }),
   defineTool({
@@ -84,7 +84,7 @@ export const taskTools = [
     input: z.strictObject({ taskId, agent }),
     output: z.object({ task: ClaimOut }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-    handler: ({ app }, { taskId, agent }) => ({ task: tasks.claimTask(app, taskId, agent) }),
+    handler: async ({ app }, { taskId, agent }) => ({ task: await tasks.claimTask(app, taskId, agent) }),
     summary: (o) => `Claimed ${line(o.task)}; ${leaseNote(o.task)}.`,
   }),
   defineTool({
@@ -95,7 +95,7 @@ export const taskTools = [
     input: z.strictObject({ taskId, leaseId: z.string().min(1).max(128).describe('The leaseId your claim returned.') }),
     output: LeaseOut,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
-    handler: ({ app }, { taskId, leaseId }) => tasks.heartbeatTask(app, taskId, leaseId),
+    handler: async ({ app }, { taskId, leaseId }) => await tasks.heartbeatTask(app, taskId, leaseId),
     summary: (o) => `Lease ${o.leaseId} on task ${o.taskId} extended until ${o.leaseExpiresAt}.`,
   }),
   defineTool({
@@ -106,7 +106,7 @@ export const taskTools = [
     input: TransitionIn.extend({ taskId }),
     output: z.object({ task: TaskOut }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-    handler: ({ app }, { taskId, ...move }) => ({ task: tasks.transitionTask(app, taskId, move.to, move) }),
+    handler: async ({ app }, { taskId, ...move }) => ({ task: await tasks.transitionTask(app, taskId, move.to, move) }),
     summary: (o) => `Task ${o.task.id} is now ${o.task.status}.`,
   }),
   defineTool({
@@ -120,7 +120,7 @@ export const taskTools = [
     }),
     output: z.object({ comment: CommentOut }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-    handler: ({ app, principal }, { taskId, ...input }) => ({ comment: addComment(app, taskId, input, principal?.name ?? 'unknown') }),
+    handler: async ({ app, principal }, { taskId, ...input }) => ({ comment: await addComment(app, taskId, input, principal?.name ?? 'unknown') }),
     summary: (o) => `Note ${o.comment.id} added to task ${o.comment.taskId}.`,
   }),
 ];

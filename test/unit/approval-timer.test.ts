@@ -79,18 +79,18 @@ describe('TimeoutScheduler (fake clock)', () => {
     vi.useRealTimers();
   });
 
-  it('decides overdue approvals at once on start and arms the next expiry', () => {
+  it('decides overdue approvals at once on start and arms the next expiry', async () => {
     const s = fakeStore([
       ['late', T0 - 60_000],
       ['soon', T0 + 5_000],
     ]);
-    s.scheduler.tick();
+    await s.scheduler.tick();
     expect(s.fired).toEqual([{ id: 'late', at: T0 }]);
     expect(s.scheduler.armed).toBe(true);
 
-    vi.advanceTimersByTime(4_999);
+    await vi.advanceTimersByTimeAsync(4_999);
     expect(s.fired.map((f) => f.id)).toEqual(['late']);
-    vi.advanceTimersByTime(1);
+    await vi.advanceTimersByTimeAsync(1);
     expect(s.fired).toEqual([
       { id: 'late', at: T0 },
       { id: 'soon', at: T0 + 5_000 },
@@ -98,108 +98,108 @@ describe('TimeoutScheduler (fake clock)', () => {
     expect(s.scheduler.armed).toBe(false);
   });
 
-  it('re-arms for an earlier expiry added later', () => {
+  it('re-arms for an earlier expiry added later', async () => {
     const s = fakeStore([['later', T0 + 60_000]]);
-    s.scheduler.tick();
+    await s.scheduler.tick();
     s.pending.set('earlier', T0 + 1_000);
-    s.scheduler.arm();
-    vi.advanceTimersByTime(1_000);
+    await s.scheduler.arm();
+    await vi.advanceTimersByTimeAsync(1_000);
     expect(s.fired.map((f) => f.id)).toEqual(['earlier']);
-    vi.advanceTimersByTime(59_000);
+    await vi.advanceTimersByTimeAsync(59_000);
     expect(s.fired.map((f) => f.id)).toEqual(['earlier', 'later']);
   });
 
-  it('wakes harmlessly when the armed approval was decided by a person meanwhile', () => {
+  it('wakes harmlessly when the armed approval was decided by a person meanwhile', async () => {
     const s = fakeStore([['a', T0 + 1_000]]);
-    s.scheduler.tick();
+    await s.scheduler.tick();
     s.pending.delete('a');
-    s.scheduler.arm();
+    await s.scheduler.arm();
     expect(s.scheduler.armed).toBe(false);
-    vi.advanceTimersByTime(10_000);
+    await vi.advanceTimersByTimeAsync(10_000);
     expect(s.fired).toEqual([]);
   });
 
-  it('holds back a failing approval for RETRY_MS instead of looping, without blocking the others', () => {
+  it('holds back a failing approval for RETRY_MS instead of looping, without blocking the others', async () => {
     const s = fakeStore([
       ['bad', T0 + 1_000],
       ['good', T0 + 2_000],
     ]);
     s.fail(['bad']);
-    s.scheduler.tick();
-    vi.advanceTimersByTime(2_000);
+    await s.scheduler.tick();
+    await vi.advanceTimersByTimeAsync(2_000);
     expect(s.fired.map((f) => f.id)).toEqual(['bad', 'good']);
     expect(s.errors).toEqual(['bad']);
 
-    vi.advanceTimersByTime(RETRY_MS - 1_001);
+    await vi.advanceTimersByTimeAsync(RETRY_MS - 1_001);
     expect(s.fired.filter((f) => f.id === 'bad')).toHaveLength(1);
     s.fail([]);
-    vi.advanceTimersByTime(1);
+    await vi.advanceTimersByTimeAsync(1);
     expect(s.fired.filter((f) => f.id === 'bad')).toHaveLength(2);
     expect(s.pending.size).toBe(0);
   });
 
-  it('holds back an approval that firing did not resolve', () => {
+  it('holds back an approval that firing did not resolve', async () => {
     const s = fakeStore([['odd', T0 + 100]]);
     s.stick(['odd']);
-    s.scheduler.tick();
-    vi.advanceTimersByTime(100);
+    await s.scheduler.tick();
+    await vi.advanceTimersByTimeAsync(100);
     expect(s.fired).toHaveLength(1);
-    vi.advanceTimersByTime(RETRY_MS - 1);
+    await vi.advanceTimersByTimeAsync(RETRY_MS - 1);
     expect(s.fired).toHaveLength(1);
-    vi.advanceTimersByTime(1);
+    await vi.advanceTimersByTimeAsync(1);
     expect(s.fired).toHaveLength(2);
   });
 
-  it('reaches an expiry beyond the setTimeout ceiling by waking early and re-arming', () => {
+  it('reaches an expiry beyond the setTimeout ceiling by waking early and re-arming', async () => {
     const far = T0 + 40 * 86_400_000;
     const s = fakeStore([['far', far]]);
-    s.scheduler.tick();
-    vi.advanceTimersByTime(MAX_DELAY_MS);
+    await s.scheduler.tick();
+    await vi.advanceTimersByTimeAsync(MAX_DELAY_MS);
     expect(s.fired).toEqual([]);
     expect(s.scheduler.armed).toBe(true);
-    vi.advanceTimersByTime(far - T0 - MAX_DELAY_MS);
+    await vi.advanceTimersByTimeAsync(far - T0 - MAX_DELAY_MS);
     expect(s.fired).toEqual([{ id: 'far', at: far }]);
   });
 
-  it('a failed read in a timer callback neither escapes nor stops the timeouts: it is reported and read again after RETRY_MS', () => {
+  it('a failed read in a timer callback neither escapes nor stops the timeouts: it is reported and read again after RETRY_MS', async () => {
     const s = fakeStore([['a', T0 + 1_000]]);
-    s.scheduler.tick();
+    await s.scheduler.tick();
     s.failReads(1);
     // Without the catch, the exception escapes the timer callback (and would end the daemon).
-    expect(() => vi.advanceTimersByTime(1_000)).not.toThrow();
+    await expect(vi.advanceTimersByTimeAsync(1_000)).resolves.toBeDefined();
     expect(s.errors).toEqual([null]);
     expect(s.fired).toEqual([]);
     expect(s.scheduler.armed).toBe(true);
-    vi.advanceTimersByTime(RETRY_MS - 1);
+    await vi.advanceTimersByTimeAsync(RETRY_MS - 1);
     expect(s.fired).toEqual([]);
-    vi.advanceTimersByTime(1);
+    await vi.advanceTimersByTimeAsync(1);
     expect(s.fired).toEqual([{ id: 'a', at: T0 + 1_000 + RETRY_MS }]);
     expect(s.pending.size).toBe(0);
   });
 
-  it('a failed read on start (tick) does not throw and is retried', () => {
+  it('a failed read on start (tick) does not throw and is retried', async () => {
     const s = fakeStore([['late', T0 - 5]]);
     s.failReads(1);
-    expect(() => s.scheduler.tick()).not.toThrow();
+    await expect((async () => await s.scheduler.tick())()).resolves.toBeUndefined();
     expect(s.errors).toEqual([null]);
-    vi.advanceTimersByTime(RETRY_MS);
+    await vi.advanceTimersByTimeAsync(RETRY_MS);
     expect(s.fired).toEqual([{ id: 'late', at: T0 + RETRY_MS }]);
   });
 
-  it('a failed read when re-arming after a change does not leave the timer unset', () => {
+  it('a failed read when re-arming after a change does not leave the timer unset', async () => {
     const s = fakeStore([['a', T0 + 1_000]]);
-    s.scheduler.tick();
+    await s.scheduler.tick();
     s.pending.set('b', T0 + 2_000);
     s.failReads(1);
     // arm() cleared the pending wake-up before reading; the event log would swallow a throw here.
-    expect(() => s.scheduler.arm()).not.toThrow();
+    await expect((async () => await s.scheduler.arm())()).resolves.toBeUndefined();
     expect(s.errors).toEqual([null]);
     expect(s.scheduler.armed).toBe(true);
-    vi.advanceTimersByTime(RETRY_MS);
+    await vi.advanceTimersByTimeAsync(RETRY_MS);
     expect(s.fired.map((f) => f.id)).toEqual(['a', 'b']);
   });
 
-  it('a throwing onError does not escape either', () => {
+  it('a throwing onError does not escape either', async () => {
     const scheduler = new TimeoutScheduler({
       now: () => Date.now(),
       candidates: () => {
@@ -210,17 +210,17 @@ describe('TimeoutScheduler (fake clock)', () => {
         throw new Error('log file gone');
       },
     });
-    expect(() => scheduler.tick()).not.toThrow();
-    expect(() => vi.advanceTimersByTime(RETRY_MS * 3)).not.toThrow();
+    await expect((async () => await scheduler.tick())()).resolves.toBeUndefined();
+    await expect(vi.advanceTimersByTimeAsync(RETRY_MS * 3)).resolves.toBeDefined();
     scheduler.stop();
   });
 
-  it('fires nothing after stop', () => {
+  it('fires nothing after stop', async () => {
     const s = fakeStore([['a', T0 + 1_000]]);
-    s.scheduler.tick();
+    await s.scheduler.tick();
     s.scheduler.stop();
-    s.scheduler.arm();
-    vi.advanceTimersByTime(5_000);
+    await s.scheduler.arm();
+    await vi.advanceTimersByTimeAsync(5_000);
     expect(s.fired).toEqual([]);
     expect(s.scheduler.armed).toBe(false);
   });

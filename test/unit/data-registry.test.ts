@@ -9,36 +9,36 @@ import * as store from '../../src/resources/data/store.js';
 const row = (name: string, n: number) => ({ id: `0190b5a0-0000-7000-8000-00000000000${n}`, name, schema: { tables: {} }, schemaVersion: 1, createdAt: '2026-11-23T00:00:00.000Z' });
 
 describe('database registry cache', () => {
-  it('follows every write: insert, schema change, delete', () => {
-    const db = openDatabase(':memory:', STATE_MIGRATIONS);
-    expect(store.getByName(db, 'a')).toBeNull();
-    store.insertDatabase(db, row('a', 1));
-    expect(store.getByName(db, 'a')?.schemaVersion).toBe(1);
-    store.setSchema(db, row('a', 1).id, { tables: {} }, 2, '2026-11-24T00:00:00.000Z');
-    expect(store.getByName(db, 'a')?.schemaVersion).toBe(2);
-    expect(store.getById(db, row('a', 1).id.toUpperCase())?.name).toBe('a');
-    store.deleteDatabase(db, row('a', 1).id);
-    expect(store.getByName(db, 'a')).toBeNull();
-    expect(store.getById(db, row('a', 1).id)).toBeNull();
+  it('follows every write: insert, schema change, delete', async () => {
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
+    expect(await store.getByName(db, 'a')).toBeNull();
+    await store.insertDatabase(db, row('a', 1));
+    expect((await store.getByName(db, 'a'))?.schemaVersion).toBe(1);
+    await store.setSchema(db, row('a', 1).id, { tables: {} }, 2, '2026-11-24T00:00:00.000Z');
+    expect((await store.getByName(db, 'a'))?.schemaVersion).toBe(2);
+    expect((await store.getById(db, row('a', 1).id.toUpperCase()))?.name).toBe('a');
+    await store.deleteDatabase(db, row('a', 1).id);
+    expect(await store.getByName(db, 'a')).toBeNull();
+    expect(await store.getById(db, row('a', 1).id)).toBeNull();
   });
 
-  it('keeps nothing read inside a transaction that then rolls back', () => {
-    const db = openDatabase(':memory:', STATE_MIGRATIONS);
-    expect(() =>
-      db.transaction(() => {
-        store.insertDatabase(db, row('b', 2));
-        expect(store.getByName(db, 'b')?.name).toBe('b');
+  it('keeps nothing read inside a transaction that then rolls back', async () => {
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
+    await expect((async () =>
+      await db.transaction(async () => {
+        await store.insertDatabase(db, row('b', 2));
+        expect((await store.getByName(db, 'b'))?.name).toBe('b');
         throw new Error('rolled back');
-      })(),
-    ).toThrow('rolled back');
-    expect(store.getByName(db, 'b')).toBeNull();
+      })
+    )()).rejects.toThrow('rolled back');
+    expect(await store.getByName(db, 'b')).toBeNull();
   });
 
-  it('is per state DB: two daemons in one process do not see each other', () => {
-    const one = openDatabase(':memory:', STATE_MIGRATIONS);
-    const two = openDatabase(':memory:', STATE_MIGRATIONS);
-    store.insertDatabase(one, row('c', 3));
-    expect(store.getByName(one, 'c')?.name).toBe('c');
-    expect(store.getByName(two, 'c')).toBeNull();
+  it('is per state DB: two daemons in one process do not see each other', async () => {
+    const one = await openDatabase(':memory:', STATE_MIGRATIONS);
+    const two = await openDatabase(':memory:', STATE_MIGRATIONS);
+    await store.insertDatabase(one, row('c', 3));
+    expect((await store.getByName(one, 'c'))?.name).toBe('c');
+    expect(await store.getByName(two, 'c')).toBeNull();
   });
 });

@@ -27,42 +27,41 @@ describe('compileFilter', () => {
 });
 
 describe('EventLog (outbox)', () => {
-  const setup = () => {
-    const db = openDatabase(':memory:', STATE_MIGRATIONS);
+  const setup = async () => {
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
     const log = new EventLog(db, { clock: systemClock });
     const heard: StoredEvent[] = [];
     log.subscribe((e) => heard.push(e));
     return { db, log, heard };
   };
 
-  it('publishes events only after their transaction commits', () => {
-    const { log, heard } = setup();
-    log.write(() => {
+  it('publishes events only after their transaction commits', async () => {
+    const { log, heard } = await setup();
+    await log.write(async () => {
       log.emit('team:created', { name: 'a' });
       expect(heard).toEqual([]);
     });
     expect(heard.map((e) => e.name)).toEqual(['team:created']);
-    expect(log.since(0, 10)).toHaveLength(1);
+    expect(await log.since(0, 10)).toHaveLength(1);
   });
 
-  it('writes and publishes nothing when the transaction throws', () => {
-    const { log, heard } = setup();
-    expect(() =>
-      log.write(() => {
+  it('writes and publishes nothing when the transaction throws', async () => {
+    const { log, heard } = await setup();
+    await expect((async () =>
+      await log.write(async () => {
         log.emit('team:created', { name: 'a' });
         throw new Error('boom');
-      }),
-    ).toThrow('boom');
+      }))()).rejects.toThrow('boom');
     expect(heard).toEqual([]);
-    expect(log.since(0, 10)).toEqual([]);
+    expect(await log.since(0, 10)).toEqual([]);
   });
 
-  it('drops the events of a nested write that rolls back, keeping the outer ones', () => {
-    const { log, heard } = setup();
-    log.write(() => {
+  it('drops the events of a nested write that rolls back, keeping the outer ones', async () => {
+    const { log, heard } = await setup();
+    await log.write(async () => {
       log.emit('team:created', { name: 'outer' });
       try {
-        log.write(() => {
+        await log.write(async () => {
           log.emit('team:created', { name: 'inner' });
           throw new Error('inner fails');
         });
@@ -71,17 +70,17 @@ describe('EventLog (outbox)', () => {
       }
     });
     expect(heard.map((e) => e.data.name)).toEqual(['outer']);
-    expect(log.since(0, 10).map((e) => e.data.name)).toEqual(['outer']);
+    expect((await log.since(0, 10)).map((e) => e.data.name)).toEqual(['outer']);
   });
 
-  it('refuses an event outside write() and data that does not match its schema', () => {
-    const { log } = setup();
+  it('refuses an event outside write() and data that does not match its schema', async () => {
+    const { log } = await setup();
     expect(() => log.emit('team:created', { name: 'x' })).toThrow(/outside/);
-    expect(() => log.write(() => log.emit('task:transition', { taskId: 't', from: 'pending', to: 'flying' } as never))).toThrow();
+    await expect((async () => await log.write(async () => log.emit('task:transition', { taskId: 't', from: 'pending', to: 'flying' } as never)))()).rejects.toThrow();
   });
 
-  it('publishes what the sink emits after the event it followed, in id order, or nothing if the sink throws', () => {
-    const db = openDatabase(':memory:', STATE_MIGRATIONS);
+  it('publishes what the sink emits after the event it followed, in id order, or nothing if the sink throws', async () => {
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
     // A sink like the daemon's: a team's creation is followed by a renaming (as attention:needed follows its event).
     const log: EventLog = new EventLog(db, {
       clock: systemClock,
@@ -92,7 +91,7 @@ describe('EventLog (outbox)', () => {
     });
     const heard: StoredEvent[] = [];
     log.subscribe((e) => heard.push(e));
-    log.write(() => {
+    await log.write(async () => {
       log.emit('team:created', { name: 'a' });
       log.emit('team:removed', { name: 'z' });
     });
@@ -102,26 +101,26 @@ describe('EventLog (outbox)', () => {
       [3, 'team:removed'],
     ]);
     // A sink that throws inside a nested write: neither that event nor anything after it in the nest is published.
-    log.write(() => {
+    await log.write(async () => {
       try {
-        log.write(() => log.emit('team:created', { name: 'boom' }));
+        await log.write(async () => log.emit('team:created', { name: 'boom' }));
       } catch {
         // the outer write goes on
       }
       log.emit('team:removed', { name: 'y' });
     });
     expect(heard.slice(3).map((e) => [e.name, e.data.name])).toEqual([['team:removed', 'y']]);
-    expect(log.since(3, 10).map((e) => e.name)).toEqual(['team:removed']);
+    expect((await log.since(3, 10)).map((e) => e.name)).toEqual(['team:removed']);
   });
 
-  it('never reuses an id after pruning', () => {
-    const { log } = setup();
-    log.write(() => log.emit('team:created', { name: 'a' }));
-    log.write(() => log.emit('team:created', { name: 'b' }));
-    expect(log.prune({ olderThan: new Date(Date.now() + 1000).toISOString(), keep: 100 }, 10)).toBe(2);
-    log.write(() => log.emit('team:created', { name: 'c' }));
-    expect(log.since(0, 10).map((e) => e.id)).toEqual([3]);
-    expect(log.oldestId()).toBe(3);
+  it('never reuses an id after pruning', async () => {
+    const { log } = await setup();
+    await log.write(async () => log.emit('team:created', { name: 'a' }));
+    await log.write(async () => log.emit('team:created', { name: 'b' }));
+    expect(await log.prune({ olderThan: new Date(Date.now() + 1000).toISOString(), keep: 100 }, 10)).toBe(2);
+    await log.write(async () => log.emit('team:created', { name: 'c' }));
+    expect((await log.since(0, 10)).map((e) => e.id)).toEqual([3]);
+    expect(await log.oldestId()).toBe(3);
   });
 });
 

@@ -5,15 +5,15 @@ import { authenticate, DigestCache, sha256, type KeyEntry } from '../../src/kern
 import { getTask, insertTask, replaceDependencies } from '../../src/resources/tasks/store.js';
 
 describe('task read', () => {
-  it('is one statement, with the dependencies in their order', () => {
-    const db = openDatabase(':memory:', STATE_MIGRATIONS);
+  it('is one statement, with the dependencies in their order', async () => {
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
     const now = new Date().toISOString();
-    for (const id of ['a', 'b', 'c']) insertTask(db, { id, title: id, description: null, assignTo: null, missionId: null, status: 'pending', priority: 'normal', labels: [], maxRetries: 3, sideEffects: false, now });
-    replaceDependencies(db, 'c', ['b', 'a']);
+    for (const id of ['a', 'b', 'c']) await insertTask(db, { id, title: id, description: null, assignTo: null, missionId: null, status: 'pending', priority: 'normal', labels: [], maxRetries: 3, sideEffects: false, now });
+    await replaceDependencies(db, 'c', ['b', 'a']);
     const prepare = vi.spyOn(db, 'prepare');
-    expect(getTask(db, 'c')!.dependsOn).toEqual(['b', 'a']);
-    expect(getTask(db, 'a')!.dependsOn).toEqual([]);
-    expect(getTask(db, 'missing')).toBeNull();
+    expect((await getTask(db, 'c'))!.dependsOn).toEqual(['b', 'a']);
+    expect((await getTask(db, 'a'))!.dependsOn).toEqual([]);
+    expect(await getTask(db, 'missing')).toBeNull();
     // Prepared once, cached by stmt(): a second statement (a separate dependency query) would show here.
     expect(prepare).toHaveBeenCalledTimes(1);
   });

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config/load.js';
 import { migrate } from '../../src/db/migrate.js';
+import { SqliteState } from '../../src/db/sqlite-state.js';
 import { authenticate, sha256 } from '../../src/kernel/auth.js';
 import { hostAllowed, originAllowed } from '../../src/kernel/guards.js';
 import { ALLOWED_ORIGIN, FOREIGN_ORIGINS, SAME_ORIGINS } from '../origin-cases.js';
@@ -168,24 +169,24 @@ describe('migrate', () => {
     { version: 1, name: 'one', sql: 'CREATE TABLE a (x)' },
     { version: 2, name: 'two', sql: 'CREATE TABLE b (y)' },
   ];
-  it('applies forward only, once, and records each migration', () => {
+  it('applies forward only, once, and records each migration', async () => {
     const db = new Database(':memory:');
-    migrate(db, m.slice(0, 1));
-    migrate(db, m);
-    migrate(db, m);
+    await migrate(new SqliteState(db), m.slice(0, 1));
+    await migrate(new SqliteState(db), m);
+    await migrate(new SqliteState(db), m);
     expect(db.prepare('SELECT version, name FROM schema_migrations').all()).toEqual([
       { version: 1, name: 'one' },
       { version: 2, name: 'two' },
     ]);
   });
-  it('refuses a database written by a newer build', () => {
+  it('refuses a database written by a newer build', async () => {
     const db = new Database(':memory:');
-    migrate(db, m);
-    expect(() => migrate(db, m.slice(0, 1))).toThrow(/upgrade svc/);
+    await migrate(new SqliteState(db), m);
+    await expect((async () => await migrate(new SqliteState(db), m.slice(0, 1)))()).rejects.toThrow(/upgrade svc/);
   });
-  it('rolls back a failing migration whole', () => {
+  it('rolls back a failing migration whole', async () => {
     const db = new Database(':memory:');
-    expect(() => migrate(db, [{ version: 1, name: 'bad', sql: 'CREATE TABLE ok (x); CREATE TABLE ok (x);' }])).toThrow();
+    await expect((async () => await migrate(new SqliteState(db), [{ version: 1, name: 'bad', sql: 'CREATE TABLE ok (x); CREATE TABLE ok (x);' }]))()).rejects.toThrow();
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'ok'").get()).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger, errorFields } from '../../src/kernel/log.js';
 import { OutageLog } from '../../src/db/pg/outage.js';
-import { PgStateError, StateUnavailableError } from '../../src/db/pg/sync.js';
+import { PgStateError, StateUnavailableError } from '../../src/db/pg/errors.js';
 
 // An outage of a PostgreSQL server is two log lines, whatever number of clients, requests and
 // timers meet it: one warning when it starts, one line when it ends (on a clock the test moves).

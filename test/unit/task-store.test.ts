@@ -5,7 +5,7 @@ import { listQuery, type ListFilter } from '../../src/resources/tasks/store.js';
 
 // Listing must stay fast with 100,000 tasks: every filter combination, with or without a cursor,
 // walks an index in id order (no full scan of rows, no sort of the matches).
-const db = openDatabase(':memory:', STATE_MIGRATIONS);
+const db = (await openDatabase(':memory:', STATE_MIGRATIONS)).raw;
 const filters: Omit<ListFilter, 'limit'>[] = [{}, { status: 'done' }, { assignTo: 'a' }, { missionId: 'm' }, { status: 'done', assignTo: 'a' }, { status: 'pending', missionId: 'm' }, { assignTo: 'a', missionId: 'm' }, { status: 'failed', assignTo: 'a', missionId: 'm' }];
 const cases = filters.flatMap((f) => [f, { ...f, before: '0190f000-0000-7000-8000-000000000000' }]);
 
@@ -30,12 +30,12 @@ describe('task list query plans', () => {
 describe('setStatus compare-and-set', () => {
   it('lets exactly one of two writers holding the same stale state win', async () => {
     const { insertTask, setStatus, getTask } = await import('../../src/resources/tasks/store.js');
-    const cas = openDatabase(':memory:', STATE_MIGRATIONS);
+    const cas = await openDatabase(':memory:', STATE_MIGRATIONS);
     const now = new Date().toISOString();
-    insertTask(cas, { id: 't1', title: 't', description: null, assignTo: null, missionId: null, status: 'pending', priority: 'normal', labels: [], maxRetries: 3, sideEffects: false, now });
+    await insertTask(cas, { id: 't1', title: 't', description: null, assignTo: null, missionId: null, status: 'pending', priority: 'normal', labels: [], maxRetries: 3, sideEffects: false, now });
     const change = { retry: false, now };
-    expect(setStatus(cas, 't1', 'pending', 'assigned', change)).toBe(true);
-    expect(setStatus(cas, 't1', 'pending', 'assigned', change)).toBe(false);
-    expect(getTask(cas, 't1')!.status).toBe('assigned');
+    expect(await setStatus(cas, 't1', 'pending', 'assigned', change)).toBe(true);
+    expect(await setStatus(cas, 't1', 'pending', 'assigned', change)).toBe(false);
+    expect((await getTask(cas, 't1'))!.status).toBe('assigned');
   });
 });

@@ -35,8 +35,8 @@ function flakyKeychain(): Keychain & { up: boolean; store: Map<string, string> }
 
 describe('openVault', () => {
   it('uses the key file when the keychain, back after an outage, holds a key that cannot open the entries', async () => {
-    const db = openDatabase(':memory:', STATE_MIGRATIONS);
-    db.prepare("INSERT INTO agents (name, fields, created_at, updated_at) VALUES ('dev', '{}', 'x', 'x')").run();
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
+    await db.prepare("INSERT INTO agents (name, fields, created_at, updated_at) VALUES ('dev', '{}', 'x', 'x')").run();
     const env = { SVC_CONFIG_DIR: tempDir('svc-cfg-') };
     const logs: string[] = [];
     const log = createLogger((l) => logs.push(l));
@@ -51,14 +51,14 @@ describe('openVault', () => {
       return { db, events: new EventLog(db, { clock: systemClock }), services, projectId: 'p1', log, clock: systemClock } as unknown as App;
     };
     const app = withVault(vault);
-    saveEntry(app, { agent: 'dev', service: 'gh', type: 'api_key', credentials: { token: 'secret-1' } });
+    await saveEntry(app, { agent: 'dev', service: 'gh', type: 'api_key', credentials: { token: 'secret-1' } });
 
     // Later start: the keychain answers, with a key of its own (set by another tool or an older run).
     keychain.up = true;
     keychain.store.set('p1', 'ab'.repeat(32));
     const again = await openVault({ db, projectId: 'p1', env, log, keychain });
     expect(again.location.source).toBe('file');
-    expect(openEntry(withVault(again), 'dev', 'gh')).toEqual({ token: 'secret-1' });
+    expect(await openEntry(withVault(again), 'dev', 'gh')).toEqual({ token: 'secret-1' });
     expect(logs.some((l) => l.includes('the keychain holds another vault master key'))).toBe(true);
   });
 });

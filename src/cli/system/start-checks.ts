@@ -77,14 +77,14 @@ export async function checkVault(root: string, env: NodeJS.ProcessEnv): Promise<
       import('../../resources/vault/crypto.js'),
     ]);
     const found = await locateMasterKey(env, projectId, osKeychain());
-    const count = store.countEntries(db as never);
+    const count = await store.countEntries(db as never);
     const where = `${found.location.source} (${found.location.where})`;
     if (!found.key) {
       return count
         ? { check: 'vault key', status: 'fail', detail: `no key in ${where}, but ${count} entries are sealed under one`, fix: 'restore the key there, or set SVC_VAULT_KEY to it' }
         : { check: 'vault key', status: 'ok', detail: `none yet; the next start creates one in ${where}` };
     }
-    const recorded = store.getKeyCheck(db as never);
+    const recorded = await store.getKeyCheck(db as never);
     if (recorded && !sameCheck(recorded, deriveKeys(found.key, projectId).check)) {
       return count
         ? { check: 'vault key', status: 'fail', detail: `the key from ${where} does not open the ${count} vault entries`, fix: 'restore the key they were sealed with, or set SVC_VAULT_KEY to it' }

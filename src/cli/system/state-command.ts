@@ -46,10 +46,10 @@ async function openState(root: string): Promise<Opened> {
     throw new CliError((err as Error).message, 'see docs/deploy.md, "The settings file"');
   }
   const url = stateUrl(loaded.config, env);
-  if (url) return { db: openPostgresState({ url, statementTimeoutMs: loaded.config.state.statementTimeoutMs, driver: loaded.config.state.driver }, STATE_MIGRATIONS), where: `PostgreSQL at ${maskUrl(url)}`, shared: true };
+  if (url) return { db: await openPostgresState({ url, statementTimeoutMs: loaded.config.state.statementTimeoutMs }, STATE_MIGRATIONS), where: `PostgreSQL at ${maskUrl(url)}`, shared: true };
   const file = statePaths(root).db;
   if (!existsSync(file)) throw new CliError(`${file} does not exist: this project has no state yet`);
-  return { db: openDatabase(file, STATE_MIGRATIONS), where: file, shared: false };
+  return { db: await openDatabase(file, STATE_MIGRATIONS), where: file, shared: false };
 }
 
 function rootOf(g: Parameters<Parameters<typeof localAction>[0]>[0]): string {
@@ -74,7 +74,7 @@ export function stateCommand(): Command {
           const fd = toStdout ? null : openSync(resolve(io().cwd, file), 'wx', 0o600);
           let header;
           try {
-            header = exportState(db, STATE_TABLES, (line) => (fd === null ? io().stdout.write(line + '\n') : writeSync(fd, line + '\n')), systemClock);
+            header = await exportState(db, STATE_TABLES, (line) => (fd === null ? io().stdout.write(line + '\n') : writeSync(fd, line + '\n')), systemClock);
           } finally {
             if (fd !== null) closeSync(fd);
           }
@@ -84,7 +84,7 @@ export function stateCommand(): Command {
             io().stderr.write('the vault entries in it open only with this project\'s vault key: the importing daemon needs the same key (SVC_VAULT_KEY; see docs/deploy.md)\n');
           }
         } finally {
-          db.close();
+          await db.close();
         }
       }),
     );
@@ -101,12 +101,12 @@ export function stateCommand(): Command {
         try {
           if (!shared && runningDaemon(root)) throw new CliError('a daemon runs on this project: stop it first (svc stop)');
           if (shared) {
-            const n = presentDaemons({ db }).length;
+            const n = (await presentDaemons({ db })).length;
             if (n > 0) throw new CliError(`${n} daemon(s) run on ${where}: stop them first`);
           }
           let counts: Record<string, number>;
           try {
-            counts = importState(db, STATE_TABLES, text.split('\n'));
+            counts = await importState(db, STATE_TABLES, text.split('\n'));
           } catch (err) {
             throw new CliError(`${file}: ${(err as Error).message}; nothing was imported`);
           }
@@ -114,7 +114,7 @@ export function stateCommand(): Command {
           emit(Boolean(g.json), counts, () => `imported ${rows} rows into ${where}\n`);
           if (!g.json) out('start the daemon with the vault key the exported project used (SVC_VAULT_KEY); see docs/deploy.md\n');
         } finally {
-          db.close();
+          await db.close();
         }
       }),
     );

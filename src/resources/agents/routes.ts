@@ -15,7 +15,7 @@ export const agentRoutes = [
     tag,
     query: z.strictObject({ team: z.string().min(1).optional().describe('Only agents of this team.') }),
     response: z.array(AgentOut),
-    handler: ({ app, query }) => agents.listAgents(app.db, query),
+    handler: async ({ app, query }) => await agents.listAgents(app.db, query),
   }),
   route({
     method: 'POST',
@@ -37,7 +37,7 @@ export const agentRoutes = [
     tag,
     params: NameParam,
     response: AgentOut,
-    handler: ({ app, params }) => agents.requireAgent(app, params.name),
+    handler: async ({ app, params }) => await agents.requireAgent(app, params.name),
   }),
   route({
     method: 'PATCH',
@@ -63,8 +63,8 @@ export const agentRoutes = [
     tag,
     params: NameParam,
     response: Removed,
-    handler: ({ app, params }) => {
-      agents.removeAgent(app, params.name);
+    handler: async ({ app, params }) => {
+      await agents.removeAgent(app, params.name);
       return { removed: true as const };
     },
   }),

@@ -46,45 +46,45 @@ function split(fields: AgentFields): { team: string | null; reportsTo: string | 
   return { team: team ?? null, reportsTo: reportsTo ?? null, rest: JSON.stringify(rest) };
 }
 
-export function getAgent(db: DB, name: string): Agent | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM agents WHERE name = ?`).get(name) as Row | undefined;
+export async function getAgent(db: DB, name: string): Promise<Agent | null> {
+  const r = (await stmt(db, `SELECT ${COLUMNS} FROM agents WHERE name = ?`).get(name)) as Row | undefined;
   return r ? toAgent(r) : null;
 }
 
-export function listAgents(db: DB, filter: { team?: string } = {}): Agent[] {
+export async function listAgents(db: DB, filter: { team?: string } = {}): Promise<Agent[]> {
   const rows = filter.team
-    ? stmt(db, `SELECT ${COLUMNS} FROM agents WHERE team = ? ORDER BY name`).all(filter.team)
-    : stmt(db, `SELECT ${COLUMNS} FROM agents ORDER BY name`).all();
+    ? (await stmt(db, `SELECT ${COLUMNS} FROM agents WHERE team = ? ORDER BY name`).all(filter.team))
+    : (await stmt(db, `SELECT ${COLUMNS} FROM agents ORDER BY name`).all());
   return (rows as Row[]).map(toAgent);
 }
 
-export function insertAgent(db: DB, name: string, fields: AgentFields, now: string): void {
+export async function insertAgent(db: DB, name: string, fields: AgentFields, now: string): Promise<void> {
   const s = split(fields);
-  stmt(db, `INSERT INTO agents (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(name, s.team, s.reportsTo, s.rest, now, now);
+  await stmt(db, `INSERT INTO agents (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(name, s.team, s.reportsTo, s.rest, now, now);
 }
 
-export function replaceAgentFields(db: DB, name: string, fields: AgentFields, now: string): void {
+export async function replaceAgentFields(db: DB, name: string, fields: AgentFields, now: string): Promise<void> {
   const s = split(fields);
-  stmt(db, 'UPDATE agents SET team = ?, reports_to = ?, fields = ?, updated_at = ? WHERE name = ?').run(s.team, s.reportsTo, s.rest, now, name);
+  await stmt(db, 'UPDATE agents SET team = ?, reports_to = ?, fields = ?, updated_at = ? WHERE name = ?').run(s.team, s.reportsTo, s.rest, now, name);
 }
 
-export function deleteAgent(db: DB, name: string): boolean {
-  return stmt(db, 'DELETE FROM agents WHERE name = ?').run(name).changes > 0;
+export async function deleteAgent(db: DB, name: string): Promise<boolean> {
+  return (await stmt(db, 'DELETE FROM agents WHERE name = ?').run(name)).changes > 0;
 }
 
-export function reportsToOf(db: DB, name: string): string | null | undefined {
-  const r = stmt(db, 'SELECT reports_to FROM agents WHERE name = ?').get(name) as { reports_to: string | null } | undefined;
+export async function reportsToOf(db: DB, name: string): Promise<string | null | undefined> {
+  const r = (await stmt(db, 'SELECT reports_to FROM agents WHERE name = ?').get(name)) as { reports_to: string | null } | undefined;
   return r ? r.reports_to : undefined;
 }
 
-export function namesReportingTo(db: DB, name: string): string[] {
-  return (stmt(db, 'SELECT name FROM agents WHERE reports_to = ? ORDER BY name').all(name) as { name: string }[]).map((r) => r.name);
+export async function namesReportingTo(db: DB, name: string): Promise<string[]> {
+  return ((await stmt(db, 'SELECT name FROM agents WHERE reports_to = ? ORDER BY name').all(name)) as { name: string }[]).map((r) => r.name);
 }
 
-export function namesInTeam(db: DB, team: string): string[] {
-  return (stmt(db, 'SELECT name FROM agents WHERE team = ? ORDER BY name').all(team) as { name: string }[]).map((r) => r.name);
+export async function namesInTeam(db: DB, team: string): Promise<string[]> {
+  return ((await stmt(db, 'SELECT name FROM agents WHERE team = ? ORDER BY name').all(team)) as { name: string }[]).map((r) => r.name);
 }
 
-export function agentExists(db: DB, name: string): boolean {
-  return stmt(db, 'SELECT 1 FROM agents WHERE name = ?').get(name) !== undefined;
+export async function agentExists(db: DB, name: string): Promise<boolean> {
+  return (await stmt(db, 'SELECT 1 FROM agents WHERE name = ?').get(name)) !== undefined;
 }

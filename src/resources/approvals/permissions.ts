@@ -81,21 +81,21 @@ export const askKey = (agent: string, tool: string, input: unknown): string => c
  * since, and asks again), else a new pending request with its approval:requested event. The task
  * is not moved. A request found again follows the run that now waits on it (runId).
  */
-export function askPermission(app: App, ask: PermissionAsk, s: PermissionSettings): Approval {
+export async function askPermission(app: App, ask: PermissionAsk, s: PermissionSettings): Promise<Approval> {
   const input = keptInput(ask.input, s.secrets);
   const key = askKey(ask.agent, ask.tool, input);
-  return app.events.write(() => {
-    const found = store.openAsk(app.db, ask.taskId, key);
+  return await app.events.write(async () => {
+    const found = await store.openAsk(app.db, ask.taskId, key);
     if (found) {
-      if (found.status === 'pending' && found.runId !== ask.runId) store.moveAsk(app.db, found.id, ask.runId, nowIso(app.clock));
-      return store.getApproval(app.db, found.id)!;
+      if (found.status === 'pending' && found.runId !== ask.runId) await store.moveAsk(app.db, found.id, ask.runId, nowIso(app.clock));
+      return (await store.getApproval(app.db, found.id))!;
     }
     const id = uuidv7(app.clock.now());
     const now = nowIso(app.clock);
     // From the kept input: redacted already (run keys too), and a large one gives no detail.
     const title = redactValue(permissionTitle(ask.agent, ask.tool, input), s.secrets);
     const description = field(input, 'description');
-    store.insertApproval(app.db, {
+    await store.insertApproval(app.db, {
       id,
       kind: 'permission',
       taskId: ask.taskId,
@@ -123,7 +123,7 @@ export function askPermission(app: App, ask: PermissionAsk, s: PermissionSetting
       runId: ask.runId,
       tool: ask.tool,
     });
-    return store.getApproval(app.db, id)!;
+    return (await store.getApproval(app.db, id))!;
   });
 }
 
@@ -134,30 +134,35 @@ export function askPermission(app: App, ask: PermissionAsk, s: PermissionSetting
  */
 export function decisionOf(app: App, id: string, signal?: AbortSignal): Promise<Approval> {
   return new Promise((resolve, reject) => {
+    let settled = false;
     let unsubscribe = (): void => {};
-    const onAbort = (): void => {
-      unsubscribe();
-      reject(signal!.reason ?? new Error('aborted'));
-    };
-    const check = (): void => {
-      const a = store.getApproval(app.db, id);
-      if (!a || a.status === 'pending') return;
+    const settle = (fn: () => void): void => {
+      if (settled) return;
+      settled = true;
       unsubscribe();
       signal?.removeEventListener('abort', onAbort);
-      resolve(a);
+      fn();
     };
+    const onAbort = (): void => settle(() => reject(signal!.reason ?? new Error('aborted')));
+    const check = (): Promise<void> =>
+      store.getApproval(app.db, id).then(
+        (a) => {
+          if (a && a.status !== 'pending') settle(() => resolve(a));
+        },
+        (err: unknown) => settle(() => reject(err as Error)),
+      );
     if (signal?.aborted) return onAbort();
     unsubscribe = app.events.subscribe((e) => {
-      if (e.name === 'approval:resolved' && e.data.approvalId === id) check();
+      if (e.name === 'approval:resolved' && e.data.approvalId === id) void check();
     });
     signal?.addEventListener('abort', onAbort, { once: true });
-    check();
+    void check();
   });
 }
 
 /** A CLI was told the decision: the same ask later is a new request. */
-export function markAnswered(app: App, id: string): void {
-  app.events.write(() => store.markAnswered(app.db, id, nowIso(app.clock)));
+export async function markAnswered(app: App, id: string): Promise<void> {
+  await app.events.write(async () => await store.markAnswered(app.db, id, nowIso(app.clock)));
 }
 
 /** What Claude Code's --permission-prompt-tool expects back (its text is this object's JSON). */
@@ -175,13 +180,13 @@ export function permissionAnswer(a: Approval, input: Record<string, unknown>): P
  * leaves nothing waiting: the pending permission requests of its task are rejected, saying
  * why, and marked answered (the next run asks anew). Returns how many.
  */
-export function refuseTaskPermissions(app: App, taskId: string, runStatus: string): number {
+export async function refuseTaskPermissions(app: App, taskId: string, runStatus: string): Promise<number> {
   let n = 0;
-  for (const id of store.pendingPermissionsOfTask(app.db, taskId)) {
-    app.events.write(() => {
-      const a = decidePending(app, id, { status: 'rejected', feedback: `the run ended (${runStatus}) before anyone decided`, resolvedBy: `run ${runStatus}`, timedOut: false });
+  for (const id of await store.pendingPermissionsOfTask(app.db, taskId)) {
+    await app.events.write(async () => {
+      const a = await decidePending(app, id, { status: 'rejected', feedback: `the run ended (${runStatus}) before anyone decided`, resolvedBy: `run ${runStatus}`, timedOut: false });
       if (a) {
-        store.markAnswered(app.db, id, nowIso(app.clock));
+        await store.markAnswered(app.db, id, nowIso(app.clock));
         n++;
       }
     });
@@ -201,12 +206,10 @@ export function startPermissionSweeper(app: App): { close(): void } {
     const status = String(e.data.status);
     // After the event's own transaction, never inside its publication.
     setImmediate(() => {
-      try {
-        const n = refuseTaskPermissions(app, taskId, status);
-        if (n) app.log.info('permission requests of an ended run refused', { taskId, runStatus: status, approvals: n });
-      } catch (err) {
-        app.log.error('refusing the permission requests of an ended run failed; their timeouts will decide them', { taskId, ...errorFields(err) });
-      }
+      refuseTaskPermissions(app, taskId, status).then(
+        (n) => n && app.log.info('permission requests of an ended run refused', { taskId, runStatus: status, approvals: n }),
+        (err: unknown) => app.log.error('refusing the permission requests of an ended run failed; their timeouts will decide them', { taskId, ...errorFields(err) }),
+      );
     });
   });
   return { close: unsubscribe };

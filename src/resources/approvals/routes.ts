@@ -18,8 +18,8 @@ export const approvalRoutes = [
     tag,
     query: ApprovalListQuery,
     response: z.array(ApprovalOut),
-    handler: ({ app, query, setHeader }) => {
-      return pageAnswer(setHeader, approvals.listApprovals(app, query));
+    handler: async ({ app, query, setHeader }) => {
+      return pageAnswer(setHeader, await approvals.listApprovals(app, query));
     },
   }),
   route({
@@ -34,7 +34,7 @@ export const approvalRoutes = [
     status: 201,
     body: ApprovalIn,
     response: ApprovalOut,
-    handler: ({ app, body }) => approvals.requestApproval(app, body),
+    handler: async ({ app, body }) => await approvals.requestApproval(app, body),
   }),
   route({
     method: 'GET',
@@ -44,7 +44,7 @@ export const approvalRoutes = [
     tag,
     params: ApprovalIdParam,
     response: ApprovalOut,
-    handler: ({ app, params }) => approvals.requireApproval(app, params.approvalId),
+    handler: async ({ app, params }) => await approvals.requireApproval(app, params.approvalId),
   }),
   route({
     method: 'POST',
@@ -58,8 +58,8 @@ export const approvalRoutes = [
     params: ApprovalIdParam,
     body: ApproveIn,
     response: ApprovalOut,
-    handler: ({ app, params, body, principal }) =>
-      approvals.approve(app, params.approvalId, { note: body.note, resolvedBy: body.resolvedBy ?? principal?.name ?? null, alwaysAllow: body.alwaysAllow }),
+    handler: async ({ app, params, body, principal }) =>
+      await approvals.approve(app, params.approvalId, { note: body.note, resolvedBy: body.resolvedBy ?? principal?.name ?? null, alwaysAllow: body.alwaysAllow }),
   }),
   route({
     method: 'POST',
@@ -73,7 +73,7 @@ export const approvalRoutes = [
     params: ApprovalIdParam,
     body: RejectIn,
     response: ApprovalOut,
-    handler: ({ app, params, body, principal }) =>
-      approvals.reject(app, params.approvalId, { feedback: body.feedback, resolvedBy: body.resolvedBy ?? principal?.name ?? null }),
+    handler: async ({ app, params, body, principal }) =>
+      await approvals.reject(app, params.approvalId, { feedback: body.feedback, resolvedBy: body.resolvedBy ?? principal?.name ?? null }),
   }),
 ];

@@ -12,8 +12,8 @@ export const server: ResourceServer = {
   parts: [
     {
       name: 'approval timeouts',
-      start: ({ app }) => {
-        const timeouts = startApprovalTimeouts(app);
+      start: async ({ app }) => {
+        const timeouts = await startApprovalTimeouts(app);
         return () => timeouts.close();
       },
     },

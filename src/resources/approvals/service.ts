@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { toPage, type Page } from '../common.js';
 import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
@@ -15,25 +16,27 @@ import * as store from './store.js';
 /** resolvedBy of a request decided by its timeout. */
 export const TIMEOUT_RESOLVER = 'timeout';
 
-export function getApproval(app: App, id: string): Approval | null {
-  return store.getApproval(app.db, id);
+export async function getApproval(app: App, id: string): Promise<Approval | null> {
+  return await store.getApproval(app.db, id);
 }
 
-export function requireApproval(app: App, id: string): Approval {
-  const a = store.getApproval(app.db, id);
+export async function requireApproval(app: App, id: string): Promise<Approval> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'approval', id);
+  const a = await store.getApproval(app.db, id);
   if (!a) throw new AppError('not_found', `Approval "${id}" not found.`);
   return a;
 }
 
-export function listApprovals(app: App, q: ApprovalListFilter): Page<Approval> {
-  const rows = store.listApprovals(app.db, { status: q.status, taskId: q.taskId, kind: q.kind, runId: q.runId, before: q.cursor, limit: q.limit + 1 });
+export async function listApprovals(app: App, q: ApprovalListFilter): Promise<Page<Approval>> {
+  const rows = await store.listApprovals(app.db, { status: q.status, taskId: q.taskId, kind: q.kind, runId: q.runId, before: q.cursor, limit: q.limit + 1 });
   return toPage(rows, q.limit, (a) => a.id);
 }
 
 /** Through the missions service (its only public read is the full mission, which throws not_found). */
-function missionExists(app: App, id: string): boolean {
+async function missionExists(app: App, id: string): Promise<boolean> {
   try {
-    getMission(app, id);
+    await getMission(app, id);
     return true;
   } catch (err) {
     if (err instanceof AppError && err.code === 'not_found') return false;
@@ -45,12 +48,12 @@ function missionExists(app: App, id: string): boolean {
  * Records a pending request and, when it names a task, moves the task to awaiting_approval in the
  * same transaction (task:transition fires; a task that cannot move there is 409 invalid_transition).
  */
-export function requestApproval(app: App, input: ApprovalInput): Approval {
-  return app.events.write(() => {
-    const task = input.taskId === undefined ? null : getTask(app, input.taskId);
+export async function requestApproval(app: App, input: ApprovalInput): Promise<Approval> {
+  return await app.events.write(async () => {
+    const task = input.taskId === undefined ? null : (await getTask(app, input.taskId));
     // A reference in the body, like an unknown assignTo on a task: 422, keeping 404 for paths.
     if (input.taskId !== undefined && !task) throw unprocessableField('body.taskId', `task "${input.taskId}" does not exist`);
-    if (input.missionId !== undefined && !missionExists(app, input.missionId)) {
+    if (input.missionId !== undefined && !(await missionExists(app, input.missionId))) {
       throw unprocessableField('body.missionId', `mission "${input.missionId}" does not exist`);
     }
     if (task && input.missionId !== undefined && task.missionId !== null && task.missionId !== input.missionId) {
@@ -59,13 +62,13 @@ export function requestApproval(app: App, input: ApprovalInput): Approval {
     if (task && task.status !== 'awaiting_approval') {
       // The guard below keeps a task with a pending request in awaiting_approval, but a database
       // from before that guard may hold such a task elsewhere: still one gate at a time.
-      const waiting = store.pendingForTask(app.db, task.id);
+      const waiting = await store.pendingForTask(app.db, task.id);
       if (waiting) throw new AppError('conflict', `Task ${task.id} already has pending approval ${waiting}; decide that one first.`);
     }
     const id = uuidv7();
     const now = nowIso(app.clock);
     const timeout = input.timeoutSeconds;
-    store.insertApproval(app.db, {
+    await store.insertApproval(app.db, {
       id,
       kind: 'task',
       taskId: task?.id ?? null,
@@ -93,8 +96,8 @@ export function requestApproval(app: App, input: ApprovalInput): Approval {
       runId: null,
       tool: null,
     });
-    if (task) transitionTask(app, task.id, 'awaiting_approval', { reason: `approval ${id} requested by ${input.requestedBy}`, expectedFrom: task.status });
-    return store.getApproval(app.db, id)!;
+    if (task) await transitionTask(app, task.id, 'awaiting_approval', { reason: `approval ${id} requested by ${input.requestedBy}`, expectedFrom: task.status });
+    return (await store.getApproval(app.db, id))!;
   });
 }
 
@@ -127,10 +130,10 @@ function revisionText(a: Approval, d: Decision): string {
  * not be lost, and a timeout must not fail forever. A permission request moves nothing: its
  * task stays with the run that asked (the run hears the decision through approval:resolved).
  */
-function decide(app: App, a: Approval, d: Decision): Approval {
+async function decide(app: App, a: Approval, d: Decision): Promise<Approval> {
   const now = nowIso(app.clock);
-  const allowedTool = d.alwaysAllow && d.status === 'approved' ? alwaysAllow(app, a) : null;
-  const changed = store.resolveApproval(app.db, a.id, {
+  const allowedTool = d.alwaysAllow && d.status === 'approved' ? (await alwaysAllow(app, a)) : null;
+  const changed = await store.resolveApproval(app.db, a.id, {
     status: d.status,
     note: d.note ?? null,
     feedback: d.feedback ?? null,
@@ -139,7 +142,7 @@ function decide(app: App, a: Approval, d: Decision): Approval {
     allowedTool,
     now,
   });
-  if (!changed) throw alreadyDecided(store.getApproval(app.db, a.id)!);
+  if (!changed) throw alreadyDecided((await store.getApproval(app.db, a.id))!);
   app.events.emit('approval:resolved', {
     approvalId: a.id,
     kind: a.kind,
@@ -151,7 +154,7 @@ function decide(app: App, a: Approval, d: Decision): Approval {
     alwaysAllowed: allowedTool,
   });
   if (a.taskId !== null && a.kind === 'task') {
-    const task = getTask(app, a.taskId);
+    const task = await getTask(app, a.taskId);
     if (task?.status === 'awaiting_approval') {
       const verb = d.timedOut ? `timed out (${d.status})` : `${d.status}${d.resolvedBy ? ` by ${d.resolvedBy}` : ''}`;
       const reason = `approval ${a.id} ${verb}`;
@@ -159,9 +162,9 @@ function decide(app: App, a: Approval, d: Decision): Approval {
       if (d.status === 'rejected' && task.revisionCount >= max) {
         // One revision too many: the task fails, saying why, instead of going round again.
         const error = `rejected after ${task.revisionCount} revision(s); tasks.maxRevisions is ${max}: ${d.timedOut ? 'the approval timed out' : d.feedback}`;
-        transitionTask(app, task.id, 'failed', { reason: `${reason}; tasks.maxRevisions (${max}) reached`, expectedFrom: 'awaiting_approval', result: { error, approvalId: a.id } });
+        await transitionTask(app, task.id, 'failed', { reason: `${reason}; tasks.maxRevisions (${max}) reached`, expectedFrom: 'awaiting_approval', result: { error, approvalId: a.id } });
       } else {
-        transitionTask(app, task.id, taskTarget(d.status, a.taskFrom), {
+        await transitionTask(app, task.id, taskTarget(d.status, a.taskFrom), {
           reason,
           expectedFrom: 'awaiting_approval',
           revision: d.status === 'rejected' ? revisionText(a, d) : undefined,
@@ -175,16 +178,16 @@ function decide(app: App, a: Approval, d: Decision): Approval {
       });
     }
   }
-  return store.getApproval(app.db, a.id)!;
+  return (await store.getApproval(app.db, a.id))!;
 }
 
 /** "Always allow": the request's tool joins its agent's allowedTools (inside decide's transaction). */
-function alwaysAllow(app: App, a: Approval): string {
+async function alwaysAllow(app: App, a: Approval): Promise<string> {
   if (a.kind !== 'permission' || a.agent === null || a.tool === null) {
     throw unprocessableField('body.alwaysAllow', `approval ${a.id} gates a task; only a permission request of a run can allow its tool for good`);
   }
-  if (!getAgent(app.db, a.agent)) throw unprocessableField('body.alwaysAllow', `agent "${a.agent}" no longer exists; approve without alwaysAllow`);
-  allowTool(app, a.agent, a.tool);
+  if (!(await getAgent(app.db, a.agent))) throw unprocessableField('body.alwaysAllow', `agent "${a.agent}" no longer exists; approve without alwaysAllow`);
+  await allowTool(app, a.agent, a.tool);
   return a.tool;
 }
 
@@ -199,29 +202,29 @@ function alreadyDecided(a: Approval): AppError {
  * gets to it. A timeout that cannot decide (a mission rule refuses its move) lets the person's
  * decision through; its timer tries again later as ever.
  */
-function lateDecisionLoses(app: App, id: string): void {
+async function lateDecisionLoses(app: App, id: string): Promise<void> {
   try {
-    resolveExpired(app, id, app.clock.now());
+    await resolveExpired(app, id, app.clock.now());
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
   }
 }
 
-export function approve(app: App, id: string, o: { note?: string; resolvedBy: string | null; alwaysAllow?: boolean }): Approval {
-  lateDecisionLoses(app, id);
-  return app.events.write(() => {
-    const a = requireApproval(app, id);
+export async function approve(app: App, id: string, o: { note?: string; resolvedBy: string | null; alwaysAllow?: boolean }): Promise<Approval> {
+  await lateDecisionLoses(app, id);
+  return await app.events.write(async () => {
+    const a = await requireApproval(app, id);
     if (a.status !== 'pending') throw alreadyDecided(a);
-    return decide(app, a, { status: 'approved', note: o.note, resolvedBy: o.resolvedBy, timedOut: false, alwaysAllow: o.alwaysAllow });
+    return await decide(app, a, { status: 'approved', note: o.note, resolvedBy: o.resolvedBy, timedOut: false, alwaysAllow: o.alwaysAllow });
   });
 }
 
-export function reject(app: App, id: string, o: { feedback: string; resolvedBy: string | null }): Approval {
-  lateDecisionLoses(app, id);
-  return app.events.write(() => {
-    const a = requireApproval(app, id);
+export async function reject(app: App, id: string, o: { feedback: string; resolvedBy: string | null }): Promise<Approval> {
+  await lateDecisionLoses(app, id);
+  return await app.events.write(async () => {
+    const a = await requireApproval(app, id);
     if (a.status !== 'pending') throw alreadyDecided(a);
-    return decide(app, a, { status: 'rejected', feedback: o.feedback, resolvedBy: o.resolvedBy, timedOut: false });
+    return await decide(app, a, { status: 'rejected', feedback: o.feedback, resolvedBy: o.resolvedBy, timedOut: false });
   });
 }
 
@@ -229,12 +232,12 @@ export function reject(app: App, id: string, o: { feedback: string; resolvedBy: 
  * Decides an approval by its timeoutAction if it is still pending and expired at `now`; returns
  * null (and changes nothing) otherwise, so a timer racing a human decision is harmless.
  */
-export function resolveExpired(app: App, id: string, now: number): Approval | null {
-  return app.events.write(() => {
-    const a = store.getApproval(app.db, id);
+export async function resolveExpired(app: App, id: string, now: number): Promise<Approval | null> {
+  return await app.events.write(async () => {
+    const a = await store.getApproval(app.db, id);
     if (!a || a.status !== 'pending' || a.expiresAt === null || Date.parse(a.expiresAt) > now) return null;
     const status = a.timeoutAction === 'approve' ? 'approved' : 'rejected';
-    return decide(app, a, { status, resolvedBy: TIMEOUT_RESOLVER, timedOut: true });
+    return await decide(app, a, { status, resolvedBy: TIMEOUT_RESOLVER, timedOut: true });
   });
 }
 
@@ -242,14 +245,14 @@ export function resolveExpired(app: App, id: string, now: number): Approval | nu
  * Decides a pending approval inside the caller's write (permissions.ts: a run that ended refuses
  * what it asked); null when it was no longer pending.
  */
-export function decidePending(app: App, id: string, d: Decision): Approval | null {
-  const a = store.getApproval(app.db, id);
+export async function decidePending(app: App, id: string, d: Decision): Promise<Approval | null> {
+  const a = await store.getApproval(app.db, id);
   if (!a || a.status !== 'pending') return null;
-  return decide(app, a, d);
+  return await decide(app, a, d);
 }
 
 /** Pending approvals expired by `now`, plus the next to expire (see store.expiringApprovals). */
-export const expiringApprovals = (app: App, now: number): store.Expiring[] => store.expiringApprovals(app.db, new Date(now).toISOString());
+export const expiringApprovals = async (app: App, now: number): Promise<store.Expiring[]> => await store.expiringApprovals(app.db, new Date(now).toISOString());
 
 /**
  * The gate holds both ways. A task enters awaiting_approval only through an approval request,
@@ -258,9 +261,9 @@ export const expiringApprovals = (app: App, now: number): store.Expiring[] => st
  * timeout's), which marks the approval decided first: moved by hand, the request would stay
  * pending with nothing left to gate. Deleting the task is not a transition and stays allowed.
  */
-function guardTransition(app: App, task: Task, to: TaskState): void {
+async function guardTransition(app: App, task: Task, to: TaskState): Promise<void> {
   if (to === 'awaiting_approval') {
-    if (store.pendingForTask(app.db, task.id)) return;
+    if (await store.pendingForTask(app.db, task.id)) return;
     throw new AppError(
       'invalid_transition',
       `Task ${task.id} cannot move from ${task.status} to awaiting_approval by hand: a task enters awaiting_approval only through an approval request. ` +
@@ -268,7 +271,7 @@ function guardTransition(app: App, task: Task, to: TaskState): void {
     );
   }
   if (task.status !== 'awaiting_approval') return;
-  const waiting = store.pendingForTask(app.db, task.id);
+  const waiting = await store.pendingForTask(app.db, task.id);
   if (waiting) throw new AppError('conflict', `Task ${task.id} is waiting for approval ${waiting}; approve or reject it instead of moving the task to ${to}.`);
 }
 
@@ -278,4 +281,4 @@ export function wireApprovals(hooks: TaskHooks): void {
 }
 
 /** What the person who last sent the task back said (its latest rejected approval's feedback), or null. */
-export const latestFeedback = (app: App, taskId: string): string | null => store.latestFeedback(app.db, taskId);
+export const latestFeedback = async (app: App, taskId: string): Promise<string | null> => await store.latestFeedback(app.db, taskId);

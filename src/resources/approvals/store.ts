@@ -59,8 +59,8 @@ function toApproval(r: Row): Approval {
   };
 }
 
-export function getApproval(db: DB, id: string): Approval | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM approvals WHERE id = ?`).get(id) as Row | undefined;
+export async function getApproval(db: DB, id: string): Promise<Approval | null> {
+  const r = (await stmt(db, `SELECT ${COLUMNS} FROM approvals WHERE id = ?`).get(id)) as Row | undefined;
   return r ? toApproval(r) : null;
 }
 
@@ -75,7 +75,7 @@ export interface ListFilter {
 }
 
 /** Newest first by id (uuidv7); each filter but kind is served by an index on (column, id). */
-export function listApprovals(db: DB, f: ListFilter): Approval[] {
+export async function listApprovals(db: DB, f: ListFilter): Promise<Approval[]> {
   const conditions: [string, unknown][] = [
     ['status = ?', f.status],
     ['task_id = ?', f.taskId],
@@ -85,13 +85,13 @@ export function listApprovals(db: DB, f: ListFilter): Approval[] {
   ];
   const used = conditions.filter(([, v]) => v !== undefined);
   const where = used.length ? 'WHERE ' + used.map(([c]) => c).join(' AND ') : '';
-  const rows = stmt(db, `SELECT ${COLUMNS} FROM approvals ${where} ORDER BY id DESC LIMIT ?`).all(...used.map(([, v]) => v), f.limit) as Row[];
+  const rows = (await stmt(db, `SELECT ${COLUMNS} FROM approvals ${where} ORDER BY id DESC LIMIT ?`).all(...used.map(([, v]) => v), f.limit)) as Row[];
   return rows.map(toApproval);
 }
 
 /** The pending gate of a task, if any (a task waits on one request at a time; permission requests do not gate it). */
-export function pendingForTask(db: DB, taskId: string): string | null {
-  const r = stmt(db, "SELECT id FROM approvals WHERE task_id = ? AND status = 'pending' AND kind = 'task' LIMIT 1").get(taskId) as { id: string } | undefined;
+export async function pendingForTask(db: DB, taskId: string): Promise<string | null> {
+  const r = (await stmt(db, "SELECT id FROM approvals WHERE task_id = ? AND status = 'pending' AND kind = 'task' LIMIT 1").get(taskId)) as { id: string } | undefined;
   return r?.id ?? null;
 }
 
@@ -99,28 +99,28 @@ export function pendingForTask(db: DB, taskId: string): string | null {
  * The permission request a CLI's ask finds again (the same agent, tool and input in the same
  * task): the latest one still pending, or decided with no CLI told yet. Null: a new request.
  */
-export function openAsk(db: DB, taskId: string, askKey: string): Approval | null {
-  const r = stmt(
+export async function openAsk(db: DB, taskId: string, askKey: string): Promise<Approval | null> {
+  const r = (await stmt(
     db,
     `SELECT ${COLUMNS} FROM approvals WHERE task_id = ? AND ask_key = ? AND (status = 'pending' OR answered_at IS NULL) ORDER BY id DESC LIMIT 1`,
-  ).get(taskId, askKey) as Row | undefined;
+  ).get(taskId, askKey)) as Row | undefined;
   return r ? toApproval(r) : null;
 }
 
 /** A CLI was given the decision: the next such ask is a new request. */
-export function markAnswered(db: DB, id: string, now: string): void {
-  stmt(db, 'UPDATE approvals SET answered_at = ? WHERE id = ? AND answered_at IS NULL').run(now, id);
+export async function markAnswered(db: DB, id: string, now: string): Promise<void> {
+  await stmt(db, 'UPDATE approvals SET answered_at = ? WHERE id = ? AND answered_at IS NULL').run(now, id);
 }
 
 /** A pending request found again by another run's CLI (the run that was lost, queued again): it follows that run. */
-export function moveAsk(db: DB, id: string, runId: string, now: string): void {
-  stmt(db, "UPDATE approvals SET run_id = ?, updated_at = ? WHERE id = ? AND status = 'pending'").run(runId, now, id);
+export async function moveAsk(db: DB, id: string, runId: string, now: string): Promise<void> {
+  await stmt(db, "UPDATE approvals SET run_id = ?, updated_at = ? WHERE id = ? AND status = 'pending'").run(runId, now, id);
 }
 
 /** The permission requests of a task still waiting for a decision (the task's runs asked them). */
-export function pendingPermissionsOfTask(db: DB, taskId: string): string[] {
+export async function pendingPermissionsOfTask(db: DB, taskId: string): Promise<string[]> {
   return (
-    stmt(db, "SELECT id FROM approvals WHERE task_id = ? AND kind = 'permission' AND status = 'pending' ORDER BY id LIMIT 1000").all(taskId) as { id: string }[]
+    (await stmt(db, "SELECT id FROM approvals WHERE task_id = ? AND kind = 'permission' AND status = 'pending' ORDER BY id LIMIT 1000").all(taskId)) as { id: string }[]
   ).map((r) => r.id);
 }
 
@@ -144,8 +144,8 @@ export interface NewApproval {
   now: string;
 }
 
-export function insertApproval(db: DB, a: NewApproval): void {
-  stmt(
+export async function insertApproval(db: DB, a: NewApproval): Promise<void> {
+  await stmt(
     db,
     `INSERT INTO approvals (id, kind, task_id, mission_id, requested_by, title, reason, payload, status, timeout_action, expires_at, task_from, run_id, agent, tool, ask_key, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -164,13 +164,13 @@ export interface Resolution {
 }
 
 /** Compare-and-set from pending: false when someone else decided first. */
-export function resolveApproval(db: DB, id: string, r: Resolution): boolean {
+export async function resolveApproval(db: DB, id: string, r: Resolution): Promise<boolean> {
   return (
-    stmt(
+    (await stmt(
       db,
       `UPDATE approvals SET status = ?, note = ?, feedback = ?, resolved_by = ?, resolved_at = ?, timed_out = ?, allowed_tool = ?, updated_at = ?
        WHERE id = ? AND status = 'pending'`,
-    ).run(r.status, r.note, r.feedback, r.resolvedBy, r.now, r.timedOut ? 1 : 0, r.allowedTool, r.now, id).changes === 1
+    ).run(r.status, r.note, r.feedback, r.resolvedBy, r.now, r.timedOut ? 1 : 0, r.allowedTool, r.now, id)).changes === 1
   );
 }
 
@@ -183,20 +183,20 @@ export interface Expiring {
  * What the timeout scheduler needs: every pending approval expired by `cutoff`, plus the first one
  * still to come (to know when to wake). Both read the (status, expires_at) index in order.
  */
-export function expiringApprovals(db: DB, cutoff: string): Expiring[] {
-  const due = stmt(
+export async function expiringApprovals(db: DB, cutoff: string): Promise<Expiring[]> {
+  const due = (await stmt(
     db,
     "SELECT id, expires_at AS expiresAt FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at",
-  ).all(cutoff) as Expiring[];
-  const next = stmt(db, "SELECT id, expires_at AS expiresAt FROM approvals WHERE status = 'pending' AND expires_at > ? ORDER BY expires_at LIMIT 1").get(cutoff) as
+  ).all(cutoff)) as Expiring[];
+  const next = (await stmt(db, "SELECT id, expires_at AS expiresAt FROM approvals WHERE status = 'pending' AND expires_at > ? ORDER BY expires_at LIMIT 1").get(cutoff)) as
     | Expiring
     | undefined;
   return next ? [...due, next] : due;
 }
 
 /** The feedback of the task's latest rejected gate (a refused permission is not review feedback), or null. */
-export function latestFeedback(db: DB, taskId: string): string | null {
-  const r = stmt(db, "SELECT feedback FROM approvals WHERE task_id = ? AND kind = 'task' AND status = 'rejected' AND feedback IS NOT NULL ORDER BY id DESC LIMIT 1").get(taskId) as
+export async function latestFeedback(db: DB, taskId: string): Promise<string | null> {
+  const r = (await stmt(db, "SELECT feedback FROM approvals WHERE task_id = ? AND kind = 'task' AND status = 'rejected' AND feedback IS NOT NULL ORDER BY id DESC LIMIT 1").get(taskId)) as
     | { feedback: string }
     | undefined;
   return r?.feedback ?? null;

@@ -1,4 +1,4 @@
-import type { App } from '../../app.js';
+import { LEADER, type App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
 import { expiringApprovals, resolveExpired } from './service.js';
 import { TimeoutScheduler } from '../../lib/timer.js';
@@ -8,15 +8,18 @@ import { TimeoutScheduler } from '../../lib/timer.js';
  * in memory: on start the overdue ones are decided at once (before the daemon listens) and the
  * rest armed, so a pending timeout still fires after a restart.
  */
-export function startApprovalTimeouts(app: App): { close(): void } {
+export async function startApprovalTimeouts(app: App): Promise<{ close(): void }> {
   const { clock } = app;
+  const leader = app.services.get(LEADER);
   const scheduler = new TimeoutScheduler({
     now: () => clock.now(),
     setTimer: (fn, ms) => clock.setTimeout(fn, ms),
     clearTimer: (handle) => clock.clearTimeout(handle),
-    candidates: (at) => expiringApprovals(app, at),
-    fire: (id, at) => {
-      const a = resolveExpired(app, id, at);
+    // On a shared state the leading daemon alone; another takes over when it goes.
+    active: () => leader.isLeader(),
+    candidates: async (at) => await expiringApprovals(app, at),
+    fire: async (id, at) => {
+      const a = await resolveExpired(app, id, at);
       if (a) app.log.info('approval timed out', { approvalId: id, status: a.status, taskId: a.taskId });
     },
     onError: (id, err) =>
@@ -26,12 +29,14 @@ export function startApprovalTimeouts(app: App): { close(): void } {
   });
   // Events are heard after their transaction commits, so the scheduler reads the new state.
   const unsubscribe = app.events.subscribe((e) => {
-    if (e.name === 'approval:requested' || e.name === 'approval:resolved') scheduler.arm();
+    if (e.name === 'approval:requested' || e.name === 'approval:resolved') void scheduler.arm();
   });
-  scheduler.tick();
+  const unlead = leader.onChange((leads) => leads && void scheduler.tick());
+  await scheduler.tick();
   return {
     close() {
       unsubscribe();
+      unlead();
       scheduler.stop();
     },
   };

@@ -168,18 +168,18 @@ export const boardRoutes = [
     query: z.strictObject({ token: z.string().max(200).optional() }),
     rawContentType: 'text/html',
     response: z.string(),
-    handler: ({ app, query, req, res }) => {
+    handler: async ({ app, query, req, res }): Promise<typeof RAW_RESPONSE> => {
       const runtime = app.services.get(BOARD);
       if (!query.token) return refusalPage(res, 'This login link is not valid', 'It carries no token.');
       // A HEAD (a link preview, a prefetcher) is answered as the GET would be, and does not spend the link.
       if (req.method === 'HEAD') {
-        const peek = peekLogin(app.db, query.token, runtime.keys(), app.clock.now());
+        const peek = await peekLogin(app.db, query.token, runtime.keys(), app.clock.now());
         if (!peek.ok) return refusalPage(res, ...REFUSALS[peek.reason]);
         res.writeHead(303, { ...SECURITY_HEADERS, Location: '/', 'Cache-Control': 'no-store', 'Content-Length': 0 });
         res.end();
         return RAW_RESPONSE;
       }
-      const result = exchangeLogin(app.db, query.token, runtime.keys(), app.clock.now());
+      const result = await exchangeLogin(app.db, query.token, runtime.keys(), app.clock.now());
       if (!result.ok) {
         app.log.info('board login refused', { reason: result.reason });
         return refusalPage(res, ...REFUSALS[result.reason]);
@@ -211,12 +211,12 @@ export const boardRoutes = [
     status: 201,
     body: z.strictObject({ readOnly: z.boolean().optional().describe('Make a session that can only read, whatever the key may do.') }),
     response: LoginOut,
-    handler: ({ app, body, principal }) => {
+    handler: async ({ app, body, principal }) => {
       const key = principal!;
       // A session minting its own next link would outlive its 12 h for ever.
       if (key.session) throw new AppError('forbidden', 'A board session cannot mint login links: run `svc open` (it uses a key).');
       const readOnly = body.readOnly === true || keyIsReadOnly(key);
-      const { token, expiresAt } = mintLogin(app.db, { keyId: key.keyId, readOnly, now: app.clock.now() });
+      const { token, expiresAt } = await mintLogin(app.db, { keyId: key.keyId, readOnly, now: app.clock.now() });
       return { path: `/login?token=${token}`, expiresAt, readOnly };
     },
   }),
@@ -227,15 +227,15 @@ export const boardRoutes = [
     summary: 'Who the caller is to the board: key name, session or key, read-only or not',
     tag,
     response: SessionOut,
-    handler: ({ app, principal, req }) => {
+    handler: async ({ app, principal, req }) => {
       const p = principal!;
       let readOnly = keyIsReadOnly(p);
       if (p.session) {
         // The session's own flag (a read-only link) is on its row; the kernel enforces it.
-        const session = app.services.get(BOARD_SESSIONS)(req);
+        const session = await app.services.get(BOARD_SESSIONS)(req);
         readOnly = session?.readOnly ?? true;
       }
-      return { name: p.name, session: p.session === true, readOnly, lastEventId: app.events.lastId() };
+      return { name: p.name, session: p.session === true, readOnly, lastEventId: await app.events.lastId() };
     },
   }),
   route({
@@ -245,8 +245,8 @@ export const boardRoutes = [
     summary: 'Sign every board session out and void unused login links (`svc open --logout-all`)',
     tag,
     response: z.object({ revoked: z.int().describe('Sessions ended.') }),
-    handler: ({ app }) => {
-      const revoked = revokeAll(app.db);
+    handler: async ({ app }) => {
+      const revoked = await revokeAll(app.db);
       const streams = app.streams.closeSessions();
       app.log.info('board sessions revoked', { revoked, streams });
       return { revoked };
@@ -255,4 +255,4 @@ export const boardRoutes = [
 ];
 
 /** The daemon's session lookup (the kernel's `session` option), for routes that need the session's own flags. */
-export const BOARD_SESSIONS = serviceKey<(req: IncomingMessage) => { readOnly: boolean } | null>('board-sessions');
+export const BOARD_SESSIONS = serviceKey<(req: IncomingMessage) => Promise<{ readOnly: boolean } | null>>('board-sessions');

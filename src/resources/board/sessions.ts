@@ -33,14 +33,14 @@ export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(sha256(a), sha256(b));
 }
 
-export function mintLogin(db: DB, opts: { keyId: string; readOnly: boolean; now: number }): { token: string; expiresAt: string } {
+export async function mintLogin(db: DB, opts: { keyId: string; readOnly: boolean; now: number }): Promise<{ token: string; expiresAt: string }> {
   const token = newToken();
   const expiresAt = new Date(opts.now + LOGIN_TTL_MS).toISOString();
   const nowIso = new Date(opts.now).toISOString();
   // Links and sessions past their time are removed as new ones are made: the tables stay small.
-  stmt(db, 'DELETE FROM board_logins WHERE expires_at < ?').run(nowIso);
-  stmt(db, 'DELETE FROM board_sessions WHERE expires_at < ?').run(nowIso);
-  stmt(db, 'INSERT INTO board_logins (token_hash, key_id, read_only, expires_at) VALUES (?, ?, ?, ?)').run(digestHex(token), opts.keyId, opts.readOnly ? 1 : 0, expiresAt);
+  await stmt(db, 'DELETE FROM board_logins WHERE expires_at < ?').run(nowIso);
+  await stmt(db, 'DELETE FROM board_sessions WHERE expires_at < ?').run(nowIso);
+  await stmt(db, 'INSERT INTO board_logins (token_hash, key_id, read_only, expires_at) VALUES (?, ?, ?, ?)').run(digestHex(token), opts.keyId, opts.readOnly ? 1 : 0, expiresAt);
   return { token, expiresAt };
 }
 
@@ -50,8 +50,8 @@ export type Exchange =
 
 type Refusal = Exclude<Exchange, { ok: true }>;
 
-function lookLogin(db: DB, hash: string, keys: readonly KeyEntry[], now: number): Refusal | { ok: true; row: { key_id: string; read_only: number } } {
-  const row = stmt(db, 'SELECT key_id, read_only, expires_at, used_at FROM board_logins WHERE token_hash = ?').get(hash) as
+async function lookLogin(db: DB, hash: string, keys: readonly KeyEntry[], now: number): Promise<Refusal | { ok: true; row: { key_id: string; read_only: number } }> {
+  const row = (await stmt(db, 'SELECT key_id, read_only, expires_at, used_at FROM board_logins WHERE token_hash = ?').get(hash)) as
     | { key_id: string; read_only: number; expires_at: string; used_at: string | null }
     | undefined;
   if (!row) return { ok: false, reason: 'unknown' };
@@ -62,30 +62,30 @@ function lookLogin(db: DB, hash: string, keys: readonly KeyEntry[], now: number)
 }
 
 /** What an exchange of this token would answer, without spending it (a HEAD of the link). */
-export function peekLogin(db: DB, token: string, keys: readonly KeyEntry[], now: number): Refusal | { ok: true } {
-  const r = lookLogin(db, digestHex(token), keys, now);
+export async function peekLogin(db: DB, token: string, keys: readonly KeyEntry[], now: number): Promise<Refusal | { ok: true }> {
+  const r = await lookLogin(db, digestHex(token), keys, now);
   return r.ok ? { ok: true } : r;
 }
 
 /** Exchanges a login link's token for a new session, once: a used or expired link is refused. */
-export function exchangeLogin(db: DB, token: string, keys: readonly KeyEntry[], now: number): Exchange {
+export async function exchangeLogin(db: DB, token: string, keys: readonly KeyEntry[], now: number): Promise<Exchange> {
   const hash = digestHex(token);
-  const looked = lookLogin(db, hash, keys, now);
+  const looked = await lookLogin(db, hash, keys, now);
   if (!looked.ok) return looked;
   const row = looked.row;
   const nowIso = new Date(now).toISOString();
   // Marked used before the session exists: two tabs racing with one link get one session.
-  if (stmt(db, 'UPDATE board_logins SET used_at = ? WHERE token_hash = ? AND used_at IS NULL').run(nowIso, hash).changes !== 1) return { ok: false, reason: 'used' };
+  if ((await stmt(db, 'UPDATE board_logins SET used_at = ? WHERE token_hash = ? AND used_at IS NULL').run(nowIso, hash)).changes !== 1) return { ok: false, reason: 'used' };
   const session = newToken();
   const expiresAt = new Date(now + SESSION_TTL_MS).toISOString();
-  stmt(db, 'INSERT INTO board_sessions (id_hash, key_id, read_only, created_at, expires_at) VALUES (?, ?, ?, ?, ?)').run(digestHex(session), row.key_id, row.read_only, nowIso, expiresAt);
+  await stmt(db, 'INSERT INTO board_sessions (id_hash, key_id, read_only, created_at, expires_at) VALUES (?, ?, ?, ?, ?)').run(digestHex(session), row.key_id, row.read_only, nowIso, expiresAt);
   return { ok: true, session, csrf: csrfToken(session), expiresAt, maxAgeS: Math.floor(SESSION_TTL_MS / 1000) };
 }
 
 /** Ends every session and unused link; returns how many sessions there were. */
-export function revokeAll(db: DB): number {
-  stmt(db, 'DELETE FROM board_logins').run();
-  return stmt(db, 'DELETE FROM board_sessions').run().changes;
+export async function revokeAll(db: DB): Promise<number> {
+  await stmt(db, 'DELETE FROM board_logins').run();
+  return (await stmt(db, 'DELETE FROM board_sessions').run()).changes;
 }
 
 /** Whether a key may change things from the board: not one limited to read-only tools or to database grants. */
@@ -114,11 +114,11 @@ export interface SessionAuth {
  * The session a request's cookie names, as the principal of the key that minted it; null when
  * there is no cookie, or it names no live session of a key that still exists.
  */
-export function sessionOf(db: DB, req: IncomingMessage, keys: readonly KeyEntry[], port: number, now: number): SessionAuth | null {
+export async function sessionOf(db: DB, req: IncomingMessage, keys: readonly KeyEntry[], port: number, now: number): Promise<SessionAuth | null> {
   const names = cookieNames(port);
   const token = parseCookies(req.headers.cookie).get(names.session);
   if (!token || token.length > 128) return null;
-  const row = stmt(db, 'SELECT key_id, read_only, expires_at FROM board_sessions WHERE id_hash = ?').get(digestHex(token)) as
+  const row = (await stmt(db, 'SELECT key_id, read_only, expires_at FROM board_sessions WHERE id_hash = ?').get(digestHex(token))) as
     | { key_id: string; read_only: number; expires_at: string }
     | undefined;
   if (!row || row.expires_at <= new Date(now).toISOString()) return null;

@@ -5,7 +5,7 @@ import type { App } from '../../app.js';
 
 const tag = 'Runs';
 
-const answer = (app: App, f: InForce) => ({ ...f, states: budgetStates(app).map(({ key: _k, end: _e, ...s }) => s) });
+const answer = async (app: App, f: InForce) => ({ ...f, states: (await budgetStates(app)).map(({ key: _k, end: _e, ...s }) => s) });
 
 export const budgetRoutes = [
   route({
@@ -17,7 +17,7 @@ export const budgetRoutes = [
       "Budgets limit tokens or cost (USD, where the CLI reports it) per agent or for the whole project, per day, week or month in `budgets.timeZone`. At 80 % a budget:warning is said, at 100 % budget:exceeded: new runs of the scope wait until the period rolls over or the limit is raised, and live ones stop after their current turn (paused). Spend is summed over the runs created in the period.",
     tag,
     response: BudgetsOut,
-    handler: ({ app }) => answer(app, budgetsInForce(app)),
+    handler: async ({ app }) => await answer(app, await budgetsInForce(app)),
   }),
   route({
     method: 'PUT',
@@ -29,7 +29,7 @@ export const budgetRoutes = [
     tag,
     body: Budgets,
     response: BudgetsOut,
-    handler: ({ app, body }) => answer(app, putBudgets(app, body)),
+    handler: async ({ app, body }) => await answer(app, await putBudgets(app, body)),
   }),
   route({
     method: 'GET',
@@ -39,6 +39,6 @@ export const budgetRoutes = [
     description: "Periods in the budgets' time zone (`budgets.timeZone`, default UTC); runs count in the period they were created in.",
     tag,
     response: UsagePeriodsOut,
-    handler: ({ app }) => usagePeriods(app),
+    handler: async ({ app }) => await usagePeriods(app),
   }),
 ];

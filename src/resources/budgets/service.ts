@@ -27,21 +27,21 @@ export interface InForce {
  * The budgets in force: the last PUT /api/v1/budgets while project.json's budgets are still the
  * ones it replaced (an edit of the file wins from then on), else project.json's.
  */
-export function budgetsInForce(app: App): InForce {
+export async function budgetsInForce(app: App): Promise<InForce> {
   const file = app.config().budgets;
-  const put = store.getOverride(app.db);
+  const put = await store.getOverride(app.db);
   if (put && put.fileDigest === digestOf(file)) return { budgets: JSON.parse(put.budgets) as Budgets, source: 'api', updatedAt: put.updatedAt };
   return { budgets: file, source: 'project.json', updatedAt: null };
 }
 
 /** PUT /api/v1/budgets: replaces the budgets in force (until project.json's change), with budget:updated. */
-export function putBudgets(app: App, budgets: Budgets): InForce {
-  return app.events.write(() => {
-    store.putOverride(app.db, { budgets: JSON.stringify(budgets), fileDigest: digestOf(app.config().budgets), updatedAt: nowIso(app.clock) });
+export async function putBudgets(app: App, budgets: Budgets): Promise<InForce> {
+  return await app.events.write(async () => {
+    await store.putOverride(app.db, { budgets: JSON.stringify(budgets), fileDigest: digestOf(app.config().budgets), updatedAt: nowIso(app.clock) });
     app.events.emit('budget:updated', { limits: budgets.limits.length });
     // A limit lowered below what was spent is exceeded now: said now, not at the next run's usage.
-    noteSpend(app, null);
-    return budgetsInForce(app);
+    await noteSpend(app, null);
+    return await budgetsInForce(app);
   });
 }
 
@@ -54,11 +54,11 @@ export interface BudgetState extends BudgetStateOut {
 
 const ratio = (spent: number, limit: number): number => (limit === 0 ? 1 : spent / limit);
 
-function stateOf(app: App, b: BudgetLimit, zone: string, now: number): BudgetState {
+async function stateOf(app: App, b: BudgetLimit, zone: string, now: number): Promise<BudgetState> {
   const { start, end } = periodBounds(b.period, now, zone);
   const periodStart = new Date(start).toISOString();
   const periodEnd = new Date(end).toISOString();
-  const s = store.spend(app.db, periodStart, periodEnd, b.agent ?? null);
+  const s = await store.spend(app.db, periodStart, periodEnd, b.agent ?? null);
   const costUsd = (s.costMicros ?? 0) / 1e6;
   const share = Math.max(b.tokens === undefined ? 0 : ratio(s.tokens, b.tokens), b.costUsd === undefined ? 0 : ratio(costUsd, b.costUsd));
   return {
@@ -77,9 +77,11 @@ function stateOf(app: App, b: BudgetLimit, zone: string, now: number): BudgetSta
 }
 
 /** Every budget in force (or those that limit `agent`: its own and the project's), in its current period. */
-export function budgetStates(app: App, agent?: string, now = app.clock.now()): BudgetState[] {
-  const { budgets } = budgetsInForce(app);
-  return budgets.limits.filter((b) => agent === undefined || b.agent === undefined || b.agent === agent).map((b) => stateOf(app, b, budgets.timeZone, now));
+export async function budgetStates(app: App, agent?: string, now = app.clock.now()): Promise<BudgetState[]> {
+  const { budgets } = await budgetsInForce(app);
+  const out: BudgetState[] = [];
+  for (const b of budgets.limits) if (agent === undefined || b.agent === undefined || b.agent === agent) out.push(await stateOf(app, b, budgets.timeZone, now));
+  return out;
 }
 
 /**
@@ -87,7 +89,8 @@ export function budgetStates(app: App, agent?: string, now = app.clock.now()): B
  * project's), the one whose period ends last (the runs wait for every one of them). `states` are
  * budgetStates() read once for many agents.
  */
-export function budgetHold(app: App, agent: string, now = app.clock.now(), states = budgetStates(app, agent, now)): BudgetState | null {
+export async function budgetHold(app: App, agent: string, now = app.clock.now(), given?: BudgetState[]): Promise<BudgetState | null> {
+  const states = given ?? (await budgetStates(app, agent, now));
   let hold: BudgetState | null = null;
   for (const s of states) if (s.state === 'exceeded' && (s.agent === null || s.agent === agent) && (!hold || s.end > hold.end)) hold = s;
   return hold;
@@ -98,22 +101,22 @@ export function budgetHold(app: App, agent: string, now = app.clock.now(), state
  * reached 80 % or 100 % in their period, once per budget and period (inside the caller's write).
  * Returns the exceeded ones.
  */
-export function noteSpend(app: App, agent: string | null, now = app.clock.now()): BudgetState[] {
-  const states = budgetStates(app, agent ?? undefined, now);
+export async function noteSpend(app: App, agent: string | null, now = app.clock.now()): Promise<BudgetState[]> {
+  const states = await budgetStates(app, agent ?? undefined, now);
   if (!states.length) return [];
-  return app.events.write(() => {
+  return await app.events.write(async () => {
     const at = nowIso(app.clock);
     let marked = false;
     for (const s of states) {
       for (const level of ['warning', 'exceeded'] as const) {
         if (level === 'warning' ? s.state === 'ok' : s.state !== 'exceeded') continue;
-        if (!store.markAlert(app.db, { scope: s.key, period: s.period, periodStart: s.periodStart, level, at })) continue;
+        if (!(await store.markAlert(app.db, { scope: s.key, period: s.period, periodStart: s.periodStart, level, at }))) continue;
         marked = true;
         const { key: _k, end: _e, state: _s, ...data } = s;
         app.events.emit(level === 'warning' ? 'budget:warning' : 'budget:exceeded', data);
       }
     }
-    if (marked) store.pruneAlerts(app.db, new Date(now - KEEP_ALERTS_MS).toISOString());
+    if (marked) await store.pruneAlerts(app.db, new Date(now - KEEP_ALERTS_MS).toISOString());
     return states.filter((s) => s.state === 'exceeded');
   });
 }
@@ -124,12 +127,13 @@ const usd = (micros: number | null): number | null => (micros === null ? null : 
  * GET /api/v1/usage/periods: what each agent (and the project) spent today, this week and this
  * month in the budgets' time zone, with the budget of each where one is set.
  */
-export function usagePeriods(app: App, now = app.clock.now()) {
-  const { budgets } = budgetsInForce(app);
+export async function usagePeriods(app: App, now = app.clock.now()) {
+  const { budgets } = await budgetsInForce(app);
   const zone = budgets.timeZone;
   const bounds = Object.fromEntries(BUDGET_PERIODS.map((p) => [p, periodBounds(p, now, zone)])) as Record<BudgetPeriod, { start: number; end: number }>;
   const iso = (t: number) => new Date(t).toISOString();
-  const byPeriod = Object.fromEntries(BUDGET_PERIODS.map((p) => [p, store.spendByAgent(app.db, iso(bounds[p].start), iso(bounds[p].end))])) as Record<BudgetPeriod, Map<string, store.Spend>>;
+  const byPeriod = {} as Record<BudgetPeriod, Map<string, store.Spend>>;
+  for (const p of BUDGET_PERIODS) byPeriod[p] = await store.spendByAgent(app.db, iso(bounds[p].start), iso(bounds[p].end));
   const limitOf = (agent: string | null, period: BudgetPeriod) => budgets.limits.find((b) => (b.agent ?? null) === agent && b.period === period) ?? null;
   const agents = new Set<string>([...BUDGET_PERIODS.flatMap((p) => [...byPeriod[p].keys()]), ...budgets.limits.flatMap((b) => (b.agent === undefined ? [] : [b.agent]))]);
   const cell = (agent: string | null, period: BudgetPeriod) => {

@@ -33,10 +33,10 @@ export async function agentCompletion({ app, plan, body, res, signal }: ChatIo):
       answer = await complete(plan.provider, upstreamBody(plan), signal, plan.created);
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
-      throw failChat(app, plan, err);
+      throw (await failChat(app, plan, err));
     }
     const choice = answer.choices?.[0];
-    finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: choice?.message ? [choice.message as ChatMessage] : [] });
+    await finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: choice?.message ? [choice.message as ChatMessage] : [] });
     sendAnswer(res, plan, { ...answer, model: plan.modelId });
     return;
   }
@@ -51,7 +51,7 @@ export async function agentCompletion({ app, plan, body, res, signal }: ChatIo):
       sseWrite(res, { ...chunk, model: plan.modelId });
     });
     if (!opened) openEventStream(res, plan);
-    finishChat(app, plan, {
+    await finishChat(app, plan, {
       finishReason: result.finishReason,
       usage: result.usage,
       reply: [{ role: 'assistant', content: result.content || (result.toolCalls.length ? null : ''), ...(result.toolCalls.length ? { tool_calls: result.toolCalls } : {}) }],
@@ -60,11 +60,11 @@ export async function agentCompletion({ app, plan, body, res, signal }: ChatIo):
     res.end();
   } catch (err) {
     if (signal.aborted) {
-      finishChat(app, plan, { finishReason: 'aborted', usage: null, reply: [], aborted: true });
+      await finishChat(app, plan, { finishReason: 'aborted', usage: null, reply: [], aborted: true });
       return;
     }
     if (!(err instanceof UpstreamError)) throw err;
-    const failure = failChat(app, plan, err);
+    const failure = await failChat(app, plan, err);
     if (!opened) throw failure;
     // Headers are gone: the failure travels as a last chunk, as OpenAI's own streams do.
     sendOpenAiError(res, failure);

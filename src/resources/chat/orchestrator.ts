@@ -127,11 +127,11 @@ export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun
     }
   } catch (err) {
     if (run.signal.aborted) {
-      finishChat(app, plan, { finishReason: 'aborted', usage, reply: [], aborted: true });
+      await finishChat(app, plan, { finishReason: 'aborted', usage, reply: [], aborted: true });
       return null;
     }
     if (!(err instanceof UpstreamError)) throw err;
-    throw failChat(app, plan, err, usage);
+    throw (await failChat(app, plan, err, usage));
   }
 
   // What was done, in words the user can check, whatever the model chose to say.
@@ -141,6 +141,6 @@ export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun
     if (run.stream) run.onText?.(footer);
     turns[turns.length - 1]!.content = content;
   }
-  finishChat(app, plan, { finishReason, usage, reply: turns });
+  await finishChat(app, plan, { finishReason, usage, reply: turns });
   return { content, finishReason: finishReason ?? 'stop', usage };
 }

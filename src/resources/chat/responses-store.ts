@@ -22,8 +22,8 @@ interface Row {
   messages: string;
 }
 
-export function getResponse(db: DB, id: string): StoredResponse | null {
-  const r = stmt(db, 'SELECT id, session_id, agent, model, messages FROM chat_responses WHERE id = ?').get(id) as Row | undefined;
+export async function getResponse(db: DB, id: string): Promise<StoredResponse | null> {
+  const r = (await stmt(db, 'SELECT id, session_id, agent, model, messages FROM chat_responses WHERE id = ?').get(id)) as Row | undefined;
   return r ? { id: r.id, sessionId: r.session_id, agent: r.agent, model: r.model, messages: JSON.parse(r.messages) as ChatMessage[] } : null;
 }
 
@@ -34,8 +34,8 @@ const INSERT = {
 };
 
 /** Writes a response's conversation with each of `secrets` replaced, and drops the oldest beyond the cap. */
-export function saveResponse(db: DB, r: StoredResponse, secrets: readonly string[], now: string): void {
-  const { lastInsertRowid } = stmt(db, INSERT).run(
+export async function saveResponse(db: DB, r: StoredResponse, secrets: readonly string[], now: string): Promise<void> {
+  const { lastInsertRowid } = await stmt(db, INSERT).run(
     r.id,
     r.sessionId,
     r.agent,
@@ -43,5 +43,5 @@ export function saveResponse(db: DB, r: StoredResponse, secrets: readonly string
     storedMessages(r.messages, secrets),
     now,
   );
-  stmt(db, 'DELETE FROM chat_responses WHERE seq <= ?').run(Number(lastInsertRowid) - RESPONSES_KEPT);
+  await stmt(db, 'DELETE FROM chat_responses WHERE seq <= ?').run(Number(lastInsertRowid) - RESPONSES_KEPT);
 }

@@ -29,7 +29,7 @@ export interface ResponsesIo {
 
 
 export async function serveResponse({ app, req, res, signal, principal, sessionHeader, threadHeader }: ResponsesIo): Promise<void> {
-  const from = req.previous_response_id ? getResponse(app.db, req.previous_response_id) : undefined;
+  const from = req.previous_response_id ? (await getResponse(app.db, req.previous_response_id)) : undefined;
   if (from === null) {
     throw new AppError('not_found', `Previous response "${req.previous_response_id}" not found: it was stored with store: false, or is older than the newest 10,000.`, {
       details: [{ path: 'body.previous_response_id', message: 'not found' }],
@@ -37,7 +37,7 @@ export async function serveResponse({ app, req, res, signal, principal, sessionH
   }
   const tools = toolMapOf(req);
   const byThread = sessionHeader === undefined && threadHeader !== undefined;
-  const plan = planChat(app, toChatRequest(req, tools), sessionHeader ?? threadHeader, from, { wholeConversation: byThread });
+  const plan = await planChat(app, toChatRequest(req, tools), sessionHeader ?? threadHeader, from, { wholeConversation: byThread });
   if (tools.hosted.length) {
     // A Responses upstream runs hosted tools itself; inside svc a chat upstream has no way to (nor
     // the orchestrator, which gives the model its own tools instead of the client's).
@@ -103,7 +103,7 @@ async function agentTurn(app: App, plan: ChatPlan, builder: ResponseBuilder, beg
       const answer = await complete(plan.provider, upstreamBody(plan), signal, plan.created);
       const choice = answer.choices?.[0];
       const message = (choice?.message as ChatMessage | undefined) ?? { role: 'assistant', content: '' };
-      finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: [message] });
+      await finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: [message] });
       begin();
       if (typeof message.content === 'string') builder.addText(message.content);
       (message.tool_calls ?? []).forEach((c, index) => builder.addToolCall({ index, ...c }));
@@ -114,7 +114,7 @@ async function agentTurn(app: App, plan: ChatPlan, builder: ResponseBuilder, beg
       if (typeof delta?.content === 'string' && delta.content) (begin(), builder.addText(delta.content));
       for (const f of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) (begin(), builder.addToolCall(f));
     });
-    finishChat(app, plan, {
+    await finishChat(app, plan, {
       finishReason: result.finishReason,
       usage: result.usage,
       reply: [{ role: 'assistant', content: result.content || (result.toolCalls.length ? null : ''), ...(result.toolCalls.length ? { tool_calls: result.toolCalls } : {}) }],
@@ -123,11 +123,11 @@ async function agentTurn(app: App, plan: ChatPlan, builder: ResponseBuilder, beg
     return builder.finish(result.finishReason, result.usage);
   } catch (err) {
     if (signal.aborted) {
-      finishChat(app, plan, { finishReason: 'aborted', usage: null, reply: [], aborted: true });
+      await finishChat(app, plan, { finishReason: 'aborted', usage: null, reply: [], aborted: true });
       throw err;
     }
     if (!(err instanceof UpstreamError)) throw err;
-    throw failChat(app, plan, err);
+    throw (await failChat(app, plan, err));
   }
 }
 

@@ -93,7 +93,7 @@ export const chatRoutes = [
     handler: async ({ app, body: asked, req, res, principal }): Promise<typeof RAW_RESPONSE> => {
       const { sessionHeader, agentHeader, signal } = callOf(req, res);
       const body = asked.agent === undefined && agentHeader !== undefined ? { ...asked, agent: agentHeader } : asked;
-      const plan = planChat(app, body, sessionHeader);
+      const plan = await planChat(app, body, sessionHeader);
       const io = { app, plan, body, res, signal, principal };
       await (body.agent ? agentCompletion(io) : orchestratorCompletion(io));
       return RAW_RESPONSE;

@@ -64,7 +64,7 @@ function modelIdFor(app: App, body: ChatRequest, agentModel: string | null): str
 }
 
 /** Picks the provider for `provider/model`, stepping around one that is cooling down. */
-function pickProvider(app: App, modelId: string): { provider: Provider; upstreamModel: string } {
+async function pickProvider(app: App, modelId: string): Promise<{ provider: Provider; upstreamModel: string }> {
   const parts = splitModelId(modelId);
   const all = providers(app);
   if (!parts) throw new AppError('invalid_request', `Model "${modelId}" is not of the form provider/model.`, { details: [{ path: 'body.model', message: 'must be provider/model' }] });
@@ -80,7 +80,7 @@ function pickProvider(app: App, modelId: string): { provider: Provider; upstream
     });
   }
   const now = app.clock.now();
-  const until = blockedUntil(app, provider.id, now);
+  const until = await blockedUntil(app, provider.id, now);
   if (until === null) return { provider, upstreamModel: parts.model };
   // Another configured provider that lists the same model serves it meanwhile.
   const waiting: string[] = [];
@@ -89,7 +89,7 @@ function pickProvider(app: App, modelId: string): { provider: Provider; upstream
     if (other.id === provider.id || !isUsable(other)) continue;
     const upstreamModel = other.models.includes(parts.model) ? parts.model : other.models.includes(modelId) ? modelId : null;
     if (upstreamModel === null) continue;
-    const otherUntil = blockedUntil(app, other.id, now);
+    const otherUntil = await blockedUntil(app, other.id, now);
     if (otherUntil === null) return { provider: other, upstreamModel };
     waiting.push(`"${other.id}", which serves it too, until ${new Date(otherUntil).toISOString()}`);
     earliest = Math.min(earliest, otherUntil);
@@ -108,26 +108,27 @@ function pickProvider(app: App, modelId: string): { provider: Provider; upstream
  * With `wholeConversation` the request carries the whole conversation itself (Codex, keyed by its
  * thread id): the session is named, kept and replaced, but its stored turns are not sent again.
  */
-export function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined, from?: StoredResponse, opts: { wholeConversation?: boolean } = {}): ChatPlan {
-  const agent = body.agent ? getAgent(app.db, body.agent) : null;
+export async function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined, from?: StoredResponse, opts: { wholeConversation?: boolean } = {}): Promise<ChatPlan> {
+  const agent = body.agent ? (await getAgent(app.db, body.agent)) : null;
   if (body.agent && !agent) throw new AppError('not_found', `Agent "${body.agent}" not found.`);
-  const session: Session | null = from ? { id: from.sessionId, agent: from.agent, model: from.model, messages: from.messages } : sessionHeader ? getSession(app.db, sessionHeader) : null;
+  const session: Session | null = from ? { id: from.sessionId, agent: from.agent, model: from.model, messages: from.messages } : sessionHeader ? (await getSession(app.db, sessionHeader)) : null;
   if (session && session.agent !== (agent?.name ?? null)) {
     const what = from ? `Response "${from.id}"` : `Session "${session.id}"`;
     throw new AppError('conflict', `${what} belongs to ${session.agent ? `agent "${session.agent}"` : 'the orchestrator'}; start a new ${from ? 'conversation' : 'session'} to talk to ${agent ? `"${agent.name}"` : 'the orchestrator'}.`);
   }
   const modelId = modelIdFor(app, body, agent?.model ?? null);
-  const { provider, upstreamModel } = pickProvider(app, modelId);
+  const { provider, upstreamModel } = await pickProvider(app, modelId);
   const system: ChatMessage[] = [];
   if (agent) {
-    const skills = agent.skills.flatMap((name) => {
+    const skills: { name: string; description: string | null; content: string }[] = [];
+    for (const name of agent.skills) {
       try {
-        const s = getSkill(app, name);
-        return s.error ? [] : [{ name: s.name, description: s.description, content: s.content }];
+        const s = await getSkill(app, name);
+        if (!s.error) skills.push({ name: s.name, description: s.description, content: s.content });
       } catch {
-        return []; // assigned but gone from disk: nothing to send
+        // assigned but gone from disk: nothing to send
       }
-    });
+    }
     system.push({ role: 'system', content: agentSystemMessage(agent, skills) });
   }
   const passthrough: Record<string, unknown> = {};
@@ -135,7 +136,7 @@ export function planChat(app: App, body: ChatRequest, sessionHeader: string | un
   if (body.stream && body.stream_options) passthrough.stream_options = body.stream_options;
   return {
     sessionId: session?.id ?? sessionHeader ?? uuidv7(),
-    newSession: !session || (!!from && !getSession(app.db, from.sessionId)),
+    newSession: !session || (!!from && !(await getSession(app.db, from.sessionId))),
     agent: agent?.name ?? null,
     modelId,
     provider,
@@ -165,20 +166,20 @@ export interface ChatOutcome {
  * Ends a call: the session, the provider's health and the events are written in one transaction,
  * so a session is never kept without its completion:finished (and the reverse).
  */
-export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void {
+export async function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): Promise<void> {
   // Gathered only when a session is kept: the answer and the caller's turns lose every secret.
-  const secrets = outcome.aborted || outcome.error ? [] : configuredSecrets(app);
-  app.events.write(() => {
+  const secrets = outcome.aborted || outcome.error ? [] : (await configuredSecrets(app));
+  await app.events.write(async () => {
     if (outcome.aborted) {
       // nothing learned of the provider; the unanswered turn is not kept
     } else if (outcome.error) {
       const e = outcome.error;
-      recordUpstream(app, plan.provider.id, { ok: false, status: e.status, code: e.code, reason: reasonOf(e), request: requestKey(plan), retryAfterMs: e.retryAfterMs });
+      await recordUpstream(app, plan.provider.id, { ok: false, status: e.status, code: e.code, reason: reasonOf(e), request: requestKey(plan), retryAfterMs: e.retryAfterMs });
     } else {
-      recordUpstream(app, plan.provider.id, { ok: true });
+      await recordUpstream(app, plan.provider.id, { ok: true });
       const messages = [...plan.messages, ...outcome.reply];
-      saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock));
-      if (plan.responseId) saveResponse(app.db, { id: plan.responseId, sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock));
+      await saveSession(app.db, { id: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock));
+      if (plan.responseId) await saveResponse(app.db, { id: plan.responseId, sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId, messages }, secrets, nowIso(app.clock));
       if (plan.newSession) app.events.emit('session:started', { sessionId: plan.sessionId, agent: plan.agent, model: plan.modelId });
     }
     app.events.emit('completion:finished', {
@@ -197,9 +198,9 @@ export function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): void
  * scrubbed of every configured secret first (a 401 echoes the key it was sent), so neither the
  * answer, the stream's last frame, the provider's recorded reason nor a log line can carry one.
  */
-export function failChat(app: App, plan: ChatPlan, err: UpstreamError, usage: Usage | null = null): AppError {
-  const clean = err.scrubbed(configuredSecrets(app));
-  finishChat(app, plan, { finishReason: null, usage, reply: [], error: clean });
+export async function failChat(app: App, plan: ChatPlan, err: UpstreamError, usage: Usage | null = null): Promise<AppError> {
+  const clean = err.scrubbed(await configuredSecrets(app));
+  await finishChat(app, plan, { finishReason: null, usage, reply: [], error: clean });
   return upstreamFailure(plan, clean);
 }
 

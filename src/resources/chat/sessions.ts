@@ -19,8 +19,8 @@ interface Row {
   messages: string;
 }
 
-export function getSession(db: DB, id: string): Session | null {
-  const r = stmt(db, 'SELECT id, agent, model, messages FROM chat_sessions WHERE id = ?').get(id) as Row | undefined;
+export async function getSession(db: DB, id: string): Promise<Session | null> {
+  const r = (await stmt(db, 'SELECT id, agent, model, messages FROM chat_sessions WHERE id = ?').get(id)) as Row | undefined;
   return r ? { id: r.id, agent: r.agent, model: r.model, messages: JSON.parse(r.messages) as ChatMessage[] } : null;
 }
 
@@ -28,8 +28,8 @@ export function getSession(db: DB, id: string): Session | null {
 export const storedMessages = (messages: ChatMessage[], secrets: readonly string[]): string => JSON.stringify(redactValue(messages.slice(-SESSION_MAX_MESSAGES), secrets));
 
 /** Writes the session with each of `secrets` replaced wherever it appears in its messages. */
-export function saveSession(db: DB, s: Session, secrets: readonly string[], now: string): void {
-  stmt(
+export async function saveSession(db: DB, s: Session, secrets: readonly string[], now: string): Promise<void> {
+  await stmt(
     db,
     `INSERT INTO chat_sessions (id, agent, model, messages, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET model = excluded.model, messages = excluded.messages, updated_at = excluded.updated_at`,

@@ -35,7 +35,7 @@ export const dataRoutes = [
     errors,
     query: z.strictObject({ limit: PageLimit, cursor: IdCursor }),
     response: z.array(DatabaseOut),
-    handler: ({ app, principal, query, setHeader }) => pageAnswer(setHeader, data.listDatabases(app, principal, query)),
+    handler: async ({ app, principal, query, setHeader }) => pageAnswer(setHeader, await data.listDatabases(app, principal, query)),
   }),
   route({
     method: 'GET',
@@ -47,7 +47,7 @@ export const dataRoutes = [
     errors,
     params: ResourceParams,
     response: DatabaseOut,
-    handler: ({ app, principal, params }) => data.getDatabase(app, principal, params.resource),
+    handler: async ({ app, principal, params }) => await data.getDatabase(app, principal, params.resource),
   }),
   route({
     method: 'DELETE',

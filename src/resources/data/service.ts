@@ -1,4 +1,5 @@
 import { serviceKey, type App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import type { Principal } from '../../kernel/auth.js';
 import { AppError } from '../../kernel/errors.js';
 import { UUID_RE, uuidv7 } from '../../lib/ids.js';
@@ -24,16 +25,16 @@ function backend(app: App): DataBackend {
 }
 
 /** The registry follows the database: after a crash between a migration's commit and the registry update, the next open catches up. */
-export function reconcile(app: App, id: string, state: DatabaseState): void {
-  const d = store.getById(app.db, id);
+export async function reconcile(app: App, id: string, state: DatabaseState): Promise<void> {
+  const d = await store.getById(app.db, id);
   if (d && d.schemaVersion !== state.schemaVersion) {
-    store.setSchema(app.db, id, state.schema, state.schemaVersion, nowIso(app.clock));
+    await store.setSchema(app.db, id, state.schema, state.schemaVersion, nowIso(app.clock));
     app.log.warn('database registry caught up with its file', { database: id, schemaVersion: state.schemaVersion });
   }
 }
 
-export function resolve(app: App, ref: string): Database {
-  const d = UUID_RE.test(ref) ? store.getById(app.db, ref) : store.getByName(app.db, ref);
+export async function resolve(app: App, ref: string): Promise<Database> {
+  const d = UUID_RE.test(ref) ? (await store.getById(app.db, ref)) : (await store.getByName(app.db, ref));
   if (!d) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
   return d;
 }
@@ -54,13 +55,15 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
     if (err instanceof SchemaError) throw new AppError('data_invalid', `${err.path}: ${err.message}.`, { details: [{ path: `body.${err.path}`, message: err.message }] });
     throw err;
   }
-  if (store.getByName(app.db, body.name)) throw nameTaken(body.name);
+  if (await store.getByName(app.db, body.name)) throw nameTaken(body.name);
   const d: Database = { id: uuidv7(), name: body.name, schema, schemaVersion: 1, createdAt: nowIso(app.clock) };
   await backend(app).create(d.id, schema);
   try {
-    app.events.write(() => {
-      if (store.getByName(app.db, body.name)) throw nameTaken(body.name);
-      store.insertDatabase(app.db, d);
+    await app.events.write(async () => {
+      // Two creations of one name, on two daemons: the second finds the first (lockKey).
+      await lockKey(app.db, 'database', body.name);
+      if (await store.getByName(app.db, body.name)) throw nameTaken(body.name);
+      await store.insertDatabase(app.db, d);
       app.events.emit('data:created', { id: d.id, name: d.name });
     });
   } catch (err) {
@@ -72,26 +75,26 @@ export async function createDatabase(app: App, p: Principal | null, body: { name
 
 const nameTaken = (name: string) => new AppError('data_conflict', `A database named ${name} already exists.`, { details: [{ path: 'body.name', message: 'already exists' }] });
 
-export function listDatabases(app: App, p: Principal | null, q: { limit: number; cursor?: string }): Page<Database> {
-  const rows = store.listDatabases(app.db, { after: q.cursor, limit: q.limit + 1 });
+export async function listDatabases(app: App, p: Principal | null, q: { limit: number; cursor?: string }): Promise<Page<Database>> {
+  const rows = await store.listDatabases(app.db, { after: q.cursor, limit: q.limit + 1 });
   const page = toPage(rows, q.limit, (d) => d.id);
   return { items: page.items.filter((d) => canSee(p, d)).map((d) => visible(p, d)), next: page.next };
 }
 
-export function getDatabase(app: App, p: Principal | null, ref: string): Database {
-  const d = resolve(app, ref);
+export async function getDatabase(app: App, p: Principal | null, ref: string): Promise<Database> {
+  const d = await resolve(app, ref);
   requireRead(p, d);
   return visible(p, d);
 }
 
 export async function deleteDatabase(app: App, p: Principal | null, ref: string, expectedVersion?: number): Promise<void> {
-  const d = resolve(app, ref);
+  const d = await resolve(app, ref);
   requireManage(p, d);
   if (expectedVersion !== undefined && expectedVersion !== d.schemaVersion) {
     throw new AppError('data_conflict', `The database is at schemaVersion ${d.schemaVersion}, not ${expectedVersion}.`, { details: [{ path: 'query.expectedVersion', message: `the database is at ${d.schemaVersion}` }] });
   }
-  app.events.write(() => {
-    if (!store.deleteDatabase(app.db, d.id)) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
+  await app.events.write(async () => {
+    if (!(await store.deleteDatabase(app.db, d.id))) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
     app.events.emit('data:deleted', { id: d.id, name: d.name });
   });
   // The row is gone first, so no new request reaches the database; then it goes.
@@ -118,7 +121,7 @@ async function serialised<T>(pending: Promise<EncodedAnswer>): Promise<Serialise
 }
 
 export async function transactions(app: App, p: Principal | null, ref: string, body: { operations: OperationT[]; idempotencyKey?: string }): Promise<SerialisedAnswer<RecordResultT[]>> {
-  const d = resolve(app, ref);
+  const d = await resolve(app, ref);
   requireRead(p, d);
   const grants = tableGrants(p, d);
   body.operations.forEach((op, i) => {
@@ -129,7 +132,7 @@ export async function transactions(app: App, p: Principal | null, ref: string, b
 }
 
 export async function query(app: App, p: Principal | null, ref: string, body: QueryInT): Promise<SerialisedAnswer<QueryResult>> {
-  const d = resolve(app, ref);
+  const d = await resolve(app, ref);
   requireRead(p, d);
   const mode = body.mode ?? 'read';
   const grants = tableGrants(p, d);
@@ -139,13 +142,13 @@ export async function query(app: App, p: Principal | null, ref: string, body: Qu
 }
 
 export async function migrate(app: App, p: Principal | null, ref: string, body: MigrationInT): Promise<{ database: Database; replayed: boolean }> {
-  const d = resolve(app, ref);
+  const d = await resolve(app, ref);
   requireManage(p, d);
   const checksum = migrationChecksum(body);
   const r = await backend(app).migrate(d.id, body, checksum, app.clock.now());
   if (!r.replayed) {
-    app.events.write(() => {
-      store.setSchema(app.db, d.id, r.answer.schema, r.answer.schemaVersion, nowIso(app.clock));
+    await app.events.write(async () => {
+      await store.setSchema(app.db, d.id, r.answer.schema, r.answer.schemaVersion, nowIso(app.clock));
       app.events.emit('data:migrated', { id: d.id, name: d.name, migrationId: body.id, schemaVersion: r.answer.schemaVersion });
     });
   }
@@ -153,7 +156,7 @@ export async function migrate(app: App, p: Principal | null, ref: string, body: 
 }
 
 export async function listMigrations(app: App, p: Principal | null, ref: string): Promise<MigrationRecord[]> {
-  const d = resolve(app, ref);
+  const d = await resolve(app, ref);
   requireRead(p, d);
   return backend(app).migrations(d.id);
 }

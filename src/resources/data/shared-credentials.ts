@@ -11,11 +11,11 @@ const keyOf = (id: string) => `data.credentials.${id}`;
 
 export function sharedCredentials(app: App): CredentialStore {
   return {
-    take(id: string, fresh: () => DatabaseCredentials): DatabaseCredentials {
+    async take(id: string, fresh: () => DatabaseCredentials): Promise<DatabaseCredentials> {
       const place = { projectId: app.projectId, agent: 'data-credentials', service: id };
-      const plain = sharedSealed(app.db, app.services.get(VAULT).keys.entryKey, place, keyOf(id), () => Buffer.from(JSON.stringify(fresh()), 'utf8'));
+      const plain = await sharedSealed(app.db, app.services.get(VAULT).keys.entryKey, place, keyOf(id), () => Buffer.from(JSON.stringify(fresh()), 'utf8'));
       return JSON.parse(plain.toString('utf8')) as DatabaseCredentials;
     },
-    drop: (id: string) => dropShared(app.db, keyOf(id)),
+    drop: async (id: string) => await dropShared(app.db, keyOf(id)),
   };
 }

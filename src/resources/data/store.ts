@@ -28,12 +28,12 @@ const toDatabase = (r: Row): Database => Object.freeze({ id: r.id, name: r.name,
 const found = new WeakMap<DB, Map<string, Database>>();
 const CACHED_MAX = 1024;
 
-function cached(db: DB, key: string, load: () => Row | undefined): Database | null {
+async function cached(db: DB, key: string, load: () => Promise<Row | undefined>): Promise<Database | null> {
   let m = found.get(db);
   if (!m) found.set(db, (m = new Map()));
   const hit = m.get(key);
   if (hit) return hit;
-  const r = load();
+  const r = await load();
   if (!r) return null;
   if (db.inTransaction) return toDatabase(r);
   if (m.size >= CACHED_MAX) m.clear();
@@ -44,35 +44,35 @@ function cached(db: DB, key: string, load: () => Row | undefined): Database | nu
 
 const forget = (db: DB): void => found.get(db)?.clear();
 
-export function insertDatabase(db: DB, d: Database): void {
+export async function insertDatabase(db: DB, d: Database): Promise<void> {
   forget(db);
-  stmt(db, 'INSERT INTO data_databases (id, name, schema, schema_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(d.id, d.name, JSON.stringify(d.schema), d.schemaVersion, d.createdAt, d.createdAt);
+  await stmt(db, 'INSERT INTO data_databases (id, name, schema, schema_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(d.id, d.name, JSON.stringify(d.schema), d.schemaVersion, d.createdAt, d.createdAt);
 }
 
-export function getById(db: DB, id: string): Database | null {
+export function getById(db: DB, id: string): Promise<Database | null> {
   const lower = id.toLowerCase();
-  return cached(db, `id:${lower}`, () => stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE id = ?`).get(lower) as Row | undefined);
+  return cached(db, `id:${lower}`, async () => (await stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE id = ?`).get(lower)) as Row | undefined);
 }
 
-export function getByName(db: DB, name: string): Database | null {
-  return cached(db, `name:${name}`, () => stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE name = ?`).get(name) as Row | undefined);
+export function getByName(db: DB, name: string): Promise<Database | null> {
+  return cached(db, `name:${name}`, async () => (await stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE name = ?`).get(name)) as Row | undefined);
 }
 
 /** One page in creation order (ids are v7), after `after`. */
-export function listDatabases(db: DB, f: { after?: string; limit: number }): Database[] {
-  return (stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE id > ? ORDER BY id LIMIT ?`).all(f.after ?? '', f.limit) as Row[]).map(toDatabase);
+export async function listDatabases(db: DB, f: { after?: string; limit: number }): Promise<Database[]> {
+  return ((await stmt(db, `SELECT ${COLUMNS} FROM data_databases WHERE id > ? ORDER BY id LIMIT ?`).all(f.after ?? '', f.limit)) as Row[]).map(toDatabase);
 }
 
-export function allIds(db: DB): string[] {
-  return (stmt(db, 'SELECT id FROM data_databases').all() as { id: string }[]).map((r) => r.id);
+export async function allIds(db: DB): Promise<string[]> {
+  return ((await stmt(db, 'SELECT id FROM data_databases').all()) as { id: string }[]).map((r) => r.id);
 }
 
-export function setSchema(db: DB, id: string, schema: SchemaDefT, version: number, now: string): void {
+export async function setSchema(db: DB, id: string, schema: SchemaDefT, version: number, now: string): Promise<void> {
   forget(db);
-  stmt(db, 'UPDATE data_databases SET schema = ?, schema_version = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(schema), version, now, id);
+  await stmt(db, 'UPDATE data_databases SET schema = ?, schema_version = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(schema), version, now, id);
 }
 
-export function deleteDatabase(db: DB, id: string): boolean {
+export async function deleteDatabase(db: DB, id: string): Promise<boolean> {
   forget(db);
-  return stmt(db, 'DELETE FROM data_databases WHERE id = ?').run(id).changes > 0;
+  return (await stmt(db, 'DELETE FROM data_databases WHERE id = ?').run(id)).changes > 0;
 }

@@ -26,7 +26,7 @@ const actionRoute = (action: missions.MissionAction) =>
     tag,
     params: MissionIdParam,
     response: MissionOut,
-    handler: ({ app, params }) => missions.moveMission(app, params.missionId, action),
+    handler: async ({ app, params }) => await missions.moveMission(app, params.missionId, action),
   });
 
 export const missionRoutes = [
@@ -39,8 +39,8 @@ export const missionRoutes = [
     tag,
     query: MissionListQuery,
     response: z.array(MissionOut),
-    handler: ({ app, query, setHeader }) => {
-      return pageAnswer(setHeader, missions.listMissions(app, query));
+    handler: async ({ app, query, setHeader }) => {
+      return pageAnswer(setHeader, await missions.listMissions(app, query));
     },
   }),
   route({
@@ -55,7 +55,7 @@ export const missionRoutes = [
     status: 201,
     body: MissionIn,
     response: MissionDetailOut,
-    handler: ({ app, body }) => missions.createMission(app, body),
+    handler: async ({ app, body }) => await missions.createMission(app, body),
   }),
   route({
     method: 'GET',
@@ -65,7 +65,7 @@ export const missionRoutes = [
     tag,
     params: MissionIdParam,
     response: MissionDetailOut,
-    handler: ({ app, params }) => missions.getMission(app, params.missionId),
+    handler: async ({ app, params }) => await missions.getMission(app, params.missionId),
   }),
   actionRoute('start'),
   actionRoute('pause'),
@@ -80,8 +80,8 @@ export const missionRoutes = [
     params: MissionIdParam,
     query: DeleteQuery,
     response: Removed,
-    handler: ({ app, params, query }) => {
-      missions.deleteMission(app, params.missionId, query.cascade);
+    handler: async ({ app, params, query }) => {
+      await missions.deleteMission(app, params.missionId, query.cascade);
       return { removed: true as const };
     },
   }),

@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { toPage, type Page } from '../common.js';
 import { AppError, unprocessableField, type ErrorDetail } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
@@ -47,39 +48,43 @@ function toMission(m: MissionRecord, tasks: Task[]): Mission {
   };
 }
 
-function requireRecord(app: App, id: string): MissionRecord {
-  const m = store.getMission(app.db, id);
+async function requireRecord(app: App, id: string): Promise<MissionRecord> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'mission', id);
+  const m = await store.getMission(app.db, id);
   if (!m) throw new AppError('not_found', `Mission "${id}" not found.`);
   return m;
 }
 
-export function getMission(app: App, id: string): MissionDetail {
-  const m = requireRecord(app, id);
-  const tasks = listMissionTasks(app, id);
+export async function getMission(app: App, id: string): Promise<MissionDetail> {
+  const m = await requireRecord(app, id);
+  const tasks = await listMissionTasks(app, id);
   return { ...toMission(m, tasks), tasks };
 }
 
-export function listMissions(app: App, q: MissionListFilter): Page<Mission> {
-  const page = toPage(store.listMissions(app.db, { status: q.status, before: q.cursor, limit: q.limit + 1 }), q.limit, (m) => m.id);
-  return { items: page.items.map((m) => toMission(m, listMissionTasks(app, m.id))), next: page.next };
+export async function listMissions(app: App, q: MissionListFilter): Promise<Page<Mission>> {
+  const page = toPage(await store.listMissions(app.db, { status: q.status, before: q.cursor, limit: q.limit + 1 }), q.limit, (m) => m.id);
+  const items: Mission[] = [];
+  for (const m of page.items) items.push(toMission(m, await listMissionTasks(app, m.id)));
+  return { items, next: page.next };
 }
 
 /**
  * Creates the mission and all its tasks (draft, dependencies resolved from titles) in one
  * transaction: any failure leaves nothing behind. `at` is where the body sits, for error paths.
  */
-export function createMission(app: App, input: MissionInput, at = 'body'): MissionDetail {
-  return app.events.write(() => {
+export async function createMission(app: App, input: MissionInput, at = 'body'): Promise<MissionDetail> {
+  return await app.events.write(async () => {
     const plan = planTasks(input.tasks, `${at}.tasks`);
     const unknown: ErrorDetail[] = [];
-    input.tasks.forEach((t, i) => {
-      if (t.assignTo && !agentExists(app.db, t.assignTo)) unknown.push({ path: `${at}.tasks.${i}.assignTo`, message: `agent "${t.assignTo}" does not exist` });
-    });
+    for (const [i, t] of input.tasks.entries()) {
+      if (t.assignTo && !(await agentExists(app.db, t.assignTo))) unknown.push({ path: `${at}.tasks.${i}.assignTo`, message: `agent "${t.assignTo}" does not exist` });
+    }
     if (unknown.length) throw new AppError('unprocessable', `Mission tasks: ${unknown.map((u) => u.message).join('; ')}.`, { details: unknown });
 
     const id = uuidv7();
     const now = nowIso(app.clock);
-    store.insertMission(app.db, {
+    await store.insertMission(app.db, {
       id,
       name: input.name,
       goal: input.goal ?? null,
@@ -91,35 +96,35 @@ export function createMission(app: App, input: MissionInput, at = 'body'): Missi
     const taskIds: string[] = [];
     for (const i of plan.order) {
       const { dependsOn: _titles, ...fields } = input.tasks[i]!;
-      const task = createTask(app, { ...fields, missionId: id, dependsOn: plan.deps[i]!.map((j) => taskIds[j]!), draft: true });
+      const task = await createTask(app, { ...fields, missionId: id, dependsOn: plan.deps[i]!.map((j) => taskIds[j]!), draft: true });
       taskIds[i] = task.id;
     }
-    const mission = getMission(app, id);
+    const mission = await getMission(app, id);
     app.events.emit('mission:created', { missionId: id, name: input.name, taskIds: mission.taskIds });
     return mission;
   });
 }
 
 /** start, pause, resume or cancel; any other move is 409 invalid_transition naming both states. */
-export function moveMission(app: App, id: string, action: MissionAction): Mission {
-  return app.events.write(() => {
-    const m = requireRecord(app, id);
+export async function moveMission(app: App, id: string, action: MissionAction): Promise<Mission> {
+  return await app.events.write(async () => {
+    const m = await requireRecord(app, id);
     const move = MISSION_ACTIONS[action];
     if (!(move.from as readonly MissionState[]).includes(m.status)) {
       const allowed = (Object.keys(MISSION_ACTIONS) as MissionAction[]).filter((a) => (MISSION_ACTIONS[a].from as readonly MissionState[]).includes(m.status));
       const hint = allowed.length ? `from ${m.status} a mission may: ${allowed.join(', ')}` : `${m.status} is final`;
       throw new AppError('invalid_transition', `Mission ${id} cannot ${action}: a mission cannot move from ${m.status} to ${move.to}; ${hint}.`);
     }
-    if (!store.setStatus(app.db, id, m.status, move.to, nowIso(app.clock))) {
+    if (!(await store.setStatus(app.db, id, m.status, move.to, nowIso(app.clock)))) {
       throw new AppError('conflict', `Mission ${id} changed state while moving from ${m.status} to ${move.to}; read it and try again.`);
     }
     app.events.emit(move.event, { missionId: id, name: m.name });
     if (action === 'start') {
-      for (const t of listMissionTasks(app, id)) if (t.status === 'draft') transitionTask(app, t.id, 'pending', { reason: 'mission started' });
+      for (const t of await listMissionTasks(app, id)) if (t.status === 'draft') await transitionTask(app, t.id, 'pending', { reason: 'mission started' });
       // A mission with nothing to do is done as soon as it starts; left active, nothing would ever end it.
-      completeIfAllDone(app, { ...m, status: move.to }, true);
+      await completeIfAllDone(app, { ...m, status: move.to }, true);
     }
-    return toMission(requireRecord(app, id), listMissionTasks(app, id));
+    return toMission(await requireRecord(app, id), await listMissionTasks(app, id));
   });
 }
 
@@ -127,13 +132,13 @@ export function moveMission(app: App, id: string, action: MissionAction): Missio
  * Deletes a mission. With cascade its tasks are removed (newest first, so dependents go before
  * what they depend on); without, they stay on the board with missionId cleared.
  */
-export function deleteMission(app: App, id: string, cascade: boolean): void {
-  app.events.write(() => {
-    const m = requireRecord(app, id);
-    const tasks = listMissionTasks(app, id);
-    if (cascade) for (const t of [...tasks].reverse()) removeTask(app, t.id, 'mission');
-    else for (const t of tasks) detachTaskFromMission(app, t.id);
-    store.deleteMission(app.db, id);
+export async function deleteMission(app: App, id: string, cascade: boolean): Promise<void> {
+  await app.events.write(async () => {
+    const m = await requireRecord(app, id);
+    const tasks = await listMissionTasks(app, id);
+    if (cascade) for (const t of [...tasks].reverse()) await removeTask(app, t.id, 'mission');
+    else for (const t of tasks) await detachTaskFromMission(app, t.id);
+    await store.deleteMission(app.db, id);
     app.events.emit('mission:deleted', { missionId: id, name: m.name, cascade });
   });
 }
@@ -142,22 +147,22 @@ export function deleteMission(app: App, id: string, cascade: boolean): void {
  * Completes a running mission whose tasks are all done. Whether a mission with no tasks counts as
  * done is the caller's call: yes when it starts empty, no when its last task is removed.
  */
-function completeIfAllDone(app: App, m: MissionRecord, emptyIsDone: boolean): void {
+async function completeIfAllDone(app: App, m: MissionRecord, emptyIsDone: boolean): Promise<void> {
   if (!RUNNING.includes(m.status)) return;
-  const tasks = listMissionTasks(app, m.id);
+  const tasks = await listMissionTasks(app, m.id);
   if ((!tasks.length && !emptyIsDone) || !tasks.every((t) => t.status === 'done')) return;
-  store.setStatus(app.db, m.id, m.status, 'completed', nowIso(app.clock));
+  await store.setStatus(app.db, m.id, m.status, 'completed', nowIso(app.clock));
   app.events.emit('mission:completed', { missionId: m.id, name: m.name });
 }
 
 /** Completion and failure follow from task transitions, inside the transition's transaction. */
-function onTransition(app: App, { task, to }: TaskTransition): void {
+async function onTransition(app: App, { task, to }: TaskTransition): Promise<void> {
   if (!task.missionId || (to !== 'done' && to !== 'failed')) return;
-  const m = store.getMission(app.db, task.missionId);
+  const m = await store.getMission(app.db, task.missionId);
   if (!m || !RUNNING.includes(m.status)) return;
-  if (to === 'done') completeIfAllDone(app, m, false);
+  if (to === 'done') await completeIfAllDone(app, m, false);
   else if (task.retries >= task.maxRetries) {
-    store.setStatus(app.db, m.id, m.status, 'failed', nowIso(app.clock));
+    await store.setStatus(app.db, m.id, m.status, 'failed', nowIso(app.clock));
     app.events.emit('mission:failed', { missionId: m.id, name: m.name, taskId: task.id });
   }
 }
@@ -167,10 +172,10 @@ function onTransition(app: App, { task, to }: TaskTransition): void {
  * Removing its last task of all leaves it as it is (nothing was achieved; tasks may still join, or
  * it can be cancelled). Tasks removed with their mission complete nothing: the mission is going.
  */
-function onRemoval(app: App, task: Task, cause: RemovalCause): void {
+async function onRemoval(app: App, task: Task, cause: RemovalCause): Promise<void> {
   if (!task.missionId || cause === 'mission') return;
-  const m = store.getMission(app.db, task.missionId);
-  if (m) completeIfAllDone(app, m, false);
+  const m = await store.getMission(app.db, task.missionId);
+  if (m) await completeIfAllDone(app, m, false);
 }
 
 /**
@@ -178,16 +183,16 @@ function onRemoval(app: App, task: Task, cause: RemovalCause): void {
  * the mission must exist and not be over, titles are unique within it, and a draft mission's tasks
  * wait in draft until it starts.
  */
-function checkNewTask(app: App, input: TaskInput, status: TaskState): TaskState | void {
+async function checkNewTask(app: App, input: TaskInput, status: TaskState): Promise<TaskState | void> {
   if (input.missionId === undefined) return;
-  const m = store.getMission(app.db, input.missionId);
+  const m = await store.getMission(app.db, input.missionId);
   if (!m) {
     throw unprocessableField('body.missionId', `mission "${input.missionId}" does not exist`);
   }
   if (FINISHED.includes(m.status)) {
     throw new AppError('conflict', `Mission ${m.id} is ${m.status}: a ${m.status} mission takes no new tasks.`);
   }
-  const same = findMissionTaskByTitle(app, m.id, input.title);
+  const same = await findMissionTaskByTitle(app, m.id, input.title);
   if (same) {
     throw new AppError('unprocessable', `title: mission ${m.id} already has a task titled "${input.title}" (${same}); titles are unique within a mission.`, {
       details: [{ path: 'body.title', message: `duplicate title "${input.title}" in mission ${m.id}; titles must be unique within a mission` }],
@@ -201,9 +206,9 @@ function checkNewTask(app: App, input: TaskInput, status: TaskState): TaskState 
  * A mission's tasks wait for it: they leave draft only once it has started, and they may start
  * work (enter in_progress) only while it is active, not while it is draft, paused or over.
  */
-function guardTransition(app: App, task: Task, to: TaskState): void {
+async function guardTransition(app: App, task: Task, to: TaskState): Promise<void> {
   if (!task.missionId) return;
-  const m = store.getMission(app.db, task.missionId);
+  const m = await store.getMission(app.db, task.missionId);
   if (!m) return;
   if (task.status === 'draft' && m.status === 'draft') {
     throw new AppError('conflict', `Task ${task.id} cannot move from draft to ${to}: its mission ${m.id} is still draft; start the mission to release its tasks.`);

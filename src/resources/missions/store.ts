@@ -23,30 +23,30 @@ const toRecord = (r: Row): MissionRecord => ({
   updatedAt: r.updated_at,
 });
 
-export function getMission(db: DB, id: string): MissionRecord | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM missions WHERE id = ?`).get(id) as Row | undefined;
+export async function getMission(db: DB, id: string): Promise<MissionRecord | null> {
+  const r = (await stmt(db, `SELECT ${COLUMNS} FROM missions WHERE id = ?`).get(id)) as Row | undefined;
   return r ? toRecord(r) : null;
 }
 
 /** Newest first by id (uuidv7); (status, id) is indexed so a filtered page needs no sort. */
-export function listMissions(db: DB, f: { status?: MissionState; before?: string; limit: number }): MissionRecord[] {
+export async function listMissions(db: DB, f: { status?: MissionState; before?: string; limit: number }): Promise<MissionRecord[]> {
   const where: string[] = [];
   const args: unknown[] = [];
   if (f.status !== undefined) (where.push('status = ?'), args.push(f.status));
   if (f.before !== undefined) (where.push('id < ?'), args.push(f.before));
   const sql = `SELECT ${COLUMNS} FROM missions ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
-  return (stmt(db, sql).all(...args, f.limit) as Row[]).map(toRecord);
+  return ((await stmt(db, sql).all(...args, f.limit)) as Row[]).map(toRecord);
 }
 
-export function insertMission(db: DB, m: MissionRecord): void {
-  stmt(db, `INSERT INTO missions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(m.id, m.name, m.goal, m.status, m.deadline, m.createdAt, m.updatedAt);
+export async function insertMission(db: DB, m: MissionRecord): Promise<void> {
+  await stmt(db, `INSERT INTO missions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(m.id, m.name, m.goal, m.status, m.deadline, m.createdAt, m.updatedAt);
 }
 
 /** Compare-and-set on the status: false when the mission is no longer in `from`. */
-export function setStatus(db: DB, id: string, from: MissionState, to: MissionState, now: string): boolean {
-  return stmt(db, 'UPDATE missions SET status = ?, updated_at = ? WHERE id = ? AND status = ?').run(to, now, id, from).changes === 1;
+export async function setStatus(db: DB, id: string, from: MissionState, to: MissionState, now: string): Promise<boolean> {
+  return (await stmt(db, 'UPDATE missions SET status = ?, updated_at = ? WHERE id = ? AND status = ?').run(to, now, id, from)).changes === 1;
 }
 
-export function deleteMission(db: DB, id: string): boolean {
-  return stmt(db, 'DELETE FROM missions WHERE id = ?').run(id).changes > 0;
+export async function deleteMission(db: DB, id: string): Promise<boolean> {
+  return (await stmt(db, 'DELETE FROM missions WHERE id = ?').run(id)).changes > 0;
 }

@@ -130,7 +130,10 @@ export function attentionOf(e: Pick<StoredEvent, 'id' | 'data'> & { name: string
 }
 
 /** The event log's sink calls this for every event it writes, inside that event's transaction. */
-export function raiseAttention(app: App, e: StoredEvent): void {
-  const a = attentionOf(e, (id) => getTask(app, id));
+export async function raiseAttention(app: App, e: StoredEvent): Promise<void> {
+  // The one task a failure concerns, read here in the event's transaction, as the move left it.
+  const failed = e.name === 'task:transition' && e.data.to === 'failed' && typeof e.data.taskId === 'string' ? e.data.taskId : null;
+  const task = failed ? await getTask(app, failed) : null;
+  const a = attentionOf(e, (id) => (id === failed ? task : null));
   if (a) app.events.emit('attention:needed', a);
 }

@@ -17,7 +17,7 @@ export const playbookRoutes = [
     description: 'A name defined both ways is listed once, as source "api". An invalid playbook file is listed with its error.',
     tag,
     response: z.array(PlaybookOut),
-    handler: ({ app }) => playbooks.listPlaybooks(app),
+    handler: async ({ app }) => await playbooks.listPlaybooks(app),
   }),
   route({
     method: 'POST',
@@ -30,7 +30,7 @@ export const playbookRoutes = [
     status: 201,
     body: PlaybookIn,
     response: PlaybookOut,
-    handler: ({ app, body }) => playbooks.createPlaybook(app, body),
+    handler: async ({ app, body }) => await playbooks.createPlaybook(app, body),
   }),
   route({
     method: 'GET',
@@ -40,7 +40,7 @@ export const playbookRoutes = [
     tag,
     params: PlaybookNameParam,
     response: PlaybookOut,
-    handler: ({ app, params }) => playbooks.getPlaybook(app, params.name),
+    handler: async ({ app, params }) => await playbooks.getPlaybook(app, params.name),
   }),
   route({
     method: 'PATCH',
@@ -52,7 +52,7 @@ export const playbookRoutes = [
     params: PlaybookNameParam,
     body: PlaybookPatch,
     response: PlaybookOut,
-    handler: ({ app, params, body }) => playbooks.updatePlaybook(app, params.name, body),
+    handler: async ({ app, params, body }) => await playbooks.updatePlaybook(app, params.name, body),
   }),
   route({
     method: 'DELETE',
@@ -63,8 +63,8 @@ export const playbookRoutes = [
     tag,
     params: PlaybookNameParam,
     response: Removed,
-    handler: ({ app, params }) => {
-      playbooks.removePlaybook(app, params.name);
+    handler: async ({ app, params }) => {
+      await playbooks.removePlaybook(app, params.name);
       return { removed: true as const };
     },
   }),
@@ -81,6 +81,6 @@ export const playbookRoutes = [
     params: PlaybookNameParam,
     body: RunIn,
     response: RunOut,
-    handler: ({ app, params, body }) => playbooks.runPlaybook(app, params.name, body.params),
+    handler: async ({ app, params, body }) => await playbooks.runPlaybook(app, params.name, body.params),
   }),
 ];

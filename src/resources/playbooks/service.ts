@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { AppError, type ErrorDetail } from '../../kernel/errors.js';
 import { zodDetails } from '../../kernel/server.js';
 import { nowIso } from '../../lib/time.js';
@@ -28,15 +29,15 @@ const fromFile = (f: FilePlaybook): Playbook => ({
   updatedAt: f.mtime,
 });
 
-export function listPlaybooks(app: App): Playbook[] {
+export async function listPlaybooks(app: App): Promise<Playbook[]> {
   const byName = new Map<string, Playbook>();
   for (const f of scanPlaybookFiles(app.root)) byName.set(f.name, fromFile(f));
-  for (const r of store.listPlaybooks(app.db)) byName.set(r.name, fromRecord(r));
+  for (const r of await store.listPlaybooks(app.db)) byName.set(r.name, fromRecord(r));
   return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-export function getPlaybook(app: App, name: string): Playbook {
-  const r = store.getPlaybook(app.db, name);
+export async function getPlaybook(app: App, name: string): Promise<Playbook> {
+  const r = await store.getPlaybook(app.db, name);
   if (r) return fromRecord(r);
   const f = readPlaybookFile(app.root, name);
   if (f) return fromFile(f);
@@ -52,21 +53,25 @@ function checkMission(mission: Record<string, unknown>, parameters: Parameter[])
   if (problems.length) throw invalid(problems);
 }
 
-export function createPlaybook(app: App, input: PlaybookInput): Playbook {
-  return app.events.write(() => {
-    if (store.getPlaybook(app.db, input.name)) throw new AppError('conflict', `Playbook "${input.name}" already exists.`);
+export async function createPlaybook(app: App, input: PlaybookInput): Promise<Playbook> {
+  return await app.events.write(async () => {
+    // Two creations of one name, on two daemons: the second finds the first (lockKey).
+    await lockKey(app.db, 'playbook', input.name);
+    if (await store.getPlaybook(app.db, input.name)) throw new AppError('conflict', `Playbook "${input.name}" already exists.`);
     const file = readPlaybookFile(app.root, input.name);
     if (file) throw new AppError('conflict', `Playbook "${input.name}" already exists in ${file.file}.`);
     checkMission(input.mission, input.parameters);
     const now = nowIso(app.clock);
     const record = { name: input.name, description: input.description ?? null, parameters: input.parameters, mission: input.mission, createdAt: now, updatedAt: now };
-    store.insertPlaybook(app.db, record);
+    await store.insertPlaybook(app.db, record);
     return fromRecord(record);
   });
 }
 
-function requireStored(app: App, name: string): store.PlaybookRecord {
-  const r = store.getPlaybook(app.db, name);
+async function requireStored(app: App, name: string): Promise<store.PlaybookRecord> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'playbook', name);
+  const r = await store.getPlaybook(app.db, name);
   if (r) return r;
   const f = readPlaybookFile(app.root, name);
   if (f) throw new AppError('conflict', `Playbook "${name}" is read from ${f.file}; change or remove that file instead.`);
@@ -74,9 +79,9 @@ function requireStored(app: App, name: string): store.PlaybookRecord {
 }
 
 /** A missing field is kept, description: null clears it; the merged playbook is checked whole. */
-export function updatePlaybook(app: App, name: string, patch: PlaybookPatchInput): Playbook {
-  return app.events.write(() => {
-    const cur = requireStored(app, name);
+export async function updatePlaybook(app: App, name: string, patch: PlaybookPatchInput): Promise<Playbook> {
+  return await app.events.write(async () => {
+    const cur = await requireStored(app, name);
     const next: store.PlaybookRecord = {
       ...cur,
       description: patch.description === undefined ? cur.description : patch.description,
@@ -85,15 +90,15 @@ export function updatePlaybook(app: App, name: string, patch: PlaybookPatchInput
       updatedAt: nowIso(app.clock),
     };
     checkMission(next.mission, next.parameters);
-    store.updatePlaybook(app.db, next);
+    await store.updatePlaybook(app.db, next);
     return fromRecord(next);
   });
 }
 
-export function removePlaybook(app: App, name: string): void {
-  app.events.write(() => {
-    requireStored(app, name);
-    store.deletePlaybook(app.db, name);
+export async function removePlaybook(app: App, name: string): Promise<void> {
+  await app.events.write(async () => {
+    await requireStored(app, name);
+    await store.deletePlaybook(app.db, name);
   });
 }
 
@@ -126,8 +131,8 @@ export function resolveParams(parameters: Parameter[], given: Record<string, Par
  * Fills the playbook's mission with the parameters and creates it. A filled mission that is not
  * a valid mission (a value breaks a format, titles collide) is 422 with paths into `mission`.
  */
-export function runPlaybook(app: App, name: string, params: Record<string, ParamValue>): { mission: Mission; tasks: Task[] } {
-  const p = getPlaybook(app, name);
+export async function runPlaybook(app: App, name: string, params: Record<string, ParamValue>): Promise<{ mission: Mission; tasks: Task[] }> {
+  const p = await getPlaybook(app, name);
   if (p.error !== null || p.mission === null) throw new AppError('unprocessable', `Playbook "${name}" (${p.file}) is invalid and cannot run: ${p.error}`);
   const values = resolveParams(p.parameters, params);
   const parsed = MissionIn.safeParse(fill(p.mission, values));
@@ -135,6 +140,6 @@ export function runPlaybook(app: App, name: string, params: Record<string, Param
     const details = zodDetails('mission', parsed.error);
     throw new AppError('unprocessable', `Playbook "${name}" filled with these parameters is not a valid mission: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, { details });
   }
-  const { tasks, ...mission } = createMission(app, parsed.data, 'mission');
+  const { tasks, ...mission } = await createMission(app, parsed.data, 'mission');
   return { mission, tasks };
 }

@@ -30,18 +30,18 @@ const toRecord = (r: Row): PlaybookRecord => ({
   updatedAt: r.updated_at,
 });
 
-export function getPlaybook(db: DB, name: string): PlaybookRecord | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM playbooks WHERE name = ?`).get(name) as Row | undefined;
+export async function getPlaybook(db: DB, name: string): Promise<PlaybookRecord | null> {
+  const r = (await stmt(db, `SELECT ${COLUMNS} FROM playbooks WHERE name = ?`).get(name)) as Row | undefined;
   return r ? toRecord(r) : null;
 }
 
 /** By name: templates are few, so the list is whole, not paged. */
-export function listPlaybooks(db: DB): PlaybookRecord[] {
-  return (stmt(db, `SELECT ${COLUMNS} FROM playbooks ORDER BY name`).all() as Row[]).map(toRecord);
+export async function listPlaybooks(db: DB): Promise<PlaybookRecord[]> {
+  return ((await stmt(db, `SELECT ${COLUMNS} FROM playbooks ORDER BY name`).all()) as Row[]).map(toRecord);
 }
 
-export function insertPlaybook(db: DB, p: PlaybookRecord): void {
-  stmt(db, `INSERT INTO playbooks (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(
+export async function insertPlaybook(db: DB, p: PlaybookRecord): Promise<void> {
+  await stmt(db, `INSERT INTO playbooks (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(
     p.name,
     p.description,
     JSON.stringify(p.parameters),
@@ -51,8 +51,8 @@ export function insertPlaybook(db: DB, p: PlaybookRecord): void {
   );
 }
 
-export function updatePlaybook(db: DB, p: PlaybookRecord): void {
-  stmt(db, 'UPDATE playbooks SET description = ?, parameters = ?, mission = ?, updated_at = ? WHERE name = ?').run(
+export async function updatePlaybook(db: DB, p: PlaybookRecord): Promise<void> {
+  await stmt(db, 'UPDATE playbooks SET description = ?, parameters = ?, mission = ?, updated_at = ? WHERE name = ?').run(
     p.description,
     JSON.stringify(p.parameters),
     JSON.stringify(p.mission),
@@ -61,6 +61,6 @@ export function updatePlaybook(db: DB, p: PlaybookRecord): void {
   );
 }
 
-export function deletePlaybook(db: DB, name: string): boolean {
-  return stmt(db, 'DELETE FROM playbooks WHERE name = ?').run(name).changes > 0;
+export async function deletePlaybook(db: DB, name: string): Promise<boolean> {
+  return (await stmt(db, 'DELETE FROM playbooks WHERE name = ?').run(name)).changes > 0;
 }

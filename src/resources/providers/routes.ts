@@ -15,6 +15,6 @@ export const providerRoutes = [
       'A billing error (402, insufficient quota) disables it for 5 h × 2^(n−1), capped at 24 h; a success clears both.',
     tag: 'Providers',
     response: AuthStatusOut,
-    handler: ({ app }) => authStatus(app),
+    handler: async ({ app }) => await authStatus(app),
   }),
 ];

@@ -1,4 +1,5 @@
 import { serviceKey, type App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { nowIso } from '../../lib/time.js';
 import { resolveProviders, type Provider } from './catalog.js';
 import { RECENT_FAILURES } from './failures.js';
@@ -18,11 +19,11 @@ const usable = (p: Provider): boolean => p.keyless || p.key !== null;
  * How many runs wait for each paused provider (queued or paused runs of agents on it), from the
  * runs resource; provided by the runs' wire(), so this resource does not reach into the runs' tables.
  */
-export const WAITING_RUNS = serviceKey<(app: App, now: number) => Map<string, number>>('providers.waitingRuns');
+export const WAITING_RUNS = serviceKey<(app: App, now: number) => Promise<Map<string, number>>>('providers.waitingRuns');
 
-export function authStatus(app: App, now = app.clock.now()): { providers: Record<string, ProviderStatusInfo> } {
-  const health = store.allHealth(app.db);
-  const waiting = [...health.values()].some((h) => h.pausedUntil !== null && h.pausedUntil > now) ? app.services.get(WAITING_RUNS)(app, now) : new Map<string, number>();
+export async function authStatus(app: App, now = app.clock.now()): Promise<{ providers: Record<string, ProviderStatusInfo> }> {
+  const health = await store.allHealth(app.db);
+  const waiting = [...health.values()].some((h) => h.pausedUntil !== null && h.pausedUntil > now) ? await app.services.get(WAITING_RUNS)(app, now) : new Map<string, number>();
   const out: Record<string, ProviderStatusInfo> = {};
   for (const p of providers(app).values()) {
     const h = health.get(p.id);
@@ -45,7 +46,7 @@ export function authStatus(app: App, now = app.clock.now()): { providers: Record
   return { providers: out };
 }
 
-export const providerHealth = (app: App, id: string): ProviderHealth => store.getHealth(app.db, id);
+export const providerHealth = async (app: App, id: string): Promise<ProviderHealth> => await store.getHealth(app.db, id);
 
 export const isUsable = usable;
 
@@ -80,7 +81,7 @@ function credentialParts(value: string): string[] {
 }
 
 /** When the provider may be called again, or null when it may be called now. */
-export const blockedUntil = (app: App, id: string, now = app.clock.now()): number | null => unavailableUntil(store.getHealth(app.db, id), now);
+export const blockedUntil = async (app: App, id: string, now = app.clock.now()): Promise<number | null> => unavailableUntil(await store.getHealth(app.db, id), now);
 
 export type UpstreamOutcome =
   | { ok: true }
@@ -96,52 +97,55 @@ export type UpstreamOutcome =
     };
 
 /** Feeds an upstream answer into the provider's schedules. */
-export function recordUpstream(app: App, id: string, outcome: UpstreamOutcome, now = app.clock.now()): void {
+export async function recordUpstream(app: App, id: string, outcome: UpstreamOutcome, now = app.clock.now()): Promise<void> {
   // A transient failure of a request that already failed (here: a retry; elsewhere: the request's
   // own doing) is not one more of the provider's. Asked before the transaction: memory, not state.
   const failedBefore = !outcome.ok && outcome.request !== undefined && classifyFailure(outcome.status, outcome.code) === 'transient' ? app.services.get(RECENT_FAILURES).record(outcome.request, id, now) : null;
   // Read and write in one transaction: daemons sharing a state must not lose each other's counts.
-  app.db.transaction(() => record(app, id, outcome, now, { counted: !failedBefore?.size }))();
+  await app.db.transaction(async () => {
+    await lockKey(app.db, 'provider', id);
+    await record(app, id, outcome, now, { counted: !failedBefore?.size });
+  });
 }
 
-function record(app: App, id: string, outcome: UpstreamOutcome, now: number, facts: FailureFacts): void {
-  const before = store.getHealth(app.db, id);
+async function record(app: App, id: string, outcome: UpstreamOutcome, now: number, facts: FailureFacts): Promise<void> {
+  const before = await store.getHealth(app.db, id);
   if (outcome.ok) {
-    recordSuccess(app, id, before, now);
+    await recordSuccess(app, id, before, now);
     return;
   }
   const next = afterFailure(before, classifyFailure(outcome.status, outcome.code), outcome.reason, now, { ...facts, retryAfterMs: outcome.retryAfterMs });
-  if (next !== before) store.putHealth(app.db, id, next, nowIso(app.clock));
+  if (next !== before) await store.putHealth(app.db, id, next, nowIso(app.clock));
 }
 
-function recordSuccess(app: App, id: string, before: ProviderHealth, now: number): void {
-  if (before.errorCount || before.billingCount || before.authFailed || before.cooldownUntil || before.disabledUntil) store.putHealth(app.db, id, afterSuccess(before, now), nowIso(app.clock));
+async function recordSuccess(app: App, id: string, before: ProviderHealth, now: number): Promise<void> {
+  if (before.errorCount || before.billingCount || before.authFailed || before.cooldownUntil || before.disabledUntil) await store.putHealth(app.db, id, afterSuccess(before, now), nowIso(app.clock));
 }
 
 /**
  * A run of an agent on provider `id` ran into a usage limit (inside the caller's transaction):
  * the provider cools down, and its runs pause, until the reset (or its backoff). Returns until when.
  */
-export function pauseProvider(app: App, id: string, reason: string, resetsAt: number | null, now = app.clock.now()): number {
-  const next = afterUsageLimit(store.getHealth(app.db, id), reason, now, resetsAt);
-  store.putHealth(app.db, id, next, nowIso(app.clock));
+export async function pauseProvider(app: App, id: string, reason: string, resetsAt: number | null, now = app.clock.now()): Promise<number> {
+  const next = afterUsageLimit(await store.getHealth(app.db, id), reason, now, resetsAt);
+  await store.putHealth(app.db, id, next, nowIso(app.clock));
   return next.pausedUntil!;
 }
 
 /** A run on the provider ended well: its failure counts are cleared unless a pause is on. */
-export function providerServed(app: App, id: string, now = app.clock.now()): void {
-  recordSuccess(app, id, store.getHealth(app.db, id), now);
+export async function providerServed(app: App, id: string, now = app.clock.now()): Promise<void> {
+  await recordSuccess(app, id, await store.getHealth(app.db, id), now);
 }
 
 /** Providers whose runs are paused, or whose pause is over but not yet said to be: id → paused until. */
-export function pausedProviders(app: App): Map<string, number> {
+export async function pausedProviders(app: App): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for (const [id, h] of store.allHealth(app.db)) if (h.pausedUntil !== null) out.set(id, h.pausedUntil);
+  for (const [id, h] of await store.allHealth(app.db)) if (h.pausedUntil !== null) out.set(id, h.pausedUntil);
   return out;
 }
 
 /** Says a pause is over (false when another daemon did, or the pause moved later meanwhile). */
-export const endPause = (app: App, id: string, until: number): boolean => store.endPause(app.db, id, until, nowIso(app.clock));
+export const endPause = async (app: App, id: string, until: number): Promise<boolean> => await store.endPause(app.db, id, until, nowIso(app.clock));
 
 /** A person resumed a run before its provider's reset: the pause and the cooldown end now. */
-export const liftPause = (app: App, id: string): boolean => store.liftPause(app.db, id, nowIso(app.clock));
+export const liftPause = async (app: App, id: string): Promise<boolean> => await store.liftPause(app.db, id, nowIso(app.clock));

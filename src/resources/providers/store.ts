@@ -24,22 +24,22 @@ const toHealth = (r: Row): ProviderHealth => ({
   pausedUntil: n(r.paused_until),
 });
 
-export function allHealth(db: DB): Map<string, ProviderHealth> {
-  const rows = stmt(db, 'SELECT * FROM provider_health').all() as Row[];
+export async function allHealth(db: DB): Promise<Map<string, ProviderHealth>> {
+  const rows = (await stmt(db, 'SELECT * FROM provider_health').all()) as Row[];
   return new Map(rows.map((r) => [r.provider, toHealth(r)]));
 }
 
-export function getHealth(db: DB, provider: string): ProviderHealth {
-  const r = stmt(db, 'SELECT * FROM provider_health WHERE provider = ?').get(provider) as Row | undefined;
+export async function getHealth(db: DB, provider: string): Promise<ProviderHealth> {
+  const r = (await stmt(db, 'SELECT * FROM provider_health WHERE provider = ?').get(provider)) as Row | undefined;
   return r ? toHealth(r) : HEALTHY;
 }
 
-export function putHealth(db: DB, provider: string, h: ProviderHealth, now: string): void {
+export async function putHealth(db: DB, provider: string, h: ProviderHealth, now: string): Promise<void> {
   if (h === HEALTHY) {
-    stmt(db, 'DELETE FROM provider_health WHERE provider = ?').run(provider);
+    await stmt(db, 'DELETE FROM provider_health WHERE provider = ?').run(provider);
     return;
   }
-  stmt(
+  await stmt(
     db,
     `INSERT INTO provider_health (provider, error_count, billing_count, cooldown_until, disabled_until, auth_failed, last_error_reason, paused_until, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -50,11 +50,11 @@ export function putHealth(db: DB, provider: string, h: ProviderHealth, now: stri
 }
 
 /** Says the pause that lasted until `until` is over (false: another daemon said it first, or it moved). */
-export function endPause(db: DB, provider: string, until: number, now: string): boolean {
-  return stmt(db, 'UPDATE provider_health SET paused_until = NULL, updated_at = ? WHERE provider = ? AND paused_until = ?').run(now, provider, until).changes > 0;
+export async function endPause(db: DB, provider: string, until: number, now: string): Promise<boolean> {
+  return (await stmt(db, 'UPDATE provider_health SET paused_until = NULL, updated_at = ? WHERE provider = ? AND paused_until = ?').run(now, provider, until)).changes > 0;
 }
 
 /** A person lifted the pause before its time: the provider's cooldown ends with it. */
-export function liftPause(db: DB, provider: string, now: string): boolean {
-  return stmt(db, 'UPDATE provider_health SET paused_until = NULL, cooldown_until = NULL, updated_at = ? WHERE provider = ? AND paused_until IS NOT NULL').run(now, provider).changes > 0;
+export async function liftPause(db: DB, provider: string, now: string): Promise<boolean> {
+  return (await stmt(db, 'UPDATE provider_health SET paused_until = NULL, cooldown_until = NULL, updated_at = ? WHERE provider = ? AND paused_until IS NOT NULL').run(now, provider)).changes > 0;
 }

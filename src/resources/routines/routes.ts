@@ -18,7 +18,7 @@ export const routineRoutes = [
     summary: 'List routines by name, each with its next schedule time and newest firings',
     tag,
     response: z.array(RoutineOut),
-    handler: ({ app }) => routines.listRoutines(app),
+    handler: async ({ app }) => await routines.listRoutines(app),
   }),
   route({
     method: 'POST',
@@ -33,7 +33,7 @@ export const routineRoutes = [
     status: 201,
     body: RoutineIn,
     response: RoutineDetailOut,
-    handler: ({ app, body }) => routines.createRoutine(app, body),
+    handler: async ({ app, body }) => await routines.createRoutine(app, body),
   }),
   route({
     method: 'GET',
@@ -43,7 +43,7 @@ export const routineRoutes = [
     tag,
     params: RoutineNameParam,
     response: RoutineDetailOut,
-    handler: ({ app, params }) => routines.getRoutine(app, params.name),
+    handler: async ({ app, params }) => await routines.getRoutine(app, params.name),
   }),
   route({
     method: 'PATCH',
@@ -56,7 +56,7 @@ export const routineRoutes = [
     params: RoutineNameParam,
     body: RoutinePatch,
     response: RoutineDetailOut,
-    handler: ({ app, params, body }) => routines.updateRoutine(app, params.name, body),
+    handler: async ({ app, params, body }) => await routines.updateRoutine(app, params.name, body),
   }),
   route({
     method: 'DELETE',
@@ -66,8 +66,8 @@ export const routineRoutes = [
     tag,
     params: RoutineNameParam,
     response: Removed,
-    handler: ({ app, params }) => {
-      routines.removeRoutine(app, params.name);
+    handler: async ({ app, params }) => {
+      await routines.removeRoutine(app, params.name);
       return { removed: true as const };
     },
   }),
@@ -83,7 +83,7 @@ export const routineRoutes = [
     params: RoutineNameParam,
     body: FireIn,
     response: FiringOut,
-    handler: ({ app, params }) => fireByHand(app, params.name),
+    handler: async ({ app, params }) => await fireByHand(app, params.name),
   }),
   route({
     method: 'GET',
@@ -95,6 +95,6 @@ export const routineRoutes = [
     params: RoutineNameParam,
     query: FiringListQuery,
     response: z.array(FiringOut),
-    handler: ({ app, params, query, setHeader }) => pageAnswer(setHeader, routines.listFirings(app, params.name, query)),
+    handler: async ({ app, params, query, setHeader }) => pageAnswer(setHeader, await routines.listFirings(app, params.name, query)),
   }),
 ];

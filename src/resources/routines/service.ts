@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { AppError, unprocessableField, type ErrorDetail } from '../../kernel/errors.js';
 import { nowIso } from '../../lib/time.js';
 import { agentExists } from '../agents/service.js';
@@ -39,32 +40,34 @@ const toRoutine = (r: store.RoutineRecord, firings: store.FiringRecord[]): Routi
 
 const iso = (t: number) => new Date(t).toISOString();
 
-function detail(app: App, r: store.RoutineRecord): RoutineDetail {
+async function detail(app: App, r: store.RoutineRecord): Promise<RoutineDetail> {
   const times = r.enabled && r.schedule ? nextTimes(r.schedule, app.clock.now(), 5).map(iso) : [];
-  return { ...toRoutine(r, store.listFirings(app.db, r.name, undefined, ITEM_FIRINGS)), nextFireTimes: times };
+  return { ...toRoutine(r, await store.listFirings(app.db, r.name, undefined, ITEM_FIRINGS)), nextFireTimes: times };
 }
 
-export function listRoutines(app: App): Routine[] {
+export async function listRoutines(app: App): Promise<Routine[]> {
   const firings = new Map<string, store.FiringRecord[]>();
-  for (const f of store.latestFirings(app.db, LIST_FIRINGS)) {
+  for (const f of await store.latestFirings(app.db, LIST_FIRINGS)) {
     const list = firings.get(f.routine) ?? [];
     list.push(f);
     firings.set(f.routine, list);
   }
-  return store.listRoutines(app.db).map((r) => toRoutine(r, firings.get(r.name) ?? []));
+  return (await store.listRoutines(app.db)).map((r) => toRoutine(r, firings.get(r.name) ?? []));
 }
 
-export function requireRecord(app: App, name: string): store.RoutineRecord {
-  const r = store.getRoutine(app.db, name);
+export async function requireRecord(app: App, name: string): Promise<store.RoutineRecord> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'routine', name);
+  const r = await store.getRoutine(app.db, name);
   if (!r) throw new AppError('not_found', `Routine "${name}" not found.`);
   return r;
 }
 
-export const getRoutine = (app: App, name: string): RoutineDetail => detail(app, requireRecord(app, name));
+export const getRoutine = async (app: App, name: string): Promise<RoutineDetail> => await detail(app, await requireRecord(app, name));
 
-export function listFirings(app: App, name: string, q: { limit: number; cursor?: string }): Page<Firing> {
-  requireRecord(app, name);
-  return toPage(store.listFirings(app.db, name, q.cursor, q.limit + 1).map(store.firingOut), q.limit, (f) => f.id);
+export async function listFirings(app: App, name: string, q: { limit: number; cursor?: string }): Promise<Page<Firing>> {
+  await requireRecord(app, name);
+  return toPage((await store.listFirings(app.db, name, q.cursor, q.limit + 1)).map(store.firingOut), q.limit, (f) => f.id);
 }
 
 const invalid = (what: string, details: ErrorDetail[]) =>
@@ -77,14 +80,14 @@ const unprocessable = (details: ErrorDetail[]) =>
 const templated = (v: unknown) => typeof v === 'string' && placeholders(v).length > 0;
 
 /** An assignee named outright must exist (422); a templated one is checked when the routine fires. */
-function missingAgent(app: App, agent: unknown, path: string): ErrorDetail[] {
-  return typeof agent === 'string' && !templated(agent) && !agentExists(app.db, agent) ? [{ path, message: `agent "${agent}" does not exist` }] : [];
+async function missingAgent(app: App, agent: unknown, path: string): Promise<ErrorDetail[]> {
+  return typeof agent === 'string' && !templated(agent) && !(await agentExists(app.db, agent)) ? [{ path, message: `agent "${agent}" does not exist` }] : [];
 }
 
-function requirePlaybook(app: App, name: string, at: string): Playbook {
+async function requirePlaybook(app: App, name: string, at: string): Promise<Playbook> {
   let p: Playbook;
   try {
-    p = getPlaybook(app, name);
+    p = await getPlaybook(app, name);
   } catch (err) {
     if (err instanceof AppError && err.code === 'not_found') throw unprocessable([{ path: at, message: `playbook "${name}" does not exist` }]);
     throw err;
@@ -97,10 +100,10 @@ function requirePlaybook(app: App, name: string, at: string): Playbook {
  * The action's checks, in the order a person fixes them: every {{variable}} known (400), the filled
  * body valid apart from templated strings (400), then what it names exists (422).
  */
-function checkAction(app: App, action: Action, words: Vocabulary): void {
+async function checkAction(app: App, action: Action, words: Vocabulary): Promise<void> {
   const at = 'body.action';
   if ('playbook' in action) {
-    const p = requirePlaybook(app, action.playbook, `${at}.playbook`);
+    const p = await requirePlaybook(app, action.playbook, `${at}.playbook`);
     const unknown = placeholders(action.params).filter((f) => !words.known(f.name));
     if (unknown.length) throw invalid('routine', unknown.map((f) => ({ path: [`${at}.params`, ...f.path].join('.'), message: `${words.unknownMessage(f.name)} (${words.listed})` })));
     // Templated values are only known when it fires: a sample of the parameter's type stands in.
@@ -121,14 +124,15 @@ function checkAction(app: App, action: Action, words: Vocabulary): void {
   if ('task' in action) {
     const problems = checkAgainst(action.task, TaskIn, words, `${at}.task`);
     if (problems.length) throw invalid('routine', problems);
-    const missing = missingAgent(app, action.task.assignTo, `${at}.task.assignTo`);
+    const missing = await missingAgent(app, action.task.assignTo, `${at}.task.assignTo`);
     if (missing.length) throw unprocessable(missing);
     return;
   }
   const problems = checkAgainst(action.mission, MissionIn, words, `${at}.mission`);
   if (problems.length) throw invalid('routine', problems);
   const tasks = Array.isArray(action.mission.tasks) ? (action.mission.tasks as { assignTo?: unknown }[]) : [];
-  const missing = tasks.flatMap((t, i) => missingAgent(app, t?.assignTo, `${at}.mission.tasks.${i}.assignTo`));
+  const missing: ErrorDetail[] = [];
+  for (const [i, t] of tasks.entries()) missing.push(...await missingAgent(app, t?.assignTo, `${at}.mission.tasks.${i}.assignTo`));
   if (missing.length) throw unprocessable(missing);
 }
 
@@ -150,14 +154,16 @@ const nextFire = (app: App, enabled: boolean, schedule: Schedule | null): string
   return t === null ? null : iso(t);
 };
 
-export function createRoutine(app: App, input: RoutineInput): RoutineDetail {
-  return app.events.write(() => {
-    if (store.getRoutine(app.db, input.name)) throw new AppError('conflict', `Routine "${input.name}" already exists.`);
+export async function createRoutine(app: App, input: RoutineInput): Promise<RoutineDetail> {
+  return await app.events.write(async () => {
+    // Two creations of one name, on two daemons: the second finds the first (lockKey).
+    await lockKey(app.db, 'routine', input.name);
+    if (await store.getRoutine(app.db, input.name)) throw new AppError('conflict', `Routine "${input.name}" already exists.`);
     const schedule = input.schedule ?? null;
     const trigger = input.trigger ?? null;
     checkSource(schedule, trigger);
     if (trigger) checkTrigger(trigger);
-    checkAction(app, input.action, vocabulary(trigger, 'body.trigger.event'));
+    await checkAction(app, input.action, vocabulary(trigger, 'body.trigger.event'));
     const now = nowIso(app.clock);
     const record: store.RoutineRecord = {
       name: input.name,
@@ -176,20 +182,22 @@ export function createRoutine(app: App, input: RoutineInput): RoutineDetail {
       createdAt: now,
       updatedAt: now,
     };
-    store.insertRoutine(app.db, record);
+    await store.insertRoutine(app.db, record);
     // A trigger hears events from its own creation on, on every daemon alike.
     const e = app.events.emit('routine:created', { routine: input.name });
-    store.advanceEvent(app.db, input.name, e.id);
-    return detail(app, store.getRoutine(app.db, input.name)!);
+    // Its id once written.
+    await app.events.flush();
+    await store.advanceEvent(app.db, input.name, e.id);
+    return await detail(app, (await store.getRoutine(app.db, input.name))!);
   });
 }
 
 /** A missing field is kept; description, schedule or trigger null clears it. The result is checked whole. */
-export function updateRoutine(app: App, name: string, patch: RoutinePatchInput): RoutineDetail {
-  return app.events.write(() => {
-    const cur = requireRecord(app, name);
+export async function updateRoutine(app: App, name: string, patch: RoutinePatchInput): Promise<RoutineDetail> {
+  return await app.events.write(async () => {
+    const cur = await requireRecord(app, name);
     const fields = Object.keys(patch).filter((k) => patch[k as keyof RoutinePatchInput] !== undefined);
-    if (!fields.length) return detail(app, cur);
+    if (!fields.length) return await detail(app, cur);
     const next: store.RoutineRecord = {
       ...cur,
       description: patch.description === undefined ? cur.description : patch.description,
@@ -204,26 +212,27 @@ export function updateRoutine(app: App, name: string, patch: RoutinePatchInput):
     };
     checkSource(next.schedule, next.trigger);
     if (next.trigger && (patch.trigger !== undefined || patch.action !== undefined)) checkTrigger(next.trigger);
-    if (patch.action !== undefined || patch.trigger !== undefined || patch.schedule !== undefined) checkAction(app, next.action, vocabulary(next.trigger, 'body.trigger.event'));
+    if (patch.action !== undefined || patch.trigger !== undefined || patch.schedule !== undefined) await checkAction(app, next.action, vocabulary(next.trigger, 'body.trigger.event'));
     // A schedule changed or switched on starts from now: no catch-up for the time it was off.
     const rescheduled = patch.schedule !== undefined || (patch.enabled !== undefined && patch.enabled !== cur.enabled);
     if (rescheduled) next.nextFireAt = nextFire(app, next.enabled, next.schedule);
-    store.updateRoutine(app.db, next);
+    await store.updateRoutine(app.db, next);
     const e = app.events.emit('routine:updated', { routine: name, fields });
+    await app.events.flush();
     // A trigger changed or switched on hears events from now on, not those it missed while off.
-    if (patch.trigger !== undefined || (patch.enabled === true && !cur.enabled)) store.advanceEvent(app.db, name, e.id);
-    return detail(app, store.getRoutine(app.db, name)!);
+    if (patch.trigger !== undefined || (patch.enabled === true && !cur.enabled)) await store.advanceEvent(app.db, name, e.id);
+    return await detail(app, (await store.getRoutine(app.db, name))!);
   });
 }
 
-export function removeRoutine(app: App, name: string): void {
-  app.events.write(() => {
-    requireRecord(app, name);
-    store.deleteRoutine(app.db, name);
+export async function removeRoutine(app: App, name: string): Promise<void> {
+  await app.events.write(async () => {
+    await requireRecord(app, name);
+    await store.deleteRoutine(app.db, name);
     app.events.emit('routine:removed', { routine: name });
   });
 }
 
 /** Forgets what old firings created (their chains), created before `olderThan`; for the pruner. */
-export const pruneRoutineWork = (app: App, olderThan: string, limit: number): number => store.pruneWork(app.db, olderThan, limit);
+export const pruneRoutineWork = async (app: App, olderThan: string, limit: number): Promise<number> => await store.pruneWork(app.db, olderThan, limit);
 

@@ -81,35 +81,35 @@ const values = (r: RoutineRecord) => [
   r.updatedAt,
 ];
 
-export function getRoutine(db: DB, name: string): RoutineRecord | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM routines WHERE name = ?`).get(name) as Row | undefined;
+export async function getRoutine(db: DB, name: string): Promise<RoutineRecord | null> {
+  const r = (await stmt(db, `SELECT ${COLUMNS} FROM routines WHERE name = ?`).get(name)) as Row | undefined;
   return r ? toRecord(r) : null;
 }
 
 /** By name: routines are made by people, a few hundred at most, so the list is whole. */
-export function listRoutines(db: DB): RoutineRecord[] {
-  return (stmt(db, `SELECT ${COLUMNS} FROM routines ORDER BY name`).all() as Row[]).map(toRecord);
+export async function listRoutines(db: DB): Promise<RoutineRecord[]> {
+  return ((await stmt(db, `SELECT ${COLUMNS} FROM routines ORDER BY name`).all()) as Row[]).map(toRecord);
 }
 
 /** Enabled routines with a trigger: what each event is matched against. */
-export function listTriggered(db: DB): RoutineRecord[] {
-  return (stmt(db, `SELECT ${COLUMNS} FROM routines WHERE enabled = 1 AND trigger_spec IS NOT NULL ORDER BY name`).all() as Row[]).map(toRecord);
+export async function listTriggered(db: DB): Promise<RoutineRecord[]> {
+  return ((await stmt(db, `SELECT ${COLUMNS} FROM routines WHERE enabled = 1 AND trigger_spec IS NOT NULL ORDER BY name`).all()) as Row[]).map(toRecord);
 }
 
-export function insertRoutine(db: DB, r: RoutineRecord): void {
-  stmt(db, `INSERT INTO routines (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...values(r));
+export async function insertRoutine(db: DB, r: RoutineRecord): Promise<void> {
+  await stmt(db, `INSERT INTO routines (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...values(r));
 }
 
-export function updateRoutine(db: DB, r: RoutineRecord): void {
-  stmt(
+export async function updateRoutine(db: DB, r: RoutineRecord): Promise<void> {
+  await stmt(
     db,
     `UPDATE routines SET description = ?, enabled = ?, schedule = ?, trigger_spec = ?, action = ?, concurrency = ?, catch_up = ?, max_firings_per_minute = ?,
        next_fire_at = ?, last_event_id = ?, rate_window_start = ?, rate_count = ?, updated_at = ? WHERE name = ?`,
   ).run(...values(r).slice(1, 13), r.updatedAt, r.name);
 }
 
-export function deleteRoutine(db: DB, name: string): boolean {
-  return stmt(db, 'DELETE FROM routines WHERE name = ?').run(name).changes > 0;
+export async function deleteRoutine(db: DB, name: string): Promise<boolean> {
+  return (await stmt(db, 'DELETE FROM routines WHERE name = ?').run(name)).changes > 0;
 }
 
 export interface Due {
@@ -122,28 +122,28 @@ export interface Due {
  * have fired, so one pass never holds the daemon long), plus the first still to come when fewer
  * are due. Both read the next_fire_at index in order.
  */
-export function dueRoutines(db: DB, cutoff: string, limit: number): Due[] {
-  const due = stmt(db, 'SELECT name AS id, next_fire_at AS "expiresAt" FROM routines WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?').all(
+export async function dueRoutines(db: DB, cutoff: string, limit: number): Promise<Due[]> {
+  const due = (await stmt(db, 'SELECT name AS id, next_fire_at AS "expiresAt" FROM routines WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?').all(
     cutoff,
     limit,
-  ) as Due[];
+  )) as Due[];
   if (due.length >= limit) return due;
-  const next = stmt(db, 'SELECT name AS id, next_fire_at AS "expiresAt" FROM routines WHERE next_fire_at > ? ORDER BY next_fire_at LIMIT 1').get(cutoff) as Due | undefined;
+  const next = (await stmt(db, 'SELECT name AS id, next_fire_at AS "expiresAt" FROM routines WHERE next_fire_at > ? ORDER BY next_fire_at LIMIT 1').get(cutoff)) as Due | undefined;
   return next ? [...due, next] : due;
 }
 
 /** Moves a schedule on, compare-and-set: false when another daemon already did (it fired that time). */
-export function advanceSchedule(db: DB, name: string, from: string, to: string | null): boolean {
-  return stmt(db, 'UPDATE routines SET next_fire_at = ? WHERE name = ? AND next_fire_at = ?').run(to, name, from).changes === 1;
+export async function advanceSchedule(db: DB, name: string, from: string, to: string | null): Promise<boolean> {
+  return (await stmt(db, 'UPDATE routines SET next_fire_at = ? WHERE name = ? AND next_fire_at = ?').run(to, name, from)).changes === 1;
 }
 
 /** Records a decision on an event, compare-and-set: false when this routine already decided on it (or a later one). */
-export function advanceEvent(db: DB, name: string, eventId: number): boolean {
-  return stmt(db, 'UPDATE routines SET last_event_id = ? WHERE name = ? AND last_event_id < ?').run(eventId, name, eventId).changes === 1;
+export async function advanceEvent(db: DB, name: string, eventId: number): Promise<boolean> {
+  return (await stmt(db, 'UPDATE routines SET last_event_id = ? WHERE name = ? AND last_event_id < ?').run(eventId, name, eventId)).changes === 1;
 }
 
-export function setRate(db: DB, name: string, windowStart: string, count: number): void {
-  stmt(db, 'UPDATE routines SET rate_window_start = ?, rate_count = ? WHERE name = ?').run(windowStart, count, name);
+export async function setRate(db: DB, name: string, windowStart: string, count: number): Promise<void> {
+  await stmt(db, 'UPDATE routines SET rate_window_start = ?, rate_count = ? WHERE name = ?').run(windowStart, count, name);
 }
 
 // Firings.
@@ -194,9 +194,9 @@ const toFiring = (r: FiringRow): FiringRecord => ({
 export const firingOut = ({ fireKey: _k, vars: _v, ...f }: FiringRecord): Firing => f;
 
 /** Records a firing; false when this routine already has one with this key (another daemon's). */
-export function insertFiring(db: DB, f: FiringRecord): boolean {
+export async function insertFiring(db: DB, f: FiringRecord): Promise<boolean> {
   return (
-    stmt(db, `INSERT INTO routine_firings (${FIRING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (routine, fire_key) DO NOTHING`).run(
+    (await stmt(db, `INSERT INTO routine_firings (${FIRING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (routine, fire_key) DO NOTHING`).run(
       f.id,
       f.routine,
       f.fireKey,
@@ -211,12 +211,12 @@ export function insertFiring(db: DB, f: FiringRecord): boolean {
       JSON.stringify(f.created),
       JSON.stringify(f.chain),
       f.vars === null ? null : JSON.stringify(f.vars),
-    ).changes === 1
+    )).changes === 1
   );
 }
 
-export function settleFiring(db: DB, id: string, s: { status: Firing['status']; detail: string | null; created: Firing['created']; firedAt?: string }): void {
-  stmt(db, 'UPDATE routine_firings SET status = ?, detail = ?, created = ?, fired_at = COALESCE(?, fired_at), vars = NULL WHERE id = ?').run(
+export async function settleFiring(db: DB, id: string, s: { status: Firing['status']; detail: string | null; created: Firing['created']; firedAt?: string }): Promise<void> {
+  await stmt(db, 'UPDATE routine_firings SET status = ?, detail = ?, created = ?, fired_at = COALESCE(?, fired_at), vars = NULL WHERE id = ?').run(
     s.status,
     s.detail,
     JSON.stringify(s.created),
@@ -226,54 +226,54 @@ export function settleFiring(db: DB, id: string, s: { status: Firing['status']; 
 }
 
 /** Compare-and-set a queued firing to its outcome: false when another daemon released it first. */
-export function releaseQueued(db: DB, id: string): boolean {
-  return stmt(db, "UPDATE routine_firings SET status = 'fired' WHERE id = ? AND status = 'queued'").run(id).changes === 1;
+export async function releaseQueued(db: DB, id: string): Promise<boolean> {
+  return (await stmt(db, "UPDATE routine_firings SET status = 'fired' WHERE id = ? AND status = 'queued'").run(id)).changes === 1;
 }
 
-export function getFiring(db: DB, id: string): FiringRecord | null {
-  const r = stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE id = ?`).get(id) as FiringRow | undefined;
+export async function getFiring(db: DB, id: string): Promise<FiringRecord | null> {
+  const r = (await stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE id = ?`).get(id)) as FiringRow | undefined;
   return r ? toFiring(r) : null;
 }
 
 /** Newest first (ids are uuidv7), `before` the previous page's last id. */
-export function listFirings(db: DB, routine: string, before: string | undefined, limit: number): FiringRecord[] {
+export async function listFirings(db: DB, routine: string, before: string | undefined, limit: number): Promise<FiringRecord[]> {
   const rows = before
-    ? stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(routine, before, limit)
-    : stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? ORDER BY id DESC LIMIT ?`).all(routine, limit);
+    ? (await stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(routine, before, limit))
+    : (await stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? ORDER BY id DESC LIMIT ?`).all(routine, limit));
   return (rows as FiringRow[]).map(toFiring);
 }
 
 /** The newest `n` firings of every routine, in one statement (an index seek per routine). */
-export function latestFirings(db: DB, n: number): FiringRecord[] {
+export async function latestFirings(db: DB, n: number): Promise<FiringRecord[]> {
   return (
-    stmt(
+    (await stmt(
       db,
       `SELECT ${FIRING_COLUMNS} FROM routine_firings f
        WHERE f.id >= COALESCE((SELECT g.id FROM routine_firings g WHERE g.routine = f.routine ORDER BY g.id DESC LIMIT 1 OFFSET ${n - 1}), '')
        ORDER BY f.routine, f.id DESC`,
-    ).all() as FiringRow[]
+    ).all()) as FiringRow[]
   ).map(toFiring);
 }
 
 /** The routine's newest firing that created work, if any. */
-export function lastFired(db: DB, routine: string): FiringRecord | null {
-  const r = stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? AND status = 'fired' ORDER BY id DESC LIMIT 1`).get(routine) as FiringRow | undefined;
+export async function lastFired(db: DB, routine: string): Promise<FiringRecord | null> {
+  const r = (await stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? AND status = 'fired' ORDER BY id DESC LIMIT 1`).get(routine)) as FiringRow | undefined;
   return r ? toFiring(r) : null;
 }
 
 /** Queued firings of a routine, oldest first. */
-export function queuedFirings(db: DB, routine: string): FiringRecord[] {
-  return (stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? AND status = 'queued' ORDER BY id`).all(routine) as FiringRow[]).map(toFiring);
+export async function queuedFirings(db: DB, routine: string): Promise<FiringRecord[]> {
+  return ((await stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? AND status = 'queued' ORDER BY id`).all(routine)) as FiringRow[]).map(toFiring);
 }
 
 /** Routines with firings waiting. */
-export function routinesWithQueued(db: DB): string[] {
-  return (stmt(db, "SELECT DISTINCT routine FROM routine_firings WHERE status = 'queued'").all() as { routine: string }[]).map((r) => r.routine);
+export async function routinesWithQueued(db: DB): Promise<string[]> {
+  return ((await stmt(db, "SELECT DISTINCT routine FROM routine_firings WHERE status = 'queued'").all()) as { routine: string }[]).map((r) => r.routine);
 }
 
 /** Keeps the routine's newest `keep` firings (and every queued one). */
-export function pruneFirings(db: DB, routine: string, keep: number): void {
-  stmt(
+export async function pruneFirings(db: DB, routine: string, keep: number): Promise<void> {
+  await stmt(
     db,
     `DELETE FROM routine_firings WHERE routine = ? AND status <> 'queued'
        AND id <= (SELECT id FROM routine_firings WHERE routine = ? ORDER BY id DESC LIMIT 1 OFFSET ${keep})`,
@@ -282,18 +282,18 @@ export function pruneFirings(db: DB, routine: string, keep: number): void {
 
 // What firings created.
 
-export function insertWork(db: DB, ids: string[], routine: string, chain: string[], now: string): void {
+export async function insertWork(db: DB, ids: string[], routine: string, chain: string[], now: string): Promise<void> {
   const s = stmt(db, 'INSERT INTO routine_work (work_id, routine, chain, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (work_id) DO NOTHING');
-  for (const id of ids) s.run(id, routine, JSON.stringify(chain), now);
+  for (const id of ids) await s.run(id, routine, JSON.stringify(chain), now);
 }
 
 /** The chain of routines that created a task or mission, or null when no firing did. */
-export function chainOf(db: DB, workId: string): string[] | null {
-  const r = stmt(db, 'SELECT chain FROM routine_work WHERE work_id = ?').get(workId) as { chain: string } | undefined;
+export async function chainOf(db: DB, workId: string): Promise<string[] | null> {
+  const r = (await stmt(db, 'SELECT chain FROM routine_work WHERE work_id = ?').get(workId)) as { chain: string } | undefined;
   return r ? (JSON.parse(r.chain) as string[]) : null;
 }
 
 /** Forgets the oldest work records, created before `olderThan`, at most `limit`. */
-export function pruneWork(db: DB, olderThan: string, limit: number): number {
-  return stmt(db, 'DELETE FROM routine_work WHERE work_id IN (SELECT work_id FROM routine_work WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(olderThan, limit).changes;
+export async function pruneWork(db: DB, olderThan: string, limit: number): Promise<number> {
+  return (await stmt(db, 'DELETE FROM routine_work WHERE work_id IN (SELECT work_id FROM routine_work WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(olderThan, limit)).changes;
 }

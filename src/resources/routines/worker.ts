@@ -1,4 +1,4 @@
-import { serviceKey, type App } from '../../app.js';
+import { LEADER, serviceKey, type App } from '../../app.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { errorFields } from '../../kernel/log.js';
 import { monotonic } from '../../lib/clock.js';
@@ -28,7 +28,7 @@ const closes = (e: StoredEvent): boolean => CLOSING.has(e.name) && (e.name !== '
 
 export interface RoutineWorker {
   /** Fires what is due (missed firings caught up) and arms the timer; releases queued firings whose work closed while no daemon ran. */
-  start(): void;
+  start(): Promise<void>;
   close(): void;
 }
 
@@ -42,16 +42,19 @@ export const ROUTINE_WORKER = serviceKey<RoutineWorker>('routines.worker');
  */
 export function routineWorker(app: App): RoutineWorker {
   const { clock, log } = app;
+  const leader = app.services.get(LEADER);
   const scheduler = new TimeoutScheduler({
     now: () => clock.now(),
     setTimer: (fn, ms) => clock.setTimeout(fn, ms),
     clearTimer: (handle) => clock.clearTimeout(handle),
-    candidates: (at) => store.dueRoutines(app.db, new Date(at).toISOString(), BATCH),
-    fire: (name, at) => {
-      for (const f of fireDue(app, name, at)) log.debug('routine fired', { routine: name, firingId: f.id, status: f.status, scheduledAt: f.scheduledAt });
+    // Schedules fire on the leading daemon alone; triggers on whichever daemon hears the event first (fireOnEvent's compare-and-set).
+    active: () => leader.isLeader(),
+    candidates: async (at) => await store.dueRoutines(app.db, new Date(at).toISOString(), BATCH),
+    fire: async (name, at) => {
+      for (const f of await fireDue(app, name, at)) log.debug('routine fired', { routine: name, firingId: f.id, status: f.status, scheduledAt: f.scheduledAt });
     },
     // A batch of due routines in one transaction (each firing in its own savepoint): one commit, not 25.
-    batch: (pass) => app.events.write(pass),
+    batch: async (pass) => await app.events.write(pass),
     onError: (name, err) =>
       name === null
         ? log.error('reading routine schedules failed; trying again later', errorFields(err))
@@ -59,8 +62,15 @@ export function routineWorker(app: App): RoutineWorker {
   });
 
   // Triggers, compiled and indexed once per change of any routine.
-  let index: TriggerIndex | null = null;
-  const triggers = (): TriggerIndex => (index ??= new TriggerIndex(store.listTriggered(app.db).map((r) => ({ name: r.name, trigger: r.trigger! }))));
+  let index: Promise<TriggerIndex> | null = null;
+  let known: TriggerIndex | null = null;
+  const triggers = (): Promise<TriggerIndex> => {
+    if (index) return index;
+    const read = store.listTriggered(app.db).then((rows) => (known = new TriggerIndex(rows.map((r) => ({ name: r.name, trigger: r.trigger! })))));
+    // A failed read is tried again at the next event.
+    read.catch(() => index === read && (index = null));
+    return (index = read);
+  };
 
   const backlog: StoredEvent[] = [];
   let head = 0;
@@ -69,24 +79,24 @@ export function routineWorker(app: App): RoutineWorker {
   /** Whether some firing may be queued: closing events are worth looking at only then. */
   let waiting = true;
 
-  const handle = (e: StoredEvent) => {
-    const matching = triggers().matching(e.name, e.data);
+  const handle = async (e: StoredEvent) => {
+    const matching = (await triggers()).matching(e.name, e.data);
     if (matching.length) {
-      const cause = eventChain(app, e);
+      const cause = await eventChain(app, e);
       for (const name of matching) {
         try {
-          fireOnEvent(app, name, e, cause);
+          await fireOnEvent(app, name, e, cause);
         } catch (err) {
           log.error('firing a routine on an event failed', { routine: name, eventId: e.id, ...errorFields(err) });
         }
       }
     }
     if (waiting && closes(e)) {
-      const names = routinesWithQueued(app);
+      const names = await routinesWithQueued(app);
       if (!names.length) waiting = false;
       for (const name of names) {
         try {
-          releaseQueued(app, name);
+          await releaseQueued(app, name);
         } catch (err) {
           log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
         }
@@ -94,17 +104,25 @@ export function routineWorker(app: App): RoutineWorker {
     }
   };
 
-  const pass = () => {
+  /** A pass under way: one at a time, so that a routine's firings (and its per-minute count) follow one another. */
+  let passing = false;
+  const pass = async () => {
     scheduled = false;
-    if (stopped) return;
+    // The pass under way goes on to what was heard meanwhile, or schedules the next one.
+    if (stopped || passing) return;
+    passing = true;
     const until = monotonic() + PASS_MS;
-    for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || monotonic() < until); n++) {
-      const e = backlog[head++]!;
-      try {
-        handle(e);
-      } catch (err) {
-        log.error('matching an event against routine triggers failed', { eventId: e.id, ...errorFields(err) });
+    try {
+      for (let n = 0; head < backlog.length && n < EVENTS_PER_PASS && (n === 0 || monotonic() < until); n++) {
+        const e = backlog[head++]!;
+        try {
+          await handle(e);
+        } catch (err) {
+          log.error('matching an event against routine triggers failed', { eventId: e.id, ...errorFields(err) });
+        }
       }
+    } finally {
+      passing = false;
     }
     if (head >= backlog.length) {
       backlog.length = 0;
@@ -116,7 +134,7 @@ export function routineWorker(app: App): RoutineWorker {
   const schedule = () => {
     if (scheduled || stopped) return;
     scheduled = true;
-    setImmediate(pass);
+    setImmediate(() => void pass());
   };
 
   // Heard after each commit, in id order on every daemon. A change of a routine re-reads the
@@ -126,13 +144,15 @@ export function routineWorker(app: App): RoutineWorker {
     if (LIFECYCLE.has(e.name)) {
       // Re-indexed when next needed, not at each of a thousand routines made in a row.
       index = null;
-      scheduler.arm();
+      known = null;
+      void scheduler.arm();
       backlog.push(e);
       schedule();
       return;
     }
     if (e.name === 'routine:queued') waiting = true;
-    if (!triggers().hears(e.name) && !(waiting && closes(e))) return;
+    // Until the triggers are read, every event waits in the backlog (handle() matches it then).
+    if (known && !known.hears(e.name) && !(waiting && closes(e))) return;
     if (backlog.length - head >= MAX_BACKLOG) {
       head++;
       log.error('routine triggers are behind by more events than they may hold; the oldest was dropped', { eventId: e.id });
@@ -141,13 +161,15 @@ export function routineWorker(app: App): RoutineWorker {
     schedule();
   });
 
+  let unlead = (): void => undefined;
   return {
-    start() {
-      scheduler.tick();
+    async start() {
+      unlead = leader.onChange((leads) => leads && void scheduler.tick());
+      await scheduler.tick();
       // Queued firings whose previous work closed while no daemon ran.
-      for (const name of routinesWithQueued(app)) {
+      for (const name of await routinesWithQueued(app)) {
         try {
-          releaseQueued(app, name);
+          await releaseQueued(app, name);
         } catch (err) {
           log.error('releasing a queued routine firing failed', { routine: name, ...errorFields(err) });
         }
@@ -156,6 +178,7 @@ export function routineWorker(app: App): RoutineWorker {
     close() {
       stopped = true;
       unsubscribe();
+      unlead();
       scheduler.stop();
     },
   };

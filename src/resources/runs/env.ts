@@ -24,7 +24,7 @@ export class VaultRefError extends Error {}
  * The whole environment, and the secret values in it (for scrubbing what the CLI prints back).
  * Throws VaultRefError naming the entry and key when a vault reference cannot be read.
  */
-export function runEnvironment(app: App, agent: string, runtime: Runtime, driverEnv: Record<string, string>, vars: RunVariables): { env: Record<string, string>; secrets: string[] } {
+export async function runEnvironment(app: App, agent: string, runtime: Runtime, driverEnv: Record<string, string>, vars: RunVariables): Promise<{ env: Record<string, string>; secrets: string[] }> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(app.env)) if (v !== undefined && !hidden(k)) env[k] = v;
   Object.assign(env, driverEnv);
@@ -38,7 +38,7 @@ export function runEnvironment(app: App, agent: string, runtime: Runtime, driver
     let entry = opened.get(value.vault);
     if (!entry) {
       try {
-        entry = openEntry(app, agent, value.vault);
+        entry = await openEntry(app, agent, value.vault);
       } catch {
         throw new VaultRefError(`runtime.env.${name}: agent "${agent}" has no vault entry for service "${value.vault}" (or it cannot be opened)`);
       }

@@ -43,22 +43,28 @@ export class Holds {
   /** The earliest end of a hold met so far (the runner wakes then). */
   next: number | null = null;
 
-  constructor(
+  private constructor(
     private readonly app: App,
-    now = app.clock.now(),
+    now: number,
+    paused: Map<string, number>,
   ) {
     this.now = now;
-    this.paused = pausedProviders(app);
+    this.paused = paused;
   }
 
-  agent(name: string): Agent | null {
-    if (!this.agents.has(name)) this.agents.set(name, getAgent(this.app.db, name));
+  /** The holds as they are now: the providers' pauses read once. */
+  static async read(app: App, now = app.clock.now()): Promise<Holds> {
+    return new Holds(app, now, await pausedProviders(app));
+  }
+
+  async agent(name: string): Promise<Agent | null> {
+    if (!this.agents.has(name)) this.agents.set(name, await getAgent(this.app.db, name));
     return this.agents.get(name)!;
   }
 
   /** The agent's provider, or null (no such agent, no runtime, or none to say). */
-  providerOfAgent(name: string): string | null {
-    const a = this.agent(name);
+  async providerOfAgent(name: string): Promise<string | null> {
+    const a = await this.agent(name);
     return a?.runtime ? providerOf(a, a.runtime.kind) : null;
   }
 
@@ -77,8 +83,8 @@ export class Holds {
   }
 
   /** The agent's provider, paused by a usage limit now: until when. */
-  private providerHold(agent: string): Hold | null {
-    const provider = this.providerOfAgent(agent);
+  private async providerHold(agent: string): Promise<Hold | null> {
+    const provider = await this.providerOfAgent(agent);
     const until = provider ? this.paused.get(provider) : undefined;
     if (!provider || until === undefined || until <= this.now) return null;
     this.seen(until);
@@ -86,11 +92,11 @@ export class Holds {
   }
 
   /** A spent budget of the agent or the project: until its period ends. */
-  private budgetHold(agent: string): Hold | null {
+  private async budgetHold(agent: string): Promise<Hold | null> {
     if (!this.budgets.has(agent)) {
       // Every budget's spend is read once per look, however many agents it limits.
-      this.states ??= budgetStates(this.app, undefined, this.now);
-      const b = budgetHold(this.app, agent, this.now, this.states);
+      this.states ??= (await budgetStates(this.app, undefined, this.now));
+      const b = await budgetHold(this.app, agent, this.now, this.states);
       this.budgets.set(agent, b && { kind: 'budget', scope: b.scope, agent: b.agent, period: b.period, until: b.periodEnd });
     }
     const hold = this.budgets.get(agent)!;
@@ -99,19 +105,19 @@ export class Holds {
   }
 
   /** The provider or budget hold on new runs of `agent` (what keeps a queued run from starting, besides slots). */
-  blocking(agent: string): Hold | null {
-    return this.providerHold(agent) ?? this.budgetHold(agent);
+  async blocking(agent: string): Promise<Hold | null> {
+    return (await this.providerHold(agent)) ?? (await this.budgetHold(agent));
   }
 
   /** What holds a run that is queued or paused, besides slots and concurrency. */
-  of(run: Pick<store.RunRecord, 'agent' | 'status' | 'notBefore'>): Hold | null {
-    const provider = this.providerHold(run.agent);
+  async of(run: Pick<store.RunRecord, 'agent' | 'status' | 'notBefore'>): Promise<Hold | null> {
+    const provider = await this.providerHold(run.agent);
     if (provider) return provider;
     if (run.notBefore && Date.parse(run.notBefore) > this.now) {
       this.seen(Date.parse(run.notBefore));
       return { kind: 'backoff', until: run.notBefore };
     }
-    const budget = this.budgetHold(run.agent);
+    const budget = await this.budgetHold(run.agent);
     if (budget) return budget;
     if (run.status === 'paused' && !this.app.config().runner.autoResume) return { kind: 'resume' };
     return null;
@@ -121,13 +127,13 @@ export class Holds {
    * Everything that holds a live run, for people (the API): of() and then, for a queued run, the
    * agent's concurrency and the runner's slots.
    */
-  explain(run: store.RunRecord, slots: { running: number; capacity: number } | null): Hold | null {
+  async explain(run: store.RunRecord, slots: { running: number; capacity: number } | null): Promise<Hold | null> {
     if (run.status !== 'queued' && run.status !== 'paused') return null;
-    const held = this.of(run);
+    const held = await this.of(run);
     if (held || run.status === 'paused') return held;
-    const agent = this.agent(run.agent);
+    const agent = await this.agent(run.agent);
     const limit = agent?.maxConcurrency ?? 1;
-    if (!this.active.has(run.agent)) this.active.set(run.agent, store.activeCount(this.app.db, { agent: run.agent }));
+    if (!this.active.has(run.agent)) this.active.set(run.agent, await store.activeCount(this.app.db, { agent: run.agent }));
     const running = this.active.get(run.agent)!;
     if (running >= limit) return { kind: 'concurrency', running, limit };
     if (slots && slots.running >= slots.capacity) return { kind: 'slots', ...slots };
@@ -135,10 +141,10 @@ export class Holds {
   }
 
   /** Queued and paused runs per paused provider (auth status, runner:paused). */
-  waitingByProvider(): Map<string, number> {
+  async waitingByProvider(): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    for (const { agent, n } of store.waitingByAgent(this.app.db)) {
-      const p = this.providerOfAgent(agent);
+    for (const { agent, n } of await store.waitingByAgent(this.app.db)) {
+      const p = await this.providerOfAgent(agent);
       if (p) out.set(p, (out.get(p) ?? 0) + n);
     }
     return out;

@@ -158,7 +158,7 @@ export class LiveRun {
     const { app, run, runtime } = this;
     const config = this.ctx.config();
     const fail = (error: string): ProcessExit => ({ code: null, signal: null, reason: 'spawn_failed', error });
-    const task = getTask(app, run.taskId);
+    const task = await getTask(app, run.taskId);
     if (!task) return fail('the task was removed');
     const driver = driverFor(runtime.kind);
     const command = await findRuntime(app, runtime);
@@ -171,7 +171,7 @@ export class LiveRun {
           dir: git.worktreeDir(app.root, run.taskId),
           branch: git.branchName(run.agent, run.taskId),
           baseRef: config.baseRef ?? 'HEAD',
-          fromBranch: this.dependencyBranch(task.dependsOn),
+          fromBranch: await this.dependencyBranch(task.dependsOn),
         });
         this.workspace = { path: ws.path, cwd: ws.cwd, branch: ws.branch, baseCommit: ws.baseCommit };
         this.branchReady = ws.branchReady ?? null;
@@ -187,7 +187,7 @@ export class LiveRun {
     this.runDir = runDir;
     let prompt: string;
     try {
-      prompt = promptFor(app, run, task, this.workspace.branch, config.promptFile);
+      prompt = await promptFor(app, run, task, this.workspace.branch, config.promptFile);
     } catch (err) {
       return fail((err as Error).message);
     }
@@ -196,10 +196,10 @@ export class LiveRun {
 
     // The CLI has no such session (Claude Code's "No conversation found": one killed a moment after
     // it began may not have been saved): a fresh one, told what happened so far.
-    this.take([{ kind: 'system', text: `the CLI could not resume session ${run.resumeSessionId}; starting a fresh session with the task's history in the prompt` }]);
-    app.events.write(() => store.forgetResume(app.db, run.id, nowIso(app.clock)));
+    await this.take([{ kind: 'system', text: `the CLI could not resume session ${run.resumeSessionId}; starting a fresh session with the task's history in the prompt` }]);
+    await app.events.write(async () => await store.forgetResume(app.db, run.id, nowIso(app.clock)));
     try {
-      prompt = promptFor(app, run, task, this.workspace.branch, config.promptFile, { history: taskHistory(app, run.taskId, run.id) });
+      prompt = await promptFor(app, run, task, this.workspace.branch, config.promptFile, { history: await taskHistory(app, run.taskId, run.id) });
     } catch (err) {
       return fail((err as Error).message);
     }
@@ -237,7 +237,7 @@ export class LiveRun {
     });
     let env: Record<string, string>;
     try {
-      const built = runEnvironment(app, run.agent, runtime, invocation.env, { url: this.ctx.url(), key, taskId: run.taskId, runId: run.id, agent: run.agent });
+      const built = await runEnvironment(app, run.agent, runtime, invocation.env, { url: this.ctx.url(), key, taskId: run.taskId, runId: run.id, agent: run.agent });
       env = built.env;
       this.secrets = built.secrets;
     } catch (err) {
@@ -249,7 +249,7 @@ export class LiveRun {
       writeFileSync(f.path, f.content, { mode: 0o600 });
     }
     const parser = driver.parser({ cwd: this.workspace.cwd, clock: app.clock });
-    this.usageBase = driver.resumedUsage === 'session-total' && resumeSessionId ? store.sessionUsage(app.db, resumeSessionId) : null;
+    this.usageBase = driver.resumedUsage === 'session-total' && resumeSessionId ? (await store.sessionUsage(app.db, resumeSessionId)) : null;
     this.parser = parser;
     this.sessionGone = false;
     this.lastStderr = null;
@@ -264,11 +264,11 @@ export class LiveRun {
         timeoutMs: config.timeoutSec * 1000,
         killGraceMs: KILL_GRACE_MS,
         maxLineBytes: MAX_LINE_BYTES,
-        onStdoutLine: (line) => this.take(parser.line(line)),
-        onStderrLine: (line) => {
+        onStdoutLine: async (line) => await this.take(parser.line(line)),
+        onStderrLine: async (line) => {
           if (line.trim()) this.lastStderr = line.slice(0, 500);
           if (resumeSessionId && driver.sessionMissing.test(line)) this.sessionGone = true;
-          this.take([{ kind: 'stderr', text: line }]);
+          await this.take([{ kind: 'stderr', text: line }]);
         },
       },
       app.clock,
@@ -276,8 +276,8 @@ export class LiveRun {
     this.process = proc;
     if (proc.pid !== null) {
       const pid = proc.pid;
-      app.events.write(() => {
-        store.setStarted(app.db, run.id, { pid, pidStart: proc.startTime, workspace: this.workspace.path, branch: this.workspace.branch, baseCommit: this.workspace.baseCommit, now: nowIso(app.clock) });
+      await app.events.write(async () => {
+        await store.setStarted(app.db, run.id, { pid, pidStart: proc.startTime, workspace: this.workspace.path, branch: this.workspace.branch, baseCommit: this.workspace.baseCommit, now: nowIso(app.clock) });
         app.events.emit('run:started', { runId: run.id, taskId: run.taskId, agent: run.agent, runner: this.ctx.runnerId, pid, branch: this.workspace.branch });
       });
     }
@@ -286,9 +286,9 @@ export class LiveRun {
   }
 
   /** The branch of the task's single dependency's latest run, to build on its work. */
-  private dependencyBranch(deps: string[]): string | null {
+  private async dependencyBranch(deps: string[]): Promise<string | null> {
     if (deps.length !== 1) return null;
-    return store.latestRunOfTask(this.app.db, deps[0]!)?.branch ?? null;
+    return (await store.latestRunOfTask(this.app.db, deps[0]!))?.branch ?? null;
   }
 
   private runAgent(): RunAgent {
@@ -313,10 +313,10 @@ export class LiveRun {
 
   // --- while it runs
 
-  private take(items: RunLogItem[]): void {
+  private async take(items: RunLogItem[]): Promise<void> {
     const at = nowIso(this.app.clock);
     for (const item of items) this.log.push(redactValue(item, this.secrets), at);
-    if (this.log.size >= FLUSH_ITEMS) this.flush();
+    if (this.log.size >= FLUSH_ITEMS) await this.flush();
     else this.flushLater();
     this.stopIfIdle();
   }
@@ -333,29 +333,42 @@ export class LiveRun {
     if (this.flushTimer) return;
     this.flushTimer = setTimeout(() => {
       this.flushTimer = null;
-      this.flush();
+      void this.flush();
     }, FLUSH_MS).unref();
   }
 
-  /** Writes the log items that wait, the run's progress and one run:activity event, in one transaction. */
-  private flush(closing: Numbered | null = null): void {
-    const { app } = this;
+  /**
+   * Writes the log items that wait, the run's progress and one run:activity event, in one
+   * transaction. One write at a time, in the order asked: items are taken when the previous write
+   * is done, so the log and its run:activity events keep the order the CLI wrote them in.
+   */
+  private flush(closing: Numbered | null = null): Promise<void> {
     if (this.flushTimer) {
       clearTimeout(this.flushTimer);
       this.flushTimer = null;
     }
+    const next = this.writing.then(() => this.writeLog(closing));
+    this.writing = next;
+    return next;
+  }
+
+  /** The log write under way (never rejects: a failed one is logged). */
+  private writing: Promise<void> = Promise.resolve();
+
+  private async writeLog(closing: Numbered | null): Promise<void> {
+    const { app } = this;
     const items = this.log.take();
     if (closing) items.push(closing);
     const state = this.parser?.state();
     if (!items.length && !state) return;
     try {
-      app.events.write(() => {
-        if (items.length) store.insertLog(app.db, this.id, items);
+      await app.events.write(async () => {
+        if (items.length) await store.insertLog(app.db, this.id, items);
         let progress: { turns: number; usage: Usage } | object = {};
         if (state) {
           const usage = addUsage(this.carried.usage, runUsage(state.usage, this.usageBase));
           progress = { turns: this.carried.turns + state.turns, usage };
-          store.setProgress(app.db, this.id, {
+          await store.setProgress(app.db, this.id, {
             turns: this.carried.turns + state.turns,
             usage,
             sessionId: state.sessionId,
@@ -363,7 +376,7 @@ export class LiveRun {
             logDropped: this.log.droppedCount,
             now: nowIso(app.clock),
           });
-          this.noteSpend(usage);
+          await this.noteSpend(usage);
         }
         if (items.length) app.events.emit('run:activity', { runId: this.id, taskId: this.taskId, agent: this.agent, fromSeq: items[0]!.seq, items: items.map(eventItem), ...progress });
       });
@@ -374,28 +387,29 @@ export class LiveRun {
   }
 
   /** The run's usage moved: its budgets are looked at (warning and exceeded said once); one spent stops it after its turn. */
-  private noteSpend(usage: Usage): void {
+  private async noteSpend(usage: Usage): Promise<void> {
     const seen = JSON.stringify(usage);
     if (seen === this.notedUsage) return;
     this.notedUsage = seen;
-    if (noteSpend(this.app, this.agent).length && !this.finishing) this.stopWhenIdle = true;
+    if ((await noteSpend(this.app, this.agent)).length && !this.finishing) this.stopWhenIdle = true;
   }
 
   /** Keeps the task's claim alive while the run lives. */
   private heartbeatLater(): void {
     const { app } = this;
     const every = Math.min(60_000, (app.config().tasks.leaseSeconds * 1000) / 3);
-    this.heartbeat = app.clock.setTimeout(() => {
+    const beat = async () => {
       this.heartbeat = null;
       if (this.done) return;
       try {
-        heartbeatTask(app, this.taskId, this.leaseId);
+        await heartbeatTask(app, this.taskId, this.leaseId);
       } catch (err) {
         if (!(err instanceof AppError)) app.log.error('heartbeat of a run failed', { runId: this.id, ...errorFields(err) });
         else app.log.warn("a run's task claim is gone; the run goes on until it ends", { runId: this.id, error: err.message });
       }
-      this.heartbeatLater();
-    }, every);
+      if (!this.done) this.heartbeatLater();
+    };
+    this.heartbeat = app.clock.setTimeout(() => void beat(), every);
   }
 
   // --- the end
@@ -427,18 +441,18 @@ export class LiveRun {
     this.finishing = true;
     const state = this.parser?.state() ?? null;
     const end = this.outcome(exit);
-    if (end.status === 'paused') return this.pause(exit, state, end.paused!);
+    if (end.status === 'paused') return await this.pause(exit, state, end.paused!);
     let { status, error } = end as { status: FinishedStatus; error: string | null };
     let headCommit: string | null = null;
     let diffStat: DiffStat | null = null;
     if (status === 'succeeded' && this.workspace.branch && this.workspace.baseCommit) {
       try {
         await this.branchReady;
-        const identity = getAgent(app.db, run.agent)?.identity ?? null;
+        const identity = (await getAgent(app.db, run.agent))?.identity ?? null;
         const committed = await git.commitAll({
           path: this.workspace.path,
           author: { name: identity?.displayName ?? `${run.agent} (svc)`, email: identity?.email ?? `${run.agent}@svc.invalid` },
-          message: `${getTask(app, run.taskId)?.title ?? run.taskId}\n\n${redactValue((state?.summary ?? '').slice(0, 4000), this.secrets)}`.trim(),
+          message: `${(await getTask(app, run.taskId))?.title ?? run.taskId}\n\n${redactValue((state?.summary ?? '').slice(0, 4000), this.secrets)}`.trim(),
           trailers: { 'Svc-Task': run.taskId, 'Svc-Run': run.id },
         });
         // The agent may have committed on its own: its work is everything from the base to the head.
@@ -451,15 +465,15 @@ export class LiveRun {
     }
     const summary = state?.summary ? redactValue(state.summary, this.secrets) : null;
     if (error) error = redactValue(error, this.secrets);
-    this.flush(this.log.closing(nowIso(app.clock)));
-    app.events.write(() => {
-      const usage = store.getRun(app.db, run.id)!.usage;
-      if (!store.finishRun(app.db, run.id, { status, exitCode: exit.code, error, summary, headCommit, diffStat, now: nowIso(app.clock) })) return;
+    await this.flush(this.log.closing(nowIso(app.clock)));
+    await app.events.write(async () => {
+      const usage = (await store.getRun(app.db, run.id))!.usage;
+      if (!(await store.finishRun(app.db, run.id, { status, exitCode: exit.code, error, summary, headCommit, diffStat, now: nowIso(app.clock) }))) return;
       app.events.emit('run:finished', { runId: run.id, taskId: run.taskId, agent: run.agent, status, exitCode: exit.code, error, headCommit, usage });
-      this.settleTask(status, { error, summary, headCommit, diffStat });
+      await this.settleTask(status, { error, summary, headCommit, diffStat });
       // Served well: the provider's failure counts start over (unless its runs are paused).
       const provider = status === 'succeeded' ? providerOf(this.agentRecord, this.runtime.kind) : null;
-      if (provider) providerServed(app, provider);
+      if (provider) await providerServed(app, provider);
     });
   }
 
@@ -468,10 +482,10 @@ export class LiveRun {
    * reset (or the provider's backoff), a spent budget until the period rolls over or the limit is
    * raised. Its task is released to assigned; the same run is queued again to resume the session.
    */
-  private pause(exit: ProcessExit, state: StreamState | null, why: PauseReason): void {
+  private async pause(exit: ProcessExit, state: StreamState | null, why: PauseReason): Promise<void> {
     const { app, run } = this;
-    this.flush(this.log.closing(nowIso(app.clock)));
-    app.events.write(() => {
+    await this.flush(this.log.closing(nowIso(app.clock)));
+    await app.events.write(async () => {
       const now = app.clock.now();
       const provider = providerOf(this.agentRecord, this.runtime.kind);
       let until: number | null = null;
@@ -480,43 +494,43 @@ export class LiveRun {
         const resetsAt = limit.resetsAt ? Date.parse(limit.resetsAt) : null;
         const reason = `usage limit${limit.status ? ` (HTTP ${limit.status})` : ''} met by run ${run.id} of ${run.agent}${limit.resetsAt ? `, resetting at ${limit.resetsAt}` : ''}`;
         // Without a provider nothing else waits; the run alone pauses, for the same time.
-        until = provider ? pauseProvider(app, provider, reason, resetsAt, now) : afterUsageLimit(HEALTHY, reason, now, resetsAt).pausedUntil;
+        until = provider ? (await pauseProvider(app, provider, reason, resetsAt, now)) : afterUsageLimit(HEALTHY, reason, now, resetsAt).pausedUntil;
       }
       const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
-      if (!store.pauseRun(app.db, run.id, { reason: why, notBefore: iso(until), exitCode: exit.code, now: nowIso(app.clock) })) return;
-      const resumesAt = why === 'budget' ? (budgetHold(app, run.agent, now)?.periodEnd ?? null) : iso(until);
+      if (!(await store.pauseRun(app.db, run.id, { reason: why, notBefore: iso(until), exitCode: exit.code, now: nowIso(app.clock) }))) return;
+      const resumesAt = why === 'budget' ? ((await budgetHold(app, run.agent, now))?.periodEnd ?? null) : iso(until);
       app.events.emit('run:paused', { runId: run.id, taskId: run.taskId, agent: run.agent, reason: why, provider, until: resumesAt });
       try {
-        releaseClaim(app, run.taskId, this.leaseId, `run ${run.id} paused: ${why === 'budget' ? 'its budget is spent' : 'a usage limit of its provider'}`);
+        await releaseClaim(app, run.taskId, this.leaseId, `run ${run.id} paused: ${why === 'budget' ? 'its budget is spent' : 'a usage limit of its provider'}`);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         app.log.warn('a run paused but its task could not be released', { runId: run.id, taskId: run.taskId, error: err.message });
       }
       if (why === 'usage_limit' && provider) {
-        app.events.emit('runner:paused', { provider, until: iso(until)!, runs: new Holds(app, now).waitingByProvider().get(provider) ?? 0 });
+        app.events.emit('runner:paused', { provider, until: iso(until)!, runs: (await (await Holds.read(app, now)).waitingByProvider()).get(provider) ?? 0 });
       }
     });
   }
 
   /** What the run's end does to its task (inside the run's finishing transaction). */
-  private settleTask(status: FinishedStatus, r: { error: string | null; summary: string | null; headCommit: string | null; diffStat: DiffStat | null }): void {
+  private async settleTask(status: FinishedStatus, r: { error: string | null; summary: string | null; headCommit: string | null; diffStat: DiffStat | null }): Promise<void> {
     const { app, run, leaseId } = this;
     try {
       if (status === 'succeeded') {
-        transitionTask(app, run.taskId, 'review', {
+        await transitionTask(app, run.taskId, 'review', {
           leaseId,
           reason: `run ${run.id} succeeded`,
           result: { runId: run.id, summary: r.summary, branch: this.workspace.branch, headCommit: r.headCommit, diffStat: r.diffStat },
         });
       } else if (status === 'cancelled') {
-        releaseClaim(app, run.taskId, leaseId, `run ${run.id} cancelled`);
+        await releaseClaim(app, run.taskId, leaseId, `run ${run.id} cancelled`);
       } else if (status === 'lost') {
-        releaseClaim(app, run.taskId, leaseId, `run ${run.id} lost: ${r.error}`);
-        queueRun(app, run.taskId, { agent: run.agent, reason: 'requeue' });
+        await releaseClaim(app, run.taskId, leaseId, `run ${run.id} lost: ${r.error}`);
+        await queueRun(app, run.taskId, { agent: run.agent, reason: 'requeue' });
       } else {
-        const task = transitionTask(app, run.taskId, 'failed', { leaseId, reason: `run ${run.id} ${status}: ${r.error}`, result: { runId: run.id, error: r.error } });
+        const task = await transitionTask(app, run.taskId, 'failed', { leaseId, reason: `run ${run.id} ${status}: ${r.error}`, result: { runId: run.id, error: r.error } });
         if (task.retries < task.maxRetries) {
-          queueRun(app, run.taskId, { agent: run.agent, reason: 'retry', notBefore: new Date(app.clock.now() + retryDelayMs(task.retries)).toISOString() });
+          await queueRun(app, run.taskId, { agent: run.agent, reason: 'retry', notBefore: new Date(app.clock.now() + retryDelayMs(task.retries)).toISOString() });
         }
       }
     } catch (err) {

@@ -44,12 +44,12 @@ const clip = (t: string): string => (t.length <= HISTORY_TEXT_MAX ? t : `${t.sli
  * What happened on a task so far, for a CLI that starts afresh because the session it was to
  * resume is lost: its earlier runs (how each ended, its summary or error) and its notes, oldest first.
  */
-export function taskHistory(app: App, taskId: string, exceptRunId: string): string {
-  const runs = store
-    .listRuns(app.db, { taskId, limit: HISTORY_ITEMS + 1 })
+export async function taskHistory(app: App, taskId: string, exceptRunId: string): Promise<string> {
+  const runs = (await store
+    .listRuns(app.db, { taskId, limit: HISTORY_ITEMS + 1 }))
     .filter((r) => r.id !== exceptRunId)
     .reverse();
-  const { comments } = taskWithComments(app, taskId, HISTORY_ITEMS);
+  const { comments } = await taskWithComments(app, taskId, HISTORY_ITEMS);
   const lines = [
     ...runs.map((r) => `- run ${r.attempt} (${r.reason}, ${r.status}${r.branch ? `, branch ${r.branch}` : ''})${r.summary ? `: ${clip(r.summary)}` : r.error ? `: ${clip(r.error)}` : ''}`),
     ...comments.reverse().map((c) => `- note by ${c.author} at ${c.createdAt}: ${clip(c.body)}`),
@@ -111,11 +111,11 @@ export function templatePrompt(template: string, f: PromptFacts): string {
  * repository applies to the next one). Throws with what is wrong with the template (unreadable,
  * or a placeholder svc does not fill): the run fails with that message.
  */
-export function promptFor(app: App, run: store.RunRecord, task: Task, branch: string | null, promptFile: string | undefined, extra: { history?: string } = {}): string {
+export async function promptFor(app: App, run: store.RunRecord, task: Task, branch: string | null, promptFile: string | undefined, extra: { history?: string } = {}): Promise<string> {
   let mission: PromptFacts['mission'] = null;
   if (task.missionId) {
     try {
-      const m = getMission(app, task.missionId);
+      const m = await getMission(app, task.missionId);
       mission = { name: m.name, goal: m.goal };
     } catch {
       mission = null; // removed since: the task is still worth doing
@@ -126,10 +126,7 @@ export function promptFor(app: App, run: store.RunRecord, task: Task, branch: st
     runId: run.id,
     task: { id: task.id, title: task.title, description: task.description },
     mission,
-    dependencies: task.dependsOn.map((id) => {
-      const last = store.latestRunOfTask(app.db, id);
-      return { id, title: getTask(app, id)?.title ?? id, summary: last?.summary ?? null, branch: last?.branch ?? null };
-    }),
+    dependencies: await dependencyFacts(app, task.dependsOn),
     feedback: run.reason === 'revision' ? run.prompt : null,
     request: run.reason === 'revision' ? null : run.prompt,
     branch,
@@ -147,4 +144,14 @@ export function promptFor(app: App, run: store.RunRecord, task: Task, branch: st
   const unknown = placeholders(template).filter((p) => !Object.hasOwn(known, p.name));
   if (unknown.length) throw new Error(`runner.promptFile ${promptFile}: {{${unknown[0]!.name}}} is not a placeholder svc fills (it fills: ${Object.keys(known).join(', ')})`);
   return templatePrompt(template, facts);
+}
+
+/** What a run is told of each dependency: its title, and its latest run's summary and branch. */
+async function dependencyFacts(app: App, ids: string[]): Promise<PromptFacts['dependencies']> {
+  const out: PromptFacts['dependencies'] = [];
+  for (const id of ids) {
+    const last = await store.latestRunOfTask(app.db, id);
+    out.push({ id, title: (await getTask(app, id))?.title ?? id, summary: last?.summary ?? null, branch: last?.branch ?? null });
+  }
+  return out;
 }

@@ -24,7 +24,7 @@ export const runRoutes = [
     params: TaskIdParam,
     body: RunIn,
     response: RunOut,
-    handler: ({ app, params, body }) => runs.startRunByHand(app, params.taskId, body),
+    handler: async ({ app, params, body }) => await runs.startRunByHand(app, params.taskId, body),
   }),
   route({
     method: 'GET',
@@ -95,7 +95,7 @@ export const runRoutes = [
     tag,
     params: RunIdParam,
     response: RunOut,
-    handler: ({ app, params }) => runs.resumeRun(app, params.runId),
+    handler: async ({ app, params }) => await runs.resumeRun(app, params.runId),
   }),
   route({
     method: 'GET',
@@ -106,7 +106,7 @@ export const runRoutes = [
       "What the board shows of the runner: each agent with a runtime is idle, running (which runs, on which tasks) or waiting, and each waiting run says what holds it (waitingFor: a retry's backoff, its provider paused until a time, a spent budget until its period ends, a person's resume, the agent's maxConcurrency, the runner's slots). A queued run waits for the first of these that holds.",
     tag,
     response: QueueOut,
-    handler: ({ app }) => runs.readQueue(app),
+    handler: async ({ app }) => await runs.readQueue(app),
   }),
   route({
     method: 'GET',

@@ -1,5 +1,6 @@
 import { hostname, totalmem } from 'node:os';
 import type { App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { AppError } from '../../kernel/errors.js';
 import { errorFields } from '../../kernel/log.js';
 import { systemClock } from '../../lib/clock.js';
@@ -122,8 +123,8 @@ export class Runner implements RunnerHandle {
     await this.recover();
     const runtimes = await this.foundRuntimes();
     if (this.closing) return;
-    app.events.write(() => {
-      store.upsertRunner(app.db, {
+    await app.events.write(async () => {
+      await store.upsertRunner(app.db, {
         id: this.o.id,
         host: this.host,
         pid: process.pid,
@@ -137,13 +138,18 @@ export class Runner implements RunnerHandle {
       // Said to the others: alone on a SQLite state, the daemon's own start says it.
       if (this.o.shared) app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: runtimes.map((r) => r.kind) });
     });
-    this.unsubscribe = app.events.subscribe((e) => this.hear(e.name, e.data));
+    // Heard one after another, in id order: what an event leads to may read the state.
+    this.unsubscribe = app.events.subscribe((e) => {
+      this.hearing = this.hearing
+        .then(() => this.hear(e.name, e.data))
+        .catch((err: unknown) => app.log.error('the runner could not act on an event', { event: e.name, eventId: e.id, ...errorFields(err) }));
+    });
     this.spareSoon();
     // Presence matters to other runners only: a daemon alone on its SQLite state is its only runner.
-    if (this.o.shared) this.presenceTick();
+    if (this.o.shared) await this.presenceTick();
     this.clean();
     // Tasks that became ready while no daemon listened (or before runs existed) are queued now.
-    this.sweepAll();
+    await this.sweepAll();
     this.kick();
   }
 
@@ -178,7 +184,12 @@ export class Runner implements RunnerHandle {
 
   // --- hearing events: what may have become ready, what may have freed a slot
 
-  private hear(name: string, data: Record<string, unknown>): void {
+  /** The events heard and not yet acted on, one after another. */
+  private hearing: Promise<void> = Promise.resolve();
+  /** The queue pass under way. */
+  private passing: Promise<void> = Promise.resolve();
+
+  private async hear(name: string, data: Record<string, unknown>): Promise<void> {
     if (this.closing) return;
     const taskId = typeof data.taskId === 'string' ? data.taskId : null;
     switch (name) {
@@ -187,16 +198,16 @@ export class Runner implements RunnerHandle {
         return;
       case 'task:transition':
         if (data.to === 'pending' || data.to === 'assigned') this.dispatchSoon(taskId!);
-        else if (data.to === 'done') for (const d of dependentsOf(this.app, taskId!)) this.dispatchSoon(d);
+        else if (data.to === 'done') for (const d of await dependentsOf(this.app, taskId!)) this.dispatchSoon(d);
         if (data.from === 'in_progress') this.taskLeft(taskId!, String(data.to));
-        else if (data.to !== 'pending' && data.to !== 'assigned' && data.to !== 'failed') this.waitingTaskLeft(taskId!, String(data.to));
+        else if (data.to !== 'pending' && data.to !== 'assigned' && data.to !== 'failed') await this.waitingTaskLeft(taskId!, String(data.to));
         return;
       case 'task:updated':
         if (Array.isArray(data.fields) && (data.fields.includes('assignTo') || data.fields.includes('dependsOn'))) this.dispatchSoon(taskId!);
         return;
       case 'task:removed':
         this.taskLeft(taskId!, null);
-        this.waitingTaskLeft(taskId!, null);
+        await this.waitingTaskLeft(taskId!, null);
         return;
       case 'agent:created':
       case 'agent:updated':
@@ -204,7 +215,7 @@ export class Runner implements RunnerHandle {
         return;
       case 'config:reloaded':
         // Budgets in project.json may have been raised (runs they held start) or lowered (said now).
-        this.noteBudgets();
+        await this.noteBudgets();
         this.kick();
         return;
       case 'mission:resumed':
@@ -230,23 +241,23 @@ export class Runner implements RunnerHandle {
     this.kick();
   }
 
-  private sweepAll(): void {
-    for (const a of listAgents(this.app.db)) if (a.runtime) this.agentsToSweep.add(a.name);
+  private async sweepAll(): Promise<void> {
+    for (const a of await listAgents(this.app.db)) if (a.runtime) this.agentsToSweep.add(a.name);
   }
 
   /**
    * The task of a waiting run (queued or paused) was moved where no run can take it, or removed:
    * the run ends now rather than when nothing holds it any more (a pause may last hours).
    */
-  private waitingTaskLeft(taskId: string, to: string | null): void {
-    const live = store.liveRunOfTask(this.app.db, taskId);
+  private async waitingTaskLeft(taskId: string, to: string | null): Promise<void> {
+    const live = await store.liveRunOfTask(this.app.db, taskId);
     if (live?.status !== 'queued' && live?.status !== 'paused') return;
-    this.endQueued(live, to ? `the task was moved to ${to} while the run waited` : 'the task was removed while the run waited');
+    await this.endQueued(live, to ? `the task was moved to ${to} while the run waited` : 'the task was removed while the run waited');
   }
 
-  private noteBudgets(): void {
+  private async noteBudgets(): Promise<void> {
     try {
-      this.app.events.write(() => noteSpend(this.app, null));
+      await this.app.events.write(async () => await noteSpend(this.app, null));
     } catch (err) {
       this.app.log.warn('the budgets could not be looked at after the config changed', errorFields(err));
     }
@@ -266,74 +277,77 @@ export class Runner implements RunnerHandle {
     if (this.passQueued || this.closing) return;
     this.passQueued = true;
     setImmediate(() => {
-      this.passQueued = false;
-      try {
-        this.pass();
-      } catch (err) {
-        this.app.log.error('the runner could not look at its queue; trying again at the next event', errorFields(err));
-      }
+      // One pass at a time (each counts the slots it fills): a kick during one queues the next.
+      this.passing = this.passing.then(async () => {
+        this.passQueued = false;
+        try {
+          await this.pass();
+        } catch (err) {
+          this.app.log.error('the runner could not look at its queue; trying again at the next event', errorFields(err));
+        }
+      });
     });
   }
 
-  private pass(): void {
+  private async pass(): Promise<void> {
     const { app } = this;
     if (this.closing) return;
     for (const agent of this.agentsToSweep) {
       this.agentsToSweep.delete(agent);
-      for (const id of readyTasksOf(app, agent, 200)) this.toDispatch.add(id);
+      for (const id of await readyTasksOf(app, agent, 200)) this.toDispatch.add(id);
     }
     for (const id of this.toDispatch) {
       this.toDispatch.delete(id);
       try {
-        dispatchTask(app, id);
+        await dispatchTask(app, id);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         app.log.warn('a ready task could not be queued', { taskId: id, error: err.message });
       }
     }
     if (!this.config.enabled) return;
-    const holds = new Holds(app);
-    this.endPauses(holds);
-    if (this.config.autoResume) this.resumePaused(holds);
+    const holds = await Holds.read(app);
+    await this.endPauses(holds);
+    if (this.config.autoResume) await this.resumePaused(holds);
     const nowText = nowIso(app.clock);
-    for (const run of store.dueQueued(app.db, nowText, PASS_BATCH)) {
+    for (const run of await store.dueQueued(app.db, nowText, PASS_BATCH)) {
       if (this.live.size >= this.capacity()) break;
       if (!this.gitRoot && this.live.size > 0) break;
-      this.tryStart(run, holds);
+      await this.tryStart(run, holds);
     }
-    this.armWake(nowText, holds);
+    await this.armWake(nowText, holds);
   }
 
   /** Providers whose pause came to its end: said once (runner:resumed), whichever runner comes first. */
-  private endPauses(holds: Holds): void {
+  private async endPauses(holds: Holds): Promise<void> {
     const { app } = this;
     for (const [provider, until] of holds.pausesOver()) {
-      app.events.write(() => {
-        if (!endPause(app, provider, until)) return;
-        app.events.emit('runner:resumed', { provider, runs: holds.waitingByProvider().get(provider) ?? 0, by: 'runner' });
+      await app.events.write(async () => {
+        if (!(await endPause(app, provider, until))) return;
+        app.events.emit('runner:resumed', { provider, runs: (await holds.waitingByProvider()).get(provider) ?? 0, by: 'runner' });
       });
     }
   }
 
   /** Paused runs that nothing holds any more are queued again, to resume their sessions (runner.autoResume). */
-  private resumePaused(holds: Holds): void {
+  private async resumePaused(holds: Holds): Promise<void> {
     const { app } = this;
-    for (const run of store.pausedRuns(app.db, PASS_BATCH)) {
-      if (holds.of(run)) continue;
-      app.events.write(() => {
-        if (!store.unpauseRun(app.db, run.id, nowIso(app.clock))) return;
+    for (const run of await store.pausedRuns(app.db, PASS_BATCH)) {
+      if (await holds.of(run)) continue;
+      await app.events.write(async () => {
+        if (!(await store.unpauseRun(app.db, run.id, nowIso(app.clock)))) return;
         app.events.emit('run:resumed', { runId: run.id, taskId: run.taskId, agent: run.agent, by: 'runner' });
       });
     }
   }
 
   /** A timer for the earliest time a hold ends: a retry's backoff, a reset, a provider's pause, a budget's period. */
-  private armWake(nowText: string, holds: Holds): void {
+  private async armWake(nowText: string, holds: Holds): Promise<void> {
     const { app } = this;
     const { clock } = app;
     if (this.wake) clock.clearTimeout(this.wake);
     this.wake = null;
-    const times = [store.nextNotBefore(app.db, nowText), this.config.autoResume ? store.nextPausedNotBefore(app.db, nowText) : null].flatMap((t) => (t ? [Date.parse(t)] : []));
+    const times = [await store.nextNotBefore(app.db, nowText), this.config.autoResume ? (await store.nextPausedNotBefore(app.db, nowText)) : null].flatMap((t) => (t ? [Date.parse(t)] : []));
     if (holds.next !== null) times.push(holds.next);
     times.push(...holds.pausedNow().values());
     if (!times.length) return;
@@ -342,30 +356,34 @@ export class Runner implements RunnerHandle {
   }
 
   /** Claims one queued run and its task for this runner, then starts it; a run that cannot start now stays queued. */
-  private tryStart(run: store.RunRecord, holds: Holds): void {
+  private async tryStart(run: store.RunRecord, holds: Holds): Promise<void> {
     const { app } = this;
-    const agent = holds.agent(run.agent);
+    const agent = await holds.agent(run.agent);
     const runtime = agent?.runtime ?? null;
     if (runtime?.runners?.length && !runtime.runners.some((l) => this.config.labels.includes(l))) return;
     // On a shared state a runner without the agent's CLI leaves its runs to one that has it.
     if (runtime && this.o.shared && !this.canRun(runtime)) return;
     // Its provider paused by a usage limit, or a budget of its scope spent: it waits (the wake timer knows until when).
-    if (runtime && holds.blocking(run.agent)) return;
+    if (runtime && (await holds.blocking(run.agent))) return;
     let leaseId: string | null = null;
     let refused: string | null = null;
     try {
-      app.events.write(() => {
-        const task = getTask(app, run.taskId);
+      await app.events.write(async () => {
+        // Runners on other daemons start this agent's runs too: its maxConcurrency is counted one claim at a time.
+        await lockKey(app.db, 'agent-runs', run.agent);
+        // Another runner may have taken it while this one waited for the lock: then it is theirs.
+        if ((await store.getRun(app.db, run.id))?.status !== 'queued') return;
+        const task = await getTask(app, run.taskId);
         if (!agent || !runtime) refused = `agent "${run.agent}" ${agent ? 'has no runtime any more' : 'was removed'}`;
         else if (!task) refused = 'the task was removed';
         else if (task.assignTo !== run.agent && task.status !== 'failed') refused = `the task was reassigned to ${task.assignTo ?? 'nobody'}`;
         else if (!['pending', 'assigned', 'failed'].includes(task.status)) refused = `the task is ${task.status}`;
         if (refused) return;
-        if (store.activeCount(app.db, { agent: run.agent }) >= (agent!.maxConcurrency ?? 1)) return;
-        if (!store.claimRun(app.db, run.id, this.o.id, nowIso(app.clock))) return;
-        if (task!.status === 'failed') retryTask(app, run.taskId);
-        const claimed = claimTask(app, run.taskId, run.agent);
-        store.setLease(app.db, run.id, claimed.leaseId, nowIso(app.clock));
+        if ((await store.activeCount(app.db, { agent: run.agent })) >= (agent!.maxConcurrency ?? 1)) return;
+        if (!(await store.claimRun(app.db, run.id, this.o.id, nowIso(app.clock)))) return;
+        if (task!.status === 'failed') await retryTask(app, run.taskId);
+        const claimed = await claimTask(app, run.taskId, run.agent);
+        await store.setLease(app.db, run.id, claimed.leaseId, nowIso(app.clock));
         leaseId = claimed.leaseId;
       });
     } catch (err) {
@@ -376,7 +394,7 @@ export class Runner implements RunnerHandle {
       else return;
     }
     if (refused) {
-      this.endQueued(run, refused);
+      await this.endQueued(run, refused);
       return;
     }
     if (leaseId === null) return;
@@ -390,10 +408,10 @@ export class Runner implements RunnerHandle {
   }
 
   /** A queued run that can never start (its task or agent went away): cancelled with the reason. */
-  private endQueued(run: store.RunRecord, why: string): void {
+  private async endQueued(run: store.RunRecord, why: string): Promise<void> {
     const { app } = this;
-    app.events.write(() => {
-      if (!store.finishRun(app.db, run.id, { status: 'cancelled', exitCode: null, error: why, summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) })) return;
+    await app.events.write(async () => {
+      if (!(await store.finishRun(app.db, run.id, { status: 'cancelled', exitCode: null, error: why, summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) }))) return;
       app.events.emit('run:finished', { runId: run.id, taskId: run.taskId, agent: run.agent, status: 'cancelled', exitCode: null, error: why, headCommit: null, usage: run.usage });
     });
   }
@@ -419,24 +437,24 @@ export class Runner implements RunnerHandle {
    */
   private async recover(): Promise<void> {
     const { app } = this;
-    const left = this.o.shared ? store.unfinishedOf(app.db, this.o.id) : store.unfinishedAnywhere(app.db);
+    const left = this.o.shared ? (await store.unfinishedOf(app.db, this.o.id)) : (await store.unfinishedAnywhere(app.db));
     if (!left.length) return;
     const records = left.filter((r) => r.pid !== null && r.pidStart !== null).map((r) => ({ pid: r.pid!, startTime: r.pidStart! }));
     const killed = await reapRecorded(records, { group: true, graceMs: KILL_GRACE_MS, waitMs: 5_000 });
     if (killed.length) app.log.warn("killed agent processes a stopped daemon left running", { processes: killed.map((k) => k.pid) });
-    for (const r of left) this.loseRun(r, 'the daemon running it stopped without ending it (a crash or a kill); it is started again');
+    for (const r of left) await this.loseRun(r, 'the daemon running it stopped without ending it (a crash or a kill); it is started again');
     app.log.warn('runs left by a daemon that stopped unexpectedly were marked lost and queued again', { runs: left.length });
   }
 
   /** Marks a run lost, releases its task and queues it again (in one transaction). */
-  private loseRun(r: store.RunRecord, why: string): void {
+  private async loseRun(r: store.RunRecord, why: string): Promise<void> {
     const { app } = this;
-    app.events.write(() => {
-      if (!store.finishRun(app.db, r.id, { status: 'lost', exitCode: null, error: why, summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) })) return;
+    await app.events.write(async () => {
+      if (!(await store.finishRun(app.db, r.id, { status: 'lost', exitCode: null, error: why, summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) }))) return;
       app.events.emit('run:finished', { runId: r.id, taskId: r.taskId, agent: r.agent, status: 'lost', exitCode: null, error: why, headCommit: null, usage: r.usage });
-      if (r.leaseId) releaseClaim(app, r.taskId, r.leaseId, `run ${r.id} lost`);
+      if (r.leaseId) await releaseClaim(app, r.taskId, r.leaseId, `run ${r.id} lost`);
       try {
-        queueRun(app, r.taskId, { agent: r.agent, reason: 'requeue' });
+        await queueRun(app, r.taskId, { agent: r.agent, reason: 'requeue' });
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         app.log.warn('a lost run could not be queued again', { runId: r.id, error: err.message });
@@ -445,19 +463,19 @@ export class Runner implements RunnerHandle {
   }
 
   /** Says this runner is alive, takes over the runs of runners that went silent, and ends runs cancelled through another daemon. */
-  private presenceTick(): void {
+  private async presenceTick(): Promise<void> {
     const { app } = this;
     if (this.closing) return;
     try {
       const silentMs = this.config.offlineAfterSec * 1000;
-      const alive = app.events.write(() => store.touchRunner(app.db, this.o.id, this.live.size, systemClock.now()));
-      if (!alive) this.rejoin();
-      for (const gone of store.silentRunners(app.db, systemClock.now() - silentMs, this.o.id)) this.takeOver(gone.id, gone.host);
-      this.cancelRequested();
+      const alive = await app.events.write(async () => await store.touchRunner(app.db, this.o.id, this.live.size, systemClock.now()));
+      if (!alive) await this.rejoin();
+      for (const gone of await store.silentRunners(app.db, systemClock.now() - silentMs, this.o.id)) await this.takeOver(gone.id, gone.host);
+      await this.cancelRequested();
     } catch (err) {
       app.log.warn('the runner could not write its presence; trying again', errorFields(err));
     }
-    this.presence = setTimeout(() => this.presenceTick(), this.config.heartbeatSec * 1000).unref();
+    this.presence = setTimeout(() => void this.presenceTick(), this.config.heartbeatSec * 1000).unref();
   }
 
   /**
@@ -466,23 +484,23 @@ export class Runner implements RunnerHandle {
    * duplicates now, so they are ended without a word in the state (their runs are already lost),
    * and the runner comes back online.
    */
-  private rejoin(): void {
+  private async rejoin(): Promise<void> {
     const { app } = this;
     app.log.warn('another daemon took this runner for gone and queued its runs again; ending the processes still running here', { runs: this.live.size });
     for (const run of this.live.values()) void run.end('lost', 'its runner was taken for gone; it runs elsewhere');
-    app.events.write(() => {
-      store.upsertRunner(app.db, { ...store.getRunner(app.db, this.o.id)!, seen_at: systemClock.now(), running: 0 });
-      app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: (JSON.parse(store.getRunner(app.db, this.o.id)!.runtimes) as { kind: string }[]).map((r) => r.kind) });
+    await app.events.write(async () => {
+      await store.upsertRunner(app.db, { ...(await store.getRunner(app.db, this.o.id))!, seen_at: systemClock.now(), running: 0 });
+      app.events.emit('runner:online', { runnerId: this.o.id, host: this.host, runtimes: (JSON.parse((await store.getRunner(app.db, this.o.id))!.runtimes) as { kind: string }[]).map((r) => r.kind) });
     });
   }
 
-  private takeOver(runnerId: string, host: string): void {
+  private async takeOver(runnerId: string, host: string): Promise<void> {
     const { app } = this;
     const lost: string[] = [];
-    app.events.write(() => {
-      if (!store.stopRunner(app.db, runnerId, nowIso(app.clock))) return; // another daemon came first
-      for (const r of store.unfinishedOf(app.db, runnerId)) {
-        this.loseRun(r, `its runner ${runnerId} on ${host} stopped answering; it is started again`);
+    await app.events.write(async () => {
+      if (!(await store.stopRunner(app.db, runnerId, nowIso(app.clock)))) return; // another daemon came first
+      for (const r of await store.unfinishedOf(app.db, runnerId)) {
+        await this.loseRun(r, `its runner ${runnerId} on ${host} stopped answering; it is started again`);
         lost.push(r.id);
       }
       app.events.emit('runner:offline', { runnerId, host, reason: 'unresponsive', lostRuns: lost });
@@ -495,7 +513,7 @@ export class Runner implements RunnerHandle {
    */
   private clean(): void {
     this.cleaner = null;
-    this.cleanWorkspaces()
+    void this.cleanWorkspaces()
       .catch((err) => this.app.log.warn('removing old worktrees failed; trying again later', errorFields(err)))
       .finally(() => {
         if (!this.closing) this.cleaner = setTimeout(() => this.clean(), CLEAN_EVERY_MS).unref();
@@ -512,15 +530,15 @@ export class Runner implements RunnerHandle {
     const cutoff = app.clock.now() - this.config.keepWorkspacesHours * 3_600_000;
     let removed = 0;
     const seen = new Set<string>();
-    for (const c of store.workspacesToClean(app.db, new Date(cutoff).toISOString(), 200)) {
+    for (const c of await store.workspacesToClean(app.db, new Date(cutoff).toISOString(), 200)) {
       if (seen.has(c.workspace) || this.closing) continue;
       seen.add(c.workspace);
-      const task = getTask(app, c.taskId);
+      const task = await getTask(app, c.taskId);
       if (task && task.status !== 'done') continue;
-      const latest = store.latestRunOfTask(app.db, c.taskId);
+      const latest = await store.latestRunOfTask(app.db, c.taskId);
       if (latest && (latest.finishedAt === null || Date.parse(latest.finishedAt) > cutoff)) continue;
       await git.removeWorktree({ root: app.root, path: c.workspace });
-      app.events.write(() => store.clearWorkspace(app.db, c.workspace));
+      await app.events.write(async () => await store.clearWorkspace(app.db, c.workspace));
       removed++;
     }
     if (removed) app.log.info("removed the worktrees of done tasks (their branches stay)", { worktrees: removed });
@@ -542,8 +560,8 @@ export class Runner implements RunnerHandle {
   }
 
   /** A cancel asked through another daemon (shared state) of a run this one runs. */
-  private cancelRequested(): void {
-    for (const id of store.cancelRequestedOf(this.app.db, this.o.id)) void this.cancel(id);
+  private async cancelRequested(): Promise<void> {
+    for (const id of await store.cancelRequestedOf(this.app.db, this.o.id)) void this.cancel(id);
   }
 
   /**
@@ -561,11 +579,14 @@ export class Runner implements RunnerHandle {
     if (this.cleaner) clearTimeout(this.cleaner);
     if (this.spare) clearTimeout(this.spare);
     await this.spareWork;
+    // A pass or an event under way finishes before the runs are ended (it may be starting one).
+    await this.passing;
+    await this.hearing;
     const live = [...this.live.values()];
     await Promise.all(live.map((r) => r.end('lost', 'the daemon stopped while it ran; it is started again')));
     try {
-      app.events.write(() => {
-        if (store.stopRunner(app.db, this.o.id, nowIso(app.clock)) && this.o.shared) {
+      await app.events.write(async () => {
+        if ((await store.stopRunner(app.db, this.o.id, nowIso(app.clock))) && this.o.shared) {
           app.events.emit('runner:offline', { runnerId: this.o.id, host: this.host, reason: 'stopped', lostRuns: live.map((r) => r.id) });
         }
       });

@@ -1,4 +1,5 @@
 import { serviceKey, type App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import { AppError, unprocessableField } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { nowIso } from '../../lib/time.js';
@@ -45,7 +46,7 @@ export async function checkRuntime(app: App, agent: string, runtime: Runtime, pa
     throw unprocessableField(`${path}.command`, `${found.error}; install ${what} or give its path as runtime.command`);
   }
   for (const [variable, ref] of vaultRefs(runtime)) {
-    const keys = entryKeys(app, agent, ref.vault);
+    const keys = await entryKeys(app, agent, ref.vault);
     const at = `${path}.env.${variable}`;
     if (!keys) throw unprocessableField(at, `agent "${agent}" has no vault entry for service "${ref.vault}"; save it first (svc vault set ${agent} ${ref.vault} …)`);
     if (!keys.includes(ref.key)) throw unprocessableField(at, `agent "${agent}"'s vault entry "${ref.vault}" has no key "${ref.key}" (it has: ${keys.join(', ') || 'none'})`);
@@ -74,17 +75,17 @@ export interface QueueOptions {
  * Queues a run of the task inside the caller's write() (or its own), with its run:queued event.
  * Returns null when the task already has a live run (whoever queued it: two daemons may try).
  */
-export function queueRun(app: App, taskId: string, o: QueueOptions): Run | null {
-  return app.events.write(() => {
-    const task = requireTask(app, taskId);
+export async function queueRun(app: App, taskId: string, o: QueueOptions): Promise<Run | null> {
+  return await app.events.write(async () => {
+    const task = await requireTask(app, taskId);
     const agentName = o.agent ?? task.assignTo;
     if (!agentName) throw unprocessableField('body.agent', `task ${taskId} has no assignee; assign it to an agent with a runtime, or name one as agent`);
-    const agent = getAgent(app.db, agentName);
+    const agent = await getAgent(app.db, agentName);
     if (!agent) throw unprocessableField('body.agent', `agent "${agentName}" does not exist`);
     if (!agent.runtime) throw unprocessableField('body.agent', `agent "${agentName}" has no runtime, so svc cannot run it; set one (svc agents edit ${agentName} --runtime claude|codex|command)`);
-    const attempt = store.countRunsOfTask(app.db, taskId) + 1;
+    const attempt = (await store.countRunsOfTask(app.db, taskId)) + 1;
     const id = uuidv7(app.clock.now());
-    const inserted = store.insertRun(app.db, {
+    const inserted = await store.insertRun(app.db, {
       id,
       taskId,
       missionId: task.missionId,
@@ -96,12 +97,12 @@ export function queueRun(app: App, taskId: string, o: QueueOptions): Run | null 
       prompt: o.prompt ?? null,
       priorityRank: rankOf(task.priority),
       notBefore: o.notBefore ?? null,
-      resumeSessionId: attempt > 1 ? store.latestSession(app.db, taskId, agentName, agent.runtime.kind) : null,
+      resumeSessionId: attempt > 1 ? (await store.latestSession(app.db, taskId, agentName, agent.runtime.kind)) : null,
       now: nowIso(app.clock),
     });
     if (!inserted) return null;
     app.events.emit('run:queued', { runId: id, taskId, agent: agentName, attempt, reason: o.reason });
-    return withHolds(app, [store.getRun(app.db, id)!])[0]!;
+    return (await withHolds(app, [(await store.getRun(app.db, id))!]))[0]!;
   });
 }
 
@@ -109,10 +110,10 @@ export function queueRun(app: App, taskId: string, o: QueueOptions): Run | null 
  * POST /tasks/{taskId}/runs: a run started by hand. The task must be one a run can take (pending,
  * assigned, or failed with a retry left); naming another agent than the assignee reassigns it.
  */
-export function startRunByHand(app: App, taskId: string, body: { agent?: string; prompt?: string }): Run {
-  return app.events.write(() => {
-    const task = requireTask(app, taskId);
-    const live = store.liveRunOfTask(app.db, taskId);
+export async function startRunByHand(app: App, taskId: string, body: { agent?: string; prompt?: string }): Promise<Run> {
+  return await app.events.write(async () => {
+    const task = await requireTask(app, taskId);
+    const live = await store.liveRunOfTask(app.db, taskId);
     if (live?.status === 'paused') throw new AppError('conflict', `Task ${taskId} has a paused run (${live.id}); resume it (POST /api/v1/runs/${live.id}/resume) or cancel it first.`);
     if (live) throw new AppError('conflict', `Task ${taskId} already has a ${live.status} run (${live.id}); cancel it first (POST /api/v1/runs/${live.id}/cancel).`);
     if (!['pending', 'assigned', 'failed'].includes(task.status)) {
@@ -123,10 +124,10 @@ export function startRunByHand(app: App, taskId: string, body: { agent?: string;
     }
     if (!body.agent && !task.assignTo) throw unprocessableField('body.agent', `task ${taskId} has no assignee; name the agent to run`);
     if (body.agent && body.agent !== task.assignTo) {
-      if (!getAgent(app.db, body.agent)) throw unprocessableField('body.agent', `agent "${body.agent}" does not exist`);
-      if (task.status !== 'failed') updateTask(app, taskId, { assignTo: body.agent });
+      if (!(await getAgent(app.db, body.agent))) throw unprocessableField('body.agent', `agent "${body.agent}" does not exist`);
+      if (task.status !== 'failed') await updateTask(app, taskId, { assignTo: body.agent });
     }
-    const run = queueRun(app, taskId, { agent: body.agent, prompt: body.prompt ?? null, reason: 'manual' });
+    const run = await queueRun(app, taskId, { agent: body.agent, prompt: body.prompt ?? null, reason: 'manual' });
     // The live check above ran in this transaction: nothing else can have queued one since.
     return run!;
   });
@@ -138,62 +139,64 @@ export function startRunByHand(app: App, taskId: string, body: { agent?: string;
  * run, and not held: a cancelled run holds its task until someone asks again (a new review
  * round counts as asking). Returns the run queued, or null.
  */
-export function dispatchTask(app: App, taskId: string): Run | null {
-  return app.events.write(() => {
-    const task = getTask(app, taskId);
+export async function dispatchTask(app: App, taskId: string): Promise<Run | null> {
+  return await app.events.write(async () => {
+    const task = await getTask(app, taskId);
     if (!task || !task.assignTo || (task.status !== 'pending' && task.status !== 'assigned')) return null;
-    const agent = getAgent(app.db, task.assignTo);
+    const agent = await getAgent(app.db, task.assignTo);
     if (!agent?.runtime || agent.runtime.autoRun === false) return null;
-    if (openDependenciesOf(app, taskId).length) return null;
-    if (store.liveRunOfTask(app.db, taskId)) return null;
-    const latest = store.latestRunOfTask(app.db, taskId);
+    if ((await openDependenciesOf(app, taskId)).length) return null;
+    if (await store.liveRunOfTask(app.db, taskId)) return null;
+    const latest = await store.latestRunOfTask(app.db, taskId);
     const revised = latest !== null && task.revisionCount > latest.revision;
     if (latest?.status === 'cancelled' && !revised) return null;
-    return queueRun(app, taskId, { reason: revised ? 'revision' : 'dispatch', prompt: revised ? latestFeedback(app, taskId) : null });
+    return await queueRun(app, taskId, { reason: revised ? 'revision' : 'dispatch', prompt: revised ? (await latestFeedback(app, taskId)) : null });
   });
 }
 
-export const getRun = (app: App, id: string): store.RunRecord | null => store.getRun(app.db, id);
+export const getRun = async (app: App, id: string): Promise<store.RunRecord | null> => await store.getRun(app.db, id);
 
 /** This daemon's slots, or null when it runs no agents. */
 const slotsOf = (app: App) => app.services.get(RUNNER)?.slots() ?? null;
 
 /** Runs as the API answers them: each queued or paused one with what it waits for (holds.ts). */
-export function withHolds(app: App, runs: store.RunRecord[]): Run[] {
+export async function withHolds(app: App, runs: store.RunRecord[]): Promise<Run[]> {
   if (!runs.some((r) => r.status === 'queued' || r.status === 'paused')) return runs.map((r) => store.publicRun(r));
-  const holds = new Holds(app);
+  const holds = await Holds.read(app);
   const slots = slotsOf(app);
-  return runs.map((r) => store.publicRun(r, holds.explain(r, slots)));
+  return Promise.all(runs.map(async (r) => store.publicRun(r, await holds.explain(r, slots))));
 }
 
 export async function readRun(app: App, id: string): Promise<Run> {
   const run = await store.readRun(app.db, id);
   if (!run) throw new AppError('not_found', `Run "${id}" not found.`);
-  return withHolds(app, [run])[0]!;
+  return (await withHolds(app, [run]))[0]!;
 }
 
 export async function readRunPage(app: App, q: RunListFilter): Promise<Page<Run>> {
   const rows = await store.readRuns(app.db, { taskId: q.taskId, agent: q.agent, status: q.status, before: q.cursor, limit: q.limit + 1 });
-  return toPage(withHolds(app, rows), q.limit, (r) => r.id);
+  return toPage(await withHolds(app, rows), q.limit, (r) => r.id);
 }
 
 /** readRunPage for the agent tools (synchronous). */
-export function listRuns(app: App, q: RunListFilter): Page<Run> {
-  const rows = store.listRuns(app.db, { taskId: q.taskId, agent: q.agent, status: q.status, before: q.cursor, limit: q.limit + 1 });
-  return toPage(withHolds(app, rows), q.limit, (r) => r.id);
+export async function listRuns(app: App, q: RunListFilter): Promise<Page<Run>> {
+  const rows = await store.listRuns(app.db, { taskId: q.taskId, agent: q.agent, status: q.status, before: q.cursor, limit: q.limit + 1 });
+  return toPage(await withHolds(app, rows), q.limit, (r) => r.id);
 }
 
-export function requireRun(app: App, id: string): Run {
-  const run = store.getRun(app.db, id);
+export async function requireRun(app: App, id: string): Promise<Run> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'run', id);
+  const run = await store.getRun(app.db, id);
   if (!run) throw new AppError('not_found', `Run "${id}" not found.`);
-  return withHolds(app, [run])[0]!;
+  return (await withHolds(app, [run]))[0]!;
 }
 
 /** Queued and paused runs per provider that is paused now (GET /api/v1/auth/status, runner:paused). */
-export function waitingRunsByProvider(app: App, now = app.clock.now()): Map<string, number> {
-  const holds = new Holds(app, now);
+export async function waitingRunsByProvider(app: App, now = app.clock.now()): Promise<Map<string, number>> {
+  const holds = await Holds.read(app, now);
   const paused = holds.pausedNow();
-  return new Map([...holds.waitingByProvider()].filter(([p]) => paused.has(p)));
+  return new Map([...await holds.waitingByProvider()].filter(([p]) => paused.has(p)));
 }
 
 /**
@@ -201,56 +204,57 @@ export function waitingRunsByProvider(app: App, now = app.clock.now()): Map<stri
  * reset its CLI gave; its provider's pause is lifted with it (a person knows the limit is gone:
  * runner:resumed). A budget still spent holds it (waitingFor says so). Not paused: 409.
  */
-export function resumeRun(app: App, runId: string): Run {
-  return app.events.write(() => {
-    const run = store.getRun(app.db, runId);
+export async function resumeRun(app: App, runId: string): Promise<Run> {
+  return await app.events.write(async () => {
+    await lockKey(app.db, 'run', runId);
+    const run = await store.getRun(app.db, runId);
     if (!run) throw new AppError('not_found', `Run "${runId}" not found.`);
     if (run.status !== 'paused') throw new AppError('conflict', `Run ${runId} is ${run.status}, not paused; only a paused run can be resumed.`);
-    store.unpauseRun(app.db, runId, nowIso(app.clock));
+    await store.unpauseRun(app.db, runId, nowIso(app.clock));
     app.events.emit('run:resumed', { runId, taskId: run.taskId, agent: run.agent, by: 'person' });
-    const holds = new Holds(app);
-    const provider = run.pauseReason === 'usage_limit' ? holds.providerOfAgent(run.agent) : null;
-    if (provider && holds.pausedNow().has(provider) && liftPause(app, provider)) {
-      app.events.emit('runner:resumed', { provider, runs: holds.waitingByProvider().get(provider) ?? 0, by: 'person' });
+    const holds = await Holds.read(app);
+    const provider = run.pauseReason === 'usage_limit' ? (await holds.providerOfAgent(run.agent)) : null;
+    if (provider && holds.pausedNow().has(provider) && (await liftPause(app, provider))) {
+      app.events.emit('runner:resumed', { provider, runs: (await holds.waitingByProvider()).get(provider) ?? 0, by: 'person' });
     }
-    return withHolds(app, [store.getRun(app.db, runId)!])[0]!;
+    return (await withHolds(app, [(await store.getRun(app.db, runId))!]))[0]!;
   });
 }
 
 /** GET /api/v1/runs/queue: per agent with a runtime, what runs and what waits, and why. */
-export function readQueue(app: App) {
-  const holds = new Holds(app);
+export async function readQueue(app: App) {
+  const holds = await Holds.read(app);
   const slots = slotsOf(app);
-  const live = store.liveRuns(app.db, 1000);
+  const live = await store.liveRuns(app.db, 1000);
   const byAgent = new Map<string, { running: Run[]; waiting: Run[] }>();
   for (const r of live) {
     const entry = byAgent.get(r.agent) ?? { running: [], waiting: [] };
     byAgent.set(r.agent, entry);
-    const run = store.publicRun(r, holds.explain(r, slots));
+    const run = store.publicRun(r, await holds.explain(r, slots));
     (r.status === 'queued' || r.status === 'paused' ? entry.waiting : entry.running).push(run);
   }
-  const names = new Set([...listAgents(app.db).filter((a) => a.runtime).map((a) => a.name), ...byAgent.keys()]);
+  const names = new Set([...(await listAgents(app.db)).filter((a) => a.runtime).map((a) => a.name), ...byAgent.keys()]);
   const paused = holds.pausedNow();
   const iso = (t: number) => new Date(t).toISOString();
   const brief = (r: Run) => ({ runId: r.id, taskId: r.taskId, status: r.status, attempt: r.attempt, startedAt: r.startedAt, waitingFor: r.waitingFor });
   return {
     slots,
-    providers: [...paused].map(([provider, until]) => ({ provider, pausedUntil: iso(until), runsWaiting: holds.waitingByProvider().get(provider) ?? 0 })),
-    agents: [...names].sort().map((name) => {
-      const a = holds.agent(name);
+    providers: await Promise.all([...paused].map(async ([provider, until]) => ({ provider, pausedUntil: iso(until), runsWaiting: (await holds.waitingByProvider()).get(provider) ?? 0 }))),
+    agents: await Promise.all([...names].sort().map(async (name) => {
+      const a = await holds.agent(name);
       const { running, waiting } = byAgent.get(name) ?? { running: [], waiting: [] };
-      const held: Hold | null = a?.runtime ? holds.blocking(name) : null;
+      const held: Hold | null = a?.runtime ? (await holds.blocking(name)) : null;
       const state: 'idle' | 'running' | 'waiting' = running.length ? 'running' : waiting.length ? 'waiting' : 'idle';
       return {
         agent: name,
-        provider: holds.providerOfAgent(name),
+        provider: await holds.providerOfAgent(name),
         maxConcurrency: a?.maxConcurrency ?? 1,
         state,
         heldBy: held,
         running: running.map(brief),
         waiting: waiting.map(brief),
       };
-    }),
+    })),
   };
 }
 
@@ -268,21 +272,22 @@ export async function readRunLog(app: App, runId: string, after: number, limit: 
  * A finished run: 409.
  */
 export async function cancelRun(app: App, runId: string): Promise<Run> {
-  const run = store.getRun(app.db, runId);
+  const run = await store.getRun(app.db, runId);
   if (!run) throw new AppError('not_found', `Run "${runId}" not found.`);
   if (!LIVE_STATUSES.includes(run.status)) throw new AppError('conflict', `Run ${runId} already ended (${run.status}); only a queued, starting, running or paused run can be cancelled.`);
   const runner = app.services.get(RUNNER);
   if (run.status === 'queued' || run.status === 'paused') {
-    const done = app.events.write(() => {
-      const fresh = store.getRun(app.db, runId)!;
+    const done = await app.events.write(async () => {
+      await lockKey(app.db, 'run', runId);
+      const fresh = (await store.getRun(app.db, runId))!;
       if (fresh.status !== 'queued' && fresh.status !== 'paused') return false;
-      store.finishRun(app.db, runId, { status: 'cancelled', exitCode: null, error: 'cancelled before it started', summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) });
+      await store.finishRun(app.db, runId, { status: 'cancelled', exitCode: null, error: 'cancelled before it started', summary: null, headCommit: null, diffStat: null, now: nowIso(app.clock) });
       app.events.emit('run:finished', { runId, taskId: run.taskId, agent: run.agent, status: 'cancelled', exitCode: null, error: 'cancelled before it started', headCommit: null, usage: run.usage });
       return true;
     });
     if (done) return readRun(app, runId);
   }
-  app.events.write(() => store.requestCancel(app.db, runId, nowIso(app.clock)));
+  await app.events.write(async () => await store.requestCancel(app.db, runId, nowIso(app.clock)));
   if (runner) await runner.cancel(runId);
   return readRun(app, runId);
 }

@@ -60,12 +60,12 @@ export async function startSkills(app: App): Promise<{ close(): Promise<void> }>
   const index = skillIndex(app);
   let closed = false;
 
-  const sync = (dir?: string) => {
+  const sync = async (dir?: string) => {
     if (closed) return;
     try {
       const { added, removed } = index.rescan(dir);
       if (!added.length && !removed.length) return;
-      app.events.write(() => {
+      await app.events.write(async () => {
         for (const name of added) app.events.emit('skill:created', { name });
         for (const name of removed) app.events.emit('skill:removed', { name });
       });
@@ -78,7 +78,7 @@ export async function startSkills(app: App): Promise<{ close(): Promise<void> }>
   const arm = (dir: string): SettledWatch =>
     watchSkillsDir(
       dir,
-      () => sync(),
+      () => void sync(),
       (err) => app.log.warn('skills watcher error', errorFields(err)),
     );
 
@@ -93,14 +93,14 @@ export async function startSkills(app: App): Promise<{ close(): Promise<void> }>
       await watcher.close().catch(() => undefined);
       watcher = arm(next);
       await watcher.ready;
-      sync(next);
+      await sync(next);
       app.log.info('skills folder changed', { dir: next });
     });
   });
 
   await watcher.ready;
   // Whatever changed between the first scan and the watcher being ready.
-  sync();
+  await sync();
   app.log.info('skills indexed', { dir: index.dir, count: index.list().length });
 
   return {

@@ -16,7 +16,7 @@ export const skillRoutes = [
       'A folder holding a SKILL.md is a skill; folders starting with "." are skipped. A SKILL.md with bad front matter is listed with `error`. Changes on disk show within a second.',
     tag,
     response: z.array(SkillOut),
-    handler: ({ app }) => skills.listSkills(app),
+    handler: async ({ app }) => await skills.listSkills(app),
   }),
   route({
     method: 'POST',
@@ -28,7 +28,7 @@ export const skillRoutes = [
     status: 201,
     body: SkillIn,
     response: SkillDetailOut,
-    handler: ({ app, body }) => skills.createSkill(app, body),
+    handler: async ({ app, body }) => await skills.createSkill(app, body),
   }),
   route({
     method: 'GET',
@@ -38,7 +38,7 @@ export const skillRoutes = [
     tag,
     params: NameParam,
     response: SkillDetailOut,
-    handler: ({ app, params }) => skills.getSkill(app, params.name),
+    handler: async ({ app, params }) => await skills.getSkill(app, params.name),
   }),
   route({
     method: 'DELETE',
@@ -48,8 +48,8 @@ export const skillRoutes = [
     tag,
     params: NameParam,
     response: Removed,
-    handler: ({ app, params }) => {
-      skills.removeSkill(app, params.name);
+    handler: async ({ app, params }) => {
+      await skills.removeSkill(app, params.name);
       return { removed: true as const };
     },
   }),
@@ -62,7 +62,7 @@ export const skillRoutes = [
     params: NameParam,
     body: SkillAgentIn,
     response: SkillAgentOut,
-    handler: ({ app, params, body }) => skills.assignSkill(app, params.name, body.agent),
+    handler: async ({ app, params, body }) => await skills.assignSkill(app, params.name, body.agent),
   }),
   route({
     method: 'POST',
@@ -74,6 +74,6 @@ export const skillRoutes = [
     params: NameParam,
     body: SkillAgentIn,
     response: SkillAgentOut,
-    handler: ({ app, params, body }) => skills.unassignSkill(app, params.name, body.agent),
+    handler: async ({ app, params, body }) => await skills.unassignSkill(app, params.name, body.agent),
   }),
 ];

@@ -9,9 +9,9 @@ import { readSkill, SKILL_FILE, type IndexedSkill } from './scan.js';
 import type { Skill, SkillDetail, SkillInput } from './schema.js';
 
 /** Which agents hold each skill. Agents own the assignment (their `skills` list); skills only read it. */
-function assignments(app: App): Map<string, string[]> {
+async function assignments(app: App): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
-  for (const a of listAgents(app.db)) {
+  for (const a of await listAgents(app.db)) {
     for (const s of a.skills) out.set(s, [...(out.get(s) ?? []), a.name]);
   }
   return out;
@@ -45,22 +45,22 @@ function requireSkill(app: App, name: string): IndexedSkill {
   return s;
 }
 
-export function listSkills(app: App): Skill[] {
-  const held = assignments(app);
+export async function listSkills(app: App): Promise<Skill[]> {
+  const held = await assignments(app);
   return skillIndex(app)
     .list()
     .map((s) => toSkill(app, s, held.get(s.name) ?? []));
 }
 
-export function getSkill(app: App, name: string): SkillDetail {
+export async function getSkill(app: App, name: string): Promise<SkillDetail> {
   const s = requireSkill(app, name);
-  return toDetail(app, s, assignments(app).get(name) ?? []);
+  return toDetail(app, s, (await assignments(app)).get(name) ?? []);
 }
 
-export function createSkill(app: App, input: SkillInput): SkillDetail {
+export async function createSkill(app: App, input: SkillInput): Promise<SkillDetail> {
   const index = skillIndex(app);
   const dir = join(index.dir, input.name);
-  return app.events.write(() => {
+  return await app.events.write(async () => {
     // A folder without SKILL.md is not listed but is still in the way.
     if (index.get(input.name) || existsSync(dir)) throw new AppError('conflict', `Skill "${input.name}" already exists.`);
     mkdirSync(index.dir, { recursive: true });
@@ -85,12 +85,12 @@ export function createSkill(app: App, input: SkillInput): SkillDetail {
 }
 
 /** Removes the folder and unassigns the skill from every agent, in one transaction. */
-export function removeSkill(app: App, name: string): void {
+export async function removeSkill(app: App, name: string): Promise<void> {
   const index = skillIndex(app);
-  app.events.write(() => {
+  await app.events.write(async () => {
     const skill = requireSkill(app, name);
-    for (const agent of assignments(app).get(name) ?? []) {
-      setAgentSkills(app, agent, requireAgent(app, agent).skills.filter((s) => s !== name));
+    for (const agent of (await assignments(app)).get(name) ?? []) {
+      await setAgentSkills(app, agent, (await requireAgent(app, agent)).skills.filter((s) => s !== name));
       app.events.emit('skill:unassigned', { skill: name, agent });
     }
     // Last, so a failure above leaves the files alone; a failure here rolls the unassignments back.
@@ -101,12 +101,12 @@ export function removeSkill(app: App, name: string): void {
 }
 
 /** Assigning twice changes nothing and emits nothing. */
-export function assignSkill(app: App, skill: string, agent: string): { skill: string; agent: string } {
-  return app.events.write(() => {
+export async function assignSkill(app: App, skill: string, agent: string): Promise<{ skill: string; agent: string }> {
+  return await app.events.write(async () => {
     requireSkill(app, skill);
-    const current = requireAgent(app, agent).skills;
+    const current = (await requireAgent(app, agent)).skills;
     if (!current.includes(skill)) {
-      setAgentSkills(app, agent, [...current, skill]);
+      await setAgentSkills(app, agent, [...current, skill]);
       app.events.emit('skill:assigned', { skill, agent });
     }
     return { skill, agent };
@@ -117,14 +117,14 @@ export function assignSkill(app: App, skill: string, agent: string): { skill: st
  * Unassigning what is not assigned changes nothing. A skill whose folder has gone (another git
  * branch, say) can still be unassigned from an agent that holds it; otherwise an unknown skill is 404.
  */
-export function unassignSkill(app: App, skill: string, agent: string): { skill: string; agent: string } {
-  return app.events.write(() => {
-    const current = requireAgent(app, agent).skills;
+export async function unassignSkill(app: App, skill: string, agent: string): Promise<{ skill: string; agent: string }> {
+  return await app.events.write(async () => {
+    const current = (await requireAgent(app, agent)).skills;
     if (!current.includes(skill)) {
       requireSkill(app, skill);
       return { skill, agent };
     }
-    setAgentSkills(app, agent, current.filter((s) => s !== skill));
+    await setAgentSkills(app, agent, current.filter((s) => s !== skill));
     app.events.emit('skill:unassigned', { skill, agent });
     return { skill, agent };
   });

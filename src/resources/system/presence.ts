@@ -31,34 +31,35 @@ export interface PresentDaemon {
   seenAt: number;
 }
 
-export function startPresence(app: App, url: string, keys: () => string): Presence {
+export async function startPresence(app: App, url: string, keys: () => string): Promise<Presence> {
   const id = uuidv4();
-  const write = () =>
-    stmt(
+  const write = async () =>
+    await stmt(
       app.db,
       `INSERT INTO daemons (id, url, hostname, pid, version, keys, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET url = excluded.url, keys = excluded.keys, seen_at = excluded.seen_at`,
     ).run(id, url, hostname(), process.pid, app.version, keys(), app.startedAt.toISOString(), systemClock.now());
   try {
-    write();
+    await write();
   } catch (err) {
     app.log.warn("writing this daemon's presence on the state failed; trying again in 15 s", errorFields(err));
   }
-  const timer = setInterval(() => {
+  const renew = async () => {
     try {
-      write();
+      await write();
       // Rows of daemons gone long ago are dropped by whoever is still here.
-      stmt(app.db, 'DELETE FROM daemons WHERE seen_at < ?').run(systemClock.now() - 20 * PRESENCE_STALE_MS);
+      await stmt(app.db, 'DELETE FROM daemons WHERE seen_at < ?').run(systemClock.now() - 20 * PRESENCE_STALE_MS);
     } catch (err) {
-      app.log.warn('renewing this daemon\'s presence on the state failed', errorFields(err));
+      app.log.warn("renewing this daemon's presence on the state failed", errorFields(err));
     }
-  }, PRESENCE_EVERY_MS);
+  };
+  const timer = setInterval(() => void renew(), PRESENCE_EVERY_MS);
   timer.unref();
   return {
-    close() {
+    async close() {
       clearInterval(timer);
       try {
-        stmt(app.db, 'DELETE FROM daemons WHERE id = ?').run(id);
+        await stmt(app.db, 'DELETE FROM daemons WHERE id = ?').run(id);
       } catch {
         // Closing anyway: the row goes stale.
       }
@@ -67,7 +68,7 @@ export function startPresence(app: App, url: string, keys: () => string): Presen
 }
 
 /** The daemons seen on the state recently, newest first. */
-export const presentDaemons = (app: Pick<App, 'db'>, now = systemClock.now()): PresentDaemon[] =>
-  stmt(app.db, 'SELECT id, url, hostname, pid, version, keys, started_at AS startedAt, seen_at AS seenAt FROM daemons WHERE seen_at > ? ORDER BY seen_at DESC').all(
+export const presentDaemons = async (app: Pick<App, 'db'>, now = systemClock.now()): Promise<PresentDaemon[]> =>
+  (await stmt(app.db, 'SELECT id, url, hostname, pid, version, keys, started_at AS startedAt, seen_at AS seenAt FROM daemons WHERE seen_at > ? ORDER BY seen_at DESC').all(
     now - PRESENCE_STALE_MS,
-  ) as PresentDaemon[];
+  )) as PresentDaemon[];

@@ -33,13 +33,13 @@ export interface SetupReport {
 const entries = (n: number): string => `${n} ${n === 1 ? 'entry' : 'entries'}`;
 
 /** The vault key this daemon holds: it opened the vault with it at start. */
-function vaultKeyCheck(app: App, setup: Setup): CheckResult {
+async function vaultKeyCheck(app: App, setup: Setup): Promise<CheckResult> {
   const vault = app.services.get(VAULT);
   const { source, where } = vault.location;
   const inFile = source === 'env' && setup.settingsFile?.names.includes(where) ? ` in ${setup.settingsFile.path}` : '';
   let opens: string;
   try {
-    opens = `opens the vault (${entries(countEntries(app.db))})`;
+    opens = `opens the vault (${entries(await countEntries(app.db))})`;
   } catch {
     opens = 'opened the vault at start (the state does not answer now)';
   }
@@ -53,9 +53,9 @@ export async function setupReport(app: App): Promise<SetupReport> {
   if (setup.stateUrl) {
     // The URL the daemon runs on, whatever project.json says now (it applies at the next start).
     const state = await checkState(app.root, { ...config, state: { ...config.state, provider: 'postgres', url: setup.stateUrl } }, app.env, { vaultKey: false, knownVersion: setup.schemaVersion });
-    checks.push(state[0]!, vaultKeyCheck(app, setup), ...state.slice(1));
+    checks.push(state[0]!, await vaultKeyCheck(app, setup), ...state.slice(1));
   } else {
-    checks.push({ check: 'state', status: 'ok', detail: `SQLite file ${statePaths(app.root).db}` }, vaultKeyCheck(app, setup));
+    checks.push({ check: 'state', status: 'ok', detail: `SQLite file ${statePaths(app.root).db}` }, await vaultKeyCheck(app, setup));
   }
   const vault = app.services.get(VAULT);
   return { settingsFile: setup.settingsFile, vaultKey: { source: vault.location.source, shared: Boolean(vault.shared) }, checks };

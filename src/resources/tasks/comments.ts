@@ -8,23 +8,23 @@ import * as store from './store.js';
 
 // A task's activity notes: what agents and people say about the work, kept with the task.
 
-export function addComment(app: App, taskId: string, input: CommentInput, defaultAuthor: string): Comment {
-  return app.events.write(() => {
-    requireTask(app, taskId);
+export async function addComment(app: App, taskId: string, input: CommentInput, defaultAuthor: string): Promise<Comment> {
+  return await app.events.write(async () => {
+    await requireTask(app, taskId);
     const comment: Comment = { id: uuidv7(), taskId, author: input.author ?? defaultAuthor, body: input.body, createdAt: nowIso(app.clock) };
-    store.insertComment(app.db, comment);
+    await store.insertComment(app.db, comment);
     app.events.emit('task:commented', { taskId, commentId: comment.id, author: comment.author });
     return comment;
   });
 }
 
 /** Newest first, paged by id like every other list; 404 for an unknown task. */
-export function listComments(app: App, taskId: string, q: { limit: number; cursor?: string }): Page<Comment> {
-  requireTask(app, taskId);
-  return toPage(store.listComments(app.db, taskId, q.cursor, q.limit + 1), q.limit, (c) => c.id);
+export async function listComments(app: App, taskId: string, q: { limit: number; cursor?: string }): Promise<Page<Comment>> {
+  await requireTask(app, taskId);
+  return toPage(await store.listComments(app.db, taskId, q.cursor, q.limit + 1), q.limit, (c) => c.id);
 }
 
 /** A task with its latest `n` notes, newest first; 404 for an unknown task. */
-export function taskWithComments(app: App, taskId: string, n: number): { task: Task; comments: Comment[] } {
-  return { task: requireTask(app, taskId), comments: store.listComments(app.db, taskId, undefined, n) };
+export async function taskWithComments(app: App, taskId: string, n: number): Promise<{ task: Task; comments: Comment[] }> {
+  return { task: await requireTask(app, taskId), comments: await store.listComments(app.db, taskId, undefined, n) };
 }

@@ -14,21 +14,21 @@ export interface TaskTransition {
   reason?: string;
 }
 
-export type TransitionListener = (app: App, change: TaskTransition) => void;
+export type TransitionListener = (app: App, change: TaskTransition) => void | Promise<void>;
 
 /** Decides whether a legal move may happen now; throws an AppError to refuse it. */
-export type TransitionGuard = (app: App, task: Task, to: TaskState) => void;
+export type TransitionGuard = (app: App, task: Task, to: TaskState) => void | Promise<void>;
 
 /**
  * Decides whether a task may be created as asked; throws an AppError to refuse it, or returns the
  * status to create it in instead of `status` (a draft mission's new tasks wait in draft).
  */
-export type CreateHook = (app: App, input: TaskInput, status: TaskState) => TaskState | void;
+export type CreateHook = (app: App, input: TaskInput, status: TaskState) => TaskState | void | Promise<TaskState | void>;
 
 /** Why a task is being removed: by itself (DELETE /tasks/{id}) or with its mission (cascade). */
 export type RemovalCause = 'task' | 'mission';
 
-export type RemovalListener = (app: App, removed: Task, cause: RemovalCause) => void;
+export type RemovalListener = (app: App, removed: Task, cause: RemovalCause) => void | Promise<void>;
 
 export class TaskHooks {
   readonly transitionListeners = new Set<TransitionListener>();

@@ -1,4 +1,4 @@
-import { serviceKey, type App } from '../../app.js';
+import { LEADER, serviceKey, type App } from '../../app.js';
 import { errorFields } from '../../kernel/log.js';
 import { TimeoutScheduler } from '../../lib/timer.js';
 import { expireLease, expiringLeases } from './service.js';
@@ -6,7 +6,7 @@ import { expireLease, expiringLeases } from './service.js';
 /** The daemon's lease reaper: one timer for the nearest lease expiry, re-armed after each claim. */
 export interface LeaseReaper {
   /** Releases every lease run out by now, then sleeps until the next expiry (tests call it after moving the clock). */
-  tick(): void;
+  tick(): Promise<void>;
   close(): void;
 }
 
@@ -17,15 +17,18 @@ export const LEASE_REAPER = serviceKey<LeaseReaper>('tasks.leaseReaper');
  * start (before the daemon listens) the ones that ran out while it was down are released at once,
  * so a dead agent's task never stays held across a restart. Time is the daemon's clock (a test's fake).
  */
-export function startLeaseReaper(app: App): LeaseReaper {
+export async function startLeaseReaper(app: App): Promise<LeaseReaper> {
   const { clock } = app;
+  const leader = app.services.get(LEADER);
   const scheduler = new TimeoutScheduler({
     now: () => clock.now(),
     setTimer: (fn, ms) => clock.setTimeout(fn, ms),
     clearTimer: (handle) => clock.clearTimeout(handle),
-    candidates: (at) => expiringLeases(app, at),
-    fire: (id, at) => {
-      const released = expireLease(app, id, at);
+    // On a shared state the leading daemon alone; another takes over when it goes.
+    active: () => leader.isLeader(),
+    candidates: async (at) => await expiringLeases(app, at),
+    fire: async (id, at) => {
+      const released = await expireLease(app, id, at);
       if (released) app.log.info('task lease expired; task back to pending', { taskId: id, agent: released.agent });
     },
     onError: (id, err) =>
@@ -36,13 +39,15 @@ export function startLeaseReaper(app: App): LeaseReaper {
   // Heard after the claim's transaction commits, so the scheduler reads the new lease. Heartbeats
   // only move expiries later: a wake-up set for the old expiry finds nothing due and re-arms.
   const unsubscribe = app.events.subscribe((e) => {
-    if (e.name === 'task:claimed') scheduler.arm();
+    if (e.name === 'task:claimed') void scheduler.arm();
   });
-  scheduler.tick();
+  const unlead = leader.onChange((leads) => leads && void scheduler.tick());
+  await scheduler.tick();
   return {
-    tick: () => scheduler.tick(),
+    tick: async () => await scheduler.tick(),
     close() {
       unsubscribe();
+      unlead();
       scheduler.stop();
     },
   };

@@ -55,7 +55,7 @@ export const taskRoutes = [
     status: 201,
     body: TaskIn,
     response: TaskOut,
-    handler: ({ app, body }) => tasks.createTask(app, body),
+    handler: async ({ app, body }) => await tasks.createTask(app, body),
   }),
   route({
     method: 'GET',
@@ -77,7 +77,7 @@ export const taskRoutes = [
     params: TaskIdParam,
     body: TaskPatch,
     response: TaskOut,
-    handler: ({ app, params, body }) => tasks.updateTask(app, params.taskId, body),
+    handler: async ({ app, params, body }) => await tasks.updateTask(app, params.taskId, body),
   }),
   route({
     method: 'POST',
@@ -93,7 +93,7 @@ export const taskRoutes = [
     params: TaskIdParam,
     body: TransitionIn,
     response: TaskOut,
-    handler: ({ app, params, body }) => tasks.transitionTask(app, params.taskId, body.to, body),
+    handler: async ({ app, params, body }) => await tasks.transitionTask(app, params.taskId, body.to, body),
   }),
   route({
     method: 'POST',
@@ -107,7 +107,7 @@ export const taskRoutes = [
     params: TaskIdParam,
     body: ClaimIn,
     response: ClaimOut,
-    handler: ({ app, params, body }) => tasks.claimTask(app, params.taskId, body.agent),
+    handler: async ({ app, params, body }) => await tasks.claimTask(app, params.taskId, body.agent),
   }),
   route({
     method: 'POST',
@@ -119,7 +119,7 @@ export const taskRoutes = [
     params: TaskIdParam,
     body: HeartbeatIn,
     response: LeaseOut,
-    handler: ({ app, params, body }) => tasks.heartbeatTask(app, params.taskId, body.leaseId),
+    handler: async ({ app, params, body }) => await tasks.heartbeatTask(app, params.taskId, body.leaseId),
   }),
   route({
     method: 'POST',
@@ -132,7 +132,7 @@ export const taskRoutes = [
     tag,
     body: NextIn,
     response: NextOut,
-    handler: ({ app, body }) => ({ task: tasks.nextTask(app, body.agent) }),
+    handler: async ({ app, body }) => ({ task: await tasks.nextTask(app, body.agent) }),
   }),
   route({
     method: 'POST',
@@ -144,7 +144,7 @@ export const taskRoutes = [
     params: TaskIdParam,
     body: CommentIn,
     response: CommentOut,
-    handler: ({ app, params, body, principal }) => addComment(app, params.taskId, body, principal?.name ?? 'unknown'),
+    handler: async ({ app, params, body, principal }) => await addComment(app, params.taskId, body, principal?.name ?? 'unknown'),
   }),
   route({
     method: 'GET',
@@ -155,7 +155,7 @@ export const taskRoutes = [
     params: TaskIdParam,
     query: CommentListQuery,
     response: z.array(CommentOut),
-    handler: ({ app, params, query, setHeader }) => pageAnswer(setHeader, listComments(app, params.taskId, query)),
+    handler: async ({ app, params, query, setHeader }) => pageAnswer(setHeader, await listComments(app, params.taskId, query)),
   }),
   route({
     method: 'POST',
@@ -166,7 +166,7 @@ export const taskRoutes = [
     tag,
     params: TaskIdParam,
     response: TaskOut,
-    handler: ({ app, params }) => tasks.retryTask(app, params.taskId),
+    handler: async ({ app, params }) => await tasks.retryTask(app, params.taskId),
   }),
   route({
     method: 'DELETE',
@@ -179,8 +179,8 @@ export const taskRoutes = [
     tag,
     params: TaskIdParam,
     response: Removed,
-    handler: ({ app, params }) => {
-      tasks.removeTask(app, params.taskId);
+    handler: async ({ app, params }) => {
+      await tasks.removeTask(app, params.taskId);
       return { removed: true as const };
     },
   }),

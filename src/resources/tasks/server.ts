@@ -15,8 +15,8 @@ export const server: ResourceServer = {
     {
       // Claims are leases: release tasks whose holder stopped sending heartbeats (also while we were down).
       name: 'lease reaper',
-      start: ({ app }) => {
-        const reaper = app.services.provide(LEASE_REAPER, startLeaseReaper(app));
+      start: async ({ app }) => {
+        const reaper = app.services.provide(LEASE_REAPER, await startLeaseReaper(app));
         return () => reaper.close();
       },
     },

@@ -1,4 +1,4 @@
-import { readRows, stmt, type DB } from '../../db/open.js';
+import { stmt, type DB } from '../../db/open.js';
 import type { Task } from './schema.js';
 import type { TaskState } from './state.js';
 
@@ -53,9 +53,9 @@ const EDGES = {
 };
 
 /** Rows to tasks, with every row's dependencies read in one query. */
-function hydrate(db: DB, rows: Row[]): Task[] {
+async function hydrate(db: DB, rows: Row[]): Promise<Task[]> {
   if (!rows.length) return [];
-  return withEdges(rows, stmt(db, EDGES).all(edgeKeys(rows)) as Edge[]);
+  return withEdges(rows, (await stmt(db, EDGES).all(edgeKeys(rows))) as Edge[]);
 }
 
 type Edge = { task_id: string; depends_on: string };
@@ -81,13 +81,13 @@ const GET_ONE = {
 type OneRow = Row & { deps: string };
 const oneTask = (r: OneRow | undefined): Task | null => (r ? toTask(r, JSON.parse(r.deps) as string[]) : null);
 
-export function getTask(db: DB, id: string): Task | null {
-  return oneTask(stmt(db, GET_ONE).get(id) as OneRow | undefined);
+export async function getTask(db: DB, id: string): Promise<Task | null> {
+  return oneTask((await stmt(db, GET_ONE).get(id)) as OneRow | undefined);
 }
 
-/** getTask for a route: on PostgreSQL the daemon serves other requests while it waits (readRows). */
+/** getTask for a route. */
 export async function readTask(db: DB, id: string): Promise<Task | null> {
-  return oneTask((await readRows(db, GET_ONE, id))[0] as OneRow | undefined);
+  return oneTask((await stmt(db, GET_ONE).all(id))[0] as OneRow | undefined);
 }
 
 export interface ListFilter {
@@ -103,16 +103,16 @@ export interface ListFilter {
  * Newest first by id (uuidv7, so creation order). One statement per combination of filters, each
  * served by an index on (filter column, id) so a page costs the same with 100,000 tasks as with 10.
  */
-export function listTasks(db: DB, f: ListFilter): Task[] {
+export async function listTasks(db: DB, f: ListFilter): Promise<Task[]> {
   const q = listQuery(f);
-  return hydrate(db, stmt(db, q.sql).all(...q.args) as Row[]);
+  return await hydrate(db, (await stmt(db, q.sql).all(...q.args)) as Row[]);
 }
 
-/** listTasks for a route, its two reads not blocking (readRows). */
+/** listTasks for a route. */
 export async function readTasks(db: DB, f: ListFilter): Promise<Task[]> {
   const q = listQuery(f);
-  const rows = (await readRows(db, q.sql, ...q.args)) as Row[];
-  return rows.length ? withEdges(rows, (await readRows(db, EDGES, edgeKeys(rows))) as Edge[]) : [];
+  const rows = (await stmt(db, q.sql).all(...q.args)) as Row[];
+  return rows.length ? withEdges(rows, (await stmt(db, EDGES).all(edgeKeys(rows))) as Edge[]) : [];
 }
 
 /** The list statement for a filter (exported so a test can check its query plan). */
@@ -131,12 +131,12 @@ export function listQuery(f: ListFilter): { sql: string; args: unknown[] } {
 }
 
 /** All tasks of a mission, oldest first (a mission holds a bounded plan, not an open-ended list). */
-export function listMissionTasks(db: DB, missionId: string): Task[] {
-  return hydrate(db, stmt(db, `SELECT ${COLUMNS} FROM tasks WHERE mission_id = ? ORDER BY id`).all(missionId) as Row[]);
+export async function listMissionTasks(db: DB, missionId: string): Promise<Task[]> {
+  return await hydrate(db, (await stmt(db, `SELECT ${COLUMNS} FROM tasks WHERE mission_id = ? ORDER BY id`).all(missionId)) as Row[]);
 }
 
-export function missionTaskByTitle(db: DB, missionId: string, title: string): string | null {
-  const r = stmt(db, 'SELECT id FROM tasks WHERE mission_id = ? AND title = ? LIMIT 1').get(missionId, title) as { id: string } | undefined;
+export async function missionTaskByTitle(db: DB, missionId: string, title: string): Promise<string | null> {
+  const r = (await stmt(db, 'SELECT id FROM tasks WHERE mission_id = ? AND title = ? LIMIT 1').get(missionId, title)) as { id: string } | undefined;
   return r?.id ?? null;
 }
 
@@ -154,8 +154,8 @@ export interface NewTask {
   now: string;
 }
 
-export function insertTask(db: DB, t: NewTask): void {
-  stmt(
+export async function insertTask(db: DB, t: NewTask): Promise<void> {
+  await stmt(
     db,
     `INSERT INTO tasks (id, title, description, assign_to, mission_id, status, priority, labels, max_retries, side_effects, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -163,8 +163,8 @@ export function insertTask(db: DB, t: NewTask): void {
 }
 
 /** The editable fields (never status), written whole from the merged task. */
-export function updateFields(db: DB, t: Task, now: string): void {
-  stmt(db, 'UPDATE tasks SET title = ?, description = ?, assign_to = ?, priority = ?, labels = ?, max_retries = ?, side_effects = ?, updated_at = ? WHERE id = ?').run(
+export async function updateFields(db: DB, t: Task, now: string): Promise<void> {
+  await stmt(db, 'UPDATE tasks SET title = ?, description = ?, assign_to = ?, priority = ?, labels = ?, max_retries = ?, side_effects = ?, updated_at = ? WHERE id = ?').run(
     t.title,
     t.description,
     t.assignTo,
@@ -207,8 +207,8 @@ const SET_STATUS = {
 };
 
 /** Compare-and-set on the status: false when the task is no longer in `from`. */
-export function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c: StatusChange): boolean {
-  const info = stmt(db, SET_STATUS).run(
+export async function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c: StatusChange): Promise<boolean> {
+  const info = await stmt(db, SET_STATUS).run(
     to,
     c.retry ? 1 : 0,
     c.result !== undefined ? 1 : 0,
@@ -226,26 +226,26 @@ export function setStatus(db: DB, id: string, from: TaskState, to: TaskState, c:
   return info.changes === 1;
 }
 
-export function setAssignee(db: DB, id: string, agent: string, now: string): void {
-  stmt(db, 'UPDATE tasks SET assign_to = ?, updated_at = ? WHERE id = ?').run(agent, now, id);
+export async function setAssignee(db: DB, id: string, agent: string, now: string): Promise<void> {
+  await stmt(db, 'UPDATE tasks SET assign_to = ?, updated_at = ? WHERE id = ?').run(agent, now, id);
 }
 
-export function setMissionId(db: DB, id: string, missionId: string | null, now: string): void {
-  stmt(db, 'UPDATE tasks SET mission_id = ?, updated_at = ? WHERE id = ?').run(missionId, now, id);
+export async function setMissionId(db: DB, id: string, missionId: string | null, now: string): Promise<void> {
+  await stmt(db, 'UPDATE tasks SET mission_id = ?, updated_at = ? WHERE id = ?').run(missionId, now, id);
 }
 
-export function touch(db: DB, id: string, now: string): void {
-  stmt(db, 'UPDATE tasks SET updated_at = ? WHERE id = ?').run(now, id);
+export async function touch(db: DB, id: string, now: string): Promise<void> {
+  await stmt(db, 'UPDATE tasks SET updated_at = ? WHERE id = ?').run(now, id);
 }
 
-export function deleteTask(db: DB, id: string): boolean {
-  return stmt(db, 'DELETE FROM tasks WHERE id = ?').run(id).changes > 0;
+export async function deleteTask(db: DB, id: string): Promise<boolean> {
+  return (await stmt(db, 'DELETE FROM tasks WHERE id = ?').run(id)).changes > 0;
 }
 
-export function replaceDependencies(db: DB, id: string, dependsOn: string[]): void {
-  stmt(db, 'DELETE FROM task_dependencies WHERE task_id = ?').run(id);
+export async function replaceDependencies(db: DB, id: string, dependsOn: string[]): Promise<void> {
+  await stmt(db, 'DELETE FROM task_dependencies WHERE task_id = ?').run(id);
   const ins = stmt(db, 'INSERT INTO task_dependencies (task_id, depends_on, position) VALUES (?, ?, ?)');
-  dependsOn.forEach((d, i) => ins.run(id, d, i));
+  for (const [i, d] of dependsOn.entries()) await ins.run(id, d, i);
 }
 
 const MISSING = {
@@ -254,25 +254,25 @@ const MISSING = {
 };
 
 /** Which of `ids` name no task. */
-export function missingTaskIds(db: DB, ids: string[]): string[] {
+export async function missingTaskIds(db: DB, ids: string[]): Promise<string[]> {
   if (!ids.length) return []; // most tasks have none: no statement on the create hot path
-  const rows = stmt(db, MISSING).all(JSON.stringify(ids)) as { value: string }[];
+  const rows = (await stmt(db, MISSING).all(JSON.stringify(ids))) as { value: string }[];
   return rows.map((r) => r.value);
 }
 
 /** Dependencies of a task that are not done yet. */
-export function openDependencies(db: DB, id: string): string[] {
-  const rows = stmt(
+export async function openDependencies(db: DB, id: string): Promise<string[]> {
+  const rows = (await stmt(
     db,
     `SELECT d.depends_on AS id FROM task_dependencies d JOIN tasks t ON t.id = d.depends_on
      WHERE d.task_id = ? AND t.status <> 'done' ORDER BY d.position`,
-  ).all(id) as { id: string }[];
+  ).all(id)) as { id: string }[];
   return rows.map((r) => r.id);
 }
 
 /** Tasks that depend on `id`. */
-export function dependentsOf(db: DB, id: string): string[] {
-  return (stmt(db, 'SELECT task_id FROM task_dependencies WHERE depends_on = ? ORDER BY task_id').all(id) as { task_id: string }[]).map((r) => r.task_id);
+export async function dependentsOf(db: DB, id: string): Promise<string[]> {
+  return ((await stmt(db, 'SELECT task_id FROM task_dependencies WHERE depends_on = ? ORDER BY task_id').all(id)) as { task_id: string }[]).map((r) => r.task_id);
 }
 
 const REACHES = {
@@ -288,9 +288,9 @@ const REACHES = {
 };
 
 /** Whether `target` is reachable from any of `from` by following dependencies (a cycle check). */
-export function dependsTransitively(db: DB, from: string[], target: string): boolean {
+export async function dependsTransitively(db: DB, from: string[], target: string): Promise<boolean> {
   return (
-    stmt(db, REACHES).get(JSON.stringify(from), target) !== undefined
+    (await stmt(db, REACHES).get(JSON.stringify(from), target)) !== undefined
   );
 }
 
@@ -303,43 +303,43 @@ export interface LeaseRow {
   expiresAt: string;
 }
 
-export function getLease(db: DB, id: string): LeaseRow | null {
-  const r = stmt(db, 'SELECT id, lease_id, assign_to, lease_expires_at FROM tasks WHERE id = ? AND lease_id IS NOT NULL').get(id) as
+export async function getLease(db: DB, id: string): Promise<LeaseRow | null> {
+  const r = (await stmt(db, 'SELECT id, lease_id, assign_to, lease_expires_at FROM tasks WHERE id = ? AND lease_id IS NOT NULL').get(id)) as
     | { id: string; lease_id: string; assign_to: string | null; lease_expires_at: string }
     | undefined;
   return r ? { taskId: r.id, leaseId: r.lease_id, agent: r.assign_to, expiresAt: r.lease_expires_at } : null;
 }
 
-export function setLease(db: DB, id: string, leaseId: string, expiresAt: string): void {
-  stmt(db, 'UPDATE tasks SET lease_id = ?, lease_expires_at = ? WHERE id = ?').run(leaseId, expiresAt, id);
+export async function setLease(db: DB, id: string, leaseId: string, expiresAt: string): Promise<void> {
+  await stmt(db, 'UPDATE tasks SET lease_id = ?, lease_expires_at = ? WHERE id = ?').run(leaseId, expiresAt, id);
 }
 
 /** Compare-and-set on the lease id: false when the lease is no longer the one named. */
-export function extendLease(db: DB, id: string, leaseId: string, expiresAt: string): boolean {
-  return stmt(db, 'UPDATE tasks SET lease_expires_at = ? WHERE id = ? AND lease_id = ?').run(expiresAt, id, leaseId).changes === 1;
+export async function extendLease(db: DB, id: string, leaseId: string, expiresAt: string): Promise<boolean> {
+  return (await stmt(db, 'UPDATE tasks SET lease_expires_at = ? WHERE id = ? AND lease_id = ?').run(expiresAt, id, leaseId)).changes === 1;
 }
 
 /** Ends a lease that ran out: the task goes back to pending with no assignee (compare-and-set). */
-export function releaseLease(db: DB, id: string, leaseId: string, now: string): boolean {
+export async function releaseLease(db: DB, id: string, leaseId: string, now: string): Promise<boolean> {
   return (
-    stmt(
+    (await stmt(
       db,
       `UPDATE tasks SET status = 'pending', assign_to = NULL, lease_id = NULL, lease_expires_at = NULL, updated_at = ?
        WHERE id = ? AND lease_id = ? AND status = 'in_progress'`,
-    ).run(now, id, leaseId).changes === 1
+    ).run(now, id, leaseId)).changes === 1
   );
 }
 
 /** Leases expired by `now`, oldest first (at most `limit`), plus the next one to expire. */
-export function expiringLeases(db: DB, now: string, limit: number): { id: string; expiresAt: string }[] {
-  const due = stmt(
+export async function expiringLeases(db: DB, now: string, limit: number): Promise<{ id: string; expiresAt: string }[]> {
+  const due = (await stmt(
     db,
     'SELECT id, lease_expires_at AS expiresAt FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?',
-  ).all(now, limit) as { id: string; expiresAt: string }[];
-  const next = stmt(
+  ).all(now, limit)) as { id: string; expiresAt: string }[];
+  const next = (await stmt(
     db,
     'SELECT id, lease_expires_at AS expiresAt FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at > ? ORDER BY lease_expires_at LIMIT 1',
-  ).get(now) as { id: string; expiresAt: string } | undefined;
+  ).get(now)) as { id: string; expiresAt: string } | undefined;
   return next ? [...due, next] : due;
 }
 
@@ -347,16 +347,21 @@ export function expiringLeases(db: DB, now: string, limit: number): { id: string
  * Ids of the oldest tasks in `status` with `priority`, after the id `after`, that `agent` may claim:
  * unassigned or assigned to it, and with every dependency done. Walks the (status, priority, id) index.
  */
-export function claimableTasks(db: DB, status: 'pending' | 'assigned', priority: Task['priority'], agent: string, after: string, limit: number): string[] {
-  const rows = stmt(
-    db,
-    `SELECT t.id FROM tasks t
-     WHERE t.status = ? AND t.priority = ? AND t.id > ? AND (t.assign_to IS NULL OR t.assign_to = ?)
-       AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks x ON x.id = d.depends_on WHERE d.task_id = t.id AND x.status <> 'done')
-     ORDER BY t.id LIMIT ?`,
-  ).all(status, priority, after, agent, limit) as { id: string }[];
+/**
+ * Candidates for the next claim. On PostgreSQL (inside the claiming transaction) tasks another
+ * agent is claiming right now are passed over, not waited for (SKIP LOCKED), and those returned
+ * stay locked for this claim until it commits.
+ */
+export async function claimableTasks(db: DB, status: 'pending' | 'assigned', priority: Task['priority'], agent: string, after: string, limit: number): Promise<string[]> {
+  const rows = (await stmt(db, CLAIMABLE).all(status, priority, after, agent, limit)) as { id: string }[];
   return rows.map((r) => r.id);
 }
+
+const CLAIMABLE_SQL = `SELECT t.id FROM tasks t
+     WHERE t.status = ? AND t.priority = ? AND t.id > ? AND (t.assign_to IS NULL OR t.assign_to = ?)
+       AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks x ON x.id = d.depends_on WHERE d.task_id = t.id AND x.status <> 'done')
+     ORDER BY t.id LIMIT ?`;
+const CLAIMABLE = { sqlite: CLAIMABLE_SQL, postgres: `${CLAIMABLE_SQL} FOR UPDATE OF t SKIP LOCKED` };
 
 // Comments: notes on a task's activity (migration 8).
 
@@ -368,39 +373,39 @@ export interface CommentRow {
   createdAt: string;
 }
 
-export function insertComment(db: DB, c: CommentRow): void {
-  stmt(db, 'INSERT INTO task_comments (id, task_id, author, body, created_at) VALUES (?, ?, ?, ?, ?)').run(c.id, c.taskId, c.author, c.body, c.createdAt);
+export async function insertComment(db: DB, c: CommentRow): Promise<void> {
+  await stmt(db, 'INSERT INTO task_comments (id, task_id, author, body, created_at) VALUES (?, ?, ?, ?, ?)').run(c.id, c.taskId, c.author, c.body, c.createdAt);
 }
 
 /** A task's comments, newest first, below the `before` id when given (one plain statement each way). */
-export function listComments(db: DB, taskId: string, before: string | undefined, limit: number): CommentRow[] {
+export async function listComments(db: DB, taskId: string, before: string | undefined, limit: number): Promise<CommentRow[]> {
   const cols = 'SELECT id, task_id AS taskId, author, body, created_at AS createdAt FROM task_comments';
   return (
     before === undefined
-      ? stmt(db, `${cols} WHERE task_id = ? ORDER BY id DESC LIMIT ?`).all(taskId, limit)
-      : stmt(db, `${cols} WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(taskId, before, limit)
+      ? (await stmt(db, `${cols} WHERE task_id = ? ORDER BY id DESC LIMIT ?`).all(taskId, limit))
+      : (await stmt(db, `${cols} WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(taskId, before, limit))
   ) as CommentRow[];
 }
 
 /** in_progress → assigned, the holder kept as assignee and the lease gone: a run let go of its claim. */
-export function releaseToAssigned(db: DB, id: string, leaseId: string, now: string): boolean {
+export async function releaseToAssigned(db: DB, id: string, leaseId: string, now: string): Promise<boolean> {
   return (
-    stmt(
+    (await stmt(
       db,
       `UPDATE tasks SET status = 'assigned', lease_id = NULL, lease_expires_at = NULL, updated_at = ?
        WHERE id = ? AND lease_id = ? AND status = 'in_progress'`,
-    ).run(now, id, leaseId).changes === 1
+    ).run(now, id, leaseId)).changes === 1
   );
 }
 
 /** Ids of tasks assigned to `agent`, pending or assigned, with every dependency done (oldest first). */
-export function readyTasksOf(db: DB, agent: string, limit: number): string[] {
-  const rows = stmt(
+export async function readyTasksOf(db: DB, agent: string, limit: number): Promise<string[]> {
+  const rows = (await stmt(
     db,
     `SELECT t.id FROM tasks t
      WHERE t.assign_to = ? AND t.status IN ('pending', 'assigned')
        AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks x ON x.id = d.depends_on WHERE d.task_id = t.id AND x.status <> 'done')
      ORDER BY t.id LIMIT ?`,
-  ).all(agent, limit) as { id: string }[];
+  ).all(agent, limit)) as { id: string }[];
   return rows.map((r) => r.id);
 }

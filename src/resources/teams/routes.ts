@@ -14,7 +14,7 @@ export const teamRoutes = [
     summary: 'List teams with their agents',
     tag,
     response: z.array(TeamOut),
-    handler: ({ app }) => teams.listTeams(app),
+    handler: async ({ app }) => await teams.listTeams(app),
   }),
   route({
     method: 'POST',
@@ -26,8 +26,8 @@ export const teamRoutes = [
     status: 201,
     body: TeamIn,
     response: z.object({ added: z.literal(true) }),
-    handler: ({ app, body }) => {
-      teams.addTeam(app, body.name, body.description ?? '');
+    handler: async ({ app, body }) => {
+      await teams.addTeam(app, body.name, body.description ?? '');
       return { added: true as const };
     },
   }),
@@ -40,8 +40,8 @@ export const teamRoutes = [
     tag,
     body: TeamRename,
     response: z.null(),
-    handler: ({ app, body }) => {
-      teams.renameTeam(app, body.oldName, body.name);
+    handler: async ({ app, body }) => {
+      await teams.renameTeam(app, body.oldName, body.name);
       return null;
     },
   }),
@@ -54,8 +54,8 @@ export const teamRoutes = [
     tag,
     params: NameParam,
     response: Removed,
-    handler: ({ app, params }) => {
-      teams.removeTeam(app, params.name);
+    handler: async ({ app, params }) => {
+      await teams.removeTeam(app, params.name);
       return { removed: true as const };
     },
   }),

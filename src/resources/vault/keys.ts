@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { App } from '../../app.js';
-import type { DB } from '../../db/open.js';
+import { lockKey, type DB } from '../../db/open.js';
 import { AppError } from '../../kernel/errors.js';
 import type { Logger } from '../../kernel/log.js';
 import { deriveKeys, MASTER_KEY_BYTES, open, OpenError, sameCheck, seal, type VaultKeys } from './crypto.js';
@@ -49,11 +49,11 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
   if (o.shared) return openSharedVault(o, o.shared.keyFile);
   const { db, projectId, log } = o;
   const found = await locateMasterKey(o.env, projectId, o.keychain ?? osKeychain(), (m) => log.warn(m));
-  const count = store.countEntries(db);
-  const recorded = store.getKeyCheck(db);
-  const fits = (keys: VaultKeys): boolean => {
+  const count = await store.countEntries(db);
+  const recorded = await store.getKeyCheck(db);
+  const fits = async (keys: VaultKeys): Promise<boolean> => {
     if (recorded) return sameCheck(recorded, keys.check);
-    const first = store.allSealed(db)[0];
+    const first = (await store.allSealed(db))[0];
     return !first || opensWith(projectId, keys, first);
   };
   let master = found.key;
@@ -62,17 +62,17 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
     location.source === 'env'
       ? `set ${ENV_KEY} to the key the entries were sealed with`
       : `restore the key to ${location.where}, or set ${ENV_KEY} to the key the entries were sealed with`;
-  if (master && !fits(deriveKeys(master, projectId))) {
+  if (master && !(await fits(deriveKeys(master, projectId)))) {
     // A rotation may have re-sealed the entries and then stopped before storing its new key.
     const next = await location.readNext().catch(() => null);
     // Or the keychain did not answer at an earlier start, and the key was made in the file.
     const file = location.source === 'keychain' ? fileLocation(configDir(o.env), projectId, (m) => log.warn(m)) : null;
     const fromFile = file ? await file.read().catch(() => null) : null;
-    if (next && fits(deriveKeys(next, projectId))) {
+    if (next && (await fits(deriveKeys(next, projectId)))) {
       await location.promoteNext(next);
       log.warn('finished an interrupted vault key rotation', { source: location.source });
       master = next;
-    } else if (file && fromFile && fits(deriveKeys(fromFile, projectId))) {
+    } else if (file && fromFile && (await fits(deriveKeys(fromFile, projectId)))) {
       log.warn('the keychain holds another vault master key; using the key file, which opens the entries', { where: file.where });
       location = file;
       master = fromFile;
@@ -96,7 +96,7 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
   }
 
   const keys = deriveKeys(master, projectId);
-  if (!recorded || !sameCheck(recorded, keys.check)) store.setKeyCheck(db, keys.check);
+  if (!recorded || !sameCheck(recorded, keys.check)) await store.setKeyCheck(db, keys.check);
   log.info('vault master key', {
     source: location.source,
     where: location.where,
@@ -112,23 +112,24 @@ async function openSharedVault(o: OpenVaultOptions, keyFile: string | null): Pro
   const keys = deriveKeys(key, projectId);
   // Recorded by whichever daemon opened the shared state first, inside one transaction, so two
   // daemons starting at once with different keys cannot both record theirs.
-  const recorded = db.transaction(() => {
-    const r = store.getKeyCheck(db);
+  const recorded = await db.transaction(async () => {
+    await lockKey(db, 'meta', 'vault.keyCheck');
+    const r = await store.getKeyCheck(db);
     if (r) return r;
     // Entries but no check recorded (an older export): the key must open them before it is recorded.
-    const first = store.allSealed(db)[0];
+    const first = (await store.allSealed(db))[0];
     if (first && !opensWith(projectId, keys, first)) {
       throw new Error(`the vault master key from ${location.where} cannot open the existing entries; give every daemon the key they were sealed with`);
     }
-    store.setKeyCheck(db, keys.check);
+    await store.setKeyCheck(db, keys.check);
     return null;
-  })();
+  });
   if (recorded && !sameCheck(recorded, keys.check)) {
     throw new Error(
       `the vault master key from ${location.where} is not the one the other daemons on this state use (its check differs from the recorded one); give every daemon the same key`,
     );
   }
-  const count = store.countEntries(db);
+  const count = await store.countEntries(db);
   log.info('vault master key', { source: location.source, where: location.where, entries: count, shared: true });
   return { projectId, location, keys, rotating: false, shared: true };
 }
@@ -169,13 +170,13 @@ export async function rotateKey(app: App, newKeyHex?: string): Promise<{ rotated
     }
     let rotated: number;
     try {
-      rotated = app.events.write(() => {
-        const rows = store.allSealed(app.db);
+      rotated = await app.events.write(async () => {
+        const rows = await store.allSealed(app.db);
         for (const row of rows) {
           const plain = Buffer.from(JSON.stringify(openRow(app, vault.keys, row)), 'utf8');
-          store.replaceSealed(app.db, { ...row, ...seal(nextKeys.entryKey, place(app, row.agent, row.service), plain) });
+          await store.replaceSealed(app.db, { ...row, ...seal(nextKeys.entryKey, place(app, row.agent, row.service), plain) });
         }
-        store.setKeyCheck(app.db, nextKeys.check);
+        await store.setKeyCheck(app.db, nextKeys.check);
         return rows.length;
       });
     } catch (err) {

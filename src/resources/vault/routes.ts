@@ -18,7 +18,7 @@ export const vaultRoutes = [
     tag,
     body: VaultEntryIn,
     response: VaultSavedOut,
-    handler: ({ app, body }) => vault.saveEntry(app, body),
+    handler: async ({ app, body }) => await vault.saveEntry(app, body),
   }),
   route({
     method: 'GET',
@@ -28,8 +28,8 @@ export const vaultRoutes = [
     tag,
     query: VaultListQuery,
     response: z.array(VaultEntryOut),
-    handler: ({ app, query, setHeader }) => {
-      return pageAnswer(setHeader, vault.listEntries(app, query));
+    handler: async ({ app, query, setHeader }) => {
+      return pageAnswer(setHeader, await vault.listEntries(app, query));
     },
   }),
   route({
@@ -40,8 +40,8 @@ export const vaultRoutes = [
     tag,
     params: VaultEntryParams,
     response: Removed,
-    handler: ({ app, params }) => {
-      vault.removeEntry(app, params.agent, params.service);
+    handler: async ({ app, params }) => {
+      await vault.removeEntry(app, params.agent, params.service);
       return { removed: true as const };
     },
   }),

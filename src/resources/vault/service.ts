@@ -10,13 +10,13 @@ import * as store from './store.js';
 
 export const place = (app: App, agent: string, service: string) => ({ projectId: app.services.get(VAULT).projectId, agent, service });
 
-export function saveEntry(app: App, input: VaultEntryInput): VaultSaved {
+export async function saveEntry(app: App, input: VaultEntryInput): Promise<VaultSaved> {
   const { agent, service, type, credentials } = input;
   const keys = Object.keys(credentials);
-  return app.events.write(() => {
-    if (!agentExists(app.db, agent)) throw new AppError('not_found', `Agent "${agent}" not found; vault entries belong to an existing agent.`);
+  return await app.events.write(async () => {
+    if (!(await agentExists(app.db, agent))) throw new AppError('not_found', `Agent "${agent}" not found; vault entries belong to an existing agent.`);
     const sealed = seal(app.services.get(VAULT).keys.entryKey, place(app, agent, service), Buffer.from(JSON.stringify(credentials), 'utf8'));
-    store.upsertEntry(app.db, { agent, service, type, label: input.label ?? null, keys, ...sealed, now: nowIso(app.clock) });
+    await store.upsertEntry(app.db, { agent, service, type, label: input.label ?? null, keys, ...sealed, now: nowIso(app.clock) });
     app.events.emit('vault:saved', { agent, service, type, keys });
     return { agent, service, type, keys };
   });
@@ -34,14 +34,14 @@ function decodeCursor(cursor: string): [string, string] {
   throw new AppError('invalid_request', 'The cursor is not one this server issued.', { details: [{ path: 'query.cursor', message: 'invalid cursor' }] });
 }
 
-export function listEntries(app: App, q: { agent?: string; limit: number; cursor?: string }): Page<VaultEntry> {
-  const rows = store.listEntries(app.db, { agent: q.agent, after: q.cursor ? decodeCursor(q.cursor) : undefined, limit: q.limit + 1 });
+export async function listEntries(app: App, q: { agent?: string; limit: number; cursor?: string }): Promise<Page<VaultEntry>> {
+  const rows = await store.listEntries(app.db, { agent: q.agent, after: q.cursor ? decodeCursor(q.cursor) : undefined, limit: q.limit + 1 });
   return toPage(rows, q.limit, encodeCursor);
 }
 
-export function removeEntry(app: App, agent: string, service: string): void {
-  app.events.write(() => {
-    if (!store.deleteEntry(app.db, agent, service)) throw new AppError('not_found', `Vault entry "${agent}/${service}" not found.`);
+export async function removeEntry(app: App, agent: string, service: string): Promise<void> {
+  await app.events.write(async () => {
+    if (!(await store.deleteEntry(app.db, agent, service))) throw new AppError('not_found', `Vault entry "${agent}/${service}" not found.`);
     app.events.emit('vault:removed', { agent, service });
   });
 }
@@ -61,8 +61,8 @@ export function openRow(app: App, keys: VaultKeys, row: store.SealedRow): Record
 }
 
 /** The credentials of an entry, for the daemon's own use (chat): never put them in a response. */
-export function openEntry(app: App, agent: string, service: string): Record<string, string> {
-  const row = store.getSealed(app.db, agent, service);
+export async function openEntry(app: App, agent: string, service: string): Promise<Record<string, string>> {
+  const row = await store.getSealed(app.db, agent, service);
   if (!row) throw new AppError('not_found', `Vault entry "${agent}/${service}" not found.`);
   return openRow(app, app.services.get(VAULT).keys, row);
 }
@@ -72,9 +72,9 @@ export function openEntry(app: App, agent: string, service: string): Record<stri
  * session) before it is kept or answered. An entry that cannot be opened is logged and skipped:
  * its value cannot be known, and one bad entry must not fail every chat.
  */
-export function secretValues(app: App): string[] {
+export async function secretValues(app: App): Promise<string[]> {
   const values = new Set<string>();
-  for (const row of store.allSealed(app.db)) {
+  for (const row of await store.allSealed(app.db)) {
     let opened: Record<string, string>;
     try {
       opened = openRow(app, app.services.get(VAULT).keys, row);
@@ -88,6 +88,6 @@ export function secretValues(app: App): string[] {
 }
 
 /** The key names an agent's entry holds, or null when it has no such entry (metadata only, no values). */
-export function entryKeys(app: App, agent: string, service: string): string[] | null {
-  return store.getEntry(app.db, agent, service)?.keys ?? null;
+export async function entryKeys(app: App, agent: string, service: string): Promise<string[] | null> {
+  return (await store.getEntry(app.db, agent, service))?.keys ?? null;
 }

@@ -1,4 +1,4 @@
-import { stmt, type DB } from '../../db/open.js';
+import { lockKey, stmt, type DB } from '../../db/open.js';
 import { open, seal, type EntryPlace } from './crypto.js';
 
 // Values every daemon on a shared (PostgreSQL) state must hold alike, such as the key that seals
@@ -7,19 +7,21 @@ import { open, seal, type EntryPlace } from './crypto.js';
 // records its fresh value in one transaction; every later one, on any machine, opens that one.
 
 /** The value recorded under `metaKey`, or `fresh()` recorded there when there is none yet (it may throw to refuse). */
-export function sharedSealed(db: DB, entryKey: Buffer, place: EntryPlace, metaKey: string, fresh: () => Buffer): Buffer {
-  const stored = db.transaction(() => {
-    const row = stmt(db, 'SELECT value FROM meta WHERE key = ?').get(metaKey) as { value: string } | undefined;
+export async function sharedSealed(db: DB, entryKey: Buffer, place: EntryPlace, metaKey: string, fresh: () => Buffer | Promise<Buffer>): Promise<Buffer> {
+  const stored = await db.transaction(async () => {
+    // Daemons starting together: the first records its value, the others wait and read it.
+    await lockKey(db, 'meta', metaKey);
+    const row = (await stmt(db, 'SELECT value FROM meta WHERE key = ?').get(metaKey)) as { value: string } | undefined;
     if (row) return row.value;
-    const s = seal(entryKey, place, fresh());
+    const s = seal(entryKey, place, await fresh());
     const value = JSON.stringify({ sealed: s.sealed.toString('base64'), nonce: s.nonce.toString('base64') });
-    stmt(db, 'INSERT INTO meta (key, value) VALUES (?, ?)').run(metaKey, value);
+    await stmt(db, 'INSERT INTO meta (key, value) VALUES (?, ?)').run(metaKey, value);
     return value;
-  })();
+  });
   const { sealed, nonce } = JSON.parse(stored) as { sealed: string; nonce: string };
   return open(entryKey, place, { sealed: Buffer.from(sealed, 'base64'), nonce: Buffer.from(nonce, 'base64') });
 }
 
-export function dropShared(db: DB, metaKey: string): void {
-  stmt(db, 'DELETE FROM meta WHERE key = ?').run(metaKey);
+export async function dropShared(db: DB, metaKey: string): Promise<void> {
+  await stmt(db, 'DELETE FROM meta WHERE key = ?').run(metaKey);
 }

@@ -31,11 +31,11 @@ export const toVaultEntry = (r: Row): VaultEntry => ({
   updatedAt: r.updated_at,
 });
 
-export function upsertEntry(
+export async function upsertEntry(
   db: DB,
   e: { agent: string; service: string; type: string; label: string | null; keys: string[]; sealed: Buffer; nonce: Buffer; now: string },
-): void {
-  stmt(
+): Promise<void> {
+  await stmt(
     db,
     `INSERT INTO vault_entries (agent, service, type, label, keys, sealed, nonce, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -45,53 +45,53 @@ export function upsertEntry(
   ).run(e.agent, e.service, e.type, e.label, JSON.stringify(e.keys), e.sealed, e.nonce, e.now, e.now);
 }
 
-export function getEntry(db: DB, agent: string, service: string): VaultEntry | null {
-  const r = stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE agent = ? AND service = ?`).get(agent, service) as Row | undefined;
+export async function getEntry(db: DB, agent: string, service: string): Promise<VaultEntry | null> {
+  const r = (await stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE agent = ? AND service = ?`).get(agent, service)) as Row | undefined;
   return r ? toVaultEntry(r) : null;
 }
 
-export function getSealed(db: DB, agent: string, service: string): SealedRow | null {
-  const r = stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries WHERE agent = ? AND service = ?').get(agent, service);
+export async function getSealed(db: DB, agent: string, service: string): Promise<SealedRow | null> {
+  const r = await stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries WHERE agent = ? AND service = ?').get(agent, service);
   return (r as SealedRow | undefined) ?? null;
 }
 
 /** One page in (agent, service) order, starting after `after`. */
-export function listEntries(db: DB, f: { agent?: string; after?: [string, string]; limit: number }): VaultEntry[] {
+export async function listEntries(db: DB, f: { agent?: string; after?: [string, string]; limit: number }): Promise<VaultEntry[]> {
   const [a, s] = f.after ?? ['', ''];
   const rows = f.agent
-    ? stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE agent = ? AND (agent, service) > (?, ?) ORDER BY agent, service LIMIT ?`).all(f.agent, a, s, f.limit)
-    : stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE (agent, service) > (?, ?) ORDER BY agent, service LIMIT ?`).all(a, s, f.limit);
+    ? (await stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE agent = ? AND (agent, service) > (?, ?) ORDER BY agent, service LIMIT ?`).all(f.agent, a, s, f.limit))
+    : (await stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE (agent, service) > (?, ?) ORDER BY agent, service LIMIT ?`).all(a, s, f.limit));
   return (rows as Row[]).map(toVaultEntry);
 }
 
-export function deleteEntry(db: DB, agent: string, service: string): boolean {
-  return stmt(db, 'DELETE FROM vault_entries WHERE agent = ? AND service = ?').run(agent, service).changes > 0;
+export async function deleteEntry(db: DB, agent: string, service: string): Promise<boolean> {
+  return (await stmt(db, 'DELETE FROM vault_entries WHERE agent = ? AND service = ?').run(agent, service)).changes > 0;
 }
 
-export function countEntries(db: DB): number {
-  return (stmt(db, 'SELECT COUNT(*) AS n FROM vault_entries').get() as { n: number }).n;
+export async function countEntries(db: DB): Promise<number> {
+  return ((await stmt(db, 'SELECT COUNT(*) AS n FROM vault_entries').get()) as { n: number }).n;
 }
 
-export function allSealed(db: DB): SealedRow[] {
-  return stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries ORDER BY agent, service').all() as SealedRow[];
+export async function allSealed(db: DB): Promise<SealedRow[]> {
+  return (await stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries ORDER BY agent, service').all()) as SealedRow[];
 }
 
 /** One agent's sealed entries (its primary-key prefix: no scan of other agents' rows). */
-export function sealedOf(db: DB, agent: string): SealedRow[] {
-  return stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries WHERE agent = ? ORDER BY service').all(agent) as SealedRow[];
+export async function sealedOf(db: DB, agent: string): Promise<SealedRow[]> {
+  return (await stmt(db, 'SELECT agent, service, sealed, nonce FROM vault_entries WHERE agent = ? ORDER BY service').all(agent)) as SealedRow[];
 }
 
-export function replaceSealed(db: DB, r: SealedRow): void {
-  stmt(db, 'UPDATE vault_entries SET sealed = ?, nonce = ? WHERE agent = ? AND service = ?').run(r.sealed, r.nonce, r.agent, r.service);
+export async function replaceSealed(db: DB, r: SealedRow): Promise<void> {
+  await stmt(db, 'UPDATE vault_entries SET sealed = ?, nonce = ? WHERE agent = ? AND service = ?').run(r.sealed, r.nonce, r.agent, r.service);
 }
 
 const CHECK_KEY = 'vault.keyCheck';
 
-export function getKeyCheck(db: DB): Buffer | null {
-  const r = stmt(db, 'SELECT value FROM meta WHERE key = ?').get(CHECK_KEY) as { value: string } | undefined;
+export async function getKeyCheck(db: DB): Promise<Buffer | null> {
+  const r = (await stmt(db, 'SELECT value FROM meta WHERE key = ?').get(CHECK_KEY)) as { value: string } | undefined;
   return r ? Buffer.from(r.value, 'hex') : null;
 }
 
-export function setKeyCheck(db: DB, check: Buffer): void {
-  stmt(db, 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(CHECK_KEY, check.toString('hex'));
+export async function setKeyCheck(db: DB, check: Buffer): Promise<void> {
+  await stmt(db, 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(CHECK_KEY, check.toString('hex'));
 }

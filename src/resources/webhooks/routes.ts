@@ -31,7 +31,7 @@ export const webhookRoutes = [
     summary: 'List webhooks, oldest first (never their secrets)',
     tag,
     response: z.array(WebhookOut),
-    handler: ({ app }) => webhooks.listWebhooks(app),
+    handler: async ({ app }) => await webhooks.listWebhooks(app),
   }),
   route({
     method: 'POST',
@@ -47,7 +47,7 @@ export const webhookRoutes = [
     status: 201,
     body: WebhookIn,
     response: WebhookCreated,
-    handler: ({ app, body }) => webhooks.createWebhook(app, body),
+    handler: async ({ app, body }) => await webhooks.createWebhook(app, body),
   }),
   route({
     method: 'GET',
@@ -57,7 +57,7 @@ export const webhookRoutes = [
     tag,
     params: WebhookIdParam,
     response: WebhookOut,
-    handler: ({ app, params }) => webhooks.requireWebhook(app, params.id),
+    handler: async ({ app, params }) => await webhooks.requireWebhook(app, params.id),
   }),
   route({
     method: 'PATCH',
@@ -69,7 +69,7 @@ export const webhookRoutes = [
     params: WebhookIdParam,
     body: WebhookPatch,
     response: WebhookOut,
-    handler: ({ app, params, body }) => webhooks.updateWebhook(app, params.id, body),
+    handler: async ({ app, params, body }) => await webhooks.updateWebhook(app, params.id, body),
   }),
   route({
     method: 'DELETE',
@@ -79,7 +79,7 @@ export const webhookRoutes = [
     tag,
     params: WebhookIdParam,
     response: Removed,
-    handler: ({ app, params }) => webhooks.deleteWebhook(app, params.id),
+    handler: async ({ app, params }) => await webhooks.deleteWebhook(app, params.id),
   }),
   route({
     method: 'GET',
@@ -91,7 +91,7 @@ export const webhookRoutes = [
     params: WebhookIdParam,
     query: DeliveryListQuery,
     response: z.array(DeliveryOut),
-    handler: ({ app, params, query, setHeader }) => pageAnswer(setHeader, webhooks.listDeliveries(app, params.id, query)),
+    handler: async ({ app, params, query, setHeader }) => pageAnswer(setHeader, await webhooks.listDeliveries(app, params.id, query)),
   }),
   route({
     method: 'GET',
@@ -101,7 +101,7 @@ export const webhookRoutes = [
     tag,
     params: DeliveryIdParam,
     response: DeliveryDetailOut,
-    handler: ({ app, params }) => webhooks.getDelivery(app, params.id, params.deliveryId),
+    handler: async ({ app, params }) => await webhooks.getDelivery(app, params.id, params.deliveryId),
   }),
   route({
     method: 'POST',
@@ -114,7 +114,7 @@ export const webhookRoutes = [
     status: 202,
     params: DeliveryIdParam,
     response: DeliveryOut,
-    handler: ({ app, params }) => webhooks.redeliver(app, params.id, params.deliveryId),
+    handler: async ({ app, params }) => await webhooks.redeliver(app, params.id, params.deliveryId),
   }),
   route({
     method: 'POST',
@@ -128,7 +128,7 @@ export const webhookRoutes = [
     params: WebhookIdParam,
     body: RecoverIn,
     response: RecoverOut,
-    handler: ({ app, params, body }) => webhooks.recover(app, params.id, body.since),
+    handler: async ({ app, params, body }) => await webhooks.recover(app, params.id, body.since),
   }),
   route({
     method: 'POST',
@@ -140,7 +140,7 @@ export const webhookRoutes = [
     params: WebhookIdParam,
     body: RotateIn,
     response: RotateOut,
-    handler: ({ app, params, body }) => webhooks.rotateSecret(app, params.id, body.graceSeconds),
+    handler: async ({ app, params, body }) => await webhooks.rotateSecret(app, params.id, body.graceSeconds),
   }),
   route({
     method: 'POST',
@@ -153,6 +153,6 @@ export const webhookRoutes = [
     status: 202,
     params: WebhookIdParam,
     response: DeliveryOut,
-    handler: ({ app, params }) => webhooks.sendTest(app, params.id),
+    handler: async ({ app, params }) => await webhooks.sendTest(app, params.id),
   }),
 ];

@@ -42,12 +42,12 @@ function localKey(file: string): Buffer | null {
  * .svc/webhooks.key (a project moved with `svc state import` keeps signing with its secrets) or a
  * new one, recorded in one transaction so that two daemons starting at once agree on one.
  */
-function sharedKey(file: string, projectId: string, shared: SharedBox): Buffer {
-  return sharedSealed(shared.db, shared.entryKey, { projectId, agent: 'webhook-box', service: 'key' }, SHARED_META, () => {
+async function sharedKey(file: string, projectId: string, shared: SharedBox): Promise<Buffer> {
+  return await sharedSealed(shared.db, shared.entryKey, { projectId, agent: 'webhook-box', service: 'key' }, SHARED_META, async () => {
     const own = localKey(file);
     // Secrets already in the state (an imported project) were sealed under a key this daemon
     // lacks: a new one would make them unopenable for good.
-    if (!own && stmt(shared.db, 'SELECT 1 AS x FROM webhook_secrets LIMIT 1').get()) {
+    if (!own && (await stmt(shared.db, 'SELECT 1 AS x FROM webhook_secrets LIMIT 1').get())) {
       throw new Error(
         `the state holds webhook secrets sealed under a key it does not keep yet: start first the daemon whose project has that .svc/webhooks.key (where the state was imported), or copy that file to ${file}`,
       );
@@ -56,11 +56,11 @@ function sharedKey(file: string, projectId: string, shared: SharedBox): Buffer {
   });
 }
 
-export function openSecretBox(stateDir: string, projectId: string, shared?: SharedBox): SecretBox {
+export async function openSecretBox(stateDir: string, projectId: string, shared?: SharedBox): Promise<SecretBox> {
   const file = join(stateDir, 'webhooks.key');
   let key: Buffer;
   if (shared) {
-    key = sharedKey(file, projectId, shared);
+    key = await sharedKey(file, projectId, shared);
   } else {
     const found = localKey(file);
     if (found) {

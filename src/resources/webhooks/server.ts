@@ -18,11 +18,11 @@ export const server: ResourceServer = {
     WebhookSecretRotation: RotateOut,
     WebhookRecovery: RecoverOut,
   },
-  wire: (app) => {
+  wire: async (app) => {
     // Delivery rows are written by the sink inside each event's transaction, so the worker exists
     // before anything can write an event; it starts sending with the other parts (in-flight ones
     // from a crash first), and closes after them.
-    const worker = app.services.provide(WORKER, new DeliveryWorker(app, app.services.get(WORKER_OPTIONS)));
+    const worker = app.services.provide(WORKER, await DeliveryWorker.open(app, app.services.get(WORKER_OPTIONS)));
     app.services.provide(WEBHOOKS, worker);
     return () => worker.close();
   },

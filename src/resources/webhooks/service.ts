@@ -1,4 +1,5 @@
 import { serviceKey, type App } from '../../app.js';
+import { lockKey } from '../../db/open.js';
 import type { StoredEvent } from '../../events/outbox.js';
 import { AppError } from '../../kernel/errors.js';
 import { uuidv7 } from '../../lib/ids.js';
@@ -17,7 +18,7 @@ export interface WebhookRuntime {
   /** Forgets the opened secrets of a webhook (after a rotation). */
   secretsChanged(webhookId: string): void;
   /** Gives back claimed, unsent deliveries of a webhook that was changed, disabled or deleted. */
-  release(webhookId: string): void;
+  release(webhookId: string): Promise<void>;
   /**
    * Resolves once the worker has looked for due deliveries and has nothing it could do now: no
    * look pending, no attempt waiting to be written, nothing claimed that a free slot could take
@@ -35,42 +36,44 @@ export const MAX_WEBHOOKS = 100;
 /** Deleting a webhook answers this (like DELETE on tasks). */
 const REMOVED = { removed: true as const };
 
-export function listWebhooks(app: App): Webhook[] {
-  return store.listWebhooks(app.db);
+export async function listWebhooks(app: App): Promise<Webhook[]> {
+  return await store.listWebhooks(app.db);
 }
 
-export function requireWebhook(app: App, id: string): Webhook {
-  const w = store.getWebhook(app.db, id);
+export async function requireWebhook(app: App, id: string): Promise<Webhook> {
+  // In a write: what the caller checks and then writes stays as read until it commits (lockKey).
+  await lockKey(app.db, 'webhook', id);
+  const w = await store.getWebhook(app.db, id);
   if (!w) throw new AppError('not_found', `Webhook "${id}" not found.`);
   return w;
 }
 
-function addSecret(app: App, webhookId: string, now: string): string {
+async function addSecret(app: App, webhookId: string, now: string): Promise<string> {
   const secret = newSecret();
   const id = uuidv7();
-  store.insertSecret(app.db, webhookId, { id, ...app.services.get(WEBHOOKS).box.seal(id, secret), createdAt: now, expiresAt: null });
+  await store.insertSecret(app.db, webhookId, { id, ...app.services.get(WEBHOOKS).box.seal(id, secret), createdAt: now, expiresAt: null });
   return secret;
 }
 
-export function createWebhook(app: App, input: WebhookInput): Webhook & { secret: string } {
+export async function createWebhook(app: App, input: WebhookInput): Promise<Webhook & { secret: string }> {
   const id = uuidv7();
   const now = nowIso(app.clock);
-  const secret = app.events.write(() => {
-    if (store.countWebhooks(app.db) >= MAX_WEBHOOKS) throw new AppError('conflict', `A project can have at most ${MAX_WEBHOOKS} webhooks; delete one first.`);
-    store.insertWebhook(app.db, { id, url: input.url, events: input.events ?? ['*'], description: input.description ?? null, now });
-    return addSecret(app, id, now);
+  const secret = await app.events.write(async () => {
+    if ((await store.countWebhooks(app.db)) >= MAX_WEBHOOKS) throw new AppError('conflict', `A project can have at most ${MAX_WEBHOOKS} webhooks; delete one first.`);
+    await store.insertWebhook(app.db, { id, url: input.url, events: input.events ?? ['*'], description: input.description ?? null, now });
+    return await addSecret(app, id, now);
   });
-  return { ...store.getWebhook(app.db, id)!, secret };
+  return { ...(await store.getWebhook(app.db, id))!, secret };
 }
 
-export function updateWebhook(app: App, id: string, patch: WebhookPatchInput): Webhook {
-  app.events.write(() => {
-    const w = requireWebhook(app, id);
+export async function updateWebhook(app: App, id: string, patch: WebhookPatchInput): Promise<Webhook> {
+  await app.events.write(async () => {
+    const w = await requireWebhook(app, id);
     const now = nowIso(app.clock);
     const enabled = patch.enabled ?? w.enabled;
     const disabledReason = enabled ? null : w.enabled ? 'disabled with PATCH' : w.disabledReason;
-    app.services.get(WEBHOOKS).release(id);
-    store.updateWebhook(app.db, id, {
+    await app.services.get(WEBHOOKS).release(id);
+    await store.updateWebhook(app.db, id, {
       url: patch.url ?? w.url,
       events: patch.events ?? w.events,
       description: patch.description === undefined ? w.description : patch.description,
@@ -78,28 +81,28 @@ export function updateWebhook(app: App, id: string, patch: WebhookPatchInput): W
       disabledReason,
       now,
     });
-    if (w.enabled && !enabled) store.failPending(app.db, id, 'webhook disabled before this delivery was made', now);
+    if (w.enabled && !enabled) await store.failPending(app.db, id, 'webhook disabled before this delivery was made', now);
   });
   app.services.get(WEBHOOKS).kick(id);
-  return requireWebhook(app, id);
+  return await requireWebhook(app, id);
 }
 
 /** Deletes the webhook with its deliveries, so its pending deliveries are cancelled. */
-export function deleteWebhook(app: App, id: string): { removed: true } {
-  return app.events.write(() => {
-    if (!store.deleteWebhook(app.db, id)) throw new AppError('not_found', `Webhook "${id}" not found.`);
-    app.services.get(WEBHOOKS).release(id);
+export async function deleteWebhook(app: App, id: string): Promise<{ removed: true }> {
+  return await app.events.write(async () => {
+    if (!(await store.deleteWebhook(app.db, id))) throw new AppError('not_found', `Webhook "${id}" not found.`);
+    await app.services.get(WEBHOOKS).release(id);
     return REMOVED;
   });
 }
 
-export function rotateSecret(app: App, id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): { secret: string; previousSecretExpiresAt: string | null } {
-  return app.events.write(() => {
-    requireWebhook(app, id);
+export async function rotateSecret(app: App, id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<{ secret: string; previousSecretExpiresAt: string | null }> {
+  return await app.events.write(async () => {
+    await requireWebhook(app, id);
     const now = nowIso(app.clock);
     const expires = new Date(Date.parse(now) + graceSeconds * 1000).toISOString();
-    store.retireCurrentSecret(app.db, id, expires, now);
-    const secret = addSecret(app, id, now);
+    await store.retireCurrentSecret(app.db, id, expires, now);
+    const secret = await addSecret(app, id, now);
     app.services.get(WEBHOOKS).secretsChanged(id);
     return { secret, previousSecretExpiresAt: graceSeconds > 0 ? expires : null };
   });
@@ -110,9 +113,9 @@ export function rotateSecret(app: App, id: string, graceSeconds: number = DEFAUL
  * daemon did not write; each also without its `whsec_` prefix, the Standard Webhooks key. A secret
  * that no longer opens (webhooks.key replaced) is unknown to this daemon and cannot be scrubbed.
  */
-export function webhookSecrets(app: App): string[] {
+export async function webhookSecrets(app: App): Promise<string[]> {
   const { box } = app.services.get(WEBHOOKS);
-  return store.allSecrets(app.db).flatMap((row) => {
+  return (await store.allSecrets(app.db)).flatMap((row) => {
     let secret: string;
     try {
       secret = box.open(row.id, row);
@@ -125,16 +128,16 @@ export function webhookSecrets(app: App): string[] {
 
 // Deliveries
 
-export function listDeliveries(app: App, id: string, q: { limit: number; before?: string }): Page<Delivery> {
-  requireWebhook(app, id);
-  return toPage(store.listDeliveries(app.db, id, q.before, q.limit + 1), q.limit, (d) => d.id);
+export async function listDeliveries(app: App, id: string, q: { limit: number; before?: string }): Promise<Page<Delivery>> {
+  await requireWebhook(app, id);
+  return toPage(await store.listDeliveries(app.db, id, q.before, q.limit + 1), q.limit, (d) => d.id);
 }
 
-export function getDelivery(app: App, id: string, deliveryId: string): DeliveryDetail {
-  requireWebhook(app, id);
-  const d = store.getDelivery(app.db, id, deliveryId);
+export async function getDelivery(app: App, id: string, deliveryId: string): Promise<DeliveryDetail> {
+  await requireWebhook(app, id);
+  const d = await store.getDelivery(app.db, id, deliveryId);
   if (!d) throw new AppError('not_found', `Delivery "${deliveryId}" of webhook ${id} not found.`);
-  return { ...d, attemptLog: store.listAttempts(app.db, deliveryId) };
+  return { ...d, attemptLog: await store.listAttempts(app.db, deliveryId) };
 }
 
 function requireEnabled(w: Webhook): void {
@@ -142,20 +145,20 @@ function requireEnabled(w: Webhook): void {
 }
 
 /** A new delivery of the same body (new id, fresh attempts), due now. */
-export function redeliver(app: App, id: string, deliveryId: string): Delivery {
-  const newId = app.events.write(() => {
-    requireEnabled(requireWebhook(app, id));
-    const d = store.getDelivery(app.db, id, deliveryId);
+export async function redeliver(app: App, id: string, deliveryId: string): Promise<Delivery> {
+  const newId = await app.events.write(async () => {
+    requireEnabled(await requireWebhook(app, id));
+    const d = await store.getDelivery(app.db, id, deliveryId);
     if (!d) throw new AppError('not_found', `Delivery "${deliveryId}" of webhook ${id} not found.`);
-    return enqueueCopy(app, id, { id: d.id, eventId: d.eventId, event: d.event, body: d.body });
+    return await enqueueCopy(app, id, { id: d.id, eventId: d.eventId, event: d.event, body: d.body });
   });
   app.services.get(WEBHOOKS).kick(id);
-  return store.getDeliveryRow(app.db, newId)!;
+  return (await store.getDeliveryRow(app.db, newId))!;
 }
 
-function enqueueCopy(app: App, webhookId: string, d: { id: string; eventId: number; event: string; body: string }): string {
+async function enqueueCopy(app: App, webhookId: string, d: { id: string; eventId: number; event: string; body: string }): Promise<string> {
   const newId = uuidv7();
-  store.insertDelivery(app.db, { id: newId, webhookId, eventId: d.eventId, event: d.event, body: d.body, redeliveryOf: d.id, dueAt: app.clock.now(), now: nowIso(app.clock) });
+  await store.insertDelivery(app.db, { id: newId, webhookId, eventId: d.eventId, event: d.event, body: d.body, redeliveryOf: d.id, dueAt: app.clock.now(), now: nowIso(app.clock) });
   return newId;
 }
 
@@ -164,22 +167,26 @@ function enqueueCopy(app: App, webhookId: string, d: { id: string; eventId: numb
  * delivery linked to the failed one; a failed delivery already re-sent (pending or succeeded) is
  * skipped, so recovering twice sends nothing twice.
  */
-export function recover(app: App, id: string, since: string): { recovered: number; deliveryIds: string[] } {
-  const ids = app.events.write(() => {
-    requireEnabled(requireWebhook(app, id));
-    return store.recoverable(app.db, id, new Date(since).toISOString()).map((d) => enqueueCopy(app, id, d));
+export async function recover(app: App, id: string, since: string): Promise<{ recovered: number; deliveryIds: string[] }> {
+  const ids = await app.events.write(async () => {
+    requireEnabled(await requireWebhook(app, id));
+    const copies: string[] = [];
+    for (const d of await store.recoverable(app.db, id, new Date(since).toISOString())) copies.push(await enqueueCopy(app, id, d));
+    return copies;
   });
   app.services.get(WEBHOOKS).kick(id);
   return { recovered: ids.length, deliveryIds: ids };
 }
 
 /** Emits webhook:test, which the sink delivers to this webhook only; answers that delivery. */
-export function sendTest(app: App, id: string): Delivery {
-  return app.events.write(() => {
-    requireEnabled(requireWebhook(app, id));
+export async function sendTest(app: App, id: string): Promise<Delivery> {
+  return await app.events.write(async () => {
+    requireEnabled(await requireWebhook(app, id));
     // The event's own id: with several daemons on one state, lastId() may be another daemon's event.
     const e = app.events.emit('webhook:test', { webhookId: id });
-    return store.deliveryForEvent(app.db, id, e.id)!;
+    // Its id once written.
+    await app.events.flush();
+    return (await store.deliveryForEvent(app.db, id, e.id))!;
   });
 }
 
@@ -205,8 +212,8 @@ function matcherOf(compiled: Map<string, Matcher>, patternsJson: string): Matche
  * patterns match, in the event's own transaction, so an acknowledged change always has its
  * deliveries. webhook:test goes only to the webhook it names.
  */
-export function enqueueDeliveries(app: App, e: StoredEvent): void {
-  const hooks = store.enabledWebhooks(app.db);
+export async function enqueueDeliveries(app: App, e: StoredEvent): Promise<void> {
+  const hooks = await store.enabledWebhooks(app.db);
   if (!hooks.length) return;
   const target = e.name === 'webhook:test' ? (e.data.webhookId as string) : null;
   const matchers = app.services.get(WEBHOOKS).matchers;
@@ -217,7 +224,7 @@ export function enqueueDeliveries(app: App, e: StoredEvent): void {
   for (const h of hooks) {
     if (target !== null ? h.id !== target : !matcherOf(matchers, h.events)(e.name)) continue;
     body ??= JSON.stringify({ event: e.name, data: e.data, timestamp: e.timestamp });
-    store.insertDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now });
+    await store.insertDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now });
     // The worker looks on the next turn of the event loop, after this transaction has committed
     // (a rolled-back one leaves nothing to find).
     runtime.kick(h.id);
@@ -225,11 +232,11 @@ export function enqueueDeliveries(app: App, e: StoredEvent): void {
 }
 
 /** 410 Gone: disable the webhook, fail what was waiting, and say so with webhook:disabled. */
-export function disableGone(app: App, webhookId: string, url: string, reason: string): void {
+export async function disableGone(app: App, webhookId: string, url: string, reason: string): Promise<void> {
   const now = nowIso(app.clock);
-  if (!store.disableWebhook(app.db, webhookId, reason, now)) return;
-  app.services.get(WEBHOOKS).release(webhookId);
-  store.failPending(app.db, webhookId, 'webhook disabled: its endpoint answered 410 Gone', now);
+  if (!(await store.disableWebhook(app.db, webhookId, reason, now))) return;
+  await app.services.get(WEBHOOKS).release(webhookId);
+  await store.failPending(app.db, webhookId, 'webhook disabled: its endpoint answered 410 Gone', now);
   app.events.emit('webhook:disabled', { webhookId, url, reason });
 }
 
@@ -238,7 +245,7 @@ export function disableGone(app: App, webhookId: string, url: string, reason: st
  * than webhooks.retentionDays, then those beyond the newest webhooks.maxDeliveries, at most
  * `batch` of them. Pending deliveries are never pruned.
  */
-export function pruneDeliveries(app: App, batch: number): number {
+export async function pruneDeliveries(app: App, batch: number): Promise<number> {
   const { retentionDays, maxDeliveries } = app.config().webhooks;
-  return store.pruneDeliveries(app.db, { olderThan: new Date(app.clock.now() - retentionDays * 86_400_000).toISOString(), keep: maxDeliveries }, batch);
+  return await store.pruneDeliveries(app.db, { olderThan: new Date(app.clock.now() - retentionDays * 86_400_000).toISOString(), keep: maxDeliveries }, batch);
 }

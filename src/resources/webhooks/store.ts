@@ -30,21 +30,21 @@ const toWebhook = (r: WebhookRow): Webhook => ({
   updatedAt: r.updated_at,
 });
 
-export function getWebhook(db: DB, id: string): Webhook | null {
-  const r = stmt(db, `${WEBHOOK_SELECT} WHERE w.id = ?`).get(id) as WebhookRow | undefined;
+export async function getWebhook(db: DB, id: string): Promise<Webhook | null> {
+  const r = (await stmt(db, `${WEBHOOK_SELECT} WHERE w.id = ?`).get(id)) as WebhookRow | undefined;
   return r ? toWebhook(r) : null;
 }
 
-export function listWebhooks(db: DB): Webhook[] {
-  return (stmt(db, `${WEBHOOK_SELECT} ORDER BY w.id`).all() as WebhookRow[]).map(toWebhook);
+export async function listWebhooks(db: DB): Promise<Webhook[]> {
+  return ((await stmt(db, `${WEBHOOK_SELECT} ORDER BY w.id`).all()) as WebhookRow[]).map(toWebhook);
 }
 
-export function countWebhooks(db: DB): number {
-  return (stmt(db, 'SELECT COUNT(*) AS n FROM webhooks').get() as { n: number }).n;
+export async function countWebhooks(db: DB): Promise<number> {
+  return ((await stmt(db, 'SELECT COUNT(*) AS n FROM webhooks').get()) as { n: number }).n;
 }
 
-export function insertWebhook(db: DB, w: { id: string; url: string; events: string[]; description: string | null; now: string }): void {
-  stmt(db, 'INSERT INTO webhooks (id, url, events, description, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)').run(
+export async function insertWebhook(db: DB, w: { id: string; url: string; events: string[]; description: string | null; now: string }): Promise<void> {
+  await stmt(db, 'INSERT INTO webhooks (id, url, events, description, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)').run(
     w.id,
     w.url,
     JSON.stringify(w.events),
@@ -54,8 +54,8 @@ export function insertWebhook(db: DB, w: { id: string; url: string; events: stri
   );
 }
 
-export function updateWebhook(db: DB, id: string, w: { url: string; events: string[]; description: string | null; enabled: boolean; disabledReason: string | null; now: string }): void {
-  stmt(db, 'UPDATE webhooks SET url = ?, events = ?, description = ?, enabled = ?, disabled_reason = ?, updated_at = ? WHERE id = ?').run(
+export async function updateWebhook(db: DB, id: string, w: { url: string; events: string[]; description: string | null; enabled: boolean; disabledReason: string | null; now: string }): Promise<void> {
+  await stmt(db, 'UPDATE webhooks SET url = ?, events = ?, description = ?, enabled = ?, disabled_reason = ?, updated_at = ? WHERE id = ?').run(
     w.url,
     JSON.stringify(w.events),
     w.description,
@@ -67,17 +67,17 @@ export function updateWebhook(db: DB, id: string, w: { url: string; events: stri
 }
 
 /** Compare-and-set: false when the webhook was already disabled (or is gone). */
-export function disableWebhook(db: DB, id: string, reason: string, now: string): boolean {
-  return stmt(db, 'UPDATE webhooks SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ? AND enabled = 1').run(reason, now, id).changes === 1;
+export async function disableWebhook(db: DB, id: string, reason: string, now: string): Promise<boolean> {
+  return (await stmt(db, 'UPDATE webhooks SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ? AND enabled = 1').run(reason, now, id)).changes === 1;
 }
 
-export function deleteWebhook(db: DB, id: string): boolean {
-  return stmt(db, 'DELETE FROM webhooks WHERE id = ?').run(id).changes === 1;
+export async function deleteWebhook(db: DB, id: string): Promise<boolean> {
+  return (await stmt(db, 'DELETE FROM webhooks WHERE id = ?').run(id)).changes === 1;
 }
 
 /** The subscriptions: id and patterns of every enabled webhook (a small table, read per event). */
-export function enabledWebhooks(db: DB): { id: string; events: string }[] {
-  return stmt(db, 'SELECT id, events FROM webhooks WHERE enabled = 1').all() as { id: string; events: string }[];
+export async function enabledWebhooks(db: DB): Promise<{ id: string; events: string }[]> {
+  return (await stmt(db, 'SELECT id, events FROM webhooks WHERE enabled = 1').all()) as { id: string; events: string }[];
 }
 
 // Secrets
@@ -88,8 +88,8 @@ export interface SecretRow extends Sealed {
   expiresAt: string | null;
 }
 
-export function insertSecret(db: DB, webhookId: string, s: SecretRow): void {
-  stmt(db, 'INSERT INTO webhook_secrets (id, webhook_id, sealed, nonce, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+export async function insertSecret(db: DB, webhookId: string, s: SecretRow): Promise<void> {
+  await stmt(db, 'INSERT INTO webhook_secrets (id, webhook_id, sealed, nonce, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)').run(
     s.id,
     webhookId,
     s.sealed,
@@ -100,29 +100,29 @@ export function insertSecret(db: DB, webhookId: string, s: SecretRow): void {
 }
 
 /** Secrets still signing at `now`, the current one first. */
-export function liveSecrets(db: DB, webhookId: string, now: string): SecretRow[] {
-  return stmt(
+export async function liveSecrets(db: DB, webhookId: string, now: string): Promise<SecretRow[]> {
+  return (await stmt(
     db,
     `SELECT id, sealed, nonce, created_at AS createdAt, expires_at AS expiresAt FROM webhook_secrets
      WHERE webhook_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY expires_at IS NULL DESC, created_at DESC`,
-  ).all(webhookId, now) as SecretRow[];
+  ).all(webhookId, now)) as SecretRow[];
 }
 
 /** Every stored secret of every webhook, current, in its grace window or expired but not yet dropped. */
-export function allSecrets(db: DB): SecretRow[] {
-  return stmt(db, 'SELECT id, sealed, nonce, created_at AS createdAt, expires_at AS expiresAt FROM webhook_secrets').all() as SecretRow[];
+export async function allSecrets(db: DB): Promise<SecretRow[]> {
+  return (await stmt(db, 'SELECT id, sealed, nonce, created_at AS createdAt, expires_at AS expiresAt FROM webhook_secrets').all()) as SecretRow[];
 }
 
 /** At most this many rotated-out secrets keep signing beside the current one. */
 export const MAX_OLD_SECRETS = 4;
 
 /** Ends the current secret's life at `expiresAt` and drops secrets already expired. */
-export function retireCurrentSecret(db: DB, webhookId: string, expiresAt: string, now: string): void {
-  stmt(db, 'UPDATE webhook_secrets SET expires_at = ? WHERE webhook_id = ? AND expires_at IS NULL').run(expiresAt, webhookId);
-  stmt(db, 'UPDATE webhooks SET secret_rotated_at = ?, updated_at = ? WHERE id = ?').run(now, now, webhookId);
-  stmt(db, 'DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(webhookId, now);
+export async function retireCurrentSecret(db: DB, webhookId: string, expiresAt: string, now: string): Promise<void> {
+  await stmt(db, 'UPDATE webhook_secrets SET expires_at = ? WHERE webhook_id = ? AND expires_at IS NULL').run(expiresAt, webhookId);
+  await stmt(db, 'UPDATE webhooks SET secret_rotated_at = ?, updated_at = ? WHERE id = ?').run(now, now, webhookId);
+  await stmt(db, 'DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(webhookId, now);
   // Rotating again and again inside a grace window must not grow every delivery's headers.
-  stmt(
+  await stmt(
     db,
     `DELETE FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL AND id NOT IN
        (SELECT id FROM webhook_secrets WHERE webhook_id = ? AND expires_at IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT ?)`,
@@ -174,70 +174,70 @@ export interface NewDelivery {
   now: string;
 }
 
-export function insertDelivery(db: DB, d: NewDelivery): void {
-  stmt(
+export async function insertDelivery(db: DB, d: NewDelivery): Promise<void> {
+  await stmt(
     db,
     `INSERT INTO webhook_deliveries (id, webhook_id, event_id, event, body, status, attempts, next_attempt_at, redelivery_of, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)`,
   ).run(d.id, d.webhookId, d.eventId, d.event, d.body, d.dueAt, d.redeliveryOf, d.now, d.now);
 }
 
-export function getDelivery(db: DB, webhookId: string, id: string): (Delivery & { body: string }) | null {
-  const r = stmt(db, `SELECT ${DELIVERY_COLUMNS}, body FROM webhook_deliveries WHERE id = ? AND webhook_id = ?`).get(id, webhookId) as
+export async function getDelivery(db: DB, webhookId: string, id: string): Promise<(Delivery & { body: string }) | null> {
+  const r = (await stmt(db, `SELECT ${DELIVERY_COLUMNS}, body FROM webhook_deliveries WHERE id = ? AND webhook_id = ?`).get(id, webhookId)) as
     | (DeliveryRow & { body: string })
     | undefined;
   return r ? { ...toDelivery(r), body: r.body } : null;
 }
 
 /** Newest first by id (uuidv7): a page below `before` never shifts when new deliveries arrive. */
-export function listDeliveries(db: DB, webhookId: string, before: string | undefined, limit: number): Delivery[] {
+export async function listDeliveries(db: DB, webhookId: string, before: string | undefined, limit: number): Promise<Delivery[]> {
   const rows = before
-    ? stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(webhookId, before, limit)
-    : stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?`).all(webhookId, limit);
+    ? (await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(webhookId, before, limit))
+    : (await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?`).all(webhookId, limit));
   return (rows as DeliveryRow[]).map(toDelivery);
 }
 
-export function listAttempts(db: DB, deliveryId: string): Attempt[] {
-  return stmt(
+export async function listAttempts(db: DB, deliveryId: string): Promise<Attempt[]> {
+  return (await stmt(
     db,
     'SELECT n, at, status_code AS statusCode, error, duration_ms AS durationMs, response_body AS responseBody FROM webhook_attempts WHERE delivery_id = ? ORDER BY n',
-  ).all(deliveryId) as Attempt[];
+  ).all(deliveryId)) as Attempt[];
 }
 
 /** At most this many deliveries are queued again per recover call (a second call takes the rest). */
 export const RECOVER_MAX = 10_000;
 
 /** Failed deliveries of a webhook created at or after `since` that no later delivery re-sends yet. */
-export function recoverable(db: DB, webhookId: string, since: string): { id: string; eventId: number; event: string; body: string }[] {
-  return stmt(
+export async function recoverable(db: DB, webhookId: string, since: string): Promise<{ id: string; eventId: number; event: string; body: string }[]> {
+  return (await stmt(
     db,
     `SELECT d.id, d.event_id AS eventId, d.event, d.body FROM webhook_deliveries d
      WHERE d.webhook_id = ? AND d.status = 'failed' AND d.created_at >= ?
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries r WHERE r.redelivery_of = d.id AND r.status != 'failed')
      ORDER BY d.id LIMIT ?`,
-  ).all(webhookId, since, RECOVER_MAX) as { id: string; eventId: number; event: string; body: string }[];
+  ).all(webhookId, since, RECOVER_MAX)) as { id: string; eventId: number; event: string; body: string }[];
 }
 
 /** The delivery an event made for one webhook (POST /{id}/test answers it). */
-export function deliveryForEvent(db: DB, webhookId: string, eventId: number): Delivery | null {
-  const r = stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND event_id = ? ORDER BY id DESC LIMIT 1`).get(webhookId, eventId) as
+export async function deliveryForEvent(db: DB, webhookId: string, eventId: number): Promise<Delivery | null> {
+  const r = (await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND event_id = ? ORDER BY id DESC LIMIT 1`).get(webhookId, eventId)) as
     | DeliveryRow
     | undefined;
   return r ? toDelivery(r) : null;
 }
 
-export function getDeliveryRow(db: DB, id: string): Delivery | null {
-  const r = stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ?`).get(id) as DeliveryRow | undefined;
+export async function getDeliveryRow(db: DB, id: string): Promise<Delivery | null> {
+  const r = (await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ?`).get(id)) as DeliveryRow | undefined;
   return r ? toDelivery(r) : null;
 }
 
 /** Fails a webhook's pending deliveries that no attempt is working on (it was disabled). */
-export function failPending(db: DB, webhookId: string, reason: string, now: string): number {
-  return stmt(db, "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE webhook_id = ? AND status = 'pending' AND in_flight = 0").run(
+export async function failPending(db: DB, webhookId: string, reason: string, now: string): Promise<number> {
+  return (await stmt(db, "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE webhook_id = ? AND status = 'pending' AND in_flight = 0").run(
     reason,
     now,
     webhookId,
-  ).changes;
+  )).changes;
 }
 
 // The worker's queries
@@ -254,12 +254,12 @@ export interface Claimed {
 }
 
 /** Each enabled webhook with deliveries waiting (pending, not on the wire): when its oldest is due (epoch ms). */
-export function dueHeads(db: DB): { webhookId: string; dueAt: number }[] {
-  const rows = stmt(
+export async function dueHeads(db: DB): Promise<{ webhookId: string; dueAt: number }[]> {
+  const rows = (await stmt(
     db,
     `SELECT w.id AS webhookId, (SELECT MIN(d.next_attempt_at) FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.in_flight = 0) AS dueAt
      FROM webhooks w WHERE w.enabled = 1`,
-  ).all() as { webhookId: string; dueAt: number | null }[];
+  ).all()) as { webhookId: string; dueAt: number | null }[];
   return rows.filter((r): r is { webhookId: string; dueAt: number } => r.dueAt !== null);
 }
 
@@ -267,47 +267,47 @@ export function dueHeads(db: DB): { webhookId: string; dueAt: number }[] {
  * One enabled webhook's oldest due deliveries, marked in flight until `claimedUntil` (epoch ms; the
  * claim's lease, read only on a shared state). Call inside a transaction.
  */
-export function claimDue(db: DB, webhookId: string, now: number, limit: number, claimedUntil: number): Claimed[] {
+export async function claimDue(db: DB, webhookId: string, now: number, limit: number, claimedUntil: number): Promise<Claimed[]> {
   if (isPostgres(db)) {
-    // One round trip for the whole claim. It needs no FOR UPDATE SKIP LOCKED: it runs in the
-    // worker's transaction, which holds the global write lock (pg/sync.ts WRITE_LOCK), so no other
-    // daemon's claim or record can run between its read and its write. The outer in_flight and
-    // status tests re-check each row as updated anyway, so a row claimed meanwhile is never taken twice.
-    const rows = stmt(
+    // One round trip for the whole claim. Rows another daemon is claiming (or recording) right now
+    // are passed over, not waited for (SKIP LOCKED): several daemons claim side by side, each
+    // taking what the others have not locked. The outer in_flight and status tests re-check each
+    // row as updated, so a row claimed meanwhile is never taken twice.
+    const rows = (await stmt(
       db,
       `UPDATE webhook_deliveries d SET in_flight = 1, claimed_until = ? FROM webhooks w
        WHERE w.id = d.webhook_id AND w.enabled = 1 AND d.status = 'pending' AND d.in_flight = 0 AND d.id IN (
-         SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND in_flight = 0 AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?)
+         SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND in_flight = 0 AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
        RETURNING d.id, d.webhook_id AS webhookId, w.url, d.event, d.body, d.attempts, d.next_attempt_at AS dueAt`,
-    ).all(claimedUntil, webhookId, now, limit) as (Claimed & { dueAt: number })[];
+    ).all(claimedUntil, webhookId, now, limit)) as (Claimed & { dueAt: number })[];
     // RETURNING comes in no particular order: the oldest due goes first, as on SQLite.
     rows.sort((a, b) => a.dueAt - b.dueAt || (a.id < b.id ? -1 : 1));
     return rows.map(({ dueAt: _, ...c }) => ({ ...c, claimedUntil }));
   }
-  const rows = stmt(
+  const rows = (await stmt(
     db,
     `SELECT d.id, d.webhook_id AS webhookId, w.url, d.event, d.body, d.attempts FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
      WHERE d.webhook_id = ? AND d.status = 'pending' AND d.in_flight = 0 AND d.next_attempt_at <= ? AND w.enabled = 1 ORDER BY d.next_attempt_at LIMIT ?`,
-  ).all(webhookId, now, limit) as Claimed[];
+  ).all(webhookId, now, limit)) as Claimed[];
   const mark = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 1 WHERE id = ?');
   for (const r of rows) {
-    mark.run(r.id);
+    await mark.run(r.id);
     r.claimedUntil = claimedUntil;
   }
   return rows;
 }
 
 /** Claimed rows given back unsent: due again as they were. */
-export function releaseClaims(db: DB, claims: readonly Pick<Claimed, 'id' | 'claimedUntil'>[]): void {
+export async function releaseClaims(db: DB, claims: readonly Pick<Claimed, 'id' | 'claimedUntil'>[]): Promise<void> {
   if (isPostgres(db)) {
     // Only while the claim is still this daemon's: one that expired may have been taken by another
     // daemon since (its claimed_until is then another), and that claim must stand.
     const s = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL WHERE id = ? AND in_flight = 1 AND claimed_until = ?');
-    for (const c of claims) s.run(c.id, c.claimedUntil);
+    for (const c of claims) await s.run(c.id, c.claimedUntil);
     return;
   }
   const s = stmt(db, 'UPDATE webhook_deliveries SET in_flight = 0 WHERE id = ?');
-  for (const c of claims) s.run(c.id);
+  for (const c of claims) await s.run(c.id);
 }
 
 /**
@@ -315,34 +315,34 @@ export function releaseClaims(db: DB, claims: readonly Pick<Claimed, 'id' | 'cla
  * now, with the same delivery id. On a shared state a claim may be another live daemon's, so only
  * claims whose lease has run out (or that predate leases) are given back.
  */
-export function releaseInFlight(db: DB, now: number): number {
-  return stmt(db, {
+export async function releaseInFlight(db: DB, now: number): Promise<number> {
+  return (await stmt(db, {
     sqlite: "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = MIN(COALESCE(next_attempt_at, ?), ?) WHERE in_flight = 1 AND status = 'pending'",
     postgres:
       "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $2) WHERE in_flight = 1 AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= $2)",
-  }).run(now, now).changes;
+  }).run(now, now)).changes;
 }
 
 /** Shared state only: the URL of each of these webhooks that is still enabled. */
-export function enabledUrls(db: DB, ids: string[]): Map<string, string> {
-  const rows = stmt(db, 'SELECT id, url FROM webhooks WHERE enabled = 1 AND id = ANY($1::text[])').all(ids) as { id: string; url: string }[];
+export async function enabledUrls(db: DB, ids: string[]): Promise<Map<string, string>> {
+  const rows = (await stmt(db, 'SELECT id, url FROM webhooks WHERE enabled = 1 AND id = ANY($1::text[])').all(ids)) as { id: string; url: string }[];
   return new Map(rows.map((r) => [r.id, r.url]));
 }
 
 /** Shared state only: whether any claim's lease has run out (a read, without the write lock). */
-export function hasExpiredClaims(db: DB, now: number): boolean {
-  return stmt(db, "SELECT 1 AS x FROM webhook_deliveries WHERE in_flight = 1 AND status = 'pending' AND claimed_until <= ? LIMIT 1").get(now) !== undefined;
+export async function hasExpiredClaims(db: DB, now: number): Promise<boolean> {
+  return (await stmt(db, "SELECT 1 AS x FROM webhook_deliveries WHERE in_flight = 1 AND status = 'pending' AND claimed_until <= ? LIMIT 1").get(now)) !== undefined;
 }
 
 /**
  * Shared state only: gives back claims whose lease ran out (their daemon died or hung mid-delivery),
  * due at once, for any daemon to take. Returns how many.
  */
-export function releaseExpiredClaims(db: DB, now: number): number {
-  return stmt(
+export async function releaseExpiredClaims(db: DB, now: number): Promise<number> {
+  return (await stmt(
     db,
     "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $1) WHERE in_flight = 1 AND status = 'pending' AND claimed_until <= $1",
-  ).run(now).changes;
+  ).run(now)).changes;
 }
 
 export interface AttemptRecord {
@@ -360,23 +360,23 @@ export interface AttemptRecord {
  * claimed (this daemon's claim had expired and the delivery was taken again): the record that is
  * there stands, and this attempt (a duplicate send, which at-least-once allows) is not written.
  */
-export function recordAttempt(
+export async function recordAttempt(
   db: DB,
   id: string,
   a: AttemptRecord,
   next: { status: Delivery['status']; nextAttemptAt: number | null; now: string },
-): boolean {
+): Promise<boolean> {
   const changed = isPostgres(db)
-    ? stmt(
+    ? (await stmt(
         db,
         "UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, claimed_until = NULL, updated_at = ? WHERE id = ? AND attempts = ? AND status = 'pending'",
-      ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id, a.n - 1).changes
-    : stmt(
+      ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id, a.n - 1)).changes
+    : (await stmt(
         db,
         'UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, updated_at = ? WHERE id = ?',
-      ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id).changes;
+      ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id)).changes;
   if (!changed) return false;
-  stmt(db, 'INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+  await stmt(db, 'INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
     id,
     a.n,
     a.at,
@@ -395,21 +395,21 @@ export function recordAttempt(
  * 14; only the oldest are ever pruned), so "beyond the newest `keep`" is a range, not a count.
  * Returns how many were dropped.
  */
-export function pruneDeliveries(db: DB, o: { olderThan: string; keep: number }, limit: number): number {
-  let n = stmt(db, {
+export async function pruneDeliveries(db: DB, o: { olderThan: string; keep: number }, limit: number): Promise<number> {
+  let n = (await stmt(db, {
     sqlite: `DELETE FROM webhook_deliveries WHERE rowid IN (
        SELECT rowid FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' ORDER BY created_at LIMIT ?)`,
     postgres: `DELETE FROM webhook_deliveries WHERE seq IN (
        SELECT seq FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' ORDER BY created_at LIMIT ?)`,
-  }).run(o.olderThan, limit).changes;
+  }).run(o.olderThan, limit)).changes;
   if (n >= limit) return n;
   const top =
-    (stmt(db, { sqlite: 'SELECT MAX(rowid) AS r FROM webhook_deliveries', postgres: 'SELECT MAX(seq) AS r FROM webhook_deliveries' }).get() as { r: number | null }).r ?? 0;
-  n += stmt(db, {
+    ((await stmt(db, { sqlite: 'SELECT MAX(rowid) AS r FROM webhook_deliveries', postgres: 'SELECT MAX(seq) AS r FROM webhook_deliveries' }).get()) as { r: number | null }).r ?? 0;
+  n += (await stmt(db, {
     sqlite: `DELETE FROM webhook_deliveries WHERE rowid IN (
        SELECT rowid FROM webhook_deliveries WHERE rowid <= ? AND status != 'pending' ORDER BY rowid LIMIT ?)`,
     postgres: `DELETE FROM webhook_deliveries WHERE seq IN (
        SELECT seq FROM webhook_deliveries WHERE seq <= ? AND status != 'pending' ORDER BY seq LIMIT ?)`,
-  }).run(top - o.keep, limit - n).changes;
+  }).run(top - o.keep, limit - n)).changes;
   return n;
 }

@@ -6,7 +6,7 @@ import { nowIso } from '../../lib/time.js';
 import { decide } from './outcome.js';
 import { parseRetryAfter } from './retry.js';
 import { claimWant, nextStart, nextWake, type Held, type SlotLimits } from './schedule.js';
-import { openSecretBox } from './secret-box.js';
+import { openSecretBox, type SecretBox } from './secret-box.js';
 import { disableGone, type Matcher, type WebhookRuntime } from './service.js';
 import { deliveryHeaders } from './sign.js';
 import * as store from './store.js';
@@ -68,7 +68,6 @@ const SHARED_POLL_MS = 1_000;
 export const leaseMs = (timeoutMs: number): number => 2 * timeoutMs + FLUSH_EVERY_MS + LEASE_MARGIN_MS;
 
 export class DeliveryWorker implements WebhookRuntime {
-  readonly box;
   readonly matchers = new Map<string, Matcher>();
   /** The delivery thread: the network work of every attempt happens off the main thread. */
   private readonly sender: Sender;
@@ -104,17 +103,26 @@ export class DeliveryWorker implements WebhookRuntime {
   /** Claims whose attempt the shutdown cut short. */
   private readonly cutShort: store.Claimed[] = [];
 
-  constructor(
+  /** The pump under way (one at a time), and whether another must follow it. */
+  private pumping: Promise<void> | null = null;
+  private pumpAgain = false;
+
+  private constructor(
     private readonly app: App,
-    opts: WorkerOptions = {},
+    readonly box: SecretBox,
+    opts: WorkerOptions,
   ) {
-    // On a shared state every daemon must open the same secrets: the box key lives in the state.
-    this.box = openSecretBox(app.stateDir, app.projectId, isPostgres(app.db) ? { db: app.db, entryKey: app.services.get(VAULT).keys.entryKey } : undefined);
     this.random = opts.random ?? Math.random;
     this.sender = new Sender({ hosts: opts.hosts }, app.log);
     this.shared = isPostgres(app.db);
-    const released = store.releaseInFlight(app.db, app.clock.now());
+  }
+
+  static async open(app: App, opts: WorkerOptions = {}): Promise<DeliveryWorker> {
+    // On a shared state every daemon must open the same secrets: the box key lives in the state.
+    const box = await openSecretBox(app.stateDir, app.projectId, isPostgres(app.db) ? { db: app.db, entryKey: app.services.get(VAULT).keys.entryKey } : undefined);
+    const released = await store.releaseInFlight(app.db, app.clock.now());
     if (released) app.log.info('re-sending webhook deliveries that were in flight when the daemon stopped', { count: released });
+    return new DeliveryWorker(app, box, opts);
   }
 
   /** Starts sending (after the daemon has wired everything). */
@@ -132,13 +140,18 @@ export class DeliveryWorker implements WebhookRuntime {
   private poll(): void {
     if (this.closed) return;
     const every = Math.min(SHARED_POLL_MS, leaseMs(this.app.config().webhooks.timeoutMs) / 2);
-    this.pollTimer = setTimeout(() => {
-      this.pollTimer = null;
-      if (this.closed) return;
+    this.pollTimer = setTimeout(() => void this.look(), every);
+    this.pollTimer.unref();
+  }
+
+  private async look(): Promise<void> {
+    this.pollTimer = null;
+    if (this.closed) return;
+    {
       try {
         const now = this.app.clock.now();
-        if (store.hasExpiredClaims(this.app.db, now)) {
-          const n = this.app.db.transaction(() => store.releaseExpiredClaims(this.app.db, now))();
+        if (await store.hasExpiredClaims(this.app.db, now)) {
+          const n = await this.app.db.transaction(async () => await store.releaseExpiredClaims(this.app.db, now));
           if (n) this.app.log.info('re-sending webhook deliveries whose claim ran out (a daemon stopped or hung mid-delivery)', { count: n });
         }
       } catch (err) {
@@ -146,15 +159,15 @@ export class DeliveryWorker implements WebhookRuntime {
       }
       this.kick();
       this.poll();
-    }, every);
-    this.pollTimer.unref();
+    }
   }
 
   /** Deliveries of `webhookId` (of any webhook when absent) may be due: look on the next turn. */
   kick(webhookId?: string): void {
     if (webhookId === undefined) this.stale = true;
     else this.fresh.add(webhookId);
-    this.schedule();
+    // Kicked from inside the writing transaction (the event sink): the look runs outside it.
+    this.app.db.detach(() => this.schedule());
   }
 
   private schedule(): void {
@@ -162,7 +175,7 @@ export class DeliveryWorker implements WebhookRuntime {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      this.pump();
+      void this.pump();
     });
   }
 
@@ -177,7 +190,7 @@ export class DeliveryWorker implements WebhookRuntime {
   /** Wakes the settled() callers whose condition holds (called whenever the worker goes quiet). */
   private checkSettled(): void {
     if (!this.waiters.length) return;
-    const quiet = this.closed || (!this.scheduled && !this.flushTimer && !this.outcomes.length && nextStart(this.ready, this.active, this.inFlight.size, this.limits()) < 0);
+    const quiet = this.closed || (!this.scheduled && !this.pumping && !this.flushTimer && !this.outcomes.length && nextStart(this.ready, this.active, this.inFlight.size, this.limits()) < 0);
     if (!quiet) return;
     const onWire = this.inFlight.size > 0 && !this.closed;
     this.waiters = this.waiters.filter((w) => {
@@ -196,11 +209,11 @@ export class DeliveryWorker implements WebhookRuntime {
    * disabled or deleted): they must not go to an old URL or to a webhook that no longer wants them.
    * Runs inside the caller's transaction.
    */
-  release(webhookId: string): void {
+  async release(webhookId: string): Promise<void> {
     const drop = this.ready.filter((c) => c.webhookId === webhookId);
     if (!drop.length) return;
     this.ready = this.ready.filter((c) => c.webhookId !== webhookId);
-    store.releaseClaims(this.app.db, drop);
+    await store.releaseClaims(this.app.db, drop);
   }
 
   private limits(): SlotLimits {
@@ -208,19 +221,37 @@ export class DeliveryWorker implements WebhookRuntime {
     return { concurrency, perEndpoint: perEndpointConcurrency };
   }
 
-  private pump(): void {
+  /** One look at a time: a look asked for while one runs follows it. */
+  private pump(): Promise<void> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return this.pumping;
+    }
+    const run = async () => {
+      do {
+        this.pumpAgain = false;
+        await this.pumpOnce();
+      } while (this.pumpAgain && !this.closed);
+    };
+    this.pumping = run().finally(() => {
+      this.pumping = null;
+      this.checkSettled();
+    });
+    return this.pumping;
+  }
+
+  private async pumpOnce(): Promise<void> {
     if (this.closed) return;
     try {
       const limits = this.limits();
-      if (this.shared) this.dropStale();
+      if (this.shared) await this.dropStale();
       this.startReady(limits);
-      this.claim(limits);
+      await this.claim(limits);
       this.startReady(limits);
     } catch (err) {
       this.app.log.error('claiming webhook deliveries failed; trying again in a second', errorFields(err));
       this.arm(this.app.clock.now() + 1000);
     }
-    this.checkSettled();
   }
 
   /**
@@ -230,27 +261,27 @@ export class DeliveryWorker implements WebhookRuntime {
    * daemon's own changes; one read of the webhooks held covers the others'). What is given back is
    * due again at once, for any daemon, at the webhook's current URL.
    */
-  private dropStale(): void {
+  private async dropStale(): Promise<void> {
     if (!this.ready.length) return;
     const cutoff = this.app.clock.now() + this.app.config().webhooks.timeoutMs + LEASE_SLACK_MS;
-    const urls = store.enabledUrls(this.app.db, [...new Set(this.ready.map((c) => c.webhookId))]);
+    const urls = await store.enabledUrls(this.app.db, [...new Set(this.ready.map((c) => c.webhookId))]);
     const keep = (c: store.Claimed) => c.claimedUntil >= cutoff && urls.get(c.webhookId) === c.url;
     const drop = this.ready.filter((c) => !keep(c));
     if (!drop.length) return;
     this.ready = this.ready.filter(keep);
     const now = nowIso(this.app.clock);
-    this.app.db.transaction(() => {
-      store.releaseClaims(this.app.db, drop);
+    await this.app.db.transaction(async () => {
+      await store.releaseClaims(this.app.db, drop);
       // Disabling failed what was waiting except what was claimed (this): fail it as it would have.
       for (const id of new Set(drop.filter((c) => !urls.has(c.webhookId)).map((c) => c.webhookId))) {
-        if (store.getWebhook(this.app.db, id)?.enabled === false) store.failPending(this.app.db, id, 'webhook disabled before this delivery was made', now);
+        if ((await store.getWebhook(this.app.db, id))?.enabled === false) await store.failPending(this.app.db, id, 'webhook disabled before this delivery was made', now);
       }
-    })();
+    });
     for (const c of drop) this.fresh.add(c.webhookId);
   }
 
   /** Claims, for each webhook that may have due deliveries, what schedule.ts says it may take now. */
-  private claim(limits: SlotLimits): void {
+  private async claim(limits: SlotLimits): Promise<void> {
     const now = this.app.clock.now();
     const claimedUntil = now + leaseMs(this.app.config().webhooks.timeoutMs);
     const held = new Map<string, Held>();
@@ -264,7 +295,7 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.stale) {
       this.stale = false;
       this.drained.clear();
-      const heads = store.dueHeads(this.app.db);
+      const heads = await store.dueHeads(this.app.db);
       // Deliveries not due yet wake the worker when they are.
       this.arm(nextWake(heads, now));
       candidates = heads.filter((h) => h.dueAt <= now).map((h) => h.webhookId);
@@ -282,13 +313,13 @@ export class DeliveryWorker implements WebhookRuntime {
     if (!wants.length) return;
     // Taken into `ready` only once committed: a claim rolled back must not be sent.
     const claimed: store.Claimed[] = [];
-    this.app.db.transaction(() => {
+    await this.app.db.transaction(async () => {
       for (const [id, n] of wants) {
-        const got = store.claimDue(this.app.db, id, now, n, claimedUntil);
+        const got = await store.claimDue(this.app.db, id, now, n, claimedUntil);
         claimed.push(...got);
         if (got.length < n) this.drained.add(id);
       }
-    })();
+    });
     this.ready.push(...claimed);
   }
 
@@ -324,17 +355,17 @@ export class DeliveryWorker implements WebhookRuntime {
       this.timer = null;
       this.timerAt = Infinity;
       this.stale = true;
-      this.pump();
+      return this.pump();
     }, Math.min(MAX_TIMER_MS, Math.max(0, at - this.app.clock.now())));
   }
 
-  private secretsFor(webhookId: string, at: string): string[] {
+  private async secretsFor(webhookId: string, at: string): Promise<string[]> {
     const now = Date.parse(at);
     const hit = this.secrets.get(webhookId);
     if (hit && hit.until > now) return hit.list;
     let rows;
     try {
-      rows = store.liveSecrets(this.app.db, webhookId, at);
+      rows = await store.liveSecrets(this.app.db, webhookId, at);
       const list = rows.map((r) => this.box.open(r.id, r));
       // Kept until the first grace window ends (a retired secret must stop signing on time).
       const ends = rows.map((r) => (r.expiresAt ? Date.parse(r.expiresAt) : Infinity));
@@ -354,7 +385,7 @@ export class DeliveryWorker implements WebhookRuntime {
     let sent: Sent;
     let durationMs = 0;
     try {
-      const secrets = this.secretsFor(c.webhookId, at);
+      const secrets = await this.secretsFor(c.webhookId, at);
       const headers = deliveryHeaders({ deliveryId: c.id, event: c.event, body: c.body, secrets, t: Math.floor(Date.parse(at) / 1000) });
       ({ sent, durationMs } = await this.sender.send({ url: c.url, body: c.body, headers, timeoutMs }));
     } catch (err) {
@@ -377,12 +408,12 @@ export class DeliveryWorker implements WebhookRuntime {
       nextAttemptAt: d.nextAttemptAt,
       disable: d.disable,
     });
-    this.scheduleFlush();
+    await this.scheduleFlush();
   }
 
-  private scheduleFlush(): void {
-    if (this.outcomes.length >= FLUSH_MAX) this.flush();
-    else this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
+  private async scheduleFlush(): Promise<void> {
+    if (this.outcomes.length >= FLUSH_MAX) await this.flush();
+    else this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
   }
 
   /**
@@ -390,18 +421,18 @@ export class DeliveryWorker implements WebhookRuntime {
    * milliseconds instead of one per delivery. An attempt not yet written when the process dies is
    * sent again after the restart (at-least-once, same delivery id).
    */
-  private flush(): void {
+  private async flush(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     if (!this.outcomes.length) return this.checkSettled();
     const batch = this.outcomes.splice(0, FLUSH_MAX);
-    if (this.outcomes.length) this.flushTimer = setTimeout(() => this.flush(), 0);
+    if (this.outcomes.length) this.flushTimer = setTimeout(() => void this.flush(), 0);
     const now = nowIso(this.app.clock);
     try {
-      this.app.events.write(() => {
+      await this.app.events.write(async () => {
         for (const o of batch) {
-          const kept = store.recordAttempt(this.app.db, o.c.id, o.attempt, { status: o.status, nextAttemptAt: o.nextAttemptAt, now });
-          if (kept && o.disable) disableGone(this.app, o.c.webhookId, o.c.url, `${o.c.url} answered 410 Gone`);
+          const kept = await store.recordAttempt(this.app.db, o.c.id, o.attempt, { status: o.status, nextAttemptAt: o.nextAttemptAt, now });
+          if (kept && o.disable) await disableGone(this.app, o.c.webhookId, o.c.url, `${o.c.url} answered 410 Gone`);
         }
       });
     } catch (err) {
@@ -425,14 +456,14 @@ export class DeliveryWorker implements WebhookRuntime {
     this.pollTimer = null;
     await this.sender.close();
     await Promise.allSettled([...this.inFlight]);
-    while (this.outcomes.length) this.flush();
+    while (this.outcomes.length) await this.flush();
     // On a shared state the other daemons take at once what this one claimed and never sent (or
     // whose attempt it cut short), not after the lease: a restarting daemon cannot tell its own old
     // claims from a live daemon's. On SQLite the next start gives everything back anyway.
     const unsent = [...this.ready.splice(0), ...this.cutShort.splice(0)];
     if (this.shared && unsent.length) {
       try {
-        this.app.db.transaction(() => store.releaseClaims(this.app.db, unsent))();
+        await this.app.db.transaction(async () => await store.releaseClaims(this.app.db, unsent));
       } catch (err) {
         this.app.log.error('giving back unsent webhook claims failed; their lease frees them', errorFields(err));
       }

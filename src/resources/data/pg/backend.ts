@@ -53,8 +53,8 @@ export interface DatabaseCredentials {
 
 export interface CredentialStore {
   /** The database's credentials, or `fresh()` recorded as them when it has none yet (atomically). */
-  take(id: string, fresh: () => DatabaseCredentials): DatabaseCredentials;
-  drop(id: string): void;
+  take(id: string, fresh: () => DatabaseCredentials): Promise<DatabaseCredentials>;
+  drop(id: string): Promise<void>;
 }
 
 interface Open {
@@ -243,7 +243,7 @@ export class PgBackend implements DataBackend {
 
   async drop(id: string): Promise<void> {
     const n = namesOf(id);
-    this.opts.credentials?.drop(id);
+    await this.opts.credentials?.drop(id);
     const o = this.open.get(id);
     this.open.delete(id);
     if (o) await o.then(endPools, () => undefined);
@@ -296,7 +296,7 @@ export class PgBackend implements DataBackend {
     const n = namesOf(id);
     const fresh = (): DatabaseCredentials => ({ password: randomSecret(), readerPassword: randomSecret(), secret: randomSecret() });
     // Setting the same values again is harmless: every daemon sharing them sets what the store holds.
-    const { password, readerPassword, secret } = this.opts.credentials ? this.opts.credentials.take(id, fresh) : fresh();
+    const { password, readerPassword, secret } = this.opts.credentials ? await this.opts.credentials.take(id, fresh) : fresh();
     const { state, types } = await this.rolesTx(n, async (c) => {
       await lockRoles(c, n);
       const state = await readState(c, n);

@@ -1,0 +1,34 @@
+import { isStateOutage, type StateOutageMark } from '../../kernel/errors.js';
+
+// What a statement on the PostgreSQL state can fail with, told apart: a statement the server
+// refused (a constraint, a syntax error) is the request's fault; an outage (no answer in time, the
+// server down or restarting, the connection lost) is the server's, and the request may be tried
+// again. The kernel reads the `stateOutage` mark (kernel/errors.ts), so it needs nothing from here.
+
+/** A statement stopped by statement_timeout (57014), a lock not had in time (55P03): the server was too slow, not the request wrong. */
+const OUTAGE_CODES = new Set(['57014', '55P03']);
+
+/** A PostgreSQL error, with its SQLSTATE (`23505` unique violation, `40P01` deadlock...). */
+export class PgStateError extends Error implements StateOutageMark {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    readonly detail?: string,
+  ) {
+    super(message);
+    this.name = 'PgStateError';
+  }
+
+  /** No answer, the server down or restarting, the connection lost, too slow: not the statement's fault. */
+  get stateOutage(): boolean {
+    return this.code === undefined || OUTAGE_CODES.has(this.code) || /^(08|57P|53)/.test(this.code) || /^E[A-Z]+$/.test(this.code);
+  }
+}
+
+/** No answer in time (the connection is being replaced), or the state is closed. */
+export class StateUnavailableError extends Error implements StateOutageMark {
+  readonly code = 'STATE_UNAVAILABLE';
+  readonly stateOutage = true;
+}
+
+export { isStateOutage };

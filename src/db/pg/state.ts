@@ -1,0 +1,373 @@
+import pg from 'pg';
+import { monotonic } from '../../lib/clock.js';
+import { ScopedStorage } from '../../lib/scoped-storage.js';
+import { barrier, dropGate, runAfter, settle, type Gated } from '../barrier.js';
+import type { DB, RunResult, Stmt } from '../state-db.js';
+import { PgStateError, StateUnavailableError, isStateOutage } from './errors.js';
+import type { OutageReporter } from './outage.js';
+import { toPostgres } from './translate.js';
+
+// The daemon's state on PostgreSQL: a pool of `pg` connections, every statement awaited on the
+// event loop, so a slow statement holds up only the request that sent it. A transaction holds one
+// connection from BEGIN to COMMIT; the statements of the async function it runs find it through
+// AsyncLocalStorage, so stores take no transaction parameter and a nested transaction is a
+// savepoint. Isolation is READ COMMITTED: a service that reads, checks and then writes takes the
+// row lock it needs (docs/deploy.md, "Concurrency on a shared state").
+
+export interface PgStateOptions {
+  url: string;
+  /** One statement may run this long (PostgreSQL's statement_timeout). */
+  statementTimeoutMs: number;
+  /** The daemon waits this long for an answer or a free connection (default: the statement timeout plus a connection's set-up). */
+  waitMs?: number;
+  /** Connections at most (default POOL_SIZE). */
+  pool?: number;
+  /** Told of each statement that could not reach the server, and of each that could (db/pg/outage.ts). */
+  outage?: OutageReporter;
+  /** The server's notices (a NOTICE of a migration's CREATE ... IF NOT EXISTS): the daemon logs them at debug. */
+  onNotice?: (message: string) => void;
+}
+
+/** A connection not made in this time fails the statement (the daemon's wait allows for it). */
+export const CONNECT_TIMEOUT_MS = 2_000;
+/**
+ * Connections per daemon: a few, so that one request waiting on a lock (or a slow statement)
+ * leaves the others theirs, and few enough that several daemons stay far below the server's
+ * max_connections. More than the two cores here can keep busy only adds contention (measured in
+ * docs/performance.md).
+ */
+export const POOL_SIZE = 6;
+
+// State ids and counters are BIGINT in PostgreSQL; every one fits in a double (ids < 2^53).
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+type Result = { rows: Record<string, unknown>[]; rowCount: number };
+
+/** A statement out on a connection. */
+interface InFlight {
+  client: pg.PoolClient;
+  /** When it was sent (monotonic ms). */
+  since: number;
+  /** The watchdog cut its connection: it failed for want of an answer. */
+  late: boolean;
+}
+
+/** How often the watchdog looks at the statements out: a statement fails at most this long past its wait bound. */
+const WATCH_MS = 250;
+
+interface Tx extends Gated {
+  client: pg.PoolClient;
+  /** Savepoints deep; 0: a session (one connection held, no transaction yet). */
+  depth: number;
+  /** False once it committed or rolled back: a callback scheduled inside it and run later is outside it. */
+  open: boolean;
+  /** Channels notified when it commits (sent with its COMMIT, no extra round trip), with their payloads. */
+  notify: Map<string, string>;
+  /** The connection broke under it: it goes back to the pool destroyed. */
+  broken: boolean;
+}
+
+/** A statement of the PostgreSQL state, called like the SQLite one. */
+class PgStmt implements Stmt {
+  constructor(
+    private readonly db: PgState,
+    private readonly text: string,
+    private readonly name: string,
+  ) {}
+
+  async get(...params: unknown[]): Promise<unknown> {
+    return (await this.db.query(this.text, params, this.name)).rows[0];
+  }
+
+  async all(...params: unknown[]): Promise<unknown[]> {
+    return (await this.db.query(this.text, params, this.name)).rows;
+  }
+
+  async run(...params: unknown[]): Promise<RunResult> {
+    const r = await this.db.query(this.text, params, this.name);
+    const first = r.rows[0];
+    return { changes: r.rowCount, lastInsertRowid: first && typeof first.id === 'number' ? first.id : 0 };
+  }
+}
+
+export class PgState implements DB {
+  readonly dialect = 'postgres' as const;
+  private readonly pool: pg.Pool;
+  private readonly als = new ScopedStorage<Tx>();
+  private readonly statements = new Map<string, PgStmt>();
+  private readonly waitMs: number;
+  private closed = false;
+  /** Statements sent and not yet answered, and transactions open (busy). */
+  private pending = 0;
+  /** Statements sent and not yet answered, for the watchdog. */
+  private readonly inFlight = new Set<InFlight>();
+  private watchdog: NodeJS.Timeout | null = null;
+
+  constructor(readonly opts: PgStateOptions) {
+    this.waitMs = opts.waitMs ?? opts.statementTimeoutMs + 2_500;
+    this.pool = new pg.Pool({
+      connectionString: opts.url,
+      max: opts.pool ?? POOL_SIZE,
+      application_name: 'svc state',
+      statement_timeout: opts.statementTimeoutMs,
+      // Waiting for a free connection is bounded too: past it the request answers 503.
+      connectionTimeoutMillis: Math.max(CONNECT_TIMEOUT_MS, this.waitMs),
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      types,
+    });
+    // An idle connection that breaks (the server restarted) must never be an unhandled 'error': the pool drops it.
+    this.pool.on('error', () => undefined);
+    this.pool.on('connect', (c) => {
+      c.on('notice', (n) => this.opts.onNotice?.(n.message ?? String(n)));
+      // A connection lost while checked out between two statements (a transaction waiting on
+      // something else): its next statement fails; the 'error' itself must not go unhandled.
+      c.on('error', () => undefined);
+    });
+  }
+
+  /** Whether a statement is out or a transaction open: a test's fake clock waits for quiet before it moves. */
+  get busy(): boolean {
+    return this.pending > 0;
+  }
+
+  /** A transaction of this state is open in the calling async context. */
+  get inTransaction(): boolean {
+    const tx = this.als.getStore();
+    return tx?.open === true && tx.depth > 0;
+  }
+
+  detach<T>(fn: () => T): T {
+    return this.als.exit(fn);
+  }
+
+  prepare(sql: string): Stmt {
+    let s = this.statements.get(sql);
+    // Named, so each statement is parsed once per connection.
+    if (!s) this.statements.set(sql, (s = new PgStmt(this, toPostgres(sql), `s${this.statements.size + 1}`)));
+    return s;
+  }
+
+  /** Statements without parameters, several at once (DDL). */
+  async exec(sql: string): Promise<void> {
+    await this.query(sql, undefined);
+  }
+
+  /** The current transaction's commit notifies `channel` (LISTEN/NOTIFY: heard only if it commits). */
+  notifyAtCommit(channel: string, payload: string): void {
+    const tx = this.als.getStore();
+    if (!tx?.open || tx.depth === 0) throw new Error('notifyAtCommit outside a transaction');
+    if (!/^[a-z_]+$/.test(channel) || !/^[\w-]*$/.test(payload)) throw new Error('a channel is a plain name and a payload plain word characters');
+    tx.notify.set(channel, payload);
+  }
+
+  async query(text: string, params: unknown[] | undefined, name?: string): Promise<Result> {
+    const tx = this.als.getStore();
+    if (tx?.open) {
+      // After the barrier work started before it (the event log's writes, db/barrier.ts).
+      if (tx.gate) await settle(tx);
+      return this.send(tx.client, text, params, name, tx);
+    }
+    const client = await this.acquire();
+    let broken = false;
+    try {
+      return await this.send(client, text, params, name);
+    } catch (err) {
+      broken = isStateOutage(err);
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /**
+   * Runs `fn` in a transaction: BEGIN on a connection of its own, COMMIT when it resolves, ROLLBACK
+   * when it throws. Inside a transaction, a savepoint.
+   */
+  async transaction<T>(fn: () => Promise<T>): Promise<T> {
+    const cur = this.als.getStore();
+    if (cur?.open && cur.depth > 0) return this.savepoint(cur, fn);
+    // In a session, on its connection.
+    const pinned = cur?.open ? cur.client : null;
+    const client = pinned ?? (await this.acquire());
+    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [] };
+    this.pending++;
+    try {
+      await this.send(client, 'BEGIN', undefined, undefined, tx);
+      const result = await this.als.run(tx, fn);
+      await settle(tx);
+      const notices = [...tx.notify].map(([c, p]) => `NOTIFY ${c}, '${p}'; `).join('');
+      tx.open = false;
+      await this.send(client, `${notices}COMMIT`, undefined, undefined, tx);
+      runAfter(tx);
+      return result;
+    } catch (err) {
+      await dropGate(tx);
+      if (tx.open || !tx.broken) {
+        tx.open = false;
+        // A ROLLBACK that fails means the connection, and the transaction with it, is gone.
+        await this.send(client, 'ROLLBACK', undefined, undefined, tx).catch(() => undefined);
+      }
+      throw err;
+    } finally {
+      tx.open = false;
+      this.pending--;
+      if (!pinned) client.release(tx.broken);
+    }
+  }
+
+  /**
+   * Runs `fn` with one connection of the pool for all its statements (and transactions): what a
+   * session-level advisory lock needs, taken, used and let go on the same connection.
+   */
+  async session<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.inTransaction) throw new Error('a session inside a transaction');
+    const client = await this.acquire();
+    const s: Tx = { client, depth: 0, open: true, notify: new Map(), broken: false, gate: null, after: [] };
+    try {
+      return await this.als.run(s, fn);
+    } finally {
+      s.open = false;
+      client.release(s.broken);
+    }
+  }
+
+  private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
+    await settle(tx);
+    const sp = `sp${tx.depth}`;
+    await this.send(tx.client, `SAVEPOINT ${sp}`, undefined, undefined, tx);
+    tx.depth++;
+    try {
+      const r = await fn();
+      await settle(tx);
+      tx.depth--;
+      await this.send(tx.client, `RELEASE SAVEPOINT ${sp}`, undefined, undefined, tx);
+      return r;
+    } catch (err) {
+      await dropGate(tx);
+      tx.depth--;
+      if (!tx.broken) await this.send(tx.client, `ROLLBACK TO SAVEPOINT ${sp}; RELEASE SAVEPOINT ${sp}`, undefined, undefined, tx);
+      throw err;
+    }
+  }
+
+  /**
+   * Reads in one consistent snapshot (an export): REPEATABLE READ, read only, so a long read
+   * neither stops the daemons' writes nor sees half of one.
+   */
+  async snapshot<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.inTransaction) throw new Error('snapshot inside a transaction');
+    const client = await this.acquire();
+    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [] };
+    try {
+      await this.send(client, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', undefined, undefined, tx);
+      return await this.als.run(tx, fn);
+    } finally {
+      tx.open = false;
+      await this.send(client, 'COMMIT', undefined, undefined, tx).catch(() => undefined);
+      client.release(tx.broken);
+    }
+  }
+
+  afterCommit(fn: () => void): void {
+    const tx = this.als.getStore();
+    if (!tx?.open || tx.depth === 0) throw new Error('afterCommit outside a transaction');
+    tx.after.push(fn);
+  }
+
+  barrier(work: () => Promise<void>): Promise<void> {
+    const tx = this.als.getStore();
+    if (!tx?.open || tx.depth === 0) throw new Error('a barrier outside a transaction');
+    return barrier(tx, work);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = null;
+    await this.pool.end().catch(() => undefined);
+  }
+
+  /** A connection from the pool, within the wait bound. */
+  private async acquire(): Promise<pg.PoolClient> {
+    if (this.closed) throw new StateUnavailableError('the state database is closed');
+    const startedAt = this.opts.outage?.now();
+    try {
+      return await this.pool.connect();
+    } catch (err) {
+      const e = this.wrap(err);
+      this.report(e, startedAt);
+      throw e;
+    }
+  }
+
+  /**
+   * One statement on `client`, its answer awaited within the wait bound. A server that stops
+   * answering altogether (statement_timeout is the server's own) costs the connection: it is
+   * destroyed, and the statement fails with state_unavailable.
+   */
+  private async send(client: pg.PoolClient, text: string, params: unknown[] | undefined, name: string | undefined, tx?: Tx): Promise<Result> {
+    const startedAt = this.opts.outage?.now();
+    this.pending++;
+    const out: InFlight = { client, since: monotonic(), late: false };
+    this.inFlight.add(out);
+    this.watch();
+    try {
+      const r = await (params === undefined ? client.query(text) : client.query(name ? { name, text, values: params } : { text, values: params }));
+      this.opts.outage?.succeeded(startedAt);
+      return { rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? 0 };
+    } catch (err) {
+      // Cut by the watchdog: the server did not answer in time.
+      const e = out.late ? new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`) : this.wrap(err);
+      // The connection is suspect (lost, or stuck in a statement the server will not end): never reused.
+      if (isStateOutage(e) && tx) tx.broken = true;
+      this.report(e, startedAt);
+      throw e;
+    } finally {
+      this.pending--;
+      this.inFlight.delete(out);
+    }
+  }
+
+  /**
+   * One watchdog for every statement out (a timer per statement cost more than the statement's
+   * own bookkeeping): a statement unanswered past the wait bound has its connection cut, which
+   * fails it (state_unavailable) and frees whatever the server held for it.
+   */
+  private watch(): void {
+    if (this.watchdog || this.closed) return;
+    this.watchdog = setInterval(() => {
+      const due = monotonic() - this.waitMs;
+      for (const out of this.inFlight) {
+        if (out.since > due || out.late) continue;
+        out.late = true;
+        (out.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      }
+      if (!this.inFlight.size && this.watchdog) {
+        clearInterval(this.watchdog);
+        this.watchdog = null;
+      }
+    }, Math.min(WATCH_MS, Math.max(10, this.waitMs / 4)));
+    this.watchdog.unref();
+  }
+
+  private wrap(err: unknown): Error {
+    if (err instanceof PgStateError || err instanceof StateUnavailableError) return err;
+    if (this.closed) return new StateUnavailableError('the state database is closed');
+    const e = err as Error & { code?: string; detail?: string };
+    return new PgStateError(e.message, e.code, e.detail);
+  }
+
+  /** Tells the outage reporter what a failed statement says of the server. */
+  private report(err: unknown, startedAt: number | undefined): void {
+    // Closed (the daemon stopping): what still asks finds it so, and that is no outage.
+    if (this.closed) return;
+    if (isStateOutage(err)) this.opts.outage?.failed(err, startedAt);
+    // The server answered (a constraint, a syntax error): it is there.
+    else if (err instanceof PgStateError) this.opts.outage?.succeeded(startedAt);
+  }
+}
