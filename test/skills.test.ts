@@ -221,7 +221,10 @@ describe('skills folder lifecycle', () => {
     const before = await e.daemon.app.events.lastId();
     e.writeConfig({ name: 'test-project', skillsDir: 'other' });
     await eventually(async () => JSON.stringify(await names()) === '["alpha"]', 1000);
-    const fired = (await e.daemon.app.events.since(before, 100)).filter((x) => x.name.startsWith('skill:'));
+    // The index answers as soon as it has read the folder; its events commit right after.
+    const skillEvents = async () => (await e.daemon.app.events.since(before, 100)).filter((x) => x.name.startsWith('skill:'));
+    await eventually(async () => (await skillEvents()).length >= 2, 1000);
+    const fired = await skillEvents();
     expect(fired.map((x) => [x.name, x.data.name])).toEqual([
       ['skill:created', 'alpha'],
       ['skill:removed', 'again'],
