@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { svcAgainst } from './cli-helpers.js';
-import { completion, startFakeUpstream, textChunks, type FakeUpstream } from './fake-upstream.js';
+import { startFakeUpstream, textChunks, type FakeUpstream } from './fake-upstream.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 
 let up: FakeUpstream;

@@ -179,7 +179,7 @@ describe('serve output', () => {
     }
     const printed = out.trimEnd().split('\n');
     expect(printed).toHaveLength(3);
-    expect(printed[0]).toMatch(/^\d\d:\d\d:\d\d warn  OS keychain unavailable \(Platform secure storage failure: DBus error: [^\n]*…\); the vault key is in a file$/);
+    expect(printed[0]).toMatch(/^\d\d:\d\d:\d\d warn {2}OS keychain unavailable \(Platform secure storage failure: DBus error: [^\n]*…\); the vault key is in a file$/);
     expect(printed[0]!.length).toBeLessThan(160);
     expect(printed[1]).toBe('svc 1.2.3 listening on http://127.0.0.1:7420 — project demo, vault key from file');
     expect(printed[2]).toMatch(/^\d\d:\d\d:\d\d 201 POST \/api\/v1\/tasks 3\.2 ms$/);

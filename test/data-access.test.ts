@@ -1,5 +1,5 @@
 import Database from '../src/db/sqlite.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { IDEMPOTENCY_DDL, IDEMPOTENCY_TTL_MS, remember, replayOf } from '../src/resources/data/idempotency.js';
 import { SHOP } from './data-fixtures.js';
 import { FakeClock } from './fake-clock.js';

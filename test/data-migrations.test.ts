@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SHOP } from './data-fixtures.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 import { describeProviders, onProvider } from './data-providers.js';

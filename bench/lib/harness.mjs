@@ -193,7 +193,7 @@ export function runJsonChild(file, args, { env } = {}) {
       if (code !== 0) return reject(new Error(`${file} exited ${code}`));
       try {
         resolve(JSON.parse(out));
-      } catch (err) {
+      } catch (_err) {
         reject(new Error(`${file} printed no JSON: ${out.slice(0, 200)}`));
       }
     });

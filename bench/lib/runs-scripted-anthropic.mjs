@@ -20,6 +20,7 @@ function turnBlocks(turn, taskId) {
       return [{ type: 'text', text: 'Writing the note.' }, tool('Write', { file_path: 'bench-note.md', content: '# Bench note\n\nWritten by a scripted model.\n' })];
     case 1:
       return [tool('Read', { file_path: 'README.md' })];
+    // biome-ignore lint/suspicious/noFallthroughSwitchClause: without a task id, turn 2 is the summary
     case 2:
       if (taskId) return [tool('mcp__svc__task_comment', { taskId, body: 'progress from the scripted model' })];
     // falls through without a task id

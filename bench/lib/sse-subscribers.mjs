@@ -31,7 +31,7 @@ for (let i = 0; i < count; i++) {
     if (++open === count) process.stdout.write(JSON.stringify({ ready: true }) + '\n');
     res.on('data', (chunk) => {
       const t = now();
-      let text = s.buf + chunk;
+      const text = s.buf + chunk;
       let from = 0;
       for (;;) {
         const end = text.indexOf('\n\n', from);

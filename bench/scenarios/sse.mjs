@@ -61,7 +61,7 @@ export default {
   ],
 };
 
-async function lastEventId(h, dbFile) {
+async function lastEventId(_h, dbFile) {
   const { default: Database } = await import('../../dist/src/db/sqlite.js');
   const db = new Database(dbFile, { readonly: true });
   const r = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").get();

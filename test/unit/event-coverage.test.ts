@@ -1,5 +1,4 @@
 import { readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EVENT_NAMES } from '../../src/events/registry.js';
 import { flushEmitted, neverEmitted, readEmitted, recordEmitted } from '../event-coverage.js';

@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+
 import { describe, expect, it } from 'vitest';
 import { Services, type App } from '../../src/app.js';
 import { STATE_MIGRATIONS } from '../../src/state-schema.js';

@@ -326,7 +326,7 @@ describe('delivery scheduling: one slow endpoint never holds up the others', () 
   function simulate(l: SlotLimits): { waits: number[]; slowMax: number; slowAt2s: number } {
     const due = new Map<string, { id: number; at: number }[]>([['slow', Array.from({ length: 40 }, (_, id) => ({ id, at: 0 }))], ['fast', []]]);
     const answerMs: Record<string, number> = { slow: 15_000, fast: 3 };
-    let queue: { webhookId: string; id: number; at: number }[] = [];
+    const queue: { webhookId: string; id: number; at: number }[] = [];
     const active = new Map<string, number>();
     const wire: { webhookId: string; endsAt: number }[] = [];
     const waits: number[] = [];

@@ -926,6 +926,7 @@ function applyPatches(): void {
 }
 
 /** Spend grows as runs work: the Usage view is read again at most once a second while they do. */
+// biome-ignore lint/correctness/noUnusedVariables: read by its own ??=, which schedules one reading at a time
 let spendTimer: ReturnType<typeof setTimeout> | undefined;
 function spendMoved(): void {
   spendTimer ??= setTimeout(() => {

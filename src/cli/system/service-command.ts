@@ -155,7 +155,7 @@ async function noManagerError(run: Runner, said: string): Promise<CliError> {
   const user = userName();
   const first = said.trim().split('\n')[0];
   const hint =
-    !login || !login.session
+    !login?.session
       ? `there is no login session for ${user}, so no user service manager runs: ${LINGER(user)} starts one now and at every boot; then run this again (over ssh or su, with XDG_RUNTIME_DIR=/run/user/$(id -u))`
       : 'run it in your own login session (not under sudo), or set XDG_RUNTIME_DIR=/run/user/$(id -u)';
   return new NoManagerError(`systemctl --user cannot reach a user service manager (${first})`, hint);
@@ -290,7 +290,7 @@ async function install(run: Runner, p: Platform, project: string, role: ServiceR
   return { changed, file, name };
 }
 
-async function uninstall(run: Runner, p: Platform, project: string, name: string, file: string): Promise<void> {
+async function uninstall(run: Runner, p: Platform, _project: string, name: string, file: string): Promise<void> {
   if (p === 'systemd') {
     const r = await systemctl(run, ['disable', '--now', name]);
     // A file the manager never loaded (written under another XDG_CONFIG_HOME) is only deleted.

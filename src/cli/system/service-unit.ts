@@ -78,7 +78,7 @@ function checkText(what: string, value: string): void {
 const specifiers = (s: string): string => s.replace(/%/g, '%%');
 
 /** Words that need no quotes (and hold no % or $ to escape). */
-const PLAIN = /^[A-Za-z0-9_.,:+=@\/-]+$/;
+const PLAIN = /^[A-Za-z0-9_.,:+=@/-]+$/;
 
 /** One argument of ExecStart: quoted and C-escaped when it must be, with % and $ (variable expansion) doubled. */
 const execArg = (s: string): string =>

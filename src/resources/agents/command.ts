@@ -4,7 +4,7 @@ import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { emit, keyValues, table } from '../../cli/output.js';
-import { check, defined } from '../../cli/validate.js';
+import { check, } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import type { Agent } from './schema.js';
 import { REASONING } from './values.js';

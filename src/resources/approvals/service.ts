@@ -235,7 +235,7 @@ export async function reject(app: App, id: string, o: { feedback: string; resolv
 export async function resolveExpired(app: App, id: string, now: number): Promise<Approval | null> {
   return await app.events.write(async () => {
     const a = await store.getApproval(app.db, id);
-    if (!a || a.status !== 'pending' || a.expiresAt === null || Date.parse(a.expiresAt) > now) return null;
+    if (a?.status !== 'pending' || a.expiresAt === null || Date.parse(a.expiresAt) > now) return null;
     const status = a.timeoutAction === 'approve' ? 'approved' : 'rejected';
     return await decide(app, a, { status, resolvedBy: TIMEOUT_RESOLVER, timedOut: true });
   });
@@ -247,7 +247,7 @@ export async function resolveExpired(app: App, id: string, now: number): Promise
  */
 export async function decidePending(app: App, id: string, d: Decision): Promise<Approval | null> {
   const a = await store.getApproval(app.db, id);
-  if (!a || a.status !== 'pending') return null;
+  if (a?.status !== 'pending') return null;
   return await decide(app, a, d);
 }
 

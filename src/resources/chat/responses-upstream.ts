@@ -159,7 +159,7 @@ export class ResponsesToChunks {
         return usage ? [finish, { ...this.chunk({}), choices: [], usage }] : [finish];
       }
       case 'response.failed':
-        return [{ error: (response && response.error) || { message: 'the upstream reported a failed response' } }];
+        return [{ error: (response?.error) || { message: 'the upstream reported a failed response' } }];
       case 'error':
         return [{ error: { message: event.message, code: event.code } }];
       default:

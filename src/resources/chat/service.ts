@@ -13,7 +13,7 @@ import { agentSystemMessage } from './prompt.js';
 import type { ChatMessage, ChatRequest, Usage } from './schema.js';
 import { saveResponse, type StoredResponse } from './responses-store.js';
 import { getSession, saveSession, type Session } from './sessions.js';
-import { UpstreamError } from './upstream.js';
+import type { UpstreamError } from './upstream.js';
 
 /** Everything one chat call needs, decided before the upstream is called. */
 export interface ChatPlan {

@@ -120,7 +120,7 @@ export function checkSchema(schema: SchemaDefT, base = 'schema'): void {
   }
 }
 
-export function checkColumn(schema: SchemaDefT, name: string, col: ColumnDefT, path: string): void {
+export function checkColumn(schema: SchemaDefT, _name: string, col: ColumnDefT, path: string): void {
   if (col.default !== undefined) {
     if (col.default === null && !col.nullable) throw new SchemaError(`${path}.default`, 'a null default needs nullable: true');
     try {

@@ -10,7 +10,7 @@ import { IDEMPOTENCY_DDL, remember, replayOf, type IdempotencyRef } from './idem
 import { planMigration } from './migrations.js';
 import { LIMITS, type MigrationInT, type MigrationRecord, type OperationT, type QueryResult, type RecordResultT, type SchemaDefT } from './schema.js';
 import { ShadowSchema } from './shadow.js';
-import { admit, checkGrants, type Admitted, type Mode, type TableGrants } from './sql-guard.js';
+import { admit, checkGrants, type Admitted, } from './sql-guard.js';
 import { sqlError } from './sqlite-errors.js';
 import { decode, encode, ValueError } from './values.js';
 

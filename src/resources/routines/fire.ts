@@ -223,7 +223,7 @@ export async function fireDue(app: App, name: string, now: number): Promise<stor
   return await app.events.write(async () => {
     await lockKey(app.db, 'routine', name);
     const r = await store.getRoutine(app.db, name);
-    if (!r || !r.enabled || !r.schedule || r.nextFireAt === null) return [];
+    if (!r?.enabled || !r.schedule || r.nextFireAt === null) return [];
     const first = Date.parse(r.nextFireAt);
     if (first > now) return [];
     const due = dueSince(r.schedule, first, now);
@@ -254,7 +254,7 @@ export async function fireOnEvent(app: App, name: string, e: StoredEvent, cause:
     // Its per-minute count is read and written here, by whichever daemon hears the event.
     await lockKey(app.db, 'routine', name);
     const r = await store.getRoutine(app.db, name);
-    if (!r || !r.enabled || !r.trigger || e.id <= r.lastEventId || !hears(r.trigger, e)) return null;
+    if (!r?.enabled || !r.trigger || e.id <= r.lastEventId || !hears(r.trigger, e)) return null;
     if (!(await store.advanceEvent(app.db, name, e.id))) return null;
     return await attempt(app, r, { reason: 'event', key: `event:${e.id}`, scheduledAt: null, time: Date.parse(e.timestamp), event: e, cause, missed: 0 });
   });

@@ -1,6 +1,6 @@
 import type { App } from '../../app.js';
 import { openEntry } from '../vault/service.js';
-import { RESERVED_ENV, type Runtime } from '../agents/runtime.js';
+import type { RESERVED_ENV, Runtime } from '../agents/runtime.js';
 
 // The environment of a run's process: the daemon's own, less what belongs to svc (its state and
 // data URLs, the vault key, its API keys), plus the run's SVC_* variables, what the driver needs,

@@ -7,7 +7,7 @@ import { systemClock } from '../../lib/clock.js';
 import { reapRecorded } from '../../lib/reap.js';
 import { nowIso } from '../../lib/time.js';
 import type { Runtime } from '../agents/runtime.js';
-import { getAgent, listAgents } from '../agents/service.js';
+import { listAgents } from '../agents/service.js';
 import { noteSpend } from '../budgets/service.js';
 import { endPause } from '../providers/service.js';
 import { claimTask, dependentsOf, getTask, readyTasksOf, releaseClaim, retryTask } from '../tasks/service.js';

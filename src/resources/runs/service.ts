@@ -142,7 +142,7 @@ export async function startRunByHand(app: App, taskId: string, body: { agent?: s
 export async function dispatchTask(app: App, taskId: string): Promise<Run | null> {
   return await app.events.write(async () => {
     const task = await getTask(app, taskId);
-    if (!task || !task.assignTo || (task.status !== 'pending' && task.status !== 'assigned')) return null;
+    if (!task?.assignTo || (task.status !== 'pending' && task.status !== 'assigned')) return null;
     const agent = await getAgent(app.db, task.assignTo);
     if (!agent?.runtime || agent.runtime.autoRun === false) return null;
     if ((await openDependenciesOf(app, taskId)).length) return null;

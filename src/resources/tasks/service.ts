@@ -335,7 +335,7 @@ export async function expireLease(app: App, id: string, now: number): Promise<{ 
 export async function releaseClaim(app: App, id: string, leaseId: string, reason: string): Promise<boolean> {
   return await app.events.write(async () => {
     const task = await store.getTask(app.db, id);
-    if (!task || task.status !== 'in_progress') return false;
+    if (task?.status !== 'in_progress') return false;
     if (!(await store.releaseToAssigned(app.db, id, leaseId, nowIso(app.clock)))) return false;
     app.events.emit('task:transition', { taskId: id, from: 'in_progress', to: 'assigned', reason });
     const after = (await store.getTask(app.db, id))!;

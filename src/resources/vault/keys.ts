@@ -5,7 +5,7 @@ import { AppError } from '../../kernel/errors.js';
 import type { Logger } from '../../kernel/log.js';
 import { deriveKeys, MASTER_KEY_BYTES, open, OpenError, sameCheck, seal, type VaultKeys } from './crypto.js';
 import { osKeychain, type Keychain } from './keychain.js';
-import { configDir, ENV_KEY, fileLocation, locateMasterKey, locateSharedKey, type KeyLocation, type KeySource } from './master-key.js';
+import { configDir, ENV_KEY, fileLocation, locateMasterKey, locateSharedKey, type KeySource } from './master-key.js';
 import { VAULT, type Vault } from './live.js';
 import { openRow, place } from './service.js';
 import * as store from './store.js';

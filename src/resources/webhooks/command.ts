@@ -5,7 +5,7 @@ import { confirm } from '../../cli/confirm.js';
 import { UsageError, type CliContext } from '../../cli/context.js';
 import { shortId } from '../../lib/human.js';
 import { deliveryOf, resolveId, WEBHOOK } from '../../cli/ids.js';
-import { emit, err, keyValues, out, style, table } from '../../cli/output.js';
+import { emit, err, keyValues, style, table } from '../../cli/output.js';
 import { seg } from '../../client/client.js';
 import { listen } from './listen-command.js';
 import type { Attempt, Delivery, DeliveryDetail, Webhook } from './schema.js';

@@ -147,7 +147,6 @@ export class DeliveryWorker implements WebhookRuntime {
   private async look(): Promise<void> {
     this.pollTimer = null;
     if (this.closed) return;
-    {
       try {
         const now = this.app.clock.now();
         if (await store.hasExpiredClaims(this.app.db, now)) {
@@ -159,7 +158,6 @@ export class DeliveryWorker implements WebhookRuntime {
       }
       this.kick();
       this.poll();
-    }
   }
 
   /** Deliveries of `webhookId` (of any webhook when absent) may be due: look on the next turn. */

@@ -242,7 +242,7 @@ function nameParts(list: unknown, where: string): string[] {
   if (!Array.isArray(list)) throw invalid(`The parse tree is not what the subset expects (${where}).`);
   return list.map((item) => {
     const node = unwrap(item, where);
-    if (!node || node[0] !== 'String' || typeof node[1].sval !== 'string') throw invalid(`The parse tree is not what the subset expects (${where}).`);
+    if (node?.[0] !== 'String' || typeof node[1].sval !== 'string') throw invalid(`The parse tree is not what the subset expects (${where}).`);
     return node[1].sval;
   });
 }
@@ -298,7 +298,7 @@ class Walker {
     if (!Array.isArray(targets)) throw invalid(`The parse tree is not what the subset expects (${where}).`);
     for (const item of targets) {
       const node = unwrap(item, where);
-      if (!node || node[0] !== 'ResTarget') throw invalid(`The parse tree is not what the subset expects (${where}).`);
+      if (node?.[0] !== 'ResTarget') throw invalid(`The parse tree is not what the subset expects (${where}).`);
       const rt = node[1];
       const parts = [typeof rt.name === 'string' ? rt.name : ''];
       if (Array.isArray(rt.indirection)) {
@@ -323,7 +323,7 @@ class Walker {
     const list = Array.isArray(body.ctes) ? body.ctes : [];
     const items = list.map((item) => {
       const node = unwrap(item, 'WithClause.ctes');
-      if (!node || node[0] !== 'CommonTableExpr') throw invalid('The parse tree is not what the subset expects (WithClause.ctes).');
+      if (node?.[0] !== 'CommonTableExpr') throw invalid('The parse tree is not what the subset expects (WithClause.ctes).');
       return node[1];
     });
     const names = items.map((cte) => String(cte.ctename ?? ''));
@@ -457,7 +457,7 @@ class Walker {
         // FOR UPDATE OF names FROM items (aliases), not tables: only their qualification matters.
         for (const item of Array.isArray(body.lockedRels) ? body.lockedRels : []) {
           const node = unwrap(item, 'LockingClause.lockedRels');
-          if (!node || node[0] !== 'RangeVar') throw invalid('The parse tree is not what the subset expects (LockingClause.lockedRels).');
+          if (node?.[0] !== 'RangeVar') throw invalid('The parse tree is not what the subset expects (LockingClause.lockedRels).');
           if (node[1].schemaname || node[1].catalogname) throw forbidden(`${qualified([node[1].catalogname as string, node[1].schemaname as string, node[1].relname as string])}: ${lock} OF names the statement's own FROM items, unqualified.`);
         }
         skip.add('lockedRels');
