@@ -89,7 +89,11 @@ function loads(node, file) {
     execFileSync(node, ['-e', 'process.dlopen({ exports: {} }, process.argv[1])', file], { stdio: 'pipe' });
     return true;
   } catch (err) {
-    return String(err.stderr || err.message).split('\n').find((l) => /Error|version/.test(l)) ?? 'it does not load';
+    return (
+      String(err.stderr || err.message)
+        .split('\n')
+        .find((l) => /Error|version/.test(l)) ?? 'it does not load'
+    );
   }
 }
 
@@ -165,7 +169,8 @@ async function main() {
   if (!existsSync(join(root, 'dist', 'src', 'exe', 'main.js'))) fail('dist/ is not built: run npm run build first (npm run build:exe does)');
   const nodeVersion = execFileSync(opts.node, ['-p', 'process.version'], { encoding: 'utf8' }).trim();
   // Node 20 reached its end of life on 2026-04-30: it still builds (CI tests it), but a release should not carry it.
-  if (Number(nodeVersion.slice(1).split('.')[0]) <= 20) console.warn(`build:exe: warning: Node ${nodeVersion} is past its end of life; for an executable to hand out, build with Node 24 or 22 (--node PATH)`);
+  if (Number(nodeVersion.slice(1).split('.')[0]) <= 20)
+    console.warn(`build:exe: warning: Node ${nodeVersion} is past its end of life; for an executable to hand out, build with Node 24 or 22 (--node PATH)`);
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
   const work = join(dirname(opts.out), 'build');
   rmSync(work, { recursive: true, force: true });
@@ -247,7 +252,9 @@ async function main() {
     seconds: (Date.now() - started) / 1000,
   };
   writeFileSync(join(dirname(opts.out), 'build-report.json'), JSON.stringify(report, null, 2));
-  console.log(`build:exe: ${report.file} for ${info.platform} on Node ${nodeVersion}: ${mb(size)} (${mb(gz)} gzipped; script ${mb(mainBytes.length)}; natives ${report.natives.join(', ')}; ${sqlite}) in ${report.seconds.toFixed(1)} s`);
+  console.log(
+    `build:exe: ${report.file} for ${info.platform} on Node ${nodeVersion}: ${mb(size)} (${mb(gz)} gzipped; script ${mb(mainBytes.length)}; natives ${report.natives.join(', ')}; ${sqlite}) in ${report.seconds.toFixed(1)} s`,
+  );
 }
 
 await main();

@@ -51,7 +51,8 @@ export function checkPromises(configFile = resolve(root, 'tsconfig.json'), under
         // Kept to be waited for later (an assignment), or with its rejection handled (.catch(f), .then(f, g)).
         const kept = ts.isBinaryExpression(e) && [ts.SyntaxKind.EqualsToken, ts.SyntaxKind.QuestionQuestionEqualsToken, ts.SyntaxKind.BarBarEqualsToken].includes(e.operatorToken.kind);
         const handled =
-          ts.isCallExpression(e) && ts.isPropertyAccessExpression(e.expression) &&
+          ts.isCallExpression(e) &&
+          ts.isPropertyAccessExpression(e.expression) &&
           ((e.expression.name.text === 'catch' && e.arguments.length > 0) || (e.expression.name.text === 'then' && e.arguments.length > 1));
         const voided = ts.isVoidExpression(e) || ts.isAwaitExpression(e) || kept || handled;
         if (!voided && isThenable(checker.getTypeAtLocation(e))) at(sf, node, `a promise nobody waits for: ${e.getText(sf).slice(0, 80)}`);

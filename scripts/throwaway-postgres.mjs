@@ -44,7 +44,7 @@ function freePort() {
  */
 export async function startThrowawayPostgres(opts = {}) {
   const bin = findPgBin();
-  if (!bin) return { skip: 'PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql): the Postgres provider tests are skipped. Install Debian\'s postgresql package to run them.' };
+  if (!bin) return { skip: "PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql): the Postgres provider tests are skipped. Install Debian's postgresql package to run them." };
   const asRoot = process.getuid?.() === 0;
   let uid = null;
   let gid = null;
@@ -64,10 +64,12 @@ export async function startThrowawayPostgres(opts = {}) {
     chownSync(join(dir, 'pw'), uid, gid);
   }
   /** @param {string} file @param {string[]} args */
-  const run = (file, args) =>
-    asRoot ? execFileSync('runuser', ['-u', 'postgres', '--', join(bin, file), ...args], { stdio: 'pipe' }) : execFileSync(join(bin, file), args, { stdio: 'pipe' });
+  const run = (file, args) => (asRoot ? execFileSync('runuser', ['-u', 'postgres', '--', join(bin, file), ...args], { stdio: 'pipe' }) : execFileSync(join(bin, file), args, { stdio: 'pipe' }));
   const port = await freePort();
-  const options = [`-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`, ...(opts.settings ?? []).map((s) => `-c ${s}`)].join(' ');
+  const options = [
+    `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`,
+    ...(opts.settings ?? []).map((s) => `-c ${s}`),
+  ].join(' ');
   const start = () => run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start']);
   try {
     // Passwords over TCP (the daemon logs in with them), none on the private socket.

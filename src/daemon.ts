@@ -73,7 +73,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     url: '',
     announced: false,
   } as Partial<DaemonContext> as DaemonContext;
-  const starting = startParts(DAEMON_PARTS, ctx, partLog(() => ctx.log, 'part'));
+  const starting = startParts(
+    DAEMON_PARTS,
+    ctx,
+    partLog(() => ctx.log, 'part'),
+  );
 
   function close(): Promise<void> {
     closing ??= (async () => {

@@ -24,12 +24,16 @@ async function buildApi(): Promise<Api> {
   const schemaNames: SchemaNames = Object.assign({}, SHARED_NAMES, ...resources.map((r) => r.server.schemaNames ?? {}));
   let cached: Record<string, unknown> | undefined;
   const openApiDocument = () =>
-    (cached ??= buildOpenApi(routes, {
-      title: 'svc',
-      description:
-        'Local control plane for teams of AI coding agents: tasks, missions and playbooks, agents and teams, skills, approvals, the vault and live events. ' +
-        'Every response carries X-Request-Id; every GET also answers HEAD; a method a path does not define is answered 405 with Allow (components.responses.MethodNotAllowed).',
-    }, schemaNames));
+    (cached ??= buildOpenApi(
+      routes,
+      {
+        title: 'svc',
+        description:
+          'Local control plane for teams of AI coding agents: tasks, missions and playbooks, agents and teams, skills, approvals, the vault and live events. ' +
+          'Every response carries X-Request-Id; every GET also answers HEAD; a method a path does not define is answered 405 with Allow (components.responses.MethodNotAllowed).',
+      },
+      schemaNames,
+    ));
   const openApiRoute = route({
     method: 'GET',
     path: '/openapi.json',

@@ -41,7 +41,6 @@ export function readDaemonInfo(root: string): DaemonInfo | null {
   }
 }
 
-
 /** The daemon.json of a daemon whose process is alive; a file left by a crash counts as none. */
 export function runningDaemon(root: string): DaemonInfo | null {
   const info = readDaemonInfo(root);

@@ -5,7 +5,6 @@ import type { Approval } from '../src/resources/approvals/schema.js';
 import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 
-
 describe('svc approvals (child process)', () => {
   let d: TestDaemon;
   beforeAll(async () => {

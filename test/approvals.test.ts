@@ -61,8 +61,7 @@ async function legacyMove(daemon: TestDaemon, taskId: string, status: string): P
 const getTask = async (daemon: TestDaemon, id: string) => (await daemon.api('GET', `/api/v1/tasks/${id}`)).body.data;
 const getApproval = async (daemon: TestDaemon, id: string) => (await daemon.api('GET', `${A}/${id}`)).body.data;
 const eventsOf = async (daemon: TestDaemon, id: string) =>
-  (await daemon.daemon.app.events
-    .since(0, 10_000))
+  (await daemon.daemon.app.events.since(0, 10_000))
     .filter((e) => e.data.approvalId === id || (typeof e.data.reason === 'string' && e.data.reason.includes(id)))
     .map((e) => ({ name: e.name, data: e.data }));
 
@@ -199,10 +198,46 @@ describe('requesting', () => {
     { name: 'requestedBy missing', method: 'POST', path: A, body: { title: 'x' }, status: 400, code: 'invalid_request', detailPath: 'body.requestedBy', events: [] },
     { name: 'blank title', method: 'POST', path: A, body: { requestedBy: 'ana', title: '  ' }, status: 400, code: 'invalid_request', detailPath: 'body.title', events: [] },
     { name: 'unknown property', method: 'POST', path: A, body: { requestedBy: 'ana', title: 'x', urgent: true }, status: 400, code: 'invalid_request', detailPath: 'body.urgent', events: [] },
-    { name: 'timeoutSeconds 0', method: 'POST', path: A, body: { requestedBy: 'ana', title: 'x', timeoutSeconds: 0 }, status: 400, code: 'invalid_request', detailPath: 'body.timeoutSeconds', events: [] },
-    { name: 'timeoutSeconds not whole', method: 'POST', path: A, body: { requestedBy: 'ana', title: 'x', timeoutSeconds: 1.5 }, status: 400, code: 'invalid_request', detailPath: 'body.timeoutSeconds', events: [] },
-    { name: 'timeoutAction not in the enum', method: 'POST', path: A, body: { requestedBy: 'ana', title: 'x', timeoutSeconds: 5, timeoutAction: 'maybe' }, status: 400, code: 'invalid_request', detailPath: 'body.timeoutAction', events: [] },
-    { name: 'timeoutAction without timeoutSeconds', method: 'POST', path: A, body: { requestedBy: 'ana', title: 'x', timeoutAction: 'approve' }, status: 400, code: 'invalid_request', detailPath: 'body.timeoutAction', events: [] },
+    {
+      name: 'timeoutSeconds 0',
+      method: 'POST',
+      path: A,
+      body: { requestedBy: 'ana', title: 'x', timeoutSeconds: 0 },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.timeoutSeconds',
+      events: [],
+    },
+    {
+      name: 'timeoutSeconds not whole',
+      method: 'POST',
+      path: A,
+      body: { requestedBy: 'ana', title: 'x', timeoutSeconds: 1.5 },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.timeoutSeconds',
+      events: [],
+    },
+    {
+      name: 'timeoutAction not in the enum',
+      method: 'POST',
+      path: A,
+      body: { requestedBy: 'ana', title: 'x', timeoutSeconds: 5, timeoutAction: 'maybe' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.timeoutAction',
+      events: [],
+    },
+    {
+      name: 'timeoutAction without timeoutSeconds',
+      method: 'POST',
+      path: A,
+      body: { requestedBy: 'ana', title: 'x', timeoutAction: 'approve' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.timeoutAction',
+      events: [],
+    },
     { name: 'no body', method: 'POST', path: A, status: 400, code: 'invalid_request', detailPath: 'body', events: [] },
   ];
   it.each(cases.map((c, i) => [i, c.name, c] as const))('%i %s', async (_i, _n, c) => run(c, ids));
@@ -336,8 +371,26 @@ describe('deciding', () => {
     { name: 'approve after reject', method: 'POST', path: () => `${A}/${ids.assigned}/approve`, body: {}, status: 409, code: 'conflict', message: /already rejected/, events: [] },
     { name: 'reject twice', method: 'POST', path: () => `${A}/${ids.assigned}/reject`, body: { feedback: 'still no' }, status: 409, code: 'conflict', events: [] },
     { name: 'reject without feedback', method: 'POST', path: () => `${A}/${ids.none}/reject`, body: {}, status: 400, code: 'invalid_request', detailPath: 'body.feedback', events: [] },
-    { name: 'reject with blank feedback', method: 'POST', path: () => `${A}/${ids.none}/reject`, body: { feedback: ' ' }, status: 400, code: 'invalid_request', detailPath: 'body.feedback', events: [] },
-    { name: 'approve with an unknown property', method: 'POST', path: () => `${A}/${ids.none}/approve`, body: { verdict: 'yes' }, status: 400, code: 'invalid_request', detailPath: 'body.verdict', events: [] },
+    {
+      name: 'reject with blank feedback',
+      method: 'POST',
+      path: () => `${A}/${ids.none}/reject`,
+      body: { feedback: ' ' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.feedback',
+      events: [],
+    },
+    {
+      name: 'approve with an unknown property',
+      method: 'POST',
+      path: () => `${A}/${ids.none}/approve`,
+      body: { verdict: 'yes' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.verdict',
+      events: [],
+    },
     { name: 'approve an unknown approval', method: 'POST', path: `${A}/${NO_SUCH_ID}/approve`, body: {}, status: 404, code: 'not_found', events: [] },
     { name: 'reject an unknown approval', method: 'POST', path: `${A}/${NO_SUCH_ID}/reject`, body: { feedback: 'x' }, status: 404, code: 'not_found', events: [] },
     { name: 'show', method: 'GET', path: () => `${A}/${ids.review}`, status: 200, dataMatches: () => ({ id: ids.review, status: 'approved', taskFrom: 'review' }), events: [] },
@@ -455,24 +508,21 @@ describe('deciding', () => {
 });
 
 describe('the way in: only through a request', () => {
-  it.each(['pending', 'assigned', 'in_progress', 'review'])(
-    'moving a %s task to awaiting_approval by hand is 409 naming POST /api/v1/approvals; nothing written',
-    async (from) => {
-      const task = await taskIn(d, from);
-      await runCase(d, {
-        name: `${from} → awaiting_approval by hand`,
-        method: 'POST',
-        path: `/api/v1/tasks/${task.id}/transition`,
-        body: { to: 'awaiting_approval', reason: 'I would like a review' },
-        status: 409,
-        code: 'invalid_transition',
-        message: new RegExp(`^Task ${task.id} cannot move from ${from} to awaiting_approval by hand: .*POST /api/v1/approvals`),
-        events: [],
-      });
-      expect(await getTask(d, task.id)).toMatchObject({ status: from, updatedAt: task.updatedAt });
-      expect((await d.api('GET', `${A}?taskId=${task.id}`)).body.data).toEqual([]);
-    },
-  );
+  it.each(['pending', 'assigned', 'in_progress', 'review'])('moving a %s task to awaiting_approval by hand is 409 naming POST /api/v1/approvals; nothing written', async (from) => {
+    const task = await taskIn(d, from);
+    await runCase(d, {
+      name: `${from} → awaiting_approval by hand`,
+      method: 'POST',
+      path: `/api/v1/tasks/${task.id}/transition`,
+      body: { to: 'awaiting_approval', reason: 'I would like a review' },
+      status: 409,
+      code: 'invalid_transition',
+      message: new RegExp(`^Task ${task.id} cannot move from ${from} to awaiting_approval by hand: .*POST /api/v1/approvals`),
+      events: [],
+    });
+    expect(await getTask(d, task.id)).toMatchObject({ status: from, updatedAt: task.updatedAt });
+    expect((await d.api('GET', `${A}?taskId=${task.id}`)).body.data).toEqual([]);
+  });
 
   it('a move the state machine forbids anyway keeps its own message (done → awaiting_approval)', async () => {
     const task = await taskIn(d, 'done');

@@ -156,7 +156,7 @@ describe('one failing upstream call does not stall a client (issue 30, item 4)',
     }
   });
 
-  it('says in Retry-After when the first provider serving the model can be called, on the daemon\'s clock', async () => {
+  it("says in Retry-After when the first provider serving the model can be called, on the daemon's clock", async () => {
     const clock = new FakeClock();
     const d = await startTestDaemon({ config: config(), clock });
     try {
@@ -185,7 +185,7 @@ describe('one failing upstream call does not stall a client (issue 30, item 4)',
     }
   });
 
-  it('passes an upstream\'s own Retry-After on, and keeps the provider out exactly that long', async () => {
+  it("passes an upstream's own Retry-After on, and keeps the provider out exactly that long", async () => {
     const clock = new FakeClock();
     const d = await startTestDaemon({ config: { providers: { fake: { baseUrl: up.url, apiKey: KEY } } }, clock });
     try {

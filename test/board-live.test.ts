@@ -51,7 +51,13 @@ describe("the board's words for what holds a run", () => {
 
   it("finds a run's last action and a budget's state", () => {
     const item = (seq: number, kind: string, more: Record<string, unknown> = {}): LogItem => ({ seq, at: '', kind, ...more });
-    const items = [item(1, 'tool_call', { tool: 'Bash', input: { command: 'npm test' } }), item(2, 'command', { command: 'npm test', exitCode: 0 }), item(3, 'file_change', { path: 'a.ts', change: 'update' }), item(4, 'text', { text: 'done' }), item(5, 'usage', { usage: {} })];
+    const items = [
+      item(1, 'tool_call', { tool: 'Bash', input: { command: 'npm test' } }),
+      item(2, 'command', { command: 'npm test', exitCode: 0 }),
+      item(3, 'file_change', { path: 'a.ts', change: 'update' }),
+      item(4, 'text', { text: 'done' }),
+      item(5, 'usage', { usage: {} }),
+    ];
     expect(lastAction(items)?.seq).toBe(3);
     expect(lastAction(items.slice(0, 2))?.seq).toBe(2);
     expect(lastAction([items[3]!, items[4]!])).toBeNull();
@@ -79,7 +85,10 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
 
   /** axe-core on a view, wide and light then narrow and dark, each in its own session; `ready` waits for (and opens) what is checked. */
   async function axeBoth(what: string, hash: string, ready: (p: Page) => Promise<void>): Promise<void> {
-    for (const [viewport, scheme] of [[{ width: 1280, height: 800 }, 'light'], [{ width: 420, height: 800 }, 'dark']] as const) {
+    for (const [viewport, scheme] of [
+      [{ width: 1280, height: 800 }, 'light'],
+      [{ width: 420, height: 800 }, 'dark'],
+    ] as const) {
       const s = await signIn(browser, d, { viewport, bypassCSP: true, timezoneId: ZONE });
       await s.p.emulateMedia({ colorScheme: scheme });
       await go(s.p, hash);
@@ -117,7 +126,9 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
   it("shows a card's live run with turns, tokens and last action, changed in place from run:activity (median under 200 ms), the card not moving", async () => {
     // When each run:activity event is committed, and what it carries.
     const heard: { at: number; items: LogItem[]; usage?: Record<string, number> }[] = [];
-    const stop = d.daemon.app.events.subscribe((e) => void (e.name === 'run:activity' && heard.push({ at: Date.now(), items: e.data.items as LogItem[], usage: e.data.usage as Record<string, number> | undefined })));
+    const stop = d.daemon.app.events.subscribe(
+      (e) => void (e.name === 'run:activity' && heard.push({ at: Date.now(), items: e.data.items as LogItem[], usage: e.data.usage as Record<string, number> | undefined })),
+    );
     const t = await addTask('fay', 'Work and report', ['@write notes/a.txt a', '@turns 6 250 1000', '@comment first pass done', '@turns 6 250 1000', '@comment second pass done', '@tick 250']);
     const card = page.locator(`.card[data-task="${t.id}"]`);
     const live = card.locator('.card-run');
@@ -328,7 +339,13 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
   it('shows spend per agent today, this week and this month with budget shares: a warning from 80 %, exceeded from 100 %, live', async () => {
     await go(page, '#/usage');
     await visible(page.locator('.usage-view'));
-    await api('PUT', '/api/v1/budgets', { limits: [{ agent: 'bud', period: 'day', tokens: 1000 }, { agent: 'bea', period: 'week', costUsd: 0.05 }, { period: 'month', costUsd: 100 }] });
+    await api('PUT', '/api/v1/budgets', {
+      limits: [
+        { agent: 'bud', period: 'day', tokens: 1000 },
+        { agent: 'bea', period: 'week', costUsd: 0.05 },
+        { period: 'month', costUsd: 100 },
+      ],
+    });
     await visible(page.locator('li[data-budget="bud/day"]'));
     const bud = await addTask('bud', 'Spend most of a day', ['@usage 900 0 0.009']);
     const bea = await addTask('bea', 'Spend too much', ['@usage 100 0 0.09']);

@@ -69,10 +69,17 @@ describe("the board's log tail", () => {
     const cut = item(2, `${whole.slice(0, EVENT_TEXT_MAX)}…`);
     expect(wasCut(cut)).toBe(true);
     expect(wasCut(item(2, 'short…'))).toBe(false);
-    const t2 = new LogTail(async (after) => ({ items: log.filter((i) => i.seq > after), more: false }), (items) => shownItems.push(...items), 1);
+    const t2 = new LogTail(
+      async (after) => ({ items: log.filter((i) => i.seq > after), more: false }),
+      (items) => shownItems.push(...items),
+      1,
+    );
     t2.event(2, [cut, log[2]!]);
     await until('the cut item to be read', async () => shownItems.length === 2);
-    expect(shownItems.map((i) => [i.seq, String(i.text).length])).toEqual([[2, whole.length], [3, 6]]);
+    expect(shownItems.map((i) => [i.seq, String(i.text).length])).toEqual([
+      [2, whole.length],
+      [3, 6],
+    ]);
     expect(shown).toEqual([1]);
   });
 
@@ -216,8 +223,13 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
     const seenAt: Record<number, number> = await page.evaluate(() => (window as unknown as { seenAt: Record<number, number> }).seenAt);
     const runId = (await page.locator('.run-view').getAttribute('data-run'))!;
     const items: any[] = await api('GET', `/api/v1/runs/${runId}/log?limit=1000`);
-    const delays = items.filter((i) => seenAt[i.seq]).map((i) => Math.round(seenAt[i.seq]! - Date.parse(i.at))).sort((a, b) => a - b);
-    console.log(`run log lines reached the board ${delays[delays.length >> 1]} ms (median), ${delays.at(-1)} ms (max) after the runner read them, over ${delays.length} lines (the runner writes every 100 ms)`);
+    const delays = items
+      .filter((i) => seenAt[i.seq])
+      .map((i) => Math.round(seenAt[i.seq]! - Date.parse(i.at)))
+      .sort((a, b) => a - b);
+    console.log(
+      `run log lines reached the board ${delays[delays.length >> 1]} ms (median), ${delays.at(-1)} ms (max) after the runner read them, over ${delays.length} lines (the runner writes every 100 ms)`,
+    );
     expect(delays.length).toBeGreaterThanOrEqual(10);
     expect(delays[delays.length >> 1]).toBeLessThan(1000);
     // What the API holds, line for line (the CLI's formatter: "· …" for a system item).
@@ -275,7 +287,10 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
     await visible(page.locator('.run-view'));
     await text(page.locator('.run-view .badge'), 'succeeded', 20_000);
     const runs = await runsOf(ticking.id);
-    expect(runs.map((r) => [r.attempt, r.reason, r.status])).toEqual([[2, 'manual', 'succeeded'], [1, 'dispatch', 'cancelled']]);
+    expect(runs.map((r) => [r.attempt, r.reason, r.status])).toEqual([
+      [2, 'manual', 'succeeded'],
+      [1, 'dispatch', 'cancelled'],
+    ]);
     expect(await page.locator('.run-view').getAttribute('data-run')).toBe(runs[0].id);
     // Usage and cost, the summary, and the diff: files and lines marked by sign and element, not by colour alone.
     await text(page.locator('#run-tokens'), '1200 in / 340 out');
@@ -360,7 +375,10 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
     const [live] = await runsOf(t.id);
     const [done] = (await runsOf(ticking.id)).filter((r) => r.status === 'succeeded');
     const problems: string[] = [];
-    for (const [viewport, scheme] of [[{ width: 1280, height: 800 }, 'light'], [{ width: 420, height: 800 }, 'dark']] as const) {
+    for (const [viewport, scheme] of [
+      [{ width: 1280, height: 800 }, 'light'],
+      [{ width: 420, height: 800 }, 'dark'],
+    ] as const) {
       const s = await signIn(browser, d, { viewport, bypassCSP: true });
       await s.p.emulateMedia({ colorScheme: scheme });
       const where = `${viewport.width}px ${scheme}`;
@@ -368,18 +386,18 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
       await until('lines', async () => (await seqs(s.p)).length >= 4);
       await s.p.click('#run-cancel');
       await visible(s.p.locator('#run-cancel-confirm'));
-      problems.push(...await axeProblems(s.p, `live run ${where}`));
+      problems.push(...(await axeProblems(s.p, `live run ${where}`)));
       await go(s.p, `#/runs/${done.id}`);
       await count(s.p.locator('.diff-file'), 50);
-      problems.push(...await axeProblems(s.p, `finished run ${where}`));
+      problems.push(...(await axeProblems(s.p, `finished run ${where}`)));
       if (scheme === 'dark') await shot(s.p, 'runs-diff-narrow-dark');
       await go(s.p, `#/tasks/${ticking.id}`);
       await visible(s.p.locator('table.runs'));
-      problems.push(...await axeProblems(s.p, `task ${where}`));
+      problems.push(...(await axeProblems(s.p, `task ${where}`)));
       await go(s.p, '#/agents');
       await s.p.locator('tr[data-agent="fay"] button', { hasText: 'Edit runtime' }).click();
       await visible(s.p.locator('.runtime-form'));
-      problems.push(...await axeProblems(s.p, `agents ${where}`));
+      problems.push(...(await axeProblems(s.p, `agents ${where}`)));
       if (viewport.width < 600) expect(await s.p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
       expect(s.errors).toEqual([]);
       await s.ctx.close();

@@ -49,7 +49,10 @@ describe('the board files', () => {
     expect(again.status).toBe(304);
     expect(again.body).toBe('');
 
-    for (const [encoding, decode] of [['gzip', gunzipSync], ['br', brotliDecompressSync]] as const) {
+    for (const [encoding, decode] of [
+      ['gzip', gunzipSync],
+      ['br', brotliDecompressSync],
+    ] as const) {
       const res = await fetch(`${d.url}/board/app.js`, { headers: { 'accept-encoding': encoding } });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-encoding')).toBe(encoding);
@@ -268,7 +271,15 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
       for (let i = 1; i < chars.length; i++) {
         if (Number.isNaN(chars[i]!.top) || chars[i]!.top <= top + 2) continue;
         top = chars[i]!.top;
-        out.push(`${chars.slice(Math.max(0, i - 6), i).map((x) => x.c).join('')}|${chars.slice(i, i + 6).map((x) => x.c).join('')}`);
+        out.push(
+          `${chars
+            .slice(Math.max(0, i - 6), i)
+            .map((x) => x.c)
+            .join('')}|${chars
+            .slice(i, i + 6)
+            .map((x) => x.c)
+            .join('')}`,
+        );
       }
       return out;
     });
@@ -445,8 +456,18 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
   });
 
   it('lists routines with when they fire, the next firing and the last ones; fires one now and switches one off', async () => {
-    await api('POST', '/api/v1/routines', { name: 'weekly-deps', description: 'Dependencies, every Monday', schedule: { cron: '0 9 * * MON', timezone: 'Europe/Paris' }, action: { task: { title: 'Update dependencies', assignTo: 'ana' } } });
-    await api('POST', '/api/v1/routines', { name: 'triage', trigger: { event: 'task:transition', filter: { to: 'failed' } }, concurrency: 'allow', action: { task: { title: 'Triage {{event.data.taskId}}' } } });
+    await api('POST', '/api/v1/routines', {
+      name: 'weekly-deps',
+      description: 'Dependencies, every Monday',
+      schedule: { cron: '0 9 * * MON', timezone: 'Europe/Paris' },
+      action: { task: { title: 'Update dependencies', assignTo: 'ana' } },
+    });
+    await api('POST', '/api/v1/routines', {
+      name: 'triage',
+      trigger: { event: 'task:transition', filter: { to: 'failed' } },
+      concurrency: 'allow',
+      action: { task: { title: 'Triage {{event.data.taskId}}' } },
+    });
     await go('routines');
     const weekly = page.locator('[data-routine="weekly-deps"]');
     await contains(weekly, '0 9 * * MON Europe/Paris → task "Update dependencies" for ana');
@@ -488,7 +509,10 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
 
   it('passes axe-core with no serious or critical violations, wide and narrow, light and dark', async () => {
     const problems: string[] = [];
-    for (const [viewport, scheme] of [[{ width: 1280, height: 800 }, 'light'], [{ width: 420, height: 800 }, 'dark']] as const) {
+    for (const [viewport, scheme] of [
+      [{ width: 1280, height: 800 }, 'light'],
+      [{ width: 420, height: 800 }, 'dark'],
+    ] as const) {
       // CSP is bypassed in this context only, so that axe's script can be injected.
       const s = await signIn({ viewport, bypassCSP: true });
       await s.p.emulateMedia({ colorScheme: scheme });
@@ -496,7 +520,7 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
         await s.p.evaluate((v) => (location.hash = `#/${v}`), view);
         await s.p.locator(`nav a[data-view="${view}"][aria-current="page"]`).waitFor();
         await s.p.waitForTimeout(50);
-        problems.push(...await axeProblems(s.p, `${view} ${viewport.width}px ${scheme}`));
+        problems.push(...(await axeProblems(s.p, `${view} ${viewport.width}px ${scheme}`)));
         if (viewport.width < 600) {
           // Narrow: nothing wider than the window.
           expect(await s.p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
@@ -526,4 +550,3 @@ describe.skipIf(!haveChromium)('the board in Chromium', () => {
     await context.close();
   });
 });
-

@@ -147,8 +147,7 @@ describe(`the daemon's body limit (server.maxBodyBytes ${LIMIT})`, () => {
     },
     {
       name: 'POST /mcp',
-      head: () =>
-        `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${d.key}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream`,
+      head: () => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${d.key}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream`,
       body: (size: number) => jsonOf(size, { jsonrpc: '2.0', id: ++n, method: 'ping' }, (s) => ({ params: { _meta: { pad: s } } })),
       accepted: 200,
       refused: (a: Answer) => expect(JSON.parse(a.body)).toMatchObject({ ok: false, code: 'payload_too_large' }),
@@ -222,11 +221,7 @@ describe(`svc webhooks listen's receiver (${MAX_BODY} bytes)`, () => {
         ok.destroy();
       }
 
-      for (const sizes of [
-        [MAX_BODY + 1],
-        [MAX_BODY, 1],
-        [MAX_BODY - 100, 200 + 1 - 100],
-      ]) {
+      for (const sizes of [[MAX_BODY + 1], [MAX_BODY, 1], [MAX_BODY - 100, 200 + 1 - 100]]) {
         const over = body(MAX_BODY + 1);
         const c = new Conn(port);
         try {

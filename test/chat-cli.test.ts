@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 describe('svc chat', () => {
-  it('streams an agent\'s answer and names the session to continue', async () => {
+  it("streams an agent's answer and names the session to continue", async () => {
     up.script({ stream: textChunks(['Hello', ', ', 'world']) });
     const r = await svcAgainst(d, ['chat', '--agent', 'alice', 'say', 'hello']);
     expect(r.code, r.stderr).toBe(0);
@@ -55,7 +55,7 @@ describe('svc auth status', () => {
     expect(r.stdout).toMatch(/^PROVIDER\s+STATUS\s+KEY\s+UNTIL\s+RUNS WAITING\s+ERRORS\s+LAST ERROR/);
     expect(r.stdout).toMatch(/openai\s+unconfigured\s+set OPENAI_API_KEY/);
     expect(r.stdout).toMatch(/ollama\s+active\s+not needed/);
-    expect(r.stdout.split("\n").find((l) => l.startsWith("fake"))).toMatch(/fake\s+cooldown\s+project\.json\s+in 1m\s+-\s+3\s+HTTP 500/);
+    expect(r.stdout.split('\n').find((l) => l.startsWith('fake'))).toMatch(/fake\s+cooldown\s+project\.json\s+in 1m\s+-\s+3\s+HTTP 500/);
     const json = await svcAgainst(d, ['auth', 'status', '--json']);
     expect(JSON.parse(json.stdout).providers.fake.status).toBe('cooldown');
     expect(json.stdout).not.toContain('sk-cli-upstream-key-0123');

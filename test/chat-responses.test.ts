@@ -36,7 +36,13 @@ afterEach(async () => {
 });
 
 const client = () => new OpenAI({ baseURL: `${d.url}/v1`, apiKey: d.key, maxRetries: 0 });
-const weatherTool = { type: 'function' as const, name: 'get_weather', description: 'The weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false };
+const weatherTool = {
+  type: 'function' as const,
+  name: 'get_weather',
+  description: 'The weather',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  strict: false,
+};
 const chunk = (delta: unknown, finish: string | null = null) => ({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta, finish_reason: finish }] });
 const toolStream = () => [
   chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_w', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
@@ -177,7 +183,7 @@ describe('POST /v1/responses to an agent (chat-completions upstream)', () => {
 });
 
 describe('x-svc-agent: choosing the agent by header, for clients that cannot add a body field (Codex)', () => {
-  it('routes both wires to the agent, with the client\'s own tools, and refuses a malformed name', async () => {
+  it("routes both wires to the agent, with the client's own tools, and refuses a malformed name", async () => {
     const codex = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: d.key, maxRetries: 0, defaultHeaders: { 'x-svc-agent': 'alice' } });
     up.script({ stream: textChunks(['ok']) }, { json: completion('ok too') });
     const r = await codex.responses.stream({ model: 'fake/m1', input: 'hi', tools: [weatherTool] }).finalResponse();
@@ -200,7 +206,16 @@ describe('POST /v1/responses errors in the OpenAI shape', () => {
     for (const [body, param, message] of [
       [{ tools: [{ type: 'function', description: 'no name' }] }, 'tools.0.name', 'expected string'],
       [{ tools: [{ type: 'namespace', name: 'ns', tools: [{ type: 'function' }] }] }, 'tools.0.tools.0.name', 'expected string'],
-      [{ input: [{ role: 'user', content: 'ok' }, { type: 'item_reference', id: 'x' }] }, 'input', 'item 1, type: Invalid discriminator value'],
+      [
+        {
+          input: [
+            { role: 'user', content: 'ok' },
+            { type: 'item_reference', id: 'x' },
+          ],
+        },
+        'input',
+        'item 1, type: Invalid discriminator value',
+      ],
       [{ input: [{ type: 'function_call', name: 'f' }] }, 'input', 'item 0, call_id'],
     ] as const) {
       const err = await client()
@@ -260,7 +275,15 @@ describe('the orchestrator through the Responses API', () => {
 });
 
 describe('an upstream that speaks the Responses API (providers.<id>.api: "responses")', () => {
-  const upstreamResponse = (output: unknown[]) => ({ id: 'resp_up', object: 'response', created_at: 1, status: 'completed', model: 'r1', output, usage: { input_tokens: 4, output_tokens: 2, total_tokens: 6 } });
+  const upstreamResponse = (output: unknown[]) => ({
+    id: 'resp_up',
+    object: 'response',
+    created_at: 1,
+    status: 'completed',
+    model: 'r1',
+    output,
+    usage: { input_tokens: 4, output_tokens: 2, total_tokens: 6 },
+  });
 
   it('is sent a Responses request and its answer is translated, for chat completions and for responses', async () => {
     up.script({ json: upstreamResponse([{ type: 'message', id: 'm', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'native hi', annotations: [] }] }]) });
@@ -270,7 +293,15 @@ describe('an upstream that speaks the Responses API (providers.<id>.api: "respon
     const sent = up.requests[0]!;
     expect(sent.path).toBe('/v1/responses');
     expect(sent.headers.authorization).toBe('Bearer sk-resp-native-0123456789');
-    expect(sent.body).toMatchObject({ model: 'r1', store: false, max_output_tokens: 50, input: [{ type: 'message', role: 'system' }, { type: 'message', role: 'user', content: 'hi' }] });
+    expect(sent.body).toMatchObject({
+      model: 'r1',
+      store: false,
+      max_output_tokens: 50,
+      input: [
+        { type: 'message', role: 'system' },
+        { type: 'message', role: 'user', content: 'hi' },
+      ],
+    });
     expect(sent.body.messages).toBeUndefined();
 
     up.script({ json: upstreamResponse([{ type: 'function_call', id: 'fc', status: 'completed', call_id: 'call_n', name: 'get_weather', arguments: '{"city":"Oslo"}' }]) });
@@ -279,20 +310,27 @@ describe('an upstream that speaks the Responses API (providers.<id>.api: "respon
     expect(up.requests[1]!.body.tools).toEqual([{ type: 'function', name: 'get_weather', description: 'The weather', parameters: weatherTool.parameters, strict: false }]);
   });
 
-  it('streams: the upstream\'s response.* events become chunks, and the client its own events again', async () => {
+  it("streams: the upstream's response.* events become chunks, and the client its own events again", async () => {
     up.script({
       stream: [
         { type: 'response.created', sequence_number: 0, response: { id: 'resp_up', created_at: 1, model: 'r1', status: 'in_progress', output: [] } },
         { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { type: 'message', id: 'm', role: 'assistant', content: [], status: 'in_progress' } },
         { type: 'response.output_text.delta', sequence_number: 2, item_id: 'm', output_index: 0, content_index: 0, delta: 'stre' },
         { type: 'response.output_text.delta', sequence_number: 3, item_id: 'm', output_index: 0, content_index: 0, delta: 'amed' },
-        { type: 'response.output_item.added', sequence_number: 4, output_index: 1, item: { type: 'function_call', id: 'fc', call_id: 'call_s', name: 'get_weather', arguments: '', status: 'in_progress' } },
+        {
+          type: 'response.output_item.added',
+          sequence_number: 4,
+          output_index: 1,
+          item: { type: 'function_call', id: 'fc', call_id: 'call_s', name: 'get_weather', arguments: '', status: 'in_progress' },
+        },
         { type: 'response.function_call_arguments.delta', sequence_number: 5, item_id: 'fc', output_index: 1, delta: '{"city":' },
         { type: 'response.function_call_arguments.delta', sequence_number: 6, item_id: 'fc', output_index: 1, delta: '"Rome"}' },
         { type: 'response.completed', sequence_number: 7, response: { id: 'resp_up', status: 'completed', usage: { input_tokens: 5, output_tokens: 5, total_tokens: 10 } } },
       ],
     });
-    const final = await client().responses.stream({ model: 'svc', input: 'go', tools: [weatherTool], agent: 'nat' } as never).finalResponse();
+    const final = await client()
+      .responses.stream({ model: 'svc', input: 'go', tools: [weatherTool], agent: 'nat' } as never)
+      .finalResponse();
     expect(final.output_text).toBe('streamed');
     expect(final.output[1]).toMatchObject({ type: 'function_call', call_id: 'call_s', arguments: '{"city":"Rome"}' });
     expect(final.usage).toMatchObject({ input_tokens: 5, output_tokens: 5, total_tokens: 10 });
@@ -309,7 +347,7 @@ describe('GET /v1/models', () => {
   });
 });
 
-describe('Codex\'s tools: namespaces, custom tools, tool_search and hosted tools (issue 30, item 3)', () => {
+describe("Codex's tools: namespaces, custom tools, tool_search and hosted tools (issue 30, item 3)", () => {
   const patch = '*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n';
   const codexTools = [
     { type: 'function', name: 'exec_command', description: 'Run', parameters: { type: 'object', properties: { cmd: { type: 'string' } } }, strict: false },
@@ -360,7 +398,17 @@ describe('Codex\'s tools: namespaces, custom tools, tool_search and hosted tools
       let output: unknown[];
       const types: string[] = [];
       if (streamed) {
-        const events = (await res.text()).split('\n\n').filter(Boolean).map((frame) => JSON.parse(frame.split('\n').find((l) => l.startsWith('data: '))!.slice(6)));
+        const events = (await res.text())
+          .split('\n\n')
+          .filter(Boolean)
+          .map((frame) =>
+            JSON.parse(
+              frame
+                .split('\n')
+                .find((l) => l.startsWith('data: '))!
+                .slice(6),
+            ),
+          );
         types.push(...events.map((e) => e.type));
         output = events.at(-1).response.output;
         expect(events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item)).toEqual(expectedItems.map((i) => ({ ...i, id: expect.any(String) })));
@@ -387,7 +435,7 @@ describe('Codex\'s tools: namespaces, custom tools, tool_search and hosted tools
     });
   }
 
-  it('sends the next turn\'s call items and outputs back as the functions the model knows, with the tools a search loaded', async () => {
+  it("sends the next turn's call items and outputs back as the functions the model knows, with the tools a search loaded", async () => {
     up.script({ json: completion('Deployed.') });
     const r = await client().responses.create({
       model: 'svc',
@@ -406,7 +454,14 @@ describe('Codex\'s tools: namespaces, custom tools, tool_search and hosted tools
           call_id: 'call_search',
           execution: 'client',
           status: 'completed',
-          tools: [{ type: 'namespace', name: 'mcp__deploy', description: 'Deploys', tools: [{ type: 'function', name: 'deploy.run', description: 'Deploy', defer_loading: true, parameters: { type: 'object', properties: {} } }] }],
+          tools: [
+            {
+              type: 'namespace',
+              name: 'mcp__deploy',
+              description: 'Deploys',
+              tools: [{ type: 'function', name: 'deploy.run', description: 'Deploy', defer_loading: true, parameters: { type: 'object', properties: {} } }],
+            },
+          ],
         },
       ],
     } as never);
@@ -434,7 +489,14 @@ describe('Codex\'s tools: namespaces, custom tools, tool_search and hosted tools
   it('keeps every upstream name valid and distinct, and maps each back exactly, however the client named its tools', async () => {
     const long = 'x'.repeat(100);
     const tools = [
-      { type: 'namespace', name: 'srv', tools: [{ type: 'function', name: 'a.b' }, { type: 'function', name: long }] },
+      {
+        type: 'namespace',
+        name: 'srv',
+        tools: [
+          { type: 'function', name: 'a.b' },
+          { type: 'function', name: long },
+        ],
+      },
       { type: 'function', name: 'srv__a_b' }, // what srv's a.b cleans up to
       { type: 'namespace', name: 'srv__a', tools: [{ type: 'function', name: 'b' }] }, // srv__a + b joins to srv__a__b: not srv + a__b
       { type: 'namespace', name: 'srv', tools: [{ type: 'function', name: 'a__b' }] },
@@ -459,7 +521,16 @@ describe('Codex\'s tools: namespaces, custom tools, tool_search and hosted tools
   });
 
   it('sends hosted tools to an upstream that speaks the Responses API, which runs them itself', async () => {
-    up.script({ json: { id: 'resp_up', object: 'response', created_at: 1, status: 'completed', model: 'r1', output: [{ type: 'message', id: 'm', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'found', annotations: [] }] }] } });
+    up.script({
+      json: {
+        id: 'resp_up',
+        object: 'response',
+        created_at: 1,
+        status: 'completed',
+        model: 'r1',
+        output: [{ type: 'message', id: 'm', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'found', annotations: [] }] }],
+      },
+    });
     const { data: r, response } = await client()
       .responses.create({ model: 'svc', agent: 'nat', input: 'search', tools: [weatherTool, { type: 'web_search', external_web_access: false }] } as never)
       .withResponse();
@@ -473,7 +544,7 @@ describe('Codex\'s tools: namespaces, custom tools, tool_search and hosted tools
 });
 
 describe('one svc session per Codex thread (thread-id, session-id headers)', () => {
-  it('keeps the thread\'s conversation as one session, started once, without sending its turns twice', async () => {
+  it("keeps the thread's conversation as one session, started once, without sending its turns twice", async () => {
     const thread = '01a21ab8-850b-7b81-829b-b041fa9fcfd7';
     const headers = { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'x-svc-agent': 'alice', 'session-id': thread, 'thread-id': thread };
     const before = await d.daemon.app.events.lastId();

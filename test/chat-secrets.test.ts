@@ -61,7 +61,13 @@ beforeAll(async () => {
     config: {
       apiKeys: [S.apiKeyString, { name: 'named', key: S.apiKeyObject }],
       providers: {
-        fake: { baseUrl: up.url, apiKey: S.providerConfig, apiKeyEnv: 'FAKE_KEY', headers: { 'api-key': S.providerHeader, cookie: S.providerCookie, 'x-auth': `Token ${S.providerToken}` }, models: ['m1'] },
+        fake: {
+          baseUrl: up.url,
+          apiKey: S.providerConfig,
+          apiKeyEnv: 'FAKE_KEY',
+          headers: { 'api-key': S.providerHeader, cookie: S.providerCookie, 'x-auth': `Token ${S.providerToken}` },
+          models: ['m1'],
+        },
         fake2: { baseUrl: up.url, apiKeyEnv: 'FAKE2_KEY', models: ['m1'] },
       },
     },
@@ -128,9 +134,11 @@ describe('secrets in upstream text', () => {
     expect(status.body.data.providers.fake2).toMatchObject({ status: 'expired', lastErrorReason: 'HTTP 401 (bad key [REDACTED])' });
   });
 
-  it('a session keeps neither the caller\'s secrets nor the upstream\'s echo of them', async () => {
+  it("a session keeps neither the caller's secrets nor the upstream's echo of them", async () => {
     const said = `here: ${secrets.join(' ; ')}`;
-    up.script({ json: (r: Recorded) => ({ id: 'x', object: 'chat.completion', created: 1, model: 'm1', choices: [{ index: 0, message: { role: 'assistant', content: echo(r) }, finish_reason: 'stop' }] }) });
+    up.script({
+      json: (r: Recorded) => ({ id: 'x', object: 'chat.completion', created: 1, model: 'm1', choices: [{ index: 0, message: { role: 'assistant', content: echo(r) }, finish_reason: 'stop' }] }),
+    });
     // The answer itself goes back as the upstream gave it (the caller's own conversation): not scanned.
     const first = await chat({ agent: 'alice', messages: [{ role: 'user', content: said }] });
     expect(first.status).toBe(200);

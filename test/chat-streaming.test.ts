@@ -54,7 +54,7 @@ describe('multi-byte text cut between two network reads', () => {
       expect(text, `cut at byte ${at}`).toBe(TEXT);
     }
     // And the session kept it whole too.
-    const kept = (await d.daemon.app.db.prepare("SELECT messages FROM chat_sessions ORDER BY updated_at DESC LIMIT 1").get()) as { messages: string };
+    const kept = (await d.daemon.app.db.prepare('SELECT messages FROM chat_sessions ORDER BY updated_at DESC LIMIT 1').get()) as { messages: string };
     expect(JSON.parse(kept.messages).at(-1).content).toBe(TEXT);
   });
 
@@ -71,7 +71,13 @@ describe('multi-byte text cut between two network reads', () => {
 
 describe('a streamed tool call', () => {
   it('is kept whole in the session, and the next turn sends one merged call upstream', async () => {
-    const fragment = (tool_calls: unknown[], finish: string | null = null) => ({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta: { tool_calls }, finish_reason: finish }] });
+    const fragment = (tool_calls: unknown[], finish: string | null = null) => ({
+      id: 'c',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'm1',
+      choices: [{ index: 0, delta: { tool_calls }, finish_reason: finish }],
+    });
     up.script({
       stream: [
         fragment([{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }]),

@@ -36,7 +36,7 @@ const client = () => new OpenAI({ baseURL: `${d.url}/v1`, apiKey: d.key, maxRetr
 const eventsSince = async (id: number) => await d.daemon.app.events.since(id, 1000);
 
 describe('agent mode', () => {
-  it('answers a plain call through the official openai client, with the agent\'s model, prompt, identity and skills upstream', async () => {
+  it("answers a plain call through the official openai client, with the agent's model, prompt, identity and skills upstream", async () => {
     const before = await d.daemon.app.events.lastId();
     up.script({ json: completion('LGTM') });
     const { data, response } = await client()
@@ -188,7 +188,12 @@ describe('GET /v1/models/{model}', () => {
     expect(await client().models.retrieve('fake/m1')).toEqual(m1);
     expect(await client().models.retrieve('fake/m1')).toEqual({ id: 'fake/m1', object: 'model', created: 0, owned_by: 'fake' });
     for (const missing of ['fake/m9', 'nope/m1', 'openai/gpt-4o', 'm1']) {
-      const err = await client().models.retrieve(missing).then(() => null, (e: unknown) => e);
+      const err = await client()
+        .models.retrieve(missing)
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(err, missing).toBeInstanceOf(OpenAI.NotFoundError);
       expect((err as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({ code: 'not_found', type: 'not_found_error', message: expect.stringContaining(`"${missing}"`) });
     }
@@ -237,8 +242,20 @@ describe('orchestrator mode', () => {
     const o = await startTestDaemon({ config: { providers: providers(), orchestrator: { model: 'fake/m1', maxTurns: 2 } } });
     try {
       const toolChunks = (id: string, name: string, args: unknown) => [
-        { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0, id, type: 'function', function: { name, arguments: '' } }] }, finish_reason: null }] },
-        { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: JSON.stringify(args) } }] }, finish_reason: 'tool_calls' }] },
+        {
+          id: 'c',
+          object: 'chat.completion.chunk',
+          created: 1,
+          model: 'm1',
+          choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0, id, type: 'function', function: { name, arguments: '' } }] }, finish_reason: null }],
+        },
+        {
+          id: 'c',
+          object: 'chat.completion.chunk',
+          created: 1,
+          model: 'm1',
+          choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: JSON.stringify(args) } }] }, finish_reason: 'tool_calls' }],
+        },
       ];
       up.script({ stream: toolChunks('a', 'task_get', { taskId: 'nope' }) }, { stream: textChunks(['No such task.']) });
       const stream = await new OpenAI({ baseURL: `${o.url}/v1`, apiKey: o.key, maxRetries: 0 }).chat.completions.create({
@@ -260,10 +277,7 @@ describe('orchestrator mode', () => {
 
       // A model that only ever calls tools is stopped after maxTurns tool turns.
       up.requests.length = 0;
-      up.script(
-        { json: toolCallCompletion([{ id: 'x1', name: 'task_list', args: {} }]) },
-        { json: toolCallCompletion([{ id: 'x2', name: 'task_list', args: {} }]) },
-      );
+      up.script({ json: toolCallCompletion([{ id: 'x1', name: 'task_list', args: {} }]) }, { json: toolCallCompletion([{ id: 'x2', name: 'task_list', args: {} }]) });
       const looping = await o.api('POST', '/v1/chat/completions', { body: { messages: [{ role: 'user', content: 'loop' }] } });
       expect(looping.status).toBe(200);
       expect(up.requests.length).toBe(2);
@@ -290,7 +304,7 @@ describe('orchestrator mode', () => {
   });
 });
 
-describe('the kernel\'s own failures: OpenAI-shaped on the chat path, the envelope elsewhere', () => {
+describe("the kernel's own failures: OpenAI-shaped on the chat path, the envelope elsewhere", () => {
   // A daemon of its own: a small body limit and an allowed origin, and a failed-auth count of its own.
   const MAX_BODY = 2048;
   let k: TestDaemon;
@@ -314,13 +328,45 @@ describe('the kernel\'s own failures: OpenAI-shaped on the chat path, the envelo
   }
   type Case = [name: string, change: Change, status: number, code: string, message: (path: string) => string, openAiType: string, openAiClass: typeof OpenAI.APIError];
   const cases: Case[] = [
-    ['a Host that is not allowed', { headers: { host: 'evil.example.com' } }, 403, 'forbidden', () => 'Host header not allowed; add it to server.allowedHosts in project.json to serve it.', 'permission_error', OpenAI.PermissionDeniedError],
-    ['a cross-site Origin', { headers: { origin: 'https://evil.example.com' } }, 403, 'forbidden', () => 'Origin not allowed; add it to server.allowedOrigins in project.json to allow it.', 'permission_error', OpenAI.PermissionDeniedError],
+    [
+      'a Host that is not allowed',
+      { headers: { host: 'evil.example.com' } },
+      403,
+      'forbidden',
+      () => 'Host header not allowed; add it to server.allowedHosts in project.json to serve it.',
+      'permission_error',
+      OpenAI.PermissionDeniedError,
+    ],
+    [
+      'a cross-site Origin',
+      { headers: { origin: 'https://evil.example.com' } },
+      403,
+      'forbidden',
+      () => 'Origin not allowed; add it to server.allowedOrigins in project.json to allow it.',
+      'permission_error',
+      OpenAI.PermissionDeniedError,
+    ],
     ['GET', { method: 'GET', body: '' }, 405, 'method_not_allowed', (p) => `GET is not allowed on ${p}; allowed: POST.`, 'invalid_request_error', OpenAI.APIError],
     ['PUT', { method: 'PUT' }, 405, 'method_not_allowed', (p) => `PUT is not allowed on ${p}; allowed: POST.`, 'invalid_request_error', OpenAI.APIError],
     ['no key', { headers: { authorization: null } }, 401, 'unauthorized', () => 'Missing API key: send Authorization: Bearer <key>.', 'authentication_error', OpenAI.AuthenticationError],
-    ['a body over server.maxBodyBytes', { body: big }, 413, 'payload_too_large', () => `The request body is ${Buffer.byteLength(big)} bytes; the limit is ${MAX_BODY}.`, 'invalid_request_error', OpenAI.APIError],
-    ['a body that is not JSON', { headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type', () => 'Content-Type "text/plain" is not JSON; send application/json.', 'invalid_request_error', OpenAI.APIError],
+    [
+      'a body over server.maxBodyBytes',
+      { body: big },
+      413,
+      'payload_too_large',
+      () => `The request body is ${Buffer.byteLength(big)} bytes; the limit is ${MAX_BODY}.`,
+      'invalid_request_error',
+      OpenAI.APIError,
+    ],
+    [
+      'a body that is not JSON',
+      { headers: { 'content-type': 'text/plain' } },
+      415,
+      'unsupported_media_type',
+      () => 'Content-Type "text/plain" is not JSON; send application/json.',
+      'invalid_request_error',
+      OpenAI.APIError,
+    ],
   ];
 
   /** The request of a case, over node:http (fetch cannot send another Host). */

@@ -110,7 +110,12 @@ describe('svc doctor', () => {
     const human = await svc(['doctor'], { cwd: d.root, env: { SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(d.root, '.user-config') } });
     expect(r.by('runs').detail).toMatch(/agents work in git worktrees of /);
     if (clis.length === 2) expect(r.by('agent CLIs').detail).toMatch(/^claude .*Claude Code.*, codex codex-cli .* \(the daemon's PATH\)$/);
-    expect(human.stdout.trim().split('\n').filter((l) => !l.includes('fix:'))).toHaveLength(12);
+    expect(
+      human.stdout
+        .trim()
+        .split('\n')
+        .filter((l) => !l.includes('fix:')),
+    ).toHaveLength(12);
     expect(human.stdout).toMatch(/^✓ daemon +pid \d+ answers on http/m);
   });
 
@@ -125,7 +130,18 @@ describe('svc doctor', () => {
   it('node: too old fails with the fix', () => {
     expect(checkNode('v18.19.0')).toMatchObject({ status: 'fail', fix: expect.stringContaining('Node 24, 22.12+ or 20.19+') });
     // As package.json's engines: ^20.19.0 || ^22.12.0 || ^24.0.0; a newer line runs, with a warning that it is untested.
-    for (const [v, status] of [['v20.18.3', 'fail'], ['v20.19.0', 'ok'], ['v21.7.3', 'fail'], ['v22.11.0', 'fail'], ['v22.12.0', 'ok'], ['v23.9.0', 'fail'], ['v24.0.0', 'ok'], ['v24.21.0', 'ok'], ['v25.1.0', 'warn'], ['v26.0.0', 'warn']]) {
+    for (const [v, status] of [
+      ['v20.18.3', 'fail'],
+      ['v20.19.0', 'ok'],
+      ['v21.7.3', 'fail'],
+      ['v22.11.0', 'fail'],
+      ['v22.12.0', 'ok'],
+      ['v23.9.0', 'fail'],
+      ['v24.0.0', 'ok'],
+      ['v24.21.0', 'ok'],
+      ['v25.1.0', 'warn'],
+      ['v26.0.0', 'warn'],
+    ]) {
       expect(checkNode(v!).status, v).toBe(status);
     }
   });
@@ -201,7 +217,11 @@ describe('svc doctor', () => {
     // but a daemon started from here (svc restart) would not open the vault.
     const wrong = await doctor(d.root, { SVC_VAULT_KEY: 'ab'.repeat(32) });
     expect(wrong.by('vault key')).toMatchObject({ status: 'ok', detail: expect.stringContaining('opens the vault (1 entry)') });
-    expect(wrong.by('restart')).toMatchObject({ status: 'warn', detail: expect.stringContaining('vault key: the key from env (SVC_VAULT_KEY) does not open the 1 vault entries'), fix: expect.stringContaining('envFile') });
+    expect(wrong.by('restart')).toMatchObject({
+      status: 'warn',
+      detail: expect.stringContaining('vault key: the key from env (SVC_VAULT_KEY) does not open the 1 vault entries'),
+      fix: expect.stringContaining('envFile'),
+    });
     expect(wrong.code).toBe(0);
     // With no daemon running, the shell's key is the one the next start would use.
     const stopped = await startTestDaemon({ keepRoot: true });
@@ -230,17 +250,20 @@ describe('svc doctor', () => {
   });
 });
 
-describe('svc doctor: the Postgres provider\'s server', () => {
+describe("svc doctor: the Postgres provider's server", () => {
   const pgUrl = inject('pgUrl');
   const check = async (config: Record<string, unknown>, env: Record<string, string> = {}) => {
     const r = await svc(['doctor', '--json'], { cwd: makeProject({ data: config }), env: { SVC_KEYCHAIN: 'off', ...env } });
     return { out: r.stdout, result: (JSON.parse(r.stdout) as CheckResult[]).find((x) => x.check === 'data')! };
   };
 
-  it.skipIf(!pgUrl)('connects with SVC_DATA_URL, names the version and the role\'s rights, and never shows the password', async () => {
+  it.skipIf(!pgUrl)("connects with SVC_DATA_URL, names the version and the role's rights, and never shows the password", async () => {
     const password = decodeURIComponent(new URL(pgUrl).password);
     const ok = await check({ provider: 'postgres' }, { SVC_DATA_URL: pgUrl });
-    expect(ok.result).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^PostgreSQL \d+ at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres: role postgres may create roles and schemas/) });
+    expect(ok.result).toMatchObject({
+      status: 'ok',
+      detail: expect.stringMatching(/^PostgreSQL \d+ at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres: role postgres may create roles and schemas/),
+    });
     expect(ok.out).not.toContain(password);
 
     const wrong = new URL(pgUrl);
@@ -291,7 +314,13 @@ describe('svc doctor: the Postgres provider\'s server', () => {
       // The three in the project's settings file in the user's config dir: a daemon started from here would start.
       mkdirSync(join(userConfig, 'projects'), { recursive: true });
       const file = join(userConfig, 'projects', 'test-project.env');
-      writeFileSync(file, Object.entries(vars).map(([k, v]) => `${k}='${v}'`).join('\n') + '\n', { mode: 0o600 });
+      writeFileSync(
+        file,
+        Object.entries(vars)
+          .map(([k, v]) => `${k}='${v}'`)
+          .join('\n') + '\n',
+        { mode: 0o600 },
+      );
       const mended = await look();
       expect(mended.by('restart')).toBeUndefined();
       expect(mended.by('settings')).toBeUndefined(); // the daemon's view: it was started with the variables themselves

@@ -33,15 +33,30 @@ describe('CLI errors in the command line’s words', () => {
   const cases: [string, () => string[], number, () => string[]][] = [
     ['a write without --write', () => ['db', 'query', 'notes', "INSERT INTO notes (title) VALUES ('x')"], 1, () => ['  [sql]: INSERT writes; send it with --write.']],
     ['a read with --write', () => ['db', 'query', 'notes', 'SELECT 1', '--write'], 1, () => ['  [sql]: A SELECT does not write; send it without --write (the default).']],
-    ['a CTE that writes, without --write', () => ['db', 'query', 'notes', "WITH x AS (SELECT 1) INSERT INTO notes (title) SELECT 'a' FROM x"], 1, () => ['  [sql]: The statement writes; read mode runs only statements that cannot write (send it with --write).']],
-    ['DDL: migrations are a command', () => ['db', 'query', 'notes', 'CREATE TABLE t (a)', '--write'], 1, () => ['  [sql]: CREATE is a schema change; schema changes go through `svc db migrate <name> <file>`.']],
+    [
+      'a CTE that writes, without --write',
+      () => ['db', 'query', 'notes', "WITH x AS (SELECT 1) INSERT INTO notes (title) SELECT 'a' FROM x"],
+      1,
+      () => ['  [sql]: The statement writes; read mode runs only statements that cannot write (send it with --write).'],
+    ],
+    [
+      'DDL: migrations are a command',
+      () => ['db', 'query', 'notes', 'CREATE TABLE t (a)', '--write'],
+      1,
+      () => ['  [sql]: CREATE is a schema change; schema changes go through `svc db migrate <name> <file>`.'],
+    ],
     ['a parameter of the wrong kind', () => ['db', 'query', 'notes', 'SELECT ?', '--param-json', '{"a": 1}'], 1, () => ['  --param/--param-json (the 1st): ']],
     ['a team that does not exist', () => ['agents', 'add', 'bob', '--team', 'nope'], 1, () => ['  --team: team "nope" does not exist; create it with `svc teams add nope`']],
     ['a repeatable option’s value', () => ['agents', 'add', 'bob', '--tool', 'git', '--tool', ''], 2, () => ['  --tool (the 2nd): ']],
     ['awaiting_approval by hand', () => ['tasks', 'mv', taskId, 'awaiting_approval'], 1, () => [`Request one with \`svc approvals request ${taskId} --title …\`.`]],
     ['status through an edit', () => ['tasks', 'edit', taskId, '--unset', 'status'], 2, () => ['  --unset status: status changes only through a transition: `svc tasks mv <id> <state>`']],
     ['a disabled webhook', () => ['webhooks', 'test', hookId], 1, () => [`enable it first with \`svc webhooks set ${hookId} --enable\`.`]],
-    ['an unknown event pattern', () => ['webhooks', 'add', 'http://127.0.0.1:9/x', '--events', 'task:*,nope:*'], 1, () => ['  --events (the 2nd): unknown event category "nope" (see `svc events catalog`)']],
+    [
+      'an unknown event pattern',
+      () => ['webhooks', 'add', 'http://127.0.0.1:9/x', '--events', 'task:*,nope:*'],
+      1,
+      () => ['  --events (the 2nd): unknown event category "nope" (see `svc events catalog`)'],
+    ],
     ['a field given as --by', () => ['approvals', 'request', taskId, '--title', 't', '--by', ''], 2, () => ['  --by: ']],
   ];
 

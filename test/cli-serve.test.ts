@@ -60,7 +60,12 @@ describe('serve --detach, stop, restart, logs', () => {
     expect(logs.stdout).toMatch(/^\d\d:\d\d:\d\d 200 GET \/api\/v1\/status [\d.]+ ms$/m);
     expect(logs.stdout).not.toContain('{"time"');
     const raw = await svc(['logs', '-n', '2', '--json'], { cwd: root });
-    expect(raw.stdout.trim().split('\n').map((l) => JSON.parse(l).level)).toHaveLength(2);
+    expect(
+      raw.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).level),
+    ).toHaveLength(2);
 
     const stop = await svc(['stop'], { cwd: root });
     expect(stop.code, stop.stderr).toBe(0);
@@ -132,7 +137,11 @@ describe('restart never stops a daemon it could not start again', () => {
     expect(second.pid).not.toBe(first.pid);
     expect(pidAlive(first.pid)).toBe(false);
     const key = readFileSync(join(root, '.svc', 'local.key'), 'utf8').trim();
-    const made = await fetch(`${second.url}/api/v1/data`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'restarted', schema: { tables: { t: { columns: { a: { type: 'text' } } } } } }) });
+    const made = await fetch(`${second.url}/api/v1/data`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'restarted', schema: { tables: { t: { columns: { a: { type: 'text' } } } } } }),
+    });
     expect(made.status).toBe(201);
     await fetch(`${second.url}/api/v1/data/restarted`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
     const log = readFileSync(join(root, '.svc', 'logs', 'daemon.log'), 'utf8');
@@ -169,7 +178,15 @@ describe('serve output', () => {
     const sink = prettyLogSink((t) => (out += t), { quietStart: true });
     const records = [
       { time: '2026-01-01T12:01:02.000Z', level: 'info', msg: 'skills indexed', count: 0 },
-      { time: '2026-01-01T12:01:02.000Z', level: 'info', msg: 'vault master key', source: 'file', where: '/x', entries: 0, keychainSkipped: 'the OS keychain is unavailable: Platform secure storage failure: DBus error: The name org.freedesktop.secrets was not provided by any .service files\n  at dbus::…' },
+      {
+        time: '2026-01-01T12:01:02.000Z',
+        level: 'info',
+        msg: 'vault master key',
+        source: 'file',
+        where: '/x',
+        entries: 0,
+        keychainSkipped: 'the OS keychain is unavailable: Platform secure storage failure: DBus error: The name org.freedesktop.secrets was not provided by any .service files\n  at dbus::…',
+      },
       { time: '2026-01-01T12:01:02.000Z', level: 'info', msg: 'listening', url: 'http://127.0.0.1:7420', project: 'demo', root, version: '1.2.3' },
       { time: '2026-01-01T12:01:03.000Z', level: 'info', msg: 'request', id: 'r1', method: 'POST', path: '/api/v1/tasks', status: 201, ms: 3.2 },
     ];
@@ -217,15 +234,28 @@ describe('serve output', () => {
     expect(stdout).toMatch(/^svc \S+ listening on http:\/\/127\.0\.0\.1:\d+ — project test-project, vault key from file\n/);
     expect(stdout).toMatch(/^\d\d:\d\d:\d\d 200 GET \/api\/v1\/status [\d.]+ ms$/m);
     expect(stdout).not.toContain('{');
-    const file = readFileSync(join(root, '.svc', 'logs', 'daemon.log'), 'utf8').trim().split('\n');
+    const file = readFileSync(join(root, '.svc', 'logs', 'daemon.log'), 'utf8')
+      .trim()
+      .split('\n');
     expect(file.every((l) => JSON.parse(l).time)).toBe(true);
 
     let json = '';
-    const serving2 = run(['serve', '--port', '0', '--log-format', 'json'], { stdout: { write: (s: string) => (json += s), isTTY: true }, stderr: { write: () => true }, env: { ...process.env }, cwd: root, isTTY: true });
+    const serving2 = run(['serve', '--port', '0', '--log-format', 'json'], {
+      stdout: { write: (s: string) => (json += s), isTTY: true },
+      stderr: { write: () => true },
+      env: { ...process.env },
+      cwd: root,
+      isTTY: true,
+    });
     await expect.poll(() => readDaemonInfo(root)?.url, { timeout: 15_000 }).toBeTruthy();
     await fetch(`${readDaemonInfo(root)!.url}/api/v1/shutdown`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
     expect(await serving2).toBe(0);
-    expect(json.trim().split('\n').every((l) => JSON.parse(l).msg)).toBe(true);
+    expect(
+      json
+        .trim()
+        .split('\n')
+        .every((l) => JSON.parse(l).msg),
+    ).toBe(true);
   });
 });
 

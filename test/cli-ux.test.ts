@@ -110,7 +110,17 @@ describe('human output', () => {
     expect(formatBytes(512)).toBe('512 B');
   });
 
-  const io = (columns: number): CliIo => ({ stdout: { write: () => true }, stderr: { write: () => true }, stdin: process.stdin, env: {}, cwd: '/', interactive: false, color: false, columns, exitCode: 0 });
+  const io = (columns: number): CliIo => ({
+    stdout: { write: () => true },
+    stderr: { write: () => true },
+    stdin: process.stdin,
+    env: {},
+    cwd: '/',
+    interactive: false,
+    color: false,
+    columns,
+    exitCode: 0,
+  });
   const rows = [{ id: 'abc', title: 'a title long enough to need cutting when the terminal is narrow, like this one here' }];
   const cols = [
     { header: 'ID', value: (r: (typeof rows)[0]) => r.id },
@@ -190,10 +200,26 @@ describe('confirmations', () => {
 
   it.each([
     ['tasks rm', async () => ['tasks', 'rm', (await newTask('t')).id], async (args: string[]) => (await d.api('GET', `/api/v1/tasks/${args[2]}`)).status === 200],
-    ['missions rm --cascade', async () => ['missions', 'rm', (await d.api('POST', '/api/v1/missions', { body: { name: `m${Date.now()}` } })).body.data.id, '--cascade'], async (args: string[]) => (await d.api('GET', `/api/v1/missions/${args[2]}`)).status === 200],
-    ['teams rm', async () => (await d.api('POST', '/api/v1/agents/teams', { body: { name: 'keepers' } }), ['teams', 'rm', 'keepers']), async () => (await d.api('GET', '/api/v1/agents/teams')).body.data.some((t: { name: string }) => t.name === 'keepers')],
-    ['agents rm', async () => (await d.api('POST', '/api/v1/agents', { body: { name: 'keeper' } }), ['agents', 'rm', 'keeper']), async () => (await d.api('GET', '/api/v1/agents/keeper')).status === 200],
-    ['vault rm', async () => (await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'keeper', service: 'api', type: 'api_key', credentials: { k: 'v' } } }), ['vault', 'rm', 'keeper', 'api']), async () => (await d.api('GET', '/api/v1/vault/entries')).body.data.length === 1],
+    [
+      'missions rm --cascade',
+      async () => ['missions', 'rm', (await d.api('POST', '/api/v1/missions', { body: { name: `m${Date.now()}` } })).body.data.id, '--cascade'],
+      async (args: string[]) => (await d.api('GET', `/api/v1/missions/${args[2]}`)).status === 200,
+    ],
+    [
+      'teams rm',
+      async () => (await d.api('POST', '/api/v1/agents/teams', { body: { name: 'keepers' } }), ['teams', 'rm', 'keepers']),
+      async () => (await d.api('GET', '/api/v1/agents/teams')).body.data.some((t: { name: string }) => t.name === 'keepers'),
+    ],
+    [
+      'agents rm',
+      async () => (await d.api('POST', '/api/v1/agents', { body: { name: 'keeper' } }), ['agents', 'rm', 'keeper']),
+      async () => (await d.api('GET', '/api/v1/agents/keeper')).status === 200,
+    ],
+    [
+      'vault rm',
+      async () => (await d.api('POST', '/api/v1/vault/entries', { body: { agent: 'keeper', service: 'api', type: 'api_key', credentials: { k: 'v' } } }), ['vault', 'rm', 'keeper', 'api']),
+      async () => (await d.api('GET', '/api/v1/vault/entries')).body.data.length === 1,
+    ],
     ['vault rotate-key', async () => ['vault', 'rotate-key'], async () => !d.logs.some((l) => l.includes('rotated the vault master key'))],
   ])('%s without a terminal and without --yes: exit 2 with a hint, nothing done', async (_name, setup, stillThere) => {
     const args = await setup();
@@ -212,7 +238,6 @@ describe('confirmations', () => {
     const refused = await svc(['--json', 'tasks', 'rm', (await newTask('stay')).id]);
     expect(JSON.parse(refused.stderr)).toMatchObject({ code: 'usage', hint: expect.stringContaining('--yes') });
   });
-
 });
 
 describe('errors name what was typed', () => {

@@ -44,7 +44,7 @@ describe('svc agents and teams', () => {
     expect(JSON.parse((await run('agents', 'ls', '--json')).stdout)).toEqual([]);
   });
 
-  it('checks option values with the API schema before any request: exit 2, with the API\'s message under the flag typed', async () => {
+  it("checks option values with the API schema before any request: exit 2, with the API's message under the flag typed", async () => {
     const posts = () => d.logs.filter((l) => l.includes('"method":"POST","path":"/api/v1/agents"')).length;
     const before = posts();
     const r = await run('agents', 'add', 'bob', '--max-turns', '0');

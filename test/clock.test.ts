@@ -22,11 +22,11 @@ const READS_TIME: { file: string; why: string }[] = [
 const SYSTEM_CLOCK: { file: string; why: string }[] = [
   { file: 'src/lib/clock.ts', why: 'defines it' },
   { file: 'src/parts/state.ts', why: "the composition root's state part: the daemon's clock when whoever starts it gives none" },
-  { file: 'src/cli/system/state-command.ts', why: "`svc state export`: a CLI process of its own (with the composition, since it opens the state as a whole)" },
+  { file: 'src/cli/system/state-command.ts', why: '`svc state export`: a CLI process of its own (with the composition, since it opens the state as a whole)' },
   { file: 'src/lib/ids.ts', why: "a v7 id's time only orders ids; nothing compares it with the daemon's clock" },
-  { file: 'src/kernel/log.ts', why: 'a log line says when it was written, for a person reading it beside other programs\' logs' },
+  { file: 'src/kernel/log.ts', why: "a log line says when it was written, for a person reading it beside other programs' logs" },
   { file: 'src/kernel/log-file.ts', why: 'the same, for the line that counts dropped lines' },
-  { file: 'src/lib/reap.ts', why: 'waits on real processes (SIGTERM, grace, SIGKILL) whatever the daemon\'s clock; its unit test passes a fake one' },
+  { file: 'src/lib/reap.ts', why: "waits on real processes (SIGTERM, grace, SIGKILL) whatever the daemon's clock; its unit test passes a fake one" },
   { file: 'src/resources/runs/drivers/codex.ts', why: "a parser made outside a run (a unit test) reads usage-limit resets on the wall clock; a daemon's runs pass app.clock" },
   {
     file: 'src/resources/runs/runner.ts',

@@ -96,7 +96,7 @@ const toolNames = (r: Recorded): string[] => (r.body.tools ?? []).map((t: { func
 const item = (run: CodexRun, type: string) => run.lines.filter((l) => l.type === 'item.completed' && l.item.type === type).map((l) => l.item);
 
 describe.skipIf(!codex)(`Codex CLI ${codex?.version} on /v1/responses, svc as its MCP server too`, () => {
-  it('runs a shell command, edits a file with apply_patch, finds and calls svc\'s MCP tool through tool_search, in one svc session per thread', async () => {
+  it("runs a shell command, edits a file with apply_patch, finds and calls svc's MCP tool through tool_search, in one svc session per thread", async () => {
     const work = join(d.root, 'work');
     mkdirSync(work);
     writeFileSync(join(work, 'greeting.txt'), 'hello\n');
@@ -138,7 +138,9 @@ describe.skipIf(!codex)(`Codex CLI ${codex?.version} on /v1/responses, svc as it
     // The tools the search loaded (svc's MCP server, a namespace) are offered from then on.
     expect(toolNames(up.requests[3]!)).toContain('mcp__svc__task_create');
     const sent = up.requests[4]!.body.messages;
-    const patchCall = sent.flatMap((m: { tool_calls?: { function: { name: string; arguments: string } }[] }) => m.tool_calls ?? []).find((c: { function: { name: string } }) => c.function.name === 'apply_patch');
+    const patchCall = sent
+      .flatMap((m: { tool_calls?: { function: { name: string; arguments: string } }[] }) => m.tool_calls ?? [])
+      .find((c: { function: { name: string } }) => c.function.name === 'apply_patch');
     expect(JSON.parse(patchCall.function.arguments)).toEqual({ input: patch });
 
     // One session for the whole thread: Codex's thread id, started once, every model call in it.

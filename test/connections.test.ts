@@ -146,7 +146,7 @@ describe('1,100 idle connections under a 1,024 file limit (svc serve as a child 
     const key = readLocalKey(root)!;
 
     const idle = [];
-    for (let i = 0; i < 1100; i += 50) idle.push(...await Promise.all(Array.from({ length: 50 }, () => idleConnection(port))));
+    for (let i = 0; i < 1100; i += 50) idle.push(...(await Promise.all(Array.from({ length: 50 }, () => idleConnection(port)))));
     expect(idle).toHaveLength(1100);
     // Before the fix every request failed here for 89 s; now the first attempt is answered.
     for (let i = 0; i < 3; i++) {

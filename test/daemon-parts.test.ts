@@ -40,7 +40,7 @@ describe('the daemon is an ordered list of named parts', () => {
     ]);
   });
 
-  it('starts every part in order and closes them in reverse, the resources\' workers too', async () => {
+  it("starts every part in order and closes them in reverse, the resources' workers too", async () => {
     const root = makeProject();
     const { lines, log, said } = capture();
     const d = await startDaemon({ root, host: '127.0.0.1', port: 0, env: daemonEnv(root), log });
@@ -71,7 +71,12 @@ describe('the daemon is an ordered list of named parts', () => {
       const { log, said } = capture();
       await expect(startDaemon({ root, host: '127.0.0.1', port, env: daemonEnv(root), log })).rejects.toThrow(/in use/);
       const started = said('part started');
-      expect(started).toEqual(DAEMON_PARTS.map((p) => p.name).slice(1, DAEMON_PARTS.findIndex((p) => p.name === 'HTTP')));
+      expect(started).toEqual(
+        DAEMON_PARTS.map((p) => p.name).slice(
+          1,
+          DAEMON_PARTS.findIndex((p) => p.name === 'HTTP'),
+        ),
+      );
       expect(said('part closing')).toEqual(['data provider', 'pruner', 'workers', 'resources', 'state', 'daemon info', 'logging']);
       expect(said('worker closing')).toEqual(['MCP', 'permission sweeper', 'approval timeouts', 'skills watcher', 'lease reaper']);
     } finally {

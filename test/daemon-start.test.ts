@@ -113,7 +113,12 @@ describe('a daemon leaves nothing behind', () => {
       const stream = await client.request({ path: '/v1/events', method: 'GET', headers: auth });
       expect(stream.statusCode).toBe(200);
       stream.body.resume();
-      const ended = new Promise<void>((r) => stream.body.on('end', r).on('error', () => r()).on('close', r));
+      const ended = new Promise<void>((r) =>
+        stream.body
+          .on('end', r)
+          .on('error', () => r())
+          .on('close', r),
+      );
       await daemon.close();
       await ended;
     } finally {
@@ -161,7 +166,9 @@ describe('a daemon leaves nothing behind', () => {
   it('refuses a SERVICE_API_KEY shorter than 16 characters, leaving nothing open', async () => {
     const root = makeProject();
     const before = census();
-    await expect(startDaemon({ root, host: '127.0.0.1', port: 0, env: daemonEnv(root, { SERVICE_API_KEY: 'short' }), log: createLogger(() => {}) })).rejects.toThrow(/SERVICE_API_KEY must be at least 16 characters/);
+    await expect(startDaemon({ root, host: '127.0.0.1', port: 0, env: daemonEnv(root, { SERVICE_API_KEY: 'short' }), log: createLogger(() => {}) })).rejects.toThrow(
+      /SERVICE_API_KEY must be at least 16 characters/,
+    );
     await expectNothingLeft(before);
   });
 

@@ -61,7 +61,9 @@ describe('svc db', () => {
   });
 
   it('opens a prompt without SQL', async () => {
-    const r = await svcAgainst(d, ['db', 'query', 'notes'], { input: "SELECT count(*) AS n\nFROM notes;\nUPDATE notes SET done = 1 WHERE title = 'plain';\nSELECT nope;\nCREATE TABLE t (a);\n.exit\n" });
+    const r = await svcAgainst(d, ['db', 'query', 'notes'], {
+      input: "SELECT count(*) AS n\nFROM notes;\nUPDATE notes SET done = 1 WHERE title = 'plain';\nSELECT nope;\nCREATE TABLE t (a);\n.exit\n",
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/n\s*\n2\b/);
     expect(r.stdout).toMatch(/1 row changed/);
@@ -71,10 +73,23 @@ describe('svc db', () => {
   });
 
   it('runs batches and migrations', async () => {
-    const tx = await run('db', 'tx', 'notes', file('ops.json', [{ op: 'insert', table: 'notes', values: { title: 'c' } }, { op: 'list', table: 'notes', limit: 1 }]));
+    const tx = await run(
+      'db',
+      'tx',
+      'notes',
+      file('ops.json', [
+        { op: 'insert', table: 'notes', values: { title: 'c' } },
+        { op: 'list', table: 'notes', limit: 1 },
+      ]),
+    );
     expect(tx.code, tx.stderr).toBe(0);
     expect(tx.stdout).toMatch(/\[1\] list notes\s+1 row\(s\), total 3, next offset 1/);
-    const m = await run('db', 'migrate', 'notes', file('m.json', { id: 'm1', expectedVersion: 1, steps: [{ op: 'addColumn', table: 'notes', column: 'due', definition: { type: 'timestamp', nullable: true } }] }));
+    const m = await run(
+      'db',
+      'migrate',
+      'notes',
+      file('m.json', { id: 'm1', expectedVersion: 1, steps: [{ op: 'addColumn', table: 'notes', column: 'due', definition: { type: 'timestamp', nullable: true } }] }),
+    );
     expect(m.stdout).toMatch(/schemaVersion 2/);
     const list = await run('db', 'migrations', 'notes');
     expect(list.stdout).toMatch(/^VERSION\s+ID\s+APPLIED/);

@@ -13,7 +13,20 @@ describeProviders('database migrations', (p) => {
     d = await startTestDaemon({ config: onProvider(p) });
     const r = await d.api('POST', '/api/v1/data', { body: { name: 'shop', schema: SHOP } });
     id = r.body.data.id;
-    await d.api('POST', '/api/v1/data/shop/transactions', { body: { operations: [{ op: 'insert', table: 'customers', rows: [{ email: 'a@x.io', name: 'A' }, { email: 'b@x.io', name: 'A' }] }] } });
+    await d.api('POST', '/api/v1/data/shop/transactions', {
+      body: {
+        operations: [
+          {
+            op: 'insert',
+            table: 'customers',
+            rows: [
+              { email: 'a@x.io', name: 'A' },
+              { email: 'b@x.io', name: 'A' },
+            ],
+          },
+        ],
+      },
+    });
   });
   afterAll(async () => {
     await d.close();
@@ -46,8 +59,13 @@ describeProviders('database migrations', (p) => {
     expect(Object.keys(db.schema.tables.customers.columns)).toEqual(['email', 'full_name', 'vip', 'meta', 'phone']);
     expect(db.schema.tables.customers.indexes).toEqual([{ name: 'customers_phone_idx', columns: ['phone'] }]);
     const rows = await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT email, full_name, phone FROM customers ORDER BY email' } });
-    expect(rows.body.data.rows).toEqual([{ email: 'a@x.io', full_name: 'A', phone: null }, { email: 'b@x.io', full_name: 'A', phone: null }]);
-    const note = await d.api('POST', '/api/v1/data/shop/transactions', { body: { operations: [{ op: 'insert', table: 'notes', values: { body: 'hi', customer: '00000000-0000-4000-8000-000000000000' } }] } });
+    expect(rows.body.data.rows).toEqual([
+      { email: 'a@x.io', full_name: 'A', phone: null },
+      { email: 'b@x.io', full_name: 'A', phone: null },
+    ]);
+    const note = await d.api('POST', '/api/v1/data/shop/transactions', {
+      body: { operations: [{ op: 'insert', table: 'notes', values: { body: 'hi', customer: '00000000-0000-4000-8000-000000000000' } }] },
+    });
     expect(note.status).toBe(422);
     expect(note.body.details[0].path).toBe('body.operations.0.values.customer');
   });

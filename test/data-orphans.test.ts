@@ -36,10 +36,11 @@ async function start(root: string) {
 describe.runIf(linux)('data workers of a daemon killed with -9', () => {
   const started: { child: import('node:child_process').ChildProcess }[] = [];
   afterAll(async () => {
-    for (const s of started) if (s.child.exitCode === null && s.child.signalCode === null) {
-      s.child.kill('SIGKILL');
-      await exited(s.child);
-    }
+    for (const s of started)
+      if (s.child.exitCode === null && s.child.signalCode === null) {
+        s.child.kill('SIGKILL');
+        await exited(s.child);
+      }
   });
 
   async function runawayWrite(root: string) {

@@ -29,7 +29,11 @@ async function superuser<T>(fn: (c: pg.Client) => Promise<T>, at = url): Promise
   }
 }
 
-const code = async (p: Promise<unknown>): Promise<string> => p.then(() => 'ok', (e: { code?: string }) => e.code ?? String(e));
+const code = async (p: Promise<unknown>): Promise<string> =>
+  p.then(
+    () => 'ok',
+    (e: { code?: string }) => e.code ?? String(e),
+  );
 
 describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgSkip')})`}`, () => {
   let d: TestDaemon;
@@ -50,20 +54,36 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     await superuser(async (c) => {
       const role = (await c.query('SELECT * FROM pg_roles WHERE rolname = $1', [`svc_${hex(shop)}`])).rows[0];
       expect(role).toMatchObject({ rolsuper: false, rolinherit: false, rolcreaterole: false, rolcreatedb: false, rolcanlogin: true, rolreplication: false, rolbypassrls: false, rolconnlimit: 5 });
-      const owner = (await c.query("SELECT nspname, pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname LIKE $1 ORDER BY 1", [`svc_${hex(shop)}%`])).rows;
-      expect(owner).toEqual([{ nspname: `svc_${hex(shop)}`, owner: 'postgres' }, { nspname: `svc_${hex(shop)}_m`, owner: 'postgres' }]);
+      const owner = (await c.query('SELECT nspname, pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname LIKE $1 ORDER BY 1', [`svc_${hex(shop)}%`])).rows;
+      expect(owner).toEqual([
+        { nspname: `svc_${hex(shop)}`, owner: 'postgres' },
+        { nspname: `svc_${hex(shop)}_m`, owner: 'postgres' },
+      ]);
       const r = `svc_${hex(shop)}`;
-      const can = (await c.query(
-        `SELECT has_schema_privilege($1, 'svc_${hex(other)}', 'USAGE') AS other_schema, has_schema_privilege($1, 'public', 'CREATE') AS public_create,
+      const can = (
+        await c.query(
+          `SELECT has_schema_privilege($1, 'svc_${hex(other)}', 'USAGE') AS other_schema, has_schema_privilege($1, 'public', 'CREATE') AS public_create,
                 pg_has_role($1, 'pg_read_server_files', 'MEMBER') AS read_files, pg_has_role($1, 'pg_write_server_files', 'MEMBER') AS write_files,
                 pg_has_role($1, 'pg_execute_server_program', 'MEMBER') AS program, pg_has_role($1, 'postgres', 'MEMBER') AS admin,
                 has_table_privilege($1, 'svc_${hex(shop)}_m._svc_idempotency', 'SELECT') AS idem,
                 has_column_privilege($1, 'svc_${hex(shop)}.customers', '_version', 'UPDATE') AS version_update,
                 has_column_privilege($1, 'svc_${hex(shop)}.customers', '_id', 'INSERT') AS id_insert,
                 has_column_privilege($1, 'svc_${hex(shop)}.customers', 'email', 'UPDATE') AS email_update`,
-        [r],
-      )).rows[0];
-      expect(can).toEqual({ other_schema: false, public_create: false, read_files: false, write_files: false, program: false, admin: false, idem: false, version_update: false, id_insert: false, email_update: true });
+          [r],
+        )
+      ).rows[0];
+      expect(can).toEqual({
+        other_schema: false,
+        public_create: false,
+        read_files: false,
+        write_files: false,
+        program: false,
+        admin: false,
+        idem: false,
+        version_update: false,
+        id_insert: false,
+        email_update: true,
+      });
     });
   });
 
@@ -95,7 +115,16 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
       expect(await code(c.query('ALTER ROLE CURRENT_USER CONNECTION LIMIT 100'))).toBe('42501');
       // Large objects (one store for the whole server database) and session advisory locks (held
       // past the transaction, where the state's own locks are): revoked from PUBLIC.
-      for (const sql of ['SELECT lo_create(0)', 'SELECT lo_from_bytea(0, $1)', 'SELECT lo_unlink(1)', 'SELECT loread(0, 1)', 'SELECT pg_advisory_lock(1)', 'SELECT pg_try_advisory_lock(1)', 'SELECT pg_advisory_lock_shared(1, 2)', 'SELECT pg_advisory_unlock_all()']) {
+      for (const sql of [
+        'SELECT lo_create(0)',
+        'SELECT lo_from_bytea(0, $1)',
+        'SELECT lo_unlink(1)',
+        'SELECT loread(0, 1)',
+        'SELECT pg_advisory_lock(1)',
+        'SELECT pg_try_advisory_lock(1)',
+        'SELECT pg_advisory_lock_shared(1, 2)',
+        'SELECT pg_advisory_unlock_all()',
+      ]) {
         expect(await code(c.query(sql, sql.includes('$1') ? ['\\x00'] : [])), sql).toBe('42501');
       }
       // Transaction-level ones end with the transaction: left alone.
@@ -117,8 +146,9 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
       expect(role).toMatchObject({ rolsuper: false, rolinherit: false, rolcreaterole: false, rolcreatedb: false, rolcanlogin: true, rolreplication: false, rolbypassrls: false, rolconnlimit: 5 });
       expect((await c.query('SELECT 1 FROM pg_auth_members WHERE member = $1::regrole', [r])).rowCount).toBe(0);
       const s = `svc_${hex(shop)}`;
-      const can = (await c.query(
-        `SELECT has_table_privilege($1, '${s}.customers', 'SELECT') AS sel, has_table_privilege($1, '${s}.customers', 'INSERT') AS ins,
+      const can = (
+        await c.query(
+          `SELECT has_table_privilege($1, '${s}.customers', 'SELECT') AS sel, has_table_privilege($1, '${s}.customers', 'INSERT') AS ins,
                 has_table_privilege($1, '${s}.customers', 'UPDATE') AS upd, has_table_privilege($1, '${s}.customers', 'DELETE') AS del,
                 has_table_privilege($1, '${s}.customers', 'TRUNCATE') AS trunc, has_any_column_privilege($1, '${s}.customers', 'INSERT') AS col_ins,
                 has_sequence_privilege($1, '${s}._svc_seq', 'USAGE') AS seq,
@@ -127,9 +157,25 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
                 has_function_privilege($1, '${s}_m.over_limit(bigint)', 'EXECUTE') AS over_limit,
                 has_function_privilege($1, '${s}_m.idem_put(text, text, text, text, text, bigint, bigint)', 'EXECUTE') AS idem_put,
                 has_function_privilege($1, '${s}_m.idem_take(text, text, text, text, bigint)', 'EXECUTE') AS idem_take`,
-        [r],
-      )).rows[0];
-      expect(can).toEqual({ sel: true, ins: false, upd: false, del: false, trunc: false, col_ins: false, seq: false, create_here: false, other_schema: false, idem: false, meta: false, over_limit: true, idem_put: false, idem_take: false });
+          [r],
+        )
+      ).rows[0];
+      expect(can).toEqual({
+        sel: true,
+        ins: false,
+        upd: false,
+        del: false,
+        trunc: false,
+        col_ins: false,
+        seq: false,
+        create_here: false,
+        other_schema: false,
+        idem: false,
+        meta: false,
+        over_limit: true,
+        idem_put: false,
+        idem_take: false,
+      });
     });
   });
 
@@ -208,7 +254,9 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     try {
       const res = await again.api('POST', '/api/v1/data/legacy/query', { body: { sql: 'SELECT email FROM customers' } });
       expect(res.body.data.rows).toEqual([{ email: 'l@x.io' }]);
-      const can = await superuser(async (c) => (await c.query(`SELECT has_table_privilege($1, 'svc_${hex(id)}.customers', 'SELECT') AS sel, has_table_privilege($1, 'svc_${hex(id)}.customers', 'INSERT') AS ins`, [r])).rows[0]);
+      const can = await superuser(
+        async (c) => (await c.query(`SELECT has_table_privilege($1, 'svc_${hex(id)}.customers', 'SELECT') AS sel, has_table_privilege($1, 'svc_${hex(id)}.customers', 'INSERT') AS ins`, [r])).rows[0],
+      );
       expect(can).toEqual({ sel: true, ins: false });
     } finally {
       await again.api('DELETE', '/api/v1/data/legacy');
@@ -229,18 +277,25 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
   it('deleting a database drops its schemas and its two roles', async () => {
     const id = (await d.api('POST', '/api/v1/data', { body: { name: 'gone', schema: SHOP } })).body.data.id;
     await d.api('POST', '/api/v1/data/gone/transactions', { body: { operations: [{ op: 'list', table: 'customers' }] } });
-    const left = () => superuser(async (c) => ({
-      schemas: (await c.query('SELECT nspname FROM pg_namespace WHERE nspname LIKE $1', [`svc_${hex(id)}%`])).rowCount,
-      roles: (await c.query('SELECT 1 FROM pg_roles WHERE rolname = ANY($1)', [[`svc_${hex(id)}`, `svc_${hex(id)}_r`]])).rowCount,
-    }));
+    const left = () =>
+      superuser(async (c) => ({
+        schemas: (await c.query('SELECT nspname FROM pg_namespace WHERE nspname LIKE $1', [`svc_${hex(id)}%`])).rowCount,
+        roles: (await c.query('SELECT 1 FROM pg_roles WHERE rolname = ANY($1)', [[`svc_${hex(id)}`, `svc_${hex(id)}_r`]])).rowCount,
+      }));
     await d.api('POST', '/api/v1/data/gone/query', { body: { sql: 'SELECT count(*) FROM customers' } });
     expect(await left()).toEqual({ schemas: 2, roles: 2 });
     expect((await d.api('DELETE', '/api/v1/data/gone')).status).toBe(200);
     expect(await left()).toEqual({ schemas: 0, roles: 0 });
   });
 
-  it('a write to a system column is refused (by the role\'s privileges here: 403), and nothing changes', async () => {
-    for (const sql of ['UPDATE customers SET _version = 99', 'UPDATE customers SET "_version" = 99', 'UPDATE customers AS c SET "_id" = \'x\'', "UPDATE customers SET U&\"\\005fversion\" = 1", "INSERT INTO customers (_created_at, email) VALUES (now(), 'z@x.io')"]) {
+  it("a write to a system column is refused (by the role's privileges here: 403), and nothing changes", async () => {
+    for (const sql of [
+      'UPDATE customers SET _version = 99',
+      'UPDATE customers SET "_version" = 99',
+      'UPDATE customers AS c SET "_id" = \'x\'',
+      'UPDATE customers SET U&"\\005fversion" = 1',
+      "INSERT INTO customers (_created_at, email) VALUES (now(), 'z@x.io')",
+    ]) {
       const r = await d.api('POST', '/api/v1/data/shop/query', { body: { sql, mode: 'write' } });
       expect(r.status, `${sql} → ${JSON.stringify(r.body)}`).toBeGreaterThanOrEqual(400);
       expect(r.status).toBeLessThan(500);
@@ -250,28 +305,30 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
   });
 
   it('a timestamp in any spelling is stored as the instant and read back in the one UTC spelling (pinned: SQLite refuses it)', async () => {
-    const ins = "INSERT INTO orders (customer, total, placed) VALUES ((SELECT _id FROM customers LIMIT 1), 1, $1) RETURNING placed";
+    const ins = 'INSERT INTO orders (customer, total, placed) VALUES ((SELECT _id FROM customers LIMIT 1), 1, $1) RETURNING placed';
     const r = await d.api('POST', '/api/v1/data/shop/query', { body: { sql: ins, params: ['2026-01-02T03:04:05+01:00'], mode: 'write' } });
     expect(r.body.data.rows).toEqual([{ placed: '2026-01-02T02:04:05.000Z' }]);
     const n = await d.api('POST', '/api/v1/data/shop/query', { body: { sql: "SELECT count(*) AS n FROM orders WHERE placed < '2026-01-02T02:30:00.000Z'" } });
     expect(n.body.data.rows).toEqual([{ n: 1 }]);
   });
 
-  it('LIKE in raw SQL is case-sensitive (pinned: SQLite\'s ignores ASCII case; ILIKE does here)', async () => {
+  it("LIKE in raw SQL is case-sensitive (pinned: SQLite's ignores ASCII case; ILIKE does here)", async () => {
     const q = (sql: string) => d.api('POST', '/api/v1/data/shop/query', { body: { sql } });
     expect((await q("SELECT email FROM customers WHERE email LIKE 'A%'")).body.data.rows).toEqual([]);
     expect((await q("SELECT email FROM customers WHERE email ILIKE 'A%'")).body.data.rows).toEqual([{ email: 'a@x.io' }]);
   });
 
   it('bigint and numeric keep JSON numbers while exact, else decimal text', async () => {
-    const r = await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 9007199254740991::bigint AS a, 9007199254740993::bigint AS b, 1.50 AS c, 12345678901234567890.5 AS e, avg(x) AS f FROM (VALUES (1), (2)) AS v(x)' } });
+    const r = await d.api('POST', '/api/v1/data/shop/query', {
+      body: { sql: 'SELECT 9007199254740991::bigint AS a, 9007199254740993::bigint AS b, 1.50 AS c, 12345678901234567890.5 AS e, avg(x) AS f FROM (VALUES (1), (2)) AS v(x)' },
+    });
     expect(r.body.data.rows).toEqual([{ a: 9007199254740991, b: '9007199254740993', c: 1.5, e: '12345678901234567890.5', f: 1.5 }]);
     // Pinned (docs/data.md): Postgres's own types for expressions; a bare parameter is text.
     const e = await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 1 = 1 AS t, $1 AS p, $2::int AS i', params: [5, 6] } });
     expect(e.body.data.rows).toEqual([{ t: true, p: '5', i: 6 }]);
   });
 
-  it("the README's `svc db query shop \"… WHERE total > ?\" --param-json 100` answers here as on SQLite", async () => {
+  it('the README\'s `svc db query shop "… WHERE total > ?" --param-json 100` answers here as on SQLite', async () => {
     // The README's own lines, not a copy: its schema and its query.
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const words = (line: string) => [...line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]!);
@@ -306,7 +363,7 @@ describe.skipIf(!url)(`PostgreSQL provider${url ? '' : ` (skipped: ${inject('pgS
     expect(cte.status).toBe(503);
   });
 
-  it('a 300 MB string_agg is 413, stopped on the server: the daemon\'s memory stays bounded', async () => {
+  it("a 300 MB string_agg is 413, stopped on the server: the daemon's memory stays bounded", async () => {
     // A daemon with time enough for the server to build the 300 MB.
     const big = await startTestDaemon({ config: onProvider(PG, { data: { statementTimeoutMs: 60_000 } }) });
     await big.api('POST', '/api/v1/data', { body: { name: 'big', schema: SHOP } });
@@ -331,7 +388,10 @@ describe.skipIf(!url)('PostgreSQL provider: start-up and the server going away',
     await expect(start({ url: 'postgres://u:secretpw@127.0.0.1:1/db' })).rejects.toThrow(/Cannot use PostgreSQL at postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/db: the connection was refused/);
     const wrong = new URL(url);
     wrong.password = 'wrong-password';
-    const err = await start({ url: wrong.toString() }).then(() => null, (e: Error) => e);
+    const err = await start({ url: wrong.toString() }).then(
+      () => null,
+      (e: Error) => e,
+    );
     expect(err?.message).toMatch(/refused the login: check the user and password/);
     expect(err?.message).not.toMatch(/wrong-password/);
   });
@@ -350,7 +410,7 @@ describe.skipIf(!url)('PostgreSQL provider: start-up and the server going away',
     expect(bad.detail).not.toContain('nope-nope');
   });
 
-  it('refuses an admin that may not grant CONNECT where PUBLIC has none: the databases\' roles could not log in', async () => {
+  it("refuses an admin that may not grant CONNECT where PUBLIC has none: the databases' roles could not log in", async () => {
     const db = `noconnect_${process.pid}_${Date.now() % 100000}`;
     const role = `${db}_admin`;
     await superuser(async (c) => {
@@ -400,7 +460,16 @@ describe.skipIf(!url)('PostgreSQL provider: start-up and the server going away',
     try {
       const first = await startTestDaemon({ config: { data: { provider: 'postgres', url: at.toString() } }, env, keepRoot: true });
       await first.close();
-      const can = await superuser(async (c) => (await c.query(`SELECT has_function_privilege('public', 'pg_try_advisory_lock(bigint)', 'EXECUTE') AS pub, has_function_privilege($1, 'pg_try_advisory_lock(bigint)', 'EXECUTE') AS st, has_function_privilege($1, 'lo_create(oid)', 'EXECUTE') AS lo`, [role])).rows[0], at.toString());
+      const can = await superuser(
+        async (c) =>
+          (
+            await c.query(
+              `SELECT has_function_privilege('public', 'pg_try_advisory_lock(bigint)', 'EXECUTE') AS pub, has_function_privilege($1, 'pg_try_advisory_lock(bigint)', 'EXECUTE') AS st, has_function_privilege($1, 'lo_create(oid)', 'EXECUTE') AS lo`,
+              [role],
+            )
+          ).rows[0],
+        at.toString(),
+      );
       expect(can).toEqual({ pub: false, st: true, lo: false });
       // Started again, its migrations take MIGRATE_LOCK as that role.
       const again = await startTestDaemon({ root: first.root, env });

@@ -69,7 +69,9 @@ describe('runaway statements', () => {
     expect(answeredWhileRunning).toBeGreaterThanOrEqual(3);
     expect(pingsDuring).toBeGreaterThanOrEqual(3);
     latencies.sort((a, b) => a - b);
-    console.log(`probes during the runaway: ${latencies.length}, p50 ${latencies[Math.floor(latencies.length / 2)]!.toFixed(1)} ms, p99 ${latencies[Math.floor(latencies.length * 0.99)]!.toFixed(1)} ms`);
+    console.log(
+      `probes during the runaway: ${latencies.length}, p50 ${latencies[Math.floor(latencies.length / 2)]!.toFixed(1)} ms, p99 ${latencies[Math.floor(latencies.length * 0.99)]!.toFixed(1)} ms`,
+    );
 
     // Its process was killed (its CPU released) and a fresh one serves the database.
     expect(runner.killed).toContain(pid);

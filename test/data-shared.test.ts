@@ -71,11 +71,19 @@ describe.skipIf(!pgUrl)("application databases' roles changed at once, through o
     const names = Array.from({ length: 12 }, (_, i) => `race${i}`);
     // Each create grants CONNECT on the one server database: the same catalog row, at once.
     const made = await Promise.all(names.map((name, i) => (i % 2 ? b : a).api('POST', '/api/v1/data', { body: { name, schema } })));
-    expect(made.map((r) => r.status), JSON.stringify(made.map((r) => r.body))).toEqual(names.map(() => 201));
+    expect(
+      made.map((r) => r.status),
+      JSON.stringify(made.map((r) => r.body)),
+    ).toEqual(names.map(() => 201));
     // Each daemon's first use of a database sets its roles' passwords: the same roles, from two daemons at once.
     const reads = await Promise.all(names.flatMap((name) => [a, b].map((d) => d.api('POST', `/api/v1/data/${name}/query`, { body: { sql: 'SELECT count(*) AS n FROM t' } }))));
-    expect(reads.map((r) => r.status), JSON.stringify(reads.filter((r) => r.status !== 200).map((r) => r.body))).toEqual(reads.map(() => 200));
-    const gone = await Promise.all(names.map((name, i) => Promise.all([(i % 2 ? a : b).api('DELETE', `/api/v1/data/${name}`), (i % 2 ? b : a).api('POST', `/api/v1/data/${name}/query`, { body: { sql: 'SELECT 1' } })])));
+    expect(
+      reads.map((r) => r.status),
+      JSON.stringify(reads.filter((r) => r.status !== 200).map((r) => r.body)),
+    ).toEqual(reads.map(() => 200));
+    const gone = await Promise.all(
+      names.map((name, i) => Promise.all([(i % 2 ? a : b).api('DELETE', `/api/v1/data/${name}`), (i % 2 ? b : a).api('POST', `/api/v1/data/${name}/query`, { body: { sql: 'SELECT 1' } })])),
+    );
     for (const [del, read] of gone) {
       expect(del.status, JSON.stringify(del.body)).toBe(200);
       // A read racing the delete finds the database, or finds it gone: never a 500.

@@ -44,7 +44,15 @@ describeProviders('scoped SQL', (p) => {
   it('reads rows with types from the schema, maxRows and truncated', async () => {
     const r = await q({ sql: `SELECT email, vip, meta FROM customers WHERE vip = ${P(1)} ORDER BY email`, params: [true] });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.data).toEqual({ rows: [{ email: 'c0@x.io', vip: true, meta: { i: 0 } }, { email: 'c2@x.io', vip: true, meta: { i: 2 } }, { email: 'c4@x.io', vip: true, meta: { i: 4 } }], rowCount: 3, truncated: false });
+    expect(r.body.data).toEqual({
+      rows: [
+        { email: 'c0@x.io', vip: true, meta: { i: 0 } },
+        { email: 'c2@x.io', vip: true, meta: { i: 2 } },
+        { email: 'c4@x.io', vip: true, meta: { i: 4 } },
+      ],
+      rowCount: 3,
+      truncated: false,
+    });
     const cut = await q({ sql: 'SELECT email FROM customers ORDER BY email', maxRows: 2 });
     expect(cut.body.data).toMatchObject({ rowCount: 2, truncated: true });
     const exact = await q({ sql: 'SELECT email FROM customers', maxRows: 5 });
@@ -158,10 +166,9 @@ describeProviders('scoped SQL', (p) => {
     expect((await d.api('POST', '/api/v1/data/shop/query', { body: { sql: 'SELECT 1' }, key: null })).status).toBe(401);
     expect((await q({ sql: 'SELECT 1' }, 'nope')).status).toBe(404);
   });
-
 });
 
-describe('scoped SQL: SQLite\'s own admission', () => {
+describe("scoped SQL: SQLite's own admission", () => {
   let d: TestDaemon;
   let shopFile = '';
   let otherFile = '';
@@ -191,13 +198,21 @@ describe('scoped SQL: SQLite\'s own admission', () => {
       expect(r.body.code).toBe('data_invalid');
       expect(r.body.error).toMatch(/_version is a system column/);
     }
-    const stale = await d.api('POST', '/api/v1/data/shop/transactions', { body: { operations: [{ op: 'update', table: 'customers', id: row._id, expectedVersion: row._version, values: { name: 'stale' } }] } });
+    const stale = await d.api('POST', '/api/v1/data/shop/transactions', {
+      body: { operations: [{ op: 'update', table: 'customers', id: row._id, expectedVersion: row._version, values: { name: 'stale' } }] },
+    });
     expect(stale.status).toBe(409);
     expect((await q({ sql: 'SELECT name FROM customers WHERE _id = ?', params: [row._id] })).body.data.rows[0].name).toBe('by another writer');
   });
 
   it('rowids are read, never set: SET rowid, oid, _rowid_ and INSERT with a rowid are refused', async () => {
-    for (const sql of ['UPDATE customers SET rowid = rowid + 1000', 'UPDATE customers SET oid = 1', 'UPDATE customers SET "_ROWID_" = 1', "INSERT INTO customers (rowid, email) VALUES (1, 'r1@x.io')", "UPDATE customers SET (name, rowid) = ('a', 99) WHERE rowid = 1"]) {
+    for (const sql of [
+      'UPDATE customers SET rowid = rowid + 1000',
+      'UPDATE customers SET oid = 1',
+      'UPDATE customers SET "_ROWID_" = 1',
+      "INSERT INTO customers (rowid, email) VALUES (1, 'r1@x.io')",
+      "UPDATE customers SET (name, rowid) = ('a', 99) WHERE rowid = 1",
+    ]) {
       const r = await q({ sql, mode: 'write' });
       expect(r.status, sql).toBe(400);
       expect(r.body.error, sql).toMatch(/rowid, which no statement may set/);
@@ -223,14 +238,17 @@ describe('scoped SQL: SQLite\'s own admission', () => {
     const dump = (file: string) => {
       const db = new Database(file, { readonly: true, fileMustExist: true });
       try {
-        const tables = db.prepare("SELECT name, sql FROM sqlite_schema ORDER BY name").all() as { name: string; sql: string }[];
+        const tables = db.prepare('SELECT name, sql FROM sqlite_schema ORDER BY name').all() as { name: string; sql: string }[];
         const rows = tables.filter((t) => t.sql?.startsWith('CREATE TABLE')).map((t) => [t.name, db.prepare(`SELECT * FROM "${t.name}" ORDER BY rowid`).all()]);
         return { tables, rows, journal: db.pragma('journal_mode', { simple: true }) };
       } finally {
         db.close();
       }
     };
-    const files = (dir: string) => readdirSync(dir).filter((f) => !f.endsWith('-wal') && !f.endsWith('-shm')).sort();
+    const files = (dir: string) =>
+      readdirSync(dir)
+        .filter((f) => !f.endsWith('-wal') && !f.endsWith('-shm'))
+        .sort();
     const stateSchema = new Database(join(d.root, '.svc', 'state.sqlite'), { readonly: true });
     const st = stateSchema.prepare('SELECT name, sql FROM sqlite_schema ORDER BY name').all();
     stateSchema.close();
@@ -310,7 +328,7 @@ describe('scoped SQL: SQLite\'s own admission', () => {
       ["INSERT INTO customers (email) VALUES ('c0@x.io') ON CONFLICT (email) DO UPDATE SET _version = 7", 'write'],
       ["REPLACE INTO customers (_id, email) VALUES ('x', 'c0@x.io')", 'write'],
       ["UPDATE customers AS \u00a0WHERE SET name = \u00a0WHERE.name, _version = 99, _id = 'not-a-uuid', _created_at = 'garbage'", 'write'],
-      ["UPDATE customers AS \ufeffo SET name = \ufeffo.name, \"_VERSION\" = 99", 'write'],
+      ['UPDATE customers AS \ufeffo SET name = \ufeffo.name, "_VERSION" = 99', 'write'],
       ["INSERT INTO customers AS \u2028x (email) VALUES ('c0@x.io') ON CONFLICT (email) DO UPDATE SET _updated_at = 'garbage'", 'write'],
       ['INSERT INTO customers SELECT * FROM customers', 'write'],
       ['UPDATE customers SET rowid = rowid + 100', 'write'],

@@ -37,18 +37,69 @@ describeProviders('application databases', (p) => {
       events: () => [{ name: 'data:created', data: { id: shopId, name: 'shop' } }],
     },
     { name: 'same name → 409', method: 'POST', path: '/api/v1/data', body: { name: 'shop', schema: SHOP }, status: 409, code: 'data_conflict', detailPath: 'body.name', events: [] },
-    { name: 'name like a UUID', method: 'POST', path: '/api/v1/data', body: { name: 'a1b2c3d4-0000-4000-8000-000000000000', schema: SHOP }, status: 400, code: 'data_invalid', detailPath: 'body.name' },
+    {
+      name: 'name like a UUID',
+      method: 'POST',
+      path: '/api/v1/data',
+      body: { name: 'a1b2c3d4-0000-4000-8000-000000000000', schema: SHOP },
+      status: 400,
+      code: 'data_invalid',
+      detailPath: 'body.name',
+    },
     { name: 'bad name', method: 'POST', path: '/api/v1/data', body: { name: 'Shop', schema: SHOP }, status: 400, code: 'data_invalid', detailPath: 'body.name' },
     { name: 'name at 63 chars', method: 'POST', path: '/api/v1/data', body: { name: 'a'.repeat(63), schema: { tables: { t: { columns: { a: { type: 'text' } } } } } }, status: 201 },
     { name: 'name at 64 chars', method: 'POST', path: '/api/v1/data', body: { name: 'a'.repeat(64), schema: SHOP }, status: 400, code: 'data_invalid', detailPath: 'body.name' },
-    { name: 'bad identifier', method: 'POST', path: '/api/v1/data', body: { name: 'x1', schema: { tables: { 'Bad-Table': { columns: { a: { type: 'text' } } } } } }, status: 400, code: 'data_invalid' },
-    { name: 'identifier of 48 chars', method: 'POST', path: '/api/v1/data', body: { name: 'x2', schema: { tables: { ['t'.repeat(48)]: { columns: { ['c'.repeat(48)]: { type: 'text' } } } } } }, status: 201 },
-    { name: 'identifier of 49 chars', method: 'POST', path: '/api/v1/data', body: { name: 'x3', schema: { tables: { ['t'.repeat(49)]: { columns: { a: { type: 'text' } } } } } }, status: 400, code: 'data_invalid' },
+    {
+      name: 'bad identifier',
+      method: 'POST',
+      path: '/api/v1/data',
+      body: { name: 'x1', schema: { tables: { 'Bad-Table': { columns: { a: { type: 'text' } } } } } },
+      status: 400,
+      code: 'data_invalid',
+    },
+    {
+      name: 'identifier of 48 chars',
+      method: 'POST',
+      path: '/api/v1/data',
+      body: { name: 'x2', schema: { tables: { ['t'.repeat(48)]: { columns: { ['c'.repeat(48)]: { type: 'text' } } } } } },
+      status: 201,
+    },
+    {
+      name: 'identifier of 49 chars',
+      method: 'POST',
+      path: '/api/v1/data',
+      body: { name: 'x3', schema: { tables: { ['t'.repeat(49)]: { columns: { a: { type: 'text' } } } } } },
+      status: 400,
+      code: 'data_invalid',
+    },
     { name: 'sqlite_ table', method: 'POST', path: '/api/v1/data', body: { name: 'x4', schema: { tables: { sqlite_x: { columns: { a: { type: 'text' } } } } } }, status: 400, code: 'data_invalid' },
     { name: 'unknown column type', method: 'POST', path: '/api/v1/data', body: { name: 'x5', schema: { tables: { t: { columns: { a: { type: 'blob' } } } } } }, status: 400, code: 'data_invalid' },
-    { name: 'reference to a missing table', method: 'POST', path: '/api/v1/data', body: { name: 'x6', schema: { tables: { t: { columns: { a: { type: 'uuid', references: { table: 'nope', column: '_id' } } } } } } }, status: 400, code: 'data_invalid', detailPath: 'body.schema.tables.t.columns.a.references.table' },
-    { name: 'index on a missing column', method: 'POST', path: '/api/v1/data', body: { name: 'x7', schema: { tables: { t: { columns: { a: { type: 'text' } }, indexes: [{ columns: ['b'] }] } } } }, status: 400, code: 'data_invalid' },
-    { name: 'default of the wrong type', method: 'POST', path: '/api/v1/data', body: { name: 'x8', schema: { tables: { t: { columns: { a: { type: 'integer', default: 'x' } } } } } }, status: 400, code: 'data_invalid', detailPath: 'body.schema.tables.t.columns.a.default' },
+    {
+      name: 'reference to a missing table',
+      method: 'POST',
+      path: '/api/v1/data',
+      body: { name: 'x6', schema: { tables: { t: { columns: { a: { type: 'uuid', references: { table: 'nope', column: '_id' } } } } } } },
+      status: 400,
+      code: 'data_invalid',
+      detailPath: 'body.schema.tables.t.columns.a.references.table',
+    },
+    {
+      name: 'index on a missing column',
+      method: 'POST',
+      path: '/api/v1/data',
+      body: { name: 'x7', schema: { tables: { t: { columns: { a: { type: 'text' } }, indexes: [{ columns: ['b'] }] } } } },
+      status: 400,
+      code: 'data_invalid',
+    },
+    {
+      name: 'default of the wrong type',
+      method: 'POST',
+      path: '/api/v1/data',
+      body: { name: 'x8', schema: { tables: { t: { columns: { a: { type: 'integer', default: 'x' } } } } } },
+      status: 400,
+      code: 'data_invalid',
+      detailPath: 'body.schema.tables.t.columns.a.default',
+    },
     { name: 'get by name', method: 'GET', path: '/api/v1/data/shop', status: 200, dataMatches: { name: 'shop', schemaVersion: 1 } },
     { name: 'get by id', method: 'GET', path: () => `/api/v1/data/${shopId}`, status: 200, dataMatches: { name: 'shop' } },
     { name: 'unknown database', method: 'GET', path: '/api/v1/data/nope', status: 404, code: 'data_not_found' },
@@ -68,7 +119,7 @@ describeProviders('application databases', (p) => {
     expect((await d.api('POST', '/api/v1/data', { body: { name: 'l5', schema: { tables: { t: { columns: cols(20), indexes: idx(17) } } } } })).status).toBe(400);
   });
 
-  it('a table or column name refused by the identifier rule says the rule, at the name\'s path', async () => {
+  it("a table or column name refused by the identifier rule says the rule, at the name's path", async () => {
     const col = await d.api('POST', '/api/v1/data', { body: { name: 'rules', schema: { tables: { t: { columns: { 'Bad-Name': { type: 'text' } } } } } } });
     expect(col.status).toBe(400);
     expect(col.body.details).toEqual([{ path: 'body.schema.tables.t.columns.Bad-Name', message: 'invalid name: must match ^[a-z][a-z0-9_]{0,47}$' }]);
@@ -96,7 +147,10 @@ describeProviders('application databases', (p) => {
     alice = one.rows[0]._id;
     expect(one.rows[0]).toMatchObject({ email: 'a@x.io', vip: true, meta: { tags: ['a'] }, _version: 1 });
     expect(Object.keys(one.rows[0]).slice(0, 4)).toEqual(['_id', '_version', '_created_at', '_updated_at']);
-    expect(two.rows.map((r: any) => [r.email, r.vip, r.name])).toEqual([['b@x.io', false, 'Bob'], ['c@x.io', false, null]]);
+    expect(two.rows.map((r: any) => [r.email, r.vip, r.name])).toEqual([
+      ['b@x.io', false, 'Bob'],
+      ['c@x.io', false, null],
+    ]);
 
     const list = await tx([
       { op: 'list', table: 'customers', filter: { vip: false }, orderBy: [{ column: 'email', direction: 'desc' }], limit: 1 },
@@ -134,7 +188,10 @@ describeProviders('application databases', (p) => {
       { op: 'delete', table: 'customers', id: alice, expectedVersion: 2 },
     ]);
     expect(del.status).toBe(200);
-    const gone = await tx([{ op: 'get', table: 'customers', id: alice }, { op: 'delete', table: 'customers', id: alice }]);
+    const gone = await tx([
+      { op: 'get', table: 'customers', id: alice },
+      { op: 'delete', table: 'customers', id: alice },
+    ]);
     expect(gone.status).toBe(409);
     expect(gone.body.details[0].path).toBe('body.operations.1.id');
   });
@@ -188,7 +245,15 @@ describeProviders('application databases', (p) => {
 
   it('validates the whole batch before any write, naming index and field', async () => {
     const cases: [unknown[], number, string, string][] = [
-      [[{ op: 'insert', table: 'customers', values: { email: 'v@x.io' } }, { op: 'insert', table: 'customers', values: { email: 5 } }], 400, 'data_invalid', 'body.operations.1.values.email'],
+      [
+        [
+          { op: 'insert', table: 'customers', values: { email: 'v@x.io' } },
+          { op: 'insert', table: 'customers', values: { email: 5 } },
+        ],
+        400,
+        'data_invalid',
+        'body.operations.1.values.email',
+      ],
       [[{ op: 'insert', table: 'customers', values: { email: 'v@x.io', _id: 'x' } }], 400, 'data_invalid', 'body.operations.0.values._id'],
       [[{ op: 'insert', table: 'customers', values: { name: 'no email' } }], 422, 'data_constraint', 'body.operations.0.values.email'],
       [[{ op: 'insert', table: 'nope', values: { a: 1 } }], 404, 'data_not_found', 'body.operations.0.table'],

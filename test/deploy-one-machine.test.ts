@@ -127,7 +127,10 @@ describe.skipIf(!pgUrl)("deploy.md's one machine: PostgreSQL on loopback", () =>
     const schema = JSON.stringify({ tables: { orders: { columns: { item: { type: 'text' }, total: { type: 'number' } } } } });
     writeFileSync(join(root, 'schema.json'), schema);
     expect((await svc(['db', 'create', 'shop', '--schema', 'schema.json'], { cwd: root, env })).code).toBe(0);
-    const put = await svc(['db', 'query', 'shop', 'INSERT INTO orders (item, total) VALUES (?, ?), (?, ?)', '--write', '--param', 'a', '--param-json', '50', '--param', 'b', '--param-json', '150'], { cwd: root, env });
+    const put = await svc(['db', 'query', 'shop', 'INSERT INTO orders (item, total) VALUES (?, ?), (?, ?)', '--write', '--param', 'a', '--param-json', '50', '--param', 'b', '--param-json', '150'], {
+      cwd: root,
+      env,
+    });
     expect(put.code, put.stderr).toBe(0);
     const got = await svc(['db', 'query', 'shop', 'SELECT item FROM orders WHERE total > ?', '--param-json', '100', '--json'], { cwd: root, env });
     expect(JSON.parse(got.stdout).rows).toEqual([{ item: 'b' }]);

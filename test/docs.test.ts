@@ -48,7 +48,7 @@ const MAX_BYTES = 375_000;
 /** Every $ref anywhere in `v`. */
 function refs(v: unknown, out: string[] = []): string[] {
   if (Array.isArray(v)) for (const x of v) refs(x, out);
-  else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) (k === '$ref' && typeof x === 'string' ? out.push(x) : refs(x, out));
+  else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) k === '$ref' && typeof x === 'string' ? out.push(x) : refs(x, out);
   return out;
 }
 
@@ -127,8 +127,29 @@ describe('OpenAPI', () => {
   it('names each shared schema once under components.schemas and refers to it everywhere else', () => {
     const doc = openApiDocument() as any;
     const schemas = doc.components.schemas as Record<string, unknown>;
-    for (const name of ['Task', 'Agent', 'Team', 'Mission', 'MissionDetail', 'Approval', 'Playbook', 'Skill', 'VaultEntry', 'Removed', 'Error', 'Ok', 'EventCategory',
-      'Timestamp', 'Database', 'DataSchema', 'Webhook', 'WebhookDelivery', 'TaskComment', 'Lease', 'AuthStatus']) {
+    for (const name of [
+      'Task',
+      'Agent',
+      'Team',
+      'Mission',
+      'MissionDetail',
+      'Approval',
+      'Playbook',
+      'Skill',
+      'VaultEntry',
+      'Removed',
+      'Error',
+      'Ok',
+      'EventCategory',
+      'Timestamp',
+      'Database',
+      'DataSchema',
+      'Webhook',
+      'WebhookDelivery',
+      'TaskComment',
+      'Lease',
+      'AuthStatus',
+    ]) {
       expect(schemas[name], name).toBeDefined();
     }
     const paths = JSON.stringify(doc.paths);
@@ -171,7 +192,7 @@ describe('OpenAPI', () => {
     expect(repeated).toEqual([]);
   });
 
-  it('declares every error status a route can answer, with the envelope (or the route\'s error format) and its headers', () => {
+  it("declares every error status a route can answer, with the envelope (or the route's error format) and its headers", () => {
     const doc = openApiDocument() as any;
     const routeOf = new Map(ROUTES.map((r) => [`${r.method.toLowerCase()} ${r.path}`, r]));
     const statuses = (path: string, method: string) => Object.keys(doc.paths[path][method].responses).sort();
@@ -208,7 +229,7 @@ describe('OpenAPI', () => {
     expect(Object.keys(stream.responses)).toContain('503');
   });
 
-  it('declares the chat completion\'s JSON and event-stream answers, and every error of a route with an error format in that format', async () => {
+  it("declares the chat completion's JSON and event-stream answers, and every error of a route with an error format in that format", async () => {
     const doc = served.doc;
     const chat = doc.paths['/v1/chat/completions'].post;
     const ok = chat.responses['200'].content;

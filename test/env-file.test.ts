@@ -12,7 +12,7 @@ const KEY = 'ab'.repeat(32);
 
 describe('parseEnvFile', () => {
   it('reads NAME=value lines: comments, blank lines, export, quotes', () => {
-    const text = "# svc\n\nexport SVC_STATE_URL='postgres://u:p w@h/db'\nSVC_DATA_URL = \"postgres://a:b@h/d?sslmode=require\"\r\nSVC_VAULT_KEY=" + KEY + '\n';
+    const text = '# svc\n\nexport SVC_STATE_URL=\'postgres://u:p w@h/db\'\nSVC_DATA_URL = "postgres://a:b@h/d?sslmode=require"\r\nSVC_VAULT_KEY=' + KEY + '\n';
     expect(Object.fromEntries(parseEnvFile(text, 'f'))).toEqual({ SVC_STATE_URL: 'postgres://u:p w@h/db', SVC_DATA_URL: 'postgres://a:b@h/d?sslmode=require', SVC_VAULT_KEY: KEY });
   });
 

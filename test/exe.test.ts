@@ -70,15 +70,17 @@ async function serve(root: string, more: Record<string, string> = {}): Promise<{
     if (Date.now() > deadline) throw new Error(`svc serve not ready: ${out}`);
     const info = readDaemonInfo(root);
     if (info?.pid === child.pid) {
-      const ok = await fetch(`${info.url}/healthz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${info.url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) return { child, url: info.url, key: readLocalKey(root)!, stderr: () => out };
     }
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
-const exited = (child: ChildProcess): Promise<number | null> =>
-  child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise((r) => child.once('exit', (code) => r(code)));
+const exited = (child: ChildProcess): Promise<number | null> => (child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise((r) => child.once('exit', (code) => r(code))));
 
 describe('the single executable', () => {
   let receiver: Receiver;

@@ -213,7 +213,7 @@ function generate(ops: Operation[], rnd: () => number): Req {
   for (const p of params.filter((x) => x.in === 'query')) {
     if (rnd() < 0.4) {
       const v = fromSchema(p.schema, rnd);
-      query.push([p.name, typeof v === 'string' ? v : serialise(v) ?? '']);
+      query.push([p.name, typeof v === 'string' ? v : (serialise(v) ?? '')]);
     }
   }
   if (rnd() < 0.2) query.push([pick([...PROTO_NAMES, 'apiKey', 'x', 'filter', 'limit', 'cursor']), pick(HOSTILE_STRINGS).slice(0, 1000)]);
@@ -234,11 +234,28 @@ function generate(ops: Operation[], rnd: () => number): Req {
   const b = rnd();
   if (b < 0.55 && schema) body = serialise(fromSchema(schema, rnd));
   else if (b < 0.65) body = serialise(hostileValue(rnd));
-  else if (b < 0.72) body = pick(['{', '{"a":', 'nul', '[1,]', '{"a":1}{"b":2}', '\u0000', '"unterminated', deepText(5000), deepText(MAX_JSON_DEPTH + 1), '{"__proto__":{"polluted":true}}', '{"a":1,"a":2}', '\ufeff{}']);
+  else if (b < 0.72)
+    body = pick([
+      '{',
+      '{"a":',
+      'nul',
+      '[1,]',
+      '{"a":1}{"b":2}',
+      '\u0000',
+      '"unterminated',
+      deepText(5000),
+      deepText(MAX_JSON_DEPTH + 1),
+      '{"__proto__":{"polluted":true}}',
+      '{"a":1,"a":2}',
+      '\ufeff{}',
+    ]);
   else if (b < 0.75) body = serialise({ [pick(PROTO_NAMES)]: hostileValue(rnd) });
   if (body !== undefined) {
     if (Buffer.byteLength(body) > MAX_BODY) body = body.slice(0, MAX_BODY / 2);
-    headers['content-type'] = rnd() < 0.9 ? 'application/json' : pick(['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'application/vnd.api+json', 'multipart/form-data; boundary=x', '']);
+    headers['content-type'] =
+      rnd() < 0.9
+        ? 'application/json'
+        : pick(['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'application/vnd.api+json', 'multipart/form-data; boundary=x', '']);
   }
   if (method === 'TRACE' || method === 'HEAD' || method === 'GET') body = method === 'GET' && rnd() < 0.1 ? body : undefined;
   if (body === undefined) delete headers['content-type'];

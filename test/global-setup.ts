@@ -112,7 +112,7 @@ function checkRealHomeUntouched(dirs: string[], before: ReturnType<typeof snapsh
   if (!changed.length) return;
   console.error(
     `\nHome guard: the run changed the real svc config dir (${dirs.join(', ')}):\n  ${changed.join('\n  ')}\n` +
-      'A test or a process it started reached the user\'s home (give it the run\'s environment: HOME and SVC_CONFIG_DIR, see vitest.config.ts), or another svc test run on this machine wrote there meanwhile.\n',
+      "A test or a process it started reached the user's home (give it the run's environment: HOME and SVC_CONFIG_DIR, see vitest.config.ts), or another svc test run on this machine wrote there meanwhile.\n",
   );
   process.exitCode = 1;
 }

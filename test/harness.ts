@@ -161,21 +161,18 @@ export function rawRequest(
 ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      { host: u.hostname, port: u.port, method: opts.method ?? 'GET', path: opts.path ?? '/', headers: opts.headers, setHost: !opts.headers?.host },
-      (res) => {
-        if (opts.abortStream && String(res.headers['content-type']).startsWith('text/event-stream')) {
-          // An event stream never ends: its status and headers are the answer.
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
-          req.destroy();
-          return;
-        }
-        let data = '';
-        res.setEncoding('utf8');
-        res.on('data', (c) => (data += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
-      },
-    );
+    const req = httpRequest({ host: u.hostname, port: u.port, method: opts.method ?? 'GET', path: opts.path ?? '/', headers: opts.headers, setHost: !opts.headers?.host }, (res) => {
+      if (opts.abortStream && String(res.headers['content-type']).startsWith('text/event-stream')) {
+        // An event stream never ends: its status and headers are the answer.
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
+        req.destroy();
+        return;
+      }
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (data += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+    });
     req.on('error', reject);
     if (opts.body !== undefined) req.write(opts.body);
     req.end();

@@ -47,7 +47,12 @@ describe('authentication', () => {
   });
 
   it('denies a key with grants everything but the application-database routes its grants name', async () => {
-    for (const [method, path] of [['GET', '/api/v1/agents'], ['POST', '/api/v1/shutdown'], ['GET', '/api/v1/vault/entries'], ['GET', '/v1/events']] as const) {
+    for (const [method, path] of [
+      ['GET', '/api/v1/agents'],
+      ['POST', '/api/v1/shutdown'],
+      ['GET', '/api/v1/vault/entries'],
+      ['GET', '/v1/events'],
+    ] as const) {
       const res = await d.api(method, path, { key: 'granted-key-0123456789' });
       expect(res.status, path).toBe(403);
       expect(res.body.code).toBe('forbidden');
@@ -187,7 +192,11 @@ describe('host and origin guards', () => {
 
 describe('request handling', () => {
   it('puts X-Request-Id on every response, success or failure', async () => {
-    for (const [path, key] of [['/api/v1/agents', undefined], ['/nope', undefined], ['/api/v1/agents', null]] as const) {
+    for (const [path, key] of [
+      ['/api/v1/agents', undefined],
+      ['/nope', undefined],
+      ['/api/v1/agents', null],
+    ] as const) {
       const res = await d.api('GET', path, { key });
       expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     }
@@ -235,11 +244,14 @@ describe('request handling', () => {
     const { request } = await import('node:http');
     const u = new URL(d.url);
     const result = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/agents', headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-        let b = '';
-        res.on('data', (c) => (b += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body: b }));
-      });
+      const req = request(
+        { host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/agents', headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        (res) => {
+          let b = '';
+          res.on('data', (c) => (b += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body: b }));
+        },
+      );
       req.on('error', reject);
       // 4 KiB in small chunks; the server answers once 2 KiB have arrived.
       req.write('{"name":"x","systemPrompt":"');
@@ -284,7 +296,13 @@ describe('request handling', () => {
     const u = new URL(d.url);
     d.logs.length = 0;
     await new Promise<void>((resolve) => {
-      const req = request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/agents', headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'content-length': '100', expect: '100-continue' } });
+      const req = request({
+        host: u.hostname,
+        port: u.port,
+        method: 'POST',
+        path: '/api/v1/agents',
+        headers: { authorization: `Bearer ${d.key}`, 'content-type': 'application/json', 'content-length': '100', expect: '100-continue' },
+      });
       req.on('error', () => undefined);
       req.on('close', resolve);
       // 100 Continue: the daemon is handling the request; it gets part of the body, then the client goes.

@@ -36,7 +36,10 @@ describe.skipIf(!enabled)('vault master key in the OS keychain', () => {
   });
   const accounts: string[] = [];
   afterAll(async () => {
-    for (const a of accounts) await entry(a).deletePassword().catch(() => undefined);
+    for (const a of accounts)
+      await entry(a)
+        .deletePassword()
+        .catch(() => undefined);
     rmSync(cfg, { recursive: true, force: true });
   });
 

@@ -24,7 +24,10 @@ describe('the layers', () => {
     const found = layerViolations(imports);
     const exempt = (v: string) => LAYER_EXEMPTIONS.some((e) => v.startsWith(`${e.from}:`) && v.includes(` -> ${e.to} `));
     expect(found.filter((v) => !exempt(v))).toEqual([]);
-    expect(LAYER_EXEMPTIONS.filter((e) => !found.some((v) => v.startsWith(`${e.from}:`) && v.includes(` -> ${e.to} `))), 'exemptions no longer needed: remove them').toEqual([]);
+    expect(
+      LAYER_EXEMPTIONS.filter((e) => !found.some((v) => v.startsWith(`${e.from}:`) && v.includes(` -> ${e.to} `))),
+      'exemptions no longer needed: remove them',
+    ).toEqual([]);
   });
 
   it('have no import cycle, type-only and dynamic imports included', () => {
@@ -33,7 +36,10 @@ describe('the layers', () => {
     const cycles = cyclesIn(graph);
     const exempt = (c: { files: string[] }) => CYCLE_EXEMPTIONS.some((e) => sameFiles(e.files, c.files));
     expect(cycles.filter((c) => !exempt(c)).map((c) => c.path)).toEqual([]);
-    expect(CYCLE_EXEMPTIONS.filter((e) => !cycles.some((c) => sameFiles(e.files, c.files))).map((e) => e.files.join(', ')), 'cycle exemptions no longer needed: remove them').toEqual([]);
+    expect(
+      CYCLE_EXEMPTIONS.filter((e) => !cycles.some((c) => sameFiles(e.files, c.files))).map((e) => e.files.join(', ')),
+      'cycle exemptions no longer needed: remove them',
+    ).toEqual([]);
   });
 
   it("keep resources' daemon sides from importing each other in a cycle, folder by folder", () => {
@@ -60,10 +66,9 @@ describe('the layers', () => {
 describe('the checks themselves', () => {
   it('find an import up a layer and one across peers, and pass one down', () => {
     const at = (from: string, to: string): Import => ({ from, to, kind: 'type', line: 1 });
-    expect(layerViolations([at('src/kernel/errors.ts', 'src/db/pg/sync.ts'), at('src/kernel/log.ts', 'src/client/client.ts'), at('src/resources/tasks/command.ts', 'src/resources/tasks/service.ts')])).toEqual([
-      'src/kernel/errors.ts:1 -> src/db/pg/sync.ts (type): kernel (layer 1) imports db (layer 2)',
-      'src/kernel/log.ts:1 -> src/client/client.ts (type): kernel imports its peer client',
-    ]);
+    expect(
+      layerViolations([at('src/kernel/errors.ts', 'src/db/pg/sync.ts'), at('src/kernel/log.ts', 'src/client/client.ts'), at('src/resources/tasks/command.ts', 'src/resources/tasks/service.ts')]),
+    ).toEqual(['src/kernel/errors.ts:1 -> src/db/pg/sync.ts (type): kernel (layer 1) imports db (layer 2)', 'src/kernel/log.ts:1 -> src/client/client.ts (type): kernel imports its peer client']);
   });
 
   it('print each cycle as a path back to its start', () => {

@@ -21,11 +21,37 @@ export const LAYERS: { layer: number; part: string; files: string[] }[] = [
   { layer: 6, part: 'resources', files: ['src/resources/**'] },
   { layer: 7, part: 'tools', files: ['src/tools/**'] },
   { layer: 8, part: 'cli', files: ['src/cli/**', 'src/resources/*/command.ts', 'src/resources/*/*-command.ts'] },
-  { layer: 9, part: 'composition', files: ['src/resources/index.ts', 'src/resources/*/resource.ts', 'src/daemon.ts', 'src/parts/**', 'src/routes.ts', 'src/state-schema.ts', 'src/api-names.ts', 'src/index.ts', 'src/cli/commands.ts', 'src/cli/run.ts', 'src/cli/system/serve-command.ts', 'src/cli/system/state-command.ts', 'src/cli/system/start-checks.ts', 'src/cli/system/doctor.ts'] },
+  {
+    layer: 9,
+    part: 'composition',
+    files: [
+      'src/resources/index.ts',
+      'src/resources/*/resource.ts',
+      'src/daemon.ts',
+      'src/parts/**',
+      'src/routes.ts',
+      'src/state-schema.ts',
+      'src/api-names.ts',
+      'src/index.ts',
+      'src/cli/commands.ts',
+      'src/cli/run.ts',
+      'src/cli/system/serve-command.ts',
+      'src/cli/system/state-command.ts',
+      'src/cli/system/start-checks.ts',
+      'src/cli/system/doctor.ts',
+    ],
+  },
   { layer: 10, part: 'entry', files: ['bin/**', 'src/exe/**'] },
 ];
 
-const globRe = (glob: string) => new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*\*/g, '\0').replace(/\*/g, '[^/]*').replace(/\0/g, '.*')}$`);
+const globRe = (glob: string) =>
+  new RegExp(
+    `^${glob
+      .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*\*/g, '\0')
+      .replace(/\*/g, '[^/]*')
+      .replace(/\0/g, '.*')}$`,
+  );
 const MATCHERS = LAYERS.flatMap((l) => l.files.map((glob) => ({ ...l, glob, re: globRe(glob) })));
 
 export function partOf(file: string): { layer: number; part: string } | null {

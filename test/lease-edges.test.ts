@@ -130,7 +130,9 @@ describe.each(OFFSETS)('at $at, a lease that ends at T', ({ off, held }) => {
     const { db } = d.daemon.app;
     const seen = Date.now();
     const id = `edge-daemon${off}`;
-    await db.prepare('INSERT INTO daemons (id, url, hostname, pid, version, keys, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(id, 'http://x', 'h', 1, '0', '', new Date(seen).toISOString(), seen);
+    await db
+      .prepare('INSERT INTO daemons (id, url, hostname, pid, version, keys, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(id, 'http://x', 'h', 1, '0', '', new Date(seen).toISOString(), seen);
     try {
       expect((await presentDaemons({ db }, seen + PRESENCE_STALE_MS + off)).some((p) => p.id === id)).toBe(held);
     } finally {

@@ -10,7 +10,22 @@ describe('the agent tool registry', () => {
     const names = TOOLS.map((t) => t.name);
     expect(new Set(names).size).toBe(names.length);
     for (const n of names) expect(n).toMatch(/^[a-z][a-z0-9]*(_[a-z0-9]+)*$/), expect(n.length).toBeLessThan(60);
-    for (const required of ['task_list', 'task_get', 'task_create', 'task_next', 'task_claim', 'task_heartbeat', 'task_transition', 'task_comment', 'mission_list', 'mission_status', 'approval_request', 'approval_status', 'agent_list', 'skill_get']) {
+    for (const required of [
+      'task_list',
+      'task_get',
+      'task_create',
+      'task_next',
+      'task_claim',
+      'task_heartbeat',
+      'task_transition',
+      'task_comment',
+      'mission_list',
+      'mission_status',
+      'approval_request',
+      'approval_status',
+      'agent_list',
+      'skill_get',
+    ]) {
       expect(names).toContain(required);
     }
   });

@@ -92,7 +92,10 @@ describe('svc mcp (stdio, the SDK client spawning it)', () => {
     child.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
     const code = await new Promise<number | null>((r) => child.once('exit', r));
     expect(code).toBe(0);
-    const answers = out.trim().split('\n').map((l) => JSON.parse(l) as { id: number; result?: unknown; error?: unknown });
+    const answers = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: number; result?: unknown; error?: unknown });
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4]);
     expect(answers.filter((a) => a.error)).toEqual([]);
   });

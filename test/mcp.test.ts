@@ -206,8 +206,7 @@ describe('the tools/call fast path', () => {
     return JSON.parse(body);
   }
   /** The same message through the SDK Server (the path every other method takes). */
-  const viaSdk = (message: any, principal: any = null) =>
-    d.daemon.app.services.get(MCP_DOOR).transport.exchange(message, { token: '', clientId: 'x', scopes: [], extra: { principal } });
+  const viaSdk = (message: any, principal: any = null) => d.daemon.app.services.get(MCP_DOOR).transport.exchange(message, { token: '', clientId: 'x', scopes: [], extra: { principal } });
 
   it.each([
     ['a read', { name: 'agent_list', arguments: {} }, null],

@@ -152,11 +152,47 @@ const cases: Case[] = [
     message: /dependency cycle: a → b → c → a/,
     events: [],
   },
-  { name: 'a task depending on itself is a cycle', method: 'POST', path: M, body: { name: 'self', tasks: [{ title: 'x', dependsOn: ['x'] }] }, status: 422, code: 'unprocessable', message: /x → x/, events: [] },
-  { name: 'unknown assignee → 422', method: 'POST', path: M, body: { name: 'who', tasks: [{ title: 'x', assignTo: 'ghost' }] }, status: 422, code: 'unprocessable', detailPath: 'body.tasks.0.assignTo', events: [] },
+  {
+    name: 'a task depending on itself is a cycle',
+    method: 'POST',
+    path: M,
+    body: { name: 'self', tasks: [{ title: 'x', dependsOn: ['x'] }] },
+    status: 422,
+    code: 'unprocessable',
+    message: /x → x/,
+    events: [],
+  },
+  {
+    name: 'unknown assignee → 422',
+    method: 'POST',
+    path: M,
+    body: { name: 'who', tasks: [{ title: 'x', assignTo: 'ghost' }] },
+    status: 422,
+    code: 'unprocessable',
+    detailPath: 'body.tasks.0.assignTo',
+    events: [],
+  },
   { name: 'name is required', method: 'POST', path: M, body: { tasks: [] }, status: 400, code: 'invalid_request', detailPath: 'body.name', events: [] },
-  { name: 'task bodies are strict', method: 'POST', path: M, body: { name: 'x', tasks: [{ title: 'x', colour: 'red' }] }, status: 400, code: 'invalid_request', detailPath: 'body.tasks.0.colour', events: [] },
-  { name: 'a task of a mission gets no missionId of its own', method: 'POST', path: M, body: { name: 'x', tasks: [{ title: 'x', missionId: 'm' }] }, status: 400, code: 'invalid_request', detailPath: 'body.tasks.0.missionId', events: [] },
+  {
+    name: 'task bodies are strict',
+    method: 'POST',
+    path: M,
+    body: { name: 'x', tasks: [{ title: 'x', colour: 'red' }] },
+    status: 400,
+    code: 'invalid_request',
+    detailPath: 'body.tasks.0.colour',
+    events: [],
+  },
+  {
+    name: 'a task of a mission gets no missionId of its own',
+    method: 'POST',
+    path: M,
+    body: { name: 'x', tasks: [{ title: 'x', missionId: 'm' }] },
+    status: 400,
+    code: 'invalid_request',
+    detailPath: 'body.tasks.0.missionId',
+    events: [],
+  },
   { name: 'deadline must be ISO 8601', method: 'POST', path: M, body: { name: 'x', deadline: 'tomorrow' }, status: 400, code: 'invalid_request', detailPath: 'body.deadline', events: [] },
   {
     name: 'show: tasks and progress',
@@ -211,9 +247,30 @@ const cases: Case[] = [
     events: () => [ev('mission:started', 'empty', 'empty'), ev('mission:completed', 'empty', 'empty')],
   },
   { name: 'the started empty mission is final', method: 'POST', path: () => m('empty', '/cancel'), status: 409, code: 'invalid_transition', message: /from completed to cancelled/, events: [] },
-  { name: 'start a mission with a task', method: 'POST', path: () => m('idle', '/start'), status: 200, dataMatches: { status: 'active' }, events: () => [ev('mission:started', 'idle', 'idle'), ...released('idle', 'wait')] },
-  { name: 'cancel an active mission', method: 'POST', path: () => m('idle', '/cancel'), status: 200, dataMatches: { status: 'cancelled', progress: progress({ pending: 1 }) }, events: () => [ev('mission:cancelled', 'idle', 'idle')] },
-  { name: 'cancel a draft mission', method: 'POST', path: () => m('reordered', '/cancel'), status: 200, dataMatches: { status: 'cancelled', progress: progress({ draft: 2 }) }, events: () => [ev('mission:cancelled', 'reordered', 'reordered')] },
+  {
+    name: 'start a mission with a task',
+    method: 'POST',
+    path: () => m('idle', '/start'),
+    status: 200,
+    dataMatches: { status: 'active' },
+    events: () => [ev('mission:started', 'idle', 'idle'), ...released('idle', 'wait')],
+  },
+  {
+    name: 'cancel an active mission',
+    method: 'POST',
+    path: () => m('idle', '/cancel'),
+    status: 200,
+    dataMatches: { status: 'cancelled', progress: progress({ pending: 1 }) },
+    events: () => [ev('mission:cancelled', 'idle', 'idle')],
+  },
+  {
+    name: 'cancel a draft mission',
+    method: 'POST',
+    path: () => m('reordered', '/cancel'),
+    status: 200,
+    dataMatches: { status: 'cancelled', progress: progress({ draft: 2 }) },
+    events: () => [ev('mission:cancelled', 'reordered', 'reordered')],
+  },
   { name: 'cancel twice', method: 'POST', path: () => m('reordered', '/cancel'), status: 409, code: 'invalid_transition', message: /from cancelled to cancelled/, events: [] },
   { name: 'start a cancelled mission', method: 'POST', path: () => m('reordered', '/start'), status: 409, code: 'invalid_transition', message: /from cancelled to active/, events: [] },
   { name: 'action on an unknown mission', method: 'POST', path: `${M}/nope/start`, status: 404, code: 'not_found', events: [] },
@@ -404,7 +461,17 @@ describe('tasks joining a mission through POST /tasks', () => {
   });
 
   const joinCases: ApiCase[] = [
-    { name: 'an unknown mission → 422', method: 'POST', path: T, body: { title: 'x', missionId: 'no-such-mission' }, status: 422, code: 'unprocessable', detailPath: 'body.missionId', message: /no-such-mission/, events: [] },
+    {
+      name: 'an unknown mission → 422',
+      method: 'POST',
+      path: T,
+      body: { title: 'x', missionId: 'no-such-mission' },
+      status: 422,
+      code: 'unprocessable',
+      detailPath: 'body.missionId',
+      message: /no-such-mission/,
+      events: [],
+    },
     joins('draft', 'late', 'draft'),
     missionIs('draft', 'draft', { draft: 2 }),
     {
@@ -480,9 +547,7 @@ describe('delete', () => {
     const res = await d.api('DELETE', `${M}/${mission.id}${cascade ? '?cascade=true' : ''}`);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ removed: true });
-    const taskEvents = cascade
-      ? [b, a].map((taskId) => ({ name: 'task:removed', data: { taskId } }))
-      : [a, b].map((taskId) => ({ name: 'task:updated', data: { taskId, fields: ['missionId'] } }));
+    const taskEvents = cascade ? [b, a].map((taskId) => ({ name: 'task:removed', data: { taskId } })) : [a, b].map((taskId) => ({ name: 'task:updated', data: { taskId, fields: ['missionId'] } }));
     expect(await eventsAfter(before)).toEqual([...taskEvents, { name: 'mission:deleted', data: { missionId: mission.id, name: `doomed ${cascade}`, cascade } }]);
     expect((await d.api('GET', `${M}/${mission.id}`)).status).toBe(404);
     for (const id of [a, b]) {

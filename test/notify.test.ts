@@ -67,18 +67,29 @@ describe('attention:needed', () => {
   it('a permission approval (kind permission): its run and agent', async () => {
     const before = await app().events.lastId();
     await app().events.write(async () =>
-      app().events.emit('approval:requested', { approvalId: 'ap-perm', kind: 'permission', taskId: null, missionId: null, title: 'Bash: rm -rf build', requestedBy: 'alice', runId: 'run-perm', tool: 'Bash' }),
+      app().events.emit('approval:requested', {
+        approvalId: 'ap-perm',
+        kind: 'permission',
+        taskId: null,
+        missionId: null,
+        title: 'Bash: rm -rf build',
+        requestedBy: 'alice',
+        runId: 'run-perm',
+        tool: 'Bash',
+      }),
     );
     expect((await attentionAfter(before)).map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'permission', runId: 'run-perm', agent: 'alice', approvalId: 'ap-perm' })]);
   });
 
   it('is rolled back with the change it follows', async () => {
     const before = await app().events.lastId();
-    await expect((async () =>
-      await app().events.write(async () => {
-        app().events.emit('approval:requested', { approvalId: 'ap-gone', kind: 'task', taskId: null, missionId: null, title: 'never', requestedBy: 'alice', runId: null, tool: null });
-        throw new Error('the change fails');
-      }))()).rejects.toThrow('the change fails');
+    await expect(
+      (async () =>
+        await app().events.write(async () => {
+          app().events.emit('approval:requested', { approvalId: 'ap-gone', kind: 'task', taskId: null, missionId: null, title: 'never', requestedBy: 'alice', runId: null, tool: null });
+          throw new Error('the change fails');
+        }))(),
+    ).rejects.toThrow('the change fails');
     expect(await eventsAfter(before)).toEqual([]);
   });
 
@@ -113,10 +124,24 @@ describe('attention:needed', () => {
   // Their events come with other items of issue 32; once they are in the registry these run.
   it('follows budget:exceeded, its data copied through', async () => {
     const before = await app().events.lastId();
-    const data = { scope: 'agent', agent: 'bob', period: 'day', periodStart: '2030-01-01T00:00:00.000Z', periodEnd: '2030-01-02T00:00:00.000Z', spent: { tokens: 1200, costUsd: 0 }, limit: { tokens: 1000, costUsd: null }, percent: 120 };
+    const data = {
+      scope: 'agent',
+      agent: 'bob',
+      period: 'day',
+      periodStart: '2030-01-01T00:00:00.000Z',
+      periodEnd: '2030-01-02T00:00:00.000Z',
+      spent: { tokens: 1200, costUsd: 0 },
+      limit: { tokens: 1000, costUsd: null },
+      percent: 120,
+    };
     await app().events.write(async () => app().events.emit('budget:exceeded' as EventName, data as never));
     expect((await attentionAfter(before)).map((e) => e.data)).toEqual([
-      expect.objectContaining({ reason: 'budget', agent: 'bob', message: "bob's day budget is spent (120 %); its runs wait until 2030-01-02T00:00:00.000Z or a higher limit (svc budgets)", detail: expect.objectContaining(data) }),
+      expect.objectContaining({
+        reason: 'budget',
+        agent: 'bob',
+        message: "bob's day budget is spent (120 %); its runs wait until 2030-01-02T00:00:00.000Z or a higher limit (svc budgets)",
+        detail: expect.objectContaining(data),
+      }),
     ]);
   });
 
@@ -136,7 +161,14 @@ async function notifyRun(args: string[] = [], env: Record<string, string> = {}) 
     cwd: dir,
     env: { SERVICE_API_KEY: '', SVC_URL: '', PATH: `${STUBS}:${process.env.PATH}`, NOTIFY_LOG: log, ...env },
   });
-  const calls = (): { cmd: string; args: string[] }[] => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+  const calls = (): { cmd: string; args: string[] }[] =>
+    existsSync(log)
+      ? readFileSync(log, 'utf8')
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+      : [];
   return { ...n, dir, calls };
 }
 
@@ -191,12 +223,32 @@ describe('svc notify run', () => {
   it('--notifier osascript (as on macOS): a fixed script, the texts its arguments', async () => {
     const n = await notifyRun(['--notifier', 'osascript']);
     try {
-      await app().events.write(async () => app().events.emit('approval:requested', { approvalId: 'ap-osa', kind: 'permission', taskId: null, missionId: null, title: '" & (do shell script "id") & "', requestedBy: 'alice', runId: 'run-osa', tool: 'Bash' }));
+      await app().events.write(async () =>
+        app().events.emit('approval:requested', {
+          approvalId: 'ap-osa',
+          kind: 'permission',
+          taskId: null,
+          missionId: null,
+          title: '" & (do shell script "id") & "',
+          requestedBy: 'alice',
+          runId: 'run-osa',
+          tool: 'Bash',
+        }),
+      );
       await eventually(() => n.calls().length === 1, 10_000);
       expect(n.calls()).toEqual([
         {
           cmd: 'osascript',
-          args: ['-e', 'on run argv', '-e', 'display notification (item 2 of argv) with title (item 1 of argv)', '-e', 'end run', 'Permission needed: " & (do shell script "id") & "', `asked by alice · svc approvals show ap-osa\n${d.url}/#/approvals`],
+          args: [
+            '-e',
+            'on run argv',
+            '-e',
+            'display notification (item 2 of argv) with title (item 1 of argv)',
+            '-e',
+            'end run',
+            'Permission needed: " & (do shell script "id") & "',
+            `asked by alice · svc approvals show ap-osa\n${d.url}/#/approvals`,
+          ],
         },
       ]);
     } finally {
@@ -207,7 +259,9 @@ describe('svc notify run', () => {
   it('--print prints the command and runs nothing; a notifier that fails is a 502 the daemon tries again', async () => {
     const p = await notifyRun(['--print']);
     try {
-      await app().events.write(async () => app().events.emit('approval:requested', { approvalId: 'ap-print', kind: 'task', taskId: null, missionId: null, title: "it's", requestedBy: 'bob', runId: null, tool: null }));
+      await app().events.write(async () =>
+        app().events.emit('approval:requested', { approvalId: 'ap-print', kind: 'task', taskId: null, missionId: null, title: "it's", requestedBy: 'bob', runId: null, tool: null }),
+      );
       await eventually(() => /→ notify-send/.test(p.out()), 10_000);
       expect(p.out()).toContain(`→ notify-send --app-name=svc --urgency=critical -- 'Approval needed: it'\\''s' 'asked by bob · svc approvals show ap-print\n${d.url}/#/approvals'`);
       expect(p.calls()).toEqual([]);
@@ -218,7 +272,9 @@ describe('svc notify run', () => {
     const f = await notifyRun([], { NOTIFY_FAIL: '1' });
     try {
       const [hook] = await notifyHooks();
-      await app().events.write(async () => app().events.emit('approval:requested', { approvalId: 'ap-fail', kind: 'task', taskId: null, missionId: null, title: 'x', requestedBy: 'bob', runId: null, tool: null }));
+      await app().events.write(async () =>
+        app().events.emit('approval:requested', { approvalId: 'ap-fail', kind: 'task', taskId: null, missionId: null, title: 'x', requestedBy: 'bob', runId: null, tool: null }),
+      );
       await eventually(() => /no notification server/.test(f.out()), 10_000);
       expect(f.out()).toContain('→ notify-send exited 1: GDBus.Error: no notification server');
       await until('the daemon to log the 502', async () => {
@@ -240,7 +296,9 @@ describe('svc notify run', () => {
 
     const down = await svc(['--url', 'http://127.0.0.1:1', '--api-key', 'k'.repeat(20), 'notify', 'run'], { env: { PATH: `${STUBS}:${process.env.PATH}` } });
     expect(down.code).toBe(3);
-    const waiting = spawn(process.execPath, [SVC, '--url', 'http://127.0.0.1:1', '--api-key', 'k'.repeat(20), 'notify', 'run', '--wait'], { env: { ...process.env, PATH: `${STUBS}:${process.env.PATH}` } });
+    const waiting = spawn(process.execPath, [SVC, '--url', 'http://127.0.0.1:1', '--api-key', 'k'.repeat(20), 'notify', 'run', '--wait'], {
+      env: { ...process.env, PATH: `${STUBS}:${process.env.PATH}` },
+    });
     let err = '';
     waiting.stderr.on('data', (c) => (err += c));
     try {
@@ -292,7 +350,12 @@ describe.runIf(process.platform === 'linux')('svc notify install (fake systemctl
     const r = await svc(['--project', project, 'notify', 'install'], { env: s.env });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(`installed ${unit()} (${join(s.unitDir, unit())}) and started it\n${NOTIFY_SERVICE.installed}\n`);
-    expect(s.calls()).toEqual([`systemctl --user show -p ActiveState,SubState,MainPID,UnitFileState ${unit()}`, 'systemctl --user daemon-reload', `systemctl --user enable --now ${unit()}`, 'loginctl show-user tester -p Linger -p State']);
+    expect(s.calls()).toEqual([
+      `systemctl --user show -p ActiveState,SubState,MainPID,UnitFileState ${unit()}`,
+      'systemctl --user daemon-reload',
+      `systemctl --user enable --now ${unit()}`,
+      'loginctl show-user tester -p Linger -p State',
+    ]);
     expect(readFileSync(join(s.unitDir, unit()), 'utf8')).toContain('notify run --wait');
 
     const refused = await svc(['--project', project, 'notify', 'uninstall'], { env: s.env });

@@ -23,7 +23,7 @@ async function snapshot(): Promise<Record<string, unknown[]>> {
   const tables = (await db
     .prepare(
       isPostgres(db)
-        ? "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name"
+        ? 'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name'
         : "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
     )
     .all()) as { name: string }[];

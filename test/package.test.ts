@@ -110,7 +110,8 @@ describe('the npm package', () => {
     );
     const paths = packed.files.map((f) => f.path);
     expect(paths.filter((p) => !ALLOWED.some((re) => re.test(p)))).toEqual([]);
-    for (const p of ['bin/svc', 'dist/bin/svc.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/board/index.html', 'dist/board/app.js', 'LICENSE', 'README.md', 'docs/openapi.json']) expect(paths).toContain(p);
+    for (const p of ['bin/svc', 'dist/bin/svc.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/board/index.html', 'dist/board/app.js', 'LICENSE', 'README.md', 'docs/openapi.json'])
+      expect(paths).toContain(p);
     expect(packed.size).toBeLessThanOrEqual(BUDGET.packedBytes);
     expect(packed.unpackedSize).toBeLessThanOrEqual(BUDGET.unpackedBytes);
     expect(packed.entryCount).toBeLessThanOrEqual(BUDGET.files);
@@ -140,7 +141,9 @@ describe('the npm package', () => {
     expect(budget).toBe(BUDGET.packedBytes / 1024);
     // "about": within 10% of what npm pack measured, or the README is to be updated.
     expect(Math.abs(kib * 1024 - packed.size) / packed.size, `README says about ${kib} KiB; npm pack made ${(packed.size / 1024).toFixed(0)} KiB`).toBeLessThanOrEqual(0.1);
-    expect(Math.abs(mib * 1048576 - packed.unpackedSize) / packed.unpackedSize, `README says ${mib} MiB unpacked; npm pack made ${(packed.unpackedSize / 1048576).toFixed(2)} MiB`).toBeLessThanOrEqual(0.1);
+    expect(Math.abs(mib * 1048576 - packed.unpackedSize) / packed.unpackedSize, `README says ${mib} MiB unpacked; npm pack made ${(packed.unpackedSize / 1048576).toFixed(2)} MiB`).toBeLessThanOrEqual(
+      0.1,
+    );
   });
 
   it('the packed README links only files the package holds', () => {
@@ -163,8 +166,7 @@ describe('the npm package', () => {
 
   it("opens SQLite from the installed package: node:sqlite where this Node has it, else after the one command svc's error names", async () => {
     const installed = join(prefix, 'lib', 'node_modules', pkg.name);
-    const open = () =>
-      run(process.execPath, ['--input-type=module', '-e', OPEN_SQLITE, join(installed, 'dist', 'src', 'db', 'sqlite.js')], { cwd: work, env: npmEnv(), maxBuffer: 1 << 20 });
+    const open = () => run(process.execPath, ['--input-type=module', '-e', OPEN_SQLITE, join(installed, 'dist', 'src', 'db', 'sqlite.js')], { cwd: work, env: npmEnv(), maxBuffer: 1 << 20 });
     const { SQLITE_PACKAGE } = (await import('../src/db/sqlite-binding.js')) as { SQLITE_PACKAGE: string };
     if (SQLITE_PACKAGE === 'node:sqlite') {
       expect((await open()).stdout).toMatch(/^node:sqlite 3\.\d+/);

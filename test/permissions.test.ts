@@ -48,19 +48,27 @@ const logOf = async (d: TestDaemon, runId: string) => (await d.api('GET', `/api/
 
 async function pendingAsk(d: TestDaemon, taskId: string, n = 1): Promise<any> {
   let found: any[] = [];
-  await until(`permission request ${n} of task ${taskId}`, async () => {
-    found = (await approvalsOf(d, taskId)).filter((a) => a.status === 'pending');
-    return found.length >= 1 && (await approvalsOf(d, taskId)).length >= n;
-  }, 15_000);
+  await until(
+    `permission request ${n} of task ${taskId}`,
+    async () => {
+      found = (await approvalsOf(d, taskId)).filter((a) => a.status === 'pending');
+      return found.length >= 1 && (await approvalsOf(d, taskId)).length >= n;
+    },
+    15_000,
+  );
   return found[0];
 }
 
 async function finished(d: TestDaemon, taskId: string, attempt = 1): Promise<any> {
   let run: any;
-  await until(`run ${attempt} of task ${taskId} to end`, async () => {
-    run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
-    return ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'].includes(run?.status);
-  }, 15_000);
+  await until(
+    `run ${attempt} of task ${taskId} to end`,
+    async () => {
+      run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
+      return ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'].includes(run?.status);
+    },
+    15_000,
+  );
   return run;
 }
 
@@ -111,7 +119,10 @@ describe('a permission the CLI asks for', () => {
     expect(log).toContainEqual(expect.objectContaining({ kind: 'tool_result', isError: false }));
     expect((await taskOf(d, taskId)).status).toBe('review');
     // Deciding it again is a conflict, whichever way.
-    for (const [verb, body] of [['approve', {}], ['reject', { feedback: 'too late' }]] as const) {
+    for (const [verb, body] of [
+      ['approve', {}],
+      ['reject', { feedback: 'too late' }],
+    ] as const) {
       const again = await d.api('POST', `/api/v1/approvals/${a.id}/${verb}`, { body });
       expect(again.status).toBe(409);
       expect(again.body.error).toMatch(/already approved by lead/);
@@ -212,7 +223,7 @@ describe('a permission the CLI asks for', () => {
     expect((await taskOf(d, taskId)).status).toBe('assigned');
   });
 
-  it('only a run\'s key asks: another key is refused, and is not offered the tool', async () => {
+  it("only a run's key asks: another key is refused, and is not offered the tool", async () => {
     const d = await start();
     const mcp = (body: unknown) => d.api('POST', '/mcp', { body, headers: { accept: 'application/json, text/event-stream' } });
     const list = await mcp({ jsonrpc: '2.0', id: 1, method: 'tools/list' });

@@ -39,7 +39,10 @@ describe.skipIf(noPg)('the PostgreSQL state', () => {
   it('a failed statement throws its SQLSTATE and leaves the connection usable', async () => {
     const db = await stateDb();
     await db.prepare('INSERT INTO t (id) VALUES (?)').run('dup');
-    const err = await db.prepare('INSERT INTO t (id) VALUES (?)').run('dup').catch((e: unknown) => e);
+    const err = await db
+      .prepare('INSERT INTO t (id) VALUES (?)')
+      .run('dup')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PgStateError);
     expect(err).toMatchObject({ code: '23505', message: expect.stringContaining('duplicate key') });
     await expect(db.prepare('SELEC nonsense').get()).rejects.toMatchObject({ code: '42601' });
@@ -113,7 +116,7 @@ describe.skipIf(noPg)('the PostgreSQL state', () => {
     expect((await db.transaction(() => db.prepare('UPDATE t SET n = 1 WHERE id = ?').run('locked'))).changes).toBe(1);
   });
 
-  it('a statement past statement_timeout fails as an outage (503), not as the request\'s fault', async () => {
+  it("a statement past statement_timeout fails as an outage (503), not as the request's fault", async () => {
     const db = await stateDb({ statementTimeoutMs: 200 });
     await expect(db.prepare('SELECT pg_sleep(1)').get()).rejects.toMatchObject({ code: '57014' });
     expect(await db.prepare('SELECT 1 AS one').get()).toEqual({ one: 1 });
@@ -159,11 +162,7 @@ describe.skipIf(noPg)('the PostgreSQL state', () => {
     await db.exec("DO $$ BEGIN RAISE NOTICE 'svc-notice-probe'; RAISE WARNING 'svc-warning-probe'; END $$");
     await db.exec('CREATE TABLE IF NOT EXISTS n (id INT)');
     await db.exec('CREATE TABLE IF NOT EXISTS n (id INT)');
-    expect(notices).toEqual([
-      expect.stringContaining('svc-notice-probe'),
-      expect.stringContaining('svc-warning-probe'),
-      expect.stringContaining('relation "n" already exists, skipping'),
-    ]);
+    expect(notices).toEqual([expect.stringContaining('svc-notice-probe'), expect.stringContaining('svc-warning-probe'), expect.stringContaining('relation "n" already exists, skipping')]);
   });
 
   it('refuses a NUL in text, as PostgreSQL does, rather than cutting the value short', async () => {

@@ -127,11 +127,28 @@ const cases: (ApiCase & { keep?: boolean })[] = [
   invalidPlaybook('the template must be a mission body: unknown property', { mission: { name: 'x', colour: 'red' } }, 'body.mission.colour'),
   invalidPlaybook('a default of the wrong type', { parameters: [{ name: 'n', type: 'number', default: 'two' }] }, 'body.parameters.0.default'),
   invalidPlaybook('a default outside the enum', { parameters: [{ name: 'e', type: 'string', enum: ['a'], default: 'b' }] }, 'body.parameters.0.default'),
-  invalidPlaybook('duplicate parameter names', { parameters: [{ name: 'a', type: 'string' }, { name: 'a', type: 'number' }] }, 'body.parameters.1.name'),
+  invalidPlaybook(
+    'duplicate parameter names',
+    {
+      parameters: [
+        { name: 'a', type: 'string' },
+        { name: 'a', type: 'number' },
+      ],
+    },
+    'body.parameters.1.name',
+  ),
   invalidPlaybook('unknown parameter type', { parameters: [{ name: 'a', type: 'date' }] }, 'body.parameters.0.type'),
   { name: 'show', method: 'GET', path: `${P}/release-train`, status: 200, dataMatches: { name: 'release-train', source: 'api' }, events: [] },
   { name: 'show unknown', method: 'GET', path: `${P}/nope`, status: 404, code: 'not_found', events: [] },
-  { name: 'patch the description', method: 'PATCH', path: `${P}/release-train`, body: { description: 'ship a version, carefully' }, status: 200, dataMatches: { description: 'ship a version, carefully', mission: RELEASE.mission }, events: [] },
+  {
+    name: 'patch the description',
+    method: 'PATCH',
+    path: `${P}/release-train`,
+    body: { description: 'ship a version, carefully' },
+    status: 200,
+    dataMatches: { description: 'ship a version, carefully', mission: RELEASE.mission },
+    events: [],
+  },
   { name: 'patch a template that breaks', method: 'PATCH', path: `${P}/release-train`, body: { parameters: [] }, status: 400, code: 'invalid_request', detailPath: 'body.mission.name', events: [] },
   { name: 'patch unknown', method: 'PATCH', path: `${P}/nope`, body: { description: null }, status: 404, code: 'not_found', events: [] },
   { name: 'patch a playbook file', method: 'PATCH', path: `${P}/nightly`, body: { description: null }, status: 409, code: 'conflict', message: /change or remove that file/, events: [] },
@@ -192,7 +209,14 @@ describe('playbooks', () => {
   });
 
   it('titles that collide once filled → 422, and nothing is created', async () => {
-    const body = { name: 'pair', parameters: [{ name: 'a', type: 'string' }, { name: 'b', type: 'string' }], mission: { name: 'pair', tasks: [{ title: '{{a}}' }, { title: '{{b}}' }] } };
+    const body = {
+      name: 'pair',
+      parameters: [
+        { name: 'a', type: 'string' },
+        { name: 'b', type: 'string' },
+      ],
+      mission: { name: 'pair', tasks: [{ title: '{{a}}' }, { title: '{{b}}' }] },
+    };
     expect((await d.api('POST', P, { body })).status).toBe(201);
     const before = await lastEventId();
     const res = await d.api('POST', `${P}/pair/run`, { body: { params: { a: 'same', b: 'same' } } });
@@ -218,7 +242,14 @@ describe('playbook files', () => {
 
   it('lists files beside API playbooks, invalid ones with their error', async () => {
     const all = await byName();
-    expect(all.nightly).toMatchObject({ source: 'file', file: 'playbooks/nightly/playbook.json', error: null, description: 'nightly checks', parameters: NIGHTLY.parameters, mission: NIGHTLY.mission });
+    expect(all.nightly).toMatchObject({
+      source: 'file',
+      file: 'playbooks/nightly/playbook.json',
+      error: null,
+      description: 'nightly checks',
+      parameters: NIGHTLY.parameters,
+      mission: NIGHTLY.mission,
+    });
     expect(all.broken).toMatchObject({ source: 'file', mission: null, error: expect.stringMatching(/not valid JSON/) });
     expect(all.misnamed.error).toMatch(/"other-name" does not match its folder "misnamed"/);
     expect(all['bad-template'].error).toMatch(/mission\.name: placeholder \{\{nope\}\} names no parameter/);

@@ -95,7 +95,13 @@ const words = (text: string): string[] => [...text.matchAll(/'([^']*)'|"([^"]*)"
 const EXAMPLE_ID = /\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{4,8}\b/g;
 
 /** A README output text as a pattern: `…` and `...` stand for anything. */
-const outputPattern = (text: string) => new RegExp(text.split(/…|\.\.\./).map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*?'));
+const outputPattern = (text: string) =>
+  new RegExp(
+    text
+      .split(/…|\.\.\./)
+      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[\\s\\S]*?'),
+  );
 
 /**
  * Commands that run until Ctrl-C: each is started, left until it shows it works (`ready`), then
@@ -314,7 +320,11 @@ class Session {
   /** The newest task, mission or approval (ids are UUID v7: the greatest is the newest). */
   private async newest(): Promise<string | undefined> {
     const lists = await Promise.all(['/api/v1/tasks', '/api/v1/missions', '/api/v1/approvals'].map((p) => this.api('GET', `${p}?limit=1`)));
-    return lists.flat().map((r: { id: string }) => r.id).sort().at(-1);
+    return lists
+      .flat()
+      .map((r: { id: string }) => r.id)
+      .sort()
+      .at(-1);
   }
 
   /** `text` with the README's example ids replaced by the real ones (see the top of this file). */
@@ -432,7 +442,10 @@ describe("the README's quick start, command by command", () => {
     const steps = [...cli.slice(0, stop), ...apiBlock, cli[stop]!];
     // The tables name only commands the README has.
     for (const key of [...Object.keys(STREAMING), ...Object.keys(SKIPPED), ...Object.keys(CHECKS)]) {
-      expect(steps.map((s) => s.text), `a command of this test's tables that the README no longer has`).toContain(key);
+      expect(
+        steps.map((s) => s.text),
+        `a command of this test's tables that the README no longer has`,
+      ).toContain(key);
     }
 
     const s = new Session(await startReceiver());

@@ -16,7 +16,7 @@ describe('svc routines', () => {
   });
   const svc = async (...args: string[]) => await svcAgainst(d, args);
 
-  it('add prints the next five firing times in the routine\'s zone', async () => {
+  it("add prints the next five firing times in the routine's zone", async () => {
     const r = await svc('routines', 'add', 'deps', '--cron', '0 9 * * MON', '--tz', 'Europe/Paris', '--task', 'Update dependencies', '--assign', 'lead', '--label', 'deps');
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');

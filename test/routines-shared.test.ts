@@ -30,7 +30,9 @@ describe.skipIf(noPg)('routines on one PostgreSQL state, three daemons, one fake
 
   it('fires each due routine once per schedule time, whichever daemon gets there first', async () => {
     for (let i = 0; i < N; i++) {
-      const r = await ds[i % 3]!.api('POST', R, { body: { name: `minutely-${i}`, schedule: { cron: '* * * * *' }, concurrency: 'allow', action: { task: { title: 'm{{routine.name}} {{firing.time}}' } } } });
+      const r = await ds[i % 3]!.api('POST', R, {
+        body: { name: `minutely-${i}`, schedule: { cron: '* * * * *' }, concurrency: 'allow', action: { task: { title: 'm{{routine.name}} {{firing.time}}' } } },
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
     }
     // Every daemon hears the others' routine:created before the clock moves.
@@ -53,9 +55,11 @@ describe.skipIf(noPg)('routines on one PostgreSQL state, three daemons, one fake
   });
 
   it('fires a trigger once for an event every daemon hears', async () => {
-    const r = await ds[0]!.api('POST', R, { body: { name: 'shared-trigger', trigger: { event: 'task:created', filter: { title: { prefix: 'shared ' } } }, concurrency: 'allow', action: { task: { title: 'seen {{event.data.title}}' } } } });
+    const r = await ds[0]!.api('POST', R, {
+      body: { name: 'shared-trigger', trigger: { event: 'task:created', filter: { title: { prefix: 'shared ' } } }, concurrency: 'allow', action: { task: { title: 'seen {{event.data.title}}' } } },
+    });
     expect(r.status).toBe(201);
-    for (const d of ds) await until('the trigger known everywhere', async () => ((await d.daemon.app.events.catchUp()), (await d.api('GET', `${R}/shared-trigger`)).status === 200));
+    for (const d of ds) await until('the trigger known everywhere', async () => (await d.daemon.app.events.catchUp(), (await d.api('GET', `${R}/shared-trigger`)).status === 200));
     for (let i = 0; i < 6; i++) await ds[i % 3]!.api('POST', '/api/v1/tasks', { body: { title: `shared ${i}` } });
     let fs: any[] = [];
     await until('six firings', async () => {
@@ -78,7 +82,13 @@ describe.skipIf(noPg)('routines on one PostgreSQL state, three `svc serve`, the 
     const roots = [0, 1, 2].map(() => makeProject());
     const daemons = await Promise.all(roots.map((root) => serve(root, ['--port', '0'], { ...env, SVC_CONFIG_DIR: `${root}/.user-config` })));
     const call = async (i: number, method: string, path: string, body?: unknown) =>
-      (await fetch(daemons[i]!.url + path, { method, headers: { authorization: `Bearer ${readLocalKey(roots[i]!)}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<any>;
+      (
+        await fetch(daemons[i]!.url + path, {
+          method,
+          headers: { authorization: `Bearer ${readLocalKey(roots[i]!)}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        })
+      ).json() as Promise<any>;
     try {
       const n = 60;
       for (let i = 0; i < n; i++) {
@@ -92,10 +102,14 @@ describe.skipIf(noPg)('routines on one PostgreSQL state, three `svc serve`, the 
       daemons[1]!.child.kill('SIGKILL');
       await exited(daemons[1]!.child);
       const at = new Date(due).toISOString();
-      await until('every routine fired for the boundary', async () => {
-        const list = (await call(0, 'GET', R)).data as any[];
-        return list.length === n && list.every((r) => r.lastFirings.some((f: any) => f.scheduledAt === at));
-      }, 20_000);
+      await until(
+        'every routine fired for the boundary',
+        async () => {
+          const list = (await call(0, 'GET', R)).data as any[];
+          return list.length === n && list.every((r) => r.lastFirings.some((f: any) => f.scheduledAt === at));
+        },
+        20_000,
+      );
       for (let i = 0; i < n; i++) {
         const fs = ((await call(2, 'GET', `${R}/kill-${i}/firings`)).data as any[]).filter((f) => f.scheduledAt === at);
         expect(fs, `kill-${i}`).toHaveLength(1);

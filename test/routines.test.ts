@@ -50,7 +50,11 @@ const transition = async (id: string, ...to: string[]) => {
 
 describe('a scheduled routine', () => {
   it('answers its next five times, fires at the first on the fake clock, and records what it created', async () => {
-    const r = await create({ name: 'weekly-deps', schedule: { cron: '0 9 * * MON', timezone: 'UTC' }, action: { task: { title: 'Update dependencies ({{firing.date}})', assignTo: 'dev', labels: ['deps'] } } });
+    const r = await create({
+      name: 'weekly-deps',
+      schedule: { cron: '0 9 * * MON', timezone: 'UTC' },
+      action: { task: { title: 'Update dependencies ({{firing.date}})', assignTo: 'dev', labels: ['deps'] } },
+    });
     expect(r.nextFireTimes).toEqual(['2030-01-07T09:00:00.000Z', '2030-01-14T09:00:00.000Z', '2030-01-21T09:00:00.000Z', '2030-01-28T09:00:00.000Z', '2030-02-04T09:00:00.000Z']);
     expect(r.nextFireAt).toBe('2030-01-07T09:00:00.000Z');
     await clock.pass(29_000);
@@ -73,21 +77,51 @@ describe('bad input names the field', () => {
     ['neither', { action: task }, 400, 'body.schedule', /one of schedule .* or trigger .* is required/],
     ['a minute out of range', { schedule: { cron: '61 * * * *' }, action: task }, 400, 'body.schedule.cron', /minute field "61" at position 1: 61 .* out of range 0-59/],
     ['a bad day of week', { schedule: { cron: '0 9 * * FRY' }, action: task }, 400, 'body.schedule.cron', /day of week field "FRY" at position 9/],
-    ['a number past the range in a list', { schedule: { cron: '0 9,25 * * *' }, action: task }, 400, 'body.schedule.cron', /hour field "9,25" at position 3: 25 \(at position 5\) is out of range 0-23/],
+    [
+      'a number past the range in a list',
+      { schedule: { cron: '0 9,25 * * *' }, action: task },
+      400,
+      'body.schedule.cron',
+      /hour field "9,25" at position 3: 25 \(at position 5\) is out of range 0-23/,
+    ],
     ['six fields', { schedule: { cron: '0 0 9 * * *' }, action: task }, 400, 'body.schedule.cron', /has 6 fields; a cron expression has 5/],
     ['an unknown alias', { schedule: { cron: '@reboot' }, action: task }, 400, 'body.schedule.cron', /unknown alias "@reboot" at position 1/],
     ['an unknown time zone', { schedule: { cron: '@daily', timezone: 'Mars/Olympus' }, action: task }, 400, 'body.schedule.timezone', /unknown time zone "Mars\/Olympus"/],
     ['an unknown event', { trigger: { event: 'task:exploded' }, action: task }, 400, 'body.trigger.event', /unknown event or category "task:exploded"/],
-    ['a filter field no heard event has', { trigger: { event: 'task:transition', filter: { state: 'failed' } }, action: task }, 400, 'body.trigger.filter.state', /no event this trigger hears has a data field "state"/],
-    ['an event variable in a schedule', { schedule: { cron: '@daily' }, action: { task: { title: 'x {{event.data.taskId}}' } } }, 400, 'body.action.task.title', /only a routine with a trigger has an event/],
-    ['an unknown variable', { trigger: { event: 'task:transition' }, action: { task: { title: 'x {{event.data.nope}}' } } }, 400, 'body.action.task.title', /\{\{event\.data\.nope\}\} is not a variable/],
+    [
+      'a filter field no heard event has',
+      { trigger: { event: 'task:transition', filter: { state: 'failed' } }, action: task },
+      400,
+      'body.trigger.filter.state',
+      /no event this trigger hears has a data field "state"/,
+    ],
+    [
+      'an event variable in a schedule',
+      { schedule: { cron: '@daily' }, action: { task: { title: 'x {{event.data.taskId}}' } } },
+      400,
+      'body.action.task.title',
+      /only a routine with a trigger has an event/,
+    ],
+    [
+      'an unknown variable',
+      { trigger: { event: 'task:transition' }, action: { task: { title: 'x {{event.data.nope}}' } } },
+      400,
+      'body.action.task.title',
+      /\{\{event\.data\.nope\}\} is not a variable/,
+    ],
     ['a task body that is not valid', { schedule: { cron: '@daily' }, action: { task: { title: 'x', priority: 'asap' } } }, 400, 'body.action.task.priority', /./],
     ['an action that says nothing', { schedule: { cron: '@daily' }, action: {} }, 400, 'body.action', /say what it creates: playbook, task or mission/],
     ['an action of two kinds', { schedule: { cron: '@daily' }, action: { task: { title: 'x' }, playbook: 'p' } }, 400, 'body.action', /give one of playbook, task or mission, not playbook and task/],
     ['a task action without its title', { schedule: { cron: '@daily' }, action: { task: { assignTo: 'dev' } } }, 400, 'body.action', /task\.title: .*expected string/],
     ['an unknown playbook', { schedule: { cron: '@daily' }, action: { playbook: 'no-such-playbook' } }, 422, 'body.action.playbook', /playbook "no-such-playbook" does not exist/],
     ['an unknown agent', { schedule: { cron: '@daily' }, action: { task: { title: 'x', assignTo: 'nobody' } } }, 422, 'body.action.task.assignTo', /agent "nobody" does not exist/],
-    ['an unknown agent in a mission', { schedule: { cron: '@daily' }, action: { mission: { name: 'm', tasks: [{ title: 'a', assignTo: 'nobody' }] } } }, 422, 'body.action.mission.tasks.0.assignTo', /agent "nobody" does not exist/],
+    [
+      'an unknown agent in a mission',
+      { schedule: { cron: '@daily' }, action: { mission: { name: 'm', tasks: [{ title: 'a', assignTo: 'nobody' }] } } },
+      422,
+      'body.action.mission.tasks.0.assignTo',
+      /agent "nobody" does not exist/,
+    ],
   ];
   for (const [what, body, status, path, message] of cases) {
     it(what, async () => {
@@ -201,8 +235,13 @@ describe('catch-up after downtime', () => {
 });
 
 describe('concurrency', () => {
-  it('skip does not fire while the previous firing\'s task is open, and fires once it is done', async () => {
-    const r = await create({ name: 'nightly-review', schedule: { cron: '0 2 * * *' }, concurrency: 'skip', action: { task: { title: 'Review branches merged the day before {{firing.date}}', assignTo: 'dev' } } });
+  it("skip does not fire while the previous firing's task is open, and fires once it is done", async () => {
+    const r = await create({
+      name: 'nightly-review',
+      schedule: { cron: '0 2 * * *' },
+      concurrency: 'skip',
+      action: { task: { title: 'Review branches merged the day before {{firing.date}}', assignTo: 'dev' } },
+    });
     await clock.passTo(Date.parse(r.nextFireAt));
     const [first] = await firings('nightly-review');
     expect(first.status).toBe('fired');
@@ -251,7 +290,7 @@ describe('concurrency', () => {
 });
 
 describe('event triggers', () => {
-  it('when a task fails, opens a triage task for the lead with the failed task\'s id', async () => {
+  it("when a task fails, opens a triage task for the lead with the failed task's id", async () => {
     await create({
       name: 'triage-failures',
       trigger: { event: 'task:transition', filter: { to: 'failed' } },
@@ -303,7 +342,13 @@ describe('event triggers', () => {
   });
 
   it('a trigger storm is bounded per minute, with one routine:skipped saying so', async () => {
-    await create({ name: 'stormy', trigger: { event: 'task:created', filter: { title: { prefix: 'storm ' } } }, concurrency: 'allow', maxFiringsPerMinute: 3, action: { task: { title: 'answer to {{event.data.title}}' } } });
+    await create({
+      name: 'stormy',
+      trigger: { event: 'task:created', filter: { title: { prefix: 'storm ' } } },
+      concurrency: 'allow',
+      maxFiringsPerMinute: 3,
+      action: { task: { title: 'answer to {{event.data.title}}' } },
+    });
     for (let i = 0; i < 10; i++) await d.api('POST', '/api/v1/tasks', { body: { title: `storm ${i}` } });
     await until('the storm handled', async () => (await firings('stormy')).length === 4);
     const fs = (await firings('stormy')).reverse();
@@ -331,7 +376,12 @@ describe('event triggers', () => {
   });
 
   it('an action refused when it fires is recorded failed with the reason, and routine:failed', async () => {
-    await create({ name: 'refused', trigger: { event: 'task:created', filter: { title: 'refuse me' } }, concurrency: 'allow', action: { task: { title: 'for {{event.data.title}}', assignTo: '{{event.data.assignTo}}x' } } });
+    await create({
+      name: 'refused',
+      trigger: { event: 'task:created', filter: { title: 'refuse me' } },
+      concurrency: 'allow',
+      action: { task: { title: 'for {{event.data.title}}', assignTo: '{{event.data.assignTo}}x' } },
+    });
     await d.api('POST', '/api/v1/tasks', { body: { title: 'refuse me', assignTo: 'dev' } });
     let f: any;
     await until('the failed firing', async () => (f = (await firings('refused'))[0]) !== undefined);

@@ -312,7 +312,12 @@ describe.skipIf(!codex)(`Codex ${codex?.version} driven by the codex driver`, ()
   it('resumes the thread (`exec resume <id> -`): the model sees the earlier conversation', async () => {
     up.script({ items: [R.message('Resumed.')] });
     const seen = up.requests.length;
-    const r = await run(codexDriver, runSpec('codex', codex!.path, { model: 'openai/gpt-5.5', args: R.codexProviderArgs(up.url), resume: first.thread, cwd: first.cwd, prompt: 'Go on.' }), env, 'codex-resume');
+    const r = await run(
+      codexDriver,
+      runSpec('codex', codex!.path, { model: 'openai/gpt-5.5', args: R.codexProviderArgs(up.url), resume: first.thread, cwd: first.cwd, prompt: 'Go on.' }),
+      env,
+      'codex-resume',
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.state).toMatchObject({ sessionId: first.thread, succeeded: true, summary: 'Resumed.' });
     expect(R.toolOutputsOf(up.requests[seen]!).join('\n')).toContain('hello\nworld\nshown');

@@ -83,7 +83,10 @@ describe('svc tasks run, svc runs', () => {
     expect(show.stdout).toMatch(/diffStat\s+1 files \+1 −0/);
     const logs = await cli('runs', 'logs', runId.slice(-6));
     expect(logs.stdout.split('\n')).toContain('✚ a.txt +1 −0');
-    const json = (await cli('--json', 'runs', 'logs', runId)).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const json = (await cli('--json', 'runs', 'logs', runId)).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(json.map((i) => i.seq)).toEqual([...json.keys()].map((i) => i + 1));
     const diff = await cli('runs', 'diff', runId.slice(-8));
     expect(diff.stdout).toContain('+alpha');
@@ -111,7 +114,15 @@ describe('svc tasks run, svc runs', () => {
 describe('svc usage, svc budgets, svc runs queue and resume', () => {
   it('prints spend per agent today, this week and this month, with the budgets set from a file', async () => {
     const file = join(d.root, 'budgets.json');
-    writeFileSync(file, JSON.stringify({ limits: [{ agent: 'alice', period: 'day', tokens: 1000 }, { period: 'month', costUsd: 10 }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        limits: [
+          { agent: 'alice', period: 'day', tokens: 1000 },
+          { period: 'month', costUsd: 10 },
+        ],
+      }),
+    );
     const set = await cli('budgets', 'set', file);
     expect(set.code, set.stderr).toBe(0);
     expect(set.stdout).toMatch(/alice\s+day\s+.*1\.0k tokens\s+\d+(\.\d)?\s+ok/);

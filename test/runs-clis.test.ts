@@ -34,10 +34,14 @@ const ENDED = ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'];
 
 async function runOf(d: TestDaemon, taskId: string, attempt: number, statuses = ENDED, timeoutMs = 30_000): Promise<any> {
   let run: any;
-  await until(`run ${attempt} of task ${taskId} to be ${statuses.join('|')}`, async () => {
-    run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
-    return statuses.includes(run?.status);
-  }, timeoutMs);
+  await until(
+    `run ${attempt} of task ${taskId} to be ${statuses.join('|')}`,
+    async () => {
+      run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
+      return statuses.includes(run?.status);
+    },
+    timeoutMs,
+  );
   return run;
 }
 
@@ -60,7 +64,13 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, ()
 
   async function claudeAgent(d: TestDaemon, extra: Record<string, unknown> = {}, runtime: Record<string, unknown> = {}): Promise<{ configDir: string }> {
     // Claude Code keeps a folder of its own in TMPDIR (claude-<uid>): one of the test's, removed after it.
-    const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: temp('claude-config'), TMPDIR: temp('claude-tmp') };
+    const env = {
+      ANTHROPIC_BASE_URL: up.baseUrl,
+      ANTHROPIC_API_KEY: 'sk-scripted',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      CLAUDE_CONFIG_DIR: temp('claude-config'),
+      TMPDIR: temp('claude-tmp'),
+    };
     const r = await d.api('POST', '/api/v1/agents', {
       body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Bash'], runtime: { kind: 'claude', command: claude!.path, env, ...runtime }, ...extra },
     });
@@ -201,7 +211,13 @@ describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} a
 
   /** cody with permissionMode ask, Bash not among its allowedTools: Claude Code asks svc before each command. */
   async function askingAgent(d: TestDaemon) {
-    const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: temp('claude-config'), TMPDIR: temp('claude-tmp') };
+    const env = {
+      ANTHROPIC_BASE_URL: up.baseUrl,
+      ANTHROPIC_API_KEY: 'sk-scripted',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      CLAUDE_CONFIG_DIR: temp('claude-config'),
+      TMPDIR: temp('claude-tmp'),
+    };
     const r = await d.api('POST', '/api/v1/agents', {
       body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Read'], runtime: { kind: 'claude', command: claude!.path, env, permissionMode: 'ask' } },
     });
@@ -211,10 +227,14 @@ describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} a
   /** The pending permission request of a task, once Claude Code has asked. */
   async function asked(d: TestDaemon, taskId: string): Promise<any> {
     let a: any;
-    await until('Claude Code to ask for permission', async () => {
-      a = ((await d.api('GET', `/api/v1/approvals?taskId=${taskId}&kind=permission`)).body.data as any[]).find((x) => x.status === 'pending');
-      return a !== undefined;
-    }, 30_000);
+    await until(
+      'Claude Code to ask for permission',
+      async () => {
+        a = ((await d.api('GET', `/api/v1/approvals?taskId=${taskId}&kind=permission`)).body.data as any[]).find((x) => x.status === 'pending');
+        return a !== undefined;
+      },
+      30_000,
+    );
     return a;
   }
 
@@ -241,7 +261,14 @@ describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} a
     const d = await start();
     const { m, seen, taskId, a } = await askingTask(d, 'Ran it.');
     const live = await runOf(d, taskId, 1, ['running']);
-    expect(a).toMatchObject({ kind: 'permission', runId: live.id, agent: 'cody', tool: 'Bash', title: `cody wants to run Bash: ${m.command}`, payload: { tool: 'Bash', input: { command: m.command } } });
+    expect(a).toMatchObject({
+      kind: 'permission',
+      runId: live.id,
+      agent: 'cody',
+      tool: 'Bash',
+      title: `cody wants to run Bash: ${m.command}`,
+      payload: { tool: 'Bash', input: { command: m.command } },
+    });
     expect(a.payload.toolUseId).toMatch(/^toolu_/);
     expect(existsSync(m.file)).toBe(false);
     expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data.status).toBe('in_progress');
@@ -352,12 +379,15 @@ describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, () => {
     expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data.status).toBe('review');
   });
 
-  it("a usage limit pauses the run until the reset Codex says, then resumes the thread", async () => {
+  it('a usage limit pauses the run until the reset Codex says, then resumes the thread', async () => {
     const clock = new FakeClock(Date.now());
     const d = await start(clock);
     await codexAgent(d);
     const resetsAt = Math.floor(clock.now() / 1000) + 2 * 3600 + 17;
-    up.script({ status: 429, error: { type: 'usage_limit_reached', message: 'The usage limit has been reached', plan_type: 'plus', resets_at: resetsAt } }, { items: [R.message('Done after the reset.')] });
+    up.script(
+      { status: 429, error: { type: 'usage_limit_reached', message: 'The usage limit has been reached', plan_type: 'plus', resets_at: resetsAt } },
+      { items: [R.message('Done after the reset.')] },
+    );
     const taskId = await task(d, 'Limited', 'rex', 1);
     const paused = await runOf(d, taskId, 1, ['paused']);
     // Codex says the time to the minute: the end of that minute.

@@ -16,7 +16,6 @@ import * as A from './scripted-anthropic.js';
 const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', import.meta.url));
 const claude = agentCli('claude');
 
-
 async function api(url: string, key: string, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
   return { status: res.status, body: await res.json() };
@@ -24,7 +23,12 @@ async function api(url: string, key: string, method: string, path: string, body?
 
 const runs = async (url: string, key: string, taskId: string) => (await api(url, key, 'GET', `/api/v1/runs?taskId=${taskId}`)).body.data as any[];
 
-async function crashAndRecover(root: string, agentBody: Record<string, unknown>, description: string, onRunning: (url: string, key: string, taskId: string) => Promise<number>): Promise<{ url: string; key: string; taskId: string; pid: number; stop(): Promise<void> }> {
+async function crashAndRecover(
+  root: string,
+  agentBody: Record<string, unknown>,
+  description: string,
+  onRunning: (url: string, key: string, taskId: string) => Promise<number>,
+): Promise<{ url: string; key: string; taskId: string; pid: number; stop(): Promise<void> }> {
   const first = await serve(root);
   const key = readLocalKey(root)!;
   expect((await api(first.url, key, 'POST', '/api/v1/agents', agentBody)).status).toBe(201);
@@ -71,38 +75,46 @@ describe('a daemon killed while a run works', () => {
       // The same worktree serves the run started again.
       expect(again.workspace).toBe(lost.workspace);
       // The project's own and the task's (and a spare made ahead for the next run, workspace.ts).
-      expect(git(root, 'worktree', 'list').split('\n').filter((l) => !l.includes('/.spare-'))).toHaveLength(2);
+      expect(
+        git(root, 'worktree', 'list')
+          .split('\n')
+          .filter((l) => !l.includes('/.spare-')),
+      ).toHaveLength(2);
     } finally {
       await r.stop();
     }
   }, 60_000);
 
-  it.skipIf(!claude)('kills the orphaned Claude Code on restart and resumes its session in the run started again', async () => {
-    const up = await A.startScriptedAnthropic();
-    try {
-      const root = gitProject();
-      const config = tempDir('svc-claude-config-');
-      up.script({ hang: true }, { blocks: [A.text('Finished after the crash.')] });
-      // Claude Code keeps a folder of its own in TMPDIR (claude-<uid>): one of the test's.
-      const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: config, TMPDIR: tempDir('svc-claude-tmp-') };
-      const r = await crashAndRecover(root, { name: 'cody', model: 'anthropic/claude-opus-4-8', runtime: { kind: 'claude', command: claude!.path, env } }, 'crash test', async (url, key, taskId) => {
-        await until('Claude Code to ask the model', async () => up.requests.length >= 1, 20_000);
-        await until('its session to be known', async () => (await runs(url, key, taskId))[0]?.sessionId !== null);
-        return (await runs(url, key, taskId))[0].pid;
-      });
+  it.skipIf(!claude)(
+    'kills the orphaned Claude Code on restart and resumes its session in the run started again',
+    async () => {
+      const up = await A.startScriptedAnthropic();
       try {
-        let list: any[] = [];
-        await until('the run started again to finish', async () => (list = await runs(r.url, r.key, r.taskId)).length === 2 && list[0].status === 'succeeded', 30_000);
-        const [again, lost] = list;
-        expect(lost.status).toBe('lost');
-        expect(again.sessionId).toBe(lost.sessionId);
-        expect(again.summary).toBe('Finished after the crash.');
-        expect((await api(r.url, r.key, 'GET', `/api/v1/tasks/${r.taskId}`)).body.data.status).toBe('review');
+        const root = gitProject();
+        const config = tempDir('svc-claude-config-');
+        up.script({ hang: true }, { blocks: [A.text('Finished after the crash.')] });
+        // Claude Code keeps a folder of its own in TMPDIR (claude-<uid>): one of the test's.
+        const env = { ANTHROPIC_BASE_URL: up.baseUrl, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', CLAUDE_CONFIG_DIR: config, TMPDIR: tempDir('svc-claude-tmp-') };
+        const r = await crashAndRecover(root, { name: 'cody', model: 'anthropic/claude-opus-4-8', runtime: { kind: 'claude', command: claude!.path, env } }, 'crash test', async (url, key, taskId) => {
+          await until('Claude Code to ask the model', async () => up.requests.length >= 1, 20_000);
+          await until('its session to be known', async () => (await runs(url, key, taskId))[0]?.sessionId !== null);
+          return (await runs(url, key, taskId))[0].pid;
+        });
+        try {
+          let list: any[] = [];
+          await until('the run started again to finish', async () => (list = await runs(r.url, r.key, r.taskId)).length === 2 && list[0].status === 'succeeded', 30_000);
+          const [again, lost] = list;
+          expect(lost.status).toBe('lost');
+          expect(again.sessionId).toBe(lost.sessionId);
+          expect(again.summary).toBe('Finished after the crash.');
+          expect((await api(r.url, r.key, 'GET', `/api/v1/tasks/${r.taskId}`)).body.data.status).toBe('review');
+        } finally {
+          await r.stop();
+        }
       } finally {
-        await r.stop();
+        await up.close();
       }
-    } finally {
-      await up.close();
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });

@@ -66,7 +66,14 @@ describe('a usage limit', () => {
     expect(await task(d, a)).toMatchObject({ status: 'assigned', retries: 0 });
     await events.until(() => events.messages.some((m) => m.event === 'runner:paused'));
     expect(JSON.parse(events.messages.find((m) => m.event === 'runner:paused')!.data)).toEqual({ provider: 'anthropic', until: reset, runs: 1 });
-    expect(JSON.parse(events.messages.find((m) => m.event === 'run:paused')!.data)).toEqual({ runId: paused.id, taskId: a, agent: 'alice', reason: 'usage_limit', provider: 'anthropic', until: reset });
+    expect(JSON.parse(events.messages.find((m) => m.event === 'run:paused')!.data)).toEqual({
+      runId: paused.id,
+      taskId: a,
+      agent: 'alice',
+      reason: 'usage_limit',
+      provider: 'anthropic',
+      until: reset,
+    });
 
     // Another agent on the provider waits; one on another provider runs.
     const b = await addTask(d, 'bob', '@write b.txt b');
@@ -148,7 +155,7 @@ describe('a usage limit', () => {
     expect((await d.api('POST', '/api/v1/runs/nope/resume')).status).toBe(404);
   });
 
-  it('resumed by hand before its reset lifts the provider\'s pause; a waiting run whose task is removed ends at once', async () => {
+  it("resumed by hand before its reset lifts the provider's pause; a waiting run whose task is removed ends at once", async () => {
     const clock = new FakeClock(Date.now());
     const d = await start({ clock });
     await addAgent(d, 'alice', 'anthropic/claude-opus-4-8');
@@ -181,7 +188,16 @@ describe('budgets', () => {
       [{ limits: [{ agent: 'alice', period: 'day' }] }, 'body.limits.0', /needs a limit: give tokens, costUsd or both/],
       [{ limits: [{ period: 'fortnight', tokens: 10 }] }, 'body.limits.0.period', /day|week|month/],
       [{ limits: [{ period: 'day', costUsd: -1 }] }, 'body.limits.0.costUsd', /cannot be negative/],
-      [{ limits: [{ period: 'day', tokens: 5 }, { period: 'day', costUsd: 1 }] }, 'body.limits.1', /a second day budget for the project/],
+      [
+        {
+          limits: [
+            { period: 'day', tokens: 5 },
+            { period: 'day', costUsd: 1 },
+          ],
+        },
+        'body.limits.1',
+        /a second day budget for the project/,
+      ],
       [{ timeZone: 'Mars/Olympus', limits: [] }, 'body.timeZone', /not a time zone/],
       [{ limits: [{ period: 'day', tokens: 5, dollars: 3 }] }, 'body.limits.0.dollars', /not allowed/],
     ];
@@ -221,7 +237,15 @@ describe('budgets', () => {
     const budgets = (await d.api('GET', '/api/v1/budgets')).body.data;
     expect(budgets.source).toBe('project.json');
     expect(budgets.states).toEqual([
-      expect.objectContaining({ scope: 'agent', agent: 'alice', period: 'day', periodStart: '2030-01-15T00:00:00.000Z', periodEnd: midnight, limit: { tokens: 250, costUsd: null }, state: 'exceeded' }),
+      expect.objectContaining({
+        scope: 'agent',
+        agent: 'alice',
+        period: 'day',
+        periodStart: '2030-01-15T00:00:00.000Z',
+        periodEnd: midnight,
+        limit: { tokens: 250, costUsd: null },
+        state: 'exceeded',
+      }),
     ]);
     const usage = (await d.api('GET', '/api/v1/usage/periods')).body.data;
     expect(usage.periods.week).toEqual({ start: '2030-01-14T00:00:00.000Z', end: '2030-01-21T00:00:00.000Z' });
@@ -246,7 +270,11 @@ describe('budgets', () => {
     expect((await runIn(d, b, ['succeeded'])).status).toBe('succeeded');
     // Warning and exceeded were said once in that day (the resumed run counts in the day it was queued).
     expect(said().filter(([e]) => e.startsWith('budget:')).length).toBe(2);
-    expect(said().filter(([e]) => e === 'run:resumed').map(([, d]) => d)).toEqual([{ runId: paused.id, taskId: a, agent: 'alice', by: 'runner' }]);
+    expect(
+      said()
+        .filter(([e]) => e === 'run:resumed')
+        .map(([, d]) => d),
+    ).toEqual([{ runId: paused.id, taskId: a, agent: 'alice', by: 'runner' }]);
     events.close();
   });
 

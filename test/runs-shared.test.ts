@@ -33,7 +33,10 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
     ds.push(await startTestDaemon({ root: gitProject(), env, clock }));
     ds.push(await startTestDaemon({ root: gitProject(), env, clock }));
     ds.push(await startTestDaemon({ root: gitProject({ runner: { labels: ['gpu'] } }), env, clock }));
-    for (const [name, runners] of [['alice', undefined], ['gpu-agent', ['gpu']]] as const) {
+    for (const [name, runners] of [
+      ['alice', undefined],
+      ['gpu-agent', ['gpu']],
+    ] as const) {
       const r = await ds[0]!.api('POST', '/api/v1/agents', { body: { name, maxConcurrency: 20, runtime: { kind: 'command', command: FAKE_AGENT, ...(runners ? { runners } : {}) } } });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
     }
@@ -46,13 +49,19 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
     const runners = (await ds[1]!.api('GET', '/api/v1/runners')).body.data as any[];
     expect(runners.filter((r) => r.online)).toHaveLength(3);
     expect(runners.find((r) => r.labels.includes('gpu'))).toBeTruthy();
-    const made = await Promise.all(Array.from({ length: 12 }, (_, i) => ds[i % 3]!.api('POST', '/api/v1/tasks', { body: { title: `t${i}`, description: `@write out-${i}.txt ${i}`, assignTo: 'alice' } })));
+    const made = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => ds[i % 3]!.api('POST', '/api/v1/tasks', { body: { title: `t${i}`, description: `@write out-${i}.txt ${i}`, assignTo: 'alice' } })),
+    );
     const ids = made.map((m) => m.body.data.id as string);
     let all: any[] = [];
-    await until('every task run once', async () => {
-      all = (await ds[2]!.api('GET', '/api/v1/runs?limit=200')).body.data;
-      return ids.every((id) => all.some((r) => r.taskId === id && r.status === 'succeeded'));
-    }, 30_000);
+    await until(
+      'every task run once',
+      async () => {
+        all = (await ds[2]!.api('GET', '/api/v1/runs?limit=200')).body.data;
+        return ids.every((id) => all.some((r) => r.taskId === id && r.status === 'succeeded'));
+      },
+      30_000,
+    );
     for (const id of ids) expect(all.filter((r) => r.taskId === id)).toHaveLength(1);
     // Each daemon ran in its own project folder: the run's workspace is under the runner's root.
     for (const r of all) {
@@ -66,10 +75,14 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
     const made = await Promise.all(Array.from({ length: 4 }, (_, i) => ds[i % 2]!.api('POST', '/api/v1/tasks', { body: { title: `g${i}`, description: '@write g.txt g', assignTo: 'gpu-agent' } })));
     const ids = made.map((m) => m.body.data.id as string);
     let all: any[] = [];
-    await until('the pinned runs', async () => {
-      all = ((await ds[0]!.api('GET', '/api/v1/runs?agent=gpu-agent')).body.data as any[]).filter((r) => r.status === 'succeeded');
-      return all.length === 4;
-    }, 30_000);
+    await until(
+      'the pinned runs',
+      async () => {
+        all = ((await ds[0]!.api('GET', '/api/v1/runs?agent=gpu-agent')).body.data as any[]).filter((r) => r.status === 'succeeded');
+        return all.length === 4;
+      },
+      30_000,
+    );
     expect(new Set(all.map((r) => r.runner))).toEqual(new Set([gpuRunner]));
     void ids;
   });
@@ -97,12 +110,15 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
     events.close();
   });
 
-  it("takes over the runs of a runner that stops answering, and the runner ends its copies when it comes back", async () => {
+  it('takes over the runs of a runner that stops answering, and the runner ends its copies when it comes back', async () => {
     // A fourth daemon in a process of its own: frozen with SIGSTOP, its presence stops. Its label is the only one the agent `edge` may run on, so its run starts there.
     const root = gitProject({ runner: { labels: ['edge'] } });
     const other = await serve(root, ['--port', '0'], env);
     const key = readLocalKey(root)!;
-    const call = async (method: string, path: string, body?: unknown) => (await fetch(other.url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<any>;
+    const call = async (method: string, path: string, body?: unknown) =>
+      (
+        await fetch(other.url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+      ).json() as Promise<any>;
     try {
       expect((await ds[0]!.api('POST', '/api/v1/agents', { body: { name: 'edge', runtime: { kind: 'command', command: FAKE_AGENT, runners: ['edge'] } } })).status).toBe(201);
       // Its runner says it is there just after the daemon's start line.
@@ -118,10 +134,14 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
       ds[0]!.writeConfig({ name: 'test-project', runner: { ...PRESENCE, labels: ['edge'] } });
       await until('the label to apply', async () => ds[0]!.daemon.app.config().runner.labels.includes('edge'));
       let runs: any[] = [];
-      await until('the run lost and started again elsewhere', async () => {
-        runs = (await ds[0]!.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data;
-        return runs.length === 2 && runs[0].status === 'running';
-      }, 20_000);
+      await until(
+        'the run lost and started again elsewhere',
+        async () => {
+          runs = (await ds[0]!.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data;
+          return runs.length === 2 && runs[0].status === 'running';
+        },
+        20_000,
+      );
       expect(runs[1]).toMatchObject({ status: 'lost', runner: otherId });
       expect(runs[1].error).toMatch(/stopped answering/);
       expect(runs[0].runner).not.toBe(otherId);

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -45,10 +45,14 @@ const runsOf = async (d: TestDaemon, taskId: string) => (await d.api('GET', `/ap
 /** The task's run of this attempt, once it has ended. */
 async function finishedRun(d: TestDaemon, taskId: string, attempt = 1, timeoutMs = 15_000): Promise<any> {
   let run: any;
-  await until(`run ${attempt} of task ${taskId} to finish`, async () => {
-    run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
-    return ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'].includes(run?.status);
-  }, timeoutMs);
+  await until(
+    `run ${attempt} of task ${taskId} to finish`,
+    async () => {
+      run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
+      return ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'].includes(run?.status);
+    },
+    timeoutMs,
+  );
   return run;
 }
 
@@ -102,7 +106,19 @@ describe('a task assigned to an agent with a runtime', () => {
     const d = await start({ env: { SVC_VAULT_KEY: 'ab'.repeat(32), SERVICE_API_KEY: 'a-shared-key-of-the-daemon-1234' } });
     await addAgent(d, 'alice', { env: { GREETING: 'hi there' } });
     const keyFile = join(d.root, 'run-key.txt');
-    const t = await addTask(d, ['@print-env SVC_TASK_ID', '@print-env SVC_AGENT', '@print-env SVC_URL', '@print-env GREETING', '@print-env SVC_VAULT_KEY', '@print-env SERVICE_API_KEY', '@comment progress from the agent', `@save-key ${keyFile}`].join('\n'));
+    const t = await addTask(
+      d,
+      [
+        '@print-env SVC_TASK_ID',
+        '@print-env SVC_AGENT',
+        '@print-env SVC_URL',
+        '@print-env GREETING',
+        '@print-env SVC_VAULT_KEY',
+        '@print-env SERVICE_API_KEY',
+        '@comment progress from the agent',
+        `@save-key ${keyFile}`,
+      ].join('\n'),
+    );
     const run = await finishedRun(d, t.id);
     expect(run.status).toBe('succeeded');
     const texts = ((await d.api('GET', `/api/v1/runs/${run.id}/log`)).body.data as any[]).filter((i) => i.kind === 'text').map((i) => i.text);

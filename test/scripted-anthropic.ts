@@ -5,10 +5,7 @@ import { startFakeUpstream, type Recorded, type Scripted } from './fake-upstream
 // API streams it (named SSE events, message_start … message_stop), and is recorded. Other
 // requests (Claude Code probes `HEAD /`) are answered 404 and not recorded.
 
-export type Block =
-  | { type: 'text'; text: string }
-  | { type: 'thinking'; thinking: string }
-  | { type: 'tool_use'; id: string; name: string; input: unknown };
+export type Block = { type: 'text'; text: string } | { type: 'thinking'; thinking: string } | { type: 'tool_use'; id: string; name: string; input: unknown };
 
 export type AnthropicTurn =
   /** One assistant message with these content blocks (a tool_use block makes its stop reason tool_use). */

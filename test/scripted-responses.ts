@@ -47,7 +47,13 @@ export function responseEvents(turn: Extract<ResponsesTurn, { items: ResponseIte
     events.push({ type: 'response.output_item.done', output_index, item });
   });
   const u = turn.usage ?? {};
-  const usage = { input_tokens: u.input ?? 100, input_tokens_details: { cached_tokens: u.cached ?? 40 }, output_tokens: u.output ?? 7, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: (u.input ?? 100) + (u.output ?? 7) };
+  const usage = {
+    input_tokens: u.input ?? 100,
+    input_tokens_details: { cached_tokens: u.cached ?? 40 },
+    output_tokens: u.output ?? 7,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: (u.input ?? 100) + (u.output ?? 7),
+  };
   events.push({ type: 'response.completed', response: { id, status: 'completed', output: turn.items, usage } });
   return events;
 }

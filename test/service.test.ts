@@ -300,7 +300,11 @@ describe.runIf(process.platform === 'linux')('svc service (fake systemctl, journ
     expect(existsSync(s.unitDir)).toBe(false);
 
     const json = await svc(['service', 'install', '--json'], { cwd: project, env: s.env });
-    expect(JSON.parse(json.stderr)).toEqual({ code: 'error', error: expect.stringContaining('cannot reach a user service manager'), hint: expect.stringMatching(/enable-linger tester.*`svc serve --detach`/) });
+    expect(JSON.parse(json.stderr)).toEqual({
+      code: 'error',
+      error: expect.stringContaining('cannot reach a user service manager'),
+      hint: expect.stringMatching(/enable-linger tester.*`svc serve --detach`/),
+    });
 
     // With a session (a manager that is only unreachable from here), no linger advice.
     const session = sandbox({ FAKE_NO_BUS: '1' });
@@ -395,7 +399,11 @@ describe.runIf(process.platform === 'linux')('svc service (fake systemctl, journ
 
   it('what the unit runs starts the daemon with the unit environment alone; svc stop and SIGTERM end it with exit 0, which on-failure does not restart', async () => {
     const unitText = (await svc(['service', 'install', '--dry-run'], { cwd: project, env: sandbox().env })).stdout;
-    const setting = (k: string) => unitText.split('\n').find((l) => l.startsWith(`${k}=`))!.slice(k.length + 1);
+    const setting = (k: string) =>
+      unitText
+        .split('\n')
+        .find((l) => l.startsWith(`${k}=`))!
+        .slice(k.length + 1);
     const [node, ...args] = unitWords(setting('ExecStart'));
     const env = Object.fromEntries(unitWords(setting('Environment')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
     const cwd = setting('WorkingDirectory').replace(/%%/g, '%');

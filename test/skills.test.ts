@@ -6,15 +6,19 @@ import { svc } from './cli-helpers.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 
-const skillMd = (name: string, description: string, extra = '', body = `# ${name}\n\nDo the ${name} thing.\n`) =>
-  `---\nname: ${name}\ndescription: ${description}\n${extra}---\n\n${body}`;
+const skillMd = (name: string, description: string, extra = '', body = `# ${name}\n\nDo the ${name} thing.\n`) => `---\nname: ${name}\ndescription: ${description}\n${extra}---\n\n${body}`;
 
 describe('parseSkillFile', () => {
   const cases: { name: string; text: string; folder?: string; error?: RegExp; expect?: Record<string, unknown> }[] = [
     {
       name: 'valid, comma-separated allowed-tools',
       text: skillMd('review', 'Review a diff', 'allowed-tools: Read, Grep, Bash(git diff:*)\n', 'Body\n'),
-      expect: { description: 'Review a diff', allowedTools: ['Read', 'Grep', 'Bash(git diff:*)'], content: 'Body\n', frontMatter: { name: 'review', description: 'Review a diff', 'allowed-tools': 'Read, Grep, Bash(git diff:*)' } },
+      expect: {
+        description: 'Review a diff',
+        allowedTools: ['Read', 'Grep', 'Bash(git diff:*)'],
+        content: 'Body\n',
+        frontMatter: { name: 'review', description: 'Review a diff', 'allowed-tools': 'Read, Grep, Bash(git diff:*)' },
+      },
     },
     { name: 'allowed-tools as a list', text: skillMd('review', 'd', 'allowed-tools:\n  - Read\n  - Edit\n'), expect: { allowedTools: ['Read', 'Edit'] } },
     { name: 'unknown front matter fields are kept', text: skillMd('review', 'd', 'version: 2\n'), expect: { frontMatter: { name: 'review', description: 'd', version: 2 } } },
@@ -107,29 +111,106 @@ describe('skills API', () => {
 
   // Order matters: each case runs against the state the previous ones left.
   const cases: ApiCase[] = [
-    { name: 'assign', method: 'POST', path: '/api/v1/skills/deploy/assign', body: { agent: 'dev' }, status: 200, data: { skill: 'deploy', agent: 'dev' }, events: [{ name: 'skill:assigned', data: { skill: 'deploy', agent: 'dev' } }] },
+    {
+      name: 'assign',
+      method: 'POST',
+      path: '/api/v1/skills/deploy/assign',
+      body: { agent: 'dev' },
+      status: 200,
+      data: { skill: 'deploy', agent: 'dev' },
+      events: [{ name: 'skill:assigned', data: { skill: 'deploy', agent: 'dev' } }],
+    },
     { name: 'assign twice is a no-op', method: 'POST', path: '/api/v1/skills/deploy/assign', body: { agent: 'dev' }, status: 200, data: { skill: 'deploy', agent: 'dev' }, events: [] },
-    { name: 'assign a second skill', method: 'POST', path: '/api/v1/skills/review/assign', body: { agent: 'dev' }, status: 200, data: { skill: 'review', agent: 'dev' }, events: [{ name: 'skill:assigned', data: { skill: 'review', agent: 'dev' } }] },
+    {
+      name: 'assign a second skill',
+      method: 'POST',
+      path: '/api/v1/skills/review/assign',
+      body: { agent: 'dev' },
+      status: 200,
+      data: { skill: 'review', agent: 'dev' },
+      events: [{ name: 'skill:assigned', data: { skill: 'review', agent: 'dev' } }],
+    },
     { name: 'assign unknown skill', method: 'POST', path: '/api/v1/skills/ghost/assign', body: { agent: 'dev' }, status: 404, code: 'not_found', events: [] },
     { name: 'assign to unknown agent', method: 'POST', path: '/api/v1/skills/deploy/assign', body: { agent: 'ghost' }, status: 404, code: 'not_found', events: [] },
     { name: 'assign empty agent', method: 'POST', path: '/api/v1/skills/deploy/assign', body: { agent: '' }, status: 400, code: 'invalid_request', detailPath: 'body.agent', events: [] },
     { name: 'assign without agent', method: 'POST', path: '/api/v1/skills/deploy/assign', body: {}, status: 400, code: 'invalid_request', detailPath: 'body.agent', events: [] },
-    { name: 'assign unknown property', method: 'POST', path: '/api/v1/skills/deploy/assign', body: { agent: 'dev', force: true }, status: 400, code: 'invalid_request', detailPath: 'body.force', events: [] },
-    { name: 'unassign', method: 'POST', path: '/api/v1/skills/review/unassign', body: { agent: 'dev' }, status: 200, data: { skill: 'review', agent: 'dev' }, events: [{ name: 'skill:unassigned', data: { skill: 'review', agent: 'dev' } }] },
+    {
+      name: 'assign unknown property',
+      method: 'POST',
+      path: '/api/v1/skills/deploy/assign',
+      body: { agent: 'dev', force: true },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.force',
+      events: [],
+    },
+    {
+      name: 'unassign',
+      method: 'POST',
+      path: '/api/v1/skills/review/unassign',
+      body: { agent: 'dev' },
+      status: 200,
+      data: { skill: 'review', agent: 'dev' },
+      events: [{ name: 'skill:unassigned', data: { skill: 'review', agent: 'dev' } }],
+    },
     { name: 'unassign twice is a no-op', method: 'POST', path: '/api/v1/skills/review/unassign', body: { agent: 'dev' }, status: 200, data: { skill: 'review', agent: 'dev' }, events: [] },
     { name: 'unassign unknown skill', method: 'POST', path: '/api/v1/skills/ghost/unassign', body: { agent: 'dev' }, status: 404, code: 'not_found', events: [] },
     { name: 'unassign from unknown agent', method: 'POST', path: '/api/v1/skills/review/unassign', body: { agent: 'ghost' }, status: 404, code: 'not_found', events: [] },
     { name: 'unassign empty agent', method: 'POST', path: '/api/v1/skills/review/unassign', body: { agent: '' }, status: 400, code: 'invalid_request', detailPath: 'body.agent', events: [] },
     { name: 'show unknown', method: 'GET', path: '/api/v1/skills/ghost', status: 404, code: 'not_found', events: [] },
     { name: 'delete unknown', method: 'DELETE', path: '/api/v1/skills/ghost', status: 404, code: 'not_found', events: [] },
-    { name: 'create', method: 'POST', path: '/api/v1/skills', body: { name: 'lint', description: 'Run the linter', content: '# Lint\n\nRun `npm run lint`.\n', allowedTools: ['Bash(npm run lint)'] }, status: 201, events: [{ name: 'skill:created', data: { name: 'lint' } }] },
+    {
+      name: 'create',
+      method: 'POST',
+      path: '/api/v1/skills',
+      body: { name: 'lint', description: 'Run the linter', content: '# Lint\n\nRun `npm run lint`.\n', allowedTools: ['Bash(npm run lint)'] },
+      status: 201,
+      events: [{ name: 'skill:created', data: { name: 'lint' } }],
+    },
     { name: 'create existing', method: 'POST', path: '/api/v1/skills', body: { name: 'lint', description: 'again', content: '' }, status: 409, code: 'conflict', events: [] },
     { name: 'create over a folder without SKILL.md', method: 'POST', path: '/api/v1/skills', body: { name: 'not-a-skill', description: 'd', content: '' }, status: 409, code: 'conflict', events: [] },
-    { name: 'create with a bad name', method: 'POST', path: '/api/v1/skills', body: { name: 'Bad_Name', description: 'd', content: '' }, status: 400, code: 'invalid_request', detailPath: 'body.name', events: [] },
-    { name: 'create with a path in the name', method: 'POST', path: '/api/v1/skills', body: { name: '../escape', description: 'd', content: '' }, status: 400, code: 'invalid_request', detailPath: 'body.name', events: [] },
+    {
+      name: 'create with a bad name',
+      method: 'POST',
+      path: '/api/v1/skills',
+      body: { name: 'Bad_Name', description: 'd', content: '' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.name',
+      events: [],
+    },
+    {
+      name: 'create with a path in the name',
+      method: 'POST',
+      path: '/api/v1/skills',
+      body: { name: '../escape', description: 'd', content: '' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.name',
+      events: [],
+    },
     { name: 'create without description', method: 'POST', path: '/api/v1/skills', body: { name: 'x', content: '' }, status: 400, code: 'invalid_request', detailPath: 'body.description', events: [] },
-    { name: 'create with unknown property', method: 'POST', path: '/api/v1/skills', body: { name: 'x', description: 'd', content: '', color: 'red' }, status: 400, code: 'invalid_request', detailPath: 'body.color', events: [] },
-    { name: 'delete an assigned skill unassigns it', method: 'DELETE', path: '/api/v1/skills/deploy', status: 200, data: { removed: true }, events: [{ name: 'skill:unassigned', data: { skill: 'deploy', agent: 'dev' } }, { name: 'skill:removed', data: { name: 'deploy' } }] },
+    {
+      name: 'create with unknown property',
+      method: 'POST',
+      path: '/api/v1/skills',
+      body: { name: 'x', description: 'd', content: '', color: 'red' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.color',
+      events: [],
+    },
+    {
+      name: 'delete an assigned skill unassigns it',
+      method: 'DELETE',
+      path: '/api/v1/skills/deploy',
+      status: 200,
+      data: { removed: true },
+      events: [
+        { name: 'skill:unassigned', data: { skill: 'deploy', agent: 'dev' } },
+        { name: 'skill:removed', data: { name: 'deploy' } },
+      ],
+    },
   ];
 
   it.each(cases.map((c, i) => [i, c.name, c] as const))('%i %s', async (_i, _n, c) => {
@@ -146,7 +227,14 @@ describe('skills API', () => {
     const text = readFileSync(join(skillDir('lint'), 'SKILL.md'), 'utf8');
     expect(text).toMatch(/^---\nname: lint\ndescription: Run the linter\nallowed-tools: Bash\(npm run lint\)\n---\n\n# Lint\n/);
     const res = await d.api('GET', '/api/v1/skills/lint');
-    expect(res.body.data).toMatchObject({ name: 'lint', description: 'Run the linter', allowedTools: ['Bash(npm run lint)'], content: '# Lint\n\nRun `npm run lint`.\n', path: 'skills/lint/SKILL.md', assignedTo: [] });
+    expect(res.body.data).toMatchObject({
+      name: 'lint',
+      description: 'Run the linter',
+      allowedTools: ['Bash(npm run lint)'],
+      content: '# Lint\n\nRun `npm run lint`.\n',
+      path: 'skills/lint/SKILL.md',
+      assignedTo: [],
+    });
     expect(res.body.data.error).toBeUndefined();
   });
 

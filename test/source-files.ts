@@ -58,12 +58,21 @@ export function importsOf(file: string): Import[] {
   const out: Import[] = [];
   const add = (spec: ts.Node | undefined, kind: ImportKind, at: ts.Node) => {
     if (!spec || !ts.isStringLiteralLike(spec) || !spec.text.startsWith('.')) return;
-    const to = relative(REPO, resolve(REPO, dirname(file), spec.text)).split('\\').join('/').replace(/\.js$/, '.ts');
+    const to = relative(REPO, resolve(REPO, dirname(file), spec.text))
+      .split('\\')
+      .join('/')
+      .replace(/\.js$/, '.ts');
     out.push({ from: file, to, kind, line: sf.getLineAndCharacterOfPosition(at.getStart(sf)).line + 1 });
   };
   walkNodes(sf, (n) => {
     if (ts.isImportDeclaration(n)) {
-      const typeOnly = n.importClause?.isTypeOnly || (n.importClause?.namedBindings && ts.isNamedImports(n.importClause.namedBindings) && !n.importClause.name && n.importClause.namedBindings.elements.length > 0 && n.importClause.namedBindings.elements.every((e) => e.isTypeOnly));
+      const typeOnly =
+        n.importClause?.isTypeOnly ||
+        (n.importClause?.namedBindings &&
+          ts.isNamedImports(n.importClause.namedBindings) &&
+          !n.importClause.name &&
+          n.importClause.namedBindings.elements.length > 0 &&
+          n.importClause.namedBindings.elements.every((e) => e.isTypeOnly));
       add(n.moduleSpecifier, typeOnly ? 'type' : 'value', n);
     } else if (ts.isExportDeclaration(n)) {
       add(n.moduleSpecifier, n.isTypeOnly ? 'type' : 'value', n);

@@ -67,7 +67,10 @@ it.skipIf(noPg)('a connection that hangs (the peer answers nothing): 503 after t
   via.port = await line(1);
   // No runner: its presence, written every 5 s, could be the statement that meets the frozen
   // connection (and replaces it) before the read this test times.
-  const h = await startTestDaemon({ env: { SVC_STATE_URL: via.toString(), SVC_VAULT_KEY: randomBytes(32).toString('base64') }, config: { state: { statementTimeoutMs: 300 }, runner: { enabled: false } } });
+  const h = await startTestDaemon({
+    env: { SVC_STATE_URL: via.toString(), SVC_VAULT_KEY: randomBytes(32).toString('base64') },
+    config: { state: { statementTimeoutMs: 300 }, runner: { enabled: false } },
+  });
   try {
     expect((await h.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
     relay.stdin.write('freeze\n');
@@ -109,7 +112,11 @@ it.skipIf(noPg)('a daemon waits for another daemon migrating the state, past its
   // Another process holds the migration lock for 3.5 s (this process blocks while the daemon starts).
   const holder = spawn(
     process.execPath,
-    ['-e', `const { Client } = require('pg'); (async () => { const c = new Client(process.argv[1]); await c.connect(); await c.query('SELECT pg_advisory_lock(${0x73766302})'); process.stdout.write('held\\n'); await new Promise((r) => setTimeout(r, 3500)); await c.end(); })();`, url],
+    [
+      '-e',
+      `const { Client } = require('pg'); (async () => { const c = new Client(process.argv[1]); await c.connect(); await c.query('SELECT pg_advisory_lock(${0x73766302})'); process.stdout.write('held\\n'); await new Promise((r) => setTimeout(r, 3500)); await c.end(); })();`,
+      url,
+    ],
     { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
   );
   await new Promise<void>((r) => holder.stdout.once('data', () => r()));

@@ -66,8 +66,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
     });
   };
   /** The events written since `mark` named `name` about `key: value`, from the shared table. */
-  const written = async (mark: number, name: string, key: string, value: string) =>
-    (await ds[A]!.daemon.app.events.since(mark, 10_000)).filter((e) => e.name === name && e.data[key] === value);
+  const written = async (mark: number, name: string, key: string, value: string) => (await ds[A]!.daemon.app.events.since(mark, 10_000)).filter((e) => e.name === name && e.data[key] === value);
   afterAll(async () => {
     await Promise.all(ds.map((d) => d.close()));
     ds = [];
@@ -130,10 +129,7 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
   it('two agents claiming one task through two daemons: exactly one wins, every time', async () => {
     for (let round = 0; round < 10; round++) {
       const t = await post(ds[A]!, '/api/v1/tasks', { title: `race ${round}` });
-      const [x, y] = await Promise.all([
-        ds[A]!.api('POST', `/api/v1/tasks/${t.id}/claim`, { body: { agent: 'ana' } }),
-        ds[B]!.api('POST', `/api/v1/tasks/${t.id}/claim`, { body: { agent: 'bob' } }),
-      ]);
+      const [x, y] = await Promise.all([ds[A]!.api('POST', `/api/v1/tasks/${t.id}/claim`, { body: { agent: 'ana' } }), ds[B]!.api('POST', `/api/v1/tasks/${t.id}/claim`, { body: { agent: 'bob' } })]);
       expect([x.status, y.status].sort()).toEqual([200, 409]);
       const winner = x.status === 200 ? 'ana' : 'bob';
       expect((await ds[C]!.api('GET', `/api/v1/tasks/${t.id}`)).body.data).toMatchObject({ status: 'in_progress', assignTo: winner });

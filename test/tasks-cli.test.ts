@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { svcAgainst } from './cli-helpers.js';
 import { startTestDaemon, type TestDaemon } from './harness.js';
 
-
 let d: TestDaemon;
 beforeAll(async () => {
   d = await startTestDaemon();

@@ -22,8 +22,23 @@ function makeCert(dir: string, name: string): { cert: string; key: string } {
   const cert = join(dir, `${name}-cert.pem`);
   const key = join(dir, `${name}-key.pem`);
   const r = spawnSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', key, '-out', cert,
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    '-keyout',
+    key,
+    '-out',
+    cert,
   ]);
   if (r.status !== 0) throw new Error(`openssl failed: ${r.stderr}`);
   return { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') };
@@ -104,7 +119,13 @@ describe.skipIf(!hasOpenssl)('server.tls (self-signed certificates made with ope
     expect(r.fingerprint).toBe(fingerprint(first.cert));
     await expect(rawRequest(`http://127.0.0.1:${daemon.port}`, { path: '/healthz' })).rejects.toThrow();
     // Without the certificate as CA, a self-signed daemon is not trusted.
-    await expect(new Promise((res, rej) => httpsRequest(daemon.url + '/healthz', { agent: false }, res).on('error', rej).end())).rejects.toThrow(/self.signed/);
+    await expect(
+      new Promise((res, rej) =>
+        httpsRequest(daemon.url + '/healthz', { agent: false }, res)
+          .on('error', rej)
+          .end(),
+      ),
+    ).rejects.toThrow(/self.signed/);
     const info = readDaemonInfo(root)!;
     expect(info.url).toBe(daemon.url);
     expect(info.ca).toBe(join(root, 'tls', 'cert.pem'));

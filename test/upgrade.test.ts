@@ -40,7 +40,12 @@ describe('upgrades', () => {
     const d = await startTestDaemon({ root: fixtureProject(), env });
     try {
       const agents = (await d.api('GET', '/api/v1/agents')).body.data as { name: string; role: string }[];
-      expect(agents.map((a) => [a.name, a.role])).toEqual(expect.arrayContaining([['ana', 'backend'], ['bob', 'review']]));
+      expect(agents.map((a) => [a.name, a.role])).toEqual(
+        expect.arrayContaining([
+          ['ana', 'backend'],
+          ['bob', 'review'],
+        ]),
+      );
       const tasks = (await d.api('GET', '/api/v1/tasks')).body.data as { title: string }[];
       expect(tasks.map((t) => t.title).sort()).toEqual(['review the parser', 'write the parser']);
       const hooks = (await d.api('GET', '/v1/webhooks')).body.data as { url: string; events: string[] }[];

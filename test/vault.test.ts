@@ -56,7 +56,6 @@ describe('vault API', () => {
     await d.close();
   });
 
-
   const entry = (over: Record<string, unknown> = {}) => ({ agent: 'dev', service: 'github', type: 'api_key', credentials: { token: 't1' }, label: 'GitHub', ...over });
 
   // Order matters: each case runs against the state the previous ones left.
@@ -101,9 +100,27 @@ describe('vault API', () => {
     { name: 'type missing', method: 'POST', path: '/api/v1/vault/entries', body: entry({ type: undefined }), status: 400, code: 'invalid_request', detailPath: 'body.type', events: [] },
     { name: 'empty agent', method: 'POST', path: '/api/v1/vault/entries', body: entry({ agent: '' }), status: 400, code: 'invalid_request', detailPath: 'body.agent', events: [] },
     { name: 'empty service', method: 'POST', path: '/api/v1/vault/entries', body: entry({ service: '' }), status: 400, code: 'invalid_request', detailPath: 'body.service', events: [] },
-    { name: 'credentials missing', method: 'POST', path: '/api/v1/vault/entries', body: entry({ credentials: undefined }), status: 400, code: 'invalid_request', detailPath: 'body.credentials', events: [] },
+    {
+      name: 'credentials missing',
+      method: 'POST',
+      path: '/api/v1/vault/entries',
+      body: entry({ credentials: undefined }),
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.credentials',
+      events: [],
+    },
     { name: 'no credentials', method: 'POST', path: '/api/v1/vault/entries', body: entry({ credentials: {} }), status: 400, code: 'invalid_request', detailPath: 'body.credentials', events: [] },
-    { name: 'credential not a string', method: 'POST', path: '/api/v1/vault/entries', body: entry({ credentials: { port: 25 } }), status: 400, code: 'invalid_request', detailPath: 'body.credentials.port', events: [] },
+    {
+      name: 'credential not a string',
+      method: 'POST',
+      path: '/api/v1/vault/entries',
+      body: entry({ credentials: { port: 25 } }),
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.credentials.port',
+      events: [],
+    },
     { name: 'unknown property', method: 'POST', path: '/api/v1/vault/entries', body: entry({ secret: 'x' }), status: 400, code: 'invalid_request', detailPath: 'body.secret', events: [] },
     { name: 'unknown agent', method: 'POST', path: '/api/v1/vault/entries', body: entry({ agent: 'ghost' }), status: 404, code: 'not_found', events: [] },
     { name: 'limit 0', method: 'GET', path: '/api/v1/vault/entries?limit=0', status: 400, code: 'invalid_request', detailPath: 'query.limit', events: [] },
@@ -132,13 +149,7 @@ describe('vault API', () => {
       { agent: 'dev', service: 'github', type: 'oauth', label: 'GitHub app', keys: ['clientId', 'clientSecret'], createdAt: expect.any(String), updatedAt: expect.any(String) },
     ]);
     const all = await d.api('GET', '/api/v1/vault/entries');
-    expect(all.body.data.map((e: { agent: string; service: string }) => `${e.agent}/${e.service}`)).toEqual([
-      'dev/github',
-      'ops/s-custom',
-      'ops/s-imap',
-      'ops/s-login',
-      'ops/s-smtp',
-    ]);
+    expect(all.body.data.map((e: { agent: string; service: string }) => `${e.agent}/${e.service}`)).toEqual(['dev/github', 'ops/s-custom', 'ops/s-imap', 'ops/s-login', 'ops/s-smtp']);
     expect(all.headers.get('x-next-cursor')).toBeNull();
     expect((await d.api('GET', '/api/v1/vault/entries?agent=nobody')).body.data).toEqual([]);
   });
@@ -176,7 +187,7 @@ describe('vault API', () => {
     expect(await openFailure(d, 'dev', 'nothing')).toMatchObject({ code: 'not_found' });
   });
 
-  it("removing an agent removes its entries (a later agent of that name inherits nothing)", async () => {
+  it('removing an agent removes its entries (a later agent of that name inherits nothing)', async () => {
     await addAgents(d, 'temp');
     expect((await save(d, 'temp', 'x', { token: 'y' })).status).toBe(200);
     expect((await d.api('DELETE', '/api/v1/agents/temp')).status).toBe(200);
@@ -405,7 +416,11 @@ describe.skipIf(statePg())('tampered or moved blobs', () => {
     expect(await openEntry(d.daemon.app, 'ops', 'gcp')).toEqual({ token: 'c' });
     expect((await d.api('GET', '/api/v1/vault/entries')).body.data).toHaveLength(3);
     expect((await d.api('GET', '/healthz')).status).toBe(200);
-    expect(logRecords(d).filter((r) => r.msg === 'a vault entry failed to authenticate').map((r) => `${r.agent}/${r.service}`)).toContain('dev/github');
+    expect(
+      logRecords(d)
+        .filter((r) => r.msg === 'a vault entry failed to authenticate')
+        .map((r) => `${r.agent}/${r.service}`),
+    ).toContain('dev/github');
   });
 });
 
@@ -467,9 +482,7 @@ describe('master key at start', () => {
     await viaEnv.close();
 
     writeFileSync(keyFile, hexKey() + '\n', { mode: 0o600 });
-    await expect(startTestDaemon({ root: d.root, env: fileKeyEnv(cfg), keepRoot: true })).rejects.toThrow(
-      `the vault master key from the key file ${keyFile} cannot open the existing entries (1)`,
-    );
+    await expect(startTestDaemon({ root: d.root, env: fileKeyEnv(cfg), keepRoot: true })).rejects.toThrow(`the vault master key from the key file ${keyFile} cannot open the existing entries (1)`);
     rmSync(keyFile);
     await expect(startTestDaemon({ root: d.root, env: fileKeyEnv(cfg), keepRoot: true })).rejects.toThrow(
       /^no vault master key found in the key file .*, but the vault holds 1 entries sealed under one/,
@@ -578,9 +591,7 @@ describe.runIf(sqliteKeyRules)('rotate-key', () => {
     expect(existsSync(join(cfg, 'keys'))).toBe(false);
     await d.close();
 
-    await expect(startTestDaemon({ root: d.root, env: envKeyEnv(oldKey, cfg), keepRoot: true })).rejects.toThrow(
-      /^the vault master key from SVC_VAULT_KEY cannot open the existing entries \(1\)/,
-    );
+    await expect(startTestDaemon({ root: d.root, env: envKeyEnv(oldKey, cfg), keepRoot: true })).rejects.toThrow(/^the vault master key from SVC_VAULT_KEY cannot open the existing entries \(1\)/);
     const withNew = await startTestDaemon({ root: d.root, env: envKeyEnv(newKey, cfg) });
     expect(await openEntry(withNew.daemon.app, 'dev', 'github')).toEqual({ token: 'a' });
     await withNew.close();

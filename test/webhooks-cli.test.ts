@@ -114,7 +114,11 @@ describe('svc webhooks listen', () => {
       // The forward verifies with the secret the Ready line shows, by the Standard Webhooks headers too.
       const secret = /verify them with the secret (whsec_\S+)\./.exec(err())![1]!;
       expect(verifyWebhook(got!.body, got!.headers['x-service-signature'] as string, secret)).toBe(true);
-      const std = new StandardWebhook(secret).verify(got!.body, { 'webhook-id': got!.headers['webhook-id'] as string, 'webhook-timestamp': got!.headers['webhook-timestamp'] as string, 'webhook-signature': got!.headers['webhook-signature'] as string });
+      const std = new StandardWebhook(secret).verify(got!.body, {
+        'webhook-id': got!.headers['webhook-id'] as string,
+        'webhook-timestamp': got!.headers['webhook-timestamp'] as string,
+        'webhook-signature': got!.headers['webhook-signature'] as string,
+      });
       expect(std).toMatchObject({ event: 'team:created' });
       child.kill('SIGINT');
       const code = await new Promise((r) => child.on('close', r));

@@ -43,7 +43,9 @@ it('by age: events after events.retentionHours, settled deliveries after webhook
   await emit(5, 'old');
   // Settled: the webhook is disabled, which fails what it had waiting.
   expect((await d!.api('PATCH', `/v1/webhooks/${settled.id}`, { body: { enabled: false } })).status).toBe(200);
-  await app.db.prepare("INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms) SELECT id, 1, created_at, 503, 'HTTP 503', 1 FROM webhook_deliveries WHERE webhook_id = ?").run(settled.id);
+  await app.db
+    .prepare("INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms) SELECT id, 1, created_at, 503, 'HTTP 503', 1 FROM webhook_deliveries WHERE webhook_id = ?")
+    .run(settled.id);
   const oldLast = await app.events.lastId();
 
   await clock.pass(23 * 3_600_000);
@@ -78,7 +80,7 @@ it('by count: the newest events.maxEvents events and webhooks.maxDeliveries deli
   await d!.api('PATCH', `/v1/webhooks/${settled.id}`, { body: { enabled: false } });
   // Insertion order: SQLite's rowid, PostgreSQL's seq (migration 14).
   const order = isPostgres(app.db) ? 'seq' : 'rowid';
-  const rows = ((await app.db.prepare(`SELECT id, status FROM webhook_deliveries ORDER BY ${order}`).all()) as { id: string; status: string }[]);
+  const rows = (await app.db.prepare(`SELECT id, status FROM webhook_deliveries ORDER BY ${order}`).all()) as { id: string; status: string }[];
   expect(rows.map((r) => r.status)).toEqual([...Array(20).fill('pending'), ...Array(150).fill('failed')]);
   const events = await count('SELECT COUNT(*) AS n FROM events');
   const lastEvent = await app.events.lastId();

@@ -112,9 +112,11 @@ describe.skipIf(!pgUrl)(`webhooks on one PostgreSQL state shared by two daemons$
     // Written straight into the table: no daemon's worker is kicked for it, only a poll finds it
     // (as a daemon finds one another daemon made).
     const app = a.daemon.app;
-    await app.db.prepare(
-      "INSERT INTO webhook_deliveries (id, webhook_id, event_id, event, body, status, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 0, 'team:created', '{}', 'pending', 0, ?, ?, ?)",
-    ).run('00000000-0000-7000-8000-000000000001', id, Date.now(), new Date().toISOString(), new Date().toISOString());
+    await app.db
+      .prepare(
+        "INSERT INTO webhook_deliveries (id, webhook_id, event_id, event, body, status, attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, 0, 'team:created', '{}', 'pending', 0, ?, ?, ?)",
+      )
+      .run('00000000-0000-7000-8000-000000000001', id, Date.now(), new Date().toISOString(), new Date().toISOString());
     const t0 = Date.now();
     await rx.waitFor(1, 3_000);
     // Within the shared poll (a second), not only when some daemon happens to be kicked.

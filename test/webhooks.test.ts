@@ -20,7 +20,10 @@ let rx: Receiver;
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  d = await startTestDaemon({ config: { webhooks: { retryBaseMs: 10, timeoutMs: 400, concurrency: 16 } }, webhooks: { hosts: { 'evil.test': '169.254.169.254', 'good.test': '127.0.0.1', 'nat64.test': '64:ff9b::a9fe:a9fe' }, random: () => TOP } });
+  d = await startTestDaemon({
+    config: { webhooks: { retryBaseMs: 10, timeoutMs: 400, concurrency: 16 } },
+    webhooks: { hosts: { 'evil.test': '169.254.169.254', 'good.test': '127.0.0.1', 'nat64.test': '64:ff9b::a9fe:a9fe' }, random: () => TOP },
+  });
 });
 afterAll(async () => {
   await d.close();
@@ -73,19 +76,78 @@ describe('webhook endpoints', () => {
       },
       events: [],
     },
-    { name: 'unknown event name', method: 'POST', path: '/v1/webhooks', body: { url: 'http://127.0.0.1:9', events: ['task:nope'] }, status: 400, code: 'invalid_request', detailPath: 'body.events.0', message: /task:nope/ },
-    { name: 'unknown category', method: 'POST', path: '/v1/webhooks', body: { url: 'http://127.0.0.1:9', events: ['task:*', 'bogus:*'] }, status: 400, code: 'invalid_request', detailPath: 'body.events.1', message: /bogus/ },
+    {
+      name: 'unknown event name',
+      method: 'POST',
+      path: '/v1/webhooks',
+      body: { url: 'http://127.0.0.1:9', events: ['task:nope'] },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.events.0',
+      message: /task:nope/,
+    },
+    {
+      name: 'unknown category',
+      method: 'POST',
+      path: '/v1/webhooks',
+      body: { url: 'http://127.0.0.1:9', events: ['task:*', 'bogus:*'] },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.events.1',
+      message: /bogus/,
+    },
     { name: 'malformed pattern', method: 'POST', path: '/v1/webhooks', body: { url: 'http://127.0.0.1:9', events: ['task*'] }, status: 400, code: 'invalid_request', detailPath: 'body.events.0' },
-    { name: 'link-local target refused at create', method: 'POST', path: '/v1/webhooks', body: { url: 'http://169.254.169.254/latest/meta-data' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /link-local/ },
+    {
+      name: 'link-local target refused at create',
+      method: 'POST',
+      path: '/v1/webhooks',
+      body: { url: 'http://169.254.169.254/latest/meta-data' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.url',
+      message: /link-local/,
+    },
     { name: 'IPv6 link-local refused', method: 'POST', path: '/v1/webhooks', body: { url: 'http://[fe80::1]:8080/' }, status: 400, code: 'invalid_request', detailPath: 'body.url' },
     { name: 'multicast refused', method: 'POST', path: '/v1/webhooks', body: { url: 'http://239.1.1.1/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /multicast/ },
     { name: 'unspecified refused', method: 'POST', path: '/v1/webhooks', body: { url: 'http://0.0.0.0:80/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /unspecified/ },
     { name: 'not http', method: 'POST', path: '/v1/webhooks', body: { url: 'file:///etc/passwd' }, status: 400, code: 'invalid_request', detailPath: 'body.url' },
-    { name: 'NAT64 form of a link-local address refused at create', method: 'POST', path: '/v1/webhooks', body: { url: 'http://[64:ff9b::169.254.169.254]/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /NAT64 form of 169\.254\.169\.254/ },
-    { name: 'empty host refused at create', method: 'POST', path: '/v1/webhooks', body: { url: 'http:///x' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /must name a host/ },
-    { name: 'mapped loopback allowed', method: 'POST', path: '/v1/webhooks', body: { url: 'http://[::ffff:127.0.0.1]:9/' }, status: 201, onSuccess: (w) => void cleanups.push(() => d.api('DELETE', `/v1/webhooks/${w.id}`)) },
+    {
+      name: 'NAT64 form of a link-local address refused at create',
+      method: 'POST',
+      path: '/v1/webhooks',
+      body: { url: 'http://[64:ff9b::169.254.169.254]/' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.url',
+      message: /NAT64 form of 169\.254\.169\.254/,
+    },
+    {
+      name: 'empty host refused at create',
+      method: 'POST',
+      path: '/v1/webhooks',
+      body: { url: 'http:///x' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.url',
+      message: /must name a host/,
+    },
+    {
+      name: 'mapped loopback allowed',
+      method: 'POST',
+      path: '/v1/webhooks',
+      body: { url: 'http://[::ffff:127.0.0.1]:9/' },
+      status: 201,
+      onSuccess: (w) => void cleanups.push(() => d.api('DELETE', `/v1/webhooks/${w.id}`)),
+    },
     { name: 'unknown property', method: 'POST', path: '/v1/webhooks', body: { url: 'http://127.0.0.1:9', secret: 'mine' }, status: 400, code: 'invalid_request' },
-    { name: 'get never shows the secret', method: 'GET', path: () => `/v1/webhooks/${id}`, status: 200, dataMatches: { id: expect.any(String) as unknown as string }, onSuccess: (w) => expect(w).not.toHaveProperty('secret') },
+    {
+      name: 'get never shows the secret',
+      method: 'GET',
+      path: () => `/v1/webhooks/${id}`,
+      status: 200,
+      dataMatches: { id: expect.any(String) as unknown as string },
+      onSuccess: (w) => expect(w).not.toHaveProperty('secret'),
+    },
     { name: 'list never shows a secret', method: 'GET', path: '/v1/webhooks', status: 200, onSuccess: (l) => l.forEach((w: object) => expect(w).not.toHaveProperty('secret')) },
     {
       name: 'patch url, events, description, enabled',
@@ -95,13 +157,56 @@ describe('webhook endpoints', () => {
       status: 200,
       dataMatches: { url: 'http://localhost:9/h2', events: ['task:*', 'approval:resolved'], description: null, enabled: false, disabledReason: 'disabled with PATCH' },
     },
-    { name: 'patch refuses link-local at update', method: 'PATCH', path: () => `/v1/webhooks/${id}`, body: { url: 'http://[::ffff:169.254.1.1]/' }, status: 400, code: 'invalid_request', detailPath: 'body.url' },
-    { name: 'patch refuses the IPv4-translated form at update', method: 'PATCH', path: () => `/v1/webhooks/${id}`, body: { url: 'http://[::ffff:0:a9fe:a9fe]/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /IPv4-translated form of 169\.254\.169\.254/ },
-    { name: 'patch refuses 6to4 carrying a link-local address', method: 'PATCH', path: () => `/v1/webhooks/${id}`, body: { url: 'http://[2002:a9fe:a9fe::1]/' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /6to4/ },
-    { name: 'patch refuses an empty host', method: 'PATCH', path: () => `/v1/webhooks/${id}`, body: { url: 'https:///hooks' }, status: 400, code: 'invalid_request', detailPath: 'body.url', message: /must name a host/ },
+    {
+      name: 'patch refuses link-local at update',
+      method: 'PATCH',
+      path: () => `/v1/webhooks/${id}`,
+      body: { url: 'http://[::ffff:169.254.1.1]/' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.url',
+    },
+    {
+      name: 'patch refuses the IPv4-translated form at update',
+      method: 'PATCH',
+      path: () => `/v1/webhooks/${id}`,
+      body: { url: 'http://[::ffff:0:a9fe:a9fe]/' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.url',
+      message: /IPv4-translated form of 169\.254\.169\.254/,
+    },
+    {
+      name: 'patch refuses 6to4 carrying a link-local address',
+      method: 'PATCH',
+      path: () => `/v1/webhooks/${id}`,
+      body: { url: 'http://[2002:a9fe:a9fe::1]/' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.url',
+      message: /6to4/,
+    },
+    {
+      name: 'patch refuses an empty host',
+      method: 'PATCH',
+      path: () => `/v1/webhooks/${id}`,
+      body: { url: 'https:///hooks' },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.url',
+      message: /must name a host/,
+    },
     { name: 'test on a disabled webhook is 409', method: 'POST', path: () => `/v1/webhooks/${id}/test`, status: 409, code: 'conflict', message: /disabled/ },
     { name: 'rotate: a new secret', method: 'POST', path: () => `/v1/webhooks/${id}/rotate-secret`, body: {}, status: 200, onSuccess: (r) => expect(r.secret).toMatch(/^whsec_/) },
-    { name: 'rotate: grace over a week refused', method: 'POST', path: () => `/v1/webhooks/${id}/rotate-secret`, body: { graceSeconds: 9_999_999 }, status: 400, code: 'invalid_request', detailPath: 'body.graceSeconds' },
+    {
+      name: 'rotate: grace over a week refused',
+      method: 'POST',
+      path: () => `/v1/webhooks/${id}/rotate-secret`,
+      body: { graceSeconds: 9_999_999 },
+      status: 400,
+      code: 'invalid_request',
+      detailPath: 'body.graceSeconds',
+    },
     { name: 'recover needs a time', method: 'POST', path: () => `/v1/webhooks/${id}/recover`, body: { since: 'yesterday' }, status: 400, code: 'invalid_request', detailPath: 'body.since' },
     { name: 'deliveries: bad before', method: 'GET', path: () => `/v1/webhooks/${id}/deliveries?before=x`, status: 400, code: 'invalid_request', detailPath: 'query.before' },
     { name: 'unknown delivery', method: 'GET', path: () => `/v1/webhooks/${id}/deliveries/0190a0b0-0000-7000-8000-000000000001`, status: 404, code: 'not_found' },
@@ -126,12 +231,14 @@ describe('deliveries', () => {
     const w = await hook('http://127.0.0.1:9/never');
     const app = d.daemon.app;
     const count = async () => ((await app.db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?').get(w.id)) as { n: number }).n;
-    await expect((async () =>
-      await app.events.write(async () => {
-        app.events.emit('team:created', { name: 'ghost' });
-        expect(await count()).toBe(1);
-        throw new Error('roll back');
-      }))()).rejects.toThrow('roll back');
+    await expect(
+      (async () =>
+        await app.events.write(async () => {
+          app.events.emit('team:created', { name: 'ghost' });
+          expect(await count()).toBe(1);
+          throw new Error('roll back');
+        }))(),
+    ).rejects.toThrow('roll back');
     expect(await count()).toBe(0);
     // The count a listener reads the moment it hears the commit (its answer comes later: the state is asynchronous).
     let seen: Promise<number> | null = null;
@@ -321,7 +428,12 @@ describe('redelivery, recovery, test, rotation', () => {
     expect(res.body.data.recovered).toBe(2);
     await rx.waitFor(4);
     const all = await settled(w.id, 4);
-    expect(all.filter((x) => x.status === 'succeeded').map((x) => x.redeliveryOf).sort()).toEqual(failed.map((x) => x.id).sort());
+    expect(
+      all
+        .filter((x) => x.status === 'succeeded')
+        .map((x) => x.redeliveryOf)
+        .sort(),
+    ).toEqual(failed.map((x) => x.id).sort());
     expect((await d.api('POST', `/v1/webhooks/${w.id}/recover`, { body: { since } })).body.data.recovered).toBe(0);
     expect((await d.api('POST', `/v1/webhooks/${w.id}/recover`, { body: { since: new Date().toISOString() } })).body.data.recovered).toBe(0);
   });
@@ -446,9 +558,10 @@ describe('volume', () => {
     for (const r of rxs) hooks.push(await hook(r.url, ['team:created']));
     const app = d.daemon.app;
     // 1,000 events, as 10 API writes of 100 each would make: straight into the outbox, in batches.
-    for (let b = 0; b < 10; b++) await app.events.write(async () => {
-      for (let i = 0; i < 100; i++) app.events.emit('team:created', { name: `t${b * 100 + i}` });
-    });
+    for (let b = 0; b < 10; b++)
+      await app.events.write(async () => {
+        for (let i = 0; i < 100; i++) app.events.emit('team:created', { name: `t${b * 100 + i}` });
+      });
     for (const r of rxs) await r.waitFor(1000, 60_000);
     await eventually(async () => ((await app.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending' AND event = 'team:created'").get()) as { n: number }).n === 0, 30_000);
     await (app.services.get(WEBHOOKS) as WebhookRuntime).settled({ wire: true });

@@ -18,8 +18,7 @@ const { url, key, pool: size = POOL_SIZE } = JSON.parse(process.argv[2]);
 const types = { getTypeParser: (oid, format) => (oid === 20 ? (v) => Number(v) : pg.types.getTypeParser(oid, format)) };
 const db = new pg.Pool({ connectionString: url, max: size, types });
 
-const COLUMNS =
-  'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, lease_expires_at, created_at, updated_at';
+const COLUMNS = 'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, lease_expires_at, created_at, updated_at';
 // Named, as svc names its statements: each is parsed once per connection.
 const GET_ONE = {
   name: 'get_one',
@@ -40,7 +39,6 @@ const INSERT_EVENT = {
 };
 // The webhook fan-out runs in the emitting transaction; with no webhooks it finds none.
 const WEBHOOKS = { name: 'webhooks', text: 'SELECT id, events FROM webhooks WHERE enabled = 1' };
-
 
 const WRITER = randomUUID();
 

@@ -15,7 +15,7 @@ db.pragma('synchronous = NORMAL');
 db.pragma('foreign_keys = ON');
 
 const COLUMNS =
-  "id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, created_at, updated_at, (SELECT json_group_array(depends_on) FROM (SELECT depends_on FROM task_dependencies WHERE task_id = tasks.id ORDER BY position)) AS deps";
+  'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, created_at, updated_at, (SELECT json_group_array(depends_on) FROM (SELECT depends_on FROM task_dependencies WHERE task_id = tasks.id ORDER BY position)) AS deps';
 const getOne = db.prepare(`SELECT ${COLUMNS} FROM tasks WHERE id = ?`);
 const listByStatus = db.prepare(`SELECT ${COLUMNS} FROM tasks WHERE status = ? AND id < ? ORDER BY id DESC LIMIT ?`);
 const insertTask = db.prepare("INSERT INTO tasks (id, title, description, status, priority, labels, created_at, updated_at) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)");
@@ -24,7 +24,6 @@ const create = db.transaction((t) => {
   insertTask.run(t.id, t.title, t.description, t.priority, JSON.stringify(t.labels), t.createdAt, t.updatedAt);
   insertEvent.run(JSON.stringify({ taskId: t.id, title: t.title, status: t.status }), t.createdAt);
 });
-
 
 const authorized = bearer(key);
 

@@ -44,7 +44,11 @@ for (const [id, t] of self) {
 const pct = (t) => `${((100 * t) / total).toFixed(1).padStart(5)}%`;
 const print = (title, m, filter = () => true) => {
   console.log(`\n${title}`);
-  for (const [k, t] of [...m].filter(([k]) => filter(k)).sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(t)}  ${k}`);
+  for (const [k, t] of [...m]
+    .filter(([k]) => filter(k))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top))
+    console.log(`  ${pct(t)}  ${k}`);
 };
 console.log(`${file}: ${(total / 1000).toFixed(0)} ms sampled`);
 print('self time by file/package', fileSelf);

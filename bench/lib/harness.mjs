@@ -218,9 +218,7 @@ export function seedTasks(root, count) {
   const db = new Database(join(root, '.svc', 'state.sqlite'));
   db.pragma('journal_mode = WAL');
   const states = ['pending', 'assigned', 'in_progress', 'done'];
-  const insert = db.prepare(
-    "INSERT INTO tasks (id, title, description, status, priority, labels, created_at, updated_at) VALUES (?, ?, 'seeded by bench', ?, 'normal', '[\"bench\"]', ?, ?)",
-  );
+  const insert = db.prepare("INSERT INTO tasks (id, title, description, status, priority, labels, created_at, updated_at) VALUES (?, ?, 'seeded by bench', ?, 'normal', '[\"bench\"]', ?, ?)");
   const event = db.prepare("INSERT INTO events (name, data, created_at) VALUES ('task:created', ?, ?)");
   const ids = [];
   const base = Date.now() - count;

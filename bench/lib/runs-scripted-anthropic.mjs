@@ -33,7 +33,16 @@ function events(blocks) {
   const out = [
     {
       type: 'message_start',
-      message: { id: id('msg'), type: 'message', role: 'assistant', model: 'scripted', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 100, output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } },
+      message: {
+        id: id('msg'),
+        type: 'message',
+        role: 'assistant',
+        model: 'scripted',
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 100, output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+      },
     },
   ];
   blocks.forEach((b, index) => {

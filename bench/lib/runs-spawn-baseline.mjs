@@ -20,7 +20,9 @@ mkdirSync(dirname(file), { recursive: true });
 const db = new Database(file);
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = NORMAL');
-db.exec("CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, title TEXT NOT NULL, assign_to TEXT, created_at TEXT NOT NULL); CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, data TEXT NOT NULL, created_at TEXT NOT NULL);");
+db.exec(
+  'CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, title TEXT NOT NULL, assign_to TEXT, created_at TEXT NOT NULL); CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, data TEXT NOT NULL, created_at TEXT NOT NULL);',
+);
 const insertTask = db.prepare('INSERT INTO tasks (id, title, assign_to, created_at) VALUES (?, ?, ?, ?)');
 const insertEvent = db.prepare("INSERT INTO events (name, data, created_at) VALUES ('task:created', ?, ?)");
 const create = db.transaction((t) => {

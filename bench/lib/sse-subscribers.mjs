@@ -82,8 +82,6 @@ function finish() {
   for (const s of subs) for (let j = 0; j < s.n; j++) lat[k++] = s.at[j] - (emitted.get(s.ids[j]) ?? NaN);
   lat.sort();
   const pick = (p) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] : NaN);
-  process.stdout.write(
-    JSON.stringify({ delivered, lost: count * expected - delivered, disorder, dropped, p50: pick(0.5), p99: pick(0.99), max: lat[lat.length - 1] ?? NaN }) + '\n',
-  );
+  process.stdout.write(JSON.stringify({ delivered, lost: count * expected - delivered, disorder, dropped, p50: pick(0.5), p99: pick(0.99), max: lat[lat.length - 1] ?? NaN }) + '\n');
   process.exit(0);
 }

@@ -58,10 +58,11 @@ export async function seedTasksPg(url, count) {
      SELECT id, title, 'seeded by bench', status, 'normal', '["bench"]', at, at FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS t(id, title, status, at)`,
     [rows.id, rows.title, rows.status, rows.at],
   );
-  await c.query(
-    `INSERT INTO events (id, name, data, created_at) SELECT $1::bigint + n, 'task:created', data, at FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS e(data, at, n)`,
-    [last, rows.data, rows.at],
-  );
+  await c.query(`INSERT INTO events (id, name, data, created_at) SELECT $1::bigint + n, 'task:created', data, at FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS e(data, at, n)`, [
+    last,
+    rows.data,
+    rows.at,
+  ]);
   await c.query("INSERT INTO meta (key, value) VALUES ('lastEventId', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", [String(last + count)]);
   await c.query('COMMIT');
   await c.query('VACUUM ANALYZE tasks');

@@ -32,7 +32,14 @@ export default {
     };
     const runResponses = async (stream) => {
       const direct = await h.runJsonChild(CLIENT, { url: `${upstream.url}/v1/chat/completions`, headers: {}, body: { model: 'm1', messages }, stream, count: COUNT });
-      const through = await h.runJsonChild(CLIENT, { url: `${svc.url}/v1/responses`, headers: auth, body: { model: 'svc', agent: 'bench', input: 'Say ok.' }, stream, count: COUNT, marker: '"delta":"ok"' });
+      const through = await h.runJsonChild(CLIENT, {
+        url: `${svc.url}/v1/responses`,
+        headers: auth,
+        body: { model: 'svc', agent: 'bench', input: 'Say ok.' },
+        stream,
+        count: COUNT,
+        marker: '"delta":"ok"',
+      });
       return through.p50 - direct.p50;
     };
     return {

@@ -15,9 +15,15 @@ async function daemon(h, triggers) {
     return (await res.json()).data;
   };
   for (let i = 0; i < triggers; i++) {
-    await post('/api/v1/routines', { name: `on-created-${i}`, trigger: { event: 'task:created', filter: { title: `never ${i}` } }, concurrency: 'allow', action: { task: { title: 'matched {{event.data.title}}' } } });
+    await post('/api/v1/routines', {
+      name: `on-created-${i}`,
+      trigger: { event: 'task:created', filter: { title: `never ${i}` } },
+      concurrency: 'allow',
+      action: { task: { title: 'matched {{event.data.title}}' } },
+    });
   }
-  if (triggers) await post('/api/v1/routines', { name: 'sentinel', trigger: { event: 'task:created', filter: { title: { prefix: 'sentinel ' } } }, concurrency: 'allow', action: { task: { title: 'seen' } } });
+  if (triggers)
+    await post('/api/v1/routines', { name: 'sentinel', trigger: { event: 'task:created', filter: { title: { prefix: 'sentinel ' } } }, concurrency: 'allow', action: { task: { title: 'seen' } } });
   return { svc, headers, post };
 }
 

@@ -174,13 +174,17 @@ async function settled(h, root, n, timeoutMs) {
 }
 
 const ms = (iso) => Date.parse(iso);
-const pct = (h, values, p) => h.percentile([...values].sort((a, b) => a - b), p);
+const pct = (h, values, p) =>
+  h.percentile(
+    [...values].sort((a, b) => a - b),
+    p,
+  );
 
 // --- 1. dispatch
 
 async function dispatchSvc(h, svc, count, prefix, untilFinished = false) {
   const db = stateDb(svc.root);
-  const fromEvent = db.prepare("SELECT coalesce(max(id), 0) AS id FROM events").get().id;
+  const fromEvent = db.prepare('SELECT coalesce(max(id), 0) AS id FROM events').get().id;
   db.close();
   const rows = await h.runJsonChild(CLIENT, { url: svc.url, key: svc.key, agent: 'bench', count, side: 'svc', prefix, untilFinished });
   const runs = await settled(h, svc.root, 0, 60_000);
@@ -224,7 +228,9 @@ async function gitFloor(h, root, batch) {
   for (let i = 0; i < GIT_FLOOR; i++) {
     const t0 = performance.now();
     await new Promise((resolve, reject) =>
-      execFile('git', ['worktree', 'add', '--quiet', '--no-track', '-b', `floor/${batch}-${i}`, join(root, '.svc', 'worktrees', `floor-${batch}-${i}`), 'HEAD'], { cwd: root }, (err) => (err ? reject(err) : resolve())),
+      execFile('git', ['worktree', 'add', '--quiet', '--no-track', '-b', `floor/${batch}-${i}`, join(root, '.svc', 'worktrees', `floor-${batch}-${i}`), 'HEAD'], { cwd: root }, (err) =>
+        err ? reject(err) : resolve(),
+      ),
     );
     took.push(performance.now() - t0);
   }
@@ -279,7 +285,9 @@ function processesOf(program, root) {
  * next run, at most two) are not leftovers: counted apart, and required valid.
  */
 function leftovers(root, tasks) {
-  const porcelain = git(root, 'worktree', 'list', '--porcelain').split('\n\n').filter((b) => b.trim());
+  const porcelain = git(root, 'worktree', 'list', '--porcelain')
+    .split('\n\n')
+    .filter((b) => b.trim());
   const all = porcelain.filter((b) => b.includes('/.svc/worktrees/'));
   const spares = all.filter((b) => b.includes('/.svc/worktrees/.spare-'));
   const entries = all.filter((b) => !spares.includes(b));
@@ -298,18 +306,36 @@ async function burst(h) {
   const own = new Set(childrenOf(svc.pid)); // the daemon's own (its data worker)
   const cpu0 = { own: h.cpuMs(svc.pid), children: h.reapedCpuMs(svc.pid) };
   const bodies = Array.from({ length: BURST }, (_, i) => JSON.stringify({ title: `burst ${i}`, assignTo: 'bench' }));
-  const made = await h.load({ url: svc.url, method: 'POST', path: '/api/v1/tasks', bodies, headers: { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json' }, connections: 4, amount: BURST });
+  const made = await h.load({
+    url: svc.url,
+    method: 'POST',
+    path: '/api/v1/tasks',
+    bodies,
+    headers: { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json' },
+    connections: 4,
+    amount: BURST,
+  });
   if (made.non2xx || made.errors) throw new Error(`burst: ${made.non2xx} non-2xx, ${made.errors} errors`);
   const runs = await settled(h, root, BURST, 300_000);
   const cpu1 = { own: h.cpuMs(svc.pid), children: h.reapedCpuMs(svc.pid) };
   const db = stateDb(root);
-  const created = new Map(db.prepare('SELECT id, created_at FROM tasks').all().map((t) => [t.id, ms(t.created_at)]));
+  const created = new Map(
+    db
+      .prepare('SELECT id, created_at FROM tasks')
+      .all()
+      .map((t) => [t.id, ms(t.created_at)]),
+  );
   db.close();
   const first = Math.min(...created.values());
   const last = Math.max(...runs.map((r) => ms(r.finished_at)));
   const starts = runs.map((r) => ms(r.started_at) - created.get(r.task_id));
   // The most runs running at one time (started → finished: the process, then its commit).
-  const edges = runs.flatMap((r) => [[ms(r.started_at), 1], [ms(r.finished_at), -1]]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const edges = runs
+    .flatMap((r) => [
+      [ms(r.started_at), 1],
+      [ms(r.finished_at), -1],
+    ])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let alive = 0;
   let most = 0;
   for (const [, d] of edges) most = Math.max(most, (alive += d));
@@ -318,7 +344,9 @@ async function burst(h) {
   const children = childrenOf(svc.pid).filter((p) => !own.has(p));
   const agents = processesOf(QUICK_AGENT, root);
   const left = leftovers(root, created.size);
-  console.log(`  ${BURST} runs: ${runs.filter((r) => r.status === 'succeeded').length} succeeded in ${((last - first) / 1000).toFixed(1)} s; after: daemon children [${children.join(' ')}], agent processes [${agents.join(' ')}], ${left.entries} worktrees (${left.folders} folders, ${left.bad} prunable/locked), ${left.runDirs} run dirs`);
+  console.log(
+    `  ${BURST} runs: ${runs.filter((r) => r.status === 'succeeded').length} succeeded in ${((last - first) / 1000).toFixed(1)} s; after: daemon children [${children.join(' ')}], agent processes [${agents.join(' ')}], ${left.entries} worktrees (${left.folders} folders, ${left.bad} prunable/locked), ${left.runDirs} run dirs`,
+  );
   await svc.stop();
   return {
     burstRunsPerSec: (runs.length / (last - first)) * 1000,
@@ -326,7 +354,11 @@ async function burst(h) {
     burstChildCpuMsPerRun: (cpu1.children - cpu0.children) / runs.length,
     burstStartP99: pct(h, starts, 0.99),
     burstMostAlive: most,
-    burstRunSecondsP50: pct(h, runs.map((r) => (ms(r.finished_at) - ms(r.started_at)) / 1000), 0.5),
+    burstRunSecondsP50: pct(
+      h,
+      runs.map((r) => (ms(r.finished_at) - ms(r.started_at)) / 1000),
+      0.5,
+    ),
     burstFailed: runs.length - runs.filter((r) => r.status === 'succeeded').length + (BURST - runs.length),
     leakedProcesses: children.length + agents.length,
     leakedWorktrees: left.extra,
@@ -384,7 +416,12 @@ async function claudes(h) {
   let agentsPeak = 0;
   const sampler = setInterval(() => {
     peak = Math.max(peak, svc.rss());
-    agentsPeak = Math.max(agentsPeak, childrenOf(svc.pid).filter((p) => !own.has(p)).reduce((s, c) => s + treeRss(h, c), 0));
+    agentsPeak = Math.max(
+      agentsPeak,
+      childrenOf(svc.pid)
+        .filter((p) => !own.has(p))
+        .reduce((s, c) => s + treeRss(h, c), 0),
+    );
   }, 50);
   // The load starts with the runs and lasts about as long as they do on this machine (8 to 15 s).
   const beside = both(CLAUDE_LOAD_SECONDS);
@@ -435,9 +472,13 @@ async function chatty(h) {
   const db = stateDb(root);
   const afterId = db.prepare('SELECT coalesce(max(id), 0) AS id FROM events').get().id;
   db.close();
-  const child = spawn(process.execPath, [SUBSCRIBER, JSON.stringify({ url: svc.url, key: svc.key, count: SUBSCRIBERS, filter: 'run:', db: join(root, '.svc', 'state.sqlite'), afterId, expectedItems: lines, deadlineMs: 60_000 })], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [SUBSCRIBER, JSON.stringify({ url: svc.url, key: svc.key, count: SUBSCRIBERS, filter: 'run:', db: join(root, '.svc', 'state.sqlite'), afterId, expectedItems: lines, deadlineMs: 60_000 })],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   h.onCleanup(() => child.kill('SIGKILL'));
   const out = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const first = await out.next();
@@ -456,7 +497,9 @@ async function chatty(h) {
   const eventData = state.prepare("SELECT sum(length(data)) AS n FROM events WHERE id > ? AND name = 'run:activity'").get(afterId).n;
   state.close();
   const secs = (ms(run.finished_at) - ms(run.started_at)) / 1000;
-  console.log(`  chatty run ${run.status} (${run.summary}); ${run.log_count} log items, ${r.eventsPerStream} run:activity events a stream in ${secs.toFixed(1)} s; state +${(grown / 1024).toFixed(0)} KiB`);
+  console.log(
+    `  chatty run ${run.status} (${run.summary}); ${run.log_count} log items, ${r.eventsPerStream} run:activity events a stream in ${secs.toFixed(1)} s; state +${(grown / 1024).toFixed(0)} KiB`,
+  );
   await svc.stop();
   return {
     logLineP99: r.line.p99,

@@ -28,9 +28,13 @@ export default {
     let round = 0;
     const fanOut = async (events) => {
       const afterId = await lastEventId(h, dbFile);
-      const child = spawn(process.execPath, [SUBSCRIBER, JSON.stringify({ url: svc.url, keys: KEYS, count: SUBSCRIBERS, expected: events, afterId, db: dbFile, filter: 'task:created', deadlineMs: 120_000 })], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
+      const child = spawn(
+        process.execPath,
+        [SUBSCRIBER, JSON.stringify({ url: svc.url, keys: KEYS, count: SUBSCRIBERS, expected: events, afterId, db: dbFile, filter: 'task:created', deadlineMs: 120_000 })],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       h.onCleanup(() => child.kill('SIGKILL'));
       const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
       const first = await lines.next();

@@ -32,7 +32,9 @@ export default {
     const svc = await h.startSvc(root);
     const rx = await h.startBaseline('../lib/webhook-receiver.mjs');
     const auth = { authorization: `Bearer ${svc.key}` };
-    const created = await (await fetch(`${svc.url}/v1/webhooks`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ url: `${rx.url}/hook`, events: ['team:created'] }) })).json();
+    const created = await (
+      await fetch(`${svc.url}/v1/webhooks`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ url: `${rx.url}/hook`, events: ['team:created'] }) })
+    ).json();
     const webhook = created.data;
     const stats = async () => (await fetch(`${rx.url}/stats`)).json();
     const reset = async () => void (await fetch(`${rx.url}/reset`, { method: 'POST' })).arrayBuffer();
@@ -81,7 +83,12 @@ export default {
       },
       baseline: async () => {
         await reset();
-        const r = await h.runJsonChild(new URL('../baselines/webhook-sender.mjs', import.meta.url).pathname, { url: `${rx.url}/hook`, n: N, concurrency: CONCURRENCY, secret: 'whsec_' + Buffer.alloc(32, 7).toString('base64') });
+        const r = await h.runJsonChild(new URL('../baselines/webhook-sender.mjs', import.meta.url).pathname, {
+          url: `${rx.url}/hook`,
+          n: N,
+          concurrency: CONCURRENCY,
+          secret: 'whsec_' + Buffer.alloc(32, 7).toString('base64'),
+        });
         if (r.sent !== N) throw new Error(`baseline sent ${r.sent} of ${N}`);
         const s = await stats();
         return { rate: ((s.count - 1) / (s.lastMs - s.firstMs)) * 1000 };

@@ -12,9 +12,17 @@ const CLI_FIRST: CommandEntry[] = [
   { name: 'stop', summary: 'Stop the daemon and wait until it has exited', load: async () => (await import('./system/serve-command.js')).stopCommand() },
   { name: 'restart', summary: 'Stop the daemon and start it again in the background', load: async () => (await import('./system/serve-command.js')).restartCommand() },
   { name: 'status', summary: 'Show whether the daemon runs, and its pid, port, uptime and version', load: async () => (await import('./system/command.js')).statusCommand() },
-  { name: 'service', summary: 'Run the daemon as a user service (systemd --user, launchd): install, uninstall, status, logs', load: async () => (await import('./system/service-command.js')).serviceCommand() },
+  {
+    name: 'service',
+    summary: 'Run the daemon as a user service (systemd --user, launchd): install, uninstall, status, logs',
+    load: async () => (await import('./system/service-command.js')).serviceCommand(),
+  },
   { name: 'logs', summary: "Print the daemon's log, readable (-f to follow)", load: async () => (await import('./system/logs-command.js')).logsCommand() },
-  { name: 'state', summary: "Export the daemon's state to a file, or import one into a new state (SQLite to PostgreSQL)", load: async () => (await import('./system/state-command.js')).stateCommand() },
+  {
+    name: 'state',
+    summary: "Export the daemon's state to a file, or import one into a new state (SQLite to PostgreSQL)",
+    load: async () => (await import('./system/state-command.js')).stateCommand(),
+  },
   { name: 'doctor', summary: 'Check the setup and say how to fix what is wrong', load: async () => (await import('./system/doctor.js')).doctorCommand() },
 ];
 

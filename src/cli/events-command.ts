@@ -80,7 +80,12 @@ export function eventsCommand(): Command {
       action(async (ctx) => {
         const categories = await ctx.client.get<{ category: string; events: { name: string; description: string }[] }[]>('/v1/events/catalog');
         const events = categories.flatMap((c) => c.events.map((e) => ({ name: e.name, description: e.description })));
-        emit(ctx.json, events, () => table(events, [{ header: 'EVENT', value: (e) => e.name }, { header: 'DESCRIPTION', value: (e) => e.description, flex: true }]));
+        emit(ctx.json, events, () =>
+          table(events, [
+            { header: 'EVENT', value: (e) => e.name },
+            { header: 'DESCRIPTION', value: (e) => e.description, flex: true },
+          ]),
+        );
       }),
     );
   return cmd;

@@ -91,22 +91,26 @@ export async function run(argv: string[], opts: RunOptions): Promise<number> {
     exitCode: EXIT.ok,
   };
   const json = argv.includes('--json');
-  return withIo(io, async () => {
-    try {
-      const program = await buildProgram(argv);
-      configure(program, io, json);
-      await program.parseAsync(argv, { from: 'user' });
-    } catch (err) {
-      if (err instanceof CommanderError) {
-        const benign = ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code);
-        io.exitCode = benign ? EXIT.ok : EXIT.usage;
-        if (!benign && json) fail(new UsageError(err.message.replace(/^error: /, ''), 'run `svc --help` for the commands, or `svc <command> --help`'), true);
-      } else {
-        fail(err, json);
+  return withIo(
+    io,
+    async () => {
+      try {
+        const program = await buildProgram(argv);
+        configure(program, io, json);
+        await program.parseAsync(argv, { from: 'user' });
+      } catch (err) {
+        if (err instanceof CommanderError) {
+          const benign = ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code);
+          io.exitCode = benign ? EXIT.ok : EXIT.usage;
+          if (!benign && json) fail(new UsageError(err.message.replace(/^error: /, ''), 'run `svc --help` for the commands, or `svc <command> --help`'), true);
+        } else {
+          fail(err, json);
+        }
       }
-    }
-    return io.exitCode;
-  }, opts.process ? 'process' : 'run');
+      return io.exitCode;
+    },
+    opts.process ? 'process' : 'run',
+  );
 }
 
 /** A run given no stdin reads an empty one (a prompt then ends at once, as with `< /dev/null`). */

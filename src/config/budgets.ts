@@ -33,7 +33,12 @@ export const BudgetsConfig = z
     b.limits.forEach((l, i) => {
       const key = `${l.agent ?? ''}\0${l.period}`;
       const first = seen.get(key);
-      if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['limits', i], message: `a second ${l.period} budget for ${l.agent ? `agent ${l.agent}` : 'the project'} (the first is limits.${first}): put both limits in one` });
+      if (first !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['limits', i],
+          message: `a second ${l.period} budget for ${l.agent ? `agent ${l.agent}` : 'the project'} (the first is limits.${first}): put both limits in one`,
+        });
       else seen.set(key, i);
     });
   });

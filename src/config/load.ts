@@ -7,9 +7,7 @@ import { CONFIG_FILE } from './find.js';
 
 export { CONFIG_FILE, findProjectRoot } from './find.js';
 
-export type LoadResult =
-  | { ok: true; config: ProjectConfig; warnings: string[] }
-  | { ok: false; issues: { path: string; message: string }[] };
+export type LoadResult = { ok: true; config: ProjectConfig; warnings: string[] } | { ok: false; issues: { path: string; message: string }[] };
 
 /** Parses and validates project.json text; never throws. */
 export function parseConfig(text: string, root: string): LoadResult {

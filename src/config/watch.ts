@@ -8,12 +8,7 @@ import { CONFIG_FILE, loadConfig, type LoadResult } from './load.js';
  * rename), so changes are debounced briefly; the result is reported whether valid or not and the
  * caller decides what to keep.
  */
-export function watchConfig(
-  root: string,
-  onChange: (result: LoadResult) => void,
-  onError: (err: unknown) => void,
-  debounceMs = 75,
-): SettledWatch {
+export function watchConfig(root: string, onChange: (result: LoadResult) => void, onError: (err: unknown) => void, debounceMs = 75): SettledWatch {
   const file = join(root, CONFIG_FILE);
   // chokidar emits 'error' (EMFILE, ENOSPC, EACCES); unhandled, Node would throw it.
   return settledWatch(

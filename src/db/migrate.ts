@@ -95,9 +95,7 @@ async function migrateHeld(db: DB, migrations: readonly Migration[], svcVersion:
 
 /** The state's own migrations make `meta`; other lists (the data provider's, tests') have none. */
 async function hasMeta(db: DB): Promise<boolean> {
-  const sql = isPostgres(db)
-    ? "SELECT to_regclass('meta') IS NOT NULL AS yes"
-    : "SELECT count(*) > 0 AS yes FROM sqlite_master WHERE type = 'table' AND name = 'meta'";
+  const sql = isPostgres(db) ? "SELECT to_regclass('meta') IS NOT NULL AS yes" : "SELECT count(*) > 0 AS yes FROM sqlite_master WHERE type = 'table' AND name = 'meta'";
   return Boolean(((await db.prepare(sql).get()) as { yes: boolean | number }).yes);
 }
 

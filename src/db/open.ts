@@ -38,7 +38,9 @@ export async function openPostgresState(opts: PgStateOptions, migrations: readon
     const e = err as Error & { code?: string };
     // Not about reaching the server (a schema from a newer svc, say): as it is.
     if (!e.code) throw err;
-    throw new Error(`Cannot use PostgreSQL for the state at ${maskUrl(opts.url)}: ${connectFailure(e.code, e.message)}. Fix state.url in project.json (or SVC_STATE_URL), or set state.provider to "sqlite".`);
+    throw new Error(
+      `Cannot use PostgreSQL for the state at ${maskUrl(opts.url)}: ${connectFailure(e.code, e.message)}. Fix state.url in project.json (or SVC_STATE_URL), or set state.provider to "sqlite".`,
+    );
   }
   return db;
 }

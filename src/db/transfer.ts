@@ -72,7 +72,7 @@ export async function stateTables(db: DB): Promise<string[]> {
 /** Writes the header line (exportedAt from `clock`), then one line per row of `tables` (meta among them). */
 export async function exportState(db: DB, tables: readonly string[], write: (line: string) => void, clock: Pick<Clock, 'now'>): Promise<ExportHeader> {
   // One snapshot: on PostgreSQL a read-only one that holds no daemon's writes back.
-  const consistent = async <T>(fn: () => Promise<T>): Promise<T> => (isPostgres(db) ? db.snapshot(fn) : (await db.transaction(fn)));
+  const consistent = async <T>(fn: () => Promise<T>): Promise<T> => (isPostgres(db) ? db.snapshot(fn) : await db.transaction(fn));
   return await consistent(async () => {
     const rows: (readonly [string, Record<string, unknown>[]])[] = [];
     for (const t of tables) rows.push([t, (await db.prepare(`SELECT * FROM ${t}`).all()) as Record<string, unknown>[]] as const);
@@ -136,7 +136,8 @@ export async function importState(db: DB, tables: readonly string[], lines: Iter
     throw new TransferError('the first line is not JSON: not an svc state export');
   }
   if (header?.svc !== 'state' || header.format !== 1) throw new TransferError('the first line is not the header of an svc state export (format 1)');
-  if (header.provider === 'postgres' && !isPostgres(db)) throw new TransferError('an export of a PostgreSQL state goes into a PostgreSQL state only (its webhook secrets open with a key the state keeps)');
+  if (header.provider === 'postgres' && !isPostgres(db))
+    throw new TransferError('an export of a PostgreSQL state goes into a PostgreSQL state only (its webhook secrets open with a key the state keeps)');
   const here = await schemaVersion(db);
   if (header.schema !== here) {
     throw new TransferError(`the export has schema version ${header.schema} and this state ${here}: export and import with the same svc version`);
@@ -185,7 +186,10 @@ export async function importState(db: DB, tables: readonly string[], lines: Iter
     if (pg) {
       await db.prepare("INSERT INTO meta (key, value) VALUES ('lastEventId', ?)").run(String(header.lastEventId));
       // Identity columns go on after the numbers imported with their rows.
-      const identities = (await db.prepare("SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND is_identity = 'YES'").all()) as { t: string; c: string }[];
+      const identities = (await db.prepare("SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND is_identity = 'YES'").all()) as {
+        t: string;
+        c: string;
+      }[];
       for (const { t, c } of identities) {
         if (!/^[a-z_]+$/.test(t) || !/^[a-z_]+$/.test(c)) continue;
         await db.prepare(`SELECT setval(pg_get_serial_sequence('${t}', '${c}'), GREATEST((SELECT MAX(${c}) FROM ${t}), 1))`).get();

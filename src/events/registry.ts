@@ -154,7 +154,11 @@ export const CATEGORIES = {
   session: {
     description: 'Chat sessions.',
     events: {
-      started: ev('A chat session was started (a call without a session id, or with a new one: x-session-id, or Codex\'s thread-id on /v1/responses).', { sessionId: z.string(), agent: z.string().nullable(), model: z.string() }),
+      started: ev("A chat session was started (a call without a session id, or with a new one: x-session-id, or Codex's thread-id on /v1/responses).", {
+        sessionId: z.string(),
+        agent: z.string().nullable(),
+        model: z.string(),
+      }),
     },
   },
   run: {
@@ -175,26 +179,32 @@ export const CATEGORIES = {
         pid: z.int(),
         branch: z.string().nullable(),
       }),
-      activity: ev("New items of a run's log (at most one event per run every 100 ms, items cut to 2 KiB; the whole log is GET /api/v1/runs/{runId}/log). Leave them out with an SSE filter such as `task:,run:started,run:finished`.", {
-        runId: z.string(),
-        taskId: z.string(),
-        agent: z.string(),
-        fromSeq: z.int(),
-        items: z.array(z.looseObject({ seq: z.int(), kind: z.string() })),
-        turns: z.int().optional().describe("The run's turns so far, once its CLI has reported any (as the run's own field)."),
-        usage: z
-          .object({ inputTokens: z.int(), outputTokens: z.int(), cacheReadTokens: z.int(), cacheWriteTokens: z.int(), costUsd: z.number().nullable() })
-          .optional()
-          .describe("The run's tokens and cost so far, as the run's own usage field (a live view needs no read of the run)."),
-      }),
-      paused: ev("A run stopped before its work was done and waits to resume its CLI's session: its provider's usage limit (until the reset, or the provider's backoff) or a budget (until the period rolls over or the limit is raised). Its task goes back to assigned; no retry is counted.", {
-        runId: z.string(),
-        taskId: z.string(),
-        agent: z.string(),
-        reason: z.enum(['usage_limit', 'budget']),
-        provider: z.string().nullable().describe("The agent's provider (from its model, else its runtime), or null when it has none."),
-        until: z.string().nullable().describe('When it resumes by itself (runner.autoResume), as far as known now: the usage limit\'s reset, or the budget period\'s end.'),
-      }),
+      activity: ev(
+        "New items of a run's log (at most one event per run every 100 ms, items cut to 2 KiB; the whole log is GET /api/v1/runs/{runId}/log). Leave them out with an SSE filter such as `task:,run:started,run:finished`.",
+        {
+          runId: z.string(),
+          taskId: z.string(),
+          agent: z.string(),
+          fromSeq: z.int(),
+          items: z.array(z.looseObject({ seq: z.int(), kind: z.string() })),
+          turns: z.int().optional().describe("The run's turns so far, once its CLI has reported any (as the run's own field)."),
+          usage: z
+            .object({ inputTokens: z.int(), outputTokens: z.int(), cacheReadTokens: z.int(), cacheWriteTokens: z.int(), costUsd: z.number().nullable() })
+            .optional()
+            .describe("The run's tokens and cost so far, as the run's own usage field (a live view needs no read of the run)."),
+        },
+      ),
+      paused: ev(
+        "A run stopped before its work was done and waits to resume its CLI's session: its provider's usage limit (until the reset, or the provider's backoff) or a budget (until the period rolls over or the limit is raised). Its task goes back to assigned; no retry is counted.",
+        {
+          runId: z.string(),
+          taskId: z.string(),
+          agent: z.string(),
+          reason: z.enum(['usage_limit', 'budget']),
+          provider: z.string().nullable().describe("The agent's provider (from its model, else its runtime), or null when it has none."),
+          until: z.string().nullable().describe("When it resumes by itself (runner.autoResume), as far as known now: the usage limit's reset, or the budget period's end."),
+        },
+      ),
       resumed: ev('A paused run was queued again to resume its session: by the runner once nothing held it any more, or by a person (POST /api/v1/runs/{runId}/resume).', {
         runId: z.string(),
         taskId: z.string(),
@@ -214,20 +224,27 @@ export const CATEGORIES = {
     },
   },
   runner: {
-    description: "Runners: the daemons that run agents (online and offline are said when several share a PostgreSQL state: a daemon alone on SQLite is its only runner), and pauses of a provider's runs.",
+    description:
+      "Runners: the daemons that run agents (online and offline are said when several share a PostgreSQL state: a daemon alone on SQLite is its only runner), and pauses of a provider's runs.",
     events: {
-      paused: ev("An agent's CLI ran into its provider's usage limit: every run of agents on that provider waits until `until` (the limit's reset, or the provider's backoff when the CLI gave none).", {
-        provider: z.string(),
-        until: z.string(),
-        runs: z.int().describe('Runs waiting for it now (queued, and paused by the limit).'),
-      }),
-      resumed: ev("A provider's pause is over (its reset came, or a person resumed a run of it): its queued runs start again, and its paused runs resume their sessions when runner.autoResume is on.", {
-        provider: z.string(),
-        runs: z.int().describe('Runs of agents on the provider waiting to start or resume.'),
-        by: z.enum(['runner', 'person']),
-      }),
+      paused: ev(
+        "An agent's CLI ran into its provider's usage limit: every run of agents on that provider waits until `until` (the limit's reset, or the provider's backoff when the CLI gave none).",
+        {
+          provider: z.string(),
+          until: z.string(),
+          runs: z.int().describe('Runs waiting for it now (queued, and paused by the limit).'),
+        },
+      ),
+      resumed: ev(
+        "A provider's pause is over (its reset came, or a person resumed a run of it): its queued runs start again, and its paused runs resume their sessions when runner.autoResume is on.",
+        {
+          provider: z.string(),
+          runs: z.int().describe('Runs of agents on the provider waiting to start or resume.'),
+          by: z.enum(['runner', 'person']),
+        },
+      ),
       online: ev('A runner started: it runs agents whose runtimes it found.', { runnerId: z.string(), host: z.string(), runtimes: z.array(z.string()) }),
-      offline: ev("A runner stopped (a clean stop) or was not seen for too long (its runs are lost and queued again elsewhere).", {
+      offline: ev('A runner stopped (a clean stop) or was not seen for too long (its runs are lost and queued again elsewhere).', {
         runnerId: z.string(),
         host: z.string(),
         reason: z.enum(['stopped', 'unresponsive']),
@@ -243,7 +260,9 @@ export const CATEGORIES = {
         {
           reason: z
             .enum(['permission', 'approval', 'budget', 'paused', 'failed'])
-            .describe('permission: a run asks leave to use a tool (approval:requested of kind permission); approval: any other approval:requested; budget: budget:exceeded; paused: runner:paused; failed: task:transition to failed with no retries left.'),
+            .describe(
+              'permission: a run asks leave to use a tool (approval:requested of kind permission); approval: any other approval:requested; budget: budget:exceeded; paused: runner:paused; failed: task:transition to failed with no retries left.',
+            ),
           title: z.string().describe('One short line, a notification title.'),
           message: z.string().describe('One line more: who asks, the error, and the command that shows it.'),
           taskId: z.string().nullable(),
@@ -261,8 +280,13 @@ export const CATEGORIES = {
     description: 'Budgets of tokens or cost per agent and for the project, per day, week or month (docs/runs.md, Budgets).',
     events: {
       warning: ev('A budget is 80 % spent in its period (said once per budget and period).', budgetData),
-      exceeded: ev("A budget is spent in its period (said once per budget and period): new runs of its scope wait until the period rolls over or the limit is raised, and live ones stop after their current turn.", budgetData),
-      updated: ev('Budgets were set through the API (PUT /api/v1/budgets); they apply instead of project.json\'s until its budgets change.', { limits: z.int().describe('How many budgets are set now.') }),
+      exceeded: ev(
+        'A budget is spent in its period (said once per budget and period): new runs of its scope wait until the period rolls over or the limit is raised, and live ones stop after their current turn.',
+        budgetData,
+      ),
+      updated: ev("Budgets were set through the API (PUT /api/v1/budgets); they apply instead of project.json's until its budgets change.", {
+        limits: z.int().describe('How many budgets are set now.'),
+      }),
     },
   },
   routine: {
@@ -282,13 +306,16 @@ export const CATEGORIES = {
         chain: z.array(z.string()).describe('The routines whose firings led here, this one last (the depth limit counts them).'),
       }),
       queued: ev('A firing waits for the previous firing\'s work to close (concurrency "queue").', { routine: z.string(), firingId: z.string(), chain: z.array(z.string()) }),
-      skipped: ev('A routine did not fire, and why: its previous work still open (concurrency skip), firings missed while no daemon ran (catchUp none), the per-minute bound (rate), a full queue. A firing stopped by the depth limit is recorded in its history without an event (an event would go on the chain).', {
-        routine: z.string(),
-        firingId: z.string(),
-        why: z.enum(['concurrency', 'missed', 'rate', 'queue_full']),
-        detail: z.string(),
-        chain: z.array(z.string()),
-      }),
+      skipped: ev(
+        'A routine did not fire, and why: its previous work still open (concurrency skip), firings missed while no daemon ran (catchUp none), the per-minute bound (rate), a full queue. A firing stopped by the depth limit is recorded in its history without an event (an event would go on the chain).',
+        {
+          routine: z.string(),
+          firingId: z.string(),
+          why: z.enum(['concurrency', 'missed', 'rate', 'queue_full']),
+          detail: z.string(),
+          chain: z.array(z.string()),
+        },
+      ),
       failed: ev('A routine fired but its action was refused (a playbook or agent gone, a filled template that is not valid); nothing was created.', {
         routine: z.string(),
         firingId: z.string(),
@@ -310,25 +337,15 @@ type Categories = typeof CATEGORIES;
 type Names<C extends keyof Categories> = C extends string ? `${C}:${Extract<keyof Categories[C]['events'], string>}` : never;
 export type EventName = Names<keyof Categories>;
 
-type DefOf<N extends EventName> = N extends `${infer C}:${infer A}`
-  ? C extends keyof Categories
-    ? A extends keyof Categories[C]['events']
-      ? Categories[C]['events'][A]
-      : never
-    : never
-  : never;
+type DefOf<N extends EventName> = N extends `${infer C}:${infer A}` ? (C extends keyof Categories ? (A extends keyof Categories[C]['events'] ? Categories[C]['events'][A] : never) : never) : never;
 
 export type EventData<N extends EventName> = DefOf<N> extends { data: infer S extends z.ZodType } ? z.input<S> : never;
 
-export const EVENT_NAMES: EventName[] = Object.entries(CATEGORIES).flatMap(([c, def]) =>
-  Object.keys(def.events).map((a) => `${c}:${a}` as EventName),
-);
+export const EVENT_NAMES: EventName[] = Object.entries(CATEGORIES).flatMap(([c, def]) => Object.keys(def.events).map((a) => `${c}:${a}` as EventName));
 
 // Names come from clients (SSE filters), so they are looked up in Maps: `constructor:created` or
 // `__proto__` must find nothing rather than something inherited from Object.prototype.
-const DEFS = new Map<string, EventDef>(
-  Object.entries(CATEGORIES as Record<string, CategoryDef>).flatMap(([c, def]) => Object.entries(def.events).map(([a, e]) => [`${c}:${a}`, e] as const)),
-);
+const DEFS = new Map<string, EventDef>(Object.entries(CATEGORIES as Record<string, CategoryDef>).flatMap(([c, def]) => Object.entries(def.events).map(([a, e]) => [`${c}:${a}`, e] as const)));
 const CATEGORY_NAMES: ReadonlySet<string> = new Set(Object.keys(CATEGORIES));
 
 export function eventDef(name: string): EventDef | undefined {

@@ -262,8 +262,7 @@ export class SseHub {
     if (s.queued.push(text) === 1) this.dirty.push(s);
     if (this.flushTimer) return;
     const wait = this.lastFlush + FLUSH_MS - monotonic();
-    this.flushTimer =
-      wait > 0 ? { kind: 'timeout', handle: setTimeout(() => this.flush(), wait) } : { kind: 'immediate', handle: setImmediate(() => this.flush()) };
+    this.flushTimer = wait > 0 ? { kind: 'timeout', handle: setTimeout(() => this.flush(), wait) } : { kind: 'immediate', handle: setImmediate(() => this.flush()) };
   }
 
   private flush(): void {
@@ -369,10 +368,7 @@ export class SseHub {
   /** Cuts a stream that is too far behind; the client reconnects with Last-Event-ID and catches up from the log. */
   private enforce(s: Stream): void {
     const { maxBacklogEvents, maxBacklogBytes, maxStallMs } = this.limits;
-    const tooFar =
-      s.lagEvents > maxBacklogEvents ||
-      s.res.writableLength + s.lagBytes > maxBacklogBytes ||
-      (s.fullSince !== null && this.clock.now() - s.fullSince > maxStallMs);
+    const tooFar = s.lagEvents > maxBacklogEvents || s.res.writableLength + s.lagBytes > maxBacklogBytes || (s.fullSince !== null && this.clock.now() - s.fullSince > maxStallMs);
     if (!tooFar) return;
     // A reset, not a close: a close would leave what the kernel holds for the socket queued behind
     // a FIN the client never reads (an orphan socket, kept for minutes); a reset discards it now.

@@ -121,7 +121,12 @@ export function clientOf(address: string | undefined): string {
   const left = head ? head.split(':') : [];
   const right = a.includes('::') && tail ? tail.split(':') : [];
   const groups = a.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
-  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':') + '::/64';
+  return (
+    groups
+      .slice(0, 4)
+      .map((g) => g.replace(/^0+(?=.)/, ''))
+      .join(':') + '::/64'
+  );
 }
 
 /**

@@ -84,11 +84,7 @@ const CAP_LOG_INTERVAL_MS = 60_000;
  *   open connection is busy, the new one is closed at once. Either way one log line a minute says so.
  * Every operation here is O(1); the idle connections are kept in a Set whose order is their age.
  */
-export function guardConnections(
-  server: Server,
-  limits: Omit<ConnectionLimits, 'maxConnections'> & { maxConnections: () => number },
-  log: Logger,
-): () => ConnectionStats {
+export function guardConnections(server: Server, limits: Omit<ConnectionLimits, 'maxConnections'> & { maxConnections: () => number }, log: Logger): () => ConnectionStats {
   const conns = new Map<Socket, Conn>();
   const idle = new Set<Conn>();
   let evicted = 0;

@@ -13,7 +13,12 @@ export interface ExposureSettings {
 
 /** Whether `host` (server.host or --host) listens on loopback only: 127.0.0.0/8, ::1, localhost. */
 export function isLoopbackHost(host: string): boolean {
-  return isLoopbackName(host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, ''));
+  return isLoopbackName(
+    host
+      .toLowerCase()
+      .replace(/^\[(.*)\]$/, '$1')
+      .replace(/\.$/, ''),
+  );
 }
 
 /** What is missing for listening on `host`; empty when loopback, or when it is safe to expose. */

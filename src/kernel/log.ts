@@ -38,10 +38,7 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
  * under load a request's line costs an array push, not a write of its own, and each line stays
  * whole and in order. `flush()` hands on what is waiting at once (shutdown), and leaves no timer.
  */
-export function lineBuffer(
-  write: (chunk: string) => void,
-  { delayMs = 25, maxBytes = 64 * 1024 }: { delayMs?: number; maxBytes?: number } = {},
-): { push(line: string): void; flush(): void } {
+export function lineBuffer(write: (chunk: string) => void, { delayMs = 25, maxBytes = 64 * 1024 }: { delayMs?: number; maxBytes?: number } = {}): { push(line: string): void; flush(): void } {
   let lines: string[] = [];
   let bytes = 0;
   let timer: NodeJS.Timeout | null = null;

@@ -247,7 +247,8 @@ function parameters(schemas: SchemaComponents, schema: z.ZodType | undefined, wh
 // Any path answers a method it has no operation for with this; no operation can declare it. A path
 // whose operations share an error format answers it in that format (<id>MethodNotAllowed).
 function methodNotAllowed(style: ErrorStyle, paths: string[], others: string[]): Json {
-  const [who, it] = paths.length === 0 ? ['Any path answers', 'it does'] : paths.length === 1 ? [`\`${paths[0]}\` answers`, 'it does'] : [`${paths.map((p) => `\`${p}\``).join(', ')} answer`, 'they do'];
+  const [who, it] =
+    paths.length === 0 ? ['Any path answers', 'it does'] : paths.length === 1 ? [`\`${paths[0]}\` answers`, 'it does'] : [`${paths.map((p) => `\`${p}\``).join(', ')} answer`, 'they do'];
   const format = style === ENVELOPE ? '' : `${style.description} `;
   const elsewhere = others.length ? ` A path whose operations answer in another error format answers it in that format: ${others.join(', ')}.` : '';
   return {
@@ -268,7 +269,7 @@ function successContent(r: AnyRoute<unknown>, schemas: SchemaComponents): Json {
   if (r.stream) {
     if (Object.hasOwn(content, 'text/event-stream')) throw new Error(`${r.operationId}: a stream declared twice`);
     const data = schemas.output(r.stream.data, r.operationId);
-    const done: Json = { type: 'string', const: r.stream.done, description: 'The last event\'s data: the stream is over.' };
+    const done: Json = { type: 'string', const: r.stream.done, description: "The last event's data: the stream is over." };
     content['text/event-stream'] = {
       schema: {
         description: `${r.stream.description} Server-Sent Events: this is the schema of each event's \`data:\`${r.stream.done === undefined ? '' : `; \`${r.stream.done}\` ends the stream`}.`,
@@ -316,7 +317,10 @@ export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { titl
         continue;
       }
       // A header several operations read is written once, as a parameter component.
-      const id = `${h.name.split('-').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('')}Header`;
+      const id = `${h.name
+        .split('-')
+        .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+        .join('')}Header`;
       parameterComponents[id] = param;
       params.push({ $ref: `#/components/parameters/${id}` });
     }
@@ -358,7 +362,15 @@ export function buildOpenApi<App>(routes: readonly AnyRoute<App>[], info: { titl
       schemas: schemaComponents,
       headers,
       responses,
-      ...(Object.keys(parameterComponents).length ? { parameters: Object.fromEntries(Object.keys(parameterComponents).sort().map((k) => [k, parameterComponents[k]!])) } : {}),
+      ...(Object.keys(parameterComponents).length
+        ? {
+            parameters: Object.fromEntries(
+              Object.keys(parameterComponents)
+                .sort()
+                .map((k) => [k, parameterComponents[k]!]),
+            ),
+          }
+        : {}),
     },
   };
 }

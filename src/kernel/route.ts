@@ -140,12 +140,9 @@ export type AnyRoute<App> = RouteDef<App, any, any, any, any>;
 
 /** Returns a `route()` helper bound to the application context type, so handlers see `ctx.app` typed. */
 export function routeDefiner<App>() {
-  return function route<
-    R extends Schema,
-    P extends Schema | undefined = undefined,
-    Q extends Schema | undefined = undefined,
-    B extends Schema | undefined = undefined,
-  >(def: RouteDef<App, P, Q, B, R>): AnyRoute<App> {
+  return function route<R extends Schema, P extends Schema | undefined = undefined, Q extends Schema | undefined = undefined, B extends Schema | undefined = undefined>(
+    def: RouteDef<App, P, Q, B, R>,
+  ): AnyRoute<App> {
     return def as AnyRoute<App>;
   };
 }

@@ -7,10 +7,7 @@ interface Compiled<App> {
   rank: number;
 }
 
-export type Match<App> =
-  | { kind: 'found'; route: AnyRoute<App>; params: Record<string, string> }
-  | { kind: 'method'; allow: (Method | 'HEAD')[] }
-  | { kind: 'none' };
+export type Match<App> = { kind: 'found'; route: AnyRoute<App>; params: Record<string, string> } | { kind: 'method'; allow: (Method | 'HEAD')[] } | { kind: 'none' };
 
 export class Router<App> {
   private readonly compiled: Compiled<App>[];

@@ -302,7 +302,7 @@ const auth: RequestStep = {
       if (session) {
         // Every request of a session carries its token, reads too: browsers send the cookie to
         // every port of the host, and only the board's own origin has the token.
-        if (!session.csrf) throw new AppError('forbidden', 'This request comes with a board session cookie but without the session\'s X-CSRF-Token header.');
+        if (!session.csrf) throw new AppError('forbidden', "This request comes with a board session cookie but without the session's X-CSRF-Token header.");
         if (session.readOnly && !SAFE_METHODS.has(req.method ?? 'GET')) throw new AppError('forbidden', 'This board session is read-only; it cannot change anything.');
         who = session.principal;
       }

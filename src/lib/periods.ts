@@ -36,7 +36,11 @@ function formatter(zone: string): Intl.DateTimeFormat {
 
 /** The wall-clock date and time of instant `t` in `zone`. */
 function wallClock(t: number, zone: string): { y: number; m: number; d: number; h: number; mi: number; s: number } {
-  const p = new Map(formatter(zone).formatToParts(new Date(t)).map((x) => [x.type, Number(x.value)]));
+  const p = new Map(
+    formatter(zone)
+      .formatToParts(new Date(t))
+      .map((x) => [x.type, Number(x.value)]),
+  );
   return { y: p.get('year')!, m: p.get('month')!, d: p.get('day')!, h: p.get('hour')!, mi: p.get('minute')!, s: p.get('second')! };
 }
 

@@ -44,11 +44,7 @@ export const httpPart: Part<DaemonContext> = {
     });
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {
-        reject(
-          err.code === 'EADDRINUSE'
-            ? new Error(`port ${ctx.listening.port} on ${ctx.listening.host} is in use; is another svc running? Try --port 0 for any free port.`)
-            : err,
-        );
+        reject(err.code === 'EADDRINUSE' ? new Error(`port ${ctx.listening.port} on ${ctx.listening.host} is in use; is another svc running? Try --port 0 for any free port.`) : err);
       };
       http.server.once('error', onError);
       http.server.listen(ctx.listening.port, ctx.listening.host, () => {

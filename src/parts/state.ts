@@ -48,7 +48,8 @@ export const statePart: Part<DaemonContext> = {
       }
     };
     if (shared) log.info('state on PostgreSQL', { url: maskUrl(shared) });
-    if (shared && config.state.driver !== undefined) log.warn('project.json', { warning: 'state.driver has no effect any more (the state is always reached through `pg`, without blocking); remove it' });
+    if (shared && config.state.driver !== undefined)
+      log.warn('project.json', { warning: 'state.driver has no effect any more (the state is always reached through `pg`, without blocking); remove it' });
     // The periodic jobs run on one daemon of those sharing a state: the leader (db/pg/leader.ts).
     const leader = shared ? electLeader(shared, { outage: ctx.outages.reporter(shared, 'leader'), onError: (err) => log.error('a leadership listener failed', errorFields(err)) }) : soleLeader();
     ctx.leader = leader;

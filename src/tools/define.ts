@@ -72,9 +72,7 @@ export function defineTool<I extends AnyObject, O extends AnyObject>(def: ToolDe
 }
 
 /** What a call gives back, whatever door it came through. */
-export type ToolResult =
-  | { ok: true; structured: Record<string, unknown>; text: string }
-  | { ok: false; code: ErrorCode; status: number; message: string; details?: ErrorDetail[] };
+export type ToolResult = { ok: true; structured: Record<string, unknown>; text: string } | { ok: false; code: ErrorCode; status: number; message: string; details?: ErrorDetail[] };
 
 /**
  * Keys limited to read-only tools see and call only those (apiKeys[].tools: "read"); a tool for
@@ -95,7 +93,10 @@ function failure(err: AppError): ToolResult {
  */
 export function runTool(tool: AnyTool, ctx: ToolContext, args: unknown): ToolResult | Promise<ToolResult> {
   if (!mayUse(ctx.principal, tool)) {
-    const why = tool.audience === 'run' ? `Tool ${tool.name} is called by the CLI of a run svc started, with that run's key.` : `Tool ${tool.name} changes state; this API key may only call read-only tools (apiKeys[].tools is "read").`;
+    const why =
+      tool.audience === 'run'
+        ? `Tool ${tool.name} is called by the CLI of a run svc started, with that run's key.`
+        : `Tool ${tool.name} changes state; this API key may only call read-only tools (apiKeys[].tools is "read").`;
     return failure(new AppError('forbidden', why));
   }
   const parsed = tool.input.safeParse(args ?? {});

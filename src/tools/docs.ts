@@ -2,7 +2,17 @@ import { TOOLS, toolJsonSchema, type AnyTool } from './index.js';
 
 // docs/mcp.md, generated from the tool registry (`npm run docs`); a test keeps the committed copy current.
 
-type JsonSchema = { type?: string | string[]; enum?: unknown[]; anyOf?: JsonSchema[]; items?: JsonSchema; description?: string; properties?: Record<string, JsonSchema>; required?: string[]; const?: unknown; default?: unknown };
+type JsonSchema = {
+  type?: string | string[];
+  enum?: unknown[];
+  anyOf?: JsonSchema[];
+  items?: JsonSchema;
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  const?: unknown;
+  default?: unknown;
+};
 
 function typeOf(s: JsonSchema): string {
   if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(' \\| ');
@@ -20,9 +30,7 @@ function fieldTable(schema: JsonSchema): string[] {
   if (!props.length) return ['(no fields)', ''];
   const required = new Set(schema.required ?? []);
   const rows = props.map(([name, p]) => {
-    const desc = [p.description ?? p.anyOf?.find((a) => a.description)?.description ?? '', p.default !== undefined ? `Default ${JSON.stringify(p.default)}.` : '']
-      .filter(Boolean)
-      .join(' ');
+    const desc = [p.description ?? p.anyOf?.find((a) => a.description)?.description ?? '', p.default !== undefined ? `Default ${JSON.stringify(p.default)}.` : ''].filter(Boolean).join(' ');
     return `| \`${name}\` | ${typeOf(p)} | ${required.has(name) ? 'yes' : 'no'} | ${cell(desc)} |`;
   });
   return ['| field | type | required | description |', '| --- | --- | --- | --- |', ...rows, ''];
@@ -82,8 +90,8 @@ export function mcpMarkdown(): string {
     "## Runs' permission prompts",
     '',
     '`permission_prompt` is not for models: svc starts Claude Code with',
-    '`--permission-prompt-tool=mcp__svc__permission_prompt` when an agent\'s `permissionMode` is `ask`, and Claude Code',
-    'calls it, with its run\'s key, for each tool use it would ask a person about. It is listed to and callable by run',
+    "`--permission-prompt-tool=mcp__svc__permission_prompt` when an agent's `permissionMode` is `ask`, and Claude Code",
+    "calls it, with its run's key, for each tool use it would ask a person about. It is listed to and callable by run",
     'keys only (any other key: `forbidden`), and never offered to the chat orchestrator. The call becomes an approval',
     'of kind `permission` ([approvals.md](approvals.md)) and waits for the decision: its answer is an SSE stream that',
     'opens at once, carries a `notifications/progress` every 20 s (Claude Code gives up on a call silent for 300 s),',
@@ -102,7 +110,7 @@ export function mcpMarkdown(): string {
     '',
     '`task_next` and `task_claim` answer a `leaseId` and `leaseExpiresAt` (`tasks.leaseSeconds` in project.json,',
     'default 900). `task_heartbeat` extends the lease from now; `task_transition` with `leaseId` is refused',
-    "(conflict) when that lease is no longer current. A lease that runs out releases the task: it goes back to",
+    '(conflict) when that lease is no longer current. A lease that runs out releases the task: it goes back to',
     '`pending` with no assignee, so any agent can take it, and `task:transition` and `task:lease_expired` are emitted',
     'together. This also happens at start for leases that ran out while the daemon was down.',
     '',
@@ -117,7 +125,24 @@ export function mcpMarkdown(): string {
     const input = toolJsonSchema(t.input, 'input') as JsonSchema;
     const output = toolJsonSchema(t.output, 'output') as JsonSchema;
     out.push(`### ${t.name}`, '', `**${t.title}** (${hints(t)})`, '', t.description, '', '**Input**', '', ...fieldTable(input), '**Output**', '', ...fieldTable(output));
-    out.push('<details><summary>JSON Schemas</summary>', '', 'Input:', '', '```json', JSON.stringify(input, null, 2), '```', '', 'Output:', '', '```json', JSON.stringify(output, null, 2), '```', '', '</details>', '');
+    out.push(
+      '<details><summary>JSON Schemas</summary>',
+      '',
+      'Input:',
+      '',
+      '```json',
+      JSON.stringify(input, null, 2),
+      '```',
+      '',
+      'Output:',
+      '',
+      '```json',
+      JSON.stringify(output, null, 2),
+      '```',
+      '',
+      '</details>',
+      '',
+    );
   }
   return out.join('\n');
 }

@@ -1,14 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  type CallToolResult,
-  type JSONRPCMessage,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, SUPPORTED_PROTOCOL_VERSIONS, type CallToolResult, type JSONRPCMessage, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { serviceKey, type App } from '../app.js';
 import { SSE_HEADERS } from '../events/sse.js';
 import type { Principal } from '../kernel/auth.js';
@@ -69,8 +61,7 @@ export interface McpDoor {
 
 export const MCP_DOOR = serviceKey<McpDoor>('tools.mcp');
 
-const principalOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Principal | null =>
-  (extra.authInfo?.extra?.principal as Principal | undefined) ?? null;
+const principalOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Principal | null => (extra.authInfo?.extra?.principal as Principal | undefined) ?? null;
 
 /**
  * A JSON-RPC error answered as it is. The SDK's McpError writes "MCP error -32602: " into its own
@@ -170,13 +161,7 @@ function progressTokenOf(m: JSONRPCMessage): string | number | undefined {
  * gives up on headers that do not come within minutes (Claude Code after 300 s), and its MCP client
  * on a call that says nothing as long; a person's decision may take longer.
  */
-export async function streamAnswer(
-  res: ServerResponse,
-  answer: Promise<JSONRPCMessage>,
-  progressToken: string | number | undefined,
-  clock: Clock,
-  everyMs = PROGRESS_EVERY_MS,
-): Promise<void> {
+export async function streamAnswer(res: ServerResponse, answer: Promise<JSONRPCMessage>, progressToken: string | number | undefined, clock: Clock, everyMs = PROGRESS_EVERY_MS): Promise<void> {
   res.writeHead(200, SSE_HEADERS);
   const message = (m: unknown) => res.write(`event: message\ndata: ${JSON.stringify(m)}\n\n`);
   let progress = 0;
@@ -234,7 +219,7 @@ export async function handleMcp(door: McpDoor, principal: Principal | null, req:
   }
   const batch = Array.isArray(body);
   const messages: unknown[] = batch ? body : [body];
-  if (!messages.length || batch && messages.length > 100 || !messages.every(isMessage)) {
+  if (!messages.length || (batch && messages.length > 100) || !messages.every(isMessage)) {
     return send(res, 400, rpcError(-32600, 'Invalid Request: the body must be a JSON-RPC 2.0 message (or a batch of at most 100).'));
   }
   // A call that waits stops when the client hangs up (a CLI that was stopped): nobody is left to answer.

@@ -23,7 +23,7 @@ export const permissionTools = [
     name: 'permission_prompt',
     title: 'Ask a person for permission',
     description:
-      "Not for you to call: Claude Code calls it itself, for each tool use that needs a person's permission, when svc runs it with permissionMode \"ask\". It records an svc approval request showing the tool and its input, waits for the decision (minutes, up to runner.permissionTimeoutSec) and answers allow or deny with the reason. Only a run's key may call it.",
+      'Not for you to call: Claude Code calls it itself, for each tool use that needs a person\'s permission, when svc runs it with permissionMode "ask". It records an svc approval request showing the tool and its input, waits for the decision (minutes, up to runner.permissionTimeoutSec) and answers allow or deny with the reason. Only a run\'s key may call it.',
     input: z.object({
       tool_name: z.string().min(1).max(1000).describe('The tool the agent wants to use (Bash, Edit, mcp__server__tool).'),
       input: z.record(z.string(), z.unknown()).describe("The tool's input."),

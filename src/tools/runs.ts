@@ -39,7 +39,11 @@ export const runTools = [
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
     handler: async ({ app }, { runId }) => ({ run: await runs.requireRun(app, runId) }),
     summary: (o) =>
-      [line(o.run), o.run.branch ? `branch ${o.run.branch}${o.run.headCommit ? ` at ${o.run.headCommit.slice(0, 12)}` : ''}` : null, o.run.diffStat ? `${o.run.diffStat.files} files +${o.run.diffStat.added} -${o.run.diffStat.removed}` : null]
+      [
+        line(o.run),
+        o.run.branch ? `branch ${o.run.branch}${o.run.headCommit ? ` at ${o.run.headCommit.slice(0, 12)}` : ''}` : null,
+        o.run.diffStat ? `${o.run.diffStat.files} files +${o.run.diffStat.added} -${o.run.diffStat.removed}` : null,
+      ]
         .filter(Boolean)
         .join('\n'),
   }),

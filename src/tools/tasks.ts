@@ -11,11 +11,9 @@ const agent = z.string().min(1).max(64).describe('Your agent name, as registered
 const cursor = z.string().max(128).optional().describe('nextCursor of the previous call, to read the next page.');
 const limit = z.int().min(1).max(100).default(20).describe('How many to return (1-100, default 20).');
 
-const line = (t: { id: string; title: string; status: string; assignTo: string | null }) =>
-  `${t.id} "${t.title}" ${t.status}${t.assignTo ? ` (${t.assignTo})` : ''}`;
+const line = (t: { id: string; title: string; status: string; assignTo: string | null }) => `${t.id} "${t.title}" ${t.status}${t.assignTo ? ` (${t.assignTo})` : ''}`;
 
-const leaseNote = (t: { leaseId: string; leaseExpiresAt: string }) =>
-  `lease ${t.leaseId} until ${t.leaseExpiresAt}: call task_heartbeat before then or the task goes back to pending`;
+const leaseNote = (t: { leaseId: string; leaseExpiresAt: string }) => `lease ${t.leaseId} until ${t.leaseExpiresAt}: call task_heartbeat before then or the task goes back to pending`;
 
 export const taskTools = [
   defineTool({
@@ -41,12 +39,11 @@ export const taskTools = [
   defineTool({
     name: 'task_get',
     title: 'Read a task',
-    description:
-      'Read one task: its fields, state, result, who holds it and until when (leaseExpiresAt). With withNotes: true, also its 20 latest notes (task_comment), newest first.',
+    description: 'Read one task: its fields, state, result, who holds it and until when (leaseExpiresAt). With withNotes: true, also its 20 latest notes (task_comment), newest first.',
     input: z.strictObject({ taskId, withNotes: z.boolean().optional().describe("Also return the task's latest notes (default false).") }),
     output: z.object({ task: TaskOut, comments: z.array(CommentOut).optional().describe('The 20 latest notes, newest first; only with withNotes.') }),
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
-    handler: async ({ app }, { taskId, withNotes }) => (withNotes ? (await taskWithComments(app, taskId, 20)) : { task: await tasks.requireTask(app, taskId) }),
+    handler: async ({ app }, { taskId, withNotes }) => (withNotes ? await taskWithComments(app, taskId, 20) : { task: await tasks.requireTask(app, taskId) }),
     summary: (o) =>
       [
         line(o.task),

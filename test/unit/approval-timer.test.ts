@@ -7,11 +7,48 @@ const T0 = Date.parse('2030-01-01T00:00:00.000Z');
 describe('planTimeouts', () => {
   const cases: { name: string; candidates: [string, number][]; now: number; retryAt?: [string, number][]; due: string[]; wakeAt: number | null }[] = [
     { name: 'nothing waiting', candidates: [], now: T0, due: [], wakeAt: null },
-    { name: 'one expired, one to come', candidates: [['a', T0 - 5], ['b', T0 + 500]], now: T0, due: ['a'], wakeAt: T0 + 500 },
+    {
+      name: 'one expired, one to come',
+      candidates: [
+        ['a', T0 - 5],
+        ['b', T0 + 500],
+      ],
+      now: T0,
+      due: ['a'],
+      wakeAt: T0 + 500,
+    },
     { name: 'expiring exactly now is due', candidates: [['a', T0]], now: T0, due: ['a'], wakeAt: null },
-    { name: 'all expired, in order given', candidates: [['a', T0 - 9], ['b', T0 - 1]], now: T0, due: ['a', 'b'], wakeAt: null },
-    { name: 'wakes at the nearest of several', candidates: [['a', T0 + 900], ['b', T0 + 300]], now: T0, due: [], wakeAt: T0 + 300 },
-    { name: 'a held-back one waits for its retry', candidates: [['a', T0 - 5], ['b', T0 + 500]], now: T0, retryAt: [['a', T0 + 100]], due: [], wakeAt: T0 + 100 },
+    {
+      name: 'all expired, in order given',
+      candidates: [
+        ['a', T0 - 9],
+        ['b', T0 - 1],
+      ],
+      now: T0,
+      due: ['a', 'b'],
+      wakeAt: null,
+    },
+    {
+      name: 'wakes at the nearest of several',
+      candidates: [
+        ['a', T0 + 900],
+        ['b', T0 + 300],
+      ],
+      now: T0,
+      due: [],
+      wakeAt: T0 + 300,
+    },
+    {
+      name: 'a held-back one waits for its retry',
+      candidates: [
+        ['a', T0 - 5],
+        ['b', T0 + 500],
+      ],
+      now: T0,
+      retryAt: [['a', T0 + 100]],
+      due: [],
+      wakeAt: T0 + 100,
+    },
     { name: 'a held-back one is due again once its retry time has come', candidates: [['a', T0 - 5]], now: T0, retryAt: [['a', T0]], due: ['a'], wakeAt: null },
   ];
   it.each(cases)('$name', (c) => {

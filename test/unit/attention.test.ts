@@ -8,8 +8,10 @@ import { commandLine, defaultNotifier, notifierCommand } from '../../src/cli/des
 // test/notify.test.ts.
 
 const TASK = '019a0000-0000-7000-8000-00000000beef';
-const tasks = (t: Partial<ReturnType<TaskLookup> & object> | null): TaskLookup => () =>
-  t && { title: 'Ship it', retries: 0, maxRetries: 0, assignTo: 'alice', result: null, ...t };
+const tasks =
+  (t: Partial<ReturnType<TaskLookup> & object> | null): TaskLookup =>
+  () =>
+    t && { title: 'Ship it', retries: 0, maxRetries: 0, assignTo: 'alice', result: null, ...t };
 
 describe('attentionOf', () => {
   it('an approval request: reason approval, the command that shows it, the approvals page', () => {
@@ -29,7 +31,14 @@ describe('attentionOf', () => {
   });
 
   it('a permission approval (kind permission) carries its run and agent', () => {
-    const a = attentionOf({ id: 8, name: 'approval:requested', data: { approvalId: 'ap', kind: 'permission', taskId: TASK, missionId: null, title: 'Bash: rm -rf build', requestedBy: 'alice', runId: 'run-1', tool: 'Bash' } }, tasks(null));
+    const a = attentionOf(
+      {
+        id: 8,
+        name: 'approval:requested',
+        data: { approvalId: 'ap', kind: 'permission', taskId: TASK, missionId: null, title: 'Bash: rm -rf build', requestedBy: 'alice', runId: 'run-1', tool: 'Bash' },
+      },
+      tasks(null),
+    );
     expect(a).toMatchObject({ reason: 'permission', title: 'Permission needed: Bash: rm -rf build', runId: 'run-1', agent: 'alice', approvalId: 'ap' });
   });
 
@@ -127,9 +136,16 @@ describe('noteOf', () => {
   const delivery = (body: unknown) => ({ event: 'x', id: 'd', body: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)) });
 
   it('an attention:needed: its title, its message and the full link; urgent when a run waits for an answer', () => {
-    const n = noteOf(delivery({ event: 'attention:needed', data: { reason: 'permission', title: 'Permission needed: Bash', message: 'asked by alice', link: '/#/approvals' } }), 'http://127.0.0.1:7000');
+    const n = noteOf(
+      delivery({ event: 'attention:needed', data: { reason: 'permission', title: 'Permission needed: Bash', message: 'asked by alice', link: '/#/approvals' } }),
+      'http://127.0.0.1:7000',
+    );
     expect(n).toEqual({ title: 'Permission needed: Bash', body: 'asked by alice\nhttp://127.0.0.1:7000/#/approvals', urgent: true });
-    expect(noteOf(delivery({ event: 'attention:needed', data: { reason: 'failed', title: 'Task failed: x', message: 'boom', link: null } }), 'http://h')).toEqual({ title: 'Task failed: x', body: 'boom', urgent: false });
+    expect(noteOf(delivery({ event: 'attention:needed', data: { reason: 'failed', title: 'Task failed: x', message: 'boom', link: null } }), 'http://h')).toEqual({
+      title: 'Task failed: x',
+      body: 'boom',
+      urgent: false,
+    });
   });
 
   it('a test event shows; anything else, or no JSON, shows nothing', () => {

@@ -18,7 +18,7 @@ describe('budget periods', () => {
     expect(bounds('month', '2030-12-31T23:59:59.000Z', 'UTC')).toEqual(['2030-12-01T00:00:00.000Z', '2031-01-01T00:00:00.000Z']);
   });
 
-  it("in a zone ahead of UTC, the local day: 23:30 UTC is already tomorrow in Tokyo", () => {
+  it('in a zone ahead of UTC, the local day: 23:30 UTC is already tomorrow in Tokyo', () => {
     expect(bounds('day', '2030-01-15T23:30:00.000Z', 'Asia/Tokyo')).toEqual(['2030-01-15T15:00:00.000Z', '2030-01-16T15:00:00.000Z']);
     expect(bounds('day', '2030-01-15T03:00:00.000Z', 'America/New_York')).toEqual(['2030-01-14T05:00:00.000Z', '2030-01-15T05:00:00.000Z']);
   });

@@ -44,13 +44,21 @@ describe('the API in the command line’s words', () => {
       const [, group, sub] = words.split(' ');
       const entry = COMMANDS.find((c) => c.name === group);
       expect(entry, words).toBeDefined();
-      if (sub && !sub.startsWith('<')) expect((await entry!.load()).commands.map((c) => c.name()), words).toContain(sub);
+      if (sub && !sub.startsWith('<'))
+        expect(
+          (await entry!.load()).commands.map((c) => c.name()),
+          words,
+        ).toContain(sub);
     }
   });
 
   it.each([
     ['a template stays a placeholder', 'schema changes go through POST /api/v1/data/{resource}/migrations.', 'schema changes go through `svc db migrate <name> <file>`.'],
-    ['an id in the path is put in', 'Webhook 0193ab is disabled (by hand); enable it first with PATCH /v1/webhooks/0193ab {"enabled": true}.', 'Webhook 0193ab is disabled (by hand); enable it first with `svc webhooks set 0193ab --enable`.'],
+    [
+      'an id in the path is put in',
+      'Webhook 0193ab is disabled (by hand); enable it first with PATCH /v1/webhooks/0193ab {"enabled": true}.',
+      'Webhook 0193ab is disabled (by hand); enable it first with `svc webhooks set 0193ab --enable`.',
+    ],
     ['an id in the body is put in', 'Request one with POST /api/v1/approvals {"taskId": "t-1", "requestedBy", "title"}.', 'Request one with `svc approvals request t-1 --title …`.'],
     ['a value that needs quoting is quoted', 'create it with POST /api/v1/agents/teams {"name": "core team"}', "create it with `svc teams add 'core team'`"],
     ['the end of a sentence is not part of the path', 'see GET /api/v1/auth/status.', 'see `svc auth status`.'],

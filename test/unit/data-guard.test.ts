@@ -48,17 +48,37 @@ function scratch(): Database.Database {
 const program = (db: Database.Database, sql: string): ExplainRow[] => db.prepare(`EXPLAIN ${sql}`).all() as ExplainRow[];
 
 describe('layer 1, the gate, alone', () => {
-  const refused = ["ATTACH 'x.db' AS x", 'DETACH x', 'PRAGMA writable_schema = 1', 'PRAGMA foreign_keys = OFF', 'PRAGMA table_info(t)', 'VACUUM', 'BEGIN', 'SAVEPOINT s', 'RELEASE s', 'COMMIT', 'CREATE TABLE x (a)', 'DROP TABLE t', 'ALTER TABLE t ADD COLUMN c', 'REINDEX', 'ANALYZE', 'EXPLAIN SELECT 1', '\u00a0SELECT 1', ''];
+  const refused = [
+    "ATTACH 'x.db' AS x",
+    'DETACH x',
+    'PRAGMA writable_schema = 1',
+    'PRAGMA foreign_keys = OFF',
+    'PRAGMA table_info(t)',
+    'VACUUM',
+    'BEGIN',
+    'SAVEPOINT s',
+    'RELEASE s',
+    'COMMIT',
+    'CREATE TABLE x (a)',
+    'DROP TABLE t',
+    'ALTER TABLE t ADD COLUMN c',
+    'REINDEX',
+    'ANALYZE',
+    'EXPLAIN SELECT 1',
+    '\u00a0SELECT 1',
+    '',
+  ];
   it.each(refused.flatMap((sql) => [[sql, 'read'] as const, [sql, 'write'] as const]))('refuses %j in %s mode', (sql, mode) => {
     expect(refusal(() => gate(sql, mode)).code).toBe('data_invalid');
   });
   it('refuses a NUL anywhere, which SQLite would read as the end of the statement', () => {
-    const e = refusal(() => gate("SELECT 1\u0000; DELETE FROM t", 'read'));
+    const e = refusal(() => gate('SELECT 1\u0000; DELETE FROM t', 'read'));
     expect(e.details).toEqual([{ path: 'body.sql', message: 'The SQL contains a NUL character.' }]);
   });
   it('admits the statement kinds of each mode, past comments', () => {
     for (const sql of ['SELECT 1', 'VALUES (1)', '/* c */ WITH x AS (SELECT 1) SELECT * FROM x']) expect(() => gate(sql, 'read')).not.toThrow();
-    for (const sql of ['INSERT INTO t (a) VALUES (1)', 'REPLACE INTO t (a) VALUES (1)', 'UPDATE t SET a = 1', 'DELETE FROM t', '-- c\nWITH x AS (SELECT 1) DELETE FROM t']) expect(() => gate(sql, 'write')).not.toThrow();
+    for (const sql of ['INSERT INTO t (a) VALUES (1)', 'REPLACE INTO t (a) VALUES (1)', 'UPDATE t SET a = 1', 'DELETE FROM t', '-- c\nWITH x AS (SELECT 1) DELETE FROM t'])
+      expect(() => gate(sql, 'write')).not.toThrow();
   });
 });
 
@@ -96,7 +116,14 @@ describe('layer 2, the shadow, alone', () => {
     }
   });
   it('lets reads of the system columns and rowids through, and writes that leave them alone', () => {
-    for (const sql of ['SELECT rowid, oid, _rowid_, _id, _version FROM orders', "UPDATE orders SET item = 'b' WHERE rowid = 1 RETURNING rowid, _id, _version", "INSERT INTO orders (item, qty) VALUES ('a', 1) ON CONFLICT (qty) DO UPDATE SET item = excluded.item", "INSERT INTO orders (item, qty) VALUES ('a', 1) ON CONFLICT (_id) DO NOTHING", "UPDATE orders INDEXED BY orders_item_idx SET qty = 2 WHERE item = 'a'", 'DELETE FROM orders WHERE _version > 1']) {
+    for (const sql of [
+      'SELECT rowid, oid, _rowid_, _id, _version FROM orders',
+      "UPDATE orders SET item = 'b' WHERE rowid = 1 RETURNING rowid, _id, _version",
+      "INSERT INTO orders (item, qty) VALUES ('a', 1) ON CONFLICT (qty) DO UPDATE SET item = excluded.item",
+      "INSERT INTO orders (item, qty) VALUES ('a', 1) ON CONFLICT (_id) DO NOTHING",
+      "UPDATE orders INDEXED BY orders_item_idx SET qty = 2 WHERE item = 'a'",
+      'DELETE FROM orders WHERE _version > 1',
+    ]) {
       expect(() => checkShadow(shadow, sql, []), sql).not.toThrow();
     }
   });
@@ -116,7 +143,7 @@ describe('layer 3, the mode, alone', () => {
   afterAll(() => db.close());
   it('refuses a write in read mode and a read in write mode', () => {
     expect(refusal(() => checkMode(db.prepare('DELETE FROM t'), 'read')).message).toMatch(/writes/);
-    expect(refusal(() => checkMode(db.prepare("WITH x AS (SELECT 1) INSERT INTO t (a) SELECT 1 FROM x"), 'read')).message).toMatch(/writes/);
+    expect(refusal(() => checkMode(db.prepare('WITH x AS (SELECT 1) INSERT INTO t (a) SELECT 1 FROM x'), 'read')).message).toMatch(/writes/);
     expect(refusal(() => checkMode(db.prepare('SELECT 1'), 'write')).message).toMatch(/does not write/);
     expect(() => checkMode(db.prepare('SELECT * FROM t'), 'read')).not.toThrow();
     expect(() => checkMode(db.prepare('UPDATE t SET a = 1'), 'write')).not.toThrow();
@@ -127,12 +154,36 @@ describe('layer 4, the compiled program, alone', () => {
   const db = scratch();
   afterAll(() => db.close());
   // Compiled on a throwaway connection: a PRAGMA takes effect when it is prepared.
-  const forbidden = ["ATTACH ':memory:' AS x", 'DETACH main', 'PRAGMA writable_schema = 1', 'PRAGMA foreign_keys = OFF', 'PRAGMA user_version = 3', 'PRAGMA journal_mode = DELETE', 'VACUUM', 'BEGIN', 'COMMIT', 'SAVEPOINT s', 'CREATE TABLE x (a)', 'CREATE INDEX ix ON t (a)', 'DROP TABLE t', 'ANALYZE', "SELECT load_extension('/tmp/nothing')", "SELECT * FROM json_each('[1]')", 'SELECT * FROM pragma_table_info(\'t\')'];
+  const forbidden = [
+    "ATTACH ':memory:' AS x",
+    'DETACH main',
+    'PRAGMA writable_schema = 1',
+    'PRAGMA foreign_keys = OFF',
+    'PRAGMA user_version = 3',
+    'PRAGMA journal_mode = DELETE',
+    'VACUUM',
+    'BEGIN',
+    'COMMIT',
+    'SAVEPOINT s',
+    'CREATE TABLE x (a)',
+    'CREATE INDEX ix ON t (a)',
+    'DROP TABLE t',
+    'ANALYZE',
+    "SELECT load_extension('/tmp/nothing')",
+    "SELECT * FROM json_each('[1]')",
+    "SELECT * FROM pragma_table_info('t')",
+  ];
   it.each(forbidden)('refuses the program of %j', (sql) => {
     expect(refusal(() => checkOps(program(db, sql))).code).toBe('data_invalid');
   });
   it('passes the programs of queries and DML', () => {
-    for (const sql of ['SELECT a FROM t WHERE b > 1', "INSERT INTO t (a) VALUES ('x') RETURNING a", 'UPDATE t SET a = b + 1', 'DELETE FROM t', 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5) SELECT x FROM c']) {
+    for (const sql of [
+      'SELECT a FROM t WHERE b > 1',
+      "INSERT INTO t (a) VALUES ('x') RETURNING a",
+      'UPDATE t SET a = b + 1',
+      'DELETE FROM t',
+      'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5) SELECT x FROM c',
+    ]) {
       expect(() => checkOps(program(db, sql)), sql).not.toThrow();
     }
   });
@@ -140,7 +191,7 @@ describe('layer 4, the compiled program, alone', () => {
     const other = scratch();
     try {
       other.exec("ATTACH ':memory:' AS side; CREATE TABLE side.s (a); CREATE TEMP TABLE tt (a)");
-      const roots = new Map((other.prepare("SELECT tbl_name, rootpage FROM sqlite_schema WHERE rootpage > 0").all() as { tbl_name: string; rootpage: number }[]).map((r) => [r.rootpage, r.tbl_name]));
+      const roots = new Map((other.prepare('SELECT tbl_name, rootpage FROM sqlite_schema WHERE rootpage > 0').all() as { tbl_name: string; rootpage: number }[]).map((r) => [r.rootpage, r.tbl_name]));
       const tables = new Set(['t']);
       expect(programTables(program(other, 'SELECT * FROM t'), roots, tables)).toEqual({ reads: new Set(['t']), writes: new Set() });
       expect(programTables(program(other, 'DELETE FROM t'), roots, tables)).toEqual({ reads: new Set(), writes: new Set(['t']) });
@@ -149,7 +200,7 @@ describe('layer 4, the compiled program, alone', () => {
       expect(refusal(() => programTables(program(other, 'SELECT * FROM tt'), roots, tables)).message).toMatch(/only this database/);
       expect(refusal(() => programTables(program(other, 'SELECT * FROM sqlite_schema'), roots, tables)).message).toMatch(/internal to SQLite/);
       other.exec('CREATE TABLE _svc_meta (k)');
-      const roots2 = new Map((other.prepare("SELECT tbl_name, rootpage FROM sqlite_schema WHERE rootpage > 0").all() as { tbl_name: string; rootpage: number }[]).map((r) => [r.rootpage, r.tbl_name]));
+      const roots2 = new Map((other.prepare('SELECT tbl_name, rootpage FROM sqlite_schema WHERE rootpage > 0').all() as { tbl_name: string; rootpage: number }[]).map((r) => [r.rootpage, r.tbl_name]));
       expect(refusal(() => programTables(program(other, 'SELECT * FROM _svc_meta'), roots2, tables)).code).toBe('data_not_found');
     } finally {
       other.close();
@@ -178,7 +229,16 @@ describe('system columns and rowids through a real file, under any spelling', ()
   beforeAll(() => {
     const path = join(dir, 'sweep.sqlite');
     file = new DataFile(path, systemClock, SCHEMA);
-    file.batch([{ op: 'insert', table: 'orders', rows: [{ item: 'a', qty: 1 }, { item: 'b', qty: 2 }] }]);
+    file.batch([
+      {
+        op: 'insert',
+        table: 'orders',
+        rows: [
+          { item: 'a', qty: 1 },
+          { item: 'b', qty: 2 },
+        ],
+      },
+    ]);
     // The same file, read by a plain connection: what SQLite itself would compile without the guard.
     raw = new Database(path, { readonly: true });
   });
@@ -258,6 +318,9 @@ describe('system columns and rowids through a real file, under any spelling', ()
     expect(write("UPDATE orders SET item = 'c' WHERE rowid = 1 RETURNING rowid, _id, item")).toMatchObject({ answer: { rows: [{ rowid: 1, item: 'c' }], rowCount: 1 } });
     expect(write("INSERT INTO orders (item, qty) VALUES ('d', 2) ON CONFLICT (qty) DO UPDATE SET item = excluded.item RETURNING item")).toMatchObject({ answer: { rows: [{ item: 'd' }] } });
     // The trigger bumped each changed row's version: an expectedVersion check sees both changes.
-    expect(raw.prepare('SELECT item, _version FROM orders ORDER BY rowid').all()).toEqual([{ item: 'c', _version: 2 }, { item: 'd', _version: 2 }]);
+    expect(raw.prepare('SELECT item, _version FROM orders ORDER BY rowid').all()).toEqual([
+      { item: 'c', _version: 2 },
+      { item: 'd', _version: 2 },
+    ]);
   });
 });

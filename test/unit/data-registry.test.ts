@@ -24,13 +24,14 @@ describe('database registry cache', () => {
 
   it('keeps nothing read inside a transaction that then rolls back', async () => {
     const db = await openDatabase(':memory:', STATE_MIGRATIONS);
-    await expect((async () =>
-      await db.transaction(async () => {
-        await store.insertDatabase(db, row('b', 2));
-        expect((await store.getByName(db, 'b'))?.name).toBe('b');
-        throw new Error('rolled back');
-      })
-    )()).rejects.toThrow('rolled back');
+    await expect(
+      (async () =>
+        await db.transaction(async () => {
+          await store.insertDatabase(db, row('b', 2));
+          expect((await store.getByName(db, 'b'))?.name).toBe('b');
+          throw new Error('rolled back');
+        }))(),
+    ).rejects.toThrow('rolled back');
     expect(await store.getByName(db, 'b')).toBeNull();
   });
 

@@ -17,7 +17,11 @@ const read = (sql: string, maxRows = 10) => ({ type: 'query' as const, req: { sq
 const T = { tables: { t: { columns: { n: { type: 'integer' as const } } } } };
 /** About 400 KB of answer: more than a socket buffer takes in one write. */
 const LARGE = "SELECT n, printf('%.4000c', 'x') AS pad FROM (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 100) SELECT n FROM r)";
-const codeOf = (p: Promise<unknown>) => p.then(() => 'ok', (e: { code?: string }) => e.code);
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: { code?: string }) => e.code,
+  );
 
 const start = (timeoutMs: number, lines: string[] = []) => {
   const dir = tempDir('svc-runner-');
@@ -64,7 +68,12 @@ describe('DataRunner', () => {
     runner = new DataRunner({ log: createLogger(() => undefined), dir: tempDir('svc-runner-'), statementTimeoutMs: () => 60_000 });
     const key = '0190b5a0-0000-7000-8000-000000000002';
     await runner.call(key, { type: 'open', file: runner.fileOf(key), create: { tables: { t: { columns: { n: { type: 'integer' } } } } } }, { slow: true });
-    const codes = [read(RUNAWAY), read('SELECT 2 AS n'), read('SELECT 3 AS n')].map((m) => runner!.call(key, m).then(() => 'ok', (e: { code?: string }) => e.code));
+    const codes = [read(RUNAWAY), read('SELECT 2 AS n'), read('SELECT 3 AS n')].map((m) =>
+      runner!.call(key, m).then(
+        () => 'ok',
+        (e: { code?: string }) => e.code,
+      ),
+    );
     const r = runner;
     await eventually(() => r.inflight(key) === 3);
     await runner.close(); // kills the busy worker after its grace period
@@ -130,7 +139,7 @@ describe('DataRunner worker slots and exits', () => {
   const write = { type: 'query' as const, req: { sql: 'INSERT INTO t (n) VALUES (1)', params: [], mode: 'write' as const, maxRows: 10, grants: ALL } };
   const keyN = (i: number) => `0190b5a0-0000-7000-8000-00000000010${i}`;
 
-  it('a request arriving between a worker\'s exit and its close gets a new worker, with the time limit in force', async () => {
+  it("a request arriving between a worker's exit and its close gets a new worker, with the time limit in force", async () => {
     const { runner: r } = start(800);
     const key = keyN(0);
     await create(key);

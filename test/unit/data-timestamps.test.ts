@@ -74,7 +74,7 @@ const SQL_PATHS: Record<string, Path> = {
     sql(f, 'INSERT INTO ev (k) VALUES (?)', [k]);
     sql(f, 'INSERT INTO ev (k, at) VALUES (?, NULL) ON CONFLICT (k) DO UPDATE SET at = ?', [k, v]);
   },
-  'REPLACE': (f, k, v) => sql(f, 'REPLACE INTO ev (k, at) VALUES (?, ?)', [k, v]),
+  REPLACE: (f, k, v) => sql(f, 'REPLACE INTO ev (k, at) VALUES (?, ?)', [k, v]),
 };
 
 describe('timestamps mean one thing', () => {
@@ -133,7 +133,10 @@ describe('timestamps mean one thing', () => {
     // A default given with an offset (ev.due), used by raw SQL and by a migration's new column.
     sql(f, "INSERT INTO ev (k) VALUES ('d')");
     f.migrate({ id: 'm', expectedVersion: 1, steps: [{ op: 'addColumn', table: 'ev', column: 'later', definition: { type: 'timestamp', default: '2026-03-01T10:00:00-05:30' } }] }, 'c');
-    expect(f.query({ sql: "SELECT due, later FROM ev WHERE k = 'd'", params: [], mode: 'read', maxRows: 1, grants }).answer.rows[0]).toEqual({ due: '2026-03-01T09:00:00.000Z', later: '2026-03-01T15:30:00.000Z' });
+    expect(f.query({ sql: "SELECT due, later FROM ev WHERE k = 'd'", params: [], mode: 'read', maxRows: 1, grants }).answer.rows[0]).toEqual({
+      due: '2026-03-01T09:00:00.000Z',
+      later: '2026-03-01T15:30:00.000Z',
+    });
     f.close();
   });
 
@@ -156,10 +159,13 @@ describe('timestamps mean one thing', () => {
 
   it('a file made before the triggers gets them when opened, its values with a zone converted like the batch path does', () => {
     const file = join(dir, 'old.sqlite');
-    new DataFile(file, systemClock, { tables: { ev: { columns: { k: { type: 'text', unique: true }, at: { type: 'timestamp', nullable: true, unique: true }, n: { type: 'integer', nullable: true } } } } }).close();
+    new DataFile(file, systemClock, {
+      tables: { ev: { columns: { k: { type: 'text', unique: true }, at: { type: 'timestamp', nullable: true, unique: true }, n: { type: 'integer', nullable: true } } } },
+    }).close();
     // What such a file holds: the tables without the timestamp triggers, and values raw SQL kept as written.
     const raw = new Database(file);
-    for (const { name } of raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '\\_svc\\_ts:%' ESCAPE '\\'").all() as { name: string }[]) raw.exec(`DROP TRIGGER "${name}"`);
+    for (const { name } of raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '\\_svc\\_ts:%' ESCAPE '\\'").all() as { name: string }[])
+      raw.exec(`DROP TRIGGER "${name}"`);
     raw.exec("DELETE FROM _svc_meta WHERE key = 'timestampTriggers'");
     const legacy: [string, string | null][] = [
       ['plus', '2026-03-01T10:00:00+01:00'],
@@ -189,7 +195,11 @@ describe('timestamps mean one thing', () => {
     expect(caught(() => sql(f, "UPDATE ev SET at = '2026-03-01T10:00:00+01:00' WHERE k = 'null'"))?.message).toMatch(/^ev\.at: must be UTC/);
     expect(caught(() => sql(f, "UPDATE ev SET n = 1 WHERE k = 'nozone'"))).toBeNull();
     // docs/data.md's query for the values left as they were.
-    expect(f.query({ sql: "SELECT k FROM ev WHERE at IS NOT strftime('%Y-%m-%dT%H:%M:%fZ', at, '+0 seconds') ORDER BY k", params: [], mode: 'read', maxRows: 10, grants }).answer.rows).toEqual([{ k: 'clash' }, { k: 'garbage' }, { k: 'nozone' }]);
+    expect(f.query({ sql: "SELECT k FROM ev WHERE at IS NOT strftime('%Y-%m-%dT%H:%M:%fZ', at, '+0 seconds') ORDER BY k", params: [], mode: 'read', maxRows: 10, grants }).answer.rows).toEqual([
+      { k: 'clash' },
+      { k: 'garbage' },
+      { k: 'nozone' },
+    ]);
     f.close();
     // Opened again, nothing is converted twice.
     const again = new DataFile(file, systemClock);
@@ -199,7 +209,17 @@ describe('timestamps mean one thing', () => {
 
   it('renaming and dropping a timestamp column keeps the triggers right', () => {
     const f = fresh();
-    f.migrate({ id: 'r', expectedVersion: 1, steps: [{ op: 'renameColumn', table: 'ev', from: 'at', to: 'happened' }, { op: 'addColumn', table: 'ev', column: 'gone', definition: { type: 'timestamp', nullable: true } }] }, 'r');
+    f.migrate(
+      {
+        id: 'r',
+        expectedVersion: 1,
+        steps: [
+          { op: 'renameColumn', table: 'ev', from: 'at', to: 'happened' },
+          { op: 'addColumn', table: 'ev', column: 'gone', definition: { type: 'timestamp', nullable: true } },
+        ],
+      },
+      'r',
+    );
     expect(caught(() => sql(f, "INSERT INTO ev (k, happened) VALUES ('x', '2026-03-01T10:00:00+01:00')"))?.message).toMatch(/^ev\.happened: /);
     expect(caught(() => sql(f, "INSERT INTO ev (k, gone) VALUES ('x', '2026-03-01')"))?.message).toMatch(/^ev\.gone: /);
     // SQLite refuses to drop a column a trigger uses; the migration drops and remakes them.

@@ -47,11 +47,13 @@ describe('EventLog (outbox)', () => {
 
   it('writes and publishes nothing when the transaction throws', async () => {
     const { log, heard } = await setup();
-    await expect((async () =>
-      await log.write(async () => {
-        log.emit('team:created', { name: 'a' });
-        throw new Error('boom');
-      }))()).rejects.toThrow('boom');
+    await expect(
+      (async () =>
+        await log.write(async () => {
+          log.emit('team:created', { name: 'a' });
+          throw new Error('boom');
+        }))(),
+    ).rejects.toThrow('boom');
     expect(heard).toEqual([]);
     expect(await log.since(0, 10)).toEqual([]);
   });

@@ -8,7 +8,8 @@ describe('task read', () => {
   it('is one statement, with the dependencies in their order', async () => {
     const db = await openDatabase(':memory:', STATE_MIGRATIONS);
     const now = new Date().toISOString();
-    for (const id of ['a', 'b', 'c']) await insertTask(db, { id, title: id, description: null, assignTo: null, missionId: null, status: 'pending', priority: 'normal', labels: [], maxRetries: 3, sideEffects: false, now });
+    for (const id of ['a', 'b', 'c'])
+      await insertTask(db, { id, title: id, description: null, assignTo: null, missionId: null, status: 'pending', priority: 'normal', labels: [], maxRetries: 3, sideEffects: false, now });
     await replaceDependencies(db, 'c', ['b', 'a']);
     const prepare = vi.spyOn(db, 'prepare');
     expect((await getTask(db, 'c'))!.dependsOn).toEqual(['b', 'a']);

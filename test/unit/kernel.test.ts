@@ -13,8 +13,7 @@ import { Router } from '../../src/kernel/router.js';
 import { uuidv7 } from '../../src/lib/ids.js';
 
 const route = routeDefiner<unknown>();
-const r = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, operationId: string) =>
-  route({ method, path, operationId, summary: '', tag: 't', response: z.null(), handler: () => null });
+const r = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, operationId: string) => route({ method, path, operationId, summary: '', tag: 't', response: z.null(), handler: () => null });
 
 describe('Router', () => {
   const router = new Router([

@@ -19,7 +19,7 @@ function tempDir(): string {
 const line = (i: number) => JSON.stringify({ msg: 'request', i, pad: 'x'.repeat(80) }) + '\n';
 /** Every line of daemon.log and its rotated files, oldest file first. */
 function readAll(dir: string): string[] {
-  const files = readdirSync(dir).sort((a, b) => (b.length - a.length) || b.localeCompare(a));
+  const files = readdirSync(dir).sort((a, b) => b.length - a.length || b.localeCompare(a));
   return files.flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean));
 }
 
@@ -88,7 +88,12 @@ describe('LogFile on an inherited descriptor (stdout)', () => {
     await out.close();
     expect(fstatSync(fd).size).toBeGreaterThan(100); // never rotated, still open
     closeSync(fd);
-    expect(readFileSync(join(dir, 'out'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).i)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    expect(
+      readFileSync(join(dir, 'out'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).i),
+    ).toEqual(Array.from({ length: 50 }, (_, i) => i));
   });
 
   it('does not hold the shutdown when the reader stopped reading (a full pipe)', async () => {

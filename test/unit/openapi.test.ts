@@ -52,10 +52,7 @@ describe('OpenAPI generator: component names', () => {
   it('shares a named schema between requests and answers when both forms are the same, and names the input form <name>Input when they differ', () => {
     const plain = z.strictObject({ a: z.string(), b: z.int().optional() });
     const defaulted = z.strictObject({ a: z.string(), b: z.int().default(1) });
-    const doc = build(
-      [post('/p', 'createP', z.strictObject({ p: plain }), plain), post('/d', 'createD', z.strictObject({ d: defaulted }), defaulted)],
-      { Plain: plain, Defaulted: defaulted },
-    );
+    const doc = build([post('/p', 'createP', z.strictObject({ p: plain }), plain), post('/d', 'createD', z.strictObject({ d: defaulted }), defaulted)], { Plain: plain, Defaulted: defaulted });
     const body = (path: string) => doc.paths[path]!.post.requestBody.content['application/json'].schema;
     expect(body('/p').properties.p).toEqual({ $ref: '#/components/schemas/Plain' });
     expect(body('/d').properties.d).toEqual({ $ref: '#/components/schemas/DefaultedInput' });
@@ -95,10 +92,32 @@ describe('OpenAPI generator: error formats and streamed answers', () => {
   const chunk = z.object({ n: z.int() });
   const routes = [
     // A route with a format and a streamed answer beside its enveloped one.
-    route({ method: 'POST', path: '/brew', operationId: 'brew', summary: 's', tag: 't', body: z.strictObject({ tea: z.string() }), response: z.object({ cup: z.string() }), stream: { data: chunk, done: 'END', description: 'With `stream`.' }, errorBody: teapot, errors: ['conflict'], handler: () => null as never }),
+    route({
+      method: 'POST',
+      path: '/brew',
+      operationId: 'brew',
+      summary: 's',
+      tag: 't',
+      body: z.strictObject({ tea: z.string() }),
+      response: z.object({ cup: z.string() }),
+      stream: { data: chunk, done: 'END', description: 'With `stream`.' },
+      errorBody: teapot,
+      errors: ['conflict'],
+      handler: () => null as never,
+    }),
     route({ method: 'GET', path: '/pots', operationId: 'listPots', summary: 's', tag: 't', response: z.array(z.string()), errorBody: teapot, handler: () => null as never }),
     // A path whose routes differ in format: its 405 is the envelope's.
-    route({ method: 'GET', path: '/pots/{id}', operationId: 'getPot', summary: 's', tag: 't', params: z.strictObject({ id: z.string() }), response: z.string(), errorBody: teapot, handler: () => null as never }),
+    route({
+      method: 'GET',
+      path: '/pots/{id}',
+      operationId: 'getPot',
+      summary: 's',
+      tag: 't',
+      params: z.strictObject({ id: z.string() }),
+      response: z.string(),
+      errorBody: teapot,
+      handler: () => null as never,
+    }),
     route({ method: 'DELETE', path: '/pots/{id}', operationId: 'dropPot', summary: 's', tag: 't', params: z.strictObject({ id: z.string() }), response: z.null(), handler: () => null as never }),
   ];
 
@@ -109,7 +128,10 @@ describe('OpenAPI generator: error formats and streamed answers', () => {
     expect(brew.responses['200'].content['application/json'].schema.allOf[0]).toEqual({ $ref: '#/components/schemas/Ok' });
     expect(brew.responses['200'].content['text/event-stream'].schema).toEqual({
       description: expect.stringMatching(/^With `stream`\. Server-Sent Events.*`END` ends the stream\.$/),
-      anyOf: [{ type: 'object', properties: { n: expect.objectContaining({ type: 'integer' }) }, required: ['n'], additionalProperties: false }, { type: 'string', const: 'END', description: expect.any(String) }],
+      anyOf: [
+        { type: 'object', properties: { n: expect.objectContaining({ type: 'integer' }) }, required: ['n'], additionalProperties: false },
+        { type: 'string', const: 'END', description: expect.any(String) },
+      ],
     });
     expect(brew.responses).toEqual({
       '200': expect.anything(),
@@ -131,7 +153,9 @@ describe('OpenAPI generator: error formats and streamed answers', () => {
     expect(doc.paths['/pots/{id}']!.delete.responses['404']).toEqual({ $ref: '#/components/responses/NotFound' });
     expect(doc.paths['/pots/{id}']!.get.responses['404']).toEqual({ $ref: '#/components/responses/TeapotNotFound' });
     // The 405 of the paths whose routes all share the format, in that format; the others', the envelope's.
-    expect(doc.components.responses.TeapotMethodNotAllowed.description).toBe('A teapot error. `/brew`, `/pots` answer a method they do not define with 405 `method_not_allowed` and the methods they do define in Allow.');
+    expect(doc.components.responses.TeapotMethodNotAllowed.description).toBe(
+      'A teapot error. `/brew`, `/pots` answer a method they do not define with 405 `method_not_allowed` and the methods they do define in Allow.',
+    );
     expect(doc.components.responses.TeapotMethodNotAllowed.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/TeapotError' });
     expect(doc.components.responses.MethodNotAllowed.description).toMatch(/^Any path answers .* in that format: TeapotMethodNotAllowed\.$/);
     // Whatever order the routes come in.
@@ -159,9 +183,7 @@ describe('formatJson', () => {
     const value = { a: [1, 2, { b: 'c' }], long: { text: 'x'.repeat(200), n: null }, empty: {}, none: [] };
     const text = formatJson(value, 40);
     expect(JSON.parse(text)).toEqual(value);
-    expect(text).toBe(
-      ['{', '  "a": [1,2,{"b":"c"}],', '  "long": {', `    "text": "${'x'.repeat(200)}",`, '    "n": null', '  },', '  "empty": {},', '  "none": []', '}', ''].join('\n'),
-    );
+    expect(text).toBe(['{', '  "a": [1,2,{"b":"c"}],', '  "long": {', `    "text": "${'x'.repeat(200)}",`, '    "n": null', '  },', '  "empty": {},', '  "none": []', '}', ''].join('\n'));
   });
 });
 

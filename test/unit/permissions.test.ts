@@ -86,7 +86,11 @@ describe('the answer of a call that waits (SSE)', () => {
     }) as unknown as ServerResponse;
     return { res, text: () => written, head: () => head };
   }
-  const frames = (text: string) => text.split('\n\n').filter((f) => f.startsWith('event: message')).map((f) => JSON.parse(f.slice(f.indexOf('data: ') + 6)));
+  const frames = (text: string) =>
+    text
+      .split('\n\n')
+      .filter((f) => f.startsWith('event: message'))
+      .map((f) => JSON.parse(f.slice(f.indexOf('data: ') + 6)));
 
   it('opens at once, says it is waiting every interval (progress with the token), and ends with the answer', async () => {
     const clock = new FakeClock();

@@ -9,7 +9,10 @@ import { PgStateError, StateUnavailableError } from '../../src/db/pg/errors.js';
 function setup() {
   let t = 1_000;
   const lines: { level: string; msg: string; fields: Record<string, unknown> }[] = [];
-  const log = { warn: (msg: string, fields: Record<string, unknown> = {}) => lines.push({ level: 'warn', msg, fields }), info: (msg: string, fields: Record<string, unknown> = {}) => lines.push({ level: 'info', msg, fields }) };
+  const log = {
+    warn: (msg: string, fields: Record<string, unknown> = {}) => lines.push({ level: 'warn', msg, fields }),
+    info: (msg: string, fields: Record<string, unknown> = {}) => lines.push({ level: 'info', msg, fields }),
+  };
   const outages = new OutageLog(log, () => t);
   return { outages, lines, at: (ms: number) => (t = ms) };
 }
@@ -71,7 +74,7 @@ describe('a failure that is the state server outage', () => {
     const out: string[] = [];
     const log = createLogger((l) => out.push(l), 'info');
     log.error('claiming webhook deliveries failed', errorFields(new PgStateError('connection refused', 'ECONNREFUSED')));
-    log.error('reading other daemons\' events failed', errorFields(new StateUnavailableError('no answer')));
+    log.error("reading other daemons' events failed", errorFields(new StateUnavailableError('no answer')));
     log.error('pruning failed', errorFields(new PgStateError('duplicate key', '23505')));
     log.error('something else', errorFields(new TypeError('x is undefined')));
     expect(out.map((l) => JSON.parse(l).msg)).toEqual(['pruning failed', 'something else']);

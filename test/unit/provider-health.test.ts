@@ -85,7 +85,7 @@ describe('moving through the schedules on a fake clock', () => {
     expect(afterFailure(h, 'transient', 'x', now).cooldownUntil).toBeNull();
   });
 
-  it('does not count a failure that is the request\'s (a retry, or one it causes everywhere), but keeps its reason', () => {
+  it("does not count a failure that is the request's (a retry, or one it causes everywhere), but keeps its reason", () => {
     let h: ProviderHealth = HEALTHY;
     for (let i = 0; i < 10; i++) h = afterFailure(h, 'transient', 'HTTP 500', 0, { counted: false });
     expect(h).toMatchObject({ errorCount: 0, cooldownUntil: null, lastErrorReason: 'HTTP 500' });
@@ -117,7 +117,7 @@ describe('moving through the schedules on a fake clock', () => {
     expect(h.disabledUntil).toBe(15 * H);
   });
 
-  it('marks a refused key expired until a success, and ignores the request\'s own faults', () => {
+  it("marks a refused key expired until a success, and ignores the request's own faults", () => {
     const h = afterFailure(HEALTHY, 'auth', 'HTTP 401', 0);
     expect(statusOf(h, true, 0)).toBe('expired');
     expect(unavailableUntil(h, 0)).toBeNull();

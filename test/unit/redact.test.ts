@@ -3,7 +3,10 @@ import { redact, redactValue } from '../../src/lib/redact.js';
 
 describe('redact', () => {
   it('takes out a secret that contains another whole, in either order of the list', () => {
-    for (const secrets of [['abcd', 'abcdEXTRA'], ['abcdEXTRA', 'abcd']]) {
+    for (const secrets of [
+      ['abcd', 'abcdEXTRA'],
+      ['abcdEXTRA', 'abcd'],
+    ]) {
       expect(redact('key abcdEXTRA and abcd.', secrets)).toBe('key [REDACTED] and [REDACTED].');
     }
     // Nested in the middle, and a secret that overlaps another without containing it.

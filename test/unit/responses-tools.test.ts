@@ -34,7 +34,14 @@ describe('ToolMap', () => {
   });
 
   it('offers a tool listed twice once, and keeps hosted tools and a server-run tool_search aside', () => {
-    const map = new ToolMap([fn('a'), fn('a'), { type: 'web_search' } as ResponsesTool, { type: 'tool_search', execution: 'server' } as ResponsesTool, { type: 'file_search' } as ResponsesTool, { type: 'web_search' } as ResponsesTool]);
+    const map = new ToolMap([
+      fn('a'),
+      fn('a'),
+      { type: 'web_search' } as ResponsesTool,
+      { type: 'tool_search', execution: 'server' } as ResponsesTool,
+      { type: 'file_search' } as ResponsesTool,
+      { type: 'web_search' } as ResponsesTool,
+    ]);
     expect(map.functions.map((f) => f.function.name)).toEqual(['a']);
     expect(map.hostedTypes()).toEqual(['web_search', 'tool_search', 'file_search']);
   });
@@ -56,7 +63,7 @@ describe('ToolMap', () => {
     ['"a string"', 'a string'],
     ['*** Begin Patch\n*** End Patch', '*** Begin Patch\n*** End Patch'], // a model that wrote the input bare
     ['{"other":1}', '{"other":1}'],
-  ])('reads a custom tool\'s input from %j', (args, input) => expect(customInput(args)).toBe(input));
+  ])("reads a custom tool's input from %j", (args, input) => expect(customInput(args)).toBe(input));
 
   it('adds the tools a tool_search_output loaded, after those the request lists', () => {
     const map = toolMapOf({ tools: [fn('a')], input: [{ type: 'tool_search_output', call_id: 'c', tools: [ns('mcp__x', [fn('b')]), fn('a')] }] as never });

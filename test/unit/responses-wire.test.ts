@@ -9,7 +9,11 @@ describe('a chat body sent to a Responses upstream (toResponsesRequest)', () => 
   it.each([
     ['max_completion_tokens wins over max_tokens', { max_tokens: 5, max_completion_tokens: 9 }, { max_output_tokens: 9 }],
     ['a named tool_choice', { tool_choice: { type: 'function', function: { name: 'f' } } }, { tool_choice: { type: 'function', name: 'f' } }],
-    ['a json_schema response_format', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' }, strict: true } } }, { text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object' }, strict: true } } }],
+    [
+      'a json_schema response_format',
+      { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' }, strict: true } } },
+      { text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object' }, strict: true } } },
+    ],
     ['json_object', { response_format: { type: 'json_object' } }, { text: { format: { type: 'json_object' } } }],
     ['reasoning_effort', { reasoning_effort: 'low' }, { reasoning: { effort: 'low' } }],
     ['an unknown field passes', { temperature: 0.2, seed: 4 }, { temperature: 0.2, seed: 4 }],
@@ -23,13 +27,26 @@ describe('a chat body sent to a Responses upstream (toResponsesRequest)', () => 
   it('turns images into input_image parts and tool turns into function_call items', () => {
     const out = toResponsesRequest({
       messages: [
-        { role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image_url', image_url: { url: 'data:x', detail: 'low' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'see' },
+            { type: 'image_url', image_url: { url: 'data:x', detail: 'low' } },
+          ],
+        },
         { role: 'assistant', content: 'calling', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
         { role: 'tool', tool_call_id: 'c', content: 'r' },
       ],
     });
     expect(out.input).toEqual([
-      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'see' }, { type: 'input_image', image_url: 'data:x', detail: 'low' }] },
+      {
+        type: 'message',
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'see' },
+          { type: 'input_image', image_url: 'data:x', detail: 'low' },
+        ],
+      },
       { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'calling', annotations: [] }] },
       { type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' },
       { type: 'function_call_output', call_id: 'c', output: 'r' },
@@ -39,7 +56,23 @@ describe('a chat body sent to a Responses upstream (toResponsesRequest)', () => 
 
 describe('a Responses answer read back as chat (fromResponse, ResponsesToChunks)', () => {
   it.each([
-    ['completed with text', { status: 'completed', output: [{ type: 'message', content: [{ type: 'output_text', text: 'a' }, { type: 'output_text', text: 'b' }] }] }, 'stop', 'ab'],
+    [
+      'completed with text',
+      {
+        status: 'completed',
+        output: [
+          {
+            type: 'message',
+            content: [
+              { type: 'output_text', text: 'a' },
+              { type: 'output_text', text: 'b' },
+            ],
+          },
+        ],
+      },
+      'stop',
+      'ab',
+    ],
     ['stopped at its length', { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [] }, 'length', ''],
     ['filtered', { status: 'incomplete', incomplete_details: { reason: 'content_filter' }, output: [] }, 'content_filter', ''],
     ['a function call', { status: 'completed', output: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' }] }, 'tool_calls', null],
@@ -84,7 +117,9 @@ describe('a Responses request read as chat (inputMessages, toChatRequest)', () =
   });
 
   it('maps the settings chat models know', () => {
-    expect(toChatRequest({ input: 'x', max_output_tokens: 10, tool_choice: { type: 'function', name: 'f' }, reasoning: { effort: 'high' }, text: { format: { type: 'json_object' } } } as never)).toEqual({
+    expect(
+      toChatRequest({ input: 'x', max_output_tokens: 10, tool_choice: { type: 'function', name: 'f' }, reasoning: { effort: 'high' }, text: { format: { type: 'json_object' } } } as never),
+    ).toEqual({
       messages: [{ role: 'user', content: 'x' }],
       max_tokens: 10,
       tool_choice: { type: 'function', function: { name: 'f' } },
@@ -108,11 +143,19 @@ describe('ResponseBuilder', () => {
     expect(r.output.map((o) => o.type)).toEqual(['message', 'function_call']);
     expect(r.output[1]).toMatchObject({ arguments: '{}', status: 'completed' });
     expect(events.map((e) => e.split('#')[0])).toEqual([
-      'response.created', 'response.in_progress',
-      'response.output_item.added', 'response.content_part.added', 'response.output_text.delta',
-      'response.output_text.done', 'response.content_part.done', 'response.output_item.done',
-      'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.delta',
-      'response.function_call_arguments.done', 'response.output_item.done',
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
       'response.incomplete',
     ]);
     expect(events.map((e) => Number(e.split('#')[1]))).toEqual(events.map((_, i) => i));

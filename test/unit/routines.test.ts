@@ -9,7 +9,23 @@ const at = (s: string) => Date.parse(s);
 
 describe('cron expressions', () => {
   it('takes the standard forms: ranges, steps, lists, names, aliases', () => {
-    for (const e of ['* * * * *', '*/15 9-17 * * MON-FRI', '0 9,13 1,15 * *', '0 0 1 JAN,jul *', '5 4 * * sun', '0 22 * * 1-5', '0 0-23/2 * * *', '@daily', '@hourly', '@weekly', '@monthly', '@yearly', '@annually', '@midnight', '0 9 * * 7']) {
+    for (const e of [
+      '* * * * *',
+      '*/15 9-17 * * MON-FRI',
+      '0 9,13 1,15 * *',
+      '0 0 1 JAN,jul *',
+      '5 4 * * sun',
+      '0 22 * * 1-5',
+      '0 0-23/2 * * *',
+      '@daily',
+      '@hourly',
+      '@weekly',
+      '@monthly',
+      '@yearly',
+      '@annually',
+      '@midnight',
+      '0 9 * * 7',
+    ]) {
       expect(cronProblems(e, 'schedule'), e).toEqual([]);
     }
   });
@@ -105,7 +121,12 @@ describe('dotted placeholders in the template engine', () => {
   const vars = { event: { data: { taskId: 't1', attempt: 2, labels: ['a', 'b'], assignTo: null } }, firing: { time: '2030-01-01T00:00:00.000Z' } };
   it('finds and fills them; whole ones keep their type, text takes JSON for objects', () => {
     expect(placeholders({ t: 'x {{event.data.taskId}} {{ firing.time }}' }).map((p) => p.name)).toEqual(['event.data.taskId', 'firing.time']);
-    expect(fill({ title: 'Triage {{event.data.taskId}}', n: '{{event.data.attempt}}', labels: '{{event.data.labels}}', who: '{{event.data.assignTo}}', at: 'at {{firing.time}}', l: 'l={{event.data.labels}}' }, vars)).toEqual({
+    expect(
+      fill(
+        { title: 'Triage {{event.data.taskId}}', n: '{{event.data.attempt}}', labels: '{{event.data.labels}}', who: '{{event.data.assignTo}}', at: 'at {{firing.time}}', l: 'l={{event.data.labels}}' },
+        vars,
+      ),
+    ).toEqual({
       title: 'Triage t1',
       n: 2,
       labels: ['a', 'b'],

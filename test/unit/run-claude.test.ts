@@ -82,7 +82,7 @@ describe('claude driver: the invocation', () => {
     expect(off.args.some((a) => a.startsWith('--effort'))).toBe(false);
   });
 
-  it('ask: what Claude Code would ask a person goes to svc\'s permission_prompt, and the MCP call outlasts runner.permissionTimeoutSec', () => {
+  it("ask: what Claude Code would ask a person goes to svc's permission_prompt, and the MCP call outlasts runner.permissionTimeoutSec", () => {
     const inv = claudeDriver.build(spec({ runtime: { permissionMode: 'ask', permissionTimeoutSec: 1800 } }));
     const at = inv.args.indexOf('--permission-mode=default');
     expect(inv.args.slice(at, at + 2)).toEqual(['--permission-mode=default', '--permission-prompt-tool=mcp__svc__permission_prompt']);
@@ -169,7 +169,7 @@ describe('claude driver: the stream (recorded from Claude Code 2.1.197)', () => 
     expect(ofKind(items, 'text')).toEqual([]);
   });
 
-  it('a resumed session keeps its id; its counts are this run\'s own', () => {
+  it("a resumed session keeps its id; its counts are this run's own", () => {
     const parser = claudeDriver.parser();
     feed(parser, fixtureLines('claude-resume'));
     expect(parser.state()).toMatchObject({ sessionId: JSON.parse(fixtureLines('claude-success')[0]!).session_id, succeeded: true, summary: 'Resumed.', turns: 1 });
@@ -196,7 +196,18 @@ describe('claude driver: the stream, lines made from its schema', () => {
 
   it('says why a run ended badly: error_max_turns with its errors', () => {
     const parser = claudeDriver.parser();
-    const items = parser.line(JSON.stringify({ type: 'result', subtype: 'error_max_turns', is_error: true, num_turns: 2, session_id: 's', total_cost_usd: 0.01, usage: { input_tokens: 5, output_tokens: 1 }, errors: ['Reached maximum number of turns (1)'] }));
+    const items = parser.line(
+      JSON.stringify({
+        type: 'result',
+        subtype: 'error_max_turns',
+        is_error: true,
+        num_turns: 2,
+        session_id: 's',
+        total_cost_usd: 0.01,
+        usage: { input_tokens: 5, output_tokens: 1 },
+        errors: ['Reached maximum number of turns (1)'],
+      }),
+    );
     expect(items).toEqual([
       { kind: 'usage', usage: { inputTokens: 5, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.01 } },
       { kind: 'error', message: 'Reached maximum number of turns (1)' },
@@ -205,7 +216,9 @@ describe('claude driver: the stream, lines made from its schema', () => {
   });
 
   it('names the tool calls Claude Code refused (permission_denials)', () => {
-    const items = claudeDriver.parser().line(JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: 'ok', permission_denials: [{ tool_name: 'Bash' }, { tool_name: 'Bash' }, { tool_name: 'mcp__x__y' }] }));
+    const items = claudeDriver
+      .parser()
+      .line(JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: 'ok', permission_denials: [{ tool_name: 'Bash' }, { tool_name: 'Bash' }, { tool_name: 'mcp__x__y' }] }));
     expect(items.at(-1)).toEqual({ kind: 'system', text: 'Claude Code refused 3 tool call(s) not allowed: Bash, mcp__x__y' });
   });
 
@@ -250,13 +263,21 @@ describe('claude driver: the stream, lines made from its schema', () => {
     const items = parser.line(
       JSON.stringify({
         type: 'assistant',
-        message: { id: 'm1', content: [{ type: 'text', text: 'y'.repeat(100_000) }, { type: 'tool_use', id: 't1', name: 'Write', input: { file_path: 'big.txt', content: 'z'.repeat(100_000) } }] },
+        message: {
+          id: 'm1',
+          content: [
+            { type: 'text', text: 'y'.repeat(100_000) },
+            { type: 'tool_use', id: 't1', name: 'Write', input: { file_path: 'big.txt', content: 'z'.repeat(100_000) } },
+          ],
+        },
       }),
     );
     expect((items[0] as { text: string }).text).toMatch(/^y{16384}… \[83616 more bytes cut\]$/);
     expect(typeof (items[1] as { input: unknown }).input).toBe('string');
     // The call is still known when its result comes: the file change is reported.
-    const result = parser.line(JSON.stringify({ type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }] }, tool_use_result: { type: 'create', filePath: 'big.txt', content: 'a\nb\n' } }));
+    const result = parser.line(
+      JSON.stringify({ type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }] }, tool_use_result: { type: 'create', filePath: 'big.txt', content: 'a\nb\n' } }),
+    );
     expect(result.at(-1)).toEqual({ kind: 'file_change', path: 'big.txt', change: 'add', added: 2, removed: 0 });
   });
 });

@@ -121,7 +121,7 @@ describe('codexResetTime: the reset Codex words as a local time, to the minute',
     expect(codexResetTime('try again at Feb 22nd, 2030 3:00 AM.', now)).toBe('2030-02-22T03:01:00.000Z');
   });
 
-  it('in the time zone Codex wrote it in (this machine\'s)', () => {
+  it("in the time zone Codex wrote it in (this machine's)", () => {
     process.env.TZ = 'America/New_York';
     expect(codexResetTime('… or try again at 5:10 AM.', now)).toBe('2030-01-01T10:11:00.000Z');
   });
@@ -174,7 +174,7 @@ describe('codex driver: the stream (recorded from Codex 0.171.0)', () => {
     expect(ofKind(items, 'command').at(-1)).toMatchObject({ command: "/bin/bash -lc 'exit 4'", exitCode: 4, output: '' });
   });
 
-  it('a resumed thread reports the thread\'s totals (the earlier run\'s tokens included)', () => {
+  it("a resumed thread reports the thread's totals (the earlier run's tokens included)", () => {
     const parser = codexDriver.parser();
     feed(parser, fixtureLines('codex-resume'));
     expect(parser.state()).toMatchObject({ sessionId: JSON.parse(fixtureLines('codex-success')[0]!).thread_id, succeeded: true, summary: 'Resumed.', turns: 1 });
@@ -204,14 +204,14 @@ describe('codex driver: the stream (recorded from Codex 0.171.0)', () => {
 describe('codex driver: the stream, lines made from its schema', () => {
   const line = (o: unknown) => JSON.stringify(o);
 
-  it('a turn that failed on a 429 after Codex\'s retries is a usage limit without a reset', () => {
+  it("a turn that failed on a 429 after Codex's retries is a usage limit without a reset", () => {
     const parser = codexDriver.parser();
     parser.line(line({ type: 'turn.started' }));
     parser.line(line({ type: 'turn.failed', error: { message: 'exceeded retry limit, last status: 429 Too Many Requests' } }));
     expect(parser.state()).toMatchObject({ succeeded: false, error: 'exceeded retry limit, last status: 429 Too Many Requests', usageLimit: { resetsAt: null, status: 429 } });
   });
 
-  it('Codex\'s quota wording is a usage limit too', () => {
+  it("Codex's quota wording is a usage limit too", () => {
     const parser = codexDriver.parser();
     parser.line(line({ type: 'error', message: 'Quota exceeded. Check your plan and billing details.' }));
     expect(parser.state().usageLimit).toEqual({ resetsAt: null, status: null });
@@ -220,7 +220,9 @@ describe('codex driver: the stream, lines made from its schema', () => {
   it('a transient error (a reconnect) is logged and changes nothing; a later completed turn succeeds', () => {
     const parser = codexDriver.parser();
     parser.line(line({ type: 'turn.started' }));
-    expect(parser.line(line({ type: 'error', message: 'Reconnecting... 1/5 (stream disconnected before completion)' }))).toEqual([{ kind: 'error', message: 'Reconnecting... 1/5 (stream disconnected before completion)' }]);
+    expect(parser.line(line({ type: 'error', message: 'Reconnecting... 1/5 (stream disconnected before completion)' }))).toEqual([
+      { kind: 'error', message: 'Reconnecting... 1/5 (stream disconnected before completion)' },
+    ]);
     expect(parser.state()).toMatchObject({ succeeded: null, error: null, usageLimit: null });
     parser.line(line({ type: 'turn.completed', usage: { input_tokens: 10, cached_input_tokens: 4, cache_write_input_tokens: 2, output_tokens: 3 } }));
     expect(parser.state()).toMatchObject({ succeeded: true, turns: 1, usage: { inputTokens: 4, outputTokens: 3, cacheReadTokens: 4, cacheWriteTokens: 2, costUsd: null } });
@@ -229,9 +231,22 @@ describe('codex driver: the stream, lines made from its schema', () => {
   it('reads a failed MCP call, a failed patch, a plan and a web search', () => {
     const parser = codexDriver.parser({ cwd: '/w/repo' });
     const items = [
-      { type: 'item.completed', item: { id: 'i1', type: 'mcp_tool_call', server: 'svc', tool: 'task_get', arguments: { taskId: 'x' }, result: null, error: { message: 'task not found' }, status: 'failed' } },
+      {
+        type: 'item.completed',
+        item: { id: 'i1', type: 'mcp_tool_call', server: 'svc', tool: 'task_get', arguments: { taskId: 'x' }, result: null, error: { message: 'task not found' }, status: 'failed' },
+      },
       { type: 'item.completed', item: { id: 'i2', type: 'file_change', changes: [{ path: '/w/repo/a.txt', kind: 'update' }], status: 'failed' } },
-      { type: 'item.started', item: { id: 'i3', type: 'todo_list', items: [{ text: 'read', completed: true }, { text: 'write', completed: false }] } },
+      {
+        type: 'item.started',
+        item: {
+          id: 'i3',
+          type: 'todo_list',
+          items: [
+            { text: 'read', completed: true },
+            { text: 'write', completed: false },
+          ],
+        },
+      },
       { type: 'item.completed', item: { id: 'i3', type: 'todo_list', items: [] } },
       { type: 'item.completed', item: { id: 'i4', type: 'web_search', query: 'vitest fake timers' } },
       { type: 'item.updated', item: { id: 'i5', type: 'command_execution', command: 'ls', aggregated_output: 'partial', status: 'in_progress' } },
@@ -252,7 +267,13 @@ describe('codex driver: the stream, lines made from its schema', () => {
     expect(parser.line('{"type":"item.completed","item":{"id":"i","type":"collab_tool_call"}}')[0]!.kind).toBe('raw');
     expect(parser.line('{"type":"item.completed","item":"x"}')[0]!.kind).toBe('raw');
     expect(parser.line('{"type":"thread.started","thread_id":7}')[0]!.kind).toBe('raw');
-    for (const l of ['{"type":"turn.completed","usage":"lots"}', '{"type":"turn.failed","error":null}', '{"type":"item.completed","item":{"type":"agent_message","text":{"a":1}}}', '{"type":"item.completed","item":{"type":"file_change","changes":[null,{"path":3}]}}', '{"type":"toString"}']) {
+    for (const l of [
+      '{"type":"turn.completed","usage":"lots"}',
+      '{"type":"turn.failed","error":null}',
+      '{"type":"item.completed","item":{"type":"agent_message","text":{"a":1}}}',
+      '{"type":"item.completed","item":{"type":"file_change","changes":[null,{"path":3}]}}',
+      '{"type":"toString"}',
+    ]) {
       expect(() => parser.line(l), l).not.toThrow();
     }
     const huge = parser.line(line({ type: 'item.completed', item: { id: 'i', type: 'agent_message', text: 'x'.repeat(10 * 1024 * 1024) } }));

@@ -57,12 +57,23 @@ describe('command driver: the stream', () => {
     expect(parser.line(line({ type: 'result', summary: 'Done.', sessionId: 's-1', turns: 3, usage: { inputTokens: 30, outputTokens: 7 } }))).toEqual([
       { kind: 'usage', usage: { inputTokens: 30, outputTokens: 7, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null } },
     ]);
-    expect(parser.state()).toEqual({ sessionId: 's-1', usage: { inputTokens: 30, outputTokens: 7, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null }, turns: 3, summary: 'Done.', succeeded: true, error: null, usageLimit: null, idle: false });
+    expect(parser.state()).toEqual({
+      sessionId: 's-1',
+      usage: { inputTokens: 30, outputTokens: 7, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: null },
+      turns: 3,
+      summary: 'Done.',
+      succeeded: true,
+      error: null,
+      usageLimit: null,
+      idle: false,
+    });
   });
 
   it('a result with an error fails the run; a rejected rate limit is a usage limit', () => {
     const parser = commandDriver.parser();
-    expect(parser.line(line({ type: 'rate_limit', status: 'rejected', resetsAt: 1_900_000_000 }))).toEqual([{ kind: 'rate_limit', status: 'rejected', resetsAt: '2030-03-17T17:46:40.000Z', limitType: null }]);
+    expect(parser.line(line({ type: 'rate_limit', status: 'rejected', resetsAt: 1_900_000_000 }))).toEqual([
+      { kind: 'rate_limit', status: 'rejected', resetsAt: '2030-03-17T17:46:40.000Z', limitType: null },
+    ]);
     expect(parser.line(line({ type: 'result', error: 'out of credits' }))).toEqual([{ kind: 'error', message: 'out of credits' }]);
     expect(parser.state()).toMatchObject({ succeeded: false, error: 'out of credits', summary: null, usageLimit: { resetsAt: '2030-03-17T17:46:40.000Z', status: null } });
   });

@@ -43,7 +43,11 @@ describe.skipIf(process.platform === 'win32')('findBinary', () => {
   it('takes a command with a slash as a path, relative to the project', async () => {
     expect(await findBinary(claudeB, { PATH: '', cwd: '/' })).toEqual({ path: claudeB, looked: [claudeB] });
     expect(await findBinary('b/claude', { PATH: '', cwd: root })).toEqual({ path: claudeB, looked: [claudeB] });
-    expect(await findBinary('./a/claude', { PATH, cwd: root })).toEqual({ path: null, looked: [`${join(a, 'claude')} (not executable)`], error: `./a/claude cannot be run: looked at ${join(a, 'claude')} (not executable)` });
+    expect(await findBinary('./a/claude', { PATH, cwd: root })).toEqual({
+      path: null,
+      looked: [`${join(a, 'claude')} (not executable)`],
+      error: `./a/claude cannot be run: looked at ${join(a, 'claude')} (not executable)`,
+    });
     expect(await findBinary('./nope', { PATH, cwd: root })).toEqual({ path: null, looked: [join(root, 'nope')], error: `./nope cannot be run: looked at ${join(root, 'nope')}` });
   });
 });
@@ -60,7 +64,11 @@ describe.skipIf(process.platform === 'win32')('detectRuntime and binaryVersion',
   });
 
   it('answers a missing binary with where it looked, and a command runtime without a command with why', async () => {
-    expect(await detectRuntime(claudeDriver, 'claude-nightly', { cwd: root, env: { PATH: b } })).toMatchObject({ path: null, version: null, error: `claude-nightly was not found: looked in ${b} (PATH)` });
+    expect(await detectRuntime(claudeDriver, 'claude-nightly', { cwd: root, env: { PATH: b } })).toMatchObject({
+      path: null,
+      version: null,
+      error: `claude-nightly was not found: looked in ${b} (PATH)`,
+    });
     expect(await detectRuntime(commandDriver, null, { cwd: root })).toMatchObject({ path: null, error: 'a runtime of kind command names its program in runtime.command' });
     // A command runtime has no version to ask for.
     expect(await detectRuntime(commandDriver, claudeB, { cwd: root })).toMatchObject({ path: claudeB, version: null, error: null });

@@ -15,11 +15,12 @@ const linux = process.platform === 'linux';
 const groups: number[] = [];
 afterEach(() => {
   vi.restoreAllMocks();
-  for (const pg of groups.splice(0)) try {
-    process.kill(-pg, 'SIGKILL');
-  } catch {
-    // gone
-  }
+  for (const pg of groups.splice(0))
+    try {
+      process.kill(-pg, 'SIGKILL');
+    } catch {
+      // gone
+    }
 });
 
 /** Lines a process prints on stdout, as they come. */
@@ -51,7 +52,10 @@ async function leaderWithChild(opts: { ignoreTerm?: boolean; leaderExits?: boole
   const childScript = `${trap}console.log('up');setInterval(()=>{},1e6)`;
   const leader = spawn(
     process.execPath,
-    ['-e', `${trap}const c=require('child_process').spawn(process.execPath,['-e',${JSON.stringify(childScript)}],{stdio:['ignore','pipe','ignore']});c.stdout.once('data',()=>{c.stdout.destroy();c.unref();console.log('child '+c.pid);${opts.leaderExits ? 'process.exit(0)' : 'setInterval(()=>{},1e6)'}})`],
+    [
+      '-e',
+      `${trap}const c=require('child_process').spawn(process.execPath,['-e',${JSON.stringify(childScript)}],{stdio:['ignore','pipe','ignore']});c.stdout.once('data',()=>{c.stdout.destroy();c.unref();console.log('child '+c.pid);${opts.leaderExits ? 'process.exit(0)' : 'setInterval(()=>{},1e6)'}})`,
+    ],
     { detached: true, stdio: ['ignore', 'pipe', 'ignore'] },
   );
   groups.push(leader.pid!);

@@ -32,11 +32,13 @@ const started: Supervised[] = [];
 afterEach(() => {
   vi.restoreAllMocks();
   // A failed test must not leave a process group behind.
-  for (const s of started.splice(0)) if (s.pid) try {
-    process.kill(-s.pid, 'SIGKILL');
-  } catch {
-    // gone
-  }
+  for (const s of started.splice(0))
+    if (s.pid)
+      try {
+        process.kill(-s.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
 });
 
 interface Watched {
@@ -56,14 +58,16 @@ function run(script: string, over: Partial<SuperviseOptions> = {}, clock = new F
   const waiters: { stream: 'out' | 'err'; test: (l: string) => boolean; resolve: (l: string) => void }[] = [];
   const counters: { text: string; n: number; resolve: () => void }[] = [];
   const seen = (stream: 'out' | 'err', l: string) => {
-    for (const c of [...counters]) if (stream === 'out' && out.filter((x) => x === c.text).length >= c.n) {
-      counters.splice(counters.indexOf(c), 1);
-      c.resolve();
-    }
-    for (const w of [...waiters]) if (w.stream === stream && w.test(l)) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve(l);
-    }
+    for (const c of [...counters])
+      if (stream === 'out' && out.filter((x) => x === c.text).length >= c.n) {
+        counters.splice(counters.indexOf(c), 1);
+        c.resolve();
+      }
+    for (const w of [...waiters])
+      if (w.stream === stream && w.test(l)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(l);
+      }
   };
   const opts: SuperviseOptions = {
     command: process.execPath,
@@ -149,10 +153,9 @@ describe('LineSplitter', () => {
 
 describe.runIf(linux)('supervise', () => {
   it('writes the prompt to stdin, reads both streams as lines, and reports a non-zero exit', async () => {
-    const w = run(
-      `let s='';process.stdin.setEncoding('utf8').on('data',d=>s+=d).on('end',()=>{for(const l of s.split('\\n'))console.log('got '+l);console.error('to stderr');process.exitCode=3})`,
-      { stdin: 'one\ntwo — é' },
-    );
+    const w = run(`let s='';process.stdin.setEncoding('utf8').on('data',d=>s+=d).on('end',()=>{for(const l of s.split('\\n'))console.log('got '+l);console.error('to stderr');process.exitCode=3})`, {
+      stdin: 'one\ntwo — é',
+    });
     expect(w.s.pid).toBeGreaterThan(0);
     expect(w.s.startTime).toMatch(/^\d+$/);
     // Its own process group: pgid (field 5 of /proc/<pid>/stat) is its pid.
@@ -172,7 +175,9 @@ describe.runIf(linux)('supervise', () => {
 
   it('reads a character split across two writes whole, and CRLF lines without the CR', async () => {
     // Two writes with a pause between them arrive as two chunks; the cut falls inside "é" and "😀".
-    const w = run(`const b=Buffer.from('mé 😀\\r\\nok\\n');process.stdout.write(b.subarray(0,2));setTimeout(()=>{process.stdout.write(b.subarray(2,6));setTimeout(()=>process.stdout.write(b.subarray(6)),20)},20)`);
+    const w = run(
+      `const b=Buffer.from('mé 😀\\r\\nok\\n');process.stdout.write(b.subarray(0,2));setTimeout(()=>{process.stdout.write(b.subarray(2,6));setTimeout(()=>process.stdout.write(b.subarray(6)),20)},20)`,
+    );
     await w.s.exited;
     expect(w.out).toEqual(['mé 😀', 'ok']);
   });
@@ -291,7 +296,9 @@ describe.runIf(linux)('supervise', () => {
 
   it('a process that left the group but holds the pipes does not hold the run: they are closed a grace after the group is gone', async () => {
     // The grandchild makes a session of its own (detached) and keeps the leader's stdout.
-    const w = run(`const c=require('child_process').spawn(process.execPath,['-e','setInterval(()=>{},1e6)'],{detached:true,stdio:['ignore','inherit','ignore']});console.log('escaped '+c.pid);c.unref();setTimeout(()=>process.exit(0),10)`);
+    const w = run(
+      `const c=require('child_process').spawn(process.execPath,['-e','setInterval(()=>{},1e6)'],{detached:true,stdio:['ignore','inherit','ignore']});console.log('escaped '+c.pid);c.unref();setTimeout(()=>process.exit(0),10)`,
+    );
     const pid = Number((await w.line(/^escaped /)).split(' ')[1]);
     try {
       let done = false;

@@ -122,7 +122,10 @@ describe('spare worktrees', () => {
     const before = snapshot(root);
     await keepSpare(root);
     await keepSpare(root); // two are kept: a second call makes none
-    const spares = () => g(root, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ') && l.includes('/.spare-'));
+    const spares = () =>
+      g(root, 'worktree', 'list', '--porcelain')
+        .split('\n')
+        .filter((l) => l.startsWith('worktree ') && l.includes('/.spare-'));
     expect(spares()).toHaveLength(2);
     const spareDirs = spares().map((l) => l.slice('worktree '.length));
     // The branch starts elsewhere than the spare (a dependency's branch, one commit back): git switches the files.
@@ -166,7 +169,10 @@ describe('spare worktrees', () => {
   it('a spare a crash left broken is cleared, and the worktree made the usual way', async () => {
     const root = makeRepo();
     await keepSpare(root);
-    const spareDirs = g(root, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.includes('/.spare-')).map((l) => l.slice('worktree '.length));
+    const spareDirs = g(root, 'worktree', 'list', '--porcelain')
+      .split('\n')
+      .filter((l) => l.includes('/.spare-'))
+      .map((l) => l.slice('worktree '.length));
     for (const d of spareDirs) rmSync(join(d, '.git'));
     const w = await ensureWorktree(opts(root, 2));
     expect(w.created).toBe(true);
@@ -236,7 +242,11 @@ describe('worktrees', () => {
     expect(await ensureWorktree(o)).toMatchObject({ created: true });
     expect(existsSync(join(wt.path, 'a.txt'))).toBe(true);
 
-    expect(g(root, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length).toBe(2);
+    expect(
+      g(root, 'worktree', 'list', '--porcelain')
+        .split('\n')
+        .filter((l) => l.startsWith('worktree ')).length,
+    ).toBe(2);
     expect(snapshot(root)).toEqual(before);
   });
 
@@ -325,7 +335,12 @@ describe('results', () => {
     writeFileSync(join(wt.path, 'sub', '.svc', 'state'), 'a nested project state');
 
     const t0 = performance.now();
-    const res = await commitAll({ path: wt.path, author: { name: 'Coder Bot', email: 'coder@agents.example' }, message: '# Did the thing\n\nDetails.', trailers: { 'Svc-Task': 'task-1', 'Svc-Run': 'run-1' } });
+    const res = await commitAll({
+      path: wt.path,
+      author: { name: 'Coder Bot', email: 'coder@agents.example' },
+      message: '# Did the thing\n\nDetails.',
+      trailers: { 'Svc-Task': 'task-1', 'Svc-Run': 'run-1' },
+    });
     console.log(`commitAll: ${(performance.now() - t0).toFixed(1)} ms`);
     expect(res.commit).toMatch(/^[0-9a-f]{40}$/);
     expect(res.head).toBe(res.commit);

@@ -25,12 +25,72 @@ beforeAll(async () => {
       // A handler that leaks a field its schema does not declare.
       route({ method: 'GET', path: '/stray', operationId: 'stray', summary: '', tag: 't', auth: 'public', response: z.object({ a: z.int() }), handler: () => ({ a: 1, secret: 's' }) as never }),
       route({ method: 'GET', path: '/wrong', operationId: 'wrong', summary: '', tag: 't', auth: 'public', response: z.object({ a: z.int() }), handler: () => ({ a: 'x' }) as never }),
-      route({ method: 'GET', path: '/conflict', operationId: 'declaresConflict', summary: '', tag: 't', auth: 'public', errors: ['conflict'], response: z.null(), handler: () => { throw new AppError('conflict'); } }),
-      route({ method: 'GET', path: '/undeclared', operationId: 'undeclared', summary: '', tag: 't', auth: 'public', response: z.null(), handler: () => { throw new AppError('conflict'); } }),
+      route({
+        method: 'GET',
+        path: '/conflict',
+        operationId: 'declaresConflict',
+        summary: '',
+        tag: 't',
+        auth: 'public',
+        errors: ['conflict'],
+        response: z.null(),
+        handler: () => {
+          throw new AppError('conflict');
+        },
+      }),
+      route({
+        method: 'GET',
+        path: '/undeclared',
+        operationId: 'undeclared',
+        summary: '',
+        tag: 't',
+        auth: 'public',
+        response: z.null(),
+        handler: () => {
+          throw new AppError('conflict');
+        },
+      }),
       route({ method: 'POST', path: '/brew', operationId: 'brew', summary: '', tag: 't', errorBody: teapot, body: z.strictObject({ tea: z.string() }), response: z.null(), handler: () => null }),
-      route({ method: 'GET', path: '/pots/{id}', operationId: 'getPot', summary: '', tag: 't', auth: 'public', errorBody: teapot, params: z.strictObject({ id: z.string() }), errors: ['not_found'], response: z.null(), handler: () => { throw new AppError('not_found'); } }),
-      route({ method: 'DELETE', path: '/pots/{id}', operationId: 'dropPot', summary: '', tag: 't', auth: 'public', params: z.strictObject({ id: z.string() }), response: z.null(), handler: () => null }),
-      route({ method: 'GET', path: '/broken', operationId: 'broken', summary: '', tag: 't', auth: 'public', errorBody: broken, errors: ['conflict'], response: z.null(), handler: () => { throw new AppError('conflict'); } }),
+      route({
+        method: 'GET',
+        path: '/pots/{id}',
+        operationId: 'getPot',
+        summary: '',
+        tag: 't',
+        auth: 'public',
+        errorBody: teapot,
+        params: z.strictObject({ id: z.string() }),
+        errors: ['not_found'],
+        response: z.null(),
+        handler: () => {
+          throw new AppError('not_found');
+        },
+      }),
+      route({
+        method: 'DELETE',
+        path: '/pots/{id}',
+        operationId: 'dropPot',
+        summary: '',
+        tag: 't',
+        auth: 'public',
+        params: z.strictObject({ id: z.string() }),
+        response: z.null(),
+        handler: () => null,
+      }),
+      route({
+        method: 'GET',
+        path: '/broken',
+        operationId: 'broken',
+        summary: '',
+        tag: 't',
+        auth: 'public',
+        errorBody: broken,
+        errors: ['conflict'],
+        response: z.null(),
+        handler: () => {
+          throw new AppError('conflict');
+        },
+      }),
     ],
     settings: () => ({ allowedHosts: [], allowedOrigins: [], maxBodyBytes: 1024 }),
     keys: () => [{ name: 'k', digest: sha256('k'), source: 'project.json' }],
@@ -70,7 +130,7 @@ describe('error checks (on in tests)', () => {
   });
 });
 
-describe('error formats: every failure on a path answers in its routes\' format', () => {
+describe("error formats: every failure on a path answers in its routes' format", () => {
   /** Over node:http, which can send any Host. */
   const send = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
     new Promise<{ status: number; body: unknown }>((resolve, reject) => {
@@ -93,7 +153,7 @@ describe('error formats: every failure on a path answers in its routes\' format'
     ['a body too large', 'POST', '/brew', json, JSON.stringify({ tea: 'x'.repeat(2000) }), 413, { fault: 'payload_too_large', status: 413 }],
     ['a body not JSON', 'POST', '/brew', { ...json, 'content-type': 'text/plain' }, 'tea', 415, { fault: 'unsupported_media_type', status: 415 }],
     ['a bad body', 'POST', '/brew', json, '{"tea":1}', 400, { fault: 'invalid_request', status: 400 }],
-    ['the handler\'s own 404', 'GET', '/pots/x', {}, undefined, 404, { fault: 'not_found', status: 404 }],
+    ["the handler's own 404", 'GET', '/pots/x', {}, undefined, 404, { fault: 'not_found', status: 404 }],
     ['a refused Host on the route of a mixed path that has the format', 'GET', '/pots/x', { host: 'evil.example.com' }, undefined, 403, { fault: 'forbidden', status: 403 }],
   ] as const)('%s', async (_name, method, path, headers, body, status, expected) => {
     const res = await send(method, path, headers, body);

@@ -51,7 +51,12 @@ describe(`SQLite through src/db/sqlite.ts (${SQLITE_PACKAGE})`, () => {
     expect(Buffer.isBuffer(row.c) && row.c.toString()).toBe('hi');
     expect(d.prepare('SELECT b FROM t').pluck().all()).toEqual(['x']);
     expect(d.prepare('SELECT a, b FROM t').raw().all()).toEqual([[1, 'x']]);
-    expect(d.prepare('SELECT a, b FROM t').columns().map((c) => [c.name, c.table, c.column])).toEqual([
+    expect(
+      d
+        .prepare('SELECT a, b FROM t')
+        .columns()
+        .map((c) => [c.name, c.table, c.column]),
+    ).toEqual([
       ['a', 't', 'a'],
       ['b', 't', 'b'],
     ]);
@@ -86,6 +91,6 @@ describe('the command that installs better-sqlite3 12 where svc finds it', () =>
     expect(sqlite12Fix('/home/u/svc', true)).toBe('cd /home/u/svc && npm rebuild better-sqlite3-12');
     expect(sqlite12Fix('/usr/local/lib/node_modules/svc-daemon', false, 'linux')).toBe('npm install -g --prefix /usr/local better-sqlite3-12@npm:better-sqlite3@^12.6.2');
     expect(sqlite12Fix('/usr/local/lib/node_modules/svc-daemon', true, 'darwin')).toBe('npm rebuild -g --prefix /usr/local better-sqlite3-12');
-    expect(sqlite12Fix("/home/u/my app/node_modules/svc-daemon", false, 'linux')).toBe("npm install --prefix '/home/u/my app' better-sqlite3-12@npm:better-sqlite3@^12.6.2");
+    expect(sqlite12Fix('/home/u/my app/node_modules/svc-daemon', false, 'linux')).toBe("npm install --prefix '/home/u/my app' better-sqlite3-12@npm:better-sqlite3@^12.6.2");
   });
 });

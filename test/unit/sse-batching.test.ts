@@ -11,7 +11,11 @@ function fakeRes() {
   let ended = false;
   return {
     writes,
-    frames: () => writes.filter((w) => !String(w).startsWith('retry')).map(String).join(''),
+    frames: () =>
+      writes
+        .filter((w) => !String(w).startsWith('retry'))
+        .map(String)
+        .join(''),
     writeHead: () => undefined,
     flushHeaders: () => undefined,
     on: () => undefined,

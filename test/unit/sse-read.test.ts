@@ -62,8 +62,8 @@ describe('mergeToolCalls', () => {
   });
 
   it('keeps a name repeated in every fragment once, continues an index-less fragment, and skips junk', () => {
-    expect(
-      mergeToolCalls([{ index: 0, id: 'c', function: { name: 'f', arguments: '{"a"' } }, null, 'x', { function: { name: 'f', arguments: ':1}' } }]),
-    ).toEqual([{ id: 'c', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }]);
+    expect(mergeToolCalls([{ index: 0, id: 'c', function: { name: 'f', arguments: '{"a"' } }, null, 'x', { function: { name: 'f', arguments: ':1}' } }])).toEqual([
+      { id: 'c', type: 'function', function: { name: 'f', arguments: '{"a":1}' } },
+    ]);
   });
 });

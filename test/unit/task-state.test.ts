@@ -83,7 +83,12 @@ describe('task state machine', () => {
     const r = checkTransition('in_progress', 'done', { requireReview: true });
     expect(r).toMatchObject({ ok: false, code: 'invalid_transition' });
     if (!r.ok) expect(r.reason).toContain('tasks.requireReview');
-    for (const [from, to] of [['review', 'done'], ['awaiting_approval', 'done'], ['in_progress', 'review'], ['in_progress', 'failed']] as [TaskState, TaskState][]) {
+    for (const [from, to] of [
+      ['review', 'done'],
+      ['awaiting_approval', 'done'],
+      ['in_progress', 'review'],
+      ['in_progress', 'failed'],
+    ] as [TaskState, TaskState][]) {
       expect(checkTransition(from, to, { requireReview: true }).ok).toBe(true);
     }
   });

@@ -6,7 +6,16 @@ import { listQuery, type ListFilter } from '../../src/resources/tasks/store.js';
 // Listing must stay fast with 100,000 tasks: every filter combination, with or without a cursor,
 // walks an index in id order (no full scan of rows, no sort of the matches).
 const db = (await openDatabase(':memory:', STATE_MIGRATIONS)).raw;
-const filters: Omit<ListFilter, 'limit'>[] = [{}, { status: 'done' }, { assignTo: 'a' }, { missionId: 'm' }, { status: 'done', assignTo: 'a' }, { status: 'pending', missionId: 'm' }, { assignTo: 'a', missionId: 'm' }, { status: 'failed', assignTo: 'a', missionId: 'm' }];
+const filters: Omit<ListFilter, 'limit'>[] = [
+  {},
+  { status: 'done' },
+  { assignTo: 'a' },
+  { missionId: 'm' },
+  { status: 'done', assignTo: 'a' },
+  { status: 'pending', missionId: 'm' },
+  { assignTo: 'a', missionId: 'm' },
+  { status: 'failed', assignTo: 'a', missionId: 'm' },
+];
 const cases = filters.flatMap((f) => [f, { ...f, before: '0190f000-0000-7000-8000-000000000000' }]);
 
 describe('task list query plans', () => {

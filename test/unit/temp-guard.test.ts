@@ -9,8 +9,8 @@ import { tempDir } from '../temp.js';
 // by the global setup, which fails the run on what a test left there), and tempDir() removes what
 // a test file made when the file ends.
 
-describe('the run\'s temp dir', () => {
-  it('is every test\'s temp dir: a run\'s own, not the system\'s', () => {
+describe("the run's temp dir", () => {
+  it("is every test's temp dir: a run's own, not the system's", () => {
     expect(basename(tmpdir())).toMatch(/^svc-test-tmp-\d+$/);
     expect(existsSync(tmpdir())).toBe(true);
     const dir = tempDir('svc-guard-check-');
@@ -26,7 +26,7 @@ describe('the run\'s temp dir', () => {
     expect(leftovers(join(dir, 'gone'))).toEqual([]);
   });
 
-  it('never takes a test home for the real config dir, this run\'s or an outer run\'s', () => {
+  it("never takes a test home for the real config dir, this run's or an outer run's", () => {
     expect(inTestHome('/tmp/svc-test-home-4242/.config/svc')).toBe(true);
     expect(inTestHome('/tmp/svc-test-tmp-1/svc-test-home-2/.config/svc')).toBe(true);
     expect(inTestHome('/home/ana/.config/svc')).toBe(false);

@@ -1,4 +1,3 @@
-
 import { describe, expect, it } from 'vitest';
 import { Services, type App } from '../../src/app.js';
 import { STATE_MIGRATIONS } from '../../src/state-schema.js';

@@ -67,7 +67,11 @@ describe('a delivery on a fake clock', () => {
   });
 
   it('honours Retry-After as a floor, capped at an hour', () => {
-    const log = play([{ statusCode: 429 }, { statusCode: 429 }, { statusCode: 200 }], () => 0, (n) => (n === 1 ? 30_000 : 10 * 3_600_000));
+    const log = play(
+      [{ statusCode: 429 }, { statusCode: 429 }, { statusCode: 200 }],
+      () => 0,
+      (n) => (n === 1 ? 30_000 : 10 * 3_600_000),
+    );
     expect(log.map((l) => l.at)).toEqual([0, 30_000, 30_000 + 3_600_000]);
     expect(log[2]).toMatchObject({ status: 'succeeded', error: null, nextAttemptAt: null });
   });
@@ -283,9 +287,19 @@ describe('delivery scheduling: one slow endpoint never holds up the others', () 
   const limits: SlotLimits = { concurrency: 16, perEndpoint: 4 };
   const q = (...ids: string[]) => ids.map((webhookId) => ({ webhookId }));
 
-  it('starts the webhook with the fewest deliveries on the wire, never one at its limit, never past the worker\'s', () => {
+  it("starts the webhook with the fewest deliveries on the wire, never one at its limit, never past the worker's", () => {
     expect(nextStart(q('a', 'a', 'b'), new Map([['a', 1]]), 1, limits)).toBe(2);
-    expect(nextStart(q('a', 'b'), new Map([['a', 1], ['b', 1]]), 2, limits)).toBe(0);
+    expect(
+      nextStart(
+        q('a', 'b'),
+        new Map([
+          ['a', 1],
+          ['b', 1],
+        ]),
+        2,
+        limits,
+      ),
+    ).toBe(0);
     expect(nextStart(q('a', 'a'), new Map([['a', 4]]), 4, limits)).toBe(-1);
     expect(nextStart(q('b'), new Map([['a', 4]]), 16, limits)).toBe(-1);
     expect(nextStart([], new Map(), 0, limits)).toBe(-1);
@@ -324,7 +338,10 @@ describe('delivery scheduling: one slow endpoint never holds up the others', () 
    * deliveries waited for a slot, and the most slots slow ever held.
    */
   function simulate(l: SlotLimits): { waits: number[]; slowMax: number; slowAt2s: number } {
-    const due = new Map<string, { id: number; at: number }[]>([['slow', Array.from({ length: 40 }, (_, id) => ({ id, at: 0 }))], ['fast', []]]);
+    const due = new Map<string, { id: number; at: number }[]>([
+      ['slow', Array.from({ length: 40 }, (_, id) => ({ id, at: 0 }))],
+      ['fast', []],
+    ]);
     const answerMs: Record<string, number> = { slow: 15_000, fast: 3 };
     const queue: { webhookId: string; id: number; at: number }[] = [];
     const active = new Map<string, number>();

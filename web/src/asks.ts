@@ -59,7 +59,16 @@ function controls(a: Approval): Child {
     'div',
     { class: 'row' },
     h('button', { type: 'button', onclick: () => decide(a, 'approve', {}, `${agent} may use ${tool} this once`) }, 'Approve'),
-    h('button', { type: 'button', class: 'small', title: `Approve, and let ${agent} use ${tool} from now on without asking`, onclick: () => decide(a, 'approve', { alwaysAllow: true }, `${agent} may always use ${tool}`) }, 'Approve always'),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'small',
+        title: `Approve, and let ${agent} use ${tool} from now on without asking`,
+        onclick: () => decide(a, 'approve', { alwaysAllow: true }, `${agent} may always use ${tool}`),
+      },
+      'Approve always',
+    ),
     h('button', { type: 'button', class: 'small', id: `ask-reject-${a.id}`, onclick: () => (rejecting.add(a.id), page.render(), document.getElementById(note)?.focus()) }, 'Reject…'),
   );
 }
@@ -78,9 +87,7 @@ export function askPanel(a: Approval, o: { compact?: boolean; taskTitle?: string
   return h(
     'section',
     { class: `ask${o.compact ? ' compact' : ''}`, 'data-ask': a.id, 'aria-label': `${agent} asks to use ${tool}` },
-    o.compact
-      ? h('p', { class: 'ask-head' }, h('strong', null, 'Asks to use '), h('code', null, tool))
-      : h('h2', { class: 'ask-head' }, `${agent} asks to use `, h('code', null, tool)),
+    o.compact ? h('p', { class: 'ask-head' }, h('strong', null, 'Asks to use '), h('code', null, tool)) : h('h2', { class: 'ask-head' }, `${agent} asks to use `, h('code', null, tool)),
     h('p', { class: 'ask-gist', title: gist }, gist),
     o.compact
       ? null

@@ -127,25 +127,28 @@ export function freshRun(runId: string, then: (r: Run) => void): void {
   if (f.reading) f.again = true;
   if (f.reading || f.waiting) return;
   f.waiting = true;
-  setTimeout(() => {
-    f.waiting = false;
-    f.reading = true;
-    f.last = Date.now();
-    get<Run>(`/api/v1/runs/${seg(runId)}`)
-      .then((r) => {
-        f.then(r);
-        // An ended run has no more to read; its reading is forgotten.
-        if (!isLive(r)) f.again = false;
-        return isLive(r);
-      })
-      .catch(() => (f.again = false))
-      .then((live) => {
-        f.reading = false;
-        if (!live) readings.delete(runId);
-        else if (f.again) {
-          f.again = false;
-          freshRun(runId, f.then);
-        }
-      });
-  }, Math.max(0, f.last + FRESH_MS - Date.now()));
+  setTimeout(
+    () => {
+      f.waiting = false;
+      f.reading = true;
+      f.last = Date.now();
+      get<Run>(`/api/v1/runs/${seg(runId)}`)
+        .then((r) => {
+          f.then(r);
+          // An ended run has no more to read; its reading is forgotten.
+          if (!isLive(r)) f.again = false;
+          return isLive(r);
+        })
+        .catch(() => (f.again = false))
+        .then((live) => {
+          f.reading = false;
+          if (!live) readings.delete(runId);
+          else if (f.again) {
+            f.again = false;
+            freshRun(runId, f.then);
+          }
+        });
+    },
+    Math.max(0, f.last + FRESH_MS - Date.now()),
+  );
 }

@@ -13,7 +13,8 @@ import type { Run, RunDiff } from './types.js';
 const FILE_PAGE = 50;
 const LINE_PAGE = 400;
 
-const counts = (added: number, removed: number): HTMLElement => h('span', { class: 'counts', 'aria-label': `${added} lines added, ${removed} removed` }, h('span', { class: 'add' }, `+${added}`), ' ', h('span', { class: 'del' }, `−${removed}`));
+const counts = (added: number, removed: number): HTMLElement =>
+  h('span', { class: 'counts', 'aria-label': `${added} lines added, ${removed} removed` }, h('span', { class: 'add' }, `+${added}`), ' ', h('span', { class: 'del' }, `−${removed}`));
 
 export class DiffPanel {
   private diff: (RunDiff & { files: DiffFile[] }) | null = null;
@@ -52,11 +53,19 @@ export class DiffPanel {
     const files = d.files;
     const more = files.length - this.shownFiles;
     return [
-      h('p', { class: 'meta' }, d.branch ? [h('code', null, d.branch), ' · '] : null, `${files.length} file${files.length === 1 ? '' : 's'} `, d.diffStat ? counts(d.diffStat.added, d.diffStat.removed) : null),
+      h(
+        'p',
+        { class: 'meta' },
+        d.branch ? [h('code', null, d.branch), ' · '] : null,
+        `${files.length} file${files.length === 1 ? '' : 's'} `,
+        d.diffStat ? counts(d.diffStat.added, d.diffStat.removed) : null,
+      ),
       d.truncated ? h('p', { class: 'hint note' }, `The diff is cut at 1 MiB: the rest is on the branch (git diff ${d.baseCommit?.slice(0, 12)}..${d.headCommit?.slice(0, 12)}).`) : null,
       files.length ? null : h('p', { class: 'muted' }, 'The commit changed nothing.'),
       ...files.slice(0, this.shownFiles).map((f) => this.fileView(f)),
-      more > 0 ? h('button', { type: 'button', class: 'small', onclick: () => ((this.shownFiles += FILE_PAGE), page.render()) }, `Show ${Math.min(more, FILE_PAGE)} more files (${more} not shown)`) : null,
+      more > 0
+        ? h('button', { type: 'button', class: 'small', onclick: () => ((this.shownFiles += FILE_PAGE), page.render()) }, `Show ${Math.min(more, FILE_PAGE)} more files (${more} not shown)`)
+        : null,
     ];
   }
 
@@ -71,9 +80,28 @@ export class DiffPanel {
         open: !this.closedFiles.has(f.path) || undefined,
         ontoggle: (e: Event) => ((e.target as HTMLDetailsElement).open ? this.closedFiles.delete(f.path) : this.closedFiles.add(f.path)),
       },
-      h('summary', null, h('code', null, f.from ? `${f.from} → ${f.path}` : f.path), f.change === 'modified' ? null : h('span', { class: 'muted' }, ` ${f.change}`), ' ', f.binary ? h('span', { class: 'muted' }, 'binary') : counts(f.added, f.removed)),
-      f.binary || !f.lines.length ? null : h('pre', { class: 'diff' }, ...f.lines.slice(0, shownLines).map((l) => (l.kind === 'add' ? h('ins', null, l.text) : l.kind === 'del' ? h('del', null, l.text) : h('span', { class: l.kind }, l.text)))),
-      rest > 0 ? h('button', { type: 'button', class: 'small', onclick: () => (this.shownLines.set(f.path, shownLines + LINE_PAGE), page.render()) }, `Show ${Math.min(rest, LINE_PAGE)} more lines (${rest} not shown)`) : null,
+      h(
+        'summary',
+        null,
+        h('code', null, f.from ? `${f.from} → ${f.path}` : f.path),
+        f.change === 'modified' ? null : h('span', { class: 'muted' }, ` ${f.change}`),
+        ' ',
+        f.binary ? h('span', { class: 'muted' }, 'binary') : counts(f.added, f.removed),
+      ),
+      f.binary || !f.lines.length
+        ? null
+        : h(
+            'pre',
+            { class: 'diff' },
+            ...f.lines.slice(0, shownLines).map((l) => (l.kind === 'add' ? h('ins', null, l.text) : l.kind === 'del' ? h('del', null, l.text) : h('span', { class: l.kind }, l.text))),
+          ),
+      rest > 0
+        ? h(
+            'button',
+            { type: 'button', class: 'small', onclick: () => (this.shownLines.set(f.path, shownLines + LINE_PAGE), page.render()) },
+            `Show ${Math.min(rest, LINE_PAGE)} more lines (${rest} not shown)`,
+          )
+        : null,
     );
   }
 }

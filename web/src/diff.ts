@@ -57,7 +57,7 @@ export function parseDiff(patch: string): DiffFile[] {
     if (line.startsWith('diff --git ')) {
       // The paths here are a fallback (a binary or mode-only change has no ---/+++ lines).
       const m = /^diff --git ("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$/.exec(line);
-      const path = m ? side(m[2]!) ?? '' : line.slice(11);
+      const path = m ? (side(m[2]!) ?? '') : line.slice(11);
       file = { path, from: null, change: 'modified', binary: false, added: 0, removed: 0, lines: [] };
       files.push(file);
       inHunk = false;

@@ -102,7 +102,11 @@ export const shortId = (id: string): string => id.slice(-8);
 export const label = (text: string, control: HTMLElement): HTMLElement => h('label', null, h('span', null, text), control);
 
 export function select(id: string, options: [string, string][], value: string, onChange?: (v: string) => void, extra: Record<string, unknown> = {}): HTMLSelectElement {
-  const s = h('select', { id, ...extra, onchange: onChange ? (e: Event) => onChange((e.target as HTMLSelectElement).value) : undefined }, ...options.map(([v, t]) => h('option', { value: v, selected: v === value }, t)));
+  const s = h(
+    'select',
+    { id, ...extra, onchange: onChange ? (e: Event) => onChange((e.target as HTMLSelectElement).value) : undefined },
+    ...options.map(([v, t]) => h('option', { value: v, selected: v === value }, t)),
+  );
   s.value = value;
   return s;
 }

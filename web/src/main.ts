@@ -191,9 +191,22 @@ function render(): void {
   const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id || (document.activeElement as HTMLElement).dataset.focusId : undefined;
 
   const view = state.view;
-  const content = state.missing && (view === 'task' || view === 'run')
-    ? h('div', { class: 'view' }, h('h1', null, view === 'task' ? 'Task' : 'Run'), h('p', { class: 'error' }, state.missing), h('p', null, h('a', { href: '#/board' }, 'Back to the board')))
-    : { board: boardView, missions: missionsView, routines: routines.routinesView, approvals: approvalsView, agents: agentsView, usage: usageView, events: eventsView, webhooks: webhooksView, databases: databasesView, task: taskView, run: () => runs.runView(state.param) }[view]();
+  const content =
+    state.missing && (view === 'task' || view === 'run')
+      ? h('div', { class: 'view' }, h('h1', null, view === 'task' ? 'Task' : 'Run'), h('p', { class: 'error' }, state.missing), h('p', null, h('a', { href: '#/board' }, 'Back to the board')))
+      : {
+          board: boardView,
+          missions: missionsView,
+          routines: routines.routinesView,
+          approvals: approvalsView,
+          agents: agentsView,
+          usage: usageView,
+          events: eventsView,
+          webhooks: webhooksView,
+          databases: databasesView,
+          task: taskView,
+          run: () => runs.runView(state.param),
+        }[view]();
   main.replaceChildren(content);
 
   for (const [id, k] of kept) {
@@ -214,8 +227,8 @@ function render(): void {
 }
 
 const title = (text: string, ...rest: Child[]): HTMLElement => h('div', { class: 'view-head' }, h('h1', null, text), ...rest);
-const missionName = (id: string | null): string => (id ? state.missions.find((m) => m.id === id)?.name ?? shortId(id) : '');
-const taskTitle = (id: string | null): string => (id ? state.tasks.find((t) => t.id === id)?.title ?? shortId(id) : '');
+const missionName = (id: string | null): string => (id ? (state.missions.find((m) => m.id === id)?.name ?? shortId(id)) : '');
+const taskTitle = (id: string | null): string => (id ? (state.tasks.find((t) => t.id === id)?.title ?? shortId(id)) : '');
 
 // --- board -----------------------------------------------------------------------------------
 
@@ -250,9 +263,14 @@ function card(t: Task): HTMLElement {
             onsubmit: (e: Event) => {
               e.preventDefault();
               const f = new FormData(e.target as HTMLFormElement);
-              const labels = String(f.get('labels') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+              const labels = String(f.get('labels') ?? '')
+                .split(',')
+                .map((s) => s.trim())
+                .filter(Boolean);
               const assign = String(f.get('assignTo') ?? '');
-              void act(() => patch(`/api/v1/tasks/${seg(t.id)}`, { title: String(f.get('title')), assignTo: assign || null, labels }), 'task saved').then((ok) => ok && ((state.editing = null), render()));
+              void act(() => patch(`/api/v1/tasks/${seg(t.id)}`, { title: String(f.get('title')), assignTo: assign || null, labels }), 'task saved').then(
+                (ok) => ok && ((state.editing = null), render()),
+              );
             },
           },
           label('Title', h('input', { id: `edit-title-${t.id}`, name: 'title', required: true, maxlength: 500, value: t.title })),
@@ -279,12 +297,29 @@ function card(t: Task): HTMLElement {
               'div',
               { class: 'card-actions' },
               moves.length
-                ? select(`move-${t.id}`, [['', 'Move to…'], ...moves.map((m): [string, string] => [m, STATE_LABEL[m]])], '', (v) => v && void move(t, v as TaskState), { 'data-keep': 'no', 'aria-label': `Move “${t.title}” to`, class: 'move' })
+                ? select(`move-${t.id}`, [['', 'Move to…'], ...moves.map((m): [string, string] => [m, STATE_LABEL[m]])], '', (v) => v && void move(t, v as TaskState), {
+                    'data-keep': 'no',
+                    'aria-label': `Move “${t.title}” to`,
+                    class: 'move',
+                  })
                 : null,
               h('button', { type: 'button', class: 'small', onclick: () => ((state.editing = t.id), render()), 'aria-label': `Edit “${t.title}”` }, 'Edit'),
               state.confirmDelete === t.id
-                ? h('button', { type: 'button', class: 'small danger', id: `confirm-delete-${t.id}`, onclick: () => void act(() => del(`/api/v1/tasks/${seg(t.id)}`), 'task deleted') }, 'Really delete?')
-                : h('button', { type: 'button', class: 'small', onclick: () => ((state.confirmDelete = t.id), render(), document.getElementById(`confirm-delete-${t.id}`)?.focus()), 'aria-label': `Delete “${t.title}”` }, 'Delete'),
+                ? h(
+                    'button',
+                    { type: 'button', class: 'small danger', id: `confirm-delete-${t.id}`, onclick: () => void act(() => del(`/api/v1/tasks/${seg(t.id)}`), 'task deleted') },
+                    'Really delete?',
+                  )
+                : h(
+                    'button',
+                    {
+                      type: 'button',
+                      class: 'small',
+                      onclick: () => ((state.confirmDelete = t.id), render(), document.getElementById(`confirm-delete-${t.id}`)?.focus()),
+                      'aria-label': `Delete “${t.title}”`,
+                    },
+                    'Delete',
+                  ),
             )
           : null,
       ];
@@ -359,7 +394,10 @@ function newTaskForm(): HTMLElement {
           if (desc) body.description = desc;
           if (f.get('assignTo')) body.assignTo = String(f.get('assignTo'));
           if (f.get('missionId')) body.missionId = String(f.get('missionId'));
-          const labels = String(f.get('labels') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+          const labels = String(f.get('labels') ?? '')
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean);
           if (labels.length) body.labels = labels;
           if (f.get('draft')) body.draft = true;
           void act(() => post('/api/v1/tasks', body), 'task created').then((ok) => {
@@ -372,7 +410,12 @@ function newTaskForm(): HTMLElement {
       label('Title', h('input', { id: 'new-title', name: 'title', required: true, maxlength: 500 })),
       label('Description', h('textarea', { id: 'new-description', name: 'description', rows: 2 })),
       label('Assignee', select('new-assign', [['', '(nobody)'], ...state.agents.map((a): [string, string] => [a.name, a.name])], '', undefined, { name: 'assignTo' })),
-      label('Mission', select('new-mission', [['', '(none)'], ...state.missions.filter((m) => ['draft', 'active', 'paused'].includes(m.status)).map((m): [string, string] => [m.id, m.name])], '', undefined, { name: 'missionId' })),
+      label(
+        'Mission',
+        select('new-mission', [['', '(none)'], ...state.missions.filter((m) => ['draft', 'active', 'paused'].includes(m.status)).map((m): [string, string] => [m.id, m.name])], '', undefined, {
+          name: 'missionId',
+        }),
+      ),
       label('Labels', h('input', { id: 'new-labels', name: 'labels', placeholder: 'comma, separated' })),
       h('label', { class: 'check' }, h('input', { type: 'checkbox', id: 'new-draft', name: 'draft', value: '1' }), h('span', null, 'Create as draft')),
       h('button', { type: 'submit' }, 'Create task'),
@@ -403,7 +446,16 @@ function boardView(): HTMLElement {
     pausedProviders(state.queue),
     canWrite() ? newTaskForm() : null,
     h('p', { class: 'hint' }, canWrite() ? 'Drag a card to another lane, or use its “Move to” list. Arrow keys move between cards.' : 'Read-only: this session can look but not change anything.'),
-    h('div', { class: 'lanes', role: 'region', 'aria-label': 'Task lanes', tabindex: 0, onkeydown: laneKeys }, ...TASK_STATES.map((s) => lane(s, shown.filter((t) => t.status === s)))),
+    h(
+      'div',
+      { class: 'lanes', role: 'region', 'aria-label': 'Task lanes', tabindex: 0, onkeydown: laneKeys },
+      ...TASK_STATES.map((s) =>
+        lane(
+          s,
+          shown.filter((t) => t.status === s),
+        ),
+      ),
+    ),
   );
 }
 
@@ -494,7 +546,8 @@ function taskView(): HTMLElement {
 function missionsView(): HTMLElement {
   const controls = (m: Mission): Child[] => {
     if (!canWrite()) return [];
-    const b = (verb: string, text: string) => h('button', { type: 'button', class: 'small', onclick: () => void act(() => post(`/api/v1/missions/${seg(m.id)}/${verb}`), `mission ${m.name}: ${verb}`) }, text);
+    const b = (verb: string, text: string) =>
+      h('button', { type: 'button', class: 'small', onclick: () => void act(() => post(`/api/v1/missions/${seg(m.id)}/${verb}`), `mission ${m.name}: ${verb}`) }, text);
     return [
       m.status === 'draft' ? b('start', 'Start') : null,
       m.status === 'active' ? b('pause', 'Pause') : null,
@@ -516,8 +569,19 @@ function missionsView(): HTMLElement {
         { class: 'panel mission', 'aria-labelledby': `mission-${m.id}` },
         h('div', { class: 'panel-head' }, h('h2', { id: `mission-${m.id}` }, m.name), h('span', { class: `badge ${m.status}` }, m.status), h('div', { class: 'row' }, ...controls(m))),
         m.goal ? h('p', null, m.goal) : null,
-        h('div', { class: 'progress-row' }, h('progress', { max: Math.max(total, 1), value: done, 'aria-label': `${m.name}: ${done} of ${total} tasks done` }), h('span', null, `${done}/${total} done`)),
-        h('ul', { class: 'plain' }, ...tasks.map((t) => h('li', null, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status]), ' ', breakable(t.title), t.assignTo ? h('span', { class: 'muted' }, ` @${t.assignTo}`) : null))),
+        h(
+          'div',
+          { class: 'progress-row' },
+          h('progress', { max: Math.max(total, 1), value: done, 'aria-label': `${m.name}: ${done} of ${total} tasks done` }),
+          h('span', null, `${done}/${total} done`),
+        ),
+        h(
+          'ul',
+          { class: 'plain' },
+          ...tasks.map((t) =>
+            h('li', null, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status]), ' ', breakable(t.title), t.assignTo ? h('span', { class: 'muted' }, ` @${t.assignTo}`) : null),
+          ),
+        ),
       );
     }),
   );
@@ -540,7 +604,15 @@ function approvalsView(): HTMLElement {
         'section',
         { class: `panel approval ${a.status}`, 'aria-labelledby': `approval-${a.id}`, 'data-approval': a.id },
         h('div', { class: 'panel-head' }, h('h2', { id: `approval-${a.id}` }, breakable(a.title)), h('span', { class: `badge ${a.status}` }, a.status), time(a.createdAt)),
-        h('p', { class: 'meta' }, 'task ', h('strong', null, task ? breakable(task.title) : a.taskId ? shortId(a.taskId) : '—'), task ? ` (${STATE_LABEL[task.status]})` : '', a.requestedBy ? ` · asked by ${a.requestedBy}` : '', a.missionId ? ` · mission ${missionName(a.missionId)}` : ''),
+        h(
+          'p',
+          { class: 'meta' },
+          'task ',
+          h('strong', null, task ? breakable(task.title) : a.taskId ? shortId(a.taskId) : '—'),
+          task ? ` (${STATE_LABEL[task.status]})` : '',
+          a.requestedBy ? ` · asked by ${a.requestedBy}` : '',
+          a.missionId ? ` · mission ${missionName(a.missionId)}` : '',
+        ),
         a.reason ? h('p', null, a.reason) : null,
         task?.description ? h('details', null, h('summary', null, 'Task description'), h('pre', null, task.description)) : null,
         a.payload !== null && a.payload !== undefined ? h('details', null, h('summary', null, 'Payload'), h('pre', null, JSON.stringify(a.payload, null, 2))) : null,
@@ -564,15 +636,19 @@ function gateControls(a: Approval, fb: string): HTMLElement {
       'div',
       { class: 'row' },
       h('button', { type: 'button', onclick: () => void act(() => post(`/api/v1/approvals/${seg(a.id)}/approve`, noteOf(fb)), 'approved') }, 'Approve'),
-      h('button', {
-        type: 'button',
-        class: 'danger',
-        onclick: () => {
-          const feedback = (document.getElementById(fb) as HTMLTextAreaElement).value.trim();
-          if (!feedback) return toast('Write feedback first: a rejection sends the task back with it.');
-          void act(() => post(`/api/v1/approvals/${seg(a.id)}/reject`, { feedback }), 'rejected');
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'danger',
+          onclick: () => {
+            const feedback = (document.getElementById(fb) as HTMLTextAreaElement).value.trim();
+            if (!feedback) return toast('Write feedback first: a rejection sends the task back with it.');
+            void act(() => post(`/api/v1/approvals/${seg(a.id)}/reject`, { feedback }), 'rejected');
+          },
         },
-      }, 'Reject'),
+        'Reject',
+      ),
     ),
   );
 }
@@ -583,7 +659,13 @@ function gatePanel(a: Approval, t: Task): HTMLElement {
     'section',
     { class: 'panel approval pending', 'aria-labelledby': `gate-${a.id}`, 'data-approval': a.id },
     h('div', { class: 'panel-head' }, h('h2', { id: `gate-${a.id}` }, 'Waiting for approval: ', breakable(a.title)), time(a.createdAt)),
-    h('p', { class: 'meta' }, `asked by ${a.requestedBy}`, a.taskFrom === 'review' ? ' · approving it marks the task done' : ' · approving it lets the work go on', ` · a rejection sends “${t.title}” back with the feedback`),
+    h(
+      'p',
+      { class: 'meta' },
+      `asked by ${a.requestedBy}`,
+      a.taskFrom === 'review' ? ' · approving it marks the task done' : ' · approving it lets the work go on',
+      ` · a rejection sends “${t.title}” back with the feedback`,
+    ),
     a.reason ? h('p', null, a.reason) : null,
     canWrite() ? gateControls(a, `gate-feedback-${a.id}`) : null,
   );
@@ -616,15 +698,20 @@ function noteOf(id: string): { note?: string } {
 
 function agentsView(): HTMLElement {
   const activity = (name: string): StreamedEvent[] =>
-    state.events.filter((e) => {
-      const d = e.data as Record<string, unknown> | null;
-      return d !== null && typeof d === 'object' && (d.agent === name || d.assignTo === name || d.name === name);
-    }).slice(0, 5);
+    state.events
+      .filter((e) => {
+        const d = e.data as Record<string, unknown> | null;
+        return d !== null && typeof d === 'object' && (d.agent === name || d.assignTo === name || d.name === name);
+      })
+      .slice(0, 5);
   const agentRow = (a: Agent): HTMLElement[] => {
     const current = state.tasks.filter((t) => t.assignTo === a.name && ['assigned', 'in_progress', 'review'].includes(t.status));
     const recent = activity(a.name);
     // Besides the events seen while the page is open: the agent's most recently changed tasks.
-    const touched = state.tasks.filter((t) => t.assignTo === a.name && !current.includes(t)).sort((x, y) => y.updatedAt.localeCompare(x.updatedAt)).slice(0, 3);
+    const touched = state.tasks
+      .filter((t) => t.assignTo === a.name && !current.includes(t))
+      .sort((x, y) => y.updatedAt.localeCompare(x.updatedAt))
+      .slice(0, 3);
     const editing = state.runtimeEdit?.agent === a.name ? state.runtimeEdit : null;
     const queued = state.queue?.agents.find((q) => q.agent === a.name);
     const row = h(
@@ -637,12 +724,29 @@ function agentsView(): HTMLElement {
         { class: 'runtime' },
         runtimeSummary(a.runtime),
         canWrite() && !editing
-          ? h('div', null, h('button', { type: 'button', class: 'small', id: `rt-edit-${a.name}`, onclick: () => ((state.runtimeEdit = { agent: a.name, error: '' }), render(), document.getElementById(`rt-kind-${a.name}`)?.focus()) }, a.runtime ? 'Edit runtime' : 'Set runtime'))
+          ? h(
+              'div',
+              null,
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'small',
+                  id: `rt-edit-${a.name}`,
+                  onclick: () => ((state.runtimeEdit = { agent: a.name, error: '' }), render(), document.getElementById(`rt-kind-${a.name}`)?.focus()),
+                },
+                a.runtime ? 'Edit runtime' : 'Set runtime',
+              ),
+            )
           : null,
       ),
       h('td', { class: 'runs-now' }, agentRuns(queued, taskTitle)),
       h('td', null, current.length ? current.map((t) => h('div', null, `${t.title} `, h('span', { class: `badge ${t.status}` }, STATE_LABEL[t.status]))) : h('span', { class: 'muted' }, 'none')),
-      h('td', null, current.map((t) => (t.leaseExpiresAt ? h('div', null, timeLeft(t.leaseExpiresAt)) : null))),
+      h(
+        'td',
+        null,
+        current.map((t) => (t.leaseExpiresAt ? h('div', null, timeLeft(t.leaseExpiresAt)) : null)),
+      ),
       h(
         'td',
         null,
@@ -676,7 +780,13 @@ function agentsView(): HTMLElement {
       ),
     ),
     h('h2', null, 'Teams'),
-    state.teams.length ? h('ul', { class: 'plain' }, ...state.teams.map((t) => h('li', null, h('strong', null, t.name), ` — ${t.agents.join(', ') || 'no agents'}`, t.description ? h('span', { class: 'muted' }, ` · ${t.description}`) : null))) : h('p', { class: 'muted' }, 'No teams.'),
+    state.teams.length
+      ? h(
+          'ul',
+          { class: 'plain' },
+          ...state.teams.map((t) => h('li', null, h('strong', null, t.name), ` — ${t.agents.join(', ') || 'no agents'}`, t.description ? h('span', { class: 'muted' }, ` · ${t.description}`) : null)),
+        )
+      : h('p', { class: 'muted' }, 'No teams.'),
   );
 }
 
@@ -685,7 +795,11 @@ function agentsView(): HTMLElement {
 function eventMatches(e: StreamedEvent): boolean {
   const f = state.eventsFilter.trim();
   if (!f) return true;
-  return f.split(',').map((s) => s.trim()).filter(Boolean).some((p) => e.name.startsWith(p.replace(/\*$/, '')));
+  return f
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .some((p) => e.name.startsWith(p.replace(/\*$/, '')));
 }
 
 /** When the board heard an event; the history replayed at opening carries no time of its own. */
@@ -714,7 +828,15 @@ function eventsView(): HTMLElement {
       h(
         'div',
         { class: 'filters' },
-        label('Filter', h('input', { id: 'events-filter', placeholder: 'task:, approval:', value: state.eventsFilter, oninput: (e: Event) => ((state.eventsFilter = (e.target as HTMLInputElement).value), render()) })),
+        label(
+          'Filter',
+          h('input', {
+            id: 'events-filter',
+            placeholder: 'task:, approval:',
+            value: state.eventsFilter,
+            oninput: (e: Event) => ((state.eventsFilter = (e.target as HTMLInputElement).value), render()),
+          }),
+        ),
         h(
           'button',
           { type: 'button', id: 'events-pause', 'aria-pressed': String(state.eventsPaused), onclick: () => togglePause() },
@@ -774,9 +896,24 @@ function webhooksView(): HTMLElement {
                   h('td', null, h('code', null, d.event), d.redeliveryOf ? h('span', { class: 'muted' }, ' (redelivery)') : null),
                   h('td', null, h('span', { class: `badge ${d.status}` }, d.status)),
                   h('td', null, String(d.attempts)),
-                  h('td', null, d.lastStatusCode ? String(d.lastStatusCode) : d.lastError ?? ''),
+                  h('td', null, d.lastStatusCode ? String(d.lastStatusCode) : (d.lastError ?? '')),
                   h('td', null, time(d.createdAt)),
-                  h('td', null, canWrite() ? h('button', { type: 'button', class: 'small', 'aria-label': `Redeliver ${d.event} ${shortId(d.id)}`, onclick: () => void act(() => post(`/v1/webhooks/${seg(w.id)}/deliveries/${seg(d.id)}/redeliver`), 'redelivery queued') }, 'Redeliver') : null),
+                  h(
+                    'td',
+                    null,
+                    canWrite()
+                      ? h(
+                          'button',
+                          {
+                            type: 'button',
+                            class: 'small',
+                            'aria-label': `Redeliver ${d.event} ${shortId(d.id)}`,
+                            onclick: () => void act(() => post(`/v1/webhooks/${seg(w.id)}/deliveries/${seg(d.id)}/redeliver`), 'redelivery queued'),
+                          },
+                          'Redeliver',
+                        )
+                      : null,
+                  ),
                 ),
               ),
             ),
@@ -818,7 +955,17 @@ function databasesView(): HTMLElement {
                 h(
                   'ul',
                   { class: 'plain tables' },
-                  ...Object.entries(chosen.schema.tables).map(([name, t]) => h('li', null, h('strong', null, name), ': ', Object.entries(t.columns).map(([c, def]) => `${c} ${def.type}`).join(', '))),
+                  ...Object.entries(chosen.schema.tables).map(([name, t]) =>
+                    h(
+                      'li',
+                      null,
+                      h('strong', null, name),
+                      ': ',
+                      Object.entries(t.columns)
+                        .map(([c, def]) => `${c} ${def.type}`)
+                        .join(', '),
+                    ),
+                  ),
                 ),
                 h(
                   'form',
@@ -848,7 +995,13 @@ function databasesView(): HTMLElement {
                         { class: 'result' },
                         h('caption', null, `${result.rowCount} row${result.rowCount === 1 ? '' : 's'}${result.truncated ? ' (truncated)' : ''}`),
                         h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col' }, c)))),
-                        h('tbody', null, ...result.rows.map((r) => h('tr', null, ...columns.map((c) => h('td', null, r[c] === null || r[c] === undefined ? '' : typeof r[c] === 'object' ? JSON.stringify(r[c]) : String(r[c])))))),
+                        h(
+                          'tbody',
+                          null,
+                          ...result.rows.map((r) =>
+                            h('tr', null, ...columns.map((c) => h('td', null, r[c] === null || r[c] === undefined ? '' : typeof r[c] === 'object' ? JSON.stringify(r[c]) : String(r[c])))),
+                          ),
+                        ),
                       ),
                     )
                   : null,
@@ -865,7 +1018,12 @@ function signedOut(): void {
   state.signedOut = true;
   liveEl.textContent = 'signed out';
   main.replaceChildren(
-    h('div', { class: 'view refusal' }, h('h1', null, 'Signed out'), h('p', null, 'This board session has ended or was never started. Run ', h('code', null, 'svc open'), ' in the project for a new one-time link.')),
+    h(
+      'div',
+      { class: 'view refusal' },
+      h('h1', null, 'Signed out'),
+      h('p', null, 'This board session has ended or was never started. Run ', h('code', null, 'svc open'), ' in the project for a new one-time link.'),
+    ),
   );
 }
 whenSignedOut(signedOut);
@@ -948,7 +1106,7 @@ function onEvent(e: StreamedEvent): void {
   const history = e.at === null;
   const activity = e.name === 'run:activity';
   const group = e.name.split(':')[0]!;
-  const views = history || activity ? [] : RELOADS[group] ?? [];
+  const views = history || activity ? [] : (RELOADS[group] ?? []);
   const { taskId, runId } = (e.data ?? {}) as { taskId?: unknown; runId?: unknown };
   // A task's page follows its task and runs; a run's page its run (its log takes the activity).
   const open = !history && !activity && ((state.view === 'task' && taskId === state.param && (group === 'task' || group === 'run')) || (state.view === 'run' && runId === state.param));

@@ -59,8 +59,7 @@ export function pausedProviders(q: Queue | null): HTMLElement | null {
 /** An agent's runs now, for its row on the Agents view: idle, running (which tasks), or waiting (why). */
 export function agentRuns(a: QueueAgent | undefined, taskTitle: (id: string) => string): Child {
   if (!a) return h('span', { class: 'muted' }, 'no runtime');
-  const task = (r: QueuedRun, what: Child): HTMLElement =>
-    h('li', { 'data-run': r.runId }, h('a', { href: `#/tasks/${seg(r.taskId)}` }, taskTitle(r.taskId)), ' ', what);
+  const task = (r: QueuedRun, what: Child): HTMLElement => h('li', { 'data-run': r.runId }, h('a', { href: `#/tasks/${seg(r.taskId)}` }, taskTitle(r.taskId)), ' ', what);
   const why = waitText(a.heldBy ?? a.waiting.find((w) => w.waitingFor)?.waitingFor);
   return h(
     'div',

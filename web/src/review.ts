@@ -45,11 +45,19 @@ export async function loadReview(t: Task, runs: readonly Run[]): Promise<void> {
 async function sendBack(t: Task, feedback: string): Promise<void> {
   form.error = '';
   try {
-    const gate = await post<Approval>('/api/v1/approvals', { taskId: t.id, requestedBy: page.who() || 'board', title: `Review of “${t.title.slice(0, 200)}”`, reason: 'Sent back from the board with feedback.' });
+    const gate = await post<Approval>('/api/v1/approvals', {
+      taskId: t.id,
+      requestedBy: page.who() || 'board',
+      title: `Review of “${t.title.slice(0, 200)}”`,
+      reason: 'Sent back from the board with feedback.',
+    });
     await post(`/api/v1/approvals/${seg(gate.id)}/reject`, { feedback });
     const after = await get<Task>(`/api/v1/tasks/${seg(t.id)}`);
     form.open = false;
-    page.toast(after.status === 'failed' ? 'sent back once too often: the task failed (tasks.maxRevisions)' : `sent back with your feedback: revision ${after.revisionCount}`, after.status === 'failed' ? 'error' : 'info');
+    page.toast(
+      after.status === 'failed' ? 'sent back once too often: the task failed (tasks.maxRevisions)' : `sent back with your feedback: revision ${after.revisionCount}`,
+      after.status === 'failed' ? 'error' : 'info',
+    );
   } catch (e) {
     form.error = e instanceof ApiFailure ? e.message : String(e);
   }
@@ -64,8 +72,18 @@ async function sendBack(t: Task, feedback: string): Promise<void> {
 
 function revisions(t: Task): Child {
   // The failure itself (the API's words, with the feedback) is said at the top of the page.
-  if (revisionsSpent(t)) return h('p', { class: 'error', id: 'revisions-spent' }, h('strong', null, 'tasks.maxRevisions reached: '), `sent back ${plural(t.revisionCount, 'time')} already, so the last rejection failed the task.`);
-  return h('p', { class: 'meta', id: 'revisions' }, !t.revisionCount ? 'First review: never sent back.' : `Sent back ${plural(t.revisionCount, 'time')}${t.status === 'review' ? `: this is the work of revision ${t.revisionCount}` : ''}.`);
+  if (revisionsSpent(t))
+    return h(
+      'p',
+      { class: 'error', id: 'revisions-spent' },
+      h('strong', null, 'tasks.maxRevisions reached: '),
+      `sent back ${plural(t.revisionCount, 'time')} already, so the last rejection failed the task.`,
+    );
+  return h(
+    'p',
+    { class: 'meta', id: 'revisions' },
+    !t.revisionCount ? 'First review: never sent back.' : `Sent back ${plural(t.revisionCount, 'time')}${t.status === 'review' ? `: this is the work of revision ${t.revisionCount}` : ''}.`,
+  );
 }
 
 function controls(t: Task): Child {
@@ -74,7 +92,15 @@ function controls(t: Task): Child {
     return h(
       'div',
       { class: 'row' },
-      h('button', { type: 'button', id: 'review-approve', onclick: () => void page.act(() => post(`/api/v1/tasks/${seg(t.id)}/transition`, { to: 'done', expectedFrom: 'review', reason: 'approved on the board' }), 'approved: the task is done') }, 'Approve: done'),
+      h(
+        'button',
+        {
+          type: 'button',
+          id: 'review-approve',
+          onclick: () => void page.act(() => post(`/api/v1/tasks/${seg(t.id)}/transition`, { to: 'done', expectedFrom: 'review', reason: 'approved on the board' }), 'approved: the task is done'),
+        },
+        'Approve: done',
+      ),
       h('button', { type: 'button', class: 'small', id: 'review-send-back', onclick: () => ((form.open = true), page.render(), document.getElementById('review-feedback')?.focus()) }, 'Send back…'),
     );
   }
@@ -89,7 +115,12 @@ function controls(t: Task): Child {
       },
     },
     label('Feedback (the agent is given it in the revision run)', h('textarea', { id: 'review-feedback', rows: 3, required: true, maxlength: 10_000 })),
-    h('div', { class: 'row' }, h('button', { type: 'submit', class: 'danger' }, 'Send back with feedback'), h('button', { type: 'button', class: 'small', onclick: () => ((form.open = false), page.render(), document.getElementById('review-send-back')?.focus()) }, 'Keep in review')),
+    h(
+      'div',
+      { class: 'row' },
+      h('button', { type: 'submit', class: 'danger' }, 'Send back with feedback'),
+      h('button', { type: 'button', class: 'small', onclick: () => ((form.open = false), page.render(), document.getElementById('review-send-back')?.focus()) }, 'Keep in review'),
+    ),
   );
 }
 
@@ -100,7 +131,12 @@ export function reviewPanel(t: Task, runs: readonly Run[]): Child {
   return h(
     'section',
     { class: 'panel review', 'aria-labelledby': 'review-head' },
-    h('div', { class: 'panel-head' }, h('h2', { id: 'review-head' }, 'Review'), r ? h('span', { class: 'meta' }, 'the work of run ', h('a', { href: `#/runs/${seg(r.id)}` }, shortId(r.id)), ' ', badge(r)) : null),
+    h(
+      'div',
+      { class: 'panel-head' },
+      h('h2', { id: 'review-head' }, 'Review'),
+      r ? h('span', { class: 'meta' }, 'the work of run ', h('a', { href: `#/runs/${seg(r.id)}` }, shortId(r.id)), ' ', badge(r)) : null,
+    ),
     r?.summary ? h('p', { class: 'summary' }, h('strong', null, `${r.agent}: `), breakable(r.summary)) : null,
     revisions(t),
     controls(t),
@@ -112,5 +148,10 @@ export function reviewPanel(t: Task, runs: readonly Run[]): Child {
 export function reviewChanges(t: Task, runs: readonly Run[]): Child {
   if (t.status !== 'review') return null;
   const r = reviewedRun(t, runs);
-  return h('section', { class: 'review-changes', 'aria-labelledby': 'changes-head' }, h('h2', { id: 'changes-head' }, 'Changes under review'), r ? diff.view(r) : h('p', { class: 'muted' }, 'No run of this task committed anything to review.'));
+  return h(
+    'section',
+    { class: 'review-changes', 'aria-labelledby': 'changes-head' },
+    h('h2', { id: 'changes-head' }, 'Changes under review'),
+    r ? diff.view(r) : h('p', { class: 'muted' }, 'No run of this task committed anything to review.'),
+  );
 }

@@ -110,7 +110,9 @@ class LogPane {
 
   append(items: LogItem[]): void {
     this.placeholder.remove();
-    const lines = items.map((item) => h('div', { class: `ll k-${item.kind}`, 'data-seq': item.seq, title: item.at ? new Date(item.at).toLocaleTimeString() : undefined }, formatLogItem(item, LINE_WIDTH)));
+    const lines = items.map((item) =>
+      h('div', { class: `ll k-${item.kind}`, 'data-seq': item.seq, title: item.at ? new Date(item.at).toLocaleTimeString() : undefined }, formatLogItem(item, LINE_WIDTH)),
+    );
     this.el.append(...lines);
     const all = this.el.querySelectorAll<HTMLElement>('.ll');
     if (all.length > MAX_LINES) {
@@ -183,7 +185,10 @@ function shown(pane: LogPane, items: LogItem[]): void {
 export function runActivity(data: { runId?: unknown; fromSeq?: unknown; items?: unknown; turns?: unknown; usage?: unknown }): void {
   const open = view.run;
   if (!view.tail || !open || data.runId !== open.id || typeof data.fromSeq !== 'number' || !Array.isArray(data.items)) return;
-  view.tail.event(data.fromSeq, (data.items as LogItem[]).map((i) => ({ ...i, at: '' })));
+  view.tail.event(
+    data.fromSeq,
+    (data.items as LogItem[]).map((i) => ({ ...i, at: '' })),
+  );
   const show = (totals: Pick<Run, 'turns' | 'usage'>): void => {
     const r = view.run;
     if (r?.id !== open.id) return;
@@ -215,10 +220,18 @@ function cancelControls(r: Run): Child {
   if (view.confirmCancel) {
     return [
       h('button', { type: 'button', class: 'danger', id: 'run-cancel-confirm', onclick: () => void cancel(r) }, 'Stop the agent: cancel this run'),
-      h('button', { type: 'button', class: 'small', id: 'run-cancel-keep', onclick: () => ((view.confirmCancel = false), page.render(), document.getElementById('run-cancel')?.focus()) }, 'Keep it running'),
+      h(
+        'button',
+        { type: 'button', class: 'small', id: 'run-cancel-keep', onclick: () => ((view.confirmCancel = false), page.render(), document.getElementById('run-cancel')?.focus()) },
+        'Keep it running',
+      ),
     ];
   }
-  return h('button', { type: 'button', class: 'small', id: 'run-cancel', onclick: () => ((view.confirmCancel = true), page.render(), document.getElementById('run-cancel-keep')?.focus()) }, 'Cancel run…');
+  return h(
+    'button',
+    { type: 'button', class: 'small', id: 'run-cancel', onclick: () => ((view.confirmCancel = true), page.render(), document.getElementById('run-cancel-keep')?.focus()) },
+    'Cancel run…',
+  );
 }
 
 /** What a queued or paused run waits for; a paused one can be resumed now (POST /runs/{id}/resume). */
@@ -231,7 +244,10 @@ function waits(r: Run): Child {
     h('strong', null, r.status === 'paused' ? `Paused (${r.pauseReason === 'budget' ? 'a budget' : 'a usage limit'})` : 'Queued'),
     why ? `: waits, ${why}` : ': starts as soon as a slot is free',
     r.status === 'paused' && page.canWrite()
-      ? [' ', h('button', { type: 'button', class: 'small', id: 'run-resume', onclick: () => void page.act(() => post(`/api/v1/runs/${seg(r.id)}/resume`), `run ${shortId(r.id)} resumed`) }, 'Resume now')]
+      ? [
+          ' ',
+          h('button', { type: 'button', class: 'small', id: 'run-resume', onclick: () => void page.act(() => post(`/api/v1/runs/${seg(r.id)}/resume`), `run ${shortId(r.id)} resumed`) }, 'Resume now'),
+        ]
       : null,
   );
 }
@@ -274,7 +290,9 @@ export function runView(id: string): HTMLElement {
       ),
       view.pane.el,
     ),
-    r.error || r.summary ? h('section', { class: `panel outcome${r.error ? ' failed' : ''}`, 'aria-label': 'Outcome' }, h('h2', null, r.error ? 'Error' : 'Summary'), h('p', null, breakable(outcome(r)))) : null,
+    r.error || r.summary
+      ? h('section', { class: `panel outcome${r.error ? ' failed' : ''}`, 'aria-label': 'Outcome' }, h('h2', null, r.error ? 'Error' : 'Summary'), h('p', null, breakable(outcome(r))))
+      : null,
     h('section', { 'aria-labelledby': 'diff-head' }, h('h2', { id: 'diff-head' }, 'Changes'), view.diff.view(r)),
   );
 }

@@ -51,7 +51,10 @@ export function runtimeForm(a: Agent, edit: RuntimeEdit, done: (saved: boolean) 
         const next: Record<string, unknown> = rt && rt.kind === kind ? { ...rt, kind } : { kind };
         const command = String(f.get('command') ?? '').trim();
         const mode = String(f.get('permissionMode') ?? '');
-        for (const [k, v] of [['command', command], ['permissionMode', mode]] as const) {
+        for (const [k, v] of [
+          ['command', command],
+          ['permissionMode', mode],
+        ] as const) {
           if (v) next[k] = v;
           else delete next[k];
         }
@@ -63,7 +66,12 @@ export function runtimeForm(a: Agent, edit: RuntimeEdit, done: (saved: boolean) 
     label('Kind', select(id('kind'), Object.entries(KINDS), rt?.kind ?? 'claude', undefined, { name: 'kind' })),
     label('Command', h('input', { id: id('command'), name: 'command', value: rt?.command ?? '', placeholder: 'default: claude or codex on PATH', maxlength: 1024 })),
     label('Permission mode', select(id('mode'), [['', 'default (acceptEdits)'], ...Object.entries(MODES)], rt?.permissionMode ?? '', undefined, { name: 'permissionMode' })),
-    h('label', { class: 'check' }, h('input', { type: 'checkbox', id: id('auto'), name: 'autoRun', value: '1', checked: rt?.autoRun !== false || undefined }), h('span', null, 'Run tasks as soon as they are ready')),
+    h(
+      'label',
+      { class: 'check' },
+      h('input', { type: 'checkbox', id: id('auto'), name: 'autoRun', value: '1', checked: rt?.autoRun !== false || undefined }),
+      h('span', null, 'Run tasks as soon as they are ready'),
+    ),
     h(
       'div',
       { class: 'row' },

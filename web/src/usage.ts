@@ -45,7 +45,11 @@ export function usageView(): HTMLElement {
   const p = data.periods;
   const b = data.budgets;
   if (!p || !b) return h('div', { class: 'view' }, h('p', { class: 'muted' }, 'Loading…'));
-  const PERIODS = [['day', 'Today'], ['week', 'This week'], ['month', 'This month']] as const;
+  const PERIODS = [
+    ['day', 'Today'],
+    ['week', 'This week'],
+    ['month', 'This month'],
+  ] as const;
   const name = (agent: string | null): string => agent ?? 'the project';
   return h(
     'div',

@@ -37,39 +37,37 @@ export function initCommand(): Command {
 }
 
 export function statusCommand(): Command {
-  return new Command('status').description('Show whether the daemon runs, and its pid, port, uptime and version, and whether its user service is installed').action(
-    async function (this: Command) {
-      const globals = this.optsWithGlobals<GlobalOptions>();
-      const root = projectRoot(globals);
-      // Asked alongside the daemon, bounded: a stuck service manager never holds `svc status` up.
-      const serviceModule = import('./service-command.js');
-      const service = root ? serviceModule.then((m) => m.serviceSummary(root)) : Promise.resolve(null);
-      try {
-        const ctx = cliContext(this);
-        const s = await ctx.client.get<z.output<typeof StatusOut>>('/api/v1/status');
-        const svc = await service;
-        const { describeService } = await serviceModule;
-        emit(ctx.json, { ...s, service: svc && { name: svc.name, installed: svc.installed, running: svc.running } }, () =>
-          keyValues({
-            status: 'running',
-            project: s.name,
-            url: ctx.client.url,
-            version: s.version,
-            pid: s.pid,
-            uptime: formatDuration(s.uptimeSeconds * 1000),
-            started: `${relativeTime(s.startedAt)} (${new Date(s.startedAt).toLocaleString()})`,
-            root: s.root,
-            ...(svc ? { service: describeService(svc) } : {}),
-          }),
-        );
-      } catch (e) {
-        fail(e, Boolean(globals.json), this);
-        // A daemon that is down while its service is installed: the service is where to look.
-        const svc = await service;
-        if (svc?.installed && !globals.json) err(`${style.dim('service:')} ${(await serviceModule).describeService(svc)}; see \`svc service logs\`\n`);
-      }
-    },
-  );
+  return new Command('status').description('Show whether the daemon runs, and its pid, port, uptime and version, and whether its user service is installed').action(async function (this: Command) {
+    const globals = this.optsWithGlobals<GlobalOptions>();
+    const root = projectRoot(globals);
+    // Asked alongside the daemon, bounded: a stuck service manager never holds `svc status` up.
+    const serviceModule = import('./service-command.js');
+    const service = root ? serviceModule.then((m) => m.serviceSummary(root)) : Promise.resolve(null);
+    try {
+      const ctx = cliContext(this);
+      const s = await ctx.client.get<z.output<typeof StatusOut>>('/api/v1/status');
+      const svc = await service;
+      const { describeService } = await serviceModule;
+      emit(ctx.json, { ...s, service: svc && { name: svc.name, installed: svc.installed, running: svc.running } }, () =>
+        keyValues({
+          status: 'running',
+          project: s.name,
+          url: ctx.client.url,
+          version: s.version,
+          pid: s.pid,
+          uptime: formatDuration(s.uptimeSeconds * 1000),
+          started: `${relativeTime(s.startedAt)} (${new Date(s.startedAt).toLocaleString()})`,
+          root: s.root,
+          ...(svc ? { service: describeService(svc) } : {}),
+        }),
+      );
+    } catch (e) {
+      fail(e, Boolean(globals.json), this);
+      // A daemon that is down while its service is installed: the service is where to look.
+      const svc = await service;
+      if (svc?.installed && !globals.json) err(`${style.dim('service:')} ${(await serviceModule).describeService(svc)}; see \`svc service logs\`\n`);
+    }
+  });
 }
 
 export function openapiCommand(): Command {

@@ -26,9 +26,7 @@ export function checkNode(version: string): CheckResult {
   const [major = 0, minor = 0] = version.replace(/^v/, '').split('.').map(Number);
   if (major > NEWEST_TESTED) return { check: 'node', status: 'warn', detail: `Node ${version} is newer than svc has been tested on (20, 22 and 24)`, fix: 'if something fails, use Node 24' };
   const ok = Object.hasOwn(MIN_MINOR, major) && minor >= MIN_MINOR[major]!;
-  return ok
-    ? { check: 'node', status: 'ok', detail: `Node ${version}` }
-    : { check: 'node', status: 'fail', detail: `Node ${version} is not supported`, fix: 'install Node 24, 22.12+ or 20.19+' };
+  return ok ? { check: 'node', status: 'ok', detail: `Node ${version}` } : { check: 'node', status: 'fail', detail: `Node ${version} is not supported`, fix: 'install Node 24, 22.12+ or 20.19+' };
 }
 
 export function checkProject(root: string | null): { result: CheckResult; config: ProjectConfig | null } {
@@ -37,7 +35,10 @@ export function checkProject(root: string | null): { result: CheckResult; config
   }
   const loaded = loadConfig(root);
   if (!loaded.ok) {
-    return { result: { check: 'project', status: 'fail', detail: `${root}/${CONFIG_FILE} is invalid: ${formatIssues(loaded.issues)}`, fix: `correct ${CONFIG_FILE} (see docs/configuration.md)` }, config: null };
+    return {
+      result: { check: 'project', status: 'fail', detail: `${root}/${CONFIG_FILE} is invalid: ${formatIssues(loaded.issues)}`, fix: `correct ${CONFIG_FILE} (see docs/configuration.md)` },
+      config: null,
+    };
   }
   const warn = loaded.warnings.length ? ` (${loaded.warnings.join('; ')})` : '';
   return { result: { check: 'project', status: loaded.warnings.length ? 'warn' : 'ok', detail: `${root}/${CONFIG_FILE}, project ${loaded.config.name}${warn}` }, config: loaded.config };
@@ -69,7 +70,12 @@ export async function checkDaemon(root: string): Promise<{ result: CheckResult; 
     return { result: { check: 'daemon', status: 'ok', detail: `pid ${info.pid} answers on ${info.url} (svc ${h.version})` }, info };
   } catch (e) {
     return {
-      result: { check: 'daemon', status: 'fail', detail: `pid ${info.pid} does not answer on ${info.url}: ${(e as Error).message}`, fix: `see \`svc logs\`; restart it with \`svc restart\` (or \`kill ${info.pid}\`)` },
+      result: {
+        check: 'daemon',
+        status: 'fail',
+        detail: `pid ${info.pid} does not answer on ${info.url}: ${(e as Error).message}`,
+        fix: `see \`svc logs\`; restart it with \`svc restart\` (or \`kill ${info.pid}\`)`,
+      },
       info,
     };
   }
@@ -83,7 +89,11 @@ export async function checkKey(root: string, info: DaemonInfo | null, g: GlobalO
   const fromFlag = g.apiKey ? '--api-key' : env.SERVICE_API_KEY ? 'SERVICE_API_KEY' : null;
   const key = g.apiKey || env.SERVICE_API_KEY || (isLoopbackUrl(url) ? readLocalKey(root) : undefined);
   const source = fromFlag ?? '.svc/local.key';
-  if (!key) return { result: { check: 'api key', status: 'fail', detail: 'no key: none given and no .svc/local.key', fix: 'restart the daemon (`svc restart`) to create .svc/local.key, or set SERVICE_API_KEY' }, client: null };
+  if (!key)
+    return {
+      result: { check: 'api key', status: 'fail', detail: 'no key: none given and no .svc/local.key', fix: 'restart the daemon (`svc restart`) to create .svc/local.key, or set SERVICE_API_KEY' },
+      client: null,
+    };
   const client = (timeoutMs: number) => new SvcClient({ url, apiKey: key, timeoutMs, ca: url === info.url ? daemonCa(info) : undefined });
   try {
     await client(2000).get('/api/v1/status');
@@ -91,7 +101,9 @@ export async function checkKey(root: string, info: DaemonInfo | null, g: GlobalO
     return { result: { check: 'api key', status: 'ok', detail: `the key from ${source} is accepted` }, client: client(15_000) };
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) {
-      const fix = fromFlag ? `${fromFlag} is not a key of this project: unset it to use .svc/local.key, or add it to project.json apiKeys` : 'restart the daemon (`svc restart`): its key is not the one in .svc/local.key';
+      const fix = fromFlag
+        ? `${fromFlag} is not a key of this project: unset it to use .svc/local.key, or add it to project.json apiKeys`
+        : 'restart the daemon (`svc restart`): its key is not the one in .svc/local.key';
       return { result: { check: 'api key', status: 'fail', detail: `the key from ${source} is refused (401)`, fix }, client: null };
     }
     return { result: { check: 'api key', status: 'fail', detail: `the daemon did not answer: ${(e as Error).message}`, fix: 'see `svc logs`' }, client: null };
@@ -125,7 +137,13 @@ export async function checkPort(config: ProjectConfig | null, info: DaemonInfo |
   if (e.code === 'EADDRINUSE') {
     // The daemon is up on a port of its own (svc serve --port 0, --port N): nothing fails now, but
     // a start without --port would.
-    if (info) return { check: 'port', status: 'warn', detail: `the daemon runs on ${info.url}; ${host}:${port} (server.port) is in use by another process, so a start without --port would fail`, fix: 'set server.port in project.json, or keep starting with `svc serve --port 0`' };
+    if (info)
+      return {
+        check: 'port',
+        status: 'warn',
+        detail: `the daemon runs on ${info.url}; ${host}:${port} (server.port) is in use by another process, so a start without --port would fail`,
+        fix: 'set server.port in project.json, or keep starting with `svc serve --port 0`',
+      };
     return { check: 'port', status: 'fail', detail: `${host}:${port} is in use by another process`, fix: `stop it, set server.port in project.json, or start with \`svc serve --port 0\`` };
   }
   return { check: 'port', status: 'fail', detail: `cannot listen on ${host}:${port}: ${e.code ?? e.message}`, fix: 'check server.host in project.json' };
@@ -164,7 +182,10 @@ export async function checkWorkspaces(root: string, config: ProjectConfig): Prom
   return {
     check: 'runs',
     status: 'warn',
-    detail: repo.kind === 'git' ? 'the git repository has no commit yet: agents run in the project folder itself, one at a time' : `not a git repository (${repo.reason}): agents run in the project folder itself, one at a time`,
+    detail:
+      repo.kind === 'git'
+        ? 'the git repository has no commit yet: agents run in the project folder itself, one at a time'
+        : `not a git repository (${repo.reason}): agents run in the project folder itself, one at a time`,
     fix: repo.kind === 'git' ? 'make a first commit' : 'git init && git add -A && git commit -m "first commit" (each task then gets a worktree and a branch)',
   };
 }
@@ -184,7 +205,8 @@ export async function checkAgentClis(root: string, client: SvcClient | null): Pr
   }
   const here = found.filter((f) => f.path);
   // Not a fault: only an agent whose runtime is claude or codex needs one (and setting it says so).
-  if (!here.length) return { check: 'agent CLIs', status: 'skip', detail: `neither claude nor codex is on ${whose}: install one to run agents with it, or give a runtime's command as a path (docs/runs.md)` };
+  if (!here.length)
+    return { check: 'agent CLIs', status: 'skip', detail: `neither claude nor codex is on ${whose}: install one to run agents with it, or give a runtime's command as a path (docs/runs.md)` };
   const missing = found.filter((f) => !f.path).map((f) => `${f.kind} not found`);
   return { check: 'agent CLIs', status: 'ok', detail: [...here.map((f) => `${f.kind} ${f.version ?? '(version unknown)'}`), ...missing].join(', ') + ` (${whose})` };
 }

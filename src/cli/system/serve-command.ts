@@ -24,7 +24,6 @@ const POLL_MS = 50;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
 /** This svc's command line: node and bin/svc, or the single executable. */
 function svcCommand(): string[] {
   const svc = svcInvocation(import.meta.url);
@@ -167,10 +166,7 @@ export async function stopDaemon(ctx: CliContext, timeoutMs = STOP_TIMEOUT_MS): 
     if (info ? !pidAlive(info.pid) : await gone(ctx.client)) return info;
     await sleep(POLL_MS);
   }
-  throw new CliError(
-    `the daemon${info ? ` (pid ${info.pid})` : ''} did not exit within ${timeoutMs / 1000} s`,
-    info ? `see \`svc logs\`; end it with \`kill ${info.pid}\`` : 'see `svc logs`',
-  );
+  throw new CliError(`the daemon${info ? ` (pid ${info.pid})` : ''} did not exit within ${timeoutMs / 1000} s`, info ? `see \`svc logs\`; end it with \`kill ${info.pid}\`` : 'see `svc logs`');
 }
 
 async function gone(client: SvcClient): Promise<boolean> {

@@ -109,7 +109,10 @@ type Platform = 'systemd' | 'launchd';
 function platform(role: ServiceRole = DAEMON_SERVICE): Platform {
   if (process.platform === 'linux') return 'systemd';
   if (process.platform === 'darwin') return 'launchd';
-  throw new UsageError(`${role.command} supports Linux (systemd) and macOS (launchd), not ${process.platform}`, `${role.withoutService.replace(/^or /, '')}, or start it from your own service manager`);
+  throw new UsageError(
+    `${role.command} supports Linux (systemd) and macOS (launchd), not ${process.platform}`,
+    `${role.withoutService.replace(/^or /, '')}, or start it from your own service manager`,
+  );
 }
 
 /** Where the service's file goes, and its name for the service manager. */
@@ -154,10 +157,9 @@ async function noManagerError(run: Runner, said: string): Promise<CliError> {
   const login = await loginState(run);
   const user = userName();
   const first = said.trim().split('\n')[0];
-  const hint =
-    !login?.session
-      ? `there is no login session for ${user}, so no user service manager runs: ${LINGER(user)} starts one now and at every boot; then run this again (over ssh or su, with XDG_RUNTIME_DIR=/run/user/$(id -u))`
-      : 'run it in your own login session (not under sudo), or set XDG_RUNTIME_DIR=/run/user/$(id -u)';
+  const hint = !login?.session
+    ? `there is no login session for ${user}, so no user service manager runs: ${LINGER(user)} starts one now and at every boot; then run this again (over ssh or su, with XDG_RUNTIME_DIR=/run/user/$(id -u))`
+    : 'run it in your own login session (not under sudo), or set XDG_RUNTIME_DIR=/run/user/$(id -u)';
   return new NoManagerError(`systemctl --user cannot reach a user service manager (${first})`, hint);
 }
 
@@ -212,7 +214,13 @@ async function systemdState(run: Runner, name: string, file: string, o: StateOpt
   if (r.code !== 0) throw new CliError(`systemctl --user show ${name} failed: ${r.stderr.trim() || `exit ${r.code}`}`);
   const v = props(r.stdout);
   const pid = Number(v.MainPID);
-  return { ...base, running: v.ActiveState === 'active' && v.SubState === 'running', state: v.SubState && v.SubState !== v.ActiveState ? `${v.ActiveState} (${v.SubState})` : v.ActiveState, pid: pid > 0 ? pid : undefined, enabled: v.UnitFileState || undefined };
+  return {
+    ...base,
+    running: v.ActiveState === 'active' && v.SubState === 'running',
+    state: v.SubState && v.SubState !== v.ActiveState ? `${v.ActiveState} (${v.SubState})` : v.ActiveState,
+    pid: pid > 0 ? pid : undefined,
+    enabled: v.UnitFileState || undefined,
+  };
 }
 
 // ---- launchd (untested: no macOS in CI) -------------------------------------------------------
@@ -362,7 +370,12 @@ export function serviceSubcommands(run: Runner, role: ServiceRole, check?: () =>
     localAction(async (globals) => {
       const s = await currentState(run, platform(role), requireProject(globals), undefined, role);
       emit(Boolean(globals.json), s, () =>
-        keyValues({ service: s.name, file: s.file, installed: s.installed ? 'yes' : 'no', ...(s.installed ? { running: s.running ? 'yes' : 'no', state: s.state, pid: s.pid, enabled: s.enabled } : {}) }),
+        keyValues({
+          service: s.name,
+          file: s.file,
+          installed: s.installed ? 'yes' : 'no',
+          ...(s.installed ? { running: s.running ? 'yes' : 'no', state: s.state, pid: s.pid, enabled: s.enabled } : {}),
+        }),
       );
     }),
   );

@@ -81,8 +81,7 @@ const specifiers = (s: string): string => s.replace(/%/g, '%%');
 const PLAIN = /^[A-Za-z0-9_.,:+=@/-]+$/;
 
 /** One argument of ExecStart: quoted and C-escaped when it must be, with % and $ (variable expansion) doubled. */
-const execArg = (s: string): string =>
-  PLAIN.test(s) ? s : `"${specifiers(s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')).replace(/\$/g, '$$$$')}"`;
+const execArg = (s: string): string => (PLAIN.test(s) ? s : `"${specifiers(s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')).replace(/\$/g, '$$$$')}"`);
 
 /**
  * ExecStart's executable is not unescaped like its arguments: systemd refuses quotes and

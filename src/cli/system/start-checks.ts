@@ -39,7 +39,8 @@ export async function startChecks(root: string, config: ProjectConfig, shellEnv:
   const env = settings.env;
   const out: CheckResult[] = settings.result ? [settings.result] : [];
   // The daemon refuses a short one: as guessable as a short key in project.json.
-  if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16) out.push({ check: 'SERVICE_API_KEY', status: 'fail', detail: 'SERVICE_API_KEY is shorter than 16 characters, so the daemon would refuse to start', fix: 'set a longer key, or unset it' });
+  if (env.SERVICE_API_KEY && env.SERVICE_API_KEY.length < 16)
+    out.push({ check: 'SERVICE_API_KEY', status: 'fail', detail: 'SERVICE_API_KEY is shorter than 16 characters, so the daemon would refuse to start', fix: 'set a longer key, or unset it' });
   // Loaded only here: the state's modules and the driver would slow the start of every other command.
   const { checkData, checkState } = await import('../../resources/system/doctor-state.js');
   out.push(await checkData(config, env));

@@ -68,7 +68,10 @@ export function stateCommand(): Command {
       localAction(async (g, file: string) => {
         const root = rootOf(g);
         const { db, where } = await openState(root);
-        const { transfer: { exportState }, STATE_TABLES } = await stateModules();
+        const {
+          transfer: { exportState },
+          STATE_TABLES,
+        } = await stateModules();
         try {
           const toStdout = file === '-';
           const fd = toStdout ? null : openSync(resolve(io().cwd, file), 'wx', 0o600);
@@ -81,7 +84,7 @@ export function stateCommand(): Command {
           if (!toStdout) {
             const rows = Object.values(header.counts).reduce((a, b) => a + b, 0);
             emit(Boolean(g.json), header, () => `exported ${rows} rows from ${where} (schema ${header.schema}, last event ${header.lastEventId}) to ${file}\n`);
-            io().stderr.write('the vault entries in it open only with this project\'s vault key: the importing daemon needs the same key (SVC_VAULT_KEY; see docs/deploy.md)\n');
+            io().stderr.write("the vault entries in it open only with this project's vault key: the importing daemon needs the same key (SVC_VAULT_KEY; see docs/deploy.md)\n");
           }
         } finally {
           await db.close();
@@ -97,7 +100,11 @@ export function stateCommand(): Command {
         const root = rootOf(g);
         const text = readFileSync(resolve(io().cwd, file), 'utf8');
         const { db, where, shared } = await openState(root);
-        const { transfer: { importState }, STATE_TABLES, presentDaemons } = await stateModules();
+        const {
+          transfer: { importState },
+          STATE_TABLES,
+          presentDaemons,
+        } = await stateModules();
         try {
           if (!shared && runningDaemon(root)) throw new CliError('a daemon runs on this project: stop it first (svc stop)');
           if (shared) {

@@ -40,8 +40,7 @@ export const POOL_SIZE = 6;
 
 // State ids and counters are BIGINT in PostgreSQL; every one fits in a double (ids < 2^53).
 const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser,
 };
 
 type Result = { rows: Record<string, unknown>[]; rowCount: number };
@@ -340,18 +339,21 @@ export class PgState implements DB {
    */
   private watch(): void {
     if (this.watchdog || this.closed) return;
-    this.watchdog = setInterval(() => {
-      const due = monotonic() - this.waitMs;
-      for (const out of this.inFlight) {
-        if (out.since > due || out.late) continue;
-        out.late = true;
-        (out.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-      }
-      if (!this.inFlight.size && this.watchdog) {
-        clearInterval(this.watchdog);
-        this.watchdog = null;
-      }
-    }, Math.min(WATCH_MS, Math.max(10, this.waitMs / 4)));
+    this.watchdog = setInterval(
+      () => {
+        const due = monotonic() - this.waitMs;
+        for (const out of this.inFlight) {
+          if (out.since > due || out.late) continue;
+          out.late = true;
+          (out.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+        }
+        if (!this.inFlight.size && this.watchdog) {
+          clearInterval(this.watchdog);
+          this.watchdog = null;
+        }
+      },
+      Math.min(WATCH_MS, Math.max(10, this.waitMs / 4)),
+    );
     this.watchdog.unref();
   }
 

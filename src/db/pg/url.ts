@@ -39,9 +39,13 @@ export function postgresUrl(configured: string | undefined, env: NodeJS.ProcessE
 
 /** Why a connection to the server failed, in words that say what to fix (by its error code). */
 export function connectFailure(code: string | undefined, message: string): string {
-  return code === 'ECONNREFUSED' ? 'the connection was refused: is the server running, and on that host and port?'
-    : code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'the host name does not resolve'
-    : code === '28P01' || code === '28000' ? 'the server refused the login: check the user and password'
-    : code === '3D000' ? 'the database does not exist: create it, or name another one in the URL'
-    : message;
+  return code === 'ECONNREFUSED'
+    ? 'the connection was refused: is the server running, and on that host and port?'
+    : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+      ? 'the host name does not resolve'
+      : code === '28P01' || code === '28000'
+        ? 'the server refused the login: check the user and password'
+        : code === '3D000'
+          ? 'the database does not exist: create it, or name another one in the URL'
+          : message;
 }

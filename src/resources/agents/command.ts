@@ -4,7 +4,7 @@ import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { emit, keyValues, table } from '../../cli/output.js';
-import { check, } from '../../cli/validate.js';
+import { check } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import type { Agent } from './schema.js';
 import { REASONING } from './values.js';
@@ -66,27 +66,29 @@ function runtimeFrom(o: FieldOptions, current: Agent['runtime']): Record<string,
 }
 
 function withFieldOptions(cmd: Command): Command {
-  return fills(cmd, { 'body.allowedTools': '--tool', 'body.allowedPaths': '--path', 'body.skills': '--skill' })
-    .option('--role <role>', 'what the agent does')
-    .option('--model <provider/model>', 'model, e.g. openai/gpt-4o')
-    .option('--team <team>', 'team name (must exist)')
-    .option('--reports-to <agent>', 'the agent it reports to')
-    .addOption(new Option('--reasoning <level>', 'reasoning effort').choices([...REASONING]))
-    .option('--max-turns <n>', 'turn limit (> 0)', parseIntOption('--max-turns'))
-    .option('--max-concurrency <n>', 'parallel tasks (> 0)', parseIntOption('--max-concurrency'))
-    .option('--system-prompt <text>', 'system prompt')
-    .option('--tool <name>', 'allowed tool (repeatable)', collect)
-    .option('--path <glob>', 'allowed path (repeatable)', collect)
-    .option('--skill <name>', 'skill (repeatable)', collect)
-    .addOption(new Option('--runtime <kind>', 'the CLI svc runs for its tasks (docs/runs.md)').choices(RUNTIME_KINDS))
-    .option('--command <path>', "the runtime's executable (default: claude or codex on the daemon's PATH)")
-    .option('--runtime-arg <arg>', 'extra argument for the CLI (repeatable)', collect)
-    .option('--env <NAME=value>', "variable for the agent's process; NAME=vault:<service>/<key> reads the agent's vault (repeatable)", collect)
-    .addOption(new Option('--permission-mode <mode>', 'what the CLI may do without asking').choices(PERMISSION_MODES))
-    // Both forms, so that neither is assumed when none is given (an edit keeps what is set).
-    .option('--auto-run', 'start a run as soon as a task assigned to it is ready (the default)')
-    .option('--no-auto-run', 'start runs only when asked (svc tasks run), not when a task is ready')
-    .option('--runner-label <label>', 'run only on runners with this label (repeatable)', collect);
+  return (
+    fills(cmd, { 'body.allowedTools': '--tool', 'body.allowedPaths': '--path', 'body.skills': '--skill' })
+      .option('--role <role>', 'what the agent does')
+      .option('--model <provider/model>', 'model, e.g. openai/gpt-4o')
+      .option('--team <team>', 'team name (must exist)')
+      .option('--reports-to <agent>', 'the agent it reports to')
+      .addOption(new Option('--reasoning <level>', 'reasoning effort').choices([...REASONING]))
+      .option('--max-turns <n>', 'turn limit (> 0)', parseIntOption('--max-turns'))
+      .option('--max-concurrency <n>', 'parallel tasks (> 0)', parseIntOption('--max-concurrency'))
+      .option('--system-prompt <text>', 'system prompt')
+      .option('--tool <name>', 'allowed tool (repeatable)', collect)
+      .option('--path <glob>', 'allowed path (repeatable)', collect)
+      .option('--skill <name>', 'skill (repeatable)', collect)
+      .addOption(new Option('--runtime <kind>', 'the CLI svc runs for its tasks (docs/runs.md)').choices(RUNTIME_KINDS))
+      .option('--command <path>', "the runtime's executable (default: claude or codex on the daemon's PATH)")
+      .option('--runtime-arg <arg>', 'extra argument for the CLI (repeatable)', collect)
+      .option('--env <NAME=value>', "variable for the agent's process; NAME=vault:<service>/<key> reads the agent's vault (repeatable)", collect)
+      .addOption(new Option('--permission-mode <mode>', 'what the CLI may do without asking').choices(PERMISSION_MODES))
+      // Both forms, so that neither is assumed when none is given (an edit keeps what is set).
+      .option('--auto-run', 'start a run as soon as a task assigned to it is ready (the default)')
+      .option('--no-auto-run', 'start runs only when asked (svc tasks run), not when a task is ready')
+      .option('--runner-label <label>', 'run only on runners with this label (repeatable)', collect)
+  );
 }
 
 function fieldsFrom(o: FieldOptions): Record<string, unknown> {
@@ -177,7 +179,7 @@ export function agentsCommand(): Command {
 
   cmd
     .command('detect')
-    .description("The agent CLIs the daemon finds on its PATH, with their versions")
+    .description('The agent CLIs the daemon finds on its PATH, with their versions')
     .action(
       action(async (ctx) => {
         type Found = { kind: string; command: string; path: string | null; version: string | null; error: string | null };

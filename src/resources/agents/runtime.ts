@@ -29,17 +29,26 @@ export const RESERVED_ENV = ['SVC_URL', 'SVC_API_KEY', 'SVC_TASK_ID', 'SVC_RUN_I
 
 const runtimeShape = {
   kind: z.enum(RUNTIME_KINDS).describe('claude (Claude Code), codex (Codex CLI) or command (any program: the prompt on stdin, JSON lines read from stdout when it prints them).'),
-  command: z.string().min(1).max(1024).optional().describe('The executable: a name looked up on the daemon\'s PATH, or a path. Default: claude or codex by kind; required for kind command.'),
+  command: z.string().min(1).max(1024).optional().describe("The executable: a name looked up on the daemon's PATH, or a path. Default: claude or codex by kind; required for kind command."),
   args: z.array(z.string().max(4096)).max(64).optional().describe('Extra arguments, after the ones svc gives (docs/runs.md says where for each kind).'),
   env: z
     .record(z.string().regex(ENV_NAME, 'must be an environment variable name'), z.union([z.string().max(32_768), VaultRef]))
     .optional()
     .refine((env) => !env || Object.keys(env).length <= 64, 'at most 64 variables')
     .refine((env) => !env || !RESERVED_ENV.some((k) => Object.hasOwn(env, k)), `${RESERVED_ENV.join(', ')} are set by svc for each run`)
-    .describe('Variables for the agent\'s process only: a string, or {vault, key} read from this agent\'s vault entry when the run starts (never logged, stored or shown).'),
-  permissionMode: z.enum(PERMISSION_MODES).optional().describe('ask: permission prompts become svc approvals; acceptEdits (default): edits in the workspace and allowedTools run without asking; bypass: anything runs (Claude Code refuses it as root).'),
+    .describe("Variables for the agent's process only: a string, or {vault, key} read from this agent's vault entry when the run starts (never logged, stored or shown)."),
+  permissionMode: z
+    .enum(PERMISSION_MODES)
+    .optional()
+    .describe(
+      'ask: permission prompts become svc approvals; acceptEdits (default): edits in the workspace and allowedTools run without asking; bypass: anything runs (Claude Code refuses it as root).',
+    ),
   autoRun: z.boolean().optional().describe('Start a run as soon as a task assigned to this agent is ready (default true); false: only POST /tasks/{id}/runs starts one.'),
-  runners: z.array(z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/)).max(32).optional().describe('Run only on runners with one of these labels (runner.labels of their project.json).'),
+  runners: z
+    .array(z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/))
+    .max(32)
+    .optional()
+    .describe('Run only on runners with one of these labels (runner.labels of their project.json).'),
 };
 
 export const RuntimeSchema = z
@@ -54,5 +63,4 @@ export type Runtime = z.output<typeof RuntimeSchema>;
 export const RuntimeOut = z.object(runtimeShape).meta({ id: 'AgentRuntime' });
 
 /** The vault references of a runtime's env, by variable. */
-export const vaultRefs = (runtime: Runtime): [string, VaultRef][] =>
-  Object.entries(runtime.env ?? {}).filter((e): e is [string, VaultRef] => typeof e[1] !== 'string');
+export const vaultRefs = (runtime: Runtime): [string, VaultRef][] => Object.entries(runtime.env ?? {}).filter((e): e is [string, VaultRef] => typeof e[1] !== 'string');

@@ -5,7 +5,6 @@ import { RuntimeOut, RuntimeSchema } from './runtime.js';
 
 export { REASONING };
 
-
 export const AgentName = NameSchema.refine((n) => !RESERVED_AGENT_NAMES.includes(n), {
   message: `"team" and "teams" are reserved (they are paths under /agents)`,
 });
@@ -68,26 +67,28 @@ export type AgentInput = z.output<typeof AgentIn>;
 export type AgentPatchInput = z.output<typeof AgentPatch>;
 export type AgentFields = Partial<{ [K in AgentFieldName]: z.output<(typeof fields)[K]> }>;
 
-export const AgentOut = z.object({
-  name: z.string(),
-  role: z.string().nullable(),
-  model: z.string().nullable(),
-  allowedTools: z.array(z.string()),
-  allowedPaths: z.array(z.string()),
-  systemPrompt: z.string().nullable(),
-  skills: z.array(z.string()),
-  maxTurns: z.int().nullable(),
-  maxConcurrency: z.int().nullable(),
-  identity: IdentitySchema.nullable(),
-  reportsTo: z.string().nullable(),
-  reasoning: z.enum(REASONING).nullable(),
-  assignedLoops: z.array(z.string()),
-  defaultLoop: z.string().nullable(),
-  browserProfile: z.string().nullable(),
-  emailAllowedDomains: z.array(z.string()),
-  team: z.string().nullable(),
-  runtime: RuntimeOut.nullable().describe("The CLI svc runs for this agent's tasks (svc's field; null: svc runs nothing for it)."),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-}).meta({ id: 'Agent' });
+export const AgentOut = z
+  .object({
+    name: z.string(),
+    role: z.string().nullable(),
+    model: z.string().nullable(),
+    allowedTools: z.array(z.string()),
+    allowedPaths: z.array(z.string()),
+    systemPrompt: z.string().nullable(),
+    skills: z.array(z.string()),
+    maxTurns: z.int().nullable(),
+    maxConcurrency: z.int().nullable(),
+    identity: IdentitySchema.nullable(),
+    reportsTo: z.string().nullable(),
+    reasoning: z.enum(REASONING).nullable(),
+    assignedLoops: z.array(z.string()),
+    defaultLoop: z.string().nullable(),
+    browserProfile: z.string().nullable(),
+    emailAllowedDomains: z.array(z.string()),
+    team: z.string().nullable(),
+    runtime: RuntimeOut.nullable().describe("The CLI svc runs for this agent's tasks (svc's field; null: svc runs nothing for it)."),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Agent' });
 export type Agent = z.output<typeof AgentOut>;

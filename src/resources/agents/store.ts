@@ -52,9 +52,7 @@ export async function getAgent(db: DB, name: string): Promise<Agent | null> {
 }
 
 export async function listAgents(db: DB, filter: { team?: string } = {}): Promise<Agent[]> {
-  const rows = filter.team
-    ? (await stmt(db, `SELECT ${COLUMNS} FROM agents WHERE team = ? ORDER BY name`).all(filter.team))
-    : (await stmt(db, `SELECT ${COLUMNS} FROM agents ORDER BY name`).all());
+  const rows = filter.team ? await stmt(db, `SELECT ${COLUMNS} FROM agents WHERE team = ? ORDER BY name`).all(filter.team) : await stmt(db, `SELECT ${COLUMNS} FROM agents ORDER BY name`).all();
   return (rows as Row[]).map(toAgent);
 }
 

@@ -168,7 +168,9 @@ export function approvalsCommand(): Command {
     );
 
   fills(cmd.command('reject <id>'), { 'body.resolvedBy': '--by' })
-    .description("Reject a pending request; the feedback is appended to its task, which goes back to pending (a run's permission request: the run is refused the tool, with the feedback as the reason)")
+    .description(
+      "Reject a pending request; the feedback is appended to its task, which goes back to pending (a run's permission request: the run is refused the tool, with the feedback as the reason)",
+    )
     .requiredOption('--feedback <text>', 'what to change (a permission request: why not, for the agent)')
     .option('--by <name>', 'who decides (default: your user name)')
     .action(

@@ -73,7 +73,10 @@ export function keptInput(input: unknown, secrets: readonly string[]): unknown {
 }
 
 /** The digest an ask is found again by: the same agent, tool and (kept) input. */
-export const askKey = (agent: string, tool: string, input: unknown): string => createHash('sha256').update(canonicalJson([agent, tool, input])).digest('hex');
+export const askKey = (agent: string, tool: string, input: unknown): string =>
+  createHash('sha256')
+    .update(canonicalJson([agent, tool, input]))
+    .digest('hex');
 
 /**
  * The approval that answers this ask: the one already asked for the same agent, tool and input in
@@ -171,7 +174,11 @@ export type PermissionAnswer = { behavior: 'allow'; updatedInput: Record<string,
 /** The answer a decided request gives the CLI: allow with the input as the CLI sent it, or deny saying why. */
 export function permissionAnswer(a: Approval, input: Record<string, unknown>): PermissionAnswer {
   if (a.status === 'approved') return { behavior: 'allow', updatedInput: input };
-  if (a.timedOut) return { behavior: 'deny', message: `Nobody decided whether you may use ${a.tool ?? 'this tool'} in time, so it is refused (svc's runner.permissionTimeoutAction). Do without it, or explain in your summary why it is needed.` };
+  if (a.timedOut)
+    return {
+      behavior: 'deny',
+      message: `Nobody decided whether you may use ${a.tool ?? 'this tool'} in time, so it is refused (svc's runner.permissionTimeoutAction). Do without it, or explain in your summary why it is needed.`,
+    };
   return { behavior: 'deny', message: `${a.resolvedBy ? `${a.resolvedBy} refused` : 'Refused'}: ${a.feedback ?? 'no reason given'}` };
 }
 

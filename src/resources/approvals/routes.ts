@@ -73,7 +73,6 @@ export const approvalRoutes = [
     params: ApprovalIdParam,
     body: RejectIn,
     response: ApprovalOut,
-    handler: async ({ app, params, body, principal }) =>
-      await approvals.reject(app, params.approvalId, { feedback: body.feedback, resolvedBy: body.resolvedBy ?? principal?.name ?? null }),
+    handler: async ({ app, params, body, principal }) => await approvals.reject(app, params.approvalId, { feedback: body.feedback, resolvedBy: body.resolvedBy ?? principal?.name ?? null }),
   }),
 ];

@@ -53,7 +53,7 @@ export const RejectIn = z.strictObject({
     .trim()
     .min(1)
     .max(10_000)
-    .describe("A task gate: appended to the task description, the task goes back to pending. A permission request: the reason the agent is given for the refusal."),
+    .describe('A task gate: appended to the task description, the task goes back to pending. A permission request: the reason the agent is given for the refusal.'),
   resolvedBy: who.optional().describe('Who decides; default the name of the API key used.'),
 });
 export type RejectInput = z.output<typeof RejectIn>;
@@ -70,29 +70,31 @@ export const ApprovalListQuery = z.strictObject({
 });
 export type ApprovalListFilter = z.output<typeof ApprovalListQuery>;
 
-export const ApprovalOut = z.object({
-  id: z.string(),
-  kind: ApprovalKind.describe('task: holds its task in awaiting_approval until decided. permission: a tool use a run asks about; the task stays in_progress while the run waits.'),
-  taskId: z.string().nullable(),
-  missionId: z.string().nullable(),
-  requestedBy: z.string(),
-  title: z.string(),
-  reason: z.string().nullable(),
-  payload: z.unknown().describe('As given; null when none. A permission request: {tool, input, toolUseId}, the input with secrets redacted (a large one: its JSON text, cut).'),
-  status: ApprovalStatus,
-  timeoutAction: TimeoutAction.nullable().describe('What a timeout decides; null without a timeout.'),
-  expiresAt: Timestamp.nullable().describe('When a pending request is decided by timeoutAction; null without a timeout.'),
-  taskFrom: TaskStatus.nullable().describe('The task state when the approval was requested; approve returns a task from review to done.'),
-  note: z.string().nullable(),
-  feedback: z.string().nullable(),
-  resolvedBy: z.string().nullable().describe('"timeout" when decided by the timeout.'),
-  resolvedAt: Timestamp.nullable(),
-  timedOut: z.boolean(),
-  runId: z.string().nullable().describe('A permission request: the run that asks.'),
-  agent: z.string().nullable().describe('A permission request: the agent whose CLI asks.'),
-  tool: z.string().nullable().describe('A permission request: the tool it asks to use (payload.input holds its input).'),
-  alwaysAllowed: z.string().nullable().describe("A permission request approved with alwaysAllow: the tool added to the agent's allowedTools."),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-}).meta({ id: 'Approval' });
+export const ApprovalOut = z
+  .object({
+    id: z.string(),
+    kind: ApprovalKind.describe('task: holds its task in awaiting_approval until decided. permission: a tool use a run asks about; the task stays in_progress while the run waits.'),
+    taskId: z.string().nullable(),
+    missionId: z.string().nullable(),
+    requestedBy: z.string(),
+    title: z.string(),
+    reason: z.string().nullable(),
+    payload: z.unknown().describe('As given; null when none. A permission request: {tool, input, toolUseId}, the input with secrets redacted (a large one: its JSON text, cut).'),
+    status: ApprovalStatus,
+    timeoutAction: TimeoutAction.nullable().describe('What a timeout decides; null without a timeout.'),
+    expiresAt: Timestamp.nullable().describe('When a pending request is decided by timeoutAction; null without a timeout.'),
+    taskFrom: TaskStatus.nullable().describe('The task state when the approval was requested; approve returns a task from review to done.'),
+    note: z.string().nullable(),
+    feedback: z.string().nullable(),
+    resolvedBy: z.string().nullable().describe('"timeout" when decided by the timeout.'),
+    resolvedAt: Timestamp.nullable(),
+    timedOut: z.boolean(),
+    runId: z.string().nullable().describe('A permission request: the run that asks.'),
+    agent: z.string().nullable().describe('A permission request: the agent whose CLI asks.'),
+    tool: z.string().nullable().describe('A permission request: the tool it asks to use (payload.input holds its input).'),
+    alwaysAllowed: z.string().nullable().describe("A permission request approved with alwaysAllow: the tool added to the agent's allowedTools."),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Approval' });
 export type Approval = z.output<typeof ApprovalOut>;

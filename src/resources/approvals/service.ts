@@ -50,7 +50,7 @@ async function missionExists(app: App, id: string): Promise<boolean> {
  */
 export async function requestApproval(app: App, input: ApprovalInput): Promise<Approval> {
   return await app.events.write(async () => {
-    const task = input.taskId === undefined ? null : (await getTask(app, input.taskId));
+    const task = input.taskId === undefined ? null : await getTask(app, input.taskId);
     // A reference in the body, like an unknown assignTo on a task: 422, keeping 404 for paths.
     if (input.taskId !== undefined && !task) throw unprocessableField('body.taskId', `task "${input.taskId}" does not exist`);
     if (input.missionId !== undefined && !(await missionExists(app, input.missionId))) {
@@ -132,7 +132,7 @@ function revisionText(a: Approval, d: Decision): string {
  */
 async function decide(app: App, a: Approval, d: Decision): Promise<Approval> {
   const now = nowIso(app.clock);
-  const allowedTool = d.alwaysAllow && d.status === 'approved' ? (await alwaysAllow(app, a)) : null;
+  const allowedTool = d.alwaysAllow && d.status === 'approved' ? await alwaysAllow(app, a) : null;
   const changed = await store.resolveApproval(app.db, a.id, {
     status: d.status,
     note: d.note ?? null,

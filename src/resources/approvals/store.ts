@@ -100,10 +100,9 @@ export async function pendingForTask(db: DB, taskId: string): Promise<string | n
  * task): the latest one still pending, or decided with no CLI told yet. Null: a new request.
  */
 export async function openAsk(db: DB, taskId: string, askKey: string): Promise<Approval | null> {
-  const r = (await stmt(
-    db,
-    `SELECT ${COLUMNS} FROM approvals WHERE task_id = ? AND ask_key = ? AND (status = 'pending' OR answered_at IS NULL) ORDER BY id DESC LIMIT 1`,
-  ).get(taskId, askKey)) as Row | undefined;
+  const r = (await stmt(db, `SELECT ${COLUMNS} FROM approvals WHERE task_id = ? AND ask_key = ? AND (status = 'pending' OR answered_at IS NULL) ORDER BY id DESC LIMIT 1`).get(taskId, askKey)) as
+    | Row
+    | undefined;
   return r ? toApproval(r) : null;
 }
 
@@ -119,9 +118,7 @@ export async function moveAsk(db: DB, id: string, runId: string, now: string): P
 
 /** The permission requests of a task still waiting for a decision (the task's runs asked them). */
 export async function pendingPermissionsOfTask(db: DB, taskId: string): Promise<string[]> {
-  return (
-    (await stmt(db, "SELECT id FROM approvals WHERE task_id = ? AND kind = 'permission' AND status = 'pending' ORDER BY id LIMIT 1000").all(taskId)) as { id: string }[]
-  ).map((r) => r.id);
+  return ((await stmt(db, "SELECT id FROM approvals WHERE task_id = ? AND kind = 'permission' AND status = 'pending' ORDER BY id LIMIT 1000").all(taskId)) as { id: string }[]).map((r) => r.id);
 }
 
 export interface NewApproval {
@@ -166,11 +163,13 @@ export interface Resolution {
 /** Compare-and-set from pending: false when someone else decided first. */
 export async function resolveApproval(db: DB, id: string, r: Resolution): Promise<boolean> {
   return (
-    (await stmt(
-      db,
-      `UPDATE approvals SET status = ?, note = ?, feedback = ?, resolved_by = ?, resolved_at = ?, timed_out = ?, allowed_tool = ?, updated_at = ?
+    (
+      await stmt(
+        db,
+        `UPDATE approvals SET status = ?, note = ?, feedback = ?, resolved_by = ?, resolved_at = ?, timed_out = ?, allowed_tool = ?, updated_at = ?
        WHERE id = ? AND status = 'pending'`,
-    ).run(r.status, r.note, r.feedback, r.resolvedBy, r.now, r.timedOut ? 1 : 0, r.allowedTool, r.now, id)).changes === 1
+      ).run(r.status, r.note, r.feedback, r.resolvedBy, r.now, r.timedOut ? 1 : 0, r.allowedTool, r.now, id)
+    ).changes === 1
   );
 }
 
@@ -184,13 +183,10 @@ export interface Expiring {
  * still to come (to know when to wake). Both read the (status, expires_at) index in order.
  */
 export async function expiringApprovals(db: DB, cutoff: string): Promise<Expiring[]> {
-  const due = (await stmt(
-    db,
-    "SELECT id, expires_at AS expiresAt FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at",
-  ).all(cutoff)) as Expiring[];
-  const next = (await stmt(db, "SELECT id, expires_at AS expiresAt FROM approvals WHERE status = 'pending' AND expires_at > ? ORDER BY expires_at LIMIT 1").get(cutoff)) as
-    | Expiring
-    | undefined;
+  const due = (await stmt(db, "SELECT id, expires_at AS expiresAt FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at").all(
+    cutoff,
+  )) as Expiring[];
+  const next = (await stmt(db, "SELECT id, expires_at AS expiresAt FROM approvals WHERE status = 'pending' AND expires_at > ? ORDER BY expires_at LIMIT 1").get(cutoff)) as Expiring | undefined;
   return next ? [...due, next] : due;
 }
 

@@ -44,9 +44,7 @@ export async function mintLogin(db: DB, opts: { keyId: string; readOnly: boolean
   return { token, expiresAt };
 }
 
-export type Exchange =
-  | { ok: true; session: string; csrf: string; expiresAt: string; maxAgeS: number }
-  | { ok: false; reason: 'unknown' | 'used' | 'expired' | 'key_gone' };
+export type Exchange = { ok: true; session: string; csrf: string; expiresAt: string; maxAgeS: number } | { ok: false; reason: 'unknown' | 'used' | 'expired' | 'key_gone' };
 
 type Refusal = Exclude<Exchange, { ok: true }>;
 

@@ -15,7 +15,8 @@ const schemas = () => import('./schema.js');
 type Answer = { source: string; updatedAt: string | null; budgets: Budgets; states: BudgetStateOut[] };
 
 const money = (usd: number) => `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
-const amount = (v: { tokens: number | null; costUsd: number | null }) => [v.tokens === null ? null : `${formatTokens(v.tokens)} tokens`, v.costUsd === null ? null : money(v.costUsd)].filter(Boolean).join(' / ');
+const amount = (v: { tokens: number | null; costUsd: number | null }) =>
+  [v.tokens === null ? null : `${formatTokens(v.tokens)} tokens`, v.costUsd === null ? null : money(v.costUsd)].filter(Boolean).join(' / ');
 
 function budgetTable(a: Answer): string {
   const now = systemClock.now();
@@ -49,7 +50,9 @@ export function budgetsCommand(): Command {
       }),
     );
   fills(cmd.command('set <file>'), { body: '<file>' })
-    .description("Set the budgets from a JSON or YAML file shaped as project.json's budgets: {timeZone?, limits: [{agent?, period, tokens?, costUsd?}]}; they apply until project.json's budgets change")
+    .description(
+      "Set the budgets from a JSON or YAML file shaped as project.json's budgets: {timeZone?, limits: [{agent?, period, tokens?, costUsd?}]}; they apply until project.json's budgets change",
+    )
     .action(
       action(async (ctx, file: string) => {
         const body = await readDataFile(file);

@@ -14,7 +14,7 @@ export const budgetRoutes = [
     operationId: 'getBudgets',
     summary: 'The budgets in force, where they come from, and what each has spent in its period',
     description:
-      "Budgets limit tokens or cost (USD, where the CLI reports it) per agent or for the whole project, per day, week or month in `budgets.timeZone`. At 80 % a budget:warning is said, at 100 % budget:exceeded: new runs of the scope wait until the period rolls over or the limit is raised, and live ones stop after their current turn (paused). Spend is summed over the runs created in the period.",
+      'Budgets limit tokens or cost (USD, where the CLI reports it) per agent or for the whole project, per day, week or month in `budgets.timeZone`. At 80 % a budget:warning is said, at 100 % budget:exceeded: new runs of the scope wait until the period rolls over or the limit is raised, and live ones stop after their current turn (paused). Spend is summed over the runs created in the period.',
     tag,
     response: BudgetsOut,
     handler: async ({ app }) => await answer(app, await budgetsInForce(app)),

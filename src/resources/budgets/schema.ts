@@ -31,20 +31,24 @@ export type BudgetStateOut = z.output<typeof BudgetStateOut>;
 
 export const BudgetsOut = z
   .object({
-  source: z.enum(['project.json', 'api']).describe("Where the budgets in force come from: project.json's `budgets`, or the last PUT /api/v1/budgets (which applies until project.json's budgets change)."),
-  updatedAt: Timestamp.nullable().describe('When they were PUT (null: from project.json).'),
-  budgets: Budgets,
-  states: z.array(BudgetStateOut).describe('Each budget in its current period: spent, percent, state.'),
+    source: z
+      .enum(['project.json', 'api'])
+      .describe("Where the budgets in force come from: project.json's `budgets`, or the last PUT /api/v1/budgets (which applies until project.json's budgets change)."),
+    updatedAt: Timestamp.nullable().describe('When they were PUT (null: from project.json).'),
+    budgets: Budgets,
+    states: z.array(BudgetStateOut).describe('Each budget in its current period: spent, percent, state.'),
   })
   .meta({ id: 'BudgetsInForce' });
 
-const PeriodSpend = z.object({
-  tokens: z.int(),
-  costUsd: z.number().nullable().describe('null when no run of the period reported a cost.'),
-  runs: z.int(),
-  limit: Limit.nullable().describe('The budget of this scope and period, if one is set.'),
-  percent: z.number().nullable(),
-}).meta({ id: 'UsagePeriodSpend' });
+const PeriodSpend = z
+  .object({
+    tokens: z.int(),
+    costUsd: z.number().nullable().describe('null when no run of the period reported a cost.'),
+    runs: z.int(),
+    limit: Limit.nullable().describe('The budget of this scope and period, if one is set.'),
+    percent: z.number().nullable(),
+  })
+  .meta({ id: 'UsagePeriodSpend' });
 const Period = z.object({ start: Timestamp, end: Timestamp }).meta({ id: 'UsagePeriod' });
 
 export const UsagePeriodsOut = z.object({

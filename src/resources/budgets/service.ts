@@ -139,7 +139,10 @@ export async function usagePeriods(app: App, now = app.clock.now()) {
   const cell = (agent: string | null, period: BudgetPeriod) => {
     const spent: store.Spend =
       agent === null
-        ? [...byPeriod[period].values()].reduce((a, s) => ({ tokens: a.tokens + s.tokens, runs: a.runs + s.runs, costMicros: s.costMicros === null ? a.costMicros : (a.costMicros ?? 0) + s.costMicros }), { tokens: 0, runs: 0, costMicros: null as number | null })
+        ? [...byPeriod[period].values()].reduce(
+            (a, s) => ({ tokens: a.tokens + s.tokens, runs: a.runs + s.runs, costMicros: s.costMicros === null ? a.costMicros : (a.costMicros ?? 0) + s.costMicros }),
+            { tokens: 0, runs: 0, costMicros: null as number | null },
+          )
         : (byPeriod[period].get(agent) ?? { tokens: 0, costMicros: null, runs: 0 });
     const b = limitOf(agent, period);
     const costUsd = usd(spent.costMicros);

@@ -42,7 +42,10 @@ export async function spend(db: DB, since: string, until: string, agent: string 
 
 /** spend() per agent, for the agents with runs in [since, until). */
 export async function spendByAgent(db: DB, since: string, until: string): Promise<Map<string, Spend>> {
-  const rows = (await stmt(db, `SELECT agent, COUNT(*) AS n, SUM(${TOKENS}) AS t, SUM(cost_micros) AS c FROM runs WHERE created_at >= ? AND created_at < ? GROUP BY agent ORDER BY agent LIMIT 10000`).all(since, until)) as {
+  const rows = (await stmt(
+    db,
+    `SELECT agent, COUNT(*) AS n, SUM(${TOKENS}) AS t, SUM(cost_micros) AS c FROM runs WHERE created_at >= ? AND created_at < ? GROUP BY agent ORDER BY agent LIMIT 10000`,
+  ).all(since, until)) as {
     agent: string;
     n: number;
     t: number | null;
@@ -54,13 +57,15 @@ export async function spendByAgent(db: DB, since: string, until: string): Promis
 /** Records that `level` was said for this budget's period: false when it already was. */
 export async function markAlert(db: DB, a: { scope: string; period: string; periodStart: string; level: 'warning' | 'exceeded'; at: string }): Promise<boolean> {
   return (
-    (await stmt(db, 'INSERT INTO budget_alerts (scope, period, period_start, level, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, period, period_start, level) DO NOTHING').run(
-      a.scope,
-      a.period,
-      a.periodStart,
-      a.level,
-      a.at,
-    )).changes > 0
+    (
+      await stmt(db, 'INSERT INTO budget_alerts (scope, period, period_start, level, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, period, period_start, level) DO NOTHING').run(
+        a.scope,
+        a.period,
+        a.periodStart,
+        a.level,
+        a.at,
+      )
+    ).changes > 0
   );
 }
 

@@ -17,7 +17,12 @@ import { sseReader } from '../../lib/sse-read.js';
 function streamTurn(ctx: CliContext, body: Record<string, unknown>, sessionId: string | null, print: (text: string) => void): Promise<string | null> {
   const u = new URL(`${ctx.client.url}/v1/chat/completions`);
   const text = JSON.stringify({ ...body, stream: true });
-  const headers = ctx.client.headers({ 'content-type': 'application/json', accept: 'text/event-stream', 'content-length': String(Buffer.byteLength(text)), ...(sessionId ? { 'x-session-id': sessionId } : {}) });
+  const headers = ctx.client.headers({
+    'content-type': 'application/json',
+    accept: 'text/event-stream',
+    'content-length': String(Buffer.byteLength(text)),
+    ...(sessionId ? { 'x-session-id': sessionId } : {}),
+  });
   return new Promise((resolve, reject) => {
     const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, { method: 'POST', headers }, (res) => {
       const session = (res.headers['x-session-id'] as string | undefined) ?? sessionId;
@@ -72,7 +77,10 @@ export function chatCommand(): Command {
     .option('--agent <name>', 'the agent to talk to (default: the orchestrator)')
     .option('--model <provider/model>', 'the model, where the agent or project.json names none')
     .option('--session <id>', 'continue this session (the x-session-id of an earlier answer)')
-    .addHelpText('after', '\nExamples:\n  svc chat "what is left to do on the release?"\n  svc chat --agent alice "review the parser"\n  svc chat --agent alice          # a conversation; Ctrl-C or Ctrl-D ends it\n')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  svc chat "what is left to do on the release?"\n  svc chat --agent alice "review the parser"\n  svc chat --agent alice          # a conversation; Ctrl-C or Ctrl-D ends it\n',
+    )
     .action(
       action(async (ctx, words: string[], o: { agent?: string; model?: string; session?: string }) => {
         const base = { model: o.model ?? 'svc', ...(o.agent ? { agent: o.agent } : {}) };

@@ -24,7 +24,6 @@ function sseWrite(res: ServerResponse, payload: unknown): void {
   if (!res.writableEnded) res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`);
 }
 
-
 /** An agent answers: the upstream's own completion or chunks are relayed, named with svc's model id. */
 export async function agentCompletion({ app, plan, body, res, signal }: ChatIo): Promise<void> {
   if (!body.stream) {
@@ -33,7 +32,7 @@ export async function agentCompletion({ app, plan, body, res, signal }: ChatIo):
       answer = await complete(plan.provider, upstreamBody(plan), signal, plan.created);
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
-      throw (await failChat(app, plan, err));
+      throw await failChat(app, plan, err);
     }
     const choice = answer.choices?.[0];
     await finishChat(app, plan, { finishReason: choice?.finish_reason ?? null, usage: answer.usage ?? null, reply: choice?.message ? [choice.message as ChatMessage] : [] });
@@ -75,7 +74,13 @@ export async function agentCompletion({ app, plan, body, res, signal }: ChatIo):
 export async function orchestratorCompletion({ app, plan, body, res, signal, principal }: ChatIo): Promise<void> {
   const id = `chatcmpl-${uuidv7()}`;
   const { created } = plan;
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id, object: 'chat.completion.chunk', created, model: plan.modelId, choices: [{ index: 0, delta, finish_reason: finish }] });
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model: plan.modelId,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
   let opened = false;
   const send = (payload: unknown) => {
     if (!opened) {

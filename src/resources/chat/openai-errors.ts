@@ -24,9 +24,9 @@ const OTHER_TYPE = 'api_error';
 /** The body of every OpenAI-shaped failure (and of a stream's last frame when it fails). */
 export const OpenAiErrorBody = z.strictObject({
   error: z.strictObject({
-    message: z.string().describe('Human-readable; an upstream\'s text is scrubbed of secrets.'),
-    type: z.enum([...new Set([...TYPES.values(), OTHER_TYPE])] as [string, ...string[]]).describe('OpenAI\'s class of the failure, from its status.'),
-    code: z.string().describe('svc\'s error code (docs/errors.md): stable, safe to branch on.'),
+    message: z.string().describe("Human-readable; an upstream's text is scrubbed of secrets."),
+    type: z.enum([...new Set([...TYPES.values(), OTHER_TYPE])] as [string, ...string[]]).describe("OpenAI's class of the failure, from its status."),
+    code: z.string().describe("svc's error code (docs/errors.md): stable, safe to branch on."),
     param: z.string().nullable().describe('The body field at fault (`messages.0.role`), or null.'),
     upstream_status: z.int().nullable().optional().describe('On `upstream_error`: the status the model provider answered, null when it could not be reached.'),
   }),

@@ -23,7 +23,7 @@ export interface FunctionTool {
 export const FUNCTION_TOOLS = serviceKey<(app: App, principal: Principal | null) => FunctionTool[]>('chat.functionTools');
 
 const SYSTEM = [
-  'You are the orchestrator of this project\'s team of AI coding agents, inside svc, its control plane.',
+  "You are the orchestrator of this project's team of AI coding agents, inside svc, its control plane.",
   'You manage the work through your tools: list, create and move tasks, look at missions, agents and skills, and request human approvals.',
   'Use the tools to do what the user asks rather than describing it. Tool results are JSON; an `error` field means the call failed and says why.',
   'When you are done, answer briefly and say exactly what you did (ids included).',
@@ -131,7 +131,7 @@ export async function orchestrate(app: App, plan: ChatPlan, run: OrchestratorRun
       return null;
     }
     if (!(err instanceof UpstreamError)) throw err;
-    throw (await failChat(app, plan, err, usage));
+    throw await failChat(app, plan, err, usage);
   }
 
   // What was done, in words the user can check, whatever the model chose to say.

@@ -33,7 +33,7 @@ export const CustomTool = z
     description: Description,
     format: z.looseObject({ type: z.string().max(64), syntax: z.string().max(64).optional(), definition: z.string().max(100_000).optional() }).optional(),
   })
-  .describe('A freeform tool (Codex\'s apply_patch): the model is given a function of one string, `input`; its call comes back as a custom_tool_call item.');
+  .describe("A freeform tool (Codex's apply_patch): the model is given a function of one string, `input`; its call comes back as a custom_tool_call item.");
 
 export const NamespaceTool = z
   .looseObject({
@@ -42,7 +42,7 @@ export const NamespaceTool = z
     description: Description,
     tools: z.array(z.discriminatedUnion('type', [FunctionTool, CustomTool])).max(512),
   })
-  .describe('A group of tools (Codex: an MCP server\'s, its sub-agents\'): flattened into functions named `<namespace>__<name>`; calls come back with `name` and `namespace`.');
+  .describe("A group of tools (Codex: an MCP server's, its sub-agents'): flattened into functions named `<namespace>__<name>`; calls come back with `name` and `namespace`.");
 
 export const ToolSearchTool = z
   .looseObject({
@@ -51,7 +51,9 @@ export const ToolSearchTool = z
     description: Description,
     parameters: JsonSchemaObject.nullable().optional(),
   })
-  .describe('With execution "client" (Codex), a function whose call comes back as a tool_search_call item; the tools a tool_search_output item loads are offered from then on. Otherwise a hosted tool.');
+  .describe(
+    'With execution "client" (Codex), a function whose call comes back as a tool_search_call item; the tools a tool_search_output item loads are offered from then on. Otherwise a hosted tool.',
+  );
 
 const KnownTool = z.discriminatedUnion('type', [FunctionTool, CustomTool, NamespaceTool, ToolSearchTool]);
 const KNOWN_TOOL_TYPES = new Set(['function', 'custom', 'namespace', 'tool_search']);
@@ -64,7 +66,9 @@ const HostedTool = z
     const r = KnownTool.safeParse(tool);
     for (const issue of r.error?.issues ?? []) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
   })
-  .describe('A hosted tool (web_search, file_search, code_interpreter…): sent to an upstream that speaks the Responses API; left out for a chat-completions upstream, the answer\'s `x-svc-tools-omitted` header naming it. Never refused.');
+  .describe(
+    "A hosted tool (web_search, file_search, code_interpreter…): sent to an upstream that speaks the Responses API; left out for a chat-completions upstream, the answer's `x-svc-tools-omitted` header naming it. Never refused.",
+  );
 
 export const ResponsesTool = z.union([KnownTool, HostedTool]);
 export type ResponsesTool = z.output<typeof ResponsesTool>;
@@ -82,7 +86,7 @@ const CustomToolCallItem = z.looseObject({ type: z.literal('custom_tool_call'), 
 const CustomToolCallOutputItem = z.looseObject({ type: z.literal('custom_tool_call_output'), call_id: CallId, output: Content.optional() });
 const ToolSearchCallItem = z.looseObject({ type: z.literal('tool_search_call'), call_id: CallId, arguments: z.unknown().optional() });
 const ToolSearchOutputItem = z.looseObject({ type: z.literal('tool_search_output'), call_id: CallId.nullable().optional(), tools: z.array(ResponsesTool).max(512) });
-const ReasoningItem = z.looseObject({ type: z.literal('reasoning') }).describe('A reasoning model\'s own notes: skipped, no chat model can be given them back.');
+const ReasoningItem = z.looseObject({ type: z.literal('reasoning') }).describe("A reasoning model's own notes: skipped, no chat model can be given them back.");
 
 /** One item of `input`: a message (typed or not), a tool call the model made, or its output. */
 export const InputItem = z.discriminatedUnion('type', [
@@ -113,21 +117,27 @@ const Input = z.union([Text, z.array(InputItem).max(10_000)], {
 });
 
 export const ResponsesRequest = z.looseObject({
-  model: z.string().min(1).max(200).optional().describe('`provider/model`; with `agent`, the agent\'s own model wins. Other values ask for the default.'),
+  model: z.string().min(1).max(200).optional().describe("`provider/model`; with `agent`, the agent's own model wins. Other values ask for the default."),
   input: Input.optional().describe('The new turn: text, or items (messages, tool calls and their outputs).'),
   instructions: Text.nullable().optional().describe('A system message for this response only (not carried to the next one).'),
   previous_response_id: SessionId.nullable().optional().describe('Continue the conversation through this stored response.'),
   store: z.boolean().optional().describe('Keep this response so previous_response_id can continue it (default true).'),
   stream: z.boolean().optional(),
-  agent: z.string().min(1).max(64).optional().describe('svc extension: the agent to talk to. Without it the project\'s orchestrator answers with management tools.'),
+  agent: z.string().min(1).max(64).optional().describe("svc extension: the agent to talk to. Without it the project's orchestrator answers with management tools."),
   tools: z.array(ResponsesTool).max(512).optional(),
   tool_choice: z.union([z.enum(['auto', 'none', 'required']), z.looseObject({ type: z.string().max(64), name: ToolName.optional(), namespace: ToolName.optional() })]).optional(),
   max_output_tokens: z.int().min(1).nullable().optional(),
   temperature: z.number().min(0).max(2).nullable().optional(),
   top_p: z.number().min(0).max(1).nullable().optional(),
   parallel_tool_calls: z.boolean().nullable().optional(),
-  text: z.looseObject({ format: z.looseObject({ type: z.string().max(64) }).optional() }).nullable().optional(),
-  reasoning: z.looseObject({ effort: z.string().max(32).nullable().optional() }).nullable().optional(),
+  text: z
+    .looseObject({ format: z.looseObject({ type: z.string().max(64) }).optional() })
+    .nullable()
+    .optional(),
+  reasoning: z
+    .looseObject({ effort: z.string().max(32).nullable().optional() })
+    .nullable()
+    .optional(),
   metadata: z.record(z.string().max(64), z.string().max(512)).nullable().optional(),
   background: z.boolean().nullable().optional(),
   user: z.string().max(256).optional(),

@@ -35,13 +35,6 @@ const INSERT = {
 
 /** Writes a response's conversation with each of `secrets` replaced, and drops the oldest beyond the cap. */
 export async function saveResponse(db: DB, r: StoredResponse, secrets: readonly string[], now: string): Promise<void> {
-  const { lastInsertRowid } = await stmt(db, INSERT).run(
-    r.id,
-    r.sessionId,
-    r.agent,
-    r.model,
-    storedMessages(r.messages, secrets),
-    now,
-  );
+  const { lastInsertRowid } = await stmt(db, INSERT).run(r.id, r.sessionId, r.agent, r.model, storedMessages(r.messages, secrets), now);
   await stmt(db, 'DELETE FROM chat_responses WHERE seq <= ?').run(Number(lastInsertRowid) - RESPONSES_KEPT);
 }

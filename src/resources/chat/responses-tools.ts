@@ -10,10 +10,7 @@ import type { InputItem, ResponsesRequest, ResponsesTool } from './responses-sch
 type Json = Record<string, unknown>;
 
 /** What a function the upstream was given stands for on the client's side. */
-export type ToolTarget =
-  | { kind: 'function'; name: string; namespace?: string }
-  | { kind: 'custom'; name: string; namespace?: string }
-  | { kind: 'tool_search' };
+export type ToolTarget = { kind: 'function'; name: string; namespace?: string } | { kind: 'custom'; name: string; namespace?: string } | { kind: 'tool_search' };
 
 /** A chat-completions function tool, as sent upstream. */
 export interface ChatTool {
@@ -129,7 +126,10 @@ export class ToolMap {
     switch (tool.type) {
       case 'function': {
         const t = tool as Extract<ResponsesTool, { type: 'function' }>;
-        add({ kind: 'function', name: t.name, ...ns }, { ...described(t.description), ...(t.parameters ? { parameters: t.parameters } : {}), ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}) });
+        add(
+          { kind: 'function', name: t.name, ...ns },
+          { ...described(t.description), ...(t.parameters ? { parameters: t.parameters } : {}), ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}) },
+        );
         return;
       }
       case 'custom': {

@@ -13,7 +13,10 @@ const isObj = (v: unknown): v is Json => !!v && typeof v === 'object' && !Array.
 export function contentText(content: ChatMessage['content']): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((p) => ((p as { text?: unknown }).text)).map((t) => (typeof t === 'string' ? t : '')).join('');
+  return content
+    .map((p) => (p as { text?: unknown }).text)
+    .map((t) => (typeof t === 'string' ? t : ''))
+    .join('');
 }
 
 function userParts(content: ChatMessage['content']): unknown {
@@ -104,7 +107,13 @@ export function fromResponse(response: Json, created: number): ChatCompletion & 
     object: 'chat.completion',
     created: Number(response.created_at) || created,
     model: String(response.model ?? ''),
-    choices: [{ index: 0, message: { role: 'assistant', content: text || (calls.length ? null : ''), ...(calls.length ? { tool_calls: calls } : {}) }, finish_reason: finishReasonOf(response, calls.length > 0) }],
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: text || (calls.length ? null : ''), ...(calls.length ? { tool_calls: calls } : {}) },
+        finish_reason: finishReasonOf(response, calls.length > 0),
+      },
+    ],
     ...(usage ? { usage } : {}),
   };
 }
@@ -146,7 +155,13 @@ export class ResponsesToChunks {
         const index = this.calls++;
         this.callIndex.set(Number(event.output_index), index);
         // Arguments that came whole with the item are sent as its first piece.
-        return [this.chunk({ tool_calls: [{ index, id: String(item.call_id ?? item.id ?? ''), type: 'function', function: { name: String(item.name ?? ''), arguments: typeof item.arguments === 'string' ? item.arguments : '' } }] })];
+        return [
+          this.chunk({
+            tool_calls: [
+              { index, id: String(item.call_id ?? item.id ?? ''), type: 'function', function: { name: String(item.name ?? ''), arguments: typeof item.arguments === 'string' ? item.arguments : '' } },
+            ],
+          }),
+        ];
       }
       case 'response.function_call_arguments.delta': {
         const index = this.callIndex.get(Number(event.output_index));
@@ -159,7 +174,7 @@ export class ResponsesToChunks {
         return usage ? [finish, { ...this.chunk({}), choices: [], usage }] : [finish];
       }
       case 'response.failed':
-        return [{ error: (response?.error) || { message: 'the upstream reported a failed response' } }];
+        return [{ error: response?.error || { message: 'the upstream reported a failed response' } }];
       case 'error':
         return [{ error: { message: event.message, code: event.code } }];
       default:

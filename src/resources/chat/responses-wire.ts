@@ -117,7 +117,8 @@ export function toChatRequest(req: ResponsesRequest, tools: ToolMap = toolMapOf(
   if (req.reasoning?.effort) body.reasoning_effort = req.reasoning.effort;
   if (req.user !== undefined) body.user = req.user;
   const format = req.text?.format;
-  if (format && format.type === 'json_schema') body.response_format = { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, ...(format.strict !== undefined ? { strict: format.strict } : {}) } };
+  if (format && format.type === 'json_schema')
+    body.response_format = { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, ...(format.strict !== undefined ? { strict: format.strict } : {}) } };
   else if (format && format.type === 'json_object') body.response_format = { type: 'json_object' };
   return body as ChatRequest;
 }
@@ -257,18 +258,20 @@ export class ResponseBuilder {
   private closeCalls(): void {
     // The calls as the one merge of streamed fragments (tool-calls.ts) puts them together.
     const merged = mergeToolCalls(this.fragments);
-    [...this.calls.keys()].sort((a, b) => a - b).forEach((key, i) => {
-      const { index, item } = this.calls.get(key)!;
-      if (item.status === 'completed') return;
-      const call = merged[i]!;
-      // The whole call decides what it is (a name may come after the first fragment): the item is rewritten in place.
-      const whole = this.tools.callItem(call.function.name, call.id, call.function.arguments);
-      for (const k of Object.keys(item)) if (k !== 'id') delete (item as Json)[k];
-      Object.assign(item, whole, { status: 'completed' });
-      if (item.type === 'function_call') this.send('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
-      else if (item.type === 'custom_tool_call') this.send('response.custom_tool_call_input.done', { item_id: item.id, output_index: index, input: item.input });
-      this.send('response.output_item.done', { output_index: index, item: structuredClone(item) });
-    });
+    [...this.calls.keys()]
+      .sort((a, b) => a - b)
+      .forEach((key, i) => {
+        const { index, item } = this.calls.get(key)!;
+        if (item.status === 'completed') return;
+        const call = merged[i]!;
+        // The whole call decides what it is (a name may come after the first fragment): the item is rewritten in place.
+        const whole = this.tools.callItem(call.function.name, call.id, call.function.arguments);
+        for (const k of Object.keys(item)) if (k !== 'id') delete (item as Json)[k];
+        Object.assign(item, whole, { status: 'completed' });
+        if (item.type === 'function_call') this.send('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+        else if (item.type === 'custom_tool_call') this.send('response.custom_tool_call_input.done', { item_id: item.id, output_index: index, input: item.input });
+        this.send('response.output_item.done', { output_index: index, item: structuredClone(item) });
+      });
   }
 
   /** Ends the response: completed, or incomplete when the model stopped at its length or a filter. */

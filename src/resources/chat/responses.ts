@@ -27,9 +27,8 @@ export interface ResponsesIo {
   threadHeader?: string | undefined;
 }
 
-
 export async function serveResponse({ app, req, res, signal, principal, sessionHeader, threadHeader }: ResponsesIo): Promise<void> {
-  const from = req.previous_response_id ? (await getResponse(app.db, req.previous_response_id)) : undefined;
+  const from = req.previous_response_id ? await getResponse(app.db, req.previous_response_id) : undefined;
   if (from === null) {
     throw new AppError('not_found', `Previous response "${req.previous_response_id}" not found: it was stored with store: false, or is older than the newest 10,000.`, {
       details: [{ path: 'body.previous_response_id', message: 'not found' }],
@@ -44,7 +43,8 @@ export async function serveResponse({ app, req, res, signal, principal, sessionH
     if (plan.agent && plan.provider.api === 'responses') plan.passthrough.tools = [...((plan.passthrough.tools as unknown[] | undefined) ?? []), ...tools.hosted];
     else plan.headers['x-svc-tools-omitted'] = tools.hostedTypes().join(', ');
   }
-  if (!plan.messages.length) throw new AppError('invalid_request', 'input is empty and there is no previous_response_id to continue.', { details: [{ path: 'body.input', message: 'nothing to answer' }] });
+  if (!plan.messages.length)
+    throw new AppError('invalid_request', 'input is empty and there is no previous_response_id to continue.', { details: [{ path: 'body.input', message: 'nothing to answer' }] });
   // Instructions hold for this response only: a system turn sent, never stored with the conversation.
   if (req.instructions) plan.system.push({ role: 'system', content: req.instructions });
   const id = `resp_${uuidv7().replaceAll('-', '')}`;
@@ -111,8 +111,8 @@ async function agentTurn(app: App, plan: ChatPlan, builder: ResponseBuilder, beg
     }
     const result = await stream(plan.provider, { ...upstreamBody(plan), stream_options: { include_usage: true } }, signal, plan.created, (chunk) => {
       const delta = (chunk.choices as { delta?: { content?: unknown; tool_calls?: unknown[] } }[] | undefined)?.[0]?.delta;
-      if (typeof delta?.content === 'string' && delta.content) (begin(), builder.addText(delta.content));
-      for (const f of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) (begin(), builder.addToolCall(f));
+      if (typeof delta?.content === 'string' && delta.content) begin(), builder.addText(delta.content);
+      for (const f of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) begin(), builder.addToolCall(f);
     });
     await finishChat(app, plan, {
       finishReason: result.finishReason,
@@ -127,7 +127,7 @@ async function agentTurn(app: App, plan: ChatPlan, builder: ResponseBuilder, beg
       throw err;
     }
     if (!(err instanceof UpstreamError)) throw err;
-    throw (await failChat(app, plan, err));
+    throw await failChat(app, plan, err);
   }
 }
 

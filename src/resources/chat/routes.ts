@@ -20,7 +20,7 @@ const CHAT_HEADERS = [
   { name: 'x-session-id', description: 'Continue this session (the x-session-id of an earlier answer); a new id starts one.', schema: SessionId },
   {
     name: 'x-svc-agent',
-    description: 'The agent to talk to, for clients that cannot add a body field (Codex: `http_headers` of its model provider); the body\'s `agent` wins.',
+    description: "The agent to talk to, for clients that cannot add a body field (Codex: `http_headers` of its model provider); the body's `agent` wins.",
     schema: AgentHeader,
   },
 ];
@@ -30,7 +30,7 @@ const THREAD_HEADERS = [
   {
     name: 'thread-id',
     description:
-      'Codex\'s thread: one session per thread (`session:started` once). The client sends the whole conversation each time, so the session\'s stored turns are not sent again; `x-session-id` wins when both are given.',
+      "Codex's thread: one session per thread (`session:started` once). The client sends the whole conversation each time, so the session's stored turns are not sent again; `x-session-id` wins when both are given.",
     schema: SessionId,
   },
   { name: 'session-id', description: 'Read as `thread-id` when that is absent (Codex sends both).', schema: SessionId },
@@ -80,8 +80,8 @@ export const chatRoutes = [
     summary: 'OpenAI-compatible chat completion, plain or streamed (talk to an agent, or to the orchestrator)',
     description:
       'The OpenAI wire format: official OpenAI clients work unchanged. With `agent` (an svc extension) the agent answers: its model, system prompt, identity and assigned skills go upstream. ' +
-      'Without it the project\'s orchestrator answers with management tools the daemon runs itself (tasks, missions, approvals, agents, skills). ' +
-      '`x-session-id` continues a session (stored with every configured secret redacted); the answer carries it. Every failure on this path, the Host and Origin guards\' 403 and the 405 included, is `{error: {message, type, code, param}}`, an upstream\'s text scrubbed of secrets.',
+      "Without it the project's orchestrator answers with management tools the daemon runs itself (tasks, missions, approvals, agents, skills). " +
+      "`x-session-id` continues a session (stored with every configured secret redacted); the answer carries it. Every failure on this path, the Host and Origin guards' 403 and the 405 included, is `{error: {message, type, code, param}}`, an upstream's text scrubbed of secrets.",
     tag: 'Chat',
     errors: ['not_found', 'conflict', 'upstream_error', 'unavailable'],
     body: ChatRequest,

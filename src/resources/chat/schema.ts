@@ -12,17 +12,28 @@ export const ChatMessage = z.looseObject({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
   content: z.union([z.string().max(1_000_000), z.array(ContentPart).max(1000), z.null()]).optional(),
   name: z.string().max(128).optional(),
-  tool_calls: z.array(z.looseObject({ id: z.string().max(256), type: z.string().max(64), function: z.looseObject({ name: z.string().max(128), arguments: z.string().max(1_000_000) }) })).max(128).optional(),
+  tool_calls: z
+    .array(z.looseObject({ id: z.string().max(256), type: z.string().max(64), function: z.looseObject({ name: z.string().max(128), arguments: z.string().max(1_000_000) }) }))
+    .max(128)
+    .optional(),
   tool_call_id: z.string().max(256).optional(),
 });
 
 export const ChatRequest = z.looseObject({
-  model: z.string().min(1).max(200).optional().describe('`provider/model`; with `agent`, the agent\'s own model wins. Other values ask for the default.'),
+  model: z.string().min(1).max(200).optional().describe("`provider/model`; with `agent`, the agent's own model wins. Other values ask for the default."),
   messages: z.array(ChatMessage).min(1).max(10_000),
   stream: z.boolean().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
-  agent: z.string().min(1).max(64).optional().describe('svc extension: the agent to talk to (its model, system prompt, identity and skills go upstream). Without it the project\'s orchestrator answers with management tools.'),
-  tools: z.array(z.looseObject({ type: z.string() })).max(128).optional(),
+  agent: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe("svc extension: the agent to talk to (its model, system prompt, identity and skills go upstream). Without it the project's orchestrator answers with management tools."),
+  tools: z
+    .array(z.looseObject({ type: z.string() }))
+    .max(128)
+    .optional(),
 });
 
 export type ChatMessage = z.output<typeof ChatMessage>;
@@ -58,7 +69,14 @@ export const ChatCompletionChunk = z.looseObject({
           role: z.string().optional(),
           content: z.string().nullable().optional(),
           tool_calls: z
-            .array(z.looseObject({ index: z.number(), id: z.string().optional(), type: z.string().optional(), function: z.looseObject({ name: z.string().optional(), arguments: z.string().optional() }).optional() }))
+            .array(
+              z.looseObject({
+                index: z.number(),
+                id: z.string().optional(),
+                type: z.string().optional(),
+                function: z.looseObject({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
+              }),
+            )
             .optional(),
         }),
         finish_reason: z.string().nullable(),
@@ -73,6 +91,5 @@ export type ChatCompletionChunk = z.output<typeof ChatCompletionChunk>;
 export const ChatCompletionStream = {
   data: z.union([ChatCompletionChunk, OpenAiErrorBody]),
   done: '[DONE]',
-  description:
-    'With `stream: true`: the completion as chunks, then `data: [DONE]`. A failure after the stream started ends it with one OpenAI-shaped error frame instead, and no `[DONE]`.',
+  description: 'With `stream: true`: the completion as chunks, then `data: [DONE]`. A failure after the stream started ends it with one OpenAI-shaped error frame instead, and no `[DONE]`.',
 } satisfies StreamDef;

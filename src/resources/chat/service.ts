@@ -109,12 +109,15 @@ async function pickProvider(app: App, modelId: string): Promise<{ provider: Prov
  * thread id): the session is named, kept and replaced, but its stored turns are not sent again.
  */
 export async function planChat(app: App, body: ChatRequest, sessionHeader: string | undefined, from?: StoredResponse, opts: { wholeConversation?: boolean } = {}): Promise<ChatPlan> {
-  const agent = body.agent ? (await getAgent(app.db, body.agent)) : null;
+  const agent = body.agent ? await getAgent(app.db, body.agent) : null;
   if (body.agent && !agent) throw new AppError('not_found', `Agent "${body.agent}" not found.`);
-  const session: Session | null = from ? { id: from.sessionId, agent: from.agent, model: from.model, messages: from.messages } : sessionHeader ? (await getSession(app.db, sessionHeader)) : null;
+  const session: Session | null = from ? { id: from.sessionId, agent: from.agent, model: from.model, messages: from.messages } : sessionHeader ? await getSession(app.db, sessionHeader) : null;
   if (session && session.agent !== (agent?.name ?? null)) {
     const what = from ? `Response "${from.id}"` : `Session "${session.id}"`;
-    throw new AppError('conflict', `${what} belongs to ${session.agent ? `agent "${session.agent}"` : 'the orchestrator'}; start a new ${from ? 'conversation' : 'session'} to talk to ${agent ? `"${agent.name}"` : 'the orchestrator'}.`);
+    throw new AppError(
+      'conflict',
+      `${what} belongs to ${session.agent ? `agent "${session.agent}"` : 'the orchestrator'}; start a new ${from ? 'conversation' : 'session'} to talk to ${agent ? `"${agent.name}"` : 'the orchestrator'}.`,
+    );
   }
   const modelId = modelIdFor(app, body, agent?.model ?? null);
   const { provider, upstreamModel } = await pickProvider(app, modelId);
@@ -168,7 +171,7 @@ export interface ChatOutcome {
  */
 export async function finishChat(app: App, plan: ChatPlan, outcome: ChatOutcome): Promise<void> {
   // Gathered only when a session is kept: the answer and the caller's turns lose every secret.
-  const secrets = outcome.aborted || outcome.error ? [] : (await configuredSecrets(app));
+  const secrets = outcome.aborted || outcome.error ? [] : await configuredSecrets(app);
   await app.events.write(async () => {
     if (outcome.aborted) {
       // nothing learned of the provider; the unanswered turn is not kept

@@ -182,8 +182,7 @@ export function* batchSteps(d: Dialect, schema: SchemaDefT, plans: Plan[], now: 
   return results;
 }
 
-const one = (d: Dialect, def: TableDefT, row: DbRow | undefined): RecordResultT =>
-  row ? { rows: [d.decodeRow(def, row)], total: 1, nextOffset: null } : { rows: [], total: 0, nextOffset: null };
+const one = (d: Dialect, def: TableDefT, row: DbRow | undefined): RecordResultT => (row ? { rows: [d.decodeRow(def, row)], total: 1, nextOffset: null } : { rows: [], total: 0, nextOffset: null });
 
 /** INSERT of `cols` (and, where the batch writes them, the system columns) returning the row. */
 function insertSql(d: Dialect, t: string, cols: string[]): string {
@@ -281,7 +280,12 @@ function* insertAll(d: Dialect, t: string, rows: Row[]): Gen<DbRow[] | null> {
         for (let k = 0; k < run.length; k++) out.push((yield* first(`${insertSql(d, t, [])} RETURNING *`, []))!);
       } else {
         const values = run.map(() => `(${cols.map(() => '?').join(', ')})`).join(', ');
-        out.push(...(yield* all(`INSERT INTO ${t} (${cols.map(q).join(', ')}) VALUES ${values} RETURNING *`, run.flatMap((r) => cols.map((c) => r[c]!)))));
+        out.push(
+          ...(yield* all(
+            `INSERT INTO ${t} (${cols.map(q).join(', ')}) VALUES ${values} RETURNING *`,
+            run.flatMap((r) => cols.map((c) => r[c]!)),
+          )),
+        );
       }
       start = end;
     }

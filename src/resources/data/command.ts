@@ -39,7 +39,6 @@ async function listAll(ctx: CliContext): Promise<Database[]> {
   return all;
 }
 
-
 function dbTable(dbs: Database[]): string {
   return table(
     dbs,
@@ -259,7 +258,9 @@ export function dbCommand(): Command {
         emit(ctx.json, r, () =>
           r
             .map((res, i) => {
-              const head = style.bold(`[${i}] ${ops[i]?.op ?? ''} ${ops[i]?.table ?? ''}`) + style.dim(`  ${res.rows.length} row(s), total ${res.total}${res.nextOffset === null ? '' : `, next offset ${res.nextOffset}`}`);
+              const head =
+                style.bold(`[${i}] ${ops[i]?.op ?? ''} ${ops[i]?.table ?? ''}`) +
+                style.dim(`  ${res.rows.length} row(s), total ${res.total}${res.nextOffset === null ? '' : `, next offset ${res.nextOffset}`}`);
               return `${head}\n${res.rows.length ? rowsTable(res.rows) : ''}`;
             })
             .join('\n'),

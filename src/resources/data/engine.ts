@@ -10,7 +10,7 @@ import { IDEMPOTENCY_DDL, remember, replayOf, type IdempotencyRef } from './idem
 import { planMigration } from './migrations.js';
 import { LIMITS, type MigrationInT, type MigrationRecord, type OperationT, type QueryResult, type RecordResultT, type SchemaDefT } from './schema.js';
 import { ShadowSchema } from './shadow.js';
-import { admit, checkGrants, type Admitted, } from './sql-guard.js';
+import { admit, checkGrants, type Admitted } from './sql-guard.js';
 import { sqlError } from './sqlite-errors.js';
 import { decode, encode, ValueError } from './values.js';
 
@@ -227,18 +227,22 @@ export class DataFile {
     const { stmt, ...shape } = this.admitted(req, params);
     try {
       if (req.mode === 'read') return this.once(ref, () => this.collect(stmt, params, req.maxRows, shape, null), false);
-      return this.once(ref, () => {
-        this.db.pragma('defer_foreign_keys = ON');
-        let result: QueryResult;
-        if (stmt.reader) {
-          result = this.collect(stmt, params, req.maxRows, shape, 'all');
-        } else {
-          const info = stmt.run(...params);
-          result = { rows: [], rowCount: info.changes, truncated: false };
-        }
-        this.checkForeignKeys();
-        return result;
-      }, true);
+      return this.once(
+        ref,
+        () => {
+          this.db.pragma('defer_foreign_keys = ON');
+          let result: QueryResult;
+          if (stmt.reader) {
+            result = this.collect(stmt, params, req.maxRows, shape, 'all');
+          } else {
+            const info = stmt.run(...params);
+            result = { rows: [], rowCount: info.changes, truncated: false };
+          }
+          this.checkForeignKeys();
+          return result;
+        },
+        true,
+      );
     } catch (err) {
       throw sqlError(err);
     }
@@ -312,11 +316,16 @@ export class DataFile {
     return this.db.transaction((): Answer<FileState & { record: MigrationRecord }> => {
       const prev = this.db.prepare('SELECT checksum, answer FROM _svc_migrations WHERE id = ?').get(m.id) as { checksum: string; answer: string } | undefined;
       if (prev) {
-        if (prev.checksum !== checksum) throw new AppError('data_conflict', `Migration ${m.id} was already applied with other content; give a new migration a new id.`, { details: [{ path: 'body.id', message: 'already applied with other content' }] });
+        if (prev.checksum !== checksum)
+          throw new AppError('data_conflict', `Migration ${m.id} was already applied with other content; give a new migration a new id.`, {
+            details: [{ path: 'body.id', message: 'already applied with other content' }],
+          });
         return { answer: JSON.parse(prev.answer), replayed: true };
       }
       if (m.expectedVersion !== this.state.schemaVersion) {
-        throw new AppError('data_conflict', `The database is at schemaVersion ${this.state.schemaVersion}, not ${m.expectedVersion}.`, { details: [{ path: 'body.expectedVersion', message: `the database is at ${this.state.schemaVersion}` }] });
+        throw new AppError('data_conflict', `The database is at schemaVersion ${this.state.schemaVersion}, not ${m.expectedVersion}.`, {
+          details: [{ path: 'body.expectedVersion', message: `the database is at ${this.state.schemaVersion}` }],
+        });
       }
       const plan = planMigration(this.state.schema, m);
       try {
@@ -334,7 +343,9 @@ export class DataFile {
       const record: MigrationRecord = { id: m.id, checksum, schemaVersion: next.schemaVersion, appliedAt: nowIso(this.clock) };
       this.writeState(next);
       const answer = { ...next, record };
-      this.db.prepare('INSERT INTO _svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES (?, ?, ?, ?, ?)').run(m.id, checksum, next.schemaVersion, record.appliedAt, JSON.stringify(answer));
+      this.db
+        .prepare('INSERT INTO _svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES (?, ?, ?, ?, ?)')
+        .run(m.id, checksum, next.schemaVersion, record.appliedAt, JSON.stringify(answer));
       this.beforeCommit();
       this.state = next;
       this.cache.clear();
@@ -346,7 +357,14 @@ export class DataFile {
   }
 
   migrations(): MigrationRecord[] {
-    return (this.db.prepare('SELECT id, checksum, schema_version, applied_at FROM _svc_migrations ORDER BY schema_version').all() as { id: string; checksum: string; schema_version: number; applied_at: string }[]).map((r) => ({
+    return (
+      this.db.prepare('SELECT id, checksum, schema_version, applied_at FROM _svc_migrations ORDER BY schema_version').all() as {
+        id: string;
+        checksum: string;
+        schema_version: number;
+        applied_at: string;
+      }[]
+    ).map((r) => ({
       id: r.id,
       checksum: r.checksum,
       schemaVersion: r.schema_version,

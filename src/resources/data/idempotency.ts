@@ -50,7 +50,9 @@ export function canonicalJson(v: unknown): string {
 
 export function requestHash(endpoint: string, body: Record<string, unknown>): string {
   const { idempotencyKey: _ignored, ...rest } = body;
-  return createHash('sha256').update(`${endpoint}\n${canonicalJson(rest)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${endpoint}\n${canonicalJson(rest)}`)
+    .digest('hex');
 }
 
 /**

@@ -13,7 +13,9 @@ const DESTRUCTIVE = new Set(['dropColumn', 'dropTable', 'dropIndex']);
 /** Identifies a migration's content: the same id with another checksum is a different migration. */
 export function migrationChecksum(m: MigrationInT): string {
   const { id: _id, ...content } = m;
-  return createHash('sha256').update(canonicalJson({ ...content, allowDestructive: Boolean(content.allowDestructive) })).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson({ ...content, allowDestructive: Boolean(content.allowDestructive) }))
+    .digest('hex');
 }
 
 const bad = (i: number, field: string, message: string): AppError =>
@@ -35,7 +37,8 @@ export function planMigration(schema: SchemaDefT, m: MigrationInT, d: Dialect = 
   try {
     checkSchema(next, 'schema');
   } catch (err) {
-    if (err instanceof SchemaError) throw new AppError('data_invalid', `The migrated schema is invalid: ${err.path}: ${err.message}.`, { details: [{ path: 'body.steps', message: `${err.path}: ${err.message}` }] });
+    if (err instanceof SchemaError)
+      throw new AppError('data_invalid', `The migrated schema is invalid: ${err.path}: ${err.message}.`, { details: [{ path: 'body.steps', message: `${err.path}: ${err.message}` }] });
     throw err;
   }
   return { schema: next, ddl };

@@ -91,7 +91,7 @@ export const dataRoutes = [
     summary: 'Run one scoped SQL statement (read, or write with mode "write")',
     description:
       "One statement in the dialect of the project's data provider (project.json `data.provider`): SQLite by default, `?` placeholders; PostgreSQL with provider postgres, `$1`…`$n` placeholders, in the subset docs/data.md lists. " +
-      'Read mode admits only statements that cannot write; write mode admits INSERT, UPDATE and DELETE (and SQLite\'s REPLACE), RETURNING allowed. DDL, transactions, writes to the system columns and, on SQLite, ATTACH/DETACH, PRAGMA, VACUUM, load_extension, virtual tables and sqlite_* are refused. Stopped after data.statementTimeoutMs (503); results over 1 MiB are 413.',
+      "Read mode admits only statements that cannot write; write mode admits INSERT, UPDATE and DELETE (and SQLite's REPLACE), RETURNING allowed. DDL, transactions, writes to the system columns and, on SQLite, ATTACH/DETACH, PRAGMA, VACUUM, load_extension, virtual tables and sqlite_* are refused. Stopped after data.statementTimeoutMs (503); results over 1 MiB are 413.",
     tag,
     scope: 'data',
     errors,

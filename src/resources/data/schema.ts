@@ -48,7 +48,10 @@ export const ColumnDef = z.strictObject({
   nullable: z.boolean().optional().describe('Allow null (default false: the column is NOT NULL).'),
   unique: z.boolean().optional(),
   default: JsonValue.optional().describe('A value of the column type, used when an insert leaves the column out.'),
-  references: z.strictObject({ table: Identifier, column: z.string().min(1).max(48) }).optional().describe('A foreign key to `_id` or a unique column.'),
+  references: z
+    .strictObject({ table: Identifier, column: z.string().min(1).max(48) })
+    .optional()
+    .describe('A foreign key to `_id` or a unique column.'),
 });
 export type ColumnDefT = z.output<typeof ColumnDef>;
 
@@ -60,7 +63,10 @@ export const IndexDef = z.strictObject({
 export type IndexDefT = z.output<typeof IndexDef>;
 
 export const TableDef = z.strictObject({
-  columns: z.record(Identifier, ColumnDef).refine((c) => Object.keys(c).length >= 1, 'a table needs at least one column').refine((c) => Object.keys(c).length <= LIMITS.columns, `at most ${LIMITS.columns} columns a table`),
+  columns: z
+    .record(Identifier, ColumnDef)
+    .refine((c) => Object.keys(c).length >= 1, 'a table needs at least one column')
+    .refine((c) => Object.keys(c).length <= LIMITS.columns, `at most ${LIMITS.columns} columns a table`),
   indexes: z.array(IndexDef).max(LIMITS.indexes, `at most ${LIMITS.indexes} indexes a table`).optional(),
 });
 export type TableDefT = z.output<typeof TableDef>;
@@ -123,7 +129,14 @@ const Id = z.string().min(1).max(128);
 const ExpectedVersion = z.int().min(1).optional();
 
 export const Operation = z.discriminatedUnion('op', [
-  z.strictObject({ op: z.literal('list'), table: z.string().min(1).max(48), filter: Filter.optional(), orderBy: OrderBy.optional(), limit: z.int().min(1).max(LIMITS.listLimit).optional(), offset: z.int().min(0).max(LIMITS.listOffset).optional() }),
+  z.strictObject({
+    op: z.literal('list'),
+    table: z.string().min(1).max(48),
+    filter: Filter.optional(),
+    orderBy: OrderBy.optional(),
+    limit: z.int().min(1).max(LIMITS.listLimit).optional(),
+    offset: z.int().min(0).max(LIMITS.listOffset).optional(),
+  }),
   z.strictObject({ op: z.literal('get'), table: z.string().min(1).max(48), id: Id }),
   z.strictObject({ op: z.literal('insert'), table: z.string().min(1).max(48), values: Values.optional(), rows: z.array(Values).min(1).max(LIMITS.insertRows).optional() }),
   z.strictObject({ op: z.literal('upsert'), table: z.string().min(1).max(48), values: Values, onConflict: z.array(z.string().min(1).max(48)).min(1).max(16) }),
@@ -132,7 +145,11 @@ export const Operation = z.discriminatedUnion('op', [
 ]);
 export type OperationT = z.output<typeof Operation>;
 
-export const IdempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+export const IdempotencyKey = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
 export const TransactionsIn = z.strictObject({
   operations: z.array(Operation).min(1).max(LIMITS.operations),
@@ -150,8 +167,15 @@ export type RecordResultT = z.output<typeof RecordResult>;
 
 export const QueryIn = z.strictObject({
   // SQLite stops reading at a NUL: whatever follows it would be silently dropped.
-  sql: z.string().min(1).max(LIMITS.sqlLength).refine((s) => !s.includes('\u0000'), 'must not contain a NUL character'),
-  params: z.array(z.union([z.string().max(LIMITS.paramLength), z.number(), z.boolean(), z.null()])).max(LIMITS.params).optional(),
+  sql: z
+    .string()
+    .min(1)
+    .max(LIMITS.sqlLength)
+    .refine((s) => !s.includes('\u0000'), 'must not contain a NUL character'),
+  params: z
+    .array(z.union([z.string().max(LIMITS.paramLength), z.number(), z.boolean(), z.null()]))
+    .max(LIMITS.params)
+    .optional(),
   mode: z.enum(['read', 'write']).optional(),
   maxRows: z.int().min(1).max(LIMITS.maxRows).optional(),
   idempotencyKey: IdempotencyKey.optional(),
@@ -179,7 +203,11 @@ export const Step = z.discriminatedUnion('op', [
 export type StepT = z.output<typeof Step>;
 
 export const MigrationIn = z.strictObject({
-  id: z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+  id: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
   expectedVersion: z.int().min(1),
   steps: z.array(Step).min(1).max(LIMITS.migrationSteps),
   allowDestructive: z.boolean().optional(),

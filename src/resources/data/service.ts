@@ -34,7 +34,7 @@ export async function reconcile(app: App, id: string, state: DatabaseState): Pro
 }
 
 export async function resolve(app: App, ref: string): Promise<Database> {
-  const d = UUID_RE.test(ref) ? (await store.getById(app.db, ref)) : (await store.getByName(app.db, ref));
+  const d = UUID_RE.test(ref) ? await store.getById(app.db, ref) : await store.getByName(app.db, ref);
   if (!d) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);
   return d;
 }
@@ -91,7 +91,9 @@ export async function deleteDatabase(app: App, p: Principal | null, ref: string,
   const d = await resolve(app, ref);
   requireManage(p, d);
   if (expectedVersion !== undefined && expectedVersion !== d.schemaVersion) {
-    throw new AppError('data_conflict', `The database is at schemaVersion ${d.schemaVersion}, not ${expectedVersion}.`, { details: [{ path: 'query.expectedVersion', message: `the database is at ${d.schemaVersion}` }] });
+    throw new AppError('data_conflict', `The database is at schemaVersion ${d.schemaVersion}, not ${expectedVersion}.`, {
+      details: [{ path: 'query.expectedVersion', message: `the database is at ${d.schemaVersion}` }],
+    });
   }
   await app.events.write(async () => {
     if (!(await store.deleteDatabase(app.db, d.id))) throw new AppError('data_not_found', `No database ${JSON.stringify(ref)}.`);

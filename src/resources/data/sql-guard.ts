@@ -42,7 +42,29 @@ const WRITE_START = new Set(['INSERT', 'REPLACE', 'UPDATE', 'DELETE', 'WITH']);
  * Opcodes of things no caller statement may do, whatever its first word. Expire is what a PRAGMA
  * that sets a flag, an ATTACH, a DETACH and schema changes compile to; no query or DML has it.
  */
-const FORBIDDEN_OPS = new Set(['AutoCommit', 'Savepoint', 'Vacuum', 'ParseSchema', 'CreateBtree', 'Destroy', 'DropTable', 'DropIndex', 'DropTrigger', 'SqlExec', 'JournalMode', 'IncrVacuum', 'VCreate', 'VDestroy', 'LoadAnalysis', 'Pagecount', 'MaxPgcnt', 'IntegrityCk', 'Checkpoint', 'Expire', 'SetCookie']);
+const FORBIDDEN_OPS = new Set([
+  'AutoCommit',
+  'Savepoint',
+  'Vacuum',
+  'ParseSchema',
+  'CreateBtree',
+  'Destroy',
+  'DropTable',
+  'DropIndex',
+  'DropTrigger',
+  'SqlExec',
+  'JournalMode',
+  'IncrVacuum',
+  'VCreate',
+  'VDestroy',
+  'LoadAnalysis',
+  'Pagecount',
+  'MaxPgcnt',
+  'IntegrityCk',
+  'Checkpoint',
+  'Expire',
+  'SetCookie',
+]);
 const VIRTUAL_OPS = new Set(['VOpen', 'VFilter', 'VUpdate', 'VBegin', 'VRename', 'VColumn', 'VNext']);
 const FUNCTION_OPS = new Set(['Function', 'PureFunc', 'AggStep', 'AggFinal', 'AggInverse', 'AggValue']);
 const DENIED_FUNCTIONS = /^(load_extension|readfile|writefile|edit|fts3_tokenizer|sqlite_dbpage|sqlite_attach|sqlite_detach)\b/i;

@@ -190,7 +190,14 @@ export class DataRunner {
   /** A new worker process, or null when none can be started now (the failure is logged). */
   private spawn(): Worker | null {
     try {
-      const w: Worker = new WorkerProcess(this.opts.log, this.opts.workerMemoryMb?.(), (w, r) => this.onReply(w, r), (w) => this.onExit(w), this.opts.records, this.opts.workerEntry);
+      const w: Worker = new WorkerProcess(
+        this.opts.log,
+        this.opts.workerMemoryMb?.(),
+        (w, r) => this.onReply(w, r),
+        (w) => this.onExit(w),
+        this.opts.records,
+        this.opts.workerEntry,
+      );
       this.live.add(w);
       return w;
     } catch (err) {
@@ -338,7 +345,14 @@ export class DataRunner {
       lane.since = monotonic();
       w.lane = lane;
       if (job.msg.type !== 'open') {
-        lane.queue.unshift({ id: ++this.seq, msg: { type: 'open', file: lane.file }, repeatable: false, timeoutMs: SLOW_MS, resolve: (v) => this.opts.onOpened?.(lane.key, v), reject: (e) => this.openFailed(lane, e) });
+        lane.queue.unshift({
+          id: ++this.seq,
+          msg: { type: 'open', file: lane.file },
+          repeatable: false,
+          timeoutMs: SLOW_MS,
+          resolve: (v) => this.opts.onOpened?.(lane.key, v),
+          reject: (e) => this.openFailed(lane, e),
+        });
       }
     } else if (this.waiting.size && !lane.retiring && monotonic() - lane.since > SLICE_MS) {
       // Its turn is over while others wait: no more jobs to this worker; once it is done with

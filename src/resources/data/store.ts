@@ -46,7 +46,14 @@ const forget = (db: DB): void => found.get(db)?.clear();
 
 export async function insertDatabase(db: DB, d: Database): Promise<void> {
   forget(db);
-  await stmt(db, 'INSERT INTO data_databases (id, name, schema, schema_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(d.id, d.name, JSON.stringify(d.schema), d.schemaVersion, d.createdAt, d.createdAt);
+  await stmt(db, 'INSERT INTO data_databases (id, name, schema, schema_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+    d.id,
+    d.name,
+    JSON.stringify(d.schema),
+    d.schemaVersion,
+    d.createdAt,
+    d.createdAt,
+  );
 }
 
 export function getById(db: DB, id: string): Promise<Database | null> {

@@ -19,9 +19,7 @@ export type WorkerRequest =
   | { type: 'migrations' }
   | { type: 'close' };
 
-export type WorkerReply =
-  | { id: number; ok: true; value: unknown }
-  | { id: number; ok: false; error: { code: AppError['code']; message: string; details?: ErrorDetail[] }; internal?: string };
+export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { code: AppError['code']; message: string; details?: ErrorDetail[] }; internal?: string };
 
 // First of all: this process must not outlive the daemon (the runner names it in SVC_DAEMON_PID;
 // if it is already gone, the process was reparented before it got here).

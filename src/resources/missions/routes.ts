@@ -49,8 +49,7 @@ export const missionRoutes = [
     operationId: 'createMission',
     errors: ['conflict', 'unprocessable'],
     summary: 'Create a mission and its tasks (draft) in one transaction',
-    description:
-      'dependsOn names other tasks of the mission by title. Duplicate titles, unknown titles, unknown assignees and dependency cycles → 422 unprocessable (a cycle is named: "a → b → a").',
+    description: 'dependsOn names other tasks of the mission by title. Duplicate titles, unknown titles, unknown assignees and dependency cycles → 422 unprocessable (a cycle is named: "a → b → a").',
     tag,
     status: 201,
     body: MissionIn,

@@ -17,10 +17,7 @@ export const MissionTaskIn = TaskIn.pick({ title: true, description: true, assig
 export const MissionIn = z.strictObject({
   name: z.string().trim().min(1).max(200),
   goal: z.string().max(10_000).optional(),
-  deadline: z.iso
-    .datetime({ offset: true })
-    .optional()
-    .describe('ISO 8601; stored and returned in UTC. Informational: nothing happens when it passes.'),
+  deadline: z.iso.datetime({ offset: true }).optional().describe('ISO 8601; stored and returned in UTC. Informational: nothing happens when it passes.'),
   tasks: z.array(MissionTaskIn).max(500).default([]).describe('Created as draft with the mission, in one transaction. Titles unique within the mission.'),
 });
 export type MissionInput = z.output<typeof MissionIn>;
@@ -29,17 +26,19 @@ const counts = Object.fromEntries(TASK_STATES.map((s) => [s, z.int()])) as Recor
 export const Progress = z.object({ total: z.int(), ...counts }).describe('How many of the mission tasks are in each state.');
 export type Progress = z.output<typeof Progress>;
 
-export const MissionOut = z.object({
-  id: z.string(),
-  name: z.string(),
-  goal: z.string().nullable(),
-  status: MissionStatus,
-  taskIds: z.array(z.string()).describe('Oldest first.'),
-  deadline: Timestamp.nullable(),
-  progress: Progress,
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-}).meta({ id: 'Mission' });
+export const MissionOut = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    goal: z.string().nullable(),
+    status: MissionStatus,
+    taskIds: z.array(z.string()).describe('Oldest first.'),
+    deadline: Timestamp.nullable(),
+    progress: Progress,
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Mission' });
 export type Mission = z.output<typeof MissionOut>;
 
 export const MissionDetailOut = MissionOut.extend({ tasks: z.array(TaskOut).describe('The mission tasks, oldest first.') }).meta({ id: 'MissionDetail' });

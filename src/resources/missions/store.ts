@@ -32,8 +32,8 @@ export async function getMission(db: DB, id: string): Promise<MissionRecord | nu
 export async function listMissions(db: DB, f: { status?: MissionState; before?: string; limit: number }): Promise<MissionRecord[]> {
   const where: string[] = [];
   const args: unknown[] = [];
-  if (f.status !== undefined) (where.push('status = ?'), args.push(f.status));
-  if (f.before !== undefined) (where.push('id < ?'), args.push(f.before));
+  if (f.status !== undefined) where.push('status = ?'), args.push(f.status);
+  if (f.before !== undefined) where.push('id < ?'), args.push(f.before);
   const sql = `SELECT ${COLUMNS} FROM missions ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
   return ((await stmt(db, sql).all(...args, f.limit)) as Row[]).map(toRecord);
 }

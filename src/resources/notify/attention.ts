@@ -113,10 +113,7 @@ export function attentionOf(e: Pick<StoredEvent, 'id' | 'data'> & { name: string
       return {
         reason: 'paused',
         title: cutText(`Runs paused${provider ? `: ${provider}` : ''}`, TEXT_MAX),
-        message: cutText(
-          [until ? `until ${until}` : null, runs !== null ? `${runs} run${runs === 1 ? '' : 's'} waiting` : null].filter(Boolean).join(' · ') || fields(d),
-          TEXT_MAX,
-        ),
+        message: cutText([until ? `until ${until}` : null, runs !== null ? `${runs} run${runs === 1 ? '' : 's'} waiting` : null].filter(Boolean).join(' · ') || fields(d), TEXT_MAX),
         taskId: str(d.taskId),
         runId: str(d.runId),
         agent: str(d.agent),

@@ -15,7 +15,7 @@ import type { Parameter, ParamValue, Playbook } from './schema.js';
 
 /** The API's schemas, loaded when an option needs checking (they bring zod). */
 const schemas = () => import('./schema.js');
-import { check, } from '../../cli/validate.js';
+import { check } from '../../cli/validate.js';
 
 const path = (name: string) => `/api/v1/playbooks/${seg(name)}`;
 

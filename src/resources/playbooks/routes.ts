@@ -74,8 +74,7 @@ export const playbookRoutes = [
     operationId: 'runPlaybook',
     errors: ['unprocessable'],
     summary: 'Create a mission from a playbook with parameter values',
-    description:
-      'Parameters are checked (required, type, enum; defaults filled in): an unknown, missing or wrong one → 400 naming body.params.<name>. A filled mission that is not valid → 422.',
+    description: 'Parameters are checked (required, type, enum; defaults filled in): an unknown, missing or wrong one → 400 naming body.params.<name>. A filled mission that is not valid → 422.',
     tag,
     status: 201,
     params: PlaybookNameParam,

@@ -68,17 +68,19 @@ export const PlaybookPatch = z.strictObject({
 });
 export type PlaybookPatchInput = z.output<typeof PlaybookPatch>;
 
-export const PlaybookOut = z.object({
-  name: z.string(),
-  description: z.string().nullable(),
-  parameters: z.array(Parameter),
-  mission: z.record(z.string(), z.unknown()).nullable().describe('null only when a playbook file cannot be read.'),
-  source: z.enum(['api', 'file']).describe('api: stored through the API. file: read from playbooks/<name>/playbook.json. On a name clash the api one wins.'),
-  file: z.string().nullable().describe('For source file: its path relative to the project root.'),
-  error: z.string().nullable().describe('Why a playbook file is invalid (it cannot be run until fixed); null when valid.'),
-  createdAt: Timestamp.describe('For a file: its modification time.'),
-  updatedAt: Timestamp,
-}).meta({ id: 'Playbook' });
+export const PlaybookOut = z
+  .object({
+    name: z.string(),
+    description: z.string().nullable(),
+    parameters: z.array(Parameter),
+    mission: z.record(z.string(), z.unknown()).nullable().describe('null only when a playbook file cannot be read.'),
+    source: z.enum(['api', 'file']).describe('api: stored through the API. file: read from playbooks/<name>/playbook.json. On a name clash the api one wins.'),
+    file: z.string().nullable().describe('For source file: its path relative to the project root.'),
+    error: z.string().nullable().describe('Why a playbook file is invalid (it cannot be run until fixed); null when valid.'),
+    createdAt: Timestamp.describe('For a file: its modification time.'),
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Playbook' });
 export type Playbook = z.output<typeof PlaybookOut>;
 
 export const RunIn = z.strictObject({

@@ -41,14 +41,7 @@ export async function listPlaybooks(db: DB): Promise<PlaybookRecord[]> {
 }
 
 export async function insertPlaybook(db: DB, p: PlaybookRecord): Promise<void> {
-  await stmt(db, `INSERT INTO playbooks (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(
-    p.name,
-    p.description,
-    JSON.stringify(p.parameters),
-    JSON.stringify(p.mission),
-    p.createdAt,
-    p.updatedAt,
-  );
+  await stmt(db, `INSERT INTO playbooks (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`).run(p.name, p.description, JSON.stringify(p.parameters), JSON.stringify(p.mission), p.createdAt, p.updatedAt);
 }
 
 export async function updatePlaybook(db: DB, p: PlaybookRecord): Promise<void> {

@@ -87,9 +87,7 @@ export interface Vocabulary {
  */
 export function checkAgainst(template: unknown, schema: z.ZodType, vocabulary: Vocabulary, at: string): ErrorDetail[] {
   const found = placeholders(template);
-  const unknown = found
-    .filter((f) => !vocabulary.known(f.name))
-    .map((f) => ({ path: [at, ...f.path].join('.'), message: `${vocabulary.unknownMessage(f.name)} (${vocabulary.listed})` }));
+  const unknown = found.filter((f) => !vocabulary.known(f.name)).map((f) => ({ path: [at, ...f.path].join('.'), message: `${vocabulary.unknownMessage(f.name)} (${vocabulary.listed})` }));
   if (unknown.length) return unknown;
 
   const samples: Values = Object.create(null) as Values;

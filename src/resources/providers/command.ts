@@ -5,8 +5,7 @@ import { emit, style, table } from '../../cli/output.js';
 import type { ProviderStatusInfo } from './schema.js';
 import { systemClock } from '../../lib/clock.js';
 
-const colour = (s: ProviderStatusInfo['status']): string =>
-  s === 'active' ? style.green(s) : s === 'unconfigured' ? style.dim(s) : s === 'cooldown' ? style.yellow(s) : style.red(s);
+const colour = (s: ProviderStatusInfo['status']): string => (s === 'active' ? style.green(s) : s === 'unconfigured' ? style.dim(s) : s === 'cooldown' ? style.yellow(s) : style.red(s));
 
 export function authCommand(): Command {
   const cmd = new Command('auth').description('Model providers: keys, cooldowns and billing status');
@@ -24,7 +23,7 @@ export function authCommand(): Command {
             { header: 'STATUS', value: (p) => colour(p.status) },
             // A provider paused for an agent's CLI (which logs in on its own) may have no key here either.
             { header: 'KEY', value: (p) => (p.hasConfigKey ? 'project.json' : p.hasEnvKey ? p.envVar : p.status === 'unconfigured' || p.pausedUntil ? `set ${p.envVar}` : 'not needed') },
-            { header: 'UNTIL', value: (p) => (p.disabledUntil ?? p.cooldownUntil ? relativeTime(p.disabledUntil ?? p.cooldownUntil!, now) : null) },
+            { header: 'UNTIL', value: (p) => ((p.disabledUntil ?? p.cooldownUntil) ? relativeTime(p.disabledUntil ?? p.cooldownUntil!, now) : null) },
             { header: 'RUNS WAITING', value: (p) => (p.pausedUntil ? p.runsWaiting : null) },
             { header: 'ERRORS', value: (p) => p.errorCount || null },
             { header: 'LAST ERROR', value: (p) => p.lastErrorReason ?? null, flex: true },

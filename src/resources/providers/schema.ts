@@ -12,7 +12,9 @@ export const ProviderStatusOut = z.object({
   disabledUntil: Timestamp.optional(),
   lastErrorReason: z.string().optional(),
   errorCount: z.int(),
-  pausedUntil: Timestamp.optional().describe("An agent's CLI ran into a usage limit of this provider: its runs are paused until then (the limit's reset, or the provider's backoff); cooldownUntil says the same."),
+  pausedUntil: Timestamp.optional().describe(
+    "An agent's CLI ran into a usage limit of this provider: its runs are paused until then (the limit's reset, or the provider's backoff); cooldownUntil says the same.",
+  ),
   runsWaiting: z.int().describe('Runs of agents on this provider that wait for its pause to end (queued, and paused by its usage limit); 0 when it is not paused.'),
 });
 

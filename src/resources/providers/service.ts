@@ -100,7 +100,8 @@ export type UpstreamOutcome =
 export async function recordUpstream(app: App, id: string, outcome: UpstreamOutcome, now = app.clock.now()): Promise<void> {
   // A transient failure of a request that already failed (here: a retry; elsewhere: the request's
   // own doing) is not one more of the provider's. Asked before the transaction: memory, not state.
-  const failedBefore = !outcome.ok && outcome.request !== undefined && classifyFailure(outcome.status, outcome.code) === 'transient' ? app.services.get(RECENT_FAILURES).record(outcome.request, id, now) : null;
+  const failedBefore =
+    !outcome.ok && outcome.request !== undefined && classifyFailure(outcome.status, outcome.code) === 'transient' ? app.services.get(RECENT_FAILURES).record(outcome.request, id, now) : null;
   // Read and write in one transaction: daemons sharing a state must not lose each other's counts.
   await app.db.transaction(async () => {
     await lockKey(app.db, 'provider', id);

@@ -160,14 +160,27 @@ function withOptions(c: Command): Command {
     .option('--playbook <name>', 'run this playbook')
     .option('-p, --param <key=value>', 'a playbook parameter (repeatable; values may be templates)', collect)
     .option('--mission <file>', 'create the mission in this JSON or YAML file')
-    .option('--no-start', 'leave the playbook\'s or mission\'s mission in draft')
+    .option('--no-start', "leave the playbook's or mission's mission in draft")
     .addOption(new Option('--concurrency <mode>', "while the previous firing's work is open: skip (default), queue, allow").choices([...CONCURRENCY]))
     .addOption(new Option('--catch-up <mode>', 'schedule times missed while no daemon ran: none (default), one').choices([...CATCH_UP]))
-    .option('--max-per-minute <n>', 'a trigger storm\'s bound (default 60)', parseIntOption('--max-per-minute'))
+    .option('--max-per-minute <n>', "a trigger storm's bound (default 60)", parseIntOption('--max-per-minute'))
     .option('-d, --about <text>', "the routine's description");
 }
 
-const FIELDS = { 'body.schedule.cron': '--cron', 'body.schedule.timezone': '--tz', 'body.trigger.event': '--on', 'body.trigger.filter': '--where', 'body.action.task.title': '--task', 'body.action.task.assignTo': '--assign', 'body.action.task.labels': '--label', 'body.action.playbook': '--playbook', 'body.action.params': '--param', 'body.action.mission': '--mission', 'body.description': '--about', 'body.maxFiringsPerMinute': '--max-per-minute' };
+const FIELDS = {
+  'body.schedule.cron': '--cron',
+  'body.schedule.timezone': '--tz',
+  'body.trigger.event': '--on',
+  'body.trigger.filter': '--where',
+  'body.action.task.title': '--task',
+  'body.action.task.assignTo': '--assign',
+  'body.action.task.labels': '--label',
+  'body.action.playbook': '--playbook',
+  'body.action.params': '--param',
+  'body.action.mission': '--mission',
+  'body.description': '--about',
+  'body.maxFiringsPerMinute': '--max-per-minute',
+};
 
 function printTimes(r: RoutineDetail): string {
   if (!r.enabled) return ' (disabled: it does not fire until enabled)';
@@ -269,7 +282,7 @@ export function routinesCommand(): Command {
 
   cmd
     .command('history <name>')
-    .description('A routine\'s firings, newest first: when, why, what each created or why it was skipped')
+    .description("A routine's firings, newest first: when, why, what each created or why it was skipped")
     .option('--limit <n>', 'page size (1-200, default 50)', parseIntOption('--limit'))
     .option('--cursor <cursor>', 'page to show (printed after a full page)')
     .action(

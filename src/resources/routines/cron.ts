@@ -129,7 +129,9 @@ export function dueSince(s: Schedule, first: number, now: number, cap = 1_000): 
   let at = nextAfter(s, first);
   for (; at !== null && at <= now; at = nextAfter(s, at)) {
     if (count >= cap) {
-      const prev = cronOf(s).previousRuns(1, new Date(now + 1))[0]?.getTime();
+      const prev = cronOf(s)
+        .previousRuns(1, new Date(now + 1))[0]
+        ?.getTime();
       return { count, capped: true, last: prev !== undefined && prev > last ? prev : last, next: nextAfter(s, now) };
     }
     count++;

@@ -28,7 +28,9 @@ const Operator = z
 export const DataFilter = z
   .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,4}$/, 'must be a field name or a dotted path (at most 5 parts)'), z.union([Scalar, OneOf, Operator]))
   .refine((f) => Object.keys(f).length <= 20, 'at most 20 conditions')
-  .describe('Conditions on the event data, all of which must hold: {"to": "failed"}, {"status": ["failed", "timed_out"]}, {"attempt": {"gte": 3}}, {"title": {"prefix": "deploy"}}, {"assignTo": {"not": null}}. docs/routines.md has the grammar.');
+  .describe(
+    'Conditions on the event data, all of which must hold: {"to": "failed"}, {"status": ["failed", "timed_out"]}, {"attempt": {"gte": 3}}, {"title": {"prefix": "deploy"}}, {"assignTo": {"not": null}}. docs/routines.md has the grammar.',
+  );
 export type DataFilter = z.output<typeof DataFilter>;
 
 type Cond = z.output<typeof Scalar> | z.output<typeof OneOf> | z.output<typeof Operator>;
@@ -44,7 +46,10 @@ function compileCond(c: Cond): Test {
     const not = c.not;
     tests.push(Array.isArray(not) ? (v) => !inList(not, v) : (v) => v !== not);
   }
-  const num = (cmp: (v: number) => boolean): Test => (v) => typeof v === 'number' && cmp(v);
+  const num =
+    (cmp: (v: number) => boolean): Test =>
+    (v) =>
+      typeof v === 'number' && cmp(v);
   if (c.gt !== undefined) tests.push(num((v) => v > c.gt!));
   if (c.gte !== undefined) tests.push(num((v) => v >= c.gte!));
   if (c.lt !== undefined) tests.push(num((v) => v < c.lt!));

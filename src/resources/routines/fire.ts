@@ -200,8 +200,8 @@ async function attempt(app: App, r: store.RoutineRecord, a: Attempt, forced?: { 
 
   const vars = firingVars(r, { firingId: f.id, time: a.time, reason: a.reason, event: a.event });
   if (r.concurrency !== 'allow') {
-    const queued = r.concurrency === 'queue' ? (await store.queuedFirings(db, r.name)) : [];
-    const open = queued.length ? `${queued.length} firing(s) already wait` : (await openWork(app, await store.lastFired(db, r.name)));
+    const queued = r.concurrency === 'queue' ? await store.queuedFirings(db, r.name) : [];
+    const open = queued.length ? `${queued.length} firing(s) already wait` : await openWork(app, await store.lastFired(db, r.name));
     if (open) {
       if (r.concurrency === 'skip') return await skip('concurrency', `the previous firing's work is still open: ${open}`);
       if (queued.length >= MAX_QUEUED) return await skip('queue_full', `${queued.length} firings already wait for the previous firing's work (at most ${MAX_QUEUED})`);
@@ -276,7 +276,7 @@ export async function releaseQueued(app: App, name: string): Promise<store.Firin
   if (!(await store.queuedFirings(app.db, name)).length || (await openWork(app, await store.lastFired(app.db, name)))) return null;
   return await app.events.write(async () => {
     const queued = await store.queuedFirings(app.db, name);
-    const r = queued.length ? (await store.getRoutine(app.db, name)) : null;
+    const r = queued.length ? await store.getRoutine(app.db, name) : null;
     if (!r || (await openWork(app, await store.lastFired(app.db, name)))) return null;
     const q = queued[0]!;
     if (!(await store.releaseQueued(app.db, q.id))) return null;

@@ -77,7 +77,7 @@ export const routineRoutes = [
     operationId: 'fireRoutine',
     summary: 'Fire a routine now, by hand (enabled or not)',
     description:
-      'The firing is answered as recorded: fired with what it created, failed with why, or skipped or queued when its concurrency holds it back (the previous firing\'s work still open). A trigger routine fired by hand has no event: {{event.*}} fill as empty.',
+      "The firing is answered as recorded: fired with what it created, failed with why, or skipped or queued when its concurrency holds it back (the previous firing's work still open). A trigger routine fired by hand has no event: {{event.*}} fill as empty.",
     tag,
     status: 201,
     params: RoutineNameParam,
@@ -89,7 +89,7 @@ export const routineRoutes = [
     method: 'GET',
     path: `${item}/firings`,
     operationId: 'listRoutineFirings',
-    summary: 'A routine\'s firings, newest first: when, why, what each created, or why it was skipped',
+    summary: "A routine's firings, newest first: when, why, what each created, or why it was skipped",
     description: `The newest ${KEEP_FIRINGS} are kept per routine (and every queued one). When more follow, the X-Next-Cursor header holds the cursor of the next page.`,
     tag,
     params: RoutineNameParam,

@@ -25,15 +25,20 @@ export const ScheduleIn = z
   .meta({ id: 'RoutineSchedule' });
 export type Schedule = z.output<typeof ScheduleIn>;
 
-export const TriggerIn = z.strictObject({
-  event: z.string().trim().min(1).max(500).describe('Event names or prefixes, as an SSE filter: "task:transition", "run:", "task:*", "mission:completed,mission:failed".'),
-  filter: DataFilter.optional(),
-}).meta({ id: 'RoutineTrigger' });
+export const TriggerIn = z
+  .strictObject({
+    event: z.string().trim().min(1).max(500).describe('Event names or prefixes, as an SSE filter: "task:transition", "run:", "task:*", "mission:completed,mission:failed".'),
+    filter: DataFilter.optional(),
+  })
+  .meta({ id: 'RoutineTrigger' });
 export type Trigger = z.output<typeof TriggerIn>;
 
 const PlaybookAction = z.strictObject({
   playbook: PlaybookName.describe('The playbook to run (it must exist, else 422).'),
-  params: z.record(z.string(), z.union([ParamValue, text(10_000)])).default({}).describe('Parameter values; strings may be templates ("{{event.data.taskId}}").'),
+  params: z
+    .record(z.string(), z.union([ParamValue, text(10_000)]))
+    .default({})
+    .describe('Parameter values; strings may be templates ("{{event.data.taskId}}").'),
   start: z.boolean().default(true).describe('Start the mission at once (default true), so that agents take its tasks.'),
 });
 const TaskAction = z.strictObject({
@@ -87,7 +92,7 @@ export const RoutineIn = z
     schedule: ScheduleIn.optional(),
     trigger: TriggerIn.optional(),
     action: ActionIn,
-    concurrency: Concurrency.default('skip').describe('While the previous firing\'s work is open: skip (default) does not fire, queue fires when it closes, allow fires anyway.'),
+    concurrency: Concurrency.default('skip').describe("While the previous firing's work is open: skip (default) does not fire, queue fires when it closes, allow fires anyway."),
     catchUp: CatchUp.default('none').describe('Firings missed while no daemon ran: none (default) records them skipped, one fires once for all of them.'),
     maxFiringsPerMinute: maxFirings.default(DEFAULT_MAX_FIRINGS_PER_MINUTE).describe(`A trigger storm's bound (default ${DEFAULT_MAX_FIRINGS_PER_MINUTE}); past it, routine:skipped.`),
   })
@@ -111,7 +116,7 @@ export const FiringOut = z
     id: z.string(),
     routine: z.string(),
     reason: z.enum(FIRING_REASONS).describe('schedule, catch_up (for firings missed while no daemon ran), event, manual.'),
-    status: z.enum(FIRING_STATUSES).describe('fired: work created. skipped: nothing created (see detail). failed: the action was refused (see detail). queued: waits for the previous firing\'s work.'),
+    status: z.enum(FIRING_STATUSES).describe("fired: work created. skipped: nothing created (see detail). failed: the action was refused (see detail). queued: waits for the previous firing's work."),
     scheduledAt: Timestamp.nullable().describe('The schedule time it stands for (the latest, when it stands for several missed).'),
     firedAt: Timestamp.describe('When it was recorded.'),
     eventId: z.int().nullable(),
@@ -143,7 +148,9 @@ export const RoutineOut = z
   .meta({ id: 'Routine' });
 export type Routine = z.output<typeof RoutineOut>;
 
-export const RoutineDetailOut = RoutineOut.extend({ nextFireTimes: z.array(Timestamp).describe('The next five schedule times (empty for a trigger or a disabled routine).') }).meta({ id: 'RoutineDetail' });
+export const RoutineDetailOut = RoutineOut.extend({ nextFireTimes: z.array(Timestamp).describe('The next five schedule times (empty for a trigger or a disabled routine).') }).meta({
+  id: 'RoutineDetail',
+});
 
 export const RoutineNameParam = z.strictObject({ name: z.string().min(1).max(128) });
 

@@ -70,12 +70,13 @@ export async function listFirings(app: App, name: string, q: { limit: number; cu
   return toPage((await store.listFirings(app.db, name, q.cursor, q.limit + 1)).map(store.firingOut), q.limit, (f) => f.id);
 }
 
-const invalid = (what: string, details: ErrorDetail[]) =>
-  new AppError('invalid_request', `Invalid ${what}: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, { details });
+const invalid = (what: string, details: ErrorDetail[]) => new AppError('invalid_request', `Invalid ${what}: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, { details });
 
 /** 422 naming each missing thing (a mission's tasks may name several unknown agents). */
 const unprocessable = (details: ErrorDetail[]) =>
-  details.length === 1 ? unprocessableField(details[0]!.path, details[0]!.message) : new AppError('unprocessable', `${details.map((d) => `${d.path.replace(/^body\./, '')}: ${d.message}`).join('; ')}.`, { details });
+  details.length === 1
+    ? unprocessableField(details[0]!.path, details[0]!.message)
+    : new AppError('unprocessable', `${details.map((d) => `${d.path.replace(/^body\./, '')}: ${d.message}`).join('; ')}.`, { details });
 
 const templated = (v: unknown) => typeof v === 'string' && placeholders(v).length > 0;
 
@@ -105,7 +106,11 @@ async function checkAction(app: App, action: Action, words: Vocabulary): Promise
   if ('playbook' in action) {
     const p = await requirePlaybook(app, action.playbook, `${at}.playbook`);
     const unknown = placeholders(action.params).filter((f) => !words.known(f.name));
-    if (unknown.length) throw invalid('routine', unknown.map((f) => ({ path: [`${at}.params`, ...f.path].join('.'), message: `${words.unknownMessage(f.name)} (${words.listed})` })));
+    if (unknown.length)
+      throw invalid(
+        'routine',
+        unknown.map((f) => ({ path: [`${at}.params`, ...f.path].join('.'), message: `${words.unknownMessage(f.name)} (${words.listed})` })),
+      );
     // Templated values are only known when it fires: a sample of the parameter's type stands in.
     const sample = Object.fromEntries(
       Object.entries(action.params).map(([k, v]) => {
@@ -117,7 +122,10 @@ async function checkAction(app: App, action: Action, words: Vocabulary): Promise
       resolveParams(p.parameters, sample);
     } catch (err) {
       if (!(err instanceof AppError) || !err.details) throw err;
-      throw invalid('routine', err.details.map((d) => ({ ...d, path: d.path.replace(/^body\.params/, `${at}.params`) })));
+      throw invalid(
+        'routine',
+        err.details.map((d) => ({ ...d, path: d.path.replace(/^body\.params/, `${at}.params`) })),
+      );
     }
     return;
   }
@@ -132,7 +140,7 @@ async function checkAction(app: App, action: Action, words: Vocabulary): Promise
   if (problems.length) throw invalid('routine', problems);
   const tasks = Array.isArray(action.mission.tasks) ? (action.mission.tasks as { assignTo?: unknown }[]) : [];
   const missing: ErrorDetail[] = [];
-  for (const [i, t] of tasks.entries()) missing.push(...await missingAgent(app, t?.assignTo, `${at}.mission.tasks.${i}.assignTo`));
+  for (const [i, t] of tasks.entries()) missing.push(...(await missingAgent(app, t?.assignTo, `${at}.mission.tasks.${i}.assignTo`)));
   if (missing.length) throw unprocessable(missing);
 }
 
@@ -235,4 +243,3 @@ export async function removeRoutine(app: App, name: string): Promise<void> {
 
 /** Forgets what old firings created (their chains), created before `olderThan`; for the pruner. */
 export const pruneRoutineWork = async (app: App, olderThan: string, limit: number): Promise<number> => await store.pruneWork(app.db, olderThan, limit);
-

@@ -196,22 +196,24 @@ export const firingOut = ({ fireKey: _k, vars: _v, ...f }: FiringRecord): Firing
 /** Records a firing; false when this routine already has one with this key (another daemon's). */
 export async function insertFiring(db: DB, f: FiringRecord): Promise<boolean> {
   return (
-    (await stmt(db, `INSERT INTO routine_firings (${FIRING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (routine, fire_key) DO NOTHING`).run(
-      f.id,
-      f.routine,
-      f.fireKey,
-      f.reason,
-      f.status,
-      f.scheduledAt,
-      f.firedAt,
-      f.eventId,
-      f.eventName,
-      f.missed,
-      f.detail,
-      JSON.stringify(f.created),
-      JSON.stringify(f.chain),
-      f.vars === null ? null : JSON.stringify(f.vars),
-    )).changes === 1
+    (
+      await stmt(db, `INSERT INTO routine_firings (${FIRING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (routine, fire_key) DO NOTHING`).run(
+        f.id,
+        f.routine,
+        f.fireKey,
+        f.reason,
+        f.status,
+        f.scheduledAt,
+        f.firedAt,
+        f.eventId,
+        f.eventName,
+        f.missed,
+        f.detail,
+        JSON.stringify(f.created),
+        JSON.stringify(f.chain),
+        f.vars === null ? null : JSON.stringify(f.vars),
+      )
+    ).changes === 1
   );
 }
 
@@ -238,8 +240,8 @@ export async function getFiring(db: DB, id: string): Promise<FiringRecord | null
 /** Newest first (ids are uuidv7), `before` the previous page's last id. */
 export async function listFirings(db: DB, routine: string, before: string | undefined, limit: number): Promise<FiringRecord[]> {
   const rows = before
-    ? (await stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(routine, before, limit))
-    : (await stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? ORDER BY id DESC LIMIT ?`).all(routine, limit));
+    ? await stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(routine, before, limit)
+    : await stmt(db, `SELECT ${FIRING_COLUMNS} FROM routine_firings WHERE routine = ? ORDER BY id DESC LIMIT ?`).all(routine, limit);
   return (rows as FiringRow[]).map(toFiring);
 }
 

@@ -48,8 +48,7 @@ export function vocabulary(trigger: Trigger | null, at: string): Vocabulary {
     known,
     sample: (name) => (Object.hasOwn(SAMPLES, name) ? SAMPLES[name] : 'x'),
     listed: `known: ${names.map((n) => `{{${n}}}`).join(', ')}${trigger ? `, {{event.data.<field>}} with a field of ${[...fields].sort().join(', ') || 'none'}` : ''}`,
-    unknownMessage: (name) =>
-      !trigger && name.startsWith('event.') ? `{{${name}}} is not a variable: only a routine with a trigger has an event` : `{{${name}}} is not a variable`,
+    unknownMessage: (name) => (!trigger && name.startsWith('event.') ? `{{${name}}} is not a variable: only a routine with a trigger has an event` : `{{${name}}} is not a variable`),
   };
 }
 

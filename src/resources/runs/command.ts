@@ -203,7 +203,7 @@ export function runsCommand(): Command {
 
   cmd
     .command('queue')
-    .description('Per agent: what runs, what waits and why; paused providers; the runner\'s slots')
+    .description("Per agent: what runs, what waits and why; paused providers; the runner's slots")
     .action(
       action(async (ctx) => {
         type Q = {
@@ -295,17 +295,20 @@ export function usageCommand(): Command {
         if (!o.by && !o.since && !o.until) {
           type P = { timeZone: string; rows: ({ agent: string | null } & Record<'day' | 'week' | 'month', PeriodCell>)[] };
           const p = await ctx.client.get<P>('/api/v1/usage/periods');
-          emit(ctx.json, p, () =>
-            table(
-              p.rows,
-              [
-                { header: 'AGENT', value: (r) => r.agent ?? style.bold('(project)') },
-                { header: 'TODAY', value: (r) => periodCell(r.day) },
-                { header: 'THIS WEEK', value: (r) => periodCell(r.week) },
-                { header: 'THIS MONTH', value: (r) => periodCell(r.month) },
-              ],
-              'no runs yet',
-            ) + style.dim(`(periods in ${p.timeZone}; budgets: svc budgets)\n`),
+          emit(
+            ctx.json,
+            p,
+            () =>
+              table(
+                p.rows,
+                [
+                  { header: 'AGENT', value: (r) => r.agent ?? style.bold('(project)') },
+                  { header: 'TODAY', value: (r) => periodCell(r.day) },
+                  { header: 'THIS WEEK', value: (r) => periodCell(r.week) },
+                  { header: 'THIS MONTH', value: (r) => periodCell(r.month) },
+                ],
+                'no runs yet',
+              ) + style.dim(`(periods in ${p.timeZone}; budgets: svc budgets)\n`),
           );
           return;
         }

@@ -95,7 +95,7 @@ export class Holds {
   private async budgetHold(agent: string): Promise<Hold | null> {
     if (!this.budgets.has(agent)) {
       // Every budget's spend is read once per look, however many agents it limits.
-      this.states ??= (await budgetStates(this.app, undefined, this.now));
+      this.states ??= await budgetStates(this.app, undefined, this.now);
       const b = await budgetHold(this.app, agent, this.now, this.states);
       this.budgets.set(agent, b && { kind: 'budget', scope: b.scope, agent: b.agent, period: b.period, until: b.periodEnd });
     }

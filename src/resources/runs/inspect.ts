@@ -29,18 +29,20 @@ export async function readRunners(app: App) {
   const now = systemClock.now();
   // Alone on a SQLite state, the daemon is the one runner and writes no presence: it is seen now.
   const alone = !isPostgres(app.db);
-  return Promise.all((await store.readRunners(app.db)).map(async (r) => ({
-    id: r.id,
-    host: r.host,
-    pid: Number(r.pid),
-    labels: JSON.parse(r.labels) as string[],
-    runtimes: JSON.parse(r.runtimes) as { kind: (typeof RUNTIME_KINDS)[number]; path: string; version: string | null }[],
-    capacity: Number(r.capacity),
-    running: await store.activeCount(app.db, { runner: r.id }),
-    online: r.stopped_at === null && (alone || now - Number(r.seen_at) < app.config().runner.offlineAfterSec * 1000),
-    startedAt: r.started_at,
-    lastSeenAt: new Date(alone && r.stopped_at === null ? now : Number(r.seen_at)).toISOString(),
-  })));
+  return Promise.all(
+    (await store.readRunners(app.db)).map(async (r) => ({
+      id: r.id,
+      host: r.host,
+      pid: Number(r.pid),
+      labels: JSON.parse(r.labels) as string[],
+      runtimes: JSON.parse(r.runtimes) as { kind: (typeof RUNTIME_KINDS)[number]; path: string; version: string | null }[],
+      capacity: Number(r.capacity),
+      running: await store.activeCount(app.db, { runner: r.id }),
+      online: r.stopped_at === null && (alone || now - Number(r.seen_at) < app.config().runner.offlineAfterSec * 1000),
+      startedAt: r.started_at,
+      lastSeenAt: new Date(alone && r.stopped_at === null ? now : Number(r.seen_at)).toISOString(),
+    })),
+  );
 }
 
 /** Each agent CLI svc knows, looked for on this daemon's PATH, with the version it prints. */

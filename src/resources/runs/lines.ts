@@ -34,7 +34,8 @@ export class LineSplitter {
       if (this.skipping) {
         if (nl >= 0) this.skipping = false;
       } else if (nl >= 0) {
-        if (this.size === 0 && len <= room) out.push(this.line(chunk, from, end, false)); // the usual case: no copy
+        if (this.size === 0 && len <= room)
+          out.push(this.line(chunk, from, end, false)); // the usual case: no copy
         else {
           this.hold(chunk, from, from + Math.min(len, room));
           out.push(this.take(len > room));

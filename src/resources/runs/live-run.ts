@@ -249,7 +249,7 @@ export class LiveRun {
       writeFileSync(f.path, f.content, { mode: 0o600 });
     }
     const parser = driver.parser({ cwd: this.workspace.cwd, clock: app.clock });
-    this.usageBase = driver.resumedUsage === 'session-total' && resumeSessionId ? (await store.sessionUsage(app.db, resumeSessionId)) : null;
+    this.usageBase = driver.resumedUsage === 'session-total' && resumeSessionId ? await store.sessionUsage(app.db, resumeSessionId) : null;
     this.parser = parser;
     this.sessionGone = false;
     this.lastStderr = null;
@@ -277,7 +277,14 @@ export class LiveRun {
     if (proc.pid !== null) {
       const pid = proc.pid;
       await app.events.write(async () => {
-        await store.setStarted(app.db, run.id, { pid, pidStart: proc.startTime, workspace: this.workspace.path, branch: this.workspace.branch, baseCommit: this.workspace.baseCommit, now: nowIso(app.clock) });
+        await store.setStarted(app.db, run.id, {
+          pid,
+          pidStart: proc.startTime,
+          workspace: this.workspace.path,
+          branch: this.workspace.branch,
+          baseCommit: this.workspace.baseCommit,
+          now: nowIso(app.clock),
+        });
         app.events.emit('run:started', { runId: run.id, taskId: run.taskId, agent: run.agent, runner: this.ctx.runnerId, pid, branch: this.workspace.branch });
       });
     }
@@ -494,7 +501,7 @@ export class LiveRun {
         const resetsAt = limit.resetsAt ? Date.parse(limit.resetsAt) : null;
         const reason = `usage limit${limit.status ? ` (HTTP ${limit.status})` : ''} met by run ${run.id} of ${run.agent}${limit.resetsAt ? `, resetting at ${limit.resetsAt}` : ''}`;
         // Without a provider nothing else waits; the run alone pauses, for the same time.
-        until = provider ? (await pauseProvider(app, provider, reason, resetsAt, now)) : afterUsageLimit(HEALTHY, reason, now, resetsAt).pausedUntil;
+        until = provider ? await pauseProvider(app, provider, reason, resetsAt, now) : afterUsageLimit(HEALTHY, reason, now, resetsAt).pausedUntil;
       }
       const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
       if (!(await store.pauseRun(app.db, run.id, { reason: why, notBefore: iso(until), exitCode: exit.code, now: nowIso(app.clock) }))) return;

@@ -45,10 +45,7 @@ const clip = (t: string): string => (t.length <= HISTORY_TEXT_MAX ? t : `${t.sli
  * resume is lost: its earlier runs (how each ended, its summary or error) and its notes, oldest first.
  */
 export async function taskHistory(app: App, taskId: string, exceptRunId: string): Promise<string> {
-  const runs = (await store
-    .listRuns(app.db, { taskId, limit: HISTORY_ITEMS + 1 }))
-    .filter((r) => r.id !== exceptRunId)
-    .reverse();
+  const runs = (await store.listRuns(app.db, { taskId, limit: HISTORY_ITEMS + 1 })).filter((r) => r.id !== exceptRunId).reverse();
   const { comments } = await taskWithComments(app, taskId, HISTORY_ITEMS);
   const lines = [
     ...runs.map((r) => `- run ${r.attempt} (${r.reason}, ${r.status}${r.branch ? `, branch ${r.branch}` : ''})${r.summary ? `: ${clip(r.summary)}` : r.error ? `: ${clip(r.error)}` : ''}`),
@@ -96,7 +93,8 @@ export function builtInPrompt(f: PromptFacts): string {
   if (f.mission) parts.push(`## Mission: ${f.mission.name}${f.mission.goal ? `\n${f.mission.goal}` : ''}`);
   if (f.dependencies.length) parts.push(`## Work this task builds on\n${promptValues(f).dependencies}`);
   if (f.feedback) parts.push(`## Review feedback on your last attempt\nA reviewer sent this task back. Address this:\n${f.feedback}`);
-  if (f.history) parts.push(`## What happened so far\nYour earlier session on this task could not be resumed. Its runs and notes, oldest first (the work they committed is on your branch):\n${f.history}`);
+  if (f.history)
+    parts.push(`## What happened so far\nYour earlier session on this task could not be resumed. Its runs and notes, oldest first (the work they committed is on your branch):\n${f.history}`);
   parts.push(`## How to work and report\n${REPORT(f)}`);
   return parts.join('\n\n');
 }

@@ -5,7 +5,11 @@ export const runsResource: AppResource = {
   name: 'runs',
   commands: [
     { name: 'runs', summary: "Runs of agents' CLIs on tasks: list, follow logs, diffs, cancel", load: async () => (await import('./command.js')).runsCommand() },
-    { name: 'usage', summary: "Tokens and cost of agents' runs: today, this week, this month (with budgets), or per agent, task, mission or day", load: async () => (await import('./command.js')).usageCommand() },
+    {
+      name: 'usage',
+      summary: "Tokens and cost of agents' runs: today, this week, this month (with budgets), or per agent, task, mission or day",
+      load: async () => (await import('./command.js')).usageCommand(),
+    },
   ],
   endpoints: [
     { endpoint: 'POST /api/v1/runs/{runId}/cancel', command: 'svc runs cancel {runId}', names: { runId: 'id' } },

@@ -53,7 +53,7 @@ export const runRoutes = [
     operationId: 'getRunLog',
     summary: "Read a run's log: readable items in order (after a seq; at most limit)",
     description:
-      "Items of kinds text, thinking, tool_call, tool_result, command, file_change, usage, rate_limit, error, stderr, system and raw (a line no parser understood), each with seq and at; a run keeps runner.maxLogItems of them and then one `truncated` item saying how many were left out. Follow a live run with after = the last seq read, or with run:activity events.",
+      'Items of kinds text, thinking, tool_call, tool_result, command, file_change, usage, rate_limit, error, stderr, system and raw (a line no parser understood), each with seq and at; a run keeps runner.maxLogItems of them and then one `truncated` item saying how many were left out. Follow a live run with after = the last seq read, or with run:activity events.',
     tag,
     params: RunIdParam,
     query: LogQuery,
@@ -78,7 +78,7 @@ export const runRoutes = [
     errors: ['conflict'],
     summary: 'Cancel a run: its CLI gets its stdin closed, SIGTERM, and SIGKILL after 10 s',
     description:
-      "Answers once the run has ended (at most about 15 s) when this daemon runs it; a run on another daemon is ended by it within a few seconds (run:finished). The task goes back to assigned and no new run starts for it until someone asks (POST /tasks/{taskId}/runs). A run that already ended: 409.",
+      'Answers once the run has ended (at most about 15 s) when this daemon runs it; a run on another daemon is ended by it within a few seconds (run:finished). The task goes back to assigned and no new run starts for it until someone asks (POST /tasks/{taskId}/runs). A run that already ended: 409.',
     tag,
     params: RunIdParam,
     response: RunOut,
@@ -89,7 +89,7 @@ export const runRoutes = [
     path: `${item}/resume`,
     operationId: 'resumeRun',
     errors: ['conflict'],
-    summary: 'Resume a paused run now: it is queued again to resume its CLI\'s session',
+    summary: "Resume a paused run now: it is queued again to resume its CLI's session",
     description:
       "A run paused by its provider's usage limit or by a budget is queued again at once (run:resumed), whatever reset its CLI gave, and its provider's pause is lifted with it (runner:resumed): a person says the limit is gone. A budget still spent keeps it waiting (waitingFor says so) until the period rolls over or the limit is raised. A run that is not paused: 409.",
     tag,
@@ -101,7 +101,7 @@ export const runRoutes = [
     method: 'GET',
     path: `${base}/queue`,
     operationId: 'getRunQueue',
-    summary: 'Per agent: the runs it runs, the runs that wait and why; paused providers; the runner\'s slots',
+    summary: "Per agent: the runs it runs, the runs that wait and why; paused providers; the runner's slots",
     description:
       "What the board shows of the runner: each agent with a runtime is idle, running (which runs, on which tasks) or waiting, and each waiting run says what holds it (waitingFor: a retry's backoff, its provider paused until a time, a spent budget until its period ends, a person's resume, the agent's maxConcurrency, the runner's slots). A queued run waits for the first of these that holds.",
     tag,
@@ -121,7 +121,7 @@ export const runRoutes = [
     method: 'GET',
     path: '/api/v1/runtimes',
     operationId: 'listRuntimes',
-    summary: "The agent CLIs this daemon finds on its PATH, with their versions (svc agents detect)",
+    summary: 'The agent CLIs this daemon finds on its PATH, with their versions (svc agents detect)',
     tag,
     response: z.array(RuntimeFoundOut),
     handler: ({ app }) => readRuntimes(app),

@@ -85,8 +85,7 @@ export function eventItem(n: Numbered): Record<string, unknown> & { seq: number;
     else if (v !== null && typeof v === 'object') {
       const json = JSON.stringify(v);
       out[k] = json.length <= EVENT_TEXT_MAX ? v : cut(json);
-    }
-    else out[k] = v;
+    } else out[k] = v;
   }
   return out as Record<string, unknown> & { seq: number; kind: string };
 }

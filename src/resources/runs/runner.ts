@@ -118,8 +118,9 @@ export class Runner implements RunnerHandle {
     if (this.closing) return;
     this.gitRoot = repo.kind === 'git' && repo.head !== null;
     this.context.gitRoot = this.gitRoot;
-    if (repo.kind !== 'git') app.log.warn('the project is not a git repository: agents run in the project folder itself, one at a time (git init to give each task a worktree and a branch)', { reason: repo.reason });
-    else if (!repo.head) app.log.warn('the project\'s git repository has no commit yet: agents run in the project folder itself, one at a time, until it has one');
+    if (repo.kind !== 'git')
+      app.log.warn('the project is not a git repository: agents run in the project folder itself, one at a time (git init to give each task a worktree and a branch)', { reason: repo.reason });
+    else if (!repo.head) app.log.warn("the project's git repository has no commit yet: agents run in the project folder itself, one at a time, until it has one");
     await this.recover();
     const runtimes = await this.foundRuntimes();
     if (this.closing) return;
@@ -347,7 +348,7 @@ export class Runner implements RunnerHandle {
     const { clock } = app;
     if (this.wake) clock.clearTimeout(this.wake);
     this.wake = null;
-    const times = [await store.nextNotBefore(app.db, nowText), this.config.autoResume ? (await store.nextPausedNotBefore(app.db, nowText)) : null].flatMap((t) => (t ? [Date.parse(t)] : []));
+    const times = [await store.nextNotBefore(app.db, nowText), this.config.autoResume ? await store.nextPausedNotBefore(app.db, nowText) : null].flatMap((t) => (t ? [Date.parse(t)] : []));
     if (holds.next !== null) times.push(holds.next);
     times.push(...holds.pausedNow().values());
     if (!times.length) return;
@@ -437,11 +438,11 @@ export class Runner implements RunnerHandle {
    */
   private async recover(): Promise<void> {
     const { app } = this;
-    const left = this.o.shared ? (await store.unfinishedOf(app.db, this.o.id)) : (await store.unfinishedAnywhere(app.db));
+    const left = this.o.shared ? await store.unfinishedOf(app.db, this.o.id) : await store.unfinishedAnywhere(app.db);
     if (!left.length) return;
     const records = left.filter((r) => r.pid !== null && r.pidStart !== null).map((r) => ({ pid: r.pid!, startTime: r.pidStart! }));
     const killed = await reapRecorded(records, { group: true, graceMs: KILL_GRACE_MS, waitMs: 5_000 });
-    if (killed.length) app.log.warn("killed agent processes a stopped daemon left running", { processes: killed.map((k) => k.pid) });
+    if (killed.length) app.log.warn('killed agent processes a stopped daemon left running', { processes: killed.map((k) => k.pid) });
     for (const r of left) await this.loseRun(r, 'the daemon running it stopped without ending it (a crash or a kill); it is started again');
     app.log.warn('runs left by a daemon that stopped unexpectedly were marked lost and queued again', { runs: left.length });
   }
@@ -541,7 +542,7 @@ export class Runner implements RunnerHandle {
       await app.events.write(async () => await store.clearWorkspace(app.db, c.workspace));
       removed++;
     }
-    if (removed) app.log.info("removed the worktrees of done tasks (their branches stay)", { worktrees: removed });
+    if (removed) app.log.info('removed the worktrees of done tasks (their branches stay)', { worktrees: removed });
     return removed;
   }
 

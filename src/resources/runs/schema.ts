@@ -62,10 +62,10 @@ export const RunOut = z
     notBefore: Timestamp.nullable().describe('A retry waits until then (backoff).'),
     runner: z.string().nullable().describe('The runner (daemon) that started it.'),
     pid: z.int().nullable().describe("The CLI's process id (the leader of the run's process group) while it runs."),
-    workspace: z.string().nullable().describe('Where the CLI works: the task\'s git worktree, or the project itself when it is not a git repository.'),
+    workspace: z.string().nullable().describe("Where the CLI works: the task's git worktree, or the project itself when it is not a git repository."),
     branch: z.string().nullable(),
     baseCommit: z.string().nullable(),
-    headCommit: z.string().nullable().describe('The commit of the run\'s work (null when it changed nothing or did not succeed).'),
+    headCommit: z.string().nullable().describe("The commit of the run's work (null when it changed nothing or did not succeed)."),
     sessionId: z.string().nullable().describe("The CLI's session: a later run of the task resumes it."),
     startedAt: Timestamp.nullable(),
     finishedAt: Timestamp.nullable(),
@@ -75,8 +75,8 @@ export const RunOut = z
     usage: UsageOut,
     summary: z.string().nullable().describe("The agent's final message."),
     diffStat: DiffStatOut.nullable(),
-    logItems: z.int().describe('Items in the run\'s log (GET /api/v1/runs/{runId}/log).'),
-    pauseReason: z.enum(PAUSE_REASONS).nullable().describe('Why it is (or was last) paused: usage_limit (its provider\'s), budget; null when it never was.'),
+    logItems: z.int().describe("Items in the run's log (GET /api/v1/runs/{runId}/log)."),
+    pauseReason: z.enum(PAUSE_REASONS).nullable().describe("Why it is (or was last) paused: usage_limit (its provider's), budget; null when it never was."),
     waitingFor: HoldOut.nullable().describe('What a queued or paused run waits for now; null when nothing holds it (or it is not waiting).'),
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -181,7 +181,7 @@ export const QueueOut = z.object({
   slots: z.object({ running: z.int(), capacity: z.int() }).nullable().describe("This daemon's runner: runs it runs now and how many it may (null: it runs no agents)."),
   providers: z
     .array(z.object({ provider: z.string(), pausedUntil: Timestamp, runsWaiting: z.int() }))
-    .describe("Providers whose runs are paused by a usage limit, until when, and how many runs wait for them."),
+    .describe('Providers whose runs are paused by a usage limit, until when, and how many runs wait for them.'),
   agents: z
     .array(
       z.object({

@@ -97,7 +97,7 @@ export async function queueRun(app: App, taskId: string, o: QueueOptions): Promi
       prompt: o.prompt ?? null,
       priorityRank: rankOf(task.priority),
       notBefore: o.notBefore ?? null,
-      resumeSessionId: attempt > 1 ? (await store.latestSession(app.db, taskId, agentName, agent.runtime.kind)) : null,
+      resumeSessionId: attempt > 1 ? await store.latestSession(app.db, taskId, agentName, agent.runtime.kind) : null,
       now: nowIso(app.clock),
     });
     if (!inserted) return null;
@@ -150,7 +150,7 @@ export async function dispatchTask(app: App, taskId: string): Promise<Run | null
     const latest = await store.latestRunOfTask(app.db, taskId);
     const revised = latest !== null && task.revisionCount > latest.revision;
     if (latest?.status === 'cancelled' && !revised) return null;
-    return await queueRun(app, taskId, { reason: revised ? 'revision' : 'dispatch', prompt: revised ? (await latestFeedback(app, taskId)) : null });
+    return await queueRun(app, taskId, { reason: revised ? 'revision' : 'dispatch', prompt: revised ? await latestFeedback(app, taskId) : null });
   });
 }
 
@@ -196,7 +196,7 @@ export async function requireRun(app: App, id: string): Promise<Run> {
 export async function waitingRunsByProvider(app: App, now = app.clock.now()): Promise<Map<string, number>> {
   const holds = await Holds.read(app, now);
   const paused = holds.pausedNow();
-  return new Map([...await holds.waitingByProvider()].filter(([p]) => paused.has(p)));
+  return new Map([...(await holds.waitingByProvider())].filter(([p]) => paused.has(p)));
 }
 
 /**
@@ -213,7 +213,7 @@ export async function resumeRun(app: App, runId: string): Promise<Run> {
     await store.unpauseRun(app.db, runId, nowIso(app.clock));
     app.events.emit('run:resumed', { runId, taskId: run.taskId, agent: run.agent, by: 'person' });
     const holds = await Holds.read(app);
-    const provider = run.pauseReason === 'usage_limit' ? (await holds.providerOfAgent(run.agent)) : null;
+    const provider = run.pauseReason === 'usage_limit' ? await holds.providerOfAgent(run.agent) : null;
     if (provider && holds.pausedNow().has(provider) && (await liftPause(app, provider))) {
       app.events.emit('runner:resumed', { provider, runs: (await holds.waitingByProvider()).get(provider) ?? 0, by: 'person' });
     }
@@ -240,21 +240,23 @@ export async function readQueue(app: App) {
   return {
     slots,
     providers: await Promise.all([...paused].map(async ([provider, until]) => ({ provider, pausedUntil: iso(until), runsWaiting: (await holds.waitingByProvider()).get(provider) ?? 0 }))),
-    agents: await Promise.all([...names].sort().map(async (name) => {
-      const a = await holds.agent(name);
-      const { running, waiting } = byAgent.get(name) ?? { running: [], waiting: [] };
-      const held: Hold | null = a?.runtime ? (await holds.blocking(name)) : null;
-      const state: 'idle' | 'running' | 'waiting' = running.length ? 'running' : waiting.length ? 'waiting' : 'idle';
-      return {
-        agent: name,
-        provider: await holds.providerOfAgent(name),
-        maxConcurrency: a?.maxConcurrency ?? 1,
-        state,
-        heldBy: held,
-        running: running.map(brief),
-        waiting: waiting.map(brief),
-      };
-    })),
+    agents: await Promise.all(
+      [...names].sort().map(async (name) => {
+        const a = await holds.agent(name);
+        const { running, waiting } = byAgent.get(name) ?? { running: [], waiting: [] };
+        const held: Hold | null = a?.runtime ? await holds.blocking(name) : null;
+        const state: 'idle' | 'running' | 'waiting' = running.length ? 'running' : waiting.length ? 'waiting' : 'idle';
+        return {
+          agent: name,
+          provider: await holds.providerOfAgent(name),
+          maxConcurrency: a?.maxConcurrency ?? 1,
+          state,
+          heldBy: held,
+          running: running.map(brief),
+          waiting: waiting.map(brief),
+        };
+      }),
+    ),
   };
 }
 

@@ -135,12 +135,14 @@ export interface NewRun {
 /** Queues a run unless the task has a live one already (whoever queued it): false then. */
 export async function insertRun(db: DB, r: NewRun): Promise<boolean> {
   return (
-    (await stmt(
-      db,
-      `INSERT INTO runs (id, task_id, mission_id, agent, runtime, attempt, revision, reason, prompt, status, priority_rank, not_before, resume_session_id, created_at, updated_at)
+    (
+      await stmt(
+        db,
+        `INSERT INTO runs (id, task_id, mission_id, agent, runtime, attempt, revision, reason, prompt, status, priority_rank, not_before, resume_session_id, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)
        ON CONFLICT (task_id) WHERE status IN ('queued', 'starting', 'running', 'paused') DO NOTHING`,
-    ).run(r.id, r.taskId, r.missionId, r.agent, r.runtime, r.attempt, r.revision, r.reason, r.prompt, r.priorityRank, r.notBefore, r.resumeSessionId, r.now, r.now)).changes > 0
+      ).run(r.id, r.taskId, r.missionId, r.agent, r.runtime, r.attempt, r.revision, r.reason, r.prompt, r.priorityRank, r.notBefore, r.resumeSessionId, r.now, r.now)
+    ).changes > 0
   );
 }
 
@@ -165,10 +167,10 @@ export interface ListFilter {
 function listQuery(f: ListFilter): { sql: string; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
-  if (f.taskId !== undefined) (where.push('task_id = ?'), params.push(f.taskId));
-  if (f.agent !== undefined) (where.push('agent = ?'), params.push(f.agent));
-  if (f.status !== undefined) (where.push('status = ?'), params.push(f.status));
-  if (f.before !== undefined) (where.push('id < ?'), params.push(f.before));
+  if (f.taskId !== undefined) where.push('task_id = ?'), params.push(f.taskId);
+  if (f.agent !== undefined) where.push('agent = ?'), params.push(f.agent);
+  if (f.status !== undefined) where.push('status = ?'), params.push(f.status);
+  if (f.before !== undefined) where.push('id < ?'), params.push(f.before);
   return { sql: `SELECT ${COLUMNS} FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`, params: [...params, f.limit] };
 }
 
@@ -208,9 +210,9 @@ export async function countRunsOfTask(db: DB, taskId: string): Promise<number> {
 
 /** Queued runs that may start at `now`, most urgent first, then oldest. */
 export async function dueQueued(db: DB, now: string, limit: number): Promise<RunRecord[]> {
-  return (
-    (await stmt(db, `SELECT ${COLUMNS} FROM runs WHERE status = 'queued' AND (not_before IS NULL OR not_before <= ?) ORDER BY priority_rank DESC, id LIMIT ?`).all(now, limit)) as Row[]
-  ).map(toRun);
+  return ((await stmt(db, `SELECT ${COLUMNS} FROM runs WHERE status = 'queued' AND (not_before IS NULL OR not_before <= ?) ORDER BY priority_rank DESC, id LIMIT ?`).all(now, limit)) as Row[]).map(
+    toRun,
+  );
 }
 
 /** The earliest time a queued run waits for (a retry's backoff), or null. */
@@ -232,7 +234,10 @@ export async function nextPausedNotBefore(db: DB, now: string): Promise<string |
 
 /** Queued and paused runs per agent. */
 export async function waitingByAgent(db: DB): Promise<{ agent: string; n: number }[]> {
-  return ((await stmt(db, "SELECT agent, COUNT(*) AS n FROM runs WHERE status IN ('queued', 'paused') GROUP BY agent").all()) as { agent: string; n: number }[]).map((r) => ({ agent: r.agent, n: Number(r.n) }));
+  return ((await stmt(db, "SELECT agent, COUNT(*) AS n FROM runs WHERE status IN ('queued', 'paused') GROUP BY agent").all()) as { agent: string; n: number }[]).map((r) => ({
+    agent: r.agent,
+    n: Number(r.n),
+  }));
 }
 
 /** Runs not finished (queued, starting, running, paused), most urgent first, for the queue's view. */
@@ -246,20 +251,24 @@ export async function liveRuns(db: DB, limit: number): Promise<RunRecord[]> {
  */
 export async function pauseRun(db: DB, id: string, p: { reason: PauseReason; notBefore: string | null; exitCode: number | null; now: string }): Promise<boolean> {
   return (
-    (await stmt(
-      db,
-      "UPDATE runs SET status = 'paused', pause_reason = ?, not_before = ?, exit_code = ?, pid = NULL, pid_start = NULL, lease_id = NULL, updated_at = ? WHERE id = ? AND status IN ('starting', 'running')",
-    ).run(p.reason, p.notBefore, p.exitCode, p.now, id)).changes > 0
+    (
+      await stmt(
+        db,
+        "UPDATE runs SET status = 'paused', pause_reason = ?, not_before = ?, exit_code = ?, pid = NULL, pid_start = NULL, lease_id = NULL, updated_at = ? WHERE id = ? AND status IN ('starting', 'running')",
+      ).run(p.reason, p.notBefore, p.exitCode, p.now, id)
+    ).changes > 0
   );
 }
 
 /** paused → queued, to resume its CLI's session (the one it had, or was to resume). False when it was not paused. */
 export async function unpauseRun(db: DB, id: string, now: string): Promise<boolean> {
   return (
-    (await stmt(
-      db,
-      "UPDATE runs SET status = 'queued', not_before = NULL, runner = NULL, exit_code = NULL, cancel_requested = 0, resume_session_id = COALESCE(session_id, resume_session_id), updated_at = ? WHERE id = ? AND status = 'paused'",
-    ).run(now, id)).changes > 0
+    (
+      await stmt(
+        db,
+        "UPDATE runs SET status = 'queued', not_before = NULL, runner = NULL, exit_code = NULL, cancel_requested = 0, resume_session_id = COALESCE(session_id, resume_session_id), updated_at = ? WHERE id = ? AND status = 'paused'",
+      ).run(now, id)
+    ).changes > 0
   );
 }
 
@@ -295,11 +304,7 @@ export async function setLease(db: DB, id: string, leaseId: string, now: string)
   await stmt(db, 'UPDATE runs SET lease_id = ?, updated_at = ? WHERE id = ?').run(leaseId, now, id);
 }
 
-export async function setStarted(
-  db: DB,
-  id: string,
-  s: { pid: number; pidStart: string | null; workspace: string; branch: string | null; baseCommit: string | null; now: string },
-): Promise<void> {
+export async function setStarted(db: DB, id: string, s: { pid: number; pidStart: string | null; workspace: string; branch: string | null; baseCommit: string | null; now: string }): Promise<void> {
   await stmt(db, "UPDATE runs SET status = 'running', pid = ?, pid_start = ?, workspace = ?, branch = ?, base_commit = ?, started_at = ?, updated_at = ? WHERE id = ?").run(
     s.pid,
     s.pidStart,
@@ -336,10 +341,12 @@ export interface Finish {
 /** Ends a run that is not finished yet (false when it already was). */
 export async function finishRun(db: DB, id: string, f: Finish): Promise<boolean> {
   return (
-    (await stmt(
-      db,
-      "UPDATE runs SET status = ?, exit_code = ?, error = ?, summary = ?, head_commit = ?, diff_stat = ?, finished_at = ?, pid = NULL, updated_at = ? WHERE id = ? AND status IN ('queued', 'starting', 'running', 'paused')",
-    ).run(f.status, f.exitCode, f.error, f.summary, f.headCommit, f.diffStat === null ? null : JSON.stringify(f.diffStat), f.now, f.now, id)).changes > 0
+    (
+      await stmt(
+        db,
+        "UPDATE runs SET status = ?, exit_code = ?, error = ?, summary = ?, head_commit = ?, diff_stat = ?, finished_at = ?, pid = NULL, updated_at = ? WHERE id = ? AND status IN ('queued', 'starting', 'running', 'paused')",
+      ).run(f.status, f.exitCode, f.error, f.summary, f.headCommit, f.diffStat === null ? null : JSON.stringify(f.diffStat), f.now, f.now, id)
+    ).changes > 0
   );
 }
 
@@ -379,8 +386,8 @@ export async function readUsage(db: DB, f: UsageFilter): Promise<UsageRow[]> {
   const key = GROUP_EXPR[f.groupBy];
   const where: string[] = [];
   const params: unknown[] = [];
-  if (f.since) (where.push('created_at >= ?'), params.push(f.since));
-  if (f.until) (where.push('created_at < ?'), params.push(f.until));
+  if (f.since) where.push('created_at >= ?'), params.push(f.since);
+  if (f.until) where.push('created_at < ?'), params.push(f.until);
   const sql = `SELECT ${key} AS k, COUNT(*) AS runs, SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS cr, SUM(cache_write_tokens) AS cw, SUM(cost_micros) AS c
     FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} GROUP BY ${key} ORDER BY ${key} LIMIT 10000`;
   const rows = (await stmt(db, sql).all(...params)) as { k: string | null; runs: number; i: number; o: number; cr: number; cw: number; c: number | null }[];
@@ -399,12 +406,10 @@ export const costOf = usd;
 
 /** Finished runs whose worktree is still on disk, finished before `before` (the cleanup's candidates). */
 export async function workspacesToClean(db: DB, before: string, limit: number): Promise<{ id: string; taskId: string; workspace: string }[]> {
-  return (
-    (await stmt(
-      db,
-      "SELECT id, task_id AS taskId, workspace FROM runs WHERE workspace IS NOT NULL AND finished_at IS NOT NULL AND finished_at < ? AND status NOT IN ('queued', 'starting', 'running', 'paused') ORDER BY finished_at LIMIT ?",
-    ).all(before, limit)) as { id: string; taskId: string; workspace: string }[]
-  );
+  return (await stmt(
+    db,
+    "SELECT id, task_id AS taskId, workspace FROM runs WHERE workspace IS NOT NULL AND finished_at IS NOT NULL AND finished_at < ? AND status NOT IN ('queued', 'starting', 'running', 'paused') ORDER BY finished_at LIMIT ?",
+  ).all(before, limit)) as { id: string; taskId: string; workspace: string }[];
 }
 
 /** Forgets a removed worktree on every run of the task that used it. */
@@ -465,7 +470,9 @@ export async function silentRunners(db: DB, seenBefore: number, except: string):
 
 /** Runners alive now that could run `kind` (labels checked by the caller). */
 export async function liveRunners(db: DB, seenAfter: number): Promise<RunnerRow[]> {
-  return (await stmt(db, 'SELECT id, host, pid, labels, runtimes, capacity, running, started_at, seen_at, stopped_at FROM runners WHERE stopped_at IS NULL AND seen_at >= ?').all(seenAfter)) as RunnerRow[];
+  return (await stmt(db, 'SELECT id, host, pid, labels, runtimes, capacity, running, started_at, seen_at, stopped_at FROM runners WHERE stopped_at IS NULL AND seen_at >= ?').all(
+    seenAfter,
+  )) as RunnerRow[];
 }
 
 /** Every run started and not finished, whoever started it (a SQLite state has one runner). */

@@ -100,10 +100,7 @@ class Run {
     child.on('error', noop); // after a successful spawn only a failed kill() reports here; we signal with process.kill
     child.stdin!.on('error', noop); // EPIPE: the CLI exited (or closed stdin) before reading its prompt
     child.stdin!.end(opts.stdin);
-    const drained = Promise.all([
-      this.readLines(child.stdout!, opts.onStdoutLine),
-      this.readLines(child.stderr!, opts.onStderrLine),
-    ]);
+    const drained = Promise.all([this.readLines(child.stdout!, opts.onStdoutLine), this.readLines(child.stderr!, opts.onStderrLine)]);
     if (this.armable(opts.stallMs)) this.stallTimer = clock.setTimeout(() => this.checkStall(), Math.min(opts.stallMs, MAX_DELAY_MS));
     if (this.armable(opts.timeoutMs)) this.totalTimer = clock.setTimeout(() => this.checkTotal(), Math.min(opts.timeoutMs, MAX_DELAY_MS));
     this.exited = this.finish(leaderExited, drained);
@@ -165,11 +162,14 @@ class Run {
     this.clearRunTimers();
     this.child.stdin!.destroy();
     this.signalGroup('SIGTERM');
-    this.killTimer = this.clock.setTimeout(() => {
-      this.killTimer = null;
-      this.killSent = true;
-      this.signalGroup('SIGKILL');
-    }, Math.min(Math.max(this.opts.killGraceMs, 0), MAX_DELAY_MS));
+    this.killTimer = this.clock.setTimeout(
+      () => {
+        this.killTimer = null;
+        this.killSent = true;
+        this.signalGroup('SIGKILL');
+      },
+      Math.min(Math.max(this.opts.killGraceMs, 0), MAX_DELAY_MS),
+    );
   }
 
   private signalGroup(sig: NodeJS.Signals): void {

@@ -18,7 +18,16 @@ import { utf8Boundary } from './lines.js';
 // prompt), fsmonitor daemons (one more process per worktree), automatic gc in the background.
 
 // The callback forms: fs/promises keeps a FileHandle object for each operation until it is collected.
-const [mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile] = [promisify(mkdirCb), promisify(readdirCb), promisify(readFileCb), promisify(realpathCb), promisify(renameCb), promisify(rmCb), promisify(statCb), promisify(writeFileCb)];
+const [mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile] = [
+  promisify(mkdirCb),
+  promisify(readdirCb),
+  promisify(readFileCb),
+  promisify(realpathCb),
+  promisify(renameCb),
+  promisify(rmCb),
+  promisify(statCb),
+  promisify(writeFileCb),
+];
 
 export const WORKTREES_DIR = 'worktrees';
 
@@ -59,7 +68,7 @@ function git(cwd: string, args: string[], opts: GitOptions = {}): Promise<{ stdo
   return new Promise((resolveRun, reject) => {
     const child = execFile('git', [...GIT_CONFIG, ...args], { cwd, env: gitEnv(opts.env), maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (err, stdout, stderr) => {
       if (!err) return resolveRun({ stdout, code: 0 });
-      const code = typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : null;
+      const code = typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : null;
       if (code !== null && opts.ok?.includes(code)) return resolveRun({ stdout, code });
       reject(new GitError(args, code, stderr || err.message));
     });
@@ -91,7 +100,13 @@ export const taskShortId = (taskId: string): string => taskId.slice(-8).replace(
  * ".." anywhere and a component ending in "." or ".lock".
  */
 export function branchName(agent: string, taskId: string): string {
-  const a = agent.replace(/[^A-Za-z0-9._-]/g, '-').replace(/\.{2,}/g, '.').replace(/\.lock$/i, '-lock').replace(/\.$/, '-').replace(/^[.-]/, '_') || '_';
+  const a =
+    agent
+      .replace(/[^A-Za-z0-9._-]/g, '-')
+      .replace(/\.{2,}/g, '.')
+      .replace(/\.lock$/i, '-lock')
+      .replace(/\.$/, '-')
+      .replace(/^[.-]/, '_') || '_';
   return `svc/${a}/${taskShortId(taskId)}`;
 }
 
@@ -258,7 +273,15 @@ async function commitOfRef(gitDir: string, ref: string): Promise<string | null |
  * of the checkout). Null when any of it is not so: the caller makes the worktree with git.
  */
 async function fromSpare(root: string, prefix: string, dir: string, branch: string, start: string): Promise<{ commit: string; branchReady: Promise<void> } | null> {
-  const top = prefix ? resolve(root, ...prefix.split('/').filter(Boolean).map(() => '..')) : root;
+  const top = prefix
+    ? resolve(
+        root,
+        ...prefix
+          .split('/')
+          .filter(Boolean)
+          .map(() => '..'),
+      )
+    : root;
   const gitDir = join(top, '.git');
   try {
     if (!(await stat(gitDir)).isDirectory()) return null;

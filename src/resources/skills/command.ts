@@ -7,7 +7,7 @@ import { confirm } from '../../cli/confirm.js';
 import { UsageError } from '../../cli/context.js';
 import { io } from '../../cli/io.js';
 import { emit, keyValues, table } from '../../cli/output.js';
-import { check, } from '../../cli/validate.js';
+import { check } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import type { Skill, SkillDetail } from './schema.js';
 

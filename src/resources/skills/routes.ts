@@ -12,8 +12,7 @@ export const skillRoutes = [
     path: '/api/v1/skills',
     operationId: 'listSkills',
     summary: 'List skills (folders <skillsDir>/<name>/SKILL.md), by name',
-    description:
-      'A folder holding a SKILL.md is a skill; folders starting with "." are skipped. A SKILL.md with bad front matter is listed with `error`. Changes on disk show within a second.',
+    description: 'A folder holding a SKILL.md is a skill; folders starting with "." are skipped. A SKILL.md with bad front matter is listed with `error`. Changes on disk show within a second.',
     tag,
     response: z.array(SkillOut),
     handler: async ({ app }) => await skills.listSkills(app),

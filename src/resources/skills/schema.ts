@@ -19,15 +19,17 @@ export const SkillAgentIn = z.strictObject({ agent: z.string().min(1).describe('
 
 export const SkillAgentOut = z.object({ skill: z.string(), agent: z.string() }).meta({ id: 'SkillAssignment' });
 
-export const SkillOut = z.object({
-  name: z.string().describe('The folder name.'),
-  description: z.string().nullable().describe('null when the front matter has none (see error).'),
-  allowedTools: z.array(z.string()).describe('From `allowed-tools`, a list or a comma-separated string in the file.'),
-  path: z.string().describe('SKILL.md, relative to the project root when inside it, with "/" separators.'),
-  assignedTo: z.array(z.string()).describe('Names of the agents whose `skills` list holds this skill.'),
-  updatedAt: Timestamp.describe("SKILL.md's modification time."),
-  error: z.string().optional().describe('What is wrong with SKILL.md; absent when the skill is valid. Broken skills are listed, never dropped.'),
-}).meta({ id: 'Skill' });
+export const SkillOut = z
+  .object({
+    name: z.string().describe('The folder name.'),
+    description: z.string().nullable().describe('null when the front matter has none (see error).'),
+    allowedTools: z.array(z.string()).describe('From `allowed-tools`, a list or a comma-separated string in the file.'),
+    path: z.string().describe('SKILL.md, relative to the project root when inside it, with "/" separators.'),
+    assignedTo: z.array(z.string()).describe('Names of the agents whose `skills` list holds this skill.'),
+    updatedAt: Timestamp.describe("SKILL.md's modification time."),
+    error: z.string().optional().describe('What is wrong with SKILL.md; absent when the skill is valid. Broken skills are listed, never dropped.'),
+  })
+  .meta({ id: 'Skill' });
 export type Skill = z.output<typeof SkillOut>;
 
 export const SkillDetailOut = SkillOut.extend({

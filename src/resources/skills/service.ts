@@ -90,7 +90,11 @@ export async function removeSkill(app: App, name: string): Promise<void> {
   await app.events.write(async () => {
     const skill = requireSkill(app, name);
     for (const agent of (await assignments(app)).get(name) ?? []) {
-      await setAgentSkills(app, agent, (await requireAgent(app, agent)).skills.filter((s) => s !== name));
+      await setAgentSkills(
+        app,
+        agent,
+        (await requireAgent(app, agent)).skills.filter((s) => s !== name),
+      );
       app.events.emit('skill:unassigned', { skill: name, agent });
     }
     // Last, so a failure above leaves the files alone; a failure here rolls the unassignments back.
@@ -124,7 +128,11 @@ export async function unassignSkill(app: App, skill: string, agent: string): Pro
       requireSkill(app, skill);
       return { skill, agent };
     }
-    await setAgentSkills(app, agent, current.filter((s) => s !== skill));
+    await setAgentSkills(
+      app,
+      agent,
+      current.filter((s) => s !== skill),
+    );
     app.events.emit('skill:unassigned', { skill, agent });
     return { skill, agent };
   });

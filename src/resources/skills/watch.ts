@@ -21,5 +21,12 @@ export function watchSkillsDir(dir: string, onChange: () => void, onError: (err:
   const inside = (p: string) => p.startsWith(dir + sep) && p.slice(dir.length + 1).split(sep).length <= 2;
   const depth = relative(base, dir).split(sep).length + 1;
 
-  return settledWatch((schedule) => watch(base, { ignoreInitial: true, depth, ignored: (p: string) => !(onTheWay(p) || inside(p)) }).on('all', schedule).on('error', onError), onChange, debounceMs);
+  return settledWatch(
+    (schedule) =>
+      watch(base, { ignoreInitial: true, depth, ignored: (p: string) => !(onTheWay(p) || inside(p)) })
+        .on('all', schedule)
+        .on('error', onError),
+    onChange,
+    debounceMs,
+  );
 }

@@ -27,7 +27,12 @@ const daemons = (n: number): string => `${n} ${n === 1 ? 'daemon' : 'daemons'}`;
  * The state's checks. `vaultKey: false` leaves out the vault key's (the daemon reports the key it
  * holds instead of looking for one in its environment again).
  */
-export async function checkState(root: string, config: ProjectConfig, env: NodeJS.ProcessEnv, opts: { vaultKey?: boolean; /** The newest state schema version this svc knows (the composition's: state-schema.ts). */ knownVersion: number }): Promise<CheckResult[]> {
+export async function checkState(
+  root: string,
+  config: ProjectConfig,
+  env: NodeJS.ProcessEnv,
+  opts: { vaultKey?: boolean /** The newest state schema version this svc knows (the composition's: state-schema.ts). */; knownVersion: number },
+): Promise<CheckResult[]> {
   let url: string | null;
   try {
     url = stateUrl(config, env);
@@ -50,7 +55,14 @@ export async function checkState(root: string, config: ProjectConfig, env: NodeJ
     const version = Number((await c.query('SELECT max(version) AS v FROM schema_migrations')).rows[0].v);
     const known = opts.knownVersion;
     if (version > known) {
-      return [{ check: 'state', status: 'fail', detail: `the state at ${maskUrl(url)} has schema version ${version}, newer than this svc knows (${known})`, fix: 'upgrade svc to the version the other daemons run' }];
+      return [
+        {
+          check: 'state',
+          status: 'fail',
+          detail: `the state at ${maskUrl(url)} has schema version ${version}, newer than this svc knows (${known})`,
+          fix: 'upgrade svc to the version the other daemons run',
+        },
+      ];
     }
     const results: CheckResult[] = [{ check: 'state', status: 'ok', detail: `PostgreSQL at ${maskUrl(url)}, schema version ${version}` }];
     if (opts.vaultKey !== false) results.push(await sharedVaultKey(c, config, env, root));
@@ -68,7 +80,12 @@ export async function checkState(root: string, config: ProjectConfig, env: NodeJ
         : {
             check: 'api keys',
             status: 'ok',
-            detail: rows.length === 1 ? 'the one daemon on this state accepts the same keys as this project' : rows.length ? `the ${daemons(rows.length)} on this state accept the same keys as this project` : 'no daemon on this state right now',
+            detail:
+              rows.length === 1
+                ? 'the one daemon on this state accepts the same keys as this project'
+                : rows.length
+                  ? `the ${daemons(rows.length)} on this state accept the same keys as this project`
+                  : 'no daemon on this state right now',
           },
     );
     return results;
@@ -93,7 +110,12 @@ async function sharedVaultKey(c: import('pg').Client, config: ProjectConfig, env
   if (!projectId || !recorded) return { check: 'vault key', status: 'ok', detail: `from ${found.location.where}; none recorded yet` };
   return sameCheck(Buffer.from(recorded, 'hex'), deriveKeys(found.key, projectId).check)
     ? { check: 'vault key', status: 'ok', detail: `from ${found.location.where}; the one the state records` }
-    : { check: 'vault key', status: 'fail', detail: `the key from ${found.location.where} is not the one the other daemons use`, fix: 'give every daemon the same SVC_VAULT_KEY or state.vaultKeyFile' };
+    : {
+        check: 'vault key',
+        status: 'fail',
+        detail: `the key from ${found.location.where} is not the one the other daemons use`,
+        fix: 'give every daemon the same SVC_VAULT_KEY or state.vaultKeyFile',
+      };
 }
 
 /** Where application databases live; for PostgreSQL: the connection, the version, the admin's rights (the URL shown masked). */

@@ -5,16 +5,18 @@ import { setupReport } from './setup.js';
 
 const tag = 'System';
 
-export const StatusOut = z.object({
-  name: z.string().describe('Project name.'),
-  version: z.string(),
-  pid: z.int(),
-  host: z.string(),
-  port: z.int(),
-  startedAt: Timestamp,
-  uptimeSeconds: z.number(),
-  root: z.string().describe('Project root directory.'),
-}).meta({ id: 'Status' });
+export const StatusOut = z
+  .object({
+    name: z.string().describe('Project name.'),
+    version: z.string(),
+    pid: z.int(),
+    host: z.string(),
+    port: z.int(),
+    startedAt: Timestamp,
+    uptimeSeconds: z.number(),
+    root: z.string().describe('Project root directory.'),
+  })
+  .meta({ id: 'Status' });
 
 const Check = z.object({
   check: z.string().describe('What was checked: data, state, vault key, api keys.'),
@@ -29,7 +31,10 @@ export const SetupOut = z
       .object({ path: z.string(), names: z.array(z.string()).describe('The variables the daemon took from it (never their values).') })
       .nullable()
       .describe("The project's settings file the daemon read at start (project.json envFile, or the one in the user's config dir), or null."),
-    vaultKey: z.object({ source: z.enum(['env', 'keychain', 'file']).describe('Where the vault key came from (env: SVC_VAULT_KEY).'), shared: z.boolean().describe('The state is shared by several daemons.') }),
+    vaultKey: z.object({
+      source: z.enum(['env', 'keychain', 'file']).describe('Where the vault key came from (env: SVC_VAULT_KEY).'),
+      shared: z.boolean().describe('The state is shared by several daemons.'),
+    }),
     checks: z.array(Check).describe("The daemon's own checks of what it runs on, as `svc doctor` shows them."),
   })
   .meta({ id: 'Setup' });
@@ -70,7 +75,7 @@ export const systemRoutes = [
     method: 'GET',
     path: '/api/v1/status/setup',
     operationId: 'getSetup',
-    summary: 'What the daemon runs on: its state, its application databases\' server and its vault key, checked now (URLs masked)',
+    summary: "What the daemon runs on: its state, its application databases' server and its vault key, checked now (URLs masked)",
     tag,
     response: SetupOut,
     handler: ({ app }) => setupReport(app),

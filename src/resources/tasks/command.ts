@@ -45,7 +45,12 @@ export const taskTable = (tasks: Task[], now = systemClock.now()) =>
   );
 
 const show = (t: Task) =>
-  keyValues({ ...t, result: t.result === null ? null : JSON.stringify(t.result), createdAt: `${t.createdAt} (${relativeTime(t.createdAt)})`, updatedAt: `${t.updatedAt} (${relativeTime(t.updatedAt)})` });
+  keyValues({
+    ...t,
+    result: t.result === null ? null : JSON.stringify(t.result),
+    createdAt: `${t.createdAt} (${relativeTime(t.createdAt)})`,
+    updatedAt: `${t.updatedAt} (${relativeTime(t.updatedAt)})`,
+  });
 
 /** What a person wants to know after a change: the short id, the state, and who has it. */
 export const taskState = (t: Task) => `task ${shortId(t.id)} is now ${t.status}${t.assignTo ? ` (${t.assignTo})` : ''}`;

@@ -2,23 +2,7 @@ import { z } from 'zod';
 import { route } from '../../app.js';
 import { pageAnswer, Removed } from '../common.js';
 import { addComment, listComments } from './comments.js';
-import {
-  ClaimIn,
-  ClaimOut,
-  CommentIn,
-  CommentListQuery,
-  CommentOut,
-  HeartbeatIn,
-  LeaseOut,
-  NextIn,
-  NextOut,
-  TaskIdParam,
-  TaskIn,
-  TaskListQuery,
-  TaskOut,
-  TaskPatch,
-  TransitionIn,
-} from './schema.js';
+import { ClaimIn, ClaimOut, CommentIn, CommentListQuery, CommentOut, HeartbeatIn, LeaseOut, NextIn, NextOut, TaskIdParam, TaskIn, TaskListQuery, TaskOut, TaskPatch, TransitionIn } from './schema.js';
 import * as tasks from './service.js';
 
 const tag = 'Tasks';
@@ -114,7 +98,7 @@ export const taskRoutes = [
     path: `${item}/heartbeat`,
     operationId: 'heartbeatTask',
     errors: ['conflict'],
-    summary: "The holder of a claim extends its lease by tasks.leaseSeconds from now (409 once the lease expired or was released)",
+    summary: 'The holder of a claim extends its lease by tasks.leaseSeconds from now (409 once the lease expired or was released)',
     tag,
     params: TaskIdParam,
     body: HeartbeatIn,
@@ -174,8 +158,7 @@ export const taskRoutes = [
     operationId: 'deleteTask',
     errors: ['conflict'],
     summary: 'Delete a task (tasks depending on it lose that dependency)',
-    description:
-      'An active or paused mission left with tasks that are all done completes (mission:completed, same transaction); a mission left with no tasks stays as it is.',
+    description: 'An active or paused mission left with tasks that are all done completes (mission:completed, same transaction); a mission left with no tasks stays as it is.',
     tag,
     params: TaskIdParam,
     response: Removed,

@@ -16,15 +16,10 @@ const title = z.string().trim().min(1).max(500);
 const description = z.string().max(100_000);
 const agentRef = z.string().min(1).max(64).describe('Name of an existing agent.');
 const missionId = z.string().min(1).max(128);
-const dependsOn = z
-  .array(z.string().min(1).max(128))
-  .max(100)
-  .describe('Ids of existing tasks that must be done before this one can enter in_progress.');
+const dependsOn = z.array(z.string().min(1).max(128)).max(100).describe('Ids of existing tasks that must be done before this one can enter in_progress.');
 const labels = z.array(z.string().trim().min(1).max(64)).max(50);
 const maxRetries = z.int().min(0).max(100).describe('How many times a failed task may be retried (failed → pending).');
-const sideEffects = z
-  .boolean()
-  .describe('The task acts outside the project (deploys, sends mail, spends money): clients should ask for an approval before running it.');
+const sideEffects = z.boolean().describe('The task acts outside the project (deploys, sends mail, spends money): clients should ask for an approval before running it.');
 
 export const TaskIn = z.strictObject({
   title,
@@ -112,27 +107,27 @@ export const TaskListQuery = z.strictObject({
 });
 export type TaskListFilter = z.output<typeof TaskListQuery>;
 
-export const TaskOut = z.object({
-  id: z.string(),
-  title: z.string(),
-  description: z.string().nullable(),
-  assignTo: z.string().nullable(),
-  missionId: z.string().nullable(),
-  dependsOn: z.array(z.string()),
-  status: TaskStatus,
-  priority: Priority,
-  labels: z.array(z.string()),
-  retries: z.int(),
-  maxRetries: z.int(),
-  sideEffects: z.boolean(),
-  result: z.unknown().describe('Set by a transition to review, done or failed; null until then.'),
-  revisionCount: z.int().describe('How many times the task was sent back for revision (approval rejected).'),
-  leaseExpiresAt: Timestamp.nullable().describe(
-    'While the claim of `assignTo` holds the task (in_progress): when it is released back to pending unless a heartbeat extends it. null otherwise.',
-  ),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-}).meta({ id: 'Task' });
+export const TaskOut = z
+  .object({
+    id: z.string(),
+    title: z.string(),
+    description: z.string().nullable(),
+    assignTo: z.string().nullable(),
+    missionId: z.string().nullable(),
+    dependsOn: z.array(z.string()),
+    status: TaskStatus,
+    priority: Priority,
+    labels: z.array(z.string()),
+    retries: z.int(),
+    maxRetries: z.int(),
+    sideEffects: z.boolean(),
+    result: z.unknown().describe('Set by a transition to review, done or failed; null until then.'),
+    revisionCount: z.int().describe('How many times the task was sent back for revision (approval rejected).'),
+    leaseExpiresAt: Timestamp.nullable().describe('While the claim of `assignTo` holds the task (in_progress): when it is released back to pending unless a heartbeat extends it. null otherwise.'),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Task' });
 export type Task = z.output<typeof TaskOut>;
 
 export const ClaimOut = TaskOut.extend({

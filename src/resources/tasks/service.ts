@@ -165,7 +165,7 @@ const RESULT_STATES: TaskState[] = ['review', 'done', 'failed'];
 async function step(app: App, task: Task, to: TaskState, o: TransitionOptions): Promise<Task> {
   const from = task.status;
   const check = checkTransition(from, to, {
-    openDependencies: to === 'in_progress' ? (await store.openDependencies(app.db, task.id)) : [],
+    openDependencies: to === 'in_progress' ? await store.openDependencies(app.db, task.id) : [],
     retries: task.retries,
     maxRetries: task.maxRetries,
     requireReview: app.config().tasks.requireReview,

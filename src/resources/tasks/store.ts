@@ -21,8 +21,7 @@ interface Row {
   updated_at: string;
 }
 
-const COLUMNS =
-  'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, lease_expires_at, created_at, updated_at';
+const COLUMNS = 'id, title, description, assign_to, mission_id, status, priority, labels, retries, max_retries, side_effects, result, revision_count, lease_expires_at, created_at, updated_at';
 
 function toTask(r: Row, dependsOn: string[]): Task {
   return {
@@ -289,9 +288,7 @@ const REACHES = {
 
 /** Whether `target` is reachable from any of `from` by following dependencies (a cycle check). */
 export async function dependsTransitively(db: DB, from: string[], target: string): Promise<boolean> {
-  return (
-    (await stmt(db, REACHES).get(JSON.stringify(from), target)) !== undefined
-  );
+  return (await stmt(db, REACHES).get(JSON.stringify(from), target)) !== undefined;
 }
 
 // Leases: a claim's hold on an in_progress task (migration 8).
@@ -322,24 +319,25 @@ export async function extendLease(db: DB, id: string, leaseId: string, expiresAt
 /** Ends a lease that ran out: the task goes back to pending with no assignee (compare-and-set). */
 export async function releaseLease(db: DB, id: string, leaseId: string, now: string): Promise<boolean> {
   return (
-    (await stmt(
-      db,
-      `UPDATE tasks SET status = 'pending', assign_to = NULL, lease_id = NULL, lease_expires_at = NULL, updated_at = ?
+    (
+      await stmt(
+        db,
+        `UPDATE tasks SET status = 'pending', assign_to = NULL, lease_id = NULL, lease_expires_at = NULL, updated_at = ?
        WHERE id = ? AND lease_id = ? AND status = 'in_progress'`,
-    ).run(now, id, leaseId)).changes === 1
+      ).run(now, id, leaseId)
+    ).changes === 1
   );
 }
 
 /** Leases expired by `now`, oldest first (at most `limit`), plus the next one to expire. */
 export async function expiringLeases(db: DB, now: string, limit: number): Promise<{ id: string; expiresAt: string }[]> {
-  const due = (await stmt(
-    db,
-    'SELECT id, lease_expires_at AS expiresAt FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?',
-  ).all(now, limit)) as { id: string; expiresAt: string }[];
-  const next = (await stmt(
-    db,
-    'SELECT id, lease_expires_at AS expiresAt FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at > ? ORDER BY lease_expires_at LIMIT 1',
-  ).get(now)) as { id: string; expiresAt: string } | undefined;
+  const due = (await stmt(db, 'SELECT id, lease_expires_at AS expiresAt FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?').all(
+    now,
+    limit,
+  )) as { id: string; expiresAt: string }[];
+  const next = (await stmt(db, 'SELECT id, lease_expires_at AS expiresAt FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at > ? ORDER BY lease_expires_at LIMIT 1').get(now)) as
+    | { id: string; expiresAt: string }
+    | undefined;
   return next ? [...due, next] : due;
 }
 
@@ -382,19 +380,21 @@ export async function listComments(db: DB, taskId: string, before: string | unde
   const cols = 'SELECT id, task_id AS taskId, author, body, created_at AS createdAt FROM task_comments';
   return (
     before === undefined
-      ? (await stmt(db, `${cols} WHERE task_id = ? ORDER BY id DESC LIMIT ?`).all(taskId, limit))
-      : (await stmt(db, `${cols} WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(taskId, before, limit))
+      ? await stmt(db, `${cols} WHERE task_id = ? ORDER BY id DESC LIMIT ?`).all(taskId, limit)
+      : await stmt(db, `${cols} WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(taskId, before, limit)
   ) as CommentRow[];
 }
 
 /** in_progress → assigned, the holder kept as assignee and the lease gone: a run let go of its claim. */
 export async function releaseToAssigned(db: DB, id: string, leaseId: string, now: string): Promise<boolean> {
   return (
-    (await stmt(
-      db,
-      `UPDATE tasks SET status = 'assigned', lease_id = NULL, lease_expires_at = NULL, updated_at = ?
+    (
+      await stmt(
+        db,
+        `UPDATE tasks SET status = 'assigned', lease_id = NULL, lease_expires_at = NULL, updated_at = ?
        WHERE id = ? AND lease_id = ? AND status = 'in_progress'`,
-    ).run(now, id, leaseId)).changes === 1
+      ).run(now, id, leaseId)
+    ).changes === 1
   );
 }
 

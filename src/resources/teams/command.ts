@@ -3,7 +3,7 @@ import { action } from '../../cli/action.js';
 import { fills } from '../../cli/api-words.js';
 import { confirm } from '../../cli/confirm.js';
 import { emit, table } from '../../cli/output.js';
-import { check, } from '../../cli/validate.js';
+import { check } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import type { Team } from './schema.js';
 

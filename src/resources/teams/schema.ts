@@ -11,11 +11,13 @@ export const TeamRename = z.strictObject({
   name: NameSchema,
 });
 
-export const TeamOut = z.object({
-  name: z.string(),
-  description: z.string(),
-  agents: z.array(z.string()).describe('Names of the agents in the team.'),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-}).meta({ id: 'Team' });
+export const TeamOut = z
+  .object({
+    name: z.string(),
+    description: z.string(),
+    agents: z.array(z.string()).describe('Names of the agents in the team.'),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Team' });
 export type Team = z.output<typeof TeamOut>;

@@ -17,13 +17,15 @@ const membersOf = (app: App, team: string): Promise<string[]> => app.services.ge
 export const teamExists = async (db: DB, name: string): Promise<boolean> => (await store.getTeam(db, name)) !== undefined;
 
 export async function listTeams(app: App): Promise<Team[]> {
-  return Promise.all((await store.listTeams(app.db)).map(async (t) => ({
-    name: t.name,
-    description: t.description,
-    agents: await membersOf(app, t.name),
-    createdAt: t.created_at,
-    updatedAt: t.updated_at,
-  })));
+  return Promise.all(
+    (await store.listTeams(app.db)).map(async (t) => ({
+      name: t.name,
+      description: t.description,
+      agents: await membersOf(app, t.name),
+      createdAt: t.created_at,
+      updatedAt: t.updated_at,
+    })),
+  );
 }
 
 export async function addTeam(app: App, name: string, description: string): Promise<void> {

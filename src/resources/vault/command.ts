@@ -6,7 +6,7 @@ import { UsageError } from '../../cli/context.js';
 import { relativeTime } from '../../lib/human.js';
 import { io } from '../../cli/io.js';
 import { emit, table } from '../../cli/output.js';
-import { check, } from '../../cli/validate.js';
+import { check } from '../../cli/validate.js';
 import { seg } from '../../client/client.js';
 import { promptValues } from '../../cli/prompt.js';
 import type { VaultEntry, VaultSaved } from './schema.js';

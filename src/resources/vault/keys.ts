@@ -58,10 +58,7 @@ export async function openVault(o: OpenVaultOptions): Promise<Vault> {
   };
   let master = found.key;
   let location = found.location;
-  const hint =
-    location.source === 'env'
-      ? `set ${ENV_KEY} to the key the entries were sealed with`
-      : `restore the key to ${location.where}, or set ${ENV_KEY} to the key the entries were sealed with`;
+  const hint = location.source === 'env' ? `set ${ENV_KEY} to the key the entries were sealed with` : `restore the key to ${location.where}, or set ${ENV_KEY} to the key the entries were sealed with`;
   if (master && !(await fits(deriveKeys(master, projectId)))) {
     // A rotation may have re-sealed the entries and then stopped before storing its new key.
     const next = await location.readNext().catch(() => null);
@@ -125,9 +122,7 @@ async function openSharedVault(o: OpenVaultOptions, keyFile: string | null): Pro
     return null;
   });
   if (recorded && !sameCheck(recorded, keys.check)) {
-    throw new Error(
-      `the vault master key from ${location.where} is not the one the other daemons on this state use (its check differs from the recorded one); give every daemon the same key`,
-    );
+    throw new Error(`the vault master key from ${location.where} is not the one the other daemons on this state use (its check differs from the recorded one); give every daemon the same key`);
   }
   const count = await store.countEntries(db);
   log.info('vault master key', { source: location.source, where: location.where, entries: count, shared: true });

@@ -35,9 +35,7 @@ export function parseKeyHex(text: string, where: string): Buffer {
   const t = text.trim();
   if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, 'hex');
   if (/^[A-Za-z0-9+/]{43}=$/.test(t)) return Buffer.from(t, 'base64');
-  throw new Error(
-    `the vault master key in ${where} is neither ${MASTER_KEY_BYTES * 2} hexadecimal characters nor ${MASTER_KEY_BYTES} bytes in base64 (generate one with \`openssl rand -base64 32\`)`,
-  );
+  throw new Error(`the vault master key in ${where} is neither ${MASTER_KEY_BYTES * 2} hexadecimal characters nor ${MASTER_KEY_BYTES} bytes in base64 (generate one with \`openssl rand -base64 32\`)`);
 }
 
 export function envLocation(value: string): KeyLocation {

@@ -4,7 +4,6 @@ import { VAULT_TYPES } from './values.js';
 
 export { VAULT_TYPES };
 
-
 const MAX_KEYS = 100;
 
 /** Credential key names are shown, listed and put in events; their values never are. */
@@ -23,23 +22,27 @@ export const VaultEntryIn = z.strictObject({
 });
 export type VaultEntryInput = z.output<typeof VaultEntryIn>;
 
-export const VaultSavedOut = z.object({
-  agent: z.string(),
-  service: z.string(),
-  type: z.enum(VAULT_TYPES),
-  keys: z.array(z.string()).describe('Credential key names, never values.'),
-}).meta({ id: 'VaultSaved' });
+export const VaultSavedOut = z
+  .object({
+    agent: z.string(),
+    service: z.string(),
+    type: z.enum(VAULT_TYPES),
+    keys: z.array(z.string()).describe('Credential key names, never values.'),
+  })
+  .meta({ id: 'VaultSaved' });
 export type VaultSaved = z.output<typeof VaultSavedOut>;
 
-export const VaultEntryOut = z.object({
-  agent: z.string(),
-  service: z.string(),
-  type: z.enum(VAULT_TYPES),
-  label: z.string().nullable(),
-  keys: z.array(z.string()).describe('Credential key names, never values.'),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-}).meta({ id: 'VaultEntry' });
+export const VaultEntryOut = z
+  .object({
+    agent: z.string(),
+    service: z.string(),
+    type: z.enum(VAULT_TYPES),
+    label: z.string().nullable(),
+    keys: z.array(z.string()).describe('Credential key names, never values.'),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'VaultEntry' });
 export type VaultEntry = z.output<typeof VaultEntryOut>;
 
 export const VaultListQuery = z.strictObject({
@@ -61,7 +64,9 @@ export const RotateKeyIn = z.strictObject({
     .describe('The new master key (64 hex). Required when the key comes from SVC_VAULT_KEY, which the daemon cannot change; otherwise a random key is made.'),
 });
 
-export const RotateKeyOut = z.object({
-  rotated: z.int().describe('Entries re-sealed.'),
-  source: z.enum(['env', 'keychain', 'file']).describe('Where the master key lives.'),
-}).meta({ id: 'VaultKeyRotation' });
+export const RotateKeyOut = z
+  .object({
+    rotated: z.int().describe('Entries re-sealed.'),
+    source: z.enum(['env', 'keychain', 'file']).describe('Where the master key lives.'),
+  })
+  .meta({ id: 'VaultKeyRotation' });

@@ -31,10 +31,7 @@ export const toVaultEntry = (r: Row): VaultEntry => ({
   updatedAt: r.updated_at,
 });
 
-export async function upsertEntry(
-  db: DB,
-  e: { agent: string; service: string; type: string; label: string | null; keys: string[]; sealed: Buffer; nonce: Buffer; now: string },
-): Promise<void> {
+export async function upsertEntry(db: DB, e: { agent: string; service: string; type: string; label: string | null; keys: string[]; sealed: Buffer; nonce: Buffer; now: string }): Promise<void> {
   await stmt(
     db,
     `INSERT INTO vault_entries (agent, service, type, label, keys, sealed, nonce, created_at, updated_at)
@@ -59,8 +56,8 @@ export async function getSealed(db: DB, agent: string, service: string): Promise
 export async function listEntries(db: DB, f: { agent?: string; after?: [string, string]; limit: number }): Promise<VaultEntry[]> {
   const [a, s] = f.after ?? ['', ''];
   const rows = f.agent
-    ? (await stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE agent = ? AND (agent, service) > (?, ?) ORDER BY agent, service LIMIT ?`).all(f.agent, a, s, f.limit))
-    : (await stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE (agent, service) > (?, ?) ORDER BY agent, service LIMIT ?`).all(a, s, f.limit));
+    ? await stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE agent = ? AND (agent, service) > (?, ?) ORDER BY agent, service LIMIT ?`).all(f.agent, a, s, f.limit)
+    : await stmt(db, `SELECT ${COLUMNS} FROM vault_entries WHERE (agent, service) > (?, ?) ORDER BY agent, service LIMIT ?`).all(a, s, f.limit);
   return (rows as Row[]).map(toVaultEntry);
 }
 

@@ -150,7 +150,10 @@ export function webhooksCommand(): Command {
     .option('--grace <seconds>', 'how long the old secret stays valid (default 86400; 0 = now)', parseIntOption('--grace'))
     .action(
       action(async (ctx, id: string, o: { grace?: number }) => {
-        const r = await ctx.client.post<{ secret: string; previousSecretExpiresAt: string | null }>(`${path(await resolveId(ctx.client, WEBHOOK, id))}/rotate-secret`, o.grace === undefined ? {} : { graceSeconds: o.grace });
+        const r = await ctx.client.post<{ secret: string; previousSecretExpiresAt: string | null }>(
+          `${path(await resolveId(ctx.client, WEBHOOK, id))}/rotate-secret`,
+          o.grace === undefined ? {} : { graceSeconds: o.grace },
+        );
         printSecret(ctx, r, `secret: ${r.secret}\nold secret ${r.previousSecretExpiresAt ? `valid until ${when(r.previousSecretExpiresAt)}` : 'retired now'}\n`);
       }),
     );

@@ -51,15 +51,7 @@ export interface Decision {
  * Everything an attempt's result decides, at time `now`: the delivery's new status, when it is
  * tried again (the schedule of retry.ts), and the error recorded on the attempt.
  */
-export function decide(o: {
-  result: AttemptResult;
-  attempts: number;
-  now: number;
-  retryBaseMs: number;
-  random: () => number;
-  retryAfterMs?: number | null;
-  location?: string | null;
-}): Decision {
+export function decide(o: { result: AttemptResult; attempts: number; now: number; retryBaseMs: number; random: () => number; retryAfterMs?: number | null; location?: string | null }): Decision {
   const verdict = classify(o.result);
   const step = nextStep(verdict, o.attempts, MAX_ATTEMPTS);
   const statusCode = 'statusCode' in o.result ? o.result.statusCode : null;

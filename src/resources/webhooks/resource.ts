@@ -5,7 +5,9 @@ import { migration as m014 } from './migrations/014-delivery-claim-lease.js';
 
 export const webhooksResource: AppResource = {
   name: 'webhooks',
-  commands: [{ name: 'webhooks', summary: 'Signed HTTP deliveries of events, with a delivery log (and `listen` to receive them here)', load: async () => (await import('./command.js')).webhooksCommand() }],
+  commands: [
+    { name: 'webhooks', summary: 'Signed HTTP deliveries of events, with a delivery log (and `listen` to receive them here)', load: async () => (await import('./command.js')).webhooksCommand() },
+  ],
   endpoints: [
     { endpoint: 'PATCH /v1/webhooks/{id} {"enabled": true}', command: 'svc webhooks set {id} --enable' },
     { endpoint: 'POST /v1/webhooks/{id}/test', command: 'svc webhooks test {id}' },

@@ -85,7 +85,7 @@ export const webhookRoutes = [
     method: 'GET',
     path: `${item}/deliveries`,
     operationId: 'listWebhookDeliveries',
-    summary: 'List a webhook\'s deliveries, newest first (limit, before)',
+    summary: "List a webhook's deliveries, newest first (limit, before)",
     description: 'Pages are stable while new deliveries arrive: pass the last id of a page as `before` (it is also in the X-Next-Cursor header, absent on the last page). Deliveries are kept 30 days.',
     tag,
     params: WebhookIdParam,

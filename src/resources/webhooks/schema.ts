@@ -57,12 +57,7 @@ export const WebhookPatch = z.strictObject({
 export type WebhookPatchInput = z.output<typeof WebhookPatch>;
 
 export const RotateIn = z.strictObject({
-  graceSeconds: z
-    .int()
-    .min(0)
-    .max(MAX_GRACE_SECONDS)
-    .optional()
-    .describe('How long the old secret keeps signing beside the new one (default 86400; 0 = retire it now).'),
+  graceSeconds: z.int().min(0).max(MAX_GRACE_SECONDS).optional().describe('How long the old secret keeps signing beside the new one (default 86400; 0 = retire it now).'),
 });
 
 export const RecoverIn = z.strictObject({

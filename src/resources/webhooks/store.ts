@@ -89,14 +89,7 @@ export interface SecretRow extends Sealed {
 }
 
 export async function insertSecret(db: DB, webhookId: string, s: SecretRow): Promise<void> {
-  await stmt(db, 'INSERT INTO webhook_secrets (id, webhook_id, sealed, nonce, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)').run(
-    s.id,
-    webhookId,
-    s.sealed,
-    s.nonce,
-    s.createdAt,
-    s.expiresAt,
-  );
+  await stmt(db, 'INSERT INTO webhook_secrets (id, webhook_id, sealed, nonce, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)').run(s.id, webhookId, s.sealed, s.nonce, s.createdAt, s.expiresAt);
 }
 
 /** Secrets still signing at `now`, the current one first. */
@@ -183,25 +176,22 @@ export async function insertDelivery(db: DB, d: NewDelivery): Promise<void> {
 }
 
 export async function getDelivery(db: DB, webhookId: string, id: string): Promise<(Delivery & { body: string }) | null> {
-  const r = (await stmt(db, `SELECT ${DELIVERY_COLUMNS}, body FROM webhook_deliveries WHERE id = ? AND webhook_id = ?`).get(id, webhookId)) as
-    | (DeliveryRow & { body: string })
-    | undefined;
+  const r = (await stmt(db, `SELECT ${DELIVERY_COLUMNS}, body FROM webhook_deliveries WHERE id = ? AND webhook_id = ?`).get(id, webhookId)) as (DeliveryRow & { body: string }) | undefined;
   return r ? { ...toDelivery(r), body: r.body } : null;
 }
 
 /** Newest first by id (uuidv7): a page below `before` never shifts when new deliveries arrive. */
 export async function listDeliveries(db: DB, webhookId: string, before: string | undefined, limit: number): Promise<Delivery[]> {
   const rows = before
-    ? (await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(webhookId, before, limit))
-    : (await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?`).all(webhookId, limit));
+    ? await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(webhookId, before, limit)
+    : await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?`).all(webhookId, limit);
   return (rows as DeliveryRow[]).map(toDelivery);
 }
 
 export async function listAttempts(db: DB, deliveryId: string): Promise<Attempt[]> {
-  return (await stmt(
-    db,
-    'SELECT n, at, status_code AS statusCode, error, duration_ms AS durationMs, response_body AS responseBody FROM webhook_attempts WHERE delivery_id = ? ORDER BY n',
-  ).all(deliveryId)) as Attempt[];
+  return (await stmt(db, 'SELECT n, at, status_code AS statusCode, error, duration_ms AS durationMs, response_body AS responseBody FROM webhook_attempts WHERE delivery_id = ? ORDER BY n').all(
+    deliveryId,
+  )) as Attempt[];
 }
 
 /** At most this many deliveries are queued again per recover call (a second call takes the rest). */
@@ -220,9 +210,7 @@ export async function recoverable(db: DB, webhookId: string, since: string): Pro
 
 /** The delivery an event made for one webhook (POST /{id}/test answers it). */
 export async function deliveryForEvent(db: DB, webhookId: string, eventId: number): Promise<Delivery | null> {
-  const r = (await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND event_id = ? ORDER BY id DESC LIMIT 1`).get(webhookId, eventId)) as
-    | DeliveryRow
-    | undefined;
+  const r = (await stmt(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND event_id = ? ORDER BY id DESC LIMIT 1`).get(webhookId, eventId)) as DeliveryRow | undefined;
   return r ? toDelivery(r) : null;
 }
 
@@ -233,11 +221,13 @@ export async function getDeliveryRow(db: DB, id: string): Promise<Delivery | nul
 
 /** Fails a webhook's pending deliveries that no attempt is working on (it was disabled). */
 export async function failPending(db: DB, webhookId: string, reason: string, now: string): Promise<number> {
-  return (await stmt(db, "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE webhook_id = ? AND status = 'pending' AND in_flight = 0").run(
-    reason,
-    now,
-    webhookId,
-  )).changes;
+  return (
+    await stmt(db, "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_at = NULL, updated_at = ? WHERE webhook_id = ? AND status = 'pending' AND in_flight = 0").run(
+      reason,
+      now,
+      webhookId,
+    )
+  ).changes;
 }
 
 // The worker's queries
@@ -316,11 +306,13 @@ export async function releaseClaims(db: DB, claims: readonly Pick<Claimed, 'id' 
  * claims whose lease has run out (or that predate leases) are given back.
  */
 export async function releaseInFlight(db: DB, now: number): Promise<number> {
-  return (await stmt(db, {
-    sqlite: "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = MIN(COALESCE(next_attempt_at, ?), ?) WHERE in_flight = 1 AND status = 'pending'",
-    postgres:
-      "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $2) WHERE in_flight = 1 AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= $2)",
-  }).run(now, now)).changes;
+  return (
+    await stmt(db, {
+      sqlite: "UPDATE webhook_deliveries SET in_flight = 0, next_attempt_at = MIN(COALESCE(next_attempt_at, ?), ?) WHERE in_flight = 1 AND status = 'pending'",
+      postgres:
+        "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $2) WHERE in_flight = 1 AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= $2)",
+    }).run(now, now)
+  ).changes;
 }
 
 /** Shared state only: the URL of each of these webhooks that is still enabled. */
@@ -339,10 +331,12 @@ export async function hasExpiredClaims(db: DB, now: number): Promise<boolean> {
  * due at once, for any daemon to take. Returns how many.
  */
 export async function releaseExpiredClaims(db: DB, now: number): Promise<number> {
-  return (await stmt(
-    db,
-    "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $1) WHERE in_flight = 1 AND status = 'pending' AND claimed_until <= $1",
-  ).run(now)).changes;
+  return (
+    await stmt(
+      db,
+      "UPDATE webhook_deliveries SET in_flight = 0, claimed_until = NULL, next_attempt_at = LEAST(COALESCE(next_attempt_at, $1), $1) WHERE in_flight = 1 AND status = 'pending' AND claimed_until <= $1",
+    ).run(now)
+  ).changes;
 }
 
 export interface AttemptRecord {
@@ -360,21 +354,25 @@ export interface AttemptRecord {
  * claimed (this daemon's claim had expired and the delivery was taken again): the record that is
  * there stands, and this attempt (a duplicate send, which at-least-once allows) is not written.
  */
-export async function recordAttempt(
-  db: DB,
-  id: string,
-  a: AttemptRecord,
-  next: { status: Delivery['status']; nextAttemptAt: number | null; now: string },
-): Promise<boolean> {
+export async function recordAttempt(db: DB, id: string, a: AttemptRecord, next: { status: Delivery['status']; nextAttemptAt: number | null; now: string }): Promise<boolean> {
   const changed = isPostgres(db)
-    ? (await stmt(
-        db,
-        "UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, claimed_until = NULL, updated_at = ? WHERE id = ? AND attempts = ? AND status = 'pending'",
-      ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id, a.n - 1)).changes
-    : (await stmt(
-        db,
-        'UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, updated_at = ? WHERE id = ?',
-      ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id)).changes;
+    ? (
+        await stmt(
+          db,
+          "UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, claimed_until = NULL, updated_at = ? WHERE id = ? AND attempts = ? AND status = 'pending'",
+        ).run(next.status, a.n, a.statusCode, a.error, next.nextAttemptAt, next.now, id, a.n - 1)
+      ).changes
+    : (
+        await stmt(db, 'UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status_code = ?, last_error = ?, next_attempt_at = ?, in_flight = 0, updated_at = ? WHERE id = ?').run(
+          next.status,
+          a.n,
+          a.statusCode,
+          a.error,
+          next.nextAttemptAt,
+          next.now,
+          id,
+        )
+      ).changes;
   if (!changed) return false;
   await stmt(db, 'INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_ms, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
     id,
@@ -396,20 +394,23 @@ export async function recordAttempt(
  * Returns how many were dropped.
  */
 export async function pruneDeliveries(db: DB, o: { olderThan: string; keep: number }, limit: number): Promise<number> {
-  let n = (await stmt(db, {
-    sqlite: `DELETE FROM webhook_deliveries WHERE rowid IN (
+  let n = (
+    await stmt(db, {
+      sqlite: `DELETE FROM webhook_deliveries WHERE rowid IN (
        SELECT rowid FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' ORDER BY created_at LIMIT ?)`,
-    postgres: `DELETE FROM webhook_deliveries WHERE seq IN (
+      postgres: `DELETE FROM webhook_deliveries WHERE seq IN (
        SELECT seq FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' ORDER BY created_at LIMIT ?)`,
-  }).run(o.olderThan, limit)).changes;
+    }).run(o.olderThan, limit)
+  ).changes;
   if (n >= limit) return n;
-  const top =
-    ((await stmt(db, { sqlite: 'SELECT MAX(rowid) AS r FROM webhook_deliveries', postgres: 'SELECT MAX(seq) AS r FROM webhook_deliveries' }).get()) as { r: number | null }).r ?? 0;
-  n += (await stmt(db, {
-    sqlite: `DELETE FROM webhook_deliveries WHERE rowid IN (
+  const top = ((await stmt(db, { sqlite: 'SELECT MAX(rowid) AS r FROM webhook_deliveries', postgres: 'SELECT MAX(seq) AS r FROM webhook_deliveries' }).get()) as { r: number | null }).r ?? 0;
+  n += (
+    await stmt(db, {
+      sqlite: `DELETE FROM webhook_deliveries WHERE rowid IN (
        SELECT rowid FROM webhook_deliveries WHERE rowid <= ? AND status != 'pending' ORDER BY rowid LIMIT ?)`,
-    postgres: `DELETE FROM webhook_deliveries WHERE seq IN (
+      postgres: `DELETE FROM webhook_deliveries WHERE seq IN (
        SELECT seq FROM webhook_deliveries WHERE seq <= ? AND status != 'pending' ORDER BY seq LIMIT ?)`,
-  }).run(top - o.keep, limit - n)).changes;
+    }).run(top - o.keep, limit - n)
+  ).changes;
   return n;
 }

@@ -147,17 +147,17 @@ export class DeliveryWorker implements WebhookRuntime {
   private async look(): Promise<void> {
     this.pollTimer = null;
     if (this.closed) return;
-      try {
-        const now = this.app.clock.now();
-        if (await store.hasExpiredClaims(this.app.db, now)) {
-          const n = await this.app.db.transaction(async () => await store.releaseExpiredClaims(this.app.db, now));
-          if (n) this.app.log.info('re-sending webhook deliveries whose claim ran out (a daemon stopped or hung mid-delivery)', { count: n });
-        }
-      } catch (err) {
-        this.app.log.error('releasing expired webhook claims failed; trying again on the next look', errorFields(err));
+    try {
+      const now = this.app.clock.now();
+      if (await store.hasExpiredClaims(this.app.db, now)) {
+        const n = await this.app.db.transaction(async () => await store.releaseExpiredClaims(this.app.db, now));
+        if (n) this.app.log.info('re-sending webhook deliveries whose claim ran out (a daemon stopped or hung mid-delivery)', { count: n });
       }
-      this.kick();
-      this.poll();
+    } catch (err) {
+      this.app.log.error('releasing expired webhook claims failed; trying again on the next look', errorFields(err));
+    }
+    this.kick();
+    this.poll();
   }
 
   /** Deliveries of `webhookId` (of any webhook when absent) may be due: look on the next turn. */
@@ -349,12 +349,15 @@ export class DeliveryWorker implements WebhookRuntime {
     if (this.timer !== null && this.timerAt <= at) return;
     if (this.timer !== null) this.app.clock.clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = this.app.clock.setTimeout(() => {
-      this.timer = null;
-      this.timerAt = Infinity;
-      this.stale = true;
-      return this.pump();
-    }, Math.min(MAX_TIMER_MS, Math.max(0, at - this.app.clock.now())));
+    this.timer = this.app.clock.setTimeout(
+      () => {
+        this.timer = null;
+        this.timerAt = Infinity;
+        this.stale = true;
+        return this.pump();
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, at - this.app.clock.now())),
+    );
   }
 
   private async secretsFor(webhookId: string, at: string): Promise<string[]> {

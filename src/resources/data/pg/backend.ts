@@ -128,10 +128,16 @@ export class PgBackend implements DataBackend {
     try {
       await this.admin.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
     } catch (err) {
-      this.opts.log.warn('could not revoke CREATE on schema public from PUBLIC (the admin role does not own it); application roles may create objects there unless the server already forbids it', { error: (err as Error).message });
+      this.opts.log.warn('could not revoke CREATE on schema public from PUBLIC (the admin role does not own it); application roles may create objects there unless the server already forbids it', {
+        error: (err as Error).message,
+      });
     }
     const open = async () =>
-      (await this.admin.query<{ f: string; lock: boolean }>(`SELECT p.oid::regprocedure::text AS f, p.proname LIKE 'pg\\_%' AS lock FROM pg_proc p WHERE ${UNSHARED_FUNCTIONS} AND has_function_privilege('public', p.oid, 'EXECUTE')`)).rows;
+      (
+        await this.admin.query<{ f: string; lock: boolean }>(
+          `SELECT p.oid::regprocedure::text AS f, p.proname LIKE 'pg\\_%' AS lock FROM pg_proc p WHERE ${UNSHARED_FUNCTIONS} AND has_function_privilege('public', p.oid, 'EXECUTE')`,
+        )
+      ).rows;
     try {
       let left = await open();
       if (!left.length) return;
@@ -145,7 +151,10 @@ export class PgBackend implements DataBackend {
         left = await open();
       }
       if (left.length) {
-        this.opts.log.warn('could not revoke EXECUTE on the large-object and session advisory-lock functions from PUBLIC (only a superuser may): application roles can call them if the parser is bypassed; see docs/data.md, "The admin role"', { functions: left.length });
+        this.opts.log.warn(
+          'could not revoke EXECUTE on the large-object and session advisory-lock functions from PUBLIC (only a superuser may): application roles can call them if the parser is bypassed; see docs/data.md, "The admin role"',
+          { functions: left.length },
+        );
       }
     } catch (err) {
       this.opts.log.warn('could not revoke EXECUTE on the large-object and session advisory-lock functions from PUBLIC', { error: (err as Error).message });
@@ -196,7 +205,11 @@ export class PgBackend implements DataBackend {
 
   /** An admin transaction, with search_path on the database's schema. */
   private adminTx<T>(n: PgNames | null, fn: (c: pg.PoolClient) => Promise<T>, timeoutMs = SLOW_MS): Promise<T> {
-    return this.within(this.admin, `BEGIN; SET LOCAL statement_timeout = ${timeoutMs}; SET LOCAL lock_timeout = ${timeoutMs}; SET LOCAL TimeZone = 'UTC'${n ? `; SET LOCAL search_path = ${q(n.schema)}` : ''}`, fn);
+    return this.within(
+      this.admin,
+      `BEGIN; SET LOCAL statement_timeout = ${timeoutMs}; SET LOCAL lock_timeout = ${timeoutMs}; SET LOCAL TimeZone = 'UTC'${n ? `; SET LOCAL search_path = ${q(n.schema)}` : ''}`,
+      fn,
+    );
   }
 
   /**
@@ -213,7 +226,7 @@ export class PgBackend implements DataBackend {
         return await this.adminTx(n, fn);
       } catch (err) {
         if (!concurrentlyUpdated(err)) throw err;
-        if (attempt === 3) throw new AppError('data_unavailable', 'Another change of the database server\'s roles ran at the same moment; retry.', { headers: { 'Retry-After': '1' } });
+        if (attempt === 3) throw new AppError('data_unavailable', "Another change of the database server's roles ran at the same moment; retry.", { headers: { 'Retry-After': '1' } });
       }
     }
   }
@@ -349,7 +362,9 @@ export class PgBackend implements DataBackend {
     if (o.read?.timeoutMs === timeoutMs) return o.read.pool;
     const old = o.read?.pool;
     // Names are svc_<hex>: nothing in them needs escaping in the startup options.
-    const options = [`default_transaction_read_only=on`, `search_path=${o.names.schema}`, `TimeZone=UTC`, `statement_timeout=${timeoutMs}`, `lock_timeout=${timeoutMs}`].map((x) => `-c ${x}`).join(' ');
+    const options = [`default_transaction_read_only=on`, `search_path=${o.names.schema}`, `TimeZone=UTC`, `statement_timeout=${timeoutMs}`, `lock_timeout=${timeoutMs}`]
+      .map((x) => `-c ${x}`)
+      .join(' ');
     o.read = { pool: this.databasePool(id, o.names.reader, o.readerPassword, options), timeoutMs };
     if (old) void old.end().catch(() => undefined);
     return o.read.pool;
@@ -397,7 +412,9 @@ export class PgBackend implements DataBackend {
       });
     } catch (err) {
       if (pgCode(err) === IDEMPOTENCY_CONFLICT) {
-        throw new AppError('data_conflict', 'This idempotencyKey was already used with a different request; use a new key for a new request.', { details: [{ path: 'body.idempotencyKey', message: 'already used with a different request' }] });
+        throw new AppError('data_conflict', 'This idempotencyKey was already used with a different request; use a new key for a new request.', {
+          details: [{ path: 'body.idempotencyKey', message: 'already used with a different request' }],
+        });
       }
       throw pgError(err, timeout, o.state.schema);
     }
@@ -435,7 +452,9 @@ export class PgBackend implements DataBackend {
     const a = await this.admitted(o, req);
     checkGrants(new Set(a.reads), new Set(a.writes), req.grants);
     if (a.params !== req.params.length) {
-      throw new AppError('data_invalid', `The parameters do not match the statement: it uses ${a.params}, and ${req.params.length} were given.`, { details: [{ path: 'body.params', message: `the statement uses ${a.params}` }] });
+      throw new AppError('data_invalid', `The parameters do not match the statement: it uses ${a.params}, and ${req.params.length} were given.`, {
+        details: [{ path: 'body.params', message: `the statement uses ${a.params}` }],
+      });
     }
     const run = (c: pg.PoolClient) => runQuery(c, o.names.meta, a.sql, req.params, req.maxRows, req.mode, a.returning, o.types);
     if (req.mode === 'write') {
@@ -485,12 +504,17 @@ export class PgBackend implements DataBackend {
       await c.query(`SELECT 1 FROM ${q(n.meta)}._svc_meta WHERE key = 'schemaVersion' FOR UPDATE`);
       const prev = (await c.query<{ checksum: string; answer: string }>(`SELECT checksum, answer FROM ${q(n.meta)}._svc_migrations WHERE id = $1`, [m.id])).rows[0];
       if (prev) {
-        if (prev.checksum !== checksum) throw new AppError('data_conflict', `Migration ${m.id} was already applied with other content; give a new migration a new id.`, { details: [{ path: 'body.id', message: 'already applied with other content' }] });
+        if (prev.checksum !== checksum)
+          throw new AppError('data_conflict', `Migration ${m.id} was already applied with other content; give a new migration a new id.`, {
+            details: [{ path: 'body.id', message: 'already applied with other content' }],
+          });
         return { answer: JSON.parse(prev.answer), replayed: true };
       }
       const state = await readState(c, n);
       if (m.expectedVersion !== state.schemaVersion) {
-        throw new AppError('data_conflict', `The database is at schemaVersion ${state.schemaVersion}, not ${m.expectedVersion}.`, { details: [{ path: 'body.expectedVersion', message: `the database is at ${state.schemaVersion}` }] });
+        throw new AppError('data_conflict', `The database is at schemaVersion ${state.schemaVersion}, not ${m.expectedVersion}.`, {
+          details: [{ path: 'body.expectedVersion', message: `the database is at ${state.schemaVersion}` }],
+        });
       }
       const plan = planMigration(state.schema, m, PG);
       try {
@@ -505,7 +529,13 @@ export class PgBackend implements DataBackend {
       const record: MigrationRecord = { id: m.id, checksum, schemaVersion: next.schemaVersion, appliedAt: new Date(now).toISOString() };
       await writeState(c, n, next);
       const answer = { ...next, record };
-      await c.query(`INSERT INTO ${q(n.meta)}._svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES ($1, $2, $3, $4, $5)`, [m.id, checksum, next.schemaVersion, record.appliedAt, JSON.stringify(answer)]);
+      await c.query(`INSERT INTO ${q(n.meta)}._svc_migrations (id, checksum, schema_version, applied_at, answer) VALUES ($1, $2, $3, $4, $5)`, [
+        m.id,
+        checksum,
+        next.schemaVersion,
+        record.appliedAt,
+        JSON.stringify(answer),
+      ]);
       return { answer, replayed: false, types: await columnTypes(c, n, plan.schema) };
     });
     if (!r.replayed) {
@@ -518,7 +548,15 @@ export class PgBackend implements DataBackend {
 
   async migrations(id: string): Promise<MigrationRecord[]> {
     const n = (await this.handle(id)).names;
-    const rows = await this.adminTx(n, async (c) => (await c.query<{ id: string; checksum: string; schema_version: number; applied_at: string }>(`SELECT id, checksum, schema_version, applied_at FROM ${q(n.meta)}._svc_migrations ORDER BY schema_version`)).rows);
+    const rows = await this.adminTx(
+      n,
+      async (c) =>
+        (
+          await c.query<{ id: string; checksum: string; schema_version: number; applied_at: string }>(
+            `SELECT id, checksum, schema_version, applied_at FROM ${q(n.meta)}._svc_migrations ORDER BY schema_version`,
+          )
+        ).rows,
+    );
     return rows.map((r) => ({ id: r.id, checksum: r.checksum, schemaVersion: r.schema_version, appliedAt: r.applied_at }));
   }
 }
@@ -582,10 +620,12 @@ async function writeState(c: pg.PoolClient, n: PgNames, s: DatabaseState): Promi
 
 /** (table oid, attnum) → column type, for the columns whose values need decoding (json). */
 async function columnTypes(c: pg.PoolClient, n: PgNames, schema: SchemaDefT): Promise<ColumnTypes> {
-  const rows = (await c.query<{ oid: number; attnum: number; t: string; a: string }>(
-    "SELECT c.oid::int AS oid, a.attnum::int AS attnum, c.relname AS t, a.attname AS a FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped",
-    [n.schema],
-  )).rows;
+  const rows = (
+    await c.query<{ oid: number; attnum: number; t: string; a: string }>(
+      "SELECT c.oid::int AS oid, a.attnum::int AS attnum, c.relname AS t, a.attname AS a FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped",
+      [n.schema],
+    )
+  ).rows;
   const out: ColumnTypes = new Map();
   for (const r of rows) {
     const t = Object.hasOwn(schema.tables, r.t) ? schema.tables[r.t]! : undefined;

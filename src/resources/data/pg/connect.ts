@@ -8,8 +8,7 @@ import { pgCode } from './errors.js';
 export { maskUrl };
 
 /** The URL the daemon uses: data.url, else $SVC_DATA_URL. */
-export const dataUrl = (configured: string | undefined, env: NodeJS.ProcessEnv): string =>
-  postgresUrl(configured, env, { field: 'data.url', envName: 'SVC_DATA_URL', provider: 'data.provider' });
+export const dataUrl = (configured: string | undefined, env: NodeJS.ProcessEnv): string => postgresUrl(configured, env, { field: 'data.url', envName: 'SVC_DATA_URL', provider: 'data.provider' });
 
 const int8 = (s: string): number | string => {
   const n = Number(s);
@@ -70,10 +69,14 @@ export async function checkServer(url: string, timeoutMs: number): Promise<Serve
     );
     const row = r.rows[0]!;
     if (row.v < 130000) throw new Error(`PostgreSQL at ${where} is version ${Math.floor(row.v / 10000)}; svc needs PostgreSQL 13 or newer.`);
-    if (!row.su && !row.cr) throw new Error(`The role ${row.u} of data.url may not create roles (CREATEROLE): each application database has a login role of its own. See docs/data.md, "The admin role".`);
+    if (!row.su && !row.cr)
+      throw new Error(`The role ${row.u} of data.url may not create roles (CREATEROLE): each application database has a login role of its own. See docs/data.md, "The admin role".`);
     if (!row.cdb) throw new Error(`The role ${row.u} of data.url may not create schemas in database ${row.d} (GRANT CREATE ON DATABASE). See docs/data.md, "The admin role".`);
     // Each database's roles log in by a CONNECT the admin grants them, or else PUBLIC's.
-    if (!row.gc && !row.pc) throw new Error(`The role ${row.u} of data.url may not grant CONNECT on database ${row.d}, and PUBLIC has no CONNECT there: the application databases' roles could not log in. Make ${row.u} the database's owner (ALTER DATABASE ${row.d} OWNER TO ${row.u}). See docs/data.md, "The admin role".`);
+    if (!row.gc && !row.pc)
+      throw new Error(
+        `The role ${row.u} of data.url may not grant CONNECT on database ${row.d}, and PUBLIC has no CONNECT there: the application databases' roles could not log in. Make ${row.u} the database's owner (ALTER DATABASE ${row.d} OWNER TO ${row.u}). See docs/data.md, "The admin role".`,
+      );
     return { version: row.v, user: row.u, database: row.d };
   } finally {
     await c.end().catch(() => undefined);

@@ -44,7 +44,13 @@ export const PG: Dialect = {
   decodeRow(def, row) {
     let convert = decoders.get(def);
     if (!convert) {
-      convert = [['_created_at', 'timestamp'], ['_updated_at', 'timestamp'], ...Object.entries(def.columns).filter(([, c]) => c.type === 'json' || c.type === 'timestamp').map(([k, c]) => [k, c.type] as [string, ColumnType])];
+      convert = [
+        ['_created_at', 'timestamp'],
+        ['_updated_at', 'timestamp'],
+        ...Object.entries(def.columns)
+          .filter(([, c]) => c.type === 'json' || c.type === 'timestamp')
+          .map(([k, c]) => [k, c.type] as [string, ColumnType]),
+      ];
       decoders.set(def, convert);
     }
     for (const [k, type] of convert) if (Object.hasOwn(row, k)) row[k] = pgDecode(type, row[k]);

@@ -42,7 +42,10 @@ export function pgConstraint(err: unknown): ConstraintInfo | null {
   const table = str(e.table) || undefined;
   if (code === '23505') {
     // Key (a, b)=(1, 2) already exists.
-    const cols = (/^Key \(([^)]*)\)=/.exec(detail)?.[1] ?? '').split(',').map((s) => s.trim().replace(/^"|"$/g, '')).filter(Boolean);
+    const cols = (/^Key \(([^)]*)\)=/.exec(detail)?.[1] ?? '')
+      .split(',')
+      .map((s) => s.trim().replace(/^"|"$/g, ''))
+      .filter(Boolean);
     return { column: cols[0] ?? null, table, message: `must be unique; another row already has ${cols.length > 1 ? `these values of ${cols.join(', ')}` : 'this value'}` };
   }
   if (code === '23502') return { column: str(e.column) || null, table, message: 'must not be null' };
@@ -78,12 +81,18 @@ export function pgError(err: unknown, timeoutMs?: number, schema?: SchemaDefT): 
     return new AppError('data_constraint', message, c.column ? { details: [{ path: c.column, message: c.message }] } : {});
   }
   if (code === '57014' || code === '25P03') {
-    return new AppError('data_unavailable', `The statement ran past data.statementTimeoutMs${timeoutMs ? ` (${timeoutMs} ms)` : ''} and was stopped; nothing it did was kept.`, { headers: { 'Retry-After': '1' } });
+    return new AppError('data_unavailable', `The statement ran past data.statementTimeoutMs${timeoutMs ? ` (${timeoutMs} ms)` : ''} and was stopped; nothing it did was kept.`, {
+      headers: { 'Retry-After': '1' },
+    });
   }
   if (code === '40001' || code === '40P01' || code === '55P03') return new AppError('data_unavailable', 'The database is busy; retry.', { headers: { 'Retry-After': '1' } });
   if (isConnectionError(err)) return unavailable();
-  if (code === 'SV413' || code === '54000' || /^53/.test(code)) return new AppError('data_limit', code === 'SV413' ? 'The result exceeds 1 MiB; select fewer rows or columns (maxRows).' : 'The statement needs more memory or space than a query may use.');
-  if (code === '25006') return new AppError('data_invalid', 'The statement writes; read mode runs only statements that cannot write (send it with mode "write").', { details: [{ path: 'body.sql', message: 'writes in read mode' }] });
+  if (code === 'SV413' || code === '54000' || /^53/.test(code))
+    return new AppError('data_limit', code === 'SV413' ? 'The result exceeds 1 MiB; select fewer rows or columns (maxRows).' : 'The statement needs more memory or space than a query may use.');
+  if (code === '25006')
+    return new AppError('data_invalid', 'The statement writes; read mode runs only statements that cannot write (send it with mode "write").', {
+      details: [{ path: 'body.sql', message: 'writes in read mode' }],
+    });
   if (code === '42501') return new AppError('data_forbidden', `The statement is not permitted: ${sanitize(msg)}.`);
   if (code === '42P01') return new AppError('data_not_found', `${sanitize(msg)} in this database.`);
   if (code === '22007' || code === '22008') return new AppError('data_constraint', `${TIMESTAMP_HINT}: ${sanitize(msg)}.`);

@@ -54,8 +54,7 @@ export const RESULT_LIMIT = 'SV413';
 export function metaSql(n: PgNames, resultBytes: number): string[] {
   const m = q(n.meta);
   const r = q(n.role);
-  const fn = (sig: string, body: string, definer: boolean) =>
-    `CREATE FUNCTION ${m}.${sig} LANGUAGE plpgsql ${definer ? 'SECURITY DEFINER ' : ''}SET search_path = ${m}, pg_catalog AS $f$ ${body} $f$`;
+  const fn = (sig: string, body: string, definer: boolean) => `CREATE FUNCTION ${m}.${sig} LANGUAGE plpgsql ${definer ? 'SECURITY DEFINER ' : ''}SET search_path = ${m}, pg_catalog AS $f$ ${body} $f$`;
   const checkSecret = `IF NOT EXISTS (SELECT 1 FROM _svc_secret WHERE digest = sha256(convert_to(secret, 'UTF8'))) THEN RAISE EXCEPTION 'not permitted' USING ERRCODE = '42501'; END IF;`;
   return [
     `CREATE TABLE ${m}._svc_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -104,7 +103,10 @@ export function grantSql(n: PgNames, schema: SchemaDefT): string[] {
   const rd = q(n.reader);
   const out = [`REVOKE ALL ON ALL TABLES IN SCHEMA ${s} FROM ${r}, ${rd}`, `GRANT USAGE ON SEQUENCE ${s}._svc_seq TO ${r}`];
   for (const [t, def] of Object.entries(schema.tables)) {
-    const cols = Object.keys(def.columns).filter((c) => !(SYSTEM_COLUMNS as readonly string[]).includes(c)).map(q).join(', ');
+    const cols = Object.keys(def.columns)
+      .filter((c) => !(SYSTEM_COLUMNS as readonly string[]).includes(c))
+      .map(q)
+      .join(', ');
     out.push(`GRANT SELECT, DELETE ON ${s}.${q(t)} TO ${r}`, `GRANT INSERT (${cols}), UPDATE (${cols}) ON ${s}.${q(t)} TO ${r}`, `GRANT SELECT ON ${s}.${q(t)} TO ${rd}`);
   }
   return out;
@@ -118,11 +120,7 @@ const loginRole = (role: string, connectionLimit: number): string =>
  * database): the role, USAGE on both schemas, EXECUTE on over_limit. Its table grants are grantSql's.
  */
 export function readerSql(n: PgNames, connectionLimit: number): string[] {
-  return [
-    loginRole(n.reader, connectionLimit),
-    `GRANT USAGE ON SCHEMA ${q(n.schema)}, ${q(n.meta)} TO ${q(n.reader)}`,
-    `GRANT EXECUTE ON FUNCTION ${q(n.meta)}.over_limit(bigint) TO ${q(n.reader)}`,
-  ];
+  return [loginRole(n.reader, connectionLimit), `GRANT USAGE ON SCHEMA ${q(n.schema)}, ${q(n.meta)} TO ${q(n.reader)}`, `GRANT EXECUTE ON FUNCTION ${q(n.meta)}.over_limit(bigint) TO ${q(n.reader)}`];
 }
 
 /** The two roles and the two schemas; a role logs in only once the daemon has set a password. */
@@ -147,4 +145,3 @@ export function createSql(n: PgNames, connectionLimit: number): string[] {
  */
 export const UNSHARED_FUNCTIONS =
   "p.pronamespace = 'pg_catalog'::regnamespace AND (p.proname LIKE 'lo\\_%' OR p.proname IN ('loread', 'lowrite', 'pg_advisory_unlock_all') OR p.proname ~ '^pg_(try_)?advisory_(lock|unlock)(_shared)?$')";
-

@@ -83,8 +83,25 @@ type Fields = Readonly<Record<string, string | null>>;
 const _ = null;
 const NODES: Readonly<Record<string, Fields>> = {
   SelectStmt: {
-    distinctClause: _, intoClause: 'IntoClause', targetList: _, fromClause: _, whereClause: _, groupClause: _, groupDistinct: _, havingClause: _, windowClause: _,
-    valuesLists: _, sortClause: _, limitOffset: _, limitCount: _, limitOption: _, lockingClause: _, withClause: 'WithClause', op: _, all: _, larg: 'SelectStmt',
+    distinctClause: _,
+    intoClause: 'IntoClause',
+    targetList: _,
+    fromClause: _,
+    whereClause: _,
+    groupClause: _,
+    groupDistinct: _,
+    havingClause: _,
+    windowClause: _,
+    valuesLists: _,
+    sortClause: _,
+    limitOffset: _,
+    limitCount: _,
+    limitOption: _,
+    lockingClause: _,
+    withClause: 'WithClause',
+    op: _,
+    all: _,
+    larg: 'SelectStmt',
     rarg: 'SelectStmt',
   },
   InsertStmt: { relation: 'RangeVar', cols: _, selectStmt: _, onConflictClause: 'OnConflictClause', returningList: _, withClause: 'WithClause', override: _ },
@@ -92,7 +109,13 @@ const NODES: Readonly<Record<string, Fields>> = {
   DeleteStmt: { relation: 'RangeVar', usingClause: _, whereClause: _, returningList: _, withClause: 'WithClause' },
   WithClause: { ctes: _, recursive: _, location: _ },
   CommonTableExpr: {
-    ctename: _, aliascolnames: _, ctematerialized: _, ctequery: _, search_clause: 'CTESearchClause', cycle_clause: 'CTECycleClause', location: _,
+    ctename: _,
+    aliascolnames: _,
+    ctematerialized: _,
+    ctequery: _,
+    search_clause: 'CTESearchClause',
+    cycle_clause: 'CTECycleClause',
+    location: _,
   },
   CTESearchClause: { search_col_list: _, search_breadth_first: _, search_seq_column: _, location: _ },
   CTECycleClause: { cycle_col_list: _, cycle_mark_column: _, cycle_mark_value: _, cycle_mark_default: _, cycle_path_column: _, location: _ },
@@ -122,7 +145,16 @@ const NODES: Readonly<Record<string, Fields>> = {
   TypeName: { names: _, typmods: _, typemod: _, arrayBounds: _, setof: _, pct_type: _, location: _ },
   CollateClause: { arg: _, collname: _, location: _ },
   FuncCall: {
-    funcname: _, args: _, agg_order: _, agg_filter: _, over: 'WindowDef', agg_within_group: _, agg_star: _, agg_distinct: _, func_variadic: _, funcformat: _,
+    funcname: _,
+    args: _,
+    agg_order: _,
+    agg_filter: _,
+    over: 'WindowDef',
+    agg_within_group: _,
+    agg_star: _,
+    agg_distinct: _,
+    func_variadic: _,
+    funcformat: _,
     location: _,
   },
   NamedArgExpr: { arg: _, name: _, argnumber: _, location: _ },
@@ -200,7 +232,9 @@ function statementName(type: string, body: Body): string {
       return `${body.kind === 'VAR_RESET' ? 'RESET' : 'SET'}${name}`;
     }
     case 'TransactionStmt':
-      return String(body.kind ?? 'TRANS_STMT_BEGIN').replace(/^TRANS_STMT_/, '').replace(/_/g, ' ');
+      return String(body.kind ?? 'TRANS_STMT_BEGIN')
+        .replace(/^TRANS_STMT_/, '')
+        .replace(/_/g, ' ');
     case 'GrantStmt':
     case 'GrantRoleStmt':
       return body.is_grant ? 'GRANT' : 'REVOKE';
@@ -331,7 +365,9 @@ class Walker {
     items.forEach((cte, i) => {
       const query = cte.ctequery === undefined ? null : unwrap(cte.ctequery, 'CommonTableExpr.ctequery');
       if (query && DML[query[0]] && this.mode === 'read') {
-        throw forbidden(`The WITH query ${names[i]} is ${query[0] === 'InsertStmt' ? 'an' : 'a'} ${query[0].replace(/Stmt$/, '').toUpperCase()}: read mode runs no writes (send it with mode "write").`);
+        throw forbidden(
+          `The WITH query ${names[i]} is ${query[0] === 'InsertStmt' ? 'an' : 'a'} ${query[0].replace(/Stmt$/, '').toUpperCase()}: read mode runs no writes (send it with mode "write").`,
+        );
       }
       const visible = body.recursive ? all : new Set([...ctes, ...names.slice(0, i)]);
       this.node('CommonTableExpr', cte, visible, depth + 1);
@@ -458,7 +494,8 @@ class Walker {
         for (const item of Array.isArray(body.lockedRels) ? body.lockedRels : []) {
           const node = unwrap(item, 'LockingClause.lockedRels');
           if (node?.[0] !== 'RangeVar') throw invalid('The parse tree is not what the subset expects (LockingClause.lockedRels).');
-          if (node[1].schemaname || node[1].catalogname) throw forbidden(`${qualified([node[1].catalogname as string, node[1].schemaname as string, node[1].relname as string])}: ${lock} OF names the statement's own FROM items, unqualified.`);
+          if (node[1].schemaname || node[1].catalogname)
+            throw forbidden(`${qualified([node[1].catalogname as string, node[1].schemaname as string, node[1].relname as string])}: ${lock} OF names the statement's own FROM items, unqualified.`);
         }
         skip.add('lockedRels');
         break;

@@ -1,23 +1,7 @@
 import { join } from 'node:path';
 import type { Driver, Invocation, ParserOptions, PermissionMode, RunLogItem, RunSpec, Usage } from '../types.js';
 import { cliModel, systemText } from './agent-text.js';
-import {
-  arr,
-  BoundedMap,
-  boundInput,
-  count,
-  cutText,
-  isoFromEpochSeconds,
-  ITEM_NAME_MAX,
-  JsonLinesParser,
-  lineCount,
-  num,
-  obj,
-  own,
-  showPath,
-  str,
-  type JsonObject,
-} from './bounds.js';
+import { arr, BoundedMap, boundInput, count, cutText, isoFromEpochSeconds, ITEM_NAME_MAX, JsonLinesParser, lineCount, num, obj, own, showPath, str, type JsonObject } from './bounds.js';
 
 // Claude Code, headless: `claude -p --output-format=stream-json --verbose`, the prompt on stdin.
 // docs/runs.md "Runtimes" maps each agent field to its flag; /work/shared/agent-clis.md has the
@@ -196,7 +180,9 @@ class ClaudeParser extends JsonLinesParser {
       return [
         {
           kind: 'system',
-          text: cutText(`API error${status ? ` ${status}` : ''} (${str(o, 'error') ?? 'unknown'}): retry ${num(o, 'attempt') ?? '?'} of ${num(o, 'max_retries') ?? '?'} in ${delay === null ? '?' : Math.round(delay)} ms`),
+          text: cutText(
+            `API error${status ? ` ${status}` : ''} (${str(o, 'error') ?? 'unknown'}): retry ${num(o, 'attempt') ?? '?'} of ${num(o, 'max_retries') ?? '?'} in ${delay === null ? '?' : Math.round(delay)} ms`,
+          ),
         },
       ];
     }

@@ -51,9 +51,7 @@ function inGitRepo(dir: string): boolean {
 
 /** Codex has no way to load a skill folder by path: its developer instructions point at them. */
 const skillsText = (skills: RunSpec['agent']['skills']): string[] =>
-  skills.length
-    ? [`Skills assigned to you (each a folder with a SKILL.md; read it before the work it covers):\n${skills.map((s) => `- ${s.name}: ${join(s.dir, 'SKILL.md')}`).join('\n')}`]
-    : [];
+  skills.length ? [`Skills assigned to you (each a folder with a SKILL.md; read it before the work it covers):\n${skills.map((s) => `- ${s.name}: ${join(s.dir, 'SKILL.md')}`).join('\n')}`] : [];
 
 function build(spec: RunSpec): Invocation {
   const { agent } = spec;

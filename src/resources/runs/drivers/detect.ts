@@ -83,7 +83,11 @@ export function binaryVersion(file: string, versionArgs: string[], opts: { env?:
       versionArgs,
       { env: opts.env ?? process.env, timeout: opts.timeoutMs ?? VERSION_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 64 * 1024, windowsHide: true },
       (err, stdout, stderr) => {
-        const first = (s: string) => s.split('\n').map((l) => l.trim()).find(Boolean) ?? null;
+        const first = (s: string) =>
+          s
+            .split('\n')
+            .map((l) => l.trim())
+            .find(Boolean) ?? null;
         const line = first(String(stdout)) ?? first(String(stderr));
         if (err) {
           const killed = (err as { killed?: boolean }).killed;
