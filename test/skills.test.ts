@@ -259,6 +259,8 @@ describe('skills API', () => {
 
     rmSync(skillDir('outside'), { recursive: true });
     await eventually(async () => (await d.api('GET', '/api/v1/skills/outside')).status === 404, 1000);
+    // The index answers as soon as it has read the folder; its event commits right after.
+    await eventually(async () => (await skillEvents(before)).length >= 2, 1000);
     expect(await skillEvents(before)).toEqual([
       { name: 'skill:created', data: { name: 'outside' } },
       { name: 'skill:removed', data: { name: 'outside' } },

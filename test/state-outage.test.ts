@@ -75,12 +75,24 @@ it.skipIf(noPg)('a connection that hangs (the peer answers nothing): 503 after t
     expect((await h.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
     relay.stdin.write('freeze\n');
     expect(await line(2)).toBe('frozen');
-    const t0 = Date.now();
-    expect((await h.api('GET', '/api/v1/agents/ana')).status).toBe(503);
-    // The daemon's wait: the statement timeout plus a connection's making (2.8 s in all here).
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(2_500);
-    // The silent connection is dropped; the next statement makes a new one, which relays.
-    expect((await h.api('GET', '/api/v1/agents/ana')).status).toBe(200);
+    // The state is a pool: a read meets a frozen connection (503 once its wait is over; the
+    // connection is dropped) unless it is given a new one, which relays. Each frozen connection is
+    // met at most once, so the reads come back within the pool's size.
+    const answers: { status: number; ms: number }[] = [];
+    for (let i = 0; i < 8 && !(answers.some((a) => a.status === 503) && answers.at(-1)!.status === 200); i++) {
+      const t0 = Date.now();
+      const status = (await h.api('GET', '/api/v1/agents/ana')).status;
+      answers.push({ status, ms: Date.now() - t0 });
+    }
+    const failed = answers.filter((a) => a.status === 503);
+    expect(failed.length, JSON.stringify(answers)).toBeGreaterThan(0);
+    // Not before the statement's bound.
+    for (const a of failed) expect(a.ms).toBeGreaterThanOrEqual(300);
+    expect(
+      answers.every((a) => a.status === 503 || a.status === 200),
+      JSON.stringify(answers),
+    ).toBe(true);
+    expect(answers.at(-1)!.status, JSON.stringify(answers)).toBe(200);
   } finally {
     await h.close();
     relay.kill();
