@@ -33,14 +33,19 @@ export class SkillIndex {
     this.skills.delete(name);
   }
 
-  /** Re-reads the folder (optionally a new one) and says which skills appeared and vanished. */
-  rescan(dir = this.dir): { added: string[]; removed: string[] } {
+  /** Re-reads the folder (optionally a new one) and says which skills appeared and vanished; `apply()` makes it the index. */
+  rescan(dir = this.dir): { added: string[]; removed: string[]; apply(): void } {
     const next = scanSkills(dir);
     const added = [...next.keys()].filter((n) => !this.skills.has(n));
     const removed = [...this.skills.keys()].filter((n) => !next.has(n)).sort();
-    this.dir = dir;
-    this.skills = next;
-    return { added, removed };
+    return {
+      added,
+      removed,
+      apply: () => {
+        this.dir = dir;
+        this.skills = next;
+      },
+    };
   }
 }
 
@@ -60,20 +65,29 @@ export async function startSkills(app: App): Promise<{ close(): Promise<void> }>
   const index = skillIndex(app);
   let closed = false;
 
-  const sync = async (dir?: string) => {
-    if (closed) return;
-    try {
-      const { added, removed } = index.rescan(dir);
-      if (!added.length && !removed.length) return;
-      await app.events.write(async () => {
-        for (const name of added) app.events.emit('skill:created', { name });
-        for (const name of removed) app.events.emit('skill:removed', { name });
-      });
-      app.log.info('skills changed on disk', { added, removed });
-    } catch (err) {
-      app.log.error('re-indexing skills failed', errorFields(err));
-    }
-  };
+  // One rescan at a time, and the index shows what it found only once its events are committed:
+  // a reader who sees a skill can read its skill:created, and a failed write leaves the change
+  // to the next rescan, which finds it again.
+  let syncing: Promise<void> = Promise.resolve();
+  const sync = (dir?: string): Promise<void> =>
+    (syncing = syncing.then(async () => {
+      if (closed) return;
+      try {
+        const { added, removed, apply } = index.rescan(dir);
+        if (added.length || removed.length) {
+          await app.events.write(async () => {
+            for (const name of added) app.events.emit('skill:created', { name });
+            for (const name of removed) app.events.emit('skill:removed', { name });
+          });
+        }
+        apply();
+        if (added.length || removed.length) app.log.info('skills changed on disk', { added, removed });
+      } catch (err) {
+        // A new folder is the one to look at from now on, whatever this rescan could not write.
+        if (dir !== undefined) index.dir = dir;
+        app.log.error('re-indexing skills failed', errorFields(err));
+      }
+    }));
 
   const arm = (dir: string): SettledWatch =>
     watchSkillsDir(
