@@ -7,12 +7,12 @@ import { startTestDaemon, type TestDaemon } from './harness.js';
 import { freshStateDatabase } from './state-pg.js';
 
 // Issue 33, item 1: with the state on PostgreSQL, a request that waits on the server (here on a
-// row lock another session holds for 2 s) holds up only itself. Meanwhile the same daemon answers
-// /healthz, a task read and an SSE heartbeat, each within 20 ms: the daemon's event loop never
-// waits for PostgreSQL.
+// row lock another session holds for 4 s: the issue's 2 s, with room for up to eight tries of each
+// check) holds up only itself. Meanwhile the same daemon answers /healthz, a task read and an SSE
+// heartbeat, each within 20 ms: the daemon's event loop never waits for PostgreSQL.
 
 const noPg = inject('pgUrl') === '';
-const HOLD_MS = 2_000;
+const HOLD_MS = 4_000;
 const BOUND_MS = 20;
 const HEARTBEAT_MS = 100;
 
@@ -23,10 +23,10 @@ afterAll(async () => {
   await d?.close();
 });
 
-/** How long `fn` takes, in ms; the best of three tries (a busy shared machine can stall any one request). */
+/** How long `fn` takes, in ms; the best of up to eight tries (a busy shared machine, or the suite's other files, can stall any one request). */
 async function timed(fn: () => Promise<void>): Promise<number> {
   let best = Infinity;
-  for (let i = 0; i < 3 && best > BOUND_MS; i++) {
+  for (let i = 0; i < 8 && best > BOUND_MS; i++) {
     const t = performance.now();
     await fn();
     best = Math.min(best, performance.now() - t);
@@ -34,7 +34,7 @@ async function timed(fn: () => Promise<void>): Promise<number> {
   return best;
 }
 
-it.skipIf(noPg)('a request waiting 2 s on a row lock: meanwhile /healthz, a task read and an SSE heartbeat answer within 20 ms', async () => {
+it.skipIf(noPg)('a request waiting 4 s on a row lock: meanwhile /healthz, a task read and an SSE heartbeat answer within 20 ms', async () => {
   const url = await freshStateDatabase();
   d = await startTestDaemon({ env: { SVC_STATE_URL: url, SVC_VAULT_KEY: randomBytes(32).toString('base64') }, sse: { heartbeatMs: HEARTBEAT_MS } });
   const daemon = d;
@@ -51,7 +51,7 @@ it.skipIf(noPg)('a request waiting 2 s on a row lock: meanwhile /healthz, a task
   });
   while (pings.length < 2) await new Promise((r) => setTimeout(r, HEARTBEAT_MS));
 
-  // Another session holds the task's row lock for 2 s.
+  // Another session holds the task's row lock for 4 s.
   holder = new pg.Client(url);
   await holder.connect();
   await holder.query('BEGIN');
@@ -70,6 +70,8 @@ it.skipIf(noPg)('a request waiting 2 s on a row lock: meanwhile /healthz, a task
   const health = await timed(async () => void expect((await daemon.api('GET', '/healthz', { key: null })).status).toBe(200));
   const read = await timed(async () => void expect((await daemon.api('GET', `/api/v1/tasks/${other}`)).body.data.title).toBe('free'));
   const heldRead = await timed(async () => void expect((await daemon.api('GET', `/api/v1/tasks/${locked}`)).body.data.title).toBe('held'));
+  // Every answer above came while the lock was still held.
+  const answeredBy = performance.now();
   await new Promise((r) => setTimeout(r, 5 * HEARTBEAT_MS));
   const during = pings.slice(pingsBefore - 1).filter((t) => t < heldAt + HOLD_MS);
   const gaps = during.slice(1).map((t, i) => t - during[i]!);
@@ -79,10 +81,11 @@ it.skipIf(noPg)('a request waiting 2 s on a row lock: meanwhile /healthz, a task
   expect(r.status).toBe(200);
   // It did wait for the lock: the check below is about a daemon busy with a blocked request.
   expect(at - heldAt).toBeGreaterThanOrEqual(HOLD_MS - 50);
+  expect(answeredBy - heldAt).toBeLessThan(HOLD_MS);
   expect(health).toBeLessThanOrEqual(BOUND_MS);
   expect(read).toBeLessThanOrEqual(BOUND_MS);
   expect(heldRead).toBeLessThanOrEqual(BOUND_MS);
-  // Heartbeats kept coming at their interval while the write waited (a blocked loop would show a 2 s gap).
+  // Heartbeats kept coming at their interval while the write waited (a blocked loop would show a gap as long as the hold).
   expect(gaps.length).toBeGreaterThanOrEqual(4);
   expect(Math.max(...gaps)).toBeLessThanOrEqual(HEARTBEAT_MS + BOUND_MS);
   expect((await daemon.api('GET', `/api/v1/tasks/${locked}`)).body.data.title).toBe('changed');
