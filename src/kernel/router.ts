@@ -5,6 +5,9 @@ interface Compiled<App> {
   segments: string[];
   /** Static segments rank above parameters, so /agents/teams wins over /agents/{name}. */
   rank: number;
+  /** Where the template's static segments are and what they say, and its parameters' places and names. */
+  statics: { at: number; text: string }[];
+  params: { at: number; name: string }[];
 }
 
 export type Match<App> =
@@ -12,8 +15,14 @@ export type Match<App> =
   | { kind: 'method'; allow: (Method | 'HEAD')[] }
   | { kind: 'none' };
 
+const NONE = { kind: 'none' } as const;
+
 export class Router<App> {
-  private readonly compiled: Compiled<App>[];
+  /**
+   * The routes, most specific first, by their number of segments: a path is compared only with the
+   * templates of its length (a request looked at every route before, most of them in vain).
+   */
+  private readonly byLength = new Map<number, Compiled<App>[]>();
 
   constructor(routes: AnyRoute<App>[]) {
     const seen = new Set<string>();
@@ -27,21 +36,34 @@ export class Router<App> {
       if (ids.has(r.operationId)) throw new Error(`operationId used twice: ${r.operationId}`);
       ids.add(r.operationId);
     }
-    this.compiled = routes
-      .map((route) => {
+    const compiled = routes
+      .map((route): Compiled<App> => {
         const segments = route.path.split('/').filter(Boolean);
         const rank = segments.reduce((n, s, i) => n + (s.startsWith('{') ? 0 : 2 ** (segments.length - i)), 0);
-        return { route, segments, rank };
+        const statics: Compiled<App>['statics'] = [];
+        const params: Compiled<App>['params'] = [];
+        segments.forEach((s, at) => (s.startsWith('{') ? params.push({ at, name: s.slice(1, -1) }) : statics.push({ at, text: s })));
+        return { route, segments, rank, statics, params };
       })
       .sort((a, b) => b.rank - a.rank);
+    for (const c of compiled) {
+      const list = this.byLength.get(c.segments.length);
+      if (list) list.push(c);
+      else this.byLength.set(c.segments.length, [c]);
+    }
   }
 
   /** HEAD is answered by the GET route of the path (the server sends its headers, not its body). */
   match(method: string, pathname: string): Match<App> {
-    const m = this.find(method, pathname);
-    if (m.found) return { kind: 'found', route: m.found.route, params: m.found.params };
-    if (m.allow.length) return { kind: 'method', allow: m.allow };
-    return { kind: 'none' };
+    const wanted = method === 'HEAD' ? 'GET' : method;
+    const parts = pathParts(pathname);
+    const candidates = parts && this.byLength.get(parts.length);
+    if (!candidates) return NONE;
+    for (const c of candidates) {
+      if (c.route.method === wanted && matches(c, parts)) return { kind: 'found', route: c.route, params: paramsOf(c, parts) };
+    }
+    const { allow } = this.others(candidates, parts);
+    return allow.length ? { kind: 'method', allow } : NONE;
   }
 
   /**
@@ -50,26 +72,21 @@ export class Router<App> {
    * lacks, the one every route of the path shares; none (the envelope) where no route matches.
    */
   errorFormat(method: string, pathname: string): ErrorFormat | undefined {
-    const m = this.find(method, pathname);
-    return m.found ? m.found.route.errorBody : sharedErrorFormat(m.pathRoutes);
+    const wanted = method === 'HEAD' ? 'GET' : method;
+    const parts = pathParts(pathname);
+    const candidates = parts && this.byLength.get(parts.length);
+    if (!candidates) return undefined;
+    for (const c of candidates) if (c.route.method === wanted && matches(c, parts)) return c.route.errorBody;
+    return sharedErrorFormat(this.others(candidates, parts).pathRoutes);
   }
 
-  private find(method: string, pathname: string): { found?: { route: AnyRoute<App>; params: Record<string, string> }; allow: (Method | 'HEAD')[]; pathRoutes: AnyRoute<App>[] } {
-    const wanted = method === 'HEAD' ? 'GET' : method;
+  /** The routes of the most specific path template that matches (it decides the Allow list of a 405), and their methods. */
+  private others(candidates: Compiled<App>[], parts: string[]): { allow: (Method | 'HEAD')[]; pathRoutes: AnyRoute<App>[] } {
     const allow: (Method | 'HEAD')[] = [];
     const pathRoutes: AnyRoute<App>[] = [];
-    let parts: string[];
-    try {
-      parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
-    } catch {
-      return { allow, pathRoutes };
-    }
-    // The most specific path template that matches decides the Allow list of a 405.
     let bestPath: string | undefined;
-    for (const c of this.compiled) {
-      const params = matchSegments(c.segments, parts);
-      if (!params) continue;
-      if (c.route.method === wanted) return { found: { route: c.route, params }, allow, pathRoutes };
+    for (const c of candidates) {
+      if (!matches(c, parts)) continue;
       bestPath ??= c.route.path;
       if (c.route.path === bestPath) {
         pathRoutes.push(c.route);
@@ -81,13 +98,31 @@ export class Router<App> {
   }
 }
 
-function matchSegments(template: string[], parts: string[]): Record<string, string> | null {
-  if (template.length !== parts.length) return null;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < template.length; i++) {
-    const t = template[i]!;
-    if (t.startsWith('{')) params[t.slice(1, -1)] = parts[i]!;
-    else if (t !== parts[i]) return null;
+/** A path's non-empty segments, decoded; null when one does not decode (no route matches it). */
+function pathParts(pathname: string): string[] | null {
+  const parts: string[] = [];
+  for (const s of pathname.split('/')) {
+    if (!s) continue;
+    if (!s.includes('%')) {
+      parts.push(s);
+      continue;
+    }
+    try {
+      parts.push(decodeURIComponent(s));
+    } catch {
+      return null;
+    }
   }
+  return parts;
+}
+
+function matches(c: Compiled<unknown>, parts: string[]): boolean {
+  for (const s of c.statics) if (parts[s.at] !== s.text) return false;
+  return true;
+}
+
+function paramsOf(c: Compiled<unknown>, parts: string[]): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (const p of c.params) params[p.name] = parts[p.at]!;
   return params;
 }
