@@ -519,8 +519,10 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     const requestId = uuidv7();
     res.setHeader('X-Request-Id', requestId);
     inflight.add(res);
+    const conn = connections.started(req);
     res.on('close', () => {
       inflight.delete(res);
+      connections.ended(conn);
       const ms = monotonic() - started;
       // The path is logged without its query string: a key pasted into ?apiKey= must not reach the log.
       const target = req.url ?? '/';
@@ -547,7 +549,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   return {
     server,
     limiter,
-    connections,
+    connections: connections.stats,
     async close(graceMs: number) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -4,10 +4,8 @@
 // is; those skip the parser (a URL object a request was a tenth of the kernel's own work). Anything
 // else goes through `new URL`, so both ways always agree (test/unit/target.test.ts compares them).
 
-/** Path characters the parser keeps as they are; no `%` (an encoded dot is a dot segment) and no `\` (read as `/`). */
+/** Path characters the parser keeps as they are; no `%` (an encoded dot may make a dot segment) and no `\` (read as `/`). */
 const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/;
-/** A `.` or `..` segment, which the parser resolves. */
-const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
 /** Query characters the parser keeps as they are: no `'` (encoded in a special scheme's query) and no `#`. */
 const PLAIN_QUERY = /^[A-Za-z0-9\-._~!$&()*+,;=:@/?%]*$/;
 
@@ -23,7 +21,8 @@ export function requestTarget(raw: string): Target | null {
   const q = raw.indexOf('?');
   const path = q === -1 ? raw : raw.slice(0, q);
   const query = q === -1 ? '' : raw.slice(q + 1);
-  if (PLAIN_PATH.test(path) && !DOT_SEGMENT.test(path) && (query === '' || PLAIN_QUERY.test(query))) return { path, query };
+  // A segment starting with a dot may be `.` or `..`, which the parser resolves: left to it.
+  if (PLAIN_PATH.test(path) && !path.includes('/.') && (query === '' || PLAIN_QUERY.test(query))) return { path, query };
   try {
     const url = new URL(raw, 'http://localhost');
     return { path: url.pathname, query: url.search.slice(1) };
