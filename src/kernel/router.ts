@@ -17,12 +17,41 @@ export type Match<App> =
 
 const NONE = { kind: 'none' } as const;
 
+/**
+ * The templates of one length, most specific first, by what they say at one segment (`at`, the
+ * one that tells them apart best): a path is compared only with those that can match it there.
+ * A template with a parameter there is in every list, in its place.
+ */
+interface Bucket<App> {
+  at: number;
+  byText: Map<string, Compiled<App>[]>;
+  /** Those with a parameter at `at`: all a path can match when no template says its text there. */
+  open: Compiled<App>[];
+}
+
+function bucket<App>(templates: Compiled<App>[]): Bucket<App> {
+  const length = templates[0]!.segments.length;
+  if (length === 0) return { at: 0, byText: new Map(), open: templates };
+  let at = 0;
+  let best = -1;
+  for (let i = 0; i < length; i++) {
+    const texts = new Set(templates.flatMap((c) => (c.segments[i]!.startsWith('{') ? [] : [c.segments[i]!])));
+    if (texts.size > best) [at, best] = [i, texts.size];
+  }
+  const isOpen = (c: Compiled<App>) => c.params.some((p) => p.at === at);
+  const byText = new Map<string, Compiled<App>[]>();
+  for (const c of templates) if (!isOpen(c)) byText.set(c.segments[at]!, []);
+  for (const [text, list] of byText) for (const c of templates) if (isOpen(c) || c.segments[at] === text) list.push(c);
+  return { at, byText, open: templates.filter(isOpen) };
+}
+
 export class Router<App> {
   /**
-   * The routes, most specific first, by their number of segments: a path is compared only with the
-   * templates of its length (a request looked at every route before, most of them in vain).
+   * The routes, most specific first, by their number of segments and then by one segment's text:
+   * a path is compared only with the templates that can match it (a request looked at every
+   * route before, most of them in vain).
    */
-  private readonly byLength = new Map<number, Compiled<App>[]>();
+  private readonly byLength = new Map<number, Bucket<App>>();
 
   constructor(routes: AnyRoute<App>[]) {
     const seen = new Set<string>();
@@ -46,23 +75,32 @@ export class Router<App> {
         return { route, segments, rank, statics, params };
       })
       .sort((a, b) => b.rank - a.rank);
+    const lengths = new Map<number, Compiled<App>[]>();
     for (const c of compiled) {
-      const list = this.byLength.get(c.segments.length);
+      const list = lengths.get(c.segments.length);
       if (list) list.push(c);
-      else this.byLength.set(c.segments.length, [c]);
+      else lengths.set(c.segments.length, [c]);
     }
+    for (const [length, templates] of lengths) this.byLength.set(length, bucket(templates));
+  }
+
+  /** The templates a path of these segments can match, most specific first. */
+  private candidates(parts: string[] | null): Compiled<App>[] | undefined {
+    if (!parts) return undefined;
+    const b = this.byLength.get(parts.length);
+    return b && (b.byText.get(parts[b.at]!) ?? b.open);
   }
 
   /** HEAD is answered by the GET route of the path (the server sends its headers, not its body). */
   match(method: string, pathname: string): Match<App> {
     const wanted = method === 'HEAD' ? 'GET' : method;
     const parts = pathParts(pathname);
-    const candidates = parts && this.byLength.get(parts.length);
+    const candidates = this.candidates(parts);
     if (!candidates) return NONE;
     for (const c of candidates) {
-      if (c.route.method === wanted && matches(c, parts)) return { kind: 'found', route: c.route, params: paramsOf(c, parts) };
+      if (c.route.method === wanted && matches(c, parts!)) return { kind: 'found', route: c.route, params: paramsOf(c, parts!) };
     }
-    const { allow } = this.others(candidates, parts);
+    const { allow } = this.others(candidates, parts!);
     return allow.length ? { kind: 'method', allow } : NONE;
   }
 
@@ -74,10 +112,10 @@ export class Router<App> {
   errorFormat(method: string, pathname: string): ErrorFormat | undefined {
     const wanted = method === 'HEAD' ? 'GET' : method;
     const parts = pathParts(pathname);
-    const candidates = parts && this.byLength.get(parts.length);
+    const candidates = this.candidates(parts);
     if (!candidates) return undefined;
-    for (const c of candidates) if (c.route.method === wanted && matches(c, parts)) return c.route.errorBody;
-    return sharedErrorFormat(this.others(candidates, parts).pathRoutes);
+    for (const c of candidates) if (c.route.method === wanted && matches(c, parts!)) return c.route.errorBody;
+    return sharedErrorFormat(this.others(candidates, parts!).pathRoutes);
   }
 
   /** The routes of the most specific path template that matches (it decides the Allow list of a 405), and their methods. */

@@ -12,6 +12,7 @@ import { errorFields, type Logger } from './log.js';
 import { nulDetails } from './nul.js';
 import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
 import { Router } from './router.js';
+import { KernelResponse, writeHead } from './response.js';
 import { queryParams, requestTarget } from './target.js';
 import { monotonic, type Clock } from '../lib/clock.js';
 import { uuidv7 } from '../lib/ids.js';
@@ -93,7 +94,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
     return;
   }
   const text = JSON.stringify(body);
-  res.writeHead(status, {
+  writeHead(res, status, {
     ...headers,
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(text),
@@ -106,7 +107,7 @@ const OK_TAIL = Buffer.from('}');
 
 /** The success envelope around a payload serialised elsewhere: its bytes are copied, never parsed. */
 function sendJsonText(res: ServerResponse, status: number, data: JsonText, headers: Record<string, string>): void {
-  res.writeHead(status, {
+  writeHead(res, status, {
     ...headers,
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': OK_HEAD.length + data.bytes.byteLength + OK_TAIL.length,
@@ -328,15 +329,21 @@ const auth: RequestStep = {
   },
 };
 
+/** Awaited so that what follows runs after the parser's turn (the body step). */
+const AFTER_PARSER = Promise.resolve();
+
 /** The body, read up to server.maxBodyBytes (413 past it); checked against the route in the next step. */
 const body: RequestStep = {
   name: 'body',
   run(x) {
     const { req, route, settings } = x;
-    // Most requests carry none (every GET): nothing to wait for.
+    // Most requests carry none (every GET): nothing to read, and the same promise for all. It is
+    // still awaited: the steps after it then run once node's parser has finished the request's
+    // message. Answered in the middle of it (a handler that answers at once), keep-alive
+    // connections were dropped under load (test/fuzz.test.ts).
     if (hasNoBody(req)) {
       x.raw = NO_BODY;
-      return;
+      return AFTER_PARSER;
     }
     return readBody(x, route, settings);
   },
@@ -483,6 +490,9 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
         if (x.done) return;
       }
     } catch (err) {
+      // Answered once node's parser has finished the request's message, as every answer is (see
+      // the body step): a guard, the router or auth refuse before the body step.
+      await AFTER_PARSER;
       answerError(req, res, requestId, matched.route, err);
     }
   }
@@ -514,10 +524,11 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
   // Read at each new connection, so a project.json reload applies to the next one.
   const maxConnections = () => opts.connections?.maxConnections ?? opts.settings().maxConnections ?? defaultCap;
-  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+  const onRequest = (req: IncomingMessage, res: KernelResponse): void => {
     const started = monotonic();
     const requestId = uuidv7();
-    res.setHeader('X-Request-Id', requestId);
+    // Written first among the answer's headers, whoever writes them (kernel/response.ts).
+    res.requestId = requestId;
     inflight.add(res);
     const conn = connections.started(req);
     res.on('close', () => {
@@ -538,7 +549,9 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     });
     void handle(req, res, requestId);
   };
-  const server = opts.tls ? createTlsServer({ ...nodeServerOptions(limits), cert: opts.tls.cert, key: opts.tls.key }, onRequest) : createServer(nodeServerOptions(limits), onRequest);
+  const server = opts.tls
+    ? createTlsServer<typeof IncomingMessage, typeof KernelResponse>({ ...nodeServerOptions(limits), ServerResponse: KernelResponse, cert: opts.tls.cert, key: opts.tls.key }, onRequest)
+    : createServer<typeof IncomingMessage, typeof KernelResponse>({ ...nodeServerOptions(limits), ServerResponse: KernelResponse }, onRequest);
   const connections = guardConnections(server as Server, { ...limits, maxConnections }, opts.log);
   opts.log.info('connection limits', {
     maxConnections: maxConnections(),

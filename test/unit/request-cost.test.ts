@@ -1,11 +1,15 @@
-import type { IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { authenticate, sha256, type KeyEntry } from '../../src/kernel/auth.js';
 import { hasNoBody } from '../../src/kernel/body.js';
 import { HostCheck, hostAllowed } from '../../src/kernel/guards.js';
 import { createLogger } from '../../src/kernel/log.js';
-import { routeDefiner } from '../../src/kernel/route.js';
+import { routeDefiner, type AnyRoute } from '../../src/kernel/route.js';
+import type { App } from '../../src/app.js';
+import { loadApi } from '../../src/routes.js';
+import { KernelResponse, writeHead } from '../../src/kernel/response.js';
 import { Router } from '../../src/kernel/router.js';
 import { queryParams, requestTarget } from '../../src/kernel/target.js';
 import { uuidv7 } from '../../src/lib/ids.js';
@@ -102,6 +106,56 @@ describe('Router', () => {
   });
 });
 
+describe('Router on the whole API', () => {
+  /** The router as it was: every template, most specific first, compared in turn. */
+  function naive(routes: AnyRoute<App>[], method: string, pathname: string) {
+    const wanted = method === 'HEAD' ? 'GET' : method;
+    let parts: string[];
+    try {
+      parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
+    } catch {
+      return { kind: 'none' };
+    }
+    const ranked = routes
+      .map((route) => {
+        const segments = route.path.split('/').filter(Boolean);
+        return { route, segments, rank: segments.reduce((n, s, i) => n + (s.startsWith('{') ? 0 : 2 ** (segments.length - i)), 0) };
+      })
+      .sort((a, b) => b.rank - a.rank);
+    const allow: string[] = [];
+    let best: string | undefined;
+    for (const c of ranked) {
+      if (c.segments.length !== parts.length || c.segments.some((s, i) => !s.startsWith('{') && s !== parts[i])) continue;
+      const params = Object.fromEntries(c.segments.flatMap((s, i) => (s.startsWith('{') ? [[s.slice(1, -1), parts[i]]] : [])));
+      if (c.route.method === wanted) return { kind: 'found', operationId: c.route.operationId, params };
+      best ??= c.route.path;
+      if (c.route.path === best) allow.push(...(c.route.method === 'GET' ? ['GET', 'HEAD'] : [c.route.method]));
+    }
+    return allow.length ? { kind: 'method', allow } : { kind: 'none' };
+  }
+
+  it('matches every path of every template, and its variations, as comparing every template in turn did', async () => {
+    const { routes } = await loadApi();
+    const router = new Router(routes);
+    const paths = new Set<string>(['/', '', '/api', '/api/v1', '/nope/x/y/z']);
+    for (const r of routes) {
+      const segments = r.path.split('/').filter(Boolean);
+      paths.add(`/${segments.map((s) => (s.startsWith('{') ? 'x1' : s)).join('/')}`);
+      paths.add(`/${segments.map((s) => (s.startsWith('{') ? 'tasks' : s)).join('/')}`);
+      paths.add(`/${segments.map((s, i) => (i === segments.length - 1 ? 'other' : s.startsWith('{') ? 'a%20b' : s)).join('/')}`);
+      paths.add(`/${segments.map((s) => (s.startsWith('{') ? 'x' : s)).join('/')}/extra`);
+      paths.add(`/${segments.slice(0, -1).join('/')}`);
+    }
+    for (const path of paths) {
+      for (const method of ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE']) {
+        const m = router.match(method, path);
+        const got = m.kind === 'found' ? { kind: 'found', operationId: m.route.operationId, params: m.params } : m;
+        expect(got, `${method} ${path}`).toEqual(naive(routes, method, path));
+      }
+    }
+  });
+});
+
 describe('HostCheck', () => {
   it('answers as hostAllowed does, remembers per list, and stays bounded', () => {
     const check = new HostCheck(2);
@@ -191,5 +245,39 @@ describe('uuidv7', () => {
     const many = Array.from({ length: 5000 }, () => uuidv7(at + 10));
     expect(many.at(-1)!.slice(0, 13)).toBe('0193a0c2-4f26');
     expect([...many].sort()).toEqual(many);
+  });
+});
+
+describe('KernelResponse', () => {
+  /** The raw head a handler's response went out with. */
+  async function head(handler: (res: KernelResponse) => void): Promise<string> {
+    const server = createServer<typeof IncomingMessage, typeof KernelResponse>({ ServerResponse: KernelResponse }, (_req, res) => {
+      res.requestId = 'the-id';
+      handler(res);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      return await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'));
+        let text = '';
+        socket.on('data', (c) => (text += c));
+        socket.on('end', () => resolve(text.split('\r\n\r\n')[0]!));
+        socket.on('error', reject);
+      });
+    } finally {
+      server.close();
+    }
+  }
+  const names = (h: string) => h.split('\r\n').slice(1).map((l) => l.slice(0, l.indexOf(':')));
+
+  it('writes X-Request-Id first, whoever writes the head and however', async () => {
+    expect(names(await head((res) => writeHead(res, 200, { 'Content-Type': 'text/plain', 'Content-Length': '2' }) && res.end('ok')))).toEqual(['X-Request-Id', 'Content-Type', 'Content-Length', 'Date', 'Connection']);
+    expect(names(await head((res) => res.writeHead(201, { 'Content-Type': 'text/plain' }).end('ok')))).toEqual(['X-Request-Id', 'Content-Type', 'Date', 'Connection', 'Transfer-Encoding']);
+    expect(names(await head((res) => res.setHeader('Vary', 'Origin').end('ok')))).toEqual(['X-Request-Id', 'Vary', 'Date', 'Connection', 'Content-Length']);
+    expect(names(await head((res) => res.end()))).toEqual(['X-Request-Id', 'Date', 'Connection', 'Content-Length']);
+    // A header set before the kernel writes its own head keeps X-Request-Id first all the same.
+    expect(names(await head((res) => writeHead(res.setHeader('Access-Control-Allow-Origin', 'x'), 200, { 'Content-Length': '0' }) && res.end()))).toEqual(['X-Request-Id', 'Access-Control-Allow-Origin', 'Content-Length', 'Date', 'Connection']);
+    expect(await head((res) => res.end())).toContain('X-Request-Id: the-id');
   });
 });
