@@ -9,6 +9,9 @@ import { DATA_RUNNER, removeOrphanFiles, SqliteBackend } from '../resources/data
 import { allIds } from '../resources/data/store.js';
 import type { DaemonContext } from './context.js';
 
+/** When the data runner starts its spare worker: after the daemon's start-up (a few hundred ms). */
+const SPARE_AFTER_MS = 1_000;
+
 /** Where the application databases live: project.json's data.provider, read at start. */
 export const dataProviderPart: Part<DaemonContext> = {
   name: 'data provider',
@@ -60,6 +63,8 @@ export const dataProviderPart: Part<DaemonContext> = {
       workerMemoryMb: () => ctx.config.data.workerMemoryMb,
       records: new WorkerRecords(paths.workers),
       onOpened: onOpened as (id: string, state: unknown) => void,
+      // Its spare worker process once the daemon is up, not while it starts.
+      spareAfterMs: SPARE_AFTER_MS,
     });
     app.services.provide(DATA_RUNNER, runner);
     app.services.provide(DATA_BACKEND, new SqliteBackend(runner, paths.data));
