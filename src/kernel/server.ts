@@ -12,7 +12,7 @@ import { errorFields, type Logger } from './log.js';
 import { nulDetails } from './nul.js';
 import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
 import { Router } from './router.js';
-import { KernelResponse, writeHead } from './response.js';
+import { KernelResponse, writeJsonHead } from './response.js';
 import { queryParams, requestTarget } from './target.js';
 import { monotonic, type Clock } from '../lib/clock.js';
 import { uuidv7 } from '../lib/ids.js';
@@ -94,11 +94,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
     return;
   }
   const text = JSON.stringify(body);
-  writeHead(res, status, {
-    ...headers,
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(text),
-  });
+  writeJsonHead(res, status, headers, Buffer.byteLength(text));
   res.end(text);
 }
 
@@ -107,11 +103,7 @@ const OK_TAIL = Buffer.from('}');
 
 /** The success envelope around a payload serialised elsewhere: its bytes are copied, never parsed. */
 function sendJsonText(res: ServerResponse, status: number, data: JsonText, headers: Record<string, string>): void {
-  writeHead(res, status, {
-    ...headers,
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': OK_HEAD.length + data.bytes.byteLength + OK_TAIL.length,
-  });
+  writeJsonHead(res, status, headers, OK_HEAD.length + data.bytes.byteLength + OK_TAIL.length);
   res.write(OK_HEAD);
   res.write(data.bytes);
   res.end(OK_TAIL);

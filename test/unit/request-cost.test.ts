@@ -9,7 +9,7 @@ import { createLogger } from '../../src/kernel/log.js';
 import { routeDefiner, type AnyRoute } from '../../src/kernel/route.js';
 import type { App } from '../../src/app.js';
 import { loadApi } from '../../src/routes.js';
-import { KernelResponse, writeHead } from '../../src/kernel/response.js';
+import { KernelResponse, writeJsonHead } from '../../src/kernel/response.js';
 import { Router } from '../../src/kernel/router.js';
 import { queryParams, requestTarget } from '../../src/kernel/target.js';
 import { uuidv7 } from '../../src/lib/ids.js';
@@ -272,12 +272,12 @@ describe('KernelResponse', () => {
   const names = (h: string) => h.split('\r\n').slice(1).map((l) => l.slice(0, l.indexOf(':')));
 
   it('writes X-Request-Id first, whoever writes the head and however', async () => {
-    expect(names(await head((res) => writeHead(res, 200, { 'Content-Type': 'text/plain', 'Content-Length': '2' }) && res.end('ok')))).toEqual(['X-Request-Id', 'Content-Type', 'Content-Length', 'Date', 'Connection']);
+    expect(names(await head((res) => (writeJsonHead(res, 200, { 'X-Next-Cursor': 'c' }, 2), res.end('{}'))))).toEqual(['X-Request-Id', 'X-Next-Cursor', 'Content-Type', 'Content-Length', 'Date', 'Connection']);
     expect(names(await head((res) => res.writeHead(201, { 'Content-Type': 'text/plain' }).end('ok')))).toEqual(['X-Request-Id', 'Content-Type', 'Date', 'Connection', 'Transfer-Encoding']);
     expect(names(await head((res) => res.setHeader('Vary', 'Origin').end('ok')))).toEqual(['X-Request-Id', 'Vary', 'Date', 'Connection', 'Content-Length']);
     expect(names(await head((res) => res.end()))).toEqual(['X-Request-Id', 'Date', 'Connection', 'Content-Length']);
     // A header set before the kernel writes its own head keeps X-Request-Id first all the same.
-    expect(names(await head((res) => writeHead(res.setHeader('Access-Control-Allow-Origin', 'x'), 200, { 'Content-Length': '0' }) && res.end()))).toEqual(['X-Request-Id', 'Access-Control-Allow-Origin', 'Content-Length', 'Date', 'Connection']);
+    expect(names(await head((res) => (writeJsonHead(res.setHeader('Access-Control-Allow-Origin', 'x'), 200, {}, 2), res.end('{}'))))).toEqual(['X-Request-Id', 'Access-Control-Allow-Origin', 'Content-Type', 'Content-Length', 'Date', 'Connection']);
     expect(await head((res) => res.end())).toContain('X-Request-Id: the-id');
   });
 });
