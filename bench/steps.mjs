@@ -5,9 +5,11 @@
 // daemon runs with --perf-basic-prof (V8 names its compiled functions for perf), `perf record -e
 // cpu-clock -g` samples it while the load runs, and each step's share of the samples, with
 // everything it called, is turned into µs of CPU per request. cpu-clock counts a thread only while
-// it runs, so unlike a V8 CPU profile (wall time) the figures do not grow with other load on the
-// machine; perf's own sampling adds some to every figure. Needs Linux perf (/usr/bin/perf). Not
-// part of `npm run bench`; docs/performance.md has the table it prints.
+// it runs, so unlike a V8 CPU profile (wall time) a step is not charged with the time the daemon
+// waited for a core; a busier machine still raises every figure somewhat (caches, wake-ups), and
+// perf's own sampling adds to each: compare steps of one run, or two builds run one after the other. KEEP_PERF=<file> keeps perf's data there
+// (for `perf report -i <file>`). Needs Linux perf (/usr/bin/perf). Not part of `npm run bench`;
+// docs/performance.md has the table it prints.
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
