@@ -35,17 +35,21 @@ function lineTime(): string {
  * integer-like name, which JSON puts first) are spread as they always were.
  */
 function formatLine(time: string, level: Level, msg: string, fields?: Record<string, unknown> | null): string {
-  const spread = () => JSON.stringify({ time, level, msg, ...fields });
-  if (typeof msg !== 'string') return spread();
+  if (typeof msg !== 'string') return spreadLine(time, level, msg, fields);
   const head = `{"time":"${time}","level":"${level}","msg":${JSON.stringify(msg)}`;
   if (fields === undefined || fields === null) return `${head}}`;
-  if (Array.isArray(fields) || typeof fields.toJSON === 'function' || Object.hasOwn(fields, 'time') || Object.hasOwn(fields, 'level') || Object.hasOwn(fields, 'msg')) return spread();
+  if (Array.isArray(fields) || typeof fields.toJSON === 'function' || Object.hasOwn(fields, 'time') || Object.hasOwn(fields, 'level') || Object.hasOwn(fields, 'msg')) {
+    return spreadLine(time, level, msg, fields);
+  }
   const rest = JSON.stringify(fields);
   if (rest === '{}') return `${head}}`;
   // An integer-like name comes first in JSON: a digit after `{"`.
   const c = rest.charCodeAt(2);
-  return c >= 48 && c <= 57 ? spread() : `${head},${rest.slice(1)}`;
+  return c >= 48 && c <= 57 ? spreadLine(time, level, msg, fields) : `${head},${rest.slice(1)}`;
 }
+
+/** A line as it always was written. */
+const spreadLine = (time: string, level: Level, msg: string, fields?: Record<string, unknown> | null): string => JSON.stringify({ time, level, msg, ...fields });
 
 export function createLogger(write: (line: string) => void, min: Level = 'info'): Logger {
   const emit = (level: Level, msg: string, fields?: Record<string, unknown>) => {
