@@ -24,8 +24,11 @@ const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { na
  * OpenAPI operations, docs/runs.md and the board's runs pages; the budget moved with them.
  * Issue 33 split the state migrations one file each and gave every resource a descriptor and a
  * server file (each a .js and a .d.ts): ~810 files for about the same bytes; the file budget moved.
+ * With its asynchronous state, request pipeline and measurements (docs/performance.md) it packs to
+ * ~994 KiB (3.36 MiB unpacked, 821 files): the byte budgets moved to 1200 KiB and 3.8 MiB, over which
+ * shipping src/, test/ or the source maps (0.5 MiB or more unpacked each) still goes.
  */
-const BUDGET = { packedBytes: 1000 * 1024, unpackedBytes: 3.4 * 1024 * 1024, files: 960 };
+const BUDGET = { packedBytes: 1200 * 1024, unpackedBytes: 3.8 * 1024 * 1024, files: 960 };
 const ALLOWED = [
   /^dist\/(src|bin)\/.+\.(js|d\.ts)$/,
   /^dist\/board\/[a-z0-9][a-z0-9._-]*\.(html|js|css|svg)$/,
