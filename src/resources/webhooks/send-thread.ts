@@ -2,8 +2,7 @@ import { lookup as dnsLookup } from 'node:dns';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Agent } from 'undici';
 import { monotonic } from '../../lib/clock.js';
-import { postDelivery } from './post.js';
-import { guardedLookup, hostsLookup, type ThreadRequest, type ThreadResult } from './send.js';
+import { guardedLookup, hostsLookup, postDelivery, type ThreadRequest, type ThreadResult } from './send.js';
 
 // The delivery thread: every delivery's network work (connecting, TLS, writing, reading the answer)
 // happens here, off the daemon's main thread, so API requests never queue behind it. One pooled
