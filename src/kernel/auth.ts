@@ -95,6 +95,12 @@ export const principalOf = (entry: KeyEntry): Principal => ({
   ...(entry.runId !== undefined ? { runId: entry.runId } : {}),
 });
 
+/**
+ * Each key entry's principal, made once: nothing changes a principal, and a request of a known key
+ * then costs no hex digest and no object. Entries are made anew at each reload, which starts over.
+ */
+const principals = new WeakMap<KeyEntry, Principal>();
+
 /** The principal of the presented key, or null when no configured key is it. */
 export function authenticate(keys: readonly KeyEntry[], presented: string | undefined, cache?: DigestCache): Principal | null {
   if (presented === undefined) return null;
@@ -102,7 +108,9 @@ export function authenticate(keys: readonly KeyEntry[], presented: string | unde
   const found = keyByDigest(keys, digest);
   if (!found) return null;
   cache?.remember(presented, digest);
-  return principalOf(found);
+  let principal = principals.get(found);
+  if (!principal) principals.set(found, (principal = Object.freeze(principalOf(found))));
+  return principal;
 }
 
 /**

@@ -6,6 +6,12 @@ import { jsonMayHoldNul, nulDetails } from './nul.js';
 /** Marker for "the request carried no body", distinct from a JSON null. */
 export const NO_BODY = Symbol('no-body');
 
+/** The request says it carries no body: Content-Length 0, or neither a length nor chunks (a GET). */
+export function hasNoBody(req: IncomingMessage): boolean {
+  const declared = req.headers['content-length'];
+  return declared === undefined ? req.headers['transfer-encoding'] === undefined : Number(declared) === 0;
+}
+
 /**
  * Reads a JSON body, refusing it with 413 as soon as it passes `limit` bytes (by Content-Length
  * up front, or while streaming when the length is not declared) so a large body is never held whole,
@@ -13,10 +19,9 @@ export const NO_BODY = Symbol('no-body');
  * string or a property name is added to `nuls` (kernel/nul.ts), for the caller to refuse.
  */
 export async function readJsonBody(req: IncomingMessage, limit: number, nuls?: ErrorDetail[]): Promise<unknown> {
+  if (hasNoBody(req)) return NO_BODY;
   const declared = req.headers['content-length'];
   const length = declared === undefined ? undefined : Number(declared);
-  const chunked = req.headers['transfer-encoding'] !== undefined;
-  if (length === 0 || (length === undefined && !chunked)) return NO_BODY;
   if (length !== undefined && length > limit) {
     throw new AppError('payload_too_large', `The request body is ${length} bytes; the limit is ${limit}.`);
   }

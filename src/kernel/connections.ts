@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { monotonic } from '../lib/clock.js';
 import type { Logger } from './log.js';
@@ -62,7 +62,7 @@ export interface ConnectionStats {
   refused: number;
 }
 
-interface Conn {
+export interface Conn {
   socket: Socket;
   /** Requests on this connection whose response has not finished. */
   active: number;
@@ -84,7 +84,16 @@ const CAP_LOG_INTERVAL_MS = 60_000;
  *   open connection is busy, the new one is closed at once. Either way one log line a minute says so.
  * Every operation here is O(1); the idle connections are kept in a Set whose order is their age.
  */
-export function guardConnections(server: Server, limits: Omit<ConnectionLimits, 'maxConnections'> & { maxConnections: () => number }, log: Logger): () => ConnectionStats {
+/** What the server tells the guard of each request, and asks of it. */
+export interface ConnectionGuard {
+  /** A request has started: its connection is busy until the request ends (what this returns is handed back then). */
+  started(req: IncomingMessage): Conn | undefined;
+  /** The request's response has closed. */
+  ended(c: Conn | undefined): void;
+  stats(): ConnectionStats;
+}
+
+export function guardConnections(server: Server, limits: Omit<ConnectionLimits, 'maxConnections'> & { maxConnections: () => number }, log: Logger): ConnectionGuard {
   const conns = new Map<Socket, Conn>();
   const idle = new Set<Conn>();
   let evicted = 0;
@@ -137,22 +146,28 @@ export function guardConnections(server: Server, limits: Omit<ConnectionLimits, 
     socket.once('close', () => forget(c));
   });
 
-  server.on('request', (req, res) => {
-    // Over TLS the request's socket wraps the raw one counted at 'connection' (its _parent).
-    const c = conns.get(req.socket) ?? conns.get((req.socket as Socket & { _parent?: Socket })._parent as Socket);
-    if (!c) return;
-    if (c.headTimer) {
-      clearTimeout(c.headTimer);
-      c.headTimer = undefined;
-    }
-    c.active++;
-    idle.delete(c);
-    res.once('close', () => {
+  // Told by the server's own request handler and its response's close listener, rather than by
+  // listeners of its own: a second 'request' listener and a second 'close' one on every response
+  // cost more than what they do.
+  return {
+    started(req) {
+      // Over TLS the request's socket wraps the raw one counted at 'connection' (its _parent).
+      const c = conns.get(req.socket as Socket) ?? conns.get((req.socket as Socket & { _parent?: Socket })._parent as Socket);
+      if (!c) return undefined;
+      if (c.headTimer) {
+        clearTimeout(c.headTimer);
+        c.headTimer = undefined;
+      }
+      c.active++;
+      idle.delete(c);
+      return c;
+    },
+    ended(c) {
+      if (!c) return;
       c.active--;
       // Re-added at the end: the order of the Set stays the order in which connections went idle.
       if (c.active === 0 && conns.has(c.socket) && !c.socket.destroyed) idle.add(c);
-    });
-  });
-
-  return () => ({ open: conns.size, max: limits.maxConnections(), evicted, refused });
+    },
+    stats: () => ({ open: conns.size, max: limits.maxConnections(), evicted, refused }),
+  };
 }

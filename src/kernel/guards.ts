@@ -68,6 +68,34 @@ export function hostAllowed(header: string | undefined, allowedHosts: readonly s
 }
 
 /**
+ * hostAllowed, remembered per Host header for one allowedHosts list: a client sends the same Host
+ * on every request, and parsing it each time was a tenth of the guards' cost. Both answers are
+ * remembered; bounded, it starts over when full (a flood of made-up Hosts only costs the parse),
+ * and over when the list changes (a project.json reload). One per HTTP server, never shared.
+ */
+export class HostCheck {
+  private list: readonly string[] | null = null;
+  private readonly seen = new Map<string, boolean>();
+
+  constructor(private readonly max = 64) {}
+
+  allowed(header: string | undefined, allowedHosts: readonly string[]): boolean {
+    if (!header) return false;
+    if (allowedHosts !== this.list) {
+      this.seen.clear();
+      this.list = allowedHosts;
+    }
+    let ok = this.seen.get(header);
+    if (ok === undefined) {
+      ok = hostAllowed(header, allowedHosts);
+      if (this.seen.size >= this.max) this.seen.clear();
+      this.seen.set(header, ok);
+    }
+    return ok;
+  }
+}
+
+/**
  * Whether a request's Origin is one of `allowedOrigins`: the whole origin, compared exactly (scheme
  * and host are case-insensitive, a trailing slash is ignored), never a prefix. `null` is refused even
  * when listed: it is the opaque origin of every sandboxed iframe, data: URL and file, so any page on

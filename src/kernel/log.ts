@@ -16,6 +16,41 @@ export interface Logger {
 
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
+/** The time of a log line: made once per millisecond (a busy daemon logs many lines in each). */
+let lastMs = NaN;
+let lastIso = '';
+function lineTime(): string {
+  const ms = systemClock.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = nowIso({ now: () => ms });
+  }
+  return lastIso;
+}
+
+/**
+ * One line, exactly as JSON.stringify({ time, level, msg, ...fields }) writes it, without the
+ * spread copy of the fields (a request's line is the most frequent thing the daemon writes). Fields
+ * that would not simply follow the line's own members (one of their names, an array, a toJSON, an
+ * integer-like name, which JSON puts first) are spread as they always were.
+ */
+function formatLine(time: string, level: Level, msg: string, fields?: Record<string, unknown> | null): string {
+  if (typeof msg !== 'string') return spreadLine(time, level, msg, fields);
+  const head = `{"time":"${time}","level":"${level}","msg":${JSON.stringify(msg)}`;
+  if (fields === undefined || fields === null) return `${head}}`;
+  if (Array.isArray(fields) || typeof fields.toJSON === 'function' || Object.hasOwn(fields, 'time') || Object.hasOwn(fields, 'level') || Object.hasOwn(fields, 'msg')) {
+    return spreadLine(time, level, msg, fields);
+  }
+  const rest = JSON.stringify(fields);
+  if (rest === '{}') return `${head}}`;
+  // An integer-like name comes first in JSON: a digit after `{"`.
+  const c = rest.charCodeAt(2);
+  return c >= 48 && c <= 57 ? spreadLine(time, level, msg, fields) : `${head},${rest.slice(1)}`;
+}
+
+/** A line as it always was written. */
+const spreadLine = (time: string, level: Level, msg: string, fields?: Record<string, unknown> | null): string => JSON.stringify({ time, level, msg, ...fields });
+
 export function createLogger(write: (line: string) => void, min: Level = 'info'): Logger {
   const emit = (level: Level, msg: string, fields?: Record<string, unknown>) => {
     // A failure that is the state server's outage (errorFields marks it) is the outage log's to
@@ -23,7 +58,7 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
     // request that met it says so at debug only, instead of a line and a stack a second each.
     if (fields?.outage === true && ORDER[level] > ORDER.debug) level = 'debug';
     if (ORDER[level] < ORDER[min]) return;
-    write(JSON.stringify({ time: nowIso(systemClock), level, msg, ...fields }) + '\n');
+    write(formatLine(lineTime(), level, msg, fields) + '\n');
   };
   return {
     debug: (m, f) => emit('debug', m, f),

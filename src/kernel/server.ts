@@ -3,15 +3,17 @@ import { createServer as createTlsServer, type Server as TlsServer } from 'node:
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { authenticate, bearerToken, DigestCache, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
-import { NO_BODY, readJsonBody } from './body.js';
+import { hasNoBody, NO_BODY, readJsonBody } from './body.js';
 import { connectionCapFor, DEFAULT_CONNECTION_LIMITS, guardConnections, readFileLimit, type ConnectionLimits, type ConnectionStats } from './connections.js';
 import { AppError, ERRORS, toErrorResponse, type ErrorDetail } from './errors.js';
 import { clientAddress } from './exposure.js';
-import { hostAllowed, originAllowed } from './guards.js';
+import { HostCheck, originAllowed } from './guards.js';
 import { errorFields, type Logger } from './log.js';
 import { nulDetails } from './nul.js';
 import { JsonText, RAW_RESPONSE, routeErrors, type AnyRoute } from './route.js';
 import { Router } from './router.js';
+import { KernelResponse, writeJsonHead } from './response.js';
+import { queryParams, requestTarget } from './target.js';
 import { monotonic, type Clock } from '../lib/clock.js';
 import { uuidv7 } from '../lib/ids.js';
 import { issueMessage } from '../lib/issue-message.js';
@@ -92,11 +94,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
     return;
   }
   const text = JSON.stringify(body);
-  res.writeHead(status, {
-    ...headers,
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(text),
-  });
+  writeJsonHead(res, status, headers, Buffer.byteLength(text));
   res.end(text);
 }
 
@@ -105,11 +103,7 @@ const OK_TAIL = Buffer.from('}');
 
 /** The success envelope around a payload serialised elsewhere: its bytes are copied, never parsed. */
 function sendJsonText(res: ServerResponse, status: number, data: JsonText, headers: Record<string, string>): void {
-  res.writeHead(status, {
-    ...headers,
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': OK_HEAD.length + data.bytes.byteLength + OK_TAIL.length,
-  });
+  writeJsonHead(res, status, headers, OK_HEAD.length + data.bytes.byteLength + OK_TAIL.length);
   res.write(OK_HEAD);
   res.write(data.bytes);
   res.end(OK_TAIL);
@@ -145,14 +139,23 @@ function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, where: st
   return undefined as T;
 }
 
-function queryObject(search: URLSearchParams): Record<string, string | string[]> {
+function queryObject(query: string): Record<string, string | string[]> {
   // A Map, then own properties: `?__proto__=x` or `?constructor=x` is an unknown key like any other.
   const out = new Map<string, string | string[]>();
-  for (const [k, v] of search) {
+  for (const [k, v] of queryParams(query)) {
     const prev = out.get(k);
     out.set(k, prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]);
   }
   return Object.fromEntries(out);
+}
+
+/** What `await` would wait for. */
+const isThenable = (v: unknown): v is PromiseLike<unknown> => (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as { then?: unknown }).then === 'function';
+
+/** Whether a path parameter holds a NUL (then nulDetails says which). */
+function holdsNul(params: Record<string, string>): boolean {
+  for (const k in params) if (params[k]!.includes('\u0000')) return true;
+  return false;
 }
 
 const isEmptyObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
@@ -179,13 +182,7 @@ function undeclared<App>(route: AnyRoute<App>, err: unknown): unknown {
 }
 
 /** The path of a request target, or '' for one that is not a URL path (no route matches it). */
-function pathOf(target: string | undefined): string {
-  try {
-    return new URL(target ?? '/', 'http://localhost').pathname;
-  } catch {
-    return '';
-  }
-}
+const pathOf = (target: string | undefined): string => requestTarget(target ?? '/')?.path ?? '';
 
 /** Timeouts node:http enforces itself: a head or a whole request that does not arrive in time is answered 408 and closed. */
 function nodeServerOptions(limits: Omit<ConnectionLimits, 'maxConnections'>) {
@@ -209,7 +206,9 @@ export interface Exchange<App> {
   readonly matched: { route?: AnyRoute<App> };
   /** A step answered the request itself (a CORS preflight): the steps after it do not run. */
   done: boolean;
-  url: URL;
+  /** The request target's path and query string (without its `?`; '' for none), as the URL parser reads them. */
+  path: string;
+  search: string;
   route: AnyRoute<App>;
   /** The path parameters, as the path gave them. */
   pathParams: Record<string, string>;
@@ -232,6 +231,7 @@ export interface Pipeline<App> {
   router: Router<App>;
   limiter: FailureLimiter;
   digests: DigestCache;
+  hosts: HostCheck;
 }
 
 /** One named step of the request pipeline; a step that throws ends the request with that error (answered by the server). */
@@ -243,9 +243,9 @@ export interface RequestStep {
 /** Guards come first: nothing about a request from a rebinding or foreign page is processed. */
 const guards: RequestStep = {
   name: 'guards',
-  run(x, { opts }) {
+  run(x, { opts, hosts }) {
     const { req, res, settings } = x;
-    if (!hostAllowed(req.headers.host, settings.allowedHosts)) {
+    if (!hosts.allowed(req.headers.host, settings.allowedHosts)) {
       throw new AppError('forbidden', 'Host header not allowed; add it to server.allowedHosts in project.json to serve it.');
     }
     const origin = req.headers.origin;
@@ -272,15 +272,14 @@ const guards: RequestStep = {
 const routeStep: RequestStep = {
   name: 'route',
   run(x, { router }) {
-    try {
-      x.url = new URL(x.req.url ?? '/', 'http://localhost');
-    } catch {
-      throw new AppError('invalid_request', 'The request target is not a valid URL path.');
-    }
-    const match = router.match(x.req.method ?? 'GET', x.url.pathname);
-    if (match.kind === 'none') throw new AppError('not_found', `No route for ${x.req.method} ${x.url.pathname}.`);
+    const target = requestTarget(x.req.url ?? '/');
+    if (!target) throw new AppError('invalid_request', 'The request target is not a valid URL path.');
+    x.path = target.path;
+    x.search = target.query;
+    const match = router.match(x.req.method ?? 'GET', x.path);
+    if (match.kind === 'none') throw new AppError('not_found', `No route for ${x.req.method} ${x.path}.`);
     if (match.kind === 'method') {
-      throw new AppError('method_not_allowed', `${x.req.method} is not allowed on ${x.url.pathname}; allowed: ${match.allow.join(', ')}.`, {
+      throw new AppError('method_not_allowed', `${x.req.method} is not allowed on ${x.path}; allowed: ${match.allow.join(', ')}.`, {
         headers: { Allow: match.allow.join(', ') },
       });
     }
@@ -327,44 +326,61 @@ const auth: RequestStep = {
   },
 };
 
+/** Awaited so that what follows runs after the parser's turn (the body step). */
+const AFTER_PARSER = Promise.resolve();
+
 /** The body, read up to server.maxBodyBytes (413 past it); checked against the route in the next step. */
 const body: RequestStep = {
   name: 'body',
-  async run(x) {
+  run(x) {
     const { req, route, settings } = x;
-    if (route.body) {
-      x.raw = await readJsonBody(req, settings.maxBodyBytes, x.bodyNuls);
-      return;
+    // Most requests carry none (every GET): nothing to read, and the same promise for all. It is
+    // still awaited: the steps after it then run once node's parser has finished the request's
+    // message. Answered in the middle of it (a handler that answers at once), keep-alive
+    // connections were dropped under load (test/fuzz.test.ts).
+    if (hasNoBody(req)) {
+      x.raw = NO_BODY;
+      return AFTER_PARSER;
     }
-    // Whatever was sent where no body is taken (too large, not JSON, malformed), it is the same
-    // mistake: a 400.
-    x.raw = await readJsonBody(req, settings.maxBodyBytes).catch((err: unknown) => {
-      if (!(err instanceof AppError)) throw err;
-      // A refused body is not read further; close the connection rather than drain it.
-      throw new AppError('invalid_request', 'Invalid request: body: This endpoint takes no body.', {
-        details: [{ path: 'body', message: 'This endpoint takes no body.' }],
-        headers: { Connection: 'close' },
-      });
-    });
+    return readBody(x, route, settings);
   },
 };
+
+/** The body that was sent: JSON where the route takes one, anything at all a 400 where it does not. */
+async function readBody<App>(x: Exchange<App>, route: AnyRoute<App>, settings: HttpSettings): Promise<void> {
+  if (route.body) {
+    x.raw = await readJsonBody(x.req, settings.maxBodyBytes, x.bodyNuls);
+    return;
+  }
+  // Whatever was sent where no body is taken (too large, not JSON, malformed), it is the same
+  // mistake: a 400.
+  x.raw = await readJsonBody(x.req, settings.maxBodyBytes).catch((err: unknown) => {
+    if (!(err instanceof AppError)) throw err;
+    // A refused body is not read further; close the connection rather than drain it.
+    throw new AppError('invalid_request', 'Invalid request: body: This endpoint takes no body.', {
+      details: [{ path: 'body', message: 'This endpoint takes no body.' }],
+      headers: { Connection: 'close' },
+    });
+  });
+}
 
 /** Path parameters, query and body against the route's schemas: every field at fault is named in one 400. */
 const validateStep: RequestStep = {
   name: 'validate',
   run(x) {
-    const { route, url } = x;
+    const { route, search } = x;
     const details: ErrorDetail[] = [];
     // A NUL in any input is refused, the same on every provider (kernel/nul.ts), and is then all
     // the answer says: what the schemas would add about the same fields is noise.
     const nuls: ErrorDetail[] = [];
-    const search = queryObject(url.searchParams);
-    nulDetails('params', x.pathParams, nuls);
-    nulDetails('query', search, nuls);
+    // A request without a query string (most) has no query to parse or walk.
+    const given = search === '' ? {} : queryObject(search);
+    if (holdsNul(x.pathParams)) nulDetails('params', x.pathParams, nuls);
+    if (search !== '') nulDetails('query', given, nuls);
     nuls.push(...x.bodyNuls);
     x.params = validate(route.params, x.pathParams, 'params', details);
-    if (route.query) x.query = validate(route.query, search, 'query', details);
-    else for (const name of new Set(url.searchParams.keys())) details.push({ path: `query.${name}`, message: 'Unknown query parameter; this endpoint takes none.' });
+    if (route.query) x.query = validate(route.query, given, 'query', details);
+    else if (search !== '') for (const name of new Set(queryParams(search).keys())) details.push({ path: `query.${name}`, message: 'Unknown query parameter; this endpoint takes none.' });
     if (route.body) {
       // No body at all is read as `{}`, so an endpoint whose fields are all optional can be called bare.
       if (x.raw === NO_BODY && !route.body.safeParse({}).success) details.push({ path: 'body', message: 'A JSON body is required.' });
@@ -382,9 +398,9 @@ const validateStep: RequestStep = {
 /** The route's handler, with what the steps before found. */
 const handleStep: RequestStep = {
   name: 'handle',
-  async run(x, { opts }) {
+  run(x, { opts }) {
     x.status = x.route.status ?? 200;
-    x.result = await x.route.handler({
+    const result = x.route.handler({
       app: opts.app,
       params: x.params,
       query: x.query,
@@ -399,6 +415,14 @@ const handleStep: RequestStep = {
       setStatus: (s) => {
         x.status = s;
       },
+    });
+    // A handler that answers at once is not waited for.
+    if (!isThenable(result)) {
+      x.result = result;
+      return;
+    }
+    return Promise.resolve(result).then((r) => {
+      x.result = r;
     });
   },
 };
@@ -427,7 +451,8 @@ function exchange<App>(req: IncomingMessage, res: ServerResponse, requestId: str
     settings,
     matched,
     done: false,
-    url: undefined as unknown as URL,
+    path: '',
+    search: '',
     route: undefined as unknown as AnyRoute<App>,
     pathParams: {},
     principal: null,
@@ -448,16 +473,47 @@ export const REQUEST_STEPS: readonly RequestStep[] = [guards, routeStep, auth, b
 export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const router = new Router(opts.routes);
   const limiter = opts.limiter ?? new FailureLimiter(() => opts.clock.now());
-  const pipeline: Pipeline<App> = { opts, router, limiter, digests: new DigestCache() };
+  const pipeline: Pipeline<App> = { opts, router, limiter, digests: new DigestCache(), hosts: new HostCheck() };
   const inflight = new Set<ServerResponse>();
 
-  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, matched: { route?: AnyRoute<App> }): Promise<void> {
-    const x = exchange(req, res, requestId, opts.settings(), matched);
-    for (const step of REQUEST_STEPS) {
-      const pending = step.run(x, pipeline);
-      if (pending) await pending;
-      if (x.done) return;
+  /** The steps in order (a step that need not wait is not awaited); a failure in any is answered by the one error writer. */
+  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+    const matched: { route?: AnyRoute<App> } = {};
+    try {
+      const x = exchange(req, res, requestId, opts.settings(), matched);
+      for (const step of REQUEST_STEPS) {
+        const pending = step.run(x, pipeline);
+        if (pending) await pending;
+        if (x.done) return;
+      }
+    } catch (err) {
+      // Answered once node's parser has finished the request's message, as every answer is (see
+      // the body step): a guard, the router or auth refuse before the body step.
+      await AFTER_PARSER;
+      answerError(req, res, requestId, matched.route, err);
     }
+  }
+
+  function answerError(req: IncomingMessage, res: ServerResponse, requestId: string, route: AnyRoute<App> | undefined, err: unknown): void {
+    if (res.destroyed) return; // the client went away; nobody is left to answer
+    if (opts.checkResponses && route) err = undeclared(route, err);
+    const { status, body: envelope, headers, known } = toErrorResponse(err);
+    if (!known) opts.log.error('unhandled error', { id: requestId, method: req.method, ...errorFields(err) });
+    // A path whose routes answer in another format does so for every failure, a guard's or a
+    // 405 (which come before or without a route) as much as its handler's.
+    const format = route ? route.errorBody : router.errorFormat(req.method ?? 'GET', pathOf(req.url));
+    let body: unknown = envelope;
+    if (format) {
+      body = format({ status, code: envelope.code, message: envelope.error, details: envelope.details });
+      if (opts.checkResponses && !format.schema.safeParse(body).success) {
+        opts.log.error('unhandled error', { id: requestId, method: req.method, error: `a ${format.id} error body does not match its schema: ${JSON.stringify(body)}` });
+        sendJson(res, 500, format({ status: 500, code: 'internal', message: ERRORS.internal.message }));
+        return;
+      }
+    }
+    // A refused oversized body is not read further; close the connection rather than drain it.
+    if (status === 413) headers.Connection = 'close';
+    sendJson(res, status, body, headers);
   }
 
   const fileLimit = readFileLimit();
@@ -465,16 +521,21 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
   // Read at each new connection, so a project.json reload applies to the next one.
   const maxConnections = () => opts.connections?.maxConnections ?? opts.settings().maxConnections ?? defaultCap;
-  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+  const onRequest = (req: IncomingMessage, res: KernelResponse): void => {
     const started = monotonic();
     const requestId = uuidv7();
-    res.setHeader('X-Request-Id', requestId);
+    // Written first among the answer's headers, whoever writes them (kernel/response.ts).
+    res.requestId = requestId;
     inflight.add(res);
+    const conn = connections.started(req);
     res.on('close', () => {
       inflight.delete(res);
+      connections.ended(conn);
       const ms = monotonic() - started;
       // The path is logged without its query string: a key pasted into ?apiKey= must not reach the log.
-      const path = (req.url ?? '/').split('?')[0];
+      const target = req.url ?? '/';
+      const q = target.indexOf('?');
+      const path = q === -1 ? target : target.slice(0, q);
       // 499 (nginx's "client closed request"): the client went away before the answer was sent.
       const status = res.writableFinished ? res.statusCode : 499;
       const fields: Record<string, unknown> = { id: requestId, method: req.method, path, status, ms: Math.round(ms * 10) / 10 };
@@ -483,30 +544,11 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
       if (proxies?.length) fields.client = clientAddress(req, proxies);
       opts.log.info('request', fields);
     });
-    const matched: { route?: AnyRoute<App> } = {};
-    handle(req, res, requestId, matched).catch((err: unknown) => {
-      if (res.destroyed) return; // the client went away; nobody is left to answer
-      if (opts.checkResponses && matched.route) err = undeclared(matched.route, err);
-      const { status, body: envelope, headers, known } = toErrorResponse(err);
-      if (!known) opts.log.error('unhandled error', { id: requestId, method: req.method, ...errorFields(err) });
-      // A path whose routes answer in another format does so for every failure, a guard's or a
-      // 405 (which come before or without a route) as much as its handler's.
-      const format = matched.route ? matched.route.errorBody : router.errorFormat(req.method ?? 'GET', pathOf(req.url));
-      let body: unknown = envelope;
-      if (format) {
-        body = format({ status, code: envelope.code, message: envelope.error, details: envelope.details });
-        if (opts.checkResponses && !format.schema.safeParse(body).success) {
-          opts.log.error('unhandled error', { id: requestId, method: req.method, error: `a ${format.id} error body does not match its schema: ${JSON.stringify(body)}` });
-          sendJson(res, 500, format({ status: 500, code: 'internal', message: ERRORS.internal.message }));
-          return;
-        }
-      }
-      // A refused oversized body is not read further; close the connection rather than drain it.
-      if (status === 413) headers.Connection = 'close';
-      sendJson(res, status, body, headers);
-    });
+    void handle(req, res, requestId);
   };
-  const server = opts.tls ? createTlsServer({ ...nodeServerOptions(limits), cert: opts.tls.cert, key: opts.tls.key }, onRequest) : createServer(nodeServerOptions(limits), onRequest);
+  const server = opts.tls
+    ? createTlsServer<typeof IncomingMessage, typeof KernelResponse>({ ...nodeServerOptions(limits), ServerResponse: KernelResponse, cert: opts.tls.cert, key: opts.tls.key }, onRequest)
+    : createServer<typeof IncomingMessage, typeof KernelResponse>({ ...nodeServerOptions(limits), ServerResponse: KernelResponse }, onRequest);
   const connections = guardConnections(server as Server, { ...limits, maxConnections }, opts.log);
   opts.log.info('connection limits', {
     maxConnections: maxConnections(),
@@ -517,7 +559,7 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   return {
     server,
     limiter,
-    connections,
+    connections: connections.stats,
     async close(graceMs: number) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -9,15 +9,10 @@ const POOL_IDS = 256;
 let pool = Buffer.alloc(0);
 let poolOffset = 0;
 
-function random16(): Buffer {
-  if (poolOffset >= pool.length) {
-    pool = randomBytes(16 * POOL_IDS);
-    poolOffset = 0;
-  }
-  const b = Buffer.from(pool.subarray(poolOffset, poolOffset + 16));
-  poolOffset += 16;
-  return b;
-}
+/** Two hex digits per byte value: an id is written from these, with no Buffer made per id. */
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+/** The time part of the ids of the millisecond `lastMs` ("0193a0c2-4f1b-"), made once per millisecond. */
+let timeHex = '';
 
 /**
  * A time-ordered UUID (version 7): 48 bits of Unix milliseconds, then a 12-bit counter that keeps
@@ -30,19 +25,40 @@ export function uuidv7(now: number = systemClock.now()): string {
     if (seq > 0xfff) {
       lastMs++;
       seq = 0;
+      timeHex = '';
     }
-    now = lastMs;
   } else {
     lastMs = now;
     seq = 0;
+    timeHex = '';
   }
-  const b = random16();
-  b.writeUIntBE(now, 0, 6);
-  b[6] = 0x70 | (seq >> 8);
-  b[7] = seq & 0xff;
-  b[8] = 0x80 | (b[8]! & 0x3f);
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  if (!timeHex) {
+    const t = lastMs.toString(16).padStart(12, '0');
+    timeHex = `${t.slice(0, 8)}-${t.slice(8, 12)}-`;
+  }
+  if (poolOffset >= pool.length) {
+    pool = randomBytes(16 * POOL_IDS);
+    poolOffset = 0;
+  }
+  // Of each 16 random bytes, the last 8 are used: bytes 8–15 of the id (the variant's two bits set).
+  const r = poolOffset + 8;
+  poolOffset += 16;
+  const p = pool;
+  return (
+    timeHex +
+    HEX[0x70 | (seq >> 8)]! +
+    HEX[seq & 0xff]! +
+    '-' +
+    HEX[0x80 | (p[r]! & 0x3f)]! +
+    HEX[p[r + 1]!]! +
+    '-' +
+    HEX[p[r + 2]!]! +
+    HEX[p[r + 3]!]! +
+    HEX[p[r + 4]!]! +
+    HEX[p[r + 5]!]! +
+    HEX[p[r + 6]!]! +
+    HEX[p[r + 7]!]!
+  );
 }
 
 export const uuidv4 = randomUUID;

@@ -1,16 +1,16 @@
 import { guarded } from '../kernel/log.js';
 import type { Part } from '../kernel/parts.js';
 import type { DatabaseState } from '../resources/data/backend.js';
-import { PgBackend } from '../resources/data/pg/backend.js';
-import { checkServer, dataUrl } from '../resources/data/pg/connect.js';
 import { reapOrphanWorkers, WorkerRecords } from '../resources/data/orphans.js';
 import { DATA_BACKEND, reconcile } from '../resources/data/service.js';
 import { sharedCredentials } from '../resources/data/shared-credentials.js';
 import { DataRunner } from '../resources/data/sql-runner.js';
 import { DATA_RUNNER, removeOrphanFiles, SqliteBackend } from '../resources/data/sqlite-backend.js';
 import { allIds } from '../resources/data/store.js';
-import { maskUrl } from '../db/pg/url.js';
 import type { DaemonContext } from './context.js';
+
+/** When the data runner starts its spare worker: after the daemon's start-up (a few hundred ms). */
+const SPARE_AFTER_MS = 1_000;
 
 /** Where the application databases live: project.json's data.provider, read at start. */
 export const dataProviderPart: Part<DaemonContext> = {
@@ -20,6 +20,12 @@ export const dataProviderPart: Part<DaemonContext> = {
     const onOpened = guarded(log, 'updating the database registry', (id: string, state: DatabaseState) => reconcile(app, id, state));
     if (config.data.provider === 'postgres') {
       // Application databases on a PostgreSQL server: a schema and a login role each (pg/backend.ts).
+      // Loaded only here: pg and the SQL parser are of no use to a daemon whose databases are SQLite.
+      const [{ PgBackend }, { checkServer, dataUrl }, { maskUrl }] = await Promise.all([
+        import('../resources/data/pg/backend.js'),
+        import('../resources/data/pg/connect.js'),
+        import('../db/pg/url.js'),
+      ]);
       const url = dataUrl(config.data.url, env);
       await checkServer(url, 5_000);
       ctx.setup.dataUrl = url;
@@ -57,6 +63,8 @@ export const dataProviderPart: Part<DaemonContext> = {
       workerMemoryMb: () => ctx.config.data.workerMemoryMb,
       records: new WorkerRecords(paths.workers),
       onOpened: onOpened as (id: string, state: unknown) => void,
+      // Its spare worker process once the daemon is up, not while it starts.
+      spareAfterMs: SPARE_AFTER_MS,
     });
     app.services.provide(DATA_RUNNER, runner);
     app.services.provide(DATA_BACKEND, new SqliteBackend(runner, paths.data));

@@ -1,4 +1,3 @@
-import { startFanOut } from '../events/fan-out.js';
 import { EventLog } from '../events/outbox.js';
 import { DEFAULT_SSE_LIMITS, SseHub } from '../events/sse.js';
 import type { Part } from '../kernel/parts.js';
@@ -30,9 +29,11 @@ export const eventsPart: Part<DaemonContext> = {
 /** On a state other daemons share, their events reach this daemon's listeners and streams (events/fan-out.ts). */
 export const fanOutPart: Part<DaemonContext> = {
   name: 'events fan-out',
-  start: (ctx) => {
+  start: async (ctx) => {
     const url = ctx.sharedState;
     if (!url) return;
+    // Loaded only on a shared state: its LISTEN client is pg's.
+    const { startFanOut } = await import('../events/fan-out.js');
     const fanOut = startFanOut({ url, events: ctx.events, log: ctx.log, outage: ctx.outages.reporter(url, 'events'), onNotice: noticeTo(ctx, 'events'), pollMs: ctx.opts.eventsPollMs });
     return () => fanOut.close();
   },

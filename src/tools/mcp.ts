@@ -1,12 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, SUPPORTED_PROTOCOL_VERSIONS, type CallToolResult, type JSONRPCMessage, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { serviceKey, type App } from '../app.js';
 import { SSE_HEADERS } from '../events/sse.js';
 import type { Principal } from '../kernel/auth.js';
 import type { Clock } from '../lib/clock.js';
 import { errorFields } from '../kernel/log.js';
-import { ExchangeTransport } from './exchange.js';
+import { MCP_DOOR, type McpDoor } from './door.js';
 import { findTool, mayUse, runTool, TOOLS, toolJsonSchema, type AnyTool, type ToolResult } from './index.js';
 
 // The registry served over MCP: the official SDK's low-level Server (protocol, initialize,
@@ -50,16 +49,7 @@ export function toCallToolResult(r: ToolResult, textOnly = false): CallToolResul
   };
 }
 
-/** The daemon's MCP server: one SDK Server, connected to one exchange transport, for every client. */
-export interface McpDoor {
-  app: App;
-  /** Check tool outputs against their schemas (tests). */
-  checkOutputs: boolean;
-  transport: ExchangeTransport;
-  close(): Promise<void>;
-}
-
-export const MCP_DOOR = serviceKey<McpDoor>('tools.mcp');
+export { MCP_DOOR, type McpDoor };
 
 const principalOf = (extra: { authInfo?: { extra?: Record<string, unknown> } }): Principal | null => (extra.authInfo?.extra?.principal as Principal | undefined) ?? null;
 
@@ -104,17 +94,22 @@ function callTool(door: Pick<McpDoor, 'app' | 'checkOutputs'>, principal: Princi
   }
 }
 
-export async function startMcp(app: App, opts: { checkOutputs?: boolean } = {}): Promise<McpDoor> {
-  const checkOutputs = opts.checkOutputs ?? false;
+/**
+ * The door's SDK Server, made and connected at the first request that reaches the door (the SDK
+ * is loaded with this file, at the first POST /mcp). The transport is wired as connect() returns;
+ * its start() does nothing.
+ */
+function serverOf(door: McpDoor): void {
+  if (door.server) return;
+  const { app, checkOutputs } = door;
   const server = new Server({ name: 'svc', title: 'svc task board', version: app.version }, { capabilities: { tools: { listChanged: false } } });
   server.setRequestHandler(ListToolsRequestSchema, (_req, extra) => {
     const principal = principalOf(extra);
     return { tools: TOOLS.filter((t) => mayUse(principal, t)).map(toolListing) };
   });
   server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool({ app, checkOutputs }, principalOf(extra), req.params.name, req.params.arguments, extra.signal));
-  const transport = new ExchangeTransport();
-  await server.connect(transport);
-  return { app, checkOutputs, transport, close: () => server.close() };
+  door.server = server;
+  server.connect(door.transport).catch((err: unknown) => app.log.error('connecting the MCP server failed', errorFields(err)));
 }
 
 /**
@@ -209,6 +204,7 @@ const isMessage = (m: unknown): m is JSONRPCMessage =>
  * held only notifications or responses, 400/406 for what is not MCP.
  */
 export async function handleMcp(door: McpDoor, principal: Principal | null, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  serverOf(door);
   const accept = req.headers.accept ?? '';
   if (!/application\/json|text\/event-stream|\*\/\*/.test(accept)) {
     return send(res, 406, rpcError(-32000, 'Not Acceptable: the client must accept application/json (and text/event-stream).'));

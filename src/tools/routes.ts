@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { route } from '../app.js';
 import { RAW_RESPONSE } from '../kernel/route.js';
-import { handleMcp, MCP_DOOR } from './mcp.js';
+import { MCP_DOOR } from './door.js';
 
 // The agent tools' door on the daemon: MCP Streamable HTTP at /mcp, behind the same bearer keys
 // and Host/Origin guards as every other route (the kernel checks them before the handler runs).
@@ -20,6 +20,8 @@ export const toolRoutes = [
     body: z.unknown().describe('A JSON-RPC request, notification or batch.'),
     response: z.unknown(),
     handler: async ({ app, principal, req, res, body }) => {
+      // The MCP SDK comes with the first call (door.ts).
+      const { handleMcp } = await import('./mcp.js');
       await handleMcp(app.services.get(MCP_DOOR), principal, req, res, body);
       return RAW_RESPONSE;
     },

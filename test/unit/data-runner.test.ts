@@ -203,3 +203,16 @@ describe('profilerArgs', () => {
     expect(profilerArgs(['--inspect'])).toEqual([]);
   });
 });
+
+describe('DataRunner spareAfterMs', () => {
+  it('starts no worker until then, then its spare; a database asked for before then gets a worker of its own', async () => {
+    runner = new DataRunner({ log: createLogger(() => undefined), dir: tempDir('svc-runner-'), statementTimeoutMs: () => 5000, spareAfterMs: 400 });
+    const live = () => (runner as unknown as { live: Set<unknown> }).live.size;
+    expect(live()).toBe(0);
+    await eventually(() => live() === 1);
+    await runner.close();
+    runner = new DataRunner({ log: createLogger(() => undefined), dir: tempDir('svc-runner-'), statementTimeoutMs: () => 5000, spareAfterMs: 60_000 });
+    await create('0190b5a0-0000-7000-8000-000000000009');
+    expect(live()).toBeGreaterThanOrEqual(1);
+  });
+});

@@ -1,4 +1,3 @@
-import { request } from 'undici';
 import { redact } from '../../lib/redact.js';
 import { readSse, SseOverflowError } from '../../lib/sse-read.js';
 import type { Provider } from '../providers/service.js';
@@ -89,6 +88,8 @@ async function send(provider: Provider, chatBody: Record<string, unknown>, signa
   const body = responsesApi ? toResponsesRequest(chatBody) : chatBody;
   const headers: Record<string, string> = { ...provider.headers, 'content-type': 'application/json', accept: body.stream ? 'text/event-stream' : 'application/json' };
   if (provider.key) headers.authorization = `Bearer ${provider.key}`;
+  // undici comes with the first chat call, not with the daemon: a daemon nobody chats through never loads it (~20 MB).
+  const { request } = await import('undici');
   let res;
   try {
     // undici's request() never follows a redirect: a 3xx is an upstream failure like any non-2xx.

@@ -1,7 +1,7 @@
-import { AsyncEntry } from '@napi-rs/keyring';
-
 // The only module that knows which keychain library is in use (@napi-rs/keyring today; keytar
-// has the same get/set/delete model and could replace it here alone).
+// has the same get/set/delete model and could replace it here alone). It is loaded at the first
+// call: a daemon told not to use the keychain (SVC_KEYCHAIN=off), or whose vault key is found
+// elsewhere first, never loads the native addon.
 
 export const KEYCHAIN_SERVICE = 'svc';
 const TIMEOUT_MS = 5_000;
@@ -45,10 +45,13 @@ async function call<T>(what: (signal: AbortSignal) => Promise<T>): Promise<T> {
  * would be lost with the session.
  */
 export function osKeychain(): Keychain {
-  const entry = (account: string) => new AsyncEntry(KEYCHAIN_SERVICE, account, { linux: { store: 'secret-service' } });
+  const entry = async (account: string) => {
+    const { AsyncEntry } = await import('@napi-rs/keyring');
+    return new AsyncEntry(KEYCHAIN_SERVICE, account, { linux: { store: 'secret-service' } });
+  };
   return {
-    get: (account) => call((signal) => entry(account).getPassword(signal)),
-    set: (account, value) => call((signal) => entry(account).setPassword(value, signal)),
-    delete: (account) => call((signal) => entry(account).deletePassword(signal)),
+    get: (account) => call(async (signal) => (await entry(account)).getPassword(signal)),
+    set: (account, value) => call(async (signal) => (await entry(account)).setPassword(value, signal)),
+    delete: (account) => call(async (signal) => (await entry(account)).deletePassword(signal)),
   };
 }
