@@ -114,29 +114,7 @@ describe('agents and teams', () => {
   });
 
   it('shows an agent with every field of the reference', async () => {
-    await d.api('POST', '/api/v1/agents', {
-      body: {
-        name: 'full',
-        role: 'r',
-        model: 'm',
-        allowedTools: ['a'],
-        allowedPaths: ['src/**'],
-        systemPrompt: 's',
-        skills: ['k'],
-        maxTurns: 3,
-        maxConcurrency: 1,
-        identity: { displayName: 'F', tone: 't' },
-        reasoning: 'low',
-        assignedLoops: ['l'],
-        defaultLoop: 'l',
-        browserProfile: 'b',
-        emailAllowedDomains: ['x.dev'],
-        team: 'platform',
-        reportsTo: 'lead',
-      },
-    });
-    const res = await d.api('GET', '/api/v1/agents/full');
-    expect(res.body.data).toMatchObject({
+    const full = {
       name: 'full',
       role: 'r',
       model: 'm',
@@ -154,7 +132,10 @@ describe('agents and teams', () => {
       emailAllowedDomains: ['x.dev'],
       team: 'platform',
       reportsTo: 'lead',
-    });
+    };
+    await d.api('POST', '/api/v1/agents', { body: full });
+    const res = await d.api('GET', '/api/v1/agents/full');
+    expect(res.body.data).toMatchObject(full);
     expect(res.body.data.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 

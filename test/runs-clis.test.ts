@@ -45,6 +45,20 @@ async function runOf(d: TestDaemon, taskId: string, attempt: number, statuses = 
   return run;
 }
 
+/**
+ * A run paused by a usage limit (task "Limited") resumed the same run and session, sent the model
+ * the task once more with why it resumes (`conversation`: reads the last request's messages or input),
+ * and sent its task to review with no retry counted.
+ */
+async function expectResumed(d: TestDaemon, taskId: string, paused: any, summary: string, conversation: () => unknown): Promise<void> {
+  const resumed = await runOf(d, taskId, 1, ['succeeded']);
+  expect(resumed).toMatchObject({ id: paused.id, summary, sessionId: paused.sessionId });
+  const sent = JSON.stringify(conversation());
+  expect(sent.split('# Task: Limited').length - 1).toBe(2);
+  expect(sent).toContain('This run was paused by a usage limit');
+  expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'review', retries: 0 });
+}
+
 async function task(d: TestDaemon, title: string, agent: string, maxRetries = 0): Promise<string> {
   const r = await d.api('POST', '/api/v1/tasks', { body: { title, description: 'scripted', assignTo: agent, maxRetries } });
   expect(r.status).toBe(201);
@@ -145,13 +159,8 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, ()
     expect(status).toMatchObject({ status: 'cooldown', pausedUntil: paused.notBefore, runsWaiting: 1 });
     expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'assigned', retries: 0 });
     clock.advance(61_000);
-    const resumed = await runOf(d, taskId, 1, ['succeeded']);
-    expect(resumed).toMatchObject({ id: paused.id, summary: 'Done after the pause.', sessionId: paused.sessionId });
     // The same conversation, continued, told why it resumes.
-    const sent = JSON.stringify(up.requests.at(-1)!.body.messages);
-    expect(sent.split('# Task: Limited').length - 1).toBe(2);
-    expect(sent).toContain('This run was paused by a usage limit');
-    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'review', retries: 0 });
+    await expectResumed(d, taskId, paused, 'Done after the pause.', () => up.requests.at(-1)!.body.messages);
   });
 
   it('a session Claude Code no longer has ("No conversation found") is replaced by a fresh one told the task\'s history', async () => {
@@ -395,12 +404,7 @@ describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, () => {
     expect(paused).toMatchObject({ pauseReason: 'usage_limit', notBefore: reset, waitingFor: { kind: 'provider', provider: 'openai', until: reset } });
     expect((await d.api('GET', '/api/v1/auth/status')).body.data.providers.openai).toMatchObject({ status: 'cooldown', pausedUntil: reset, runsWaiting: 1 });
     clock.advanceTo(Date.parse(reset) + 1_000);
-    const resumed = await runOf(d, taskId, 1, ['succeeded']);
-    expect(resumed).toMatchObject({ id: paused.id, summary: 'Done after the reset.', sessionId: paused.sessionId });
-    const sent = JSON.stringify(up.requests.at(-1)!.body.input);
-    expect(sent.split('# Task: Limited').length - 1).toBe(2);
-    expect(sent).toContain('This run was paused by a usage limit');
-    expect((await d.api('GET', `/api/v1/tasks/${taskId}`)).body.data).toMatchObject({ status: 'review', retries: 0 });
+    await expectResumed(d, taskId, paused, 'Done after the reset.', () => up.requests.at(-1)!.body.input);
   });
 
   it('ask: codex exec cannot ask, so it runs sandboxed (workspace-write, no network) and nothing becomes an approval', async () => {
