@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/kernel/log.js';
 import { DataRunner } from '../../src/resources/data/sql-runner.js';
-import { profilerArgs } from '../../src/resources/data/worker-process.js';
+import { profilerArgs, WORKER_ISOLATES, workerCodeReserveKb } from '../../src/resources/data/worker-process.js';
 import { eventually } from '../harness.js';
 import { ownDataWorkers as liveWorkers } from '../procs.js';
 import { tempDir } from '../temp.js';
@@ -201,6 +201,26 @@ describe('profilerArgs', () => {
     expect(profilerArgs(['--cpu-prof', '--cpu-prof-dir', '/x', '--max-old-space-size=9', '--cpu-prof-name=a'])).toEqual(['--cpu-prof', '--cpu-prof-dir', '/x', '--cpu-prof-name=a']);
     expect(profilerArgs(['--cpu-prof-dir=/y'])).toEqual(['--cpu-prof-dir=/y']);
     expect(profilerArgs(['--inspect'])).toEqual([]);
+  });
+});
+
+describe('workerCodeReserveKb', () => {
+  // /proc/self/maps of the daemon on Node 24 (code ranges mapped rwx up front), recorded: alone,
+  // and once its webhook delivery thread has started (a second isolate, a second range).
+  const lib = '7f2a25400000-7f2a25428000 r--p 00000000 08:01 1234 /usr/lib/x86_64-linux-gnu/libc.so.6';
+  const heap = '0aa00000-0ab00000 rw-p 00000000 00:00 0';
+  const alone = [lib, heap, '2c0a00000000-2c0a1fd80000 rwxp 00000000 00:00 0', '7ffd0f000000-7ffd0f03b000 rwxp 00000000 00:00 0'].join('\n');
+  const withThread = [alone, '3d0b00000000-3d0b1fd80000 rwxp 00000000 00:00 0', '7ffd0f100000-7ffd0f13b000 rwxp 00000000 00:00 0'].join('\n');
+
+  it('reserves one code range per isolate of the worker, whatever threads the daemon has at the time', () => {
+    const range = 0x1fd80000 / 1024;
+    expect(workerCodeReserveKb(alone)).toBe(range * WORKER_ISOLATES);
+    expect(workerCodeReserveKb(withThread)).toBe(workerCodeReserveKb(alone));
+  });
+
+  it('reserves nothing where nothing is mapped executable and writable, or /proc is missing', () => {
+    expect(workerCodeReserveKb([lib, heap].join('\n'))).toBe(0);
+    expect(workerCodeReserveKb('')).toBe(0);
   });
 });
 

@@ -31,27 +31,38 @@ export interface Job {
 const v8HeapMb = (memoryMb: number) => Math.max(64, Math.floor(memoryMb / 3));
 
 /**
- * KiB of executable memory this process maps writable at start: Node 24's V8, on a CPU without
- * memory protection keys, maps its whole code range (512 MiB) read-write-execute up front, and
+ * KiB of executable memory a worker maps writable at start: Node 24's V8, on a CPU without memory
+ * protection keys, maps each isolate's whole code range (512 MiB) read-write-execute up front, and
  * RLIMIT_DATA counts that reservation although none of it is used until code is compiled (Node 20
- * and 22 map a few hundred KiB so). A worker runs the same node on the same CPU and maps the same,
- * so it is added to the worker's limit: without it no worker starts under 384 MiB on Node 24.
+ * and 22 map a few hundred KiB so). A worker runs the same node on the same CPU and has two
+ * isolates (its main thread and the watchdog thread, worker-watchdog.ts), so two code ranges are
+ * added to the worker's limit: without them no worker starts under 384 MiB on Node 24.
+ * One isolate's range is read from this process's largest such mapping, never from their sum:
+ * the daemon's own threads (the webhook delivery thread, started at the first delivery) come and go.
  */
+export const WORKER_ISOLATES = 2;
 let codeReservedKb: number | undefined;
 function codeReserved(): number {
   if (codeReservedKb !== undefined) return codeReservedKb;
-  let kb = 0;
+  let maps = '';
   try {
-    for (const line of readFileSync('/proc/self/maps', 'utf8').split('\n')) {
-      const [range, perms, , , inode] = line.split(/\s+/);
-      if (perms !== 'rwxp' || inode !== '0' || !range) continue;
-      const [from, to] = range.split('-').map((x) => parseInt(x, 16));
-      kb += (to! - from!) / 1024;
-    }
+    maps = readFileSync('/proc/self/maps', 'utf8');
   } catch {
     // no /proc: the limit is the configured one
   }
-  return (codeReservedKb = Math.ceil(kb));
+  return (codeReservedKb = workerCodeReserveKb(maps));
+}
+
+/** The code reservation (KiB) a worker needs, from `/proc/<pid>/maps` text of a process running the same node. */
+export function workerCodeReserveKb(maps: string): number {
+  let largest = 0;
+  for (const line of maps.split('\n')) {
+    const [range, perms, , , inode] = line.split(/\s+/);
+    if (perms !== 'rwxp' || inode !== '0' || !range) continue;
+    const [from, to] = range.split('-').map((x) => parseInt(x, 16));
+    largest = Math.max(largest, (to! - from!) / 1024);
+  }
+  return Math.ceil(largest) * WORKER_ISOLATES;
 }
 
 /**

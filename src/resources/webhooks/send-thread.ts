@@ -2,7 +2,8 @@ import { lookup as dnsLookup } from 'node:dns';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Agent } from 'undici';
 import { monotonic } from '../../lib/clock.js';
-import { guardedLookup, hostsLookup, postDelivery, type ThreadRequest, type ThreadResult } from './send.js';
+import { postDelivery } from './post.js';
+import { guardedLookup, hostsLookup, type ThreadRequest, type ThreadResult } from './send.js';
 
 // The delivery thread: every delivery's network work (connecting, TLS, writing, reading the answer)
 // happens here, off the daemon's main thread, so API requests never queue behind it. One pooled

@@ -1,17 +1,12 @@
 import type { lookup as dnsLookup, LookupAddress } from 'node:dns';
-import { request, type Agent } from 'undici';
 import type { AttemptResult } from './outcome.js';
 import { literalHost, refusalText } from './target.js';
 
-// One delivery on the wire: a POST under one hard deadline that covers connecting, the answer's
-// headers and its body, through a pooled Agent whose name lookup refuses forbidden addresses.
-// Redirects are never followed (undici's request() follows none without an interceptor).
+// What the delivery thread (send-thread.ts, post.ts) and the daemon's worker share about a
+// delivery on the wire: the guarded name lookup, the refusal of forbidden literal addresses, the
+// error text of a failed attempt and the messages between the two. undici is the thread's alone.
 
 export type LookupFn = typeof dnsLookup;
-
-const RESPONSE_KEEP_BYTES = 1024;
-/** A response body is read this far (to reuse the connection), then the connection is dropped. */
-const RESPONSE_READ_BYTES = 64 * 1024;
 
 class RefusedTarget extends Error {
   readonly code = 'ESVC_REFUSED_TARGET';
@@ -105,44 +100,4 @@ export interface Post {
   timeoutMs: number;
   /** Aborts the attempt from outside; reported as such, not as the deadline. */
   signal?: AbortSignal;
-}
-
-export async function postDelivery(agent: Agent, p: Post): Promise<Sent> {
-  const refused = refusedLiteral(p.url);
-  if (refused) return { result: { error: refused, refused: true }, responseBody: null, retryAfter: null, location: null };
-  const ac = new AbortController();
-  const deadline = setTimeout(() => ac.abort(), p.timeoutMs);
-  const stop = () => ac.abort();
-  p.signal?.addEventListener('abort', stop, { once: true });
-  try {
-    const res = await request(p.url, { method: 'POST', headers: p.headers, body: p.body, dispatcher: agent, signal: ac.signal, headersTimeout: p.timeoutMs, bodyTimeout: p.timeoutMs });
-    const chunks: Buffer[] = [];
-    let read = 0;
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      if (read < RESPONSE_KEEP_BYTES) chunks.push(chunk.subarray(0, RESPONSE_KEEP_BYTES - read));
-      read += chunk.length;
-      if (read >= RESPONSE_READ_BYTES) {
-        res.body.destroy();
-        break;
-      }
-    }
-    const text = Buffer.concat(chunks).toString('utf8');
-    const location = res.headers.location;
-    const retryAfter = Array.isArray(res.headers['retry-after']) ? res.headers['retry-after'][0] : res.headers['retry-after'];
-    return {
-      result: { statusCode: res.statusCode },
-      responseBody: text || null,
-      retryAfter: typeof retryAfter === 'string' ? retryAfter.slice(0, 128) : null,
-      location: typeof location === 'string' ? location.slice(0, 512) : null,
-    };
-  } catch (err) {
-    if (ac.signal.aborted) {
-      return { result: { error: p.signal?.aborted ? 'cut short by shutdown' : `no complete answer within ${p.timeoutMs} ms` }, responseBody: null, retryAfter: null, location: null };
-    }
-    const { text, refused } = errorText(err);
-    return { result: { error: text, refused }, responseBody: null, retryAfter: null, location: null };
-  } finally {
-    clearTimeout(deadline);
-    p.signal?.removeEventListener('abort', stop);
-  }
 }
