@@ -1,0 +1,84 @@
+// Dispatch first: while a run is being dispatched (an event that may queue one heard, the queue
+// looked at, a claimed run's worktree made and its process spawned) the runner's other git work
+// waits its turn: a finished run's commit and diff, spare worktrees, the cleanup. Starting a
+// process holds the daemon's event loop until the child has exec'd (Node's spawn), and on a
+// machine of few cores its CPU is the dispatch's: measured, the previous runs' commits starting
+// during the next dispatch were most of its p99 (docs/performance.md, Runs).
+//
+// The work that waits is a queue, in order, at most PARALLEL git processes at a time (so that
+// the work of many runs ending together does not start dozens of processes at once, each holding
+// the event loop as it starts). A turn is never kept waiting for dispatches longer than
+// MAX_DEFER_MS, however many follow one another (a burst of tasks).
+
+/** The longest a piece of work waits for the dispatches to be over. */
+export const MAX_DEFER_MS = 250;
+/** Git processes of waiting work running at once. */
+export const PARALLEL = 2;
+
+interface Waiter {
+  /** It waited MAX_DEFER_MS: it goes even while a dispatch is under way. */
+  due: boolean;
+  go: () => void;
+}
+
+export class DispatchGate {
+  private held = 0;
+  private running = 0;
+  private readonly queue: Waiter[] = [];
+
+  constructor(
+    private readonly maxDeferMs = MAX_DEFER_MS,
+    private readonly parallel = PARALLEL,
+  ) {}
+
+  /** A dispatch under way; the returned function says it is over (once; later calls do nothing). */
+  hold(): () => void {
+    this.held++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.held--;
+      this.next();
+    };
+  }
+
+  /** Whether a dispatch is under way. */
+  get busy(): boolean {
+    return this.held > 0;
+  }
+
+  /**
+   * Waits for a turn: no dispatch under way (or MAX_DEFER_MS waited: a pacing wait, on real time)
+   * and fewer than PARALLEL turns running; resolves with the function that ends the turn.
+   */
+  readonly turn = (): Promise<() => void> =>
+    new Promise((resolve) => {
+      const w: Waiter = {
+        due: false,
+        go: () => {
+          clearTimeout(timer);
+          this.running++;
+          let ended = false;
+          resolve(() => {
+            if (ended) return;
+            ended = true;
+            this.running--;
+            this.next();
+          });
+        },
+      };
+      const timer = setTimeout(() => {
+        w.due = true;
+        this.next();
+      }, this.maxDeferMs);
+      timer.unref();
+      this.queue.push(w);
+      this.next();
+    });
+
+  /** Starts the waiting turns that may start now, in order. */
+  private next(): void {
+    while (this.running < this.parallel && this.queue.length && (this.held === 0 || this.queue[0]!.due)) this.queue.shift()!.go();
+  }
+}
