@@ -17,6 +17,7 @@ import {
   taskShortId,
   worktreeDir,
 } from '../../src/resources/runs/workspace.js';
+import { RefFiles } from '../../src/resources/runs/refs.js';
 import { SparePool } from '../../src/resources/runs/spares.js';
 
 // Worktrees of real git repositories in temp folders (git 2.39 here). The project's own working
@@ -200,7 +201,7 @@ describe('spare worktrees', () => {
     g(other, 'pack-refs', '--all');
     const q = await pool(other);
     await expect(ensureWorktree({ ...opts(other, 2), spares: q })).rejects.toThrow(/git/);
-    expect(q.size).toBe(2);
+    await filled(q);
     await p.close();
     await q.close();
   });
@@ -256,6 +257,37 @@ describe('spare worktrees', () => {
     const w = await ensureWorktree({ ...opts(root, 3), spares: q });
     expect(g(w.path, 'symbolic-ref', '--short', 'HEAD')).toBe(w.branch);
     await q.close();
+  });
+});
+
+describe('refs read and a branch made from the files', () => {
+  it('reads HEAD, loose and packed branches; makes a branch as git does, refusing one that is there or in the way', () => {
+    const root = makeRepo();
+    const before = snapshot(root);
+    const refs = RefFiles.of(join(root, '.git'), join(root, '.git'))!;
+    const head = before.head;
+    expect(refs.commitOf('HEAD')).toBe(head);
+    expect(refs.commitOf('refs/heads/main')).toBe(head);
+    expect(refs.commitOf('refs/heads/nope')).toBeNull();
+    expect(refs.commitOf('refs/tags/v1')).toBeUndefined(); // not a branch: git is asked
+    g(root, 'branch', 'packed/one', 'HEAD~1');
+    g(root, 'pack-refs', '--all');
+    expect(refs.commitOf('refs/heads/packed/one')).toBe(g(root, 'rev-parse', 'HEAD~1'));
+    expect(refs.commitOf('refs/heads/main')).toBe(head); // packed too now
+    expect(refs.free('refs/heads/packed/one')).toBe(false);
+    expect(refs.free('refs/heads/packed/one/two')).toBe(false); // inside a packed branch
+    expect(refs.free('refs/heads/packed')).toBe(false); // over one
+    expect(refs.free('refs/heads/svc/coder/abc')).toBe(true);
+
+    refs.createBranch('refs/heads/svc/coder/abc', head);
+    expect(g(root, 'rev-parse', 'svc/coder/abc')).toBe(head);
+    expect(refs.free('refs/heads/svc/coder/abc/x')).toBe(false); // inside a loose one
+    expect(() => refs.createBranch('refs/heads/svc/coder/abc', head)).toThrow(/exists/);
+    // Another writer holds the lock (git, mid-update): refused, its lock left alone.
+    writeFileSync(join(root, '.git', 'refs', 'heads', 'svc', 'coder', 'def.lock'), '');
+    expect(() => refs.createBranch('refs/heads/svc/coder/def', head)).toThrow(/EEXIST/);
+    expect(existsSync(join(root, '.git', 'refs', 'heads', 'svc', 'coder', 'def.lock'))).toBe(true);
+    expect(snapshot(root)).toEqual(before);
   });
 });
 
