@@ -171,7 +171,7 @@ describe('spare worktrees', () => {
     await p.close();
   });
 
-  it('from another commit (a dependency\'s branch) a spare is moved and switched by git', async () => {
+  it("from another commit (a dependency's branch) a spare is moved and switched by git", async () => {
     const root = makeRepo();
     const before = snapshot(root);
     const p = await pool(root);

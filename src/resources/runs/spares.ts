@@ -201,12 +201,7 @@ export class SparePool {
     }
     while (!this.stuck && this.making < MAKERS && this.ready.length + this.making < this.target()) {
       this.making++;
-      this.track(
-        this.makeOne(want || this.o.start()).finally(() => {
-          this.making--;
-          this.refill();
-        }),
-      );
+      this.track(this.makeOne(want || this.o.start()).finally(() => this.refill()));
     }
   }
 
@@ -237,6 +232,7 @@ export class SparePool {
       else this.stuck = true;
     } finally {
       end();
+      this.making--;
       for (const wake of this.waiting.splice(0)) wake();
     }
   }
