@@ -1,5 +1,5 @@
-import { existsSync, mkdir as mkdirCb, readdir as readdirCb, realpath as realpathCb, rename as renameCb, renameSync, rm as rmCb, writeFile as writeFileCb } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdir as readdirCb, realpathSync, renameSync, rm as rmCb, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { uuidv4 } from '../../lib/ids.js';
 import { STATE_DIR } from '../../state-dir.js';
@@ -19,14 +19,14 @@ import { RefFiles, writeWhole } from './refs.js';
 // in the repository's queue of worktree changes.
 
 // The callback forms: fs/promises keeps a FileHandle object for each operation until it is collected.
-const [mkdir, readdir, realpath, rename, rm, writeFile] = [promisify(mkdirCb), promisify(readdirCb), promisify(realpathCb), promisify(renameCb), promisify(rmCb), promisify(writeFileCb)];
+const [readdir, rm] = [promisify(readdirCb), promisify(rmCb)];
 
 /** Spares are folders of .svc/worktrees/ with this prefix (a dot: the cleanup never lists them). */
 export const SPARE_PREFIX = '.spare-';
 /** Kept ready at the least: one taken while the next is made. */
 export const MIN_SPARES = 2;
 /** Spares made at once (each a git process, on a machine of a few cores). */
-const MAKERS = 2;
+const MAKERS = 3;
 
 const HASH = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
@@ -259,28 +259,14 @@ export class SparePool {
    */
   private async makeDirect(commonDir: string, name: string, commit: string): Promise<Spare | null | undefined> {
     const dir = join(this.base, name);
-    const staging = join(dir, '.svc-entry');
     let admin: string | null = null;
     try {
-      await mkdir(staging, { recursive: true });
-      const [realDir, realCommon] = await Promise.all([realpath(dir), realpath(commonDir)]);
-      const entry = join(realCommon, 'worktrees', name);
-      await Promise.all([
-        writeFile(join(dir, '.git'), `gitdir: ${entry}\n`),
-        writeFile(join(staging, 'gitdir'), `${join(realDir, '.git')}\n`),
-        writeFile(join(staging, 'commondir'), '../..\n'),
-        writeFile(join(staging, 'HEAD'), `${commit}\n`),
-        mkdir(join(realCommon, 'worktrees'), { recursive: true }),
-      ]);
-      try {
-        await rename(staging, entry);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+      admin = writeEntry(dir, commonDir, name, commit);
+      if (!admin) {
         this.direct = false;
         await rm(dir, { recursive: true, force: true });
         return undefined;
       }
-      admin = entry;
       await git(dir, ['reset', '--hard', '--no-recurse-submodules', '--quiet']);
       return { dir, admin, commit };
     } catch (err) {
@@ -323,4 +309,29 @@ export class SparePool {
     await rm(dir, { recursive: true, force: true });
     await git(this.o.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
   }
+}
+
+/**
+ * The folder of a spare at `dir` and the repository's entry for it, as `git worktree add --detach`
+ * writes them: the folder's `.git` file, and the entry (gitdir, commondir, HEAD) written in the
+ * folder, then renamed into <commonDir>/worktrees/<name> whole. Returns the entry, or null when
+ * it cannot be renamed there (another file system). Synchronous: a few small files, each a
+ * microsecond, where each asynchronous call is a turn of the event loop (refs.ts).
+ */
+function writeEntry(dir: string, commonDir: string, name: string, commit: string): string | null {
+  const staging = join(dir, '.svc-entry');
+  mkdirSync(staging, { recursive: true });
+  const entry = join(realpathSync(commonDir), 'worktrees', name);
+  writeFileSync(join(dir, '.git'), `gitdir: ${entry}\n`);
+  writeFileSync(join(staging, 'gitdir'), `${join(realpathSync(dir), '.git')}\n`);
+  writeFileSync(join(staging, 'commondir'), '../..\n');
+  writeFileSync(join(staging, 'HEAD'), `${commit}\n`);
+  mkdirSync(dirname(entry), { recursive: true });
+  try {
+    renameSync(staging, entry);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EXDEV') return null;
+    throw err;
+  }
+  return entry;
 }
