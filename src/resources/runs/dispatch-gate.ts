@@ -22,8 +22,9 @@ interface Waiter {
 }
 
 export class DispatchGate {
-  private held = 0;
-  private running = 0;
+  /** Dispatches under way, and turns running: a token each (releasing one twice does nothing). */
+  private readonly holds = new Set<object>();
+  private readonly running = new Set<object>();
   private readonly queue: Waiter[] = [];
 
   constructor(
@@ -31,21 +32,18 @@ export class DispatchGate {
     private readonly parallel = PARALLEL,
   ) {}
 
-  /** A dispatch under way; the returned function says it is over (once; later calls do nothing). */
+  /** A dispatch under way; the returned function says it is over. */
   hold(): () => void {
-    this.held++;
-    let released = false;
+    const token = {};
+    this.holds.add(token);
     return () => {
-      if (released) return;
-      released = true;
-      this.held--;
-      this.next();
+      if (this.holds.delete(token)) this.next();
     };
   }
 
   /** Whether a dispatch is under way. */
   get busy(): boolean {
-    return this.held > 0;
+    return this.holds.size > 0;
   }
 
   /**
@@ -58,13 +56,10 @@ export class DispatchGate {
         due: false,
         go: () => {
           clearTimeout(timer);
-          this.running++;
-          let ended = false;
+          const token = {};
+          this.running.add(token);
           resolve(() => {
-            if (ended) return;
-            ended = true;
-            this.running--;
-            this.next();
+            if (this.running.delete(token)) this.next();
           });
         },
       };
@@ -79,6 +74,6 @@ export class DispatchGate {
 
   /** Starts the waiting turns that may start now, in order. */
   private next(): void {
-    while (this.running < this.parallel && this.queue.length && (this.held === 0 || this.queue[0]!.due)) this.queue.shift()!.go();
+    while (this.running.size < this.parallel && this.queue.length && (this.holds.size === 0 || this.queue[0]!.due)) this.queue.shift()!.go();
   }
 }

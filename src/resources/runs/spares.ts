@@ -12,11 +12,11 @@ import { RefFiles, writeWhole } from './refs.js';
 // folders `.svc/worktrees/.spare-<uuid>`, detached at the commit new branches start from.
 //
 // How many: MIN_SPARES, more while runs come faster than spares are made (the pool doubled each
-// time it runs dry) or while runs wait in the queue to start, never more than the runner's slots
-// (more could never be taken at once); back to MIN_SPARES at the hourly cleanup once a whole hour
-// went without running dry. Each spare is a full checkout: on a large repository that is disk.
-// Spares are made and removed when no dispatch is under way (the runner's turn), one at a time,
-// in the repository's queue of worktree changes.
+// time it runs dry) or while runs wait in the queue to start, never more than the runner's slots;
+// back to MIN_SPARES at the hourly cleanup once a whole hour went without running dry. Each spare
+// is a full checkout: on a large repository that is disk. MAKERS are made at once (makeDirect:
+// one git process each); while fewer than half the target are ready, making one is dispatch work
+// and goes at once, else it waits for the runner's turn (dispatch-gate.ts), as removing does.
 
 // The callback forms: fs/promises keeps a FileHandle object for each operation until it is collected.
 const [readdir, rm] = [promisify(readdirCb), promisify(rmCb)];
@@ -45,7 +45,7 @@ export interface SparePoolOptions {
   start(): string;
   /** The most spares kept: the runner's slots. */
   max(): number;
-  /** Spares are made and removed in their turn (no dispatch under way), unless fewer than MIN_SPARES are ready. */
+  /** Spares are made and removed in their turn (no dispatch under way), unless fewer than half the target are ready. */
   turn: GitTurn;
   /** Told what went wrong making or placing a spare (nothing is lost: the next worktree is made by git). */
   onError(err: unknown): void;
