@@ -15,8 +15,9 @@ import { RefFiles, writeWhole } from './refs.js';
 // time it runs dry) or while runs wait in the queue to start, never more than the runner's slots;
 // back to MIN_SPARES at the hourly cleanup once a whole hour went without running dry. Each spare
 // is a full checkout: on a large repository that is disk. MAKERS are made at once (makeDirect:
-// one git process each); while fewer than half the target are ready, making one is dispatch work
-// and goes at once, else it waits for the runner's turn (dispatch-gate.ts), as removing does.
+// one git process each), as soon as one is taken: making them is what keeps dispatches quick
+// (measured: spares that waited for the runner's turn behind the commits of finished runs let the
+// pool run dry during a burst). Removing one waits for the runner's turn (dispatch-gate.ts).
 
 // The callback forms: fs/promises keeps a FileHandle object for each operation until it is collected.
 const [readdir, rm] = [promisify(readdirCb), promisify(rmCb)];
@@ -45,7 +46,7 @@ export interface SparePoolOptions {
   start(): string;
   /** The most spares kept: the runner's slots. */
   max(): number;
-  /** Spares are made and removed in their turn (no dispatch under way), unless fewer than half the target are ready. */
+  /** Spares are removed in their turn (no dispatch under way). */
   turn: GitTurn;
   /** Told what went wrong making or placing a spare (nothing is lost: the next worktree is made by git). */
   onError(err: unknown): void;
@@ -222,16 +223,12 @@ export class SparePool {
   }
 
   private async makeOne(start: string): Promise<void> {
-    // Less than half the target ready (runs come faster than spares are made): making one is
-    // dispatch work, it does not wait its turn.
-    const end = this.ready.length < Math.max(MIN_SPARES, this.target() / 2) ? () => {} : await this.o.turn();
     try {
       const spare = await this.make(start);
       // Not made (a repository without commits, a disk full): not tried again until the next take.
       if (spare) this.ready.push(spare);
       else this.stuck = true;
     } finally {
-      end();
       this.making--;
       for (const wake of this.waiting.splice(0)) wake();
     }
