@@ -271,6 +271,15 @@ function childrenOf(pid) {
   return out;
 }
 
+/** The daemon's own children (its data workers, the spare one started a second after start-up), not its runs'. */
+function ownChild(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('/resources/data/');
+  } catch {
+    return false;
+  }
+}
+
 /** Processes whose command line names `program` and whose working directory is inside `root`. */
 function processesOf(program, root) {
   const found = [];
@@ -350,9 +359,10 @@ async function burst(h) {
   // Whatever a run leaves behind has had its chance to go; the runner's own git work after the
   // runs (the spare worktrees made again) is over within seconds: what stays after 5 s is left.
   const quietBy = Date.now() + 5_000;
-  while (childrenOf(svc.pid).some((p) => !own.has(p)) && Date.now() < quietBy) await h.sleep(50);
+  const others = () => childrenOf(svc.pid).filter((p) => !own.has(p) && !ownChild(p));
+  while (others().length && Date.now() < quietBy) await h.sleep(50);
   await h.sleep(200);
-  const children = childrenOf(svc.pid).filter((p) => !own.has(p));
+  const children = others();
   const agents = processesOf(QUICK_AGENT, root);
   const slots = (await get(svc, '/api/v1/runners'))[0].capacity;
   const left = leftovers(root, created.size, slots);
