@@ -76,4 +76,23 @@ describe('dispatch gate', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(t.started).toEqual(['a', 'b', 'c', 'd']);
   });
+
+  it('quiet() resolves once no dispatch is under way, taking no turn', async () => {
+    const gate = new DispatchGate(250, 1);
+    const t = turns(gate);
+    t.ask('commit');
+    await vi.advanceTimersByTimeAsync(0);
+    let quiet = false;
+    void gate.quiet().then(() => (quiet = true));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(quiet).toBe(true); // the one turn is taken: quiet does not wait for it
+    quiet = false;
+    const release = gate.hold();
+    void gate.quiet().then(() => (quiet = true));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(quiet).toBe(false);
+    release();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(quiet).toBe(true);
+  });
 });

@@ -119,7 +119,7 @@ describe('detectRepo', () => {
 
 /** The runner's pool of spare worktrees, its turns given at once (no dispatch under way), up to `max`. */
 async function pool(root: string, max = 16, errors: unknown[] = []): Promise<SparePool> {
-  const p = new SparePool({ root, start: () => 'HEAD', max: () => max, turn: async () => () => {}, onError: (e) => errors.push(e) });
+  const p = new SparePool({ root, start: () => 'HEAD', max: () => max, turn: async () => () => {}, quiet: async () => {}, onError: (e) => errors.push(e) });
   await p.open();
   await filled(p);
   return p;

@@ -26,6 +26,8 @@ export class DispatchGate {
   private readonly holds = new Set<object>();
   private readonly running = new Set<object>();
   private readonly queue: Waiter[] = [];
+  /** Who waits for quiet(). */
+  private quietWaiters: (() => void)[] = [];
 
   constructor(
     private readonly maxDeferMs = MAX_DEFER_MS,
@@ -72,8 +74,26 @@ export class DispatchGate {
       this.next();
     });
 
+  /**
+   * Resolves when no dispatch is under way (or after MAX_DEFER_MS), taking no turn: for work that
+   * must go soon (a spare worktree) but not while a dispatch is spawning its run.
+   */
+  quiet(): Promise<void> {
+    if (!this.holds.size) return Promise.resolve();
+    return new Promise((resolve) => {
+      const go = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(go, this.maxDeferMs);
+      timer.unref();
+      this.quietWaiters.push(go);
+    });
+  }
+
   /** Starts the waiting turns that may start now, in order. */
   private next(): void {
+    if (!this.holds.size) for (const go of this.quietWaiters.splice(0)) go();
     while (this.running.size < this.parallel && this.queue.length && (this.holds.size === 0 || this.queue[0]!.due)) this.queue.shift()!.go();
   }
 }

@@ -136,6 +136,7 @@ export class Runner implements RunnerHandle {
         start: () => this.config.baseRef ?? 'HEAD',
         max: () => this.capacity(),
         turn: this.gate.turn,
+        quiet: () => this.gate.quiet(),
         onError: (err) => app.log.debug('a spare worktree could not be made or used; the next worktree is made by git', errorFields(err)),
       });
       this.context.spares = this.spares;

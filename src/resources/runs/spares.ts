@@ -15,9 +15,10 @@ import { RefFiles, writeWhole } from './refs.js';
 // time it runs dry) or while runs wait in the queue to start, never more than the runner's slots;
 // back to MIN_SPARES at the hourly cleanup once a whole hour went without running dry. Each spare
 // is a full checkout: on a large repository that is disk. MAKERS are made at once (makeDirect:
-// one git process each), as soon as one is taken: making them is what keeps dispatches quick
-// (measured: spares that waited for the runner's turn behind the commits of finished runs let the
-// pool run dry during a burst). Removing one waits for the runner's turn (dispatch-gate.ts).
+// one git process each), as soon as one is taken and the dispatch that took it has spawned its
+// run: making them is what keeps dispatches quick (measured: spares that waited for the runner's
+// turn behind the commits of finished runs let the pool run dry during a burst). Removing one
+// waits for the runner's turn (dispatch-gate.ts).
 
 // The callback forms: fs/promises keeps a FileHandle object for each operation until it is collected.
 const [readdir, rm] = [promisify(readdirCb), promisify(rmCb)];
@@ -46,8 +47,10 @@ export interface SparePoolOptions {
   start(): string;
   /** The most spares kept: the runner's slots. */
   max(): number;
-  /** Spares are removed in their turn (no dispatch under way). */
+  /** Spares are removed in their turn (no dispatch under way)... */
   turn: GitTurn;
+  /** ...and made once no dispatch is under way (its spawn first), with no turn to wait for. */
+  quiet(): Promise<void>;
   /** Told what went wrong making or placing a spare (nothing is lost: the next worktree is made by git). */
   onError(err: unknown): void;
 }
@@ -224,6 +227,7 @@ export class SparePool {
 
   private async makeOne(start: string): Promise<void> {
     try {
+      await this.o.quiet();
       const spare = await this.make(start);
       // Not made (a repository without commits, a disk full): not tried again until the next take.
       if (spare) this.ready.push(spare);
