@@ -111,7 +111,7 @@ export default {
     { metric: 'burstRunSecondsP50', label: '… a run, spawned → finished, p50', unit: 's' },
     { metric: 'burstFailed', label: '… runs not succeeded', op: '==', value: 0 },
     { metric: 'leakedProcesses', label: '… processes left (daemon children, agent processes)', op: '==', value: 0 },
-    { metric: 'leakedWorktrees', label: '… worktrees beyond one per task, prunable or locked; run dirs left', op: '==', value: 0 },
+    { metric: 'leakedWorktrees', label: '… worktrees beyond one per task (spares beyond the slots), prunable or locked; run dirs left', op: '==', value: 0 },
     { metric: 'claudeGetP99', label: `${CLAUDES} Claude Code runs: task GET p99 beside (200 req/s)`, unit: 'ms', op: '<', value: 20 },
     { metric: 'claudeGetP99Raw', label: '… the plain tasks server, probed alike at the same time', unit: 'ms' },
     { metric: 'claudeGetP99Idle', label: '… svc, same GET load, no run', unit: 'ms' },
@@ -152,6 +152,13 @@ async function post(svc, path, body) {
   const res = await fetch(`${svc.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const json = await res.json();
   if (res.status >= 300) throw new Error(`POST ${path} answered ${res.status}: ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+async function get(svc, path) {
+  const res = await fetch(`${svc.url}${path}`, { headers: { authorization: `Bearer ${svc.key}` } });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`GET ${path} answered ${res.status}: ${JSON.stringify(json)}`);
   return json.data;
 }
 
@@ -264,6 +271,15 @@ function childrenOf(pid) {
   return out;
 }
 
+/** The daemon's own children (its data workers, the spare one started a second after start-up), not its runs'. */
+function ownChild(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('/resources/data/');
+  } catch {
+    return false;
+  }
+}
+
 /** Processes whose command line names `program` and whose working directory is inside `root`. */
 function processesOf(program, root) {
   const found = [];
@@ -282,21 +298,22 @@ function processesOf(program, root) {
 /**
  * What runs left behind in a project: worktrees beyond one per task, prunable or locked ones,
  * folders git does not know, run dirs. The runner's spare worktrees (.spare-…, made ahead for the
- * next run, at most two) are not leftovers: counted apart, and required valid.
+ * next runs, at most one per slot of the runner: src/resources/runs/spares.ts) are not leftovers:
+ * counted apart, and required valid.
  */
-function leftovers(root, tasks) {
+function leftovers(root, tasks, slots) {
   const porcelain = git(root, 'worktree', 'list', '--porcelain')
     .split('\n\n')
     .filter((b) => b.trim());
   const all = porcelain.filter((b) => b.includes('/.svc/worktrees/'));
   const spares = all.filter((b) => b.includes('/.svc/worktrees/.spare-'));
   const entries = all.filter((b) => !spares.includes(b));
-  const bad = all.filter((b) => /^(prunable|locked)/m.test(b)).length + Math.max(0, spares.length - 2);
+  const bad = all.filter((b) => /^(prunable|locked)/m.test(b)).length + Math.max(0, spares.length - slots);
   const wtDir = join(root, '.svc', 'worktrees');
   const folders = existsSync(wtDir) ? readdirSync(wtDir).filter((f) => f !== '.gitignore' && !f.startsWith('.spare-')).length : 0;
   const runsDir = join(root, '.svc', 'runs');
   const runDirs = existsSync(runsDir) ? readdirSync(runsDir).length : 0;
-  return { entries: entries.length, folders, extra: Math.abs(entries.length - tasks) + Math.abs(folders - tasks) + bad + runDirs, bad, runDirs };
+  return { entries: entries.length, spares: spares.length, folders, extra: Math.abs(entries.length - tasks) + Math.abs(folders - tasks) + bad + runDirs, bad, runDirs };
 }
 
 async function burst(h) {
@@ -339,13 +356,18 @@ async function burst(h) {
   let alive = 0;
   let most = 0;
   for (const [, d] of edges) most = Math.max(most, (alive += d));
-  // Whatever a run leaves behind has had its chance to go.
-  await h.sleep(500);
-  const children = childrenOf(svc.pid).filter((p) => !own.has(p));
+  // Whatever a run leaves behind has had its chance to go; the runner's own git work after the
+  // runs (the spare worktrees made again) is over within seconds: what stays after 5 s is left.
+  const quietBy = Date.now() + 5_000;
+  const others = () => childrenOf(svc.pid).filter((p) => !own.has(p) && !ownChild(p));
+  while (others().length && Date.now() < quietBy) await h.sleep(50);
+  await h.sleep(200);
+  const children = others();
   const agents = processesOf(QUICK_AGENT, root);
-  const left = leftovers(root, created.size);
+  const slots = (await get(svc, '/api/v1/runners'))[0].capacity;
+  const left = leftovers(root, created.size, slots);
   console.log(
-    `  ${BURST} runs: ${runs.filter((r) => r.status === 'succeeded').length} succeeded in ${((last - first) / 1000).toFixed(1)} s; after: daemon children [${children.join(' ')}], agent processes [${agents.join(' ')}], ${left.entries} worktrees (${left.folders} folders, ${left.bad} prunable/locked), ${left.runDirs} run dirs`,
+    `  ${BURST} runs: ${runs.filter((r) => r.status === 'succeeded').length} succeeded in ${((last - first) / 1000).toFixed(1)} s; after: daemon children [${children.join(' ')}], agent processes [${agents.join(' ')}], ${left.entries} worktrees (${left.folders} folders, ${left.bad} prunable/locked), ${left.spares} spares (slots ${slots}), ${left.runDirs} run dirs`,
   );
   await svc.stop();
   return {

@@ -11,13 +11,14 @@ import {
   diffPatch,
   diffStat,
   ensureWorktree,
-  keepSpare,
   parseNumstat,
   removeWorktree,
   staleWorktrees,
   taskShortId,
   worktreeDir,
 } from '../../src/resources/runs/workspace.js';
+import { RefFiles } from '../../src/resources/runs/refs.js';
+import { SparePool } from '../../src/resources/runs/spares.js';
 
 // Worktrees of real git repositories in temp folders (git 2.39 here). The project's own working
 // tree, index and HEAD are compared before and after: svc must not touch them.
@@ -116,69 +117,178 @@ describe('detectRepo', () => {
   });
 });
 
-describe('spare worktrees', () => {
-  it('a spare made ahead becomes the next new worktree (moved, switched to its branch at its start); the project checkout untouched', async () => {
-    const root = makeRepo();
-    const before = snapshot(root);
-    await keepSpare(root);
-    await keepSpare(root); // two are kept: a second call makes none
-    const spares = () =>
-      g(root, 'worktree', 'list', '--porcelain')
-        .split('\n')
-        .filter((l) => l.startsWith('worktree ') && l.includes('/.spare-'));
-    expect(spares()).toHaveLength(2);
-    const spareDirs = spares().map((l) => l.slice('worktree '.length));
-    // The branch starts elsewhere than the spare (a dependency's branch, one commit back): git switches the files.
-    g(root, 'branch', 'older', 'HEAD~1');
-    const w = await ensureWorktree(opts(root, 1, 'coder', { fromBranch: 'older' }));
-    expect(w).toMatchObject({ created: true, baseCommit: g(root, 'rev-parse', 'older'), branch: branchName('coder', TASK(1)) });
-    expect(spareDirs.filter((d) => existsSync(d))).toHaveLength(1);
-    expect(spares()).toHaveLength(1);
-    expect(g(w.path, 'symbolic-ref', 'HEAD')).toBe(`refs/heads/${branchName('coder', TASK(1))}`);
-    expect(g(w.path, 'rev-parse', 'HEAD')).toBe(g(root, 'rev-parse', 'older'));
-    expect(readFileSync(join(w.path, 'a.txt'), 'utf8')).toBe('one\ntwo\nthree\n');
-    expect(g(w.path, 'status', '--porcelain')).toBe('');
-    expect(snapshot(root)).toEqual(before);
-    // The spares stay out of the cleanup's list and the project's status.
-    await keepSpare(root);
-    expect(await staleWorktrees({ root, olderThan: Date.now() + 60_000, isDone: () => true })).toEqual([expect.objectContaining({ shortId: TASK(1).slice(-8) })]);
-    expect(snapshot(root)).toEqual(before);
-  });
+/** The runner's pool of spare worktrees, its turns given at once (no dispatch under way), up to `max`. */
+async function pool(root: string, max = 16, errors: unknown[] = []): Promise<SparePool> {
+  const p = new SparePool({ root, start: () => 'HEAD', max: () => max, turn: async () => () => {}, quiet: async () => {}, onError: (e) => errors.push(e) });
+  await p.open();
+  await filled(p);
+  return p;
+}
 
-  it('from the commit the spare sits on, the spare is moved with no git process and the branch is made while the CLI starts', async () => {
+/** Waits until the pool holds its target (its refill runs in the background). */
+async function filled(p: SparePool): Promise<void> {
+  for (let i = 0; i < 500 && p.size < p.target(); i++) await (p.pending() ?? new Promise((r) => setImmediate(r)));
+  expect(p.size).toBe(p.target());
+}
+
+const spareDirs = (root: string) =>
+  g(root, 'worktree', 'list', '--porcelain')
+    .split('\n')
+    .filter((l) => l.startsWith('worktree ') && l.includes('/.spare-'))
+    .map((l) => l.slice('worktree '.length));
+
+describe('spare worktrees', () => {
+  it('a new worktree is a ready spare, on its own branch the moment ensureWorktree resolves; the project checkout untouched', async () => {
     const root = makeRepo();
     const before = snapshot(root);
-    await keepSpare(root);
-    const w = await ensureWorktree(opts(root, 4));
-    expect(w.branchReady).toBeInstanceOf(Promise);
-    expect(w).toMatchObject({ created: true, baseCommit: g(root, 'rev-parse', 'HEAD') });
-    expect(readFileSync(join(w.path, 'a.txt'), 'utf8')).toBe('one\ntwo\nthree\nfour\n');
-    await w.branchReady;
+    const p = await pool(root);
+    expect(spareDirs(root)).toHaveLength(2);
+    // The spares git lists are valid worktrees: not prunable, not locked, clean, detached at HEAD.
+    expect(g(root, 'worktree', 'list', '--porcelain')).not.toMatch(/^(prunable|locked)/m);
+    for (const d of spareDirs(root)) {
+      expect(g(d, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+      expect(g(d, 'rev-parse', 'HEAD')).toBe(before.head);
+    }
+    const w = await ensureWorktree({ ...opts(root, 4), spares: p });
+    expect(w).toEqual({ path: worktreeDir(root, TASK(4)), branch: branchName('coder', TASK(4)), baseCommit: before.head, cwd: worktreeDir(root, TASK(4)), created: true });
+    // No later step makes the branch: the process spawned now runs on it.
     expect(g(w.path, 'symbolic-ref', 'HEAD')).toBe(`refs/heads/${branchName('coder', TASK(4))}`);
-    expect(g(root, 'worktree', 'list', '--porcelain')).toContain(`worktree ${w.path}\n`);
-    // One of the two spares was used; the other waits.
-    expect(g(root, 'worktree', 'list', '--porcelain').split('/.spare-').length - 1).toBe(1);
-    // git knows the worktree where it is now: a second ensure reuses it.
-    expect(await ensureWorktree(opts(root, 4))).toMatchObject({ path: w.path, created: false, baseCommit: w.baseCommit });
+    expect(g(w.path, 'rev-parse', 'HEAD')).toBe(before.head);
+    expect(g(root, 'rev-parse', branchName('coder', TASK(4)))).toBe(before.head);
+    expect(g(w.path, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+    expect(readFileSync(join(w.path, 'a.txt'), 'utf8')).toBe('one\ntwo\nthree\nfour\n');
+    expect(g(root, 'worktree', 'list', '--porcelain')).toContain(`worktree ${w.path}\nHEAD ${before.head}\nbranch refs/heads/${branchName('coder', TASK(4))}`);
+    // git knows the worktree where it is now: a second ensure reuses it; a commit lands on the branch.
+    expect(await ensureWorktree({ ...opts(root, 4), spares: p })).toMatchObject({ path: w.path, created: false, baseCommit: w.baseCommit });
     writeFileSync(join(w.path, 'new.txt'), 'x\n');
     expect((await commitAll({ path: w.path, author: ID, message: 'm', trailers: {} })).commit).toMatch(/^[0-9a-f]{40}$/);
     expect(g(root, 'log', '-1', '--format=%s', branchName('coder', TASK(4)))).toBe('m');
+    // The spare taken is replaced; the spares stay out of the cleanup's list and the project's status.
+    await filled(p);
+    expect(spareDirs(root)).toHaveLength(2);
+    expect(await staleWorktrees({ root, olderThan: Date.now() + 60_000, isDone: () => true })).toEqual([expect.objectContaining({ shortId: TASK(4).slice(-8) })]);
     expect(snapshot(root)).toEqual(before);
+    await p.close();
   });
 
-  it('a spare a crash left broken is cleared, and the worktree made the usual way', async () => {
+  it("from another commit (a dependency's branch) a spare is moved and switched by git", async () => {
     const root = makeRepo();
-    await keepSpare(root);
-    const spareDirs = g(root, 'worktree', 'list', '--porcelain')
-      .split('\n')
-      .filter((l) => l.includes('/.spare-'))
-      .map((l) => l.slice('worktree '.length));
-    for (const d of spareDirs) rmSync(join(d, '.git'));
-    const w = await ensureWorktree(opts(root, 2));
-    expect(w.created).toBe(true);
-    expect(w.branchReady).toBeUndefined();
-    expect(spareDirs.filter((d) => existsSync(d))).toEqual([]);
-    expect(g(w.path, 'rev-parse', 'HEAD')).toBe(g(root, 'rev-parse', 'HEAD'));
+    const before = snapshot(root);
+    const p = await pool(root);
+    const spares = spareDirs(root);
+    g(root, 'branch', 'older', 'HEAD~1');
+    const w = await ensureWorktree({ ...opts(root, 1, 'coder', { fromBranch: 'older' }), spares: p });
+    expect(w).toMatchObject({ created: true, baseCommit: g(root, 'rev-parse', 'older'), branch: branchName('coder', TASK(1)) });
+    expect(spares.filter((d) => existsSync(d))).toHaveLength(1);
+    expect(g(w.path, 'symbolic-ref', 'HEAD')).toBe(`refs/heads/${branchName('coder', TASK(1))}`);
+    expect(readFileSync(join(w.path, 'a.txt'), 'utf8')).toBe('one\ntwo\nthree\n');
+    expect(g(w.path, 'status', '--porcelain')).toBe('');
+    expect(snapshot(root)).toEqual(before);
+    await p.close();
+  });
+
+  it('a branch that exists, or a ref in its way, leaves the spares alone: git says what it says', async () => {
+    const root = makeRepo();
+    const p = await pool(root);
+    // The task's branch exists (its worktree was removed after review): git checks it out.
+    g(root, 'branch', branchName('coder', TASK(1)), 'HEAD~1');
+    const w = await ensureWorktree({ ...opts(root, 1), spares: p });
+    expect(g(w.path, 'rev-parse', 'HEAD')).toBe(g(root, 'rev-parse', 'HEAD~1'));
+    expect(p.size).toBe(2);
+    // A branch `svc/coder` (packed) leaves no room for `svc/coder/<id>`: git refuses, as it would anyway.
+    const other = makeRepo();
+    g(other, 'branch', 'svc/coder');
+    g(other, 'pack-refs', '--all');
+    const q = await pool(other);
+    await expect(ensureWorktree({ ...opts(other, 2), spares: q })).rejects.toThrow(/git/);
+    await filled(q);
+    await p.close();
+    await q.close();
+  });
+
+  it('the pool grows while runs come faster than spares are made, up to the slots, and back at the cleanup; the queue raises it too', async () => {
+    const root = makeRepo();
+    const p = await pool(root, 6);
+    expect(p.target()).toBe(2);
+    const head = g(root, 'rev-parse', 'HEAD');
+    // Taken dry: the target doubles (4), then again (6: the slots). (Taken here and not used: removed.)
+    const taken = [p.take(head), p.take(head)];
+    for (const t of taken) g(root, 'worktree', 'remove', '--force', t!.dir);
+    expect(p.target()).toBe(4);
+    expect(p.take(head)).toBeNull();
+    expect(p.target()).toBe(6);
+    await filled(p);
+    expect(spareDirs(root)).toHaveLength(6);
+    // An hour that ran dry keeps it; the next one that did not takes it back to two, extras removed.
+    await p.shrink();
+    expect(p.target()).toBe(6);
+    await p.shrink();
+    expect(p.target()).toBe(2);
+    expect(spareDirs(root)).toHaveLength(2);
+    // Runs waiting in the queue to start: as many spares, up to the slots.
+    p.expect(5);
+    expect(p.target()).toBe(5);
+    p.expect(50);
+    expect(p.target()).toBe(6);
+    await filled(p);
+    expect(spareDirs(root)).toHaveLength(6);
+    await p.close();
+  });
+
+  it('HEAD moved: the spares at the old commit are replaced; a restart takes in the valid spares left and clears the broken ones', async () => {
+    const root = makeRepo();
+    const p = await pool(root);
+    const old = spareDirs(root);
+    g(root, 'commit', '-qm', 'third', '--allow-empty');
+    p.refill();
+    await filled(p);
+    // Their removal waits for git's (a real process: up to 5 s on a loaded machine).
+    for (let i = 0; i < 500 && (spareDirs(root).some((d) => old.includes(d)) || old.some((d) => existsSync(d))); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(old.filter((d) => existsSync(d))).toEqual([]);
+    const now = spareDirs(root);
+    expect(now).toHaveLength(2);
+    for (const d of now) expect(g(d, 'rev-parse', 'HEAD')).toBe(g(root, 'rev-parse', 'HEAD'));
+    await p.close();
+    // The next daemon: one spare broken by a crash, one whole.
+    rmSync(join(now[0]!, '.git'));
+    const q = await pool(root);
+    expect(existsSync(now[0]!)).toBe(false);
+    expect(spareDirs(root)).toContain(now[1]);
+    expect(spareDirs(root)).toHaveLength(2);
+    const w = await ensureWorktree({ ...opts(root, 3), spares: q });
+    expect(g(w.path, 'symbolic-ref', '--short', 'HEAD')).toBe(w.branch);
+    await q.close();
+  });
+});
+
+describe('refs read and a branch made from the files', () => {
+  it('reads HEAD, loose and packed branches; makes a branch as git does, refusing one that is there or in the way', () => {
+    const root = makeRepo();
+    const before = snapshot(root);
+    const refs = RefFiles.of(join(root, '.git'), join(root, '.git'))!;
+    const head = before.head;
+    expect(refs.commitOf('HEAD')).toBe(head);
+    expect(refs.commitOf('refs/heads/main')).toBe(head);
+    expect(refs.commitOf('refs/heads/nope')).toBeNull();
+    expect(refs.commitOf('refs/tags/v1')).toBeUndefined(); // not a branch: git is asked
+    g(root, 'branch', 'packed/one', 'HEAD~1');
+    g(root, 'pack-refs', '--all');
+    expect(refs.commitOf('refs/heads/packed/one')).toBe(g(root, 'rev-parse', 'HEAD~1'));
+    expect(refs.commitOf('refs/heads/main')).toBe(head); // packed too now
+    expect(refs.free('refs/heads/packed/one')).toBe(false);
+    expect(refs.free('refs/heads/packed/one/two')).toBe(false); // inside a packed branch
+    expect(refs.free('refs/heads/packed')).toBe(false); // over one
+    expect(refs.free('refs/heads/svc/coder/abc')).toBe(true);
+
+    refs.createBranch('refs/heads/svc/coder/abc', head);
+    expect(g(root, 'rev-parse', 'svc/coder/abc')).toBe(head);
+    expect(refs.free('refs/heads/svc/coder/abc/x')).toBe(false); // inside a loose one
+    expect(() => refs.createBranch('refs/heads/svc/coder/abc', head)).toThrow(/exists/);
+    // Another writer holds the lock (git, mid-update): refused, its lock left alone.
+    writeFileSync(join(root, '.git', 'refs', 'heads', 'svc', 'coder', 'def.lock'), '');
+    expect(() => refs.createBranch('refs/heads/svc/coder/def', head)).toThrow(/EEXIST/);
+    expect(existsSync(join(root, '.git', 'refs', 'heads', 'svc', 'coder', 'def.lock'))).toBe(true);
+    expect(snapshot(root)).toEqual(before);
   });
 });
 

@@ -14,6 +14,7 @@ import { afterUsageLimit, HEALTHY } from '../providers/health.js';
 import { pauseProvider, providerServed } from '../providers/service.js';
 import { skillIndex } from '../skills/live-index.js';
 import { getTask, heartbeatTask, releaseClaim, transitionTask } from '../tasks/service.js';
+import type { BinaryLookup } from './drivers/detect.js';
 import { driverFor } from './drivers/index.js';
 import { runEnvironment, VaultRefError } from './env.js';
 import { Holds, providerOf } from './holds.js';
@@ -21,10 +22,12 @@ import type { RunKeys } from './keys.js';
 import { promptFor, taskHistory } from './prompt.js';
 import { eventItem, RunLogBuffer, type Numbered } from './run-log.js';
 import type { FinishedStatus, PauseReason } from './schema.js';
-import { findRuntime, queueRun } from './service.js';
+import { queueRun } from './service.js';
 import * as store from './store.js';
 import { supervise } from './supervisor.js';
 import type { DiffStat, Driver, ProcessExit, RunAgent, RunLogItem, StreamParser, StreamState, Supervised, Usage } from './types.js';
+import type { GitTurn } from './git.js';
+import type { SparePool } from './spares.js';
 import * as git from './workspace.js';
 
 // One run, from its claim to its end: the worktree, the environment and the prompt, the CLI's
@@ -79,6 +82,12 @@ export interface RunContext {
   url(): string;
   keys: RunKeys;
   config(): ProjectConfig['runner'];
+  /** The spare worktrees a new task's worktree is made from (null: none, the project is no git repository). */
+  spares: SparePool | null;
+  /** What git work after the spawn waits for (no dispatch under way: dispatch-gate.ts). */
+  turn: GitTurn;
+  /** The runtime's executable (the runner keeps recent lookups). */
+  runtimePath(runtime: Runtime): Promise<BinaryLookup>;
 }
 
 export class LiveRun {
@@ -87,6 +96,9 @@ export class LiveRun {
   readonly agent: string;
   /** Resolves once the run has ended and everything it held is let go. */
   readonly ended: Promise<void>;
+  /** Resolves once its process was spawned and the run marked started, or the run ended without one. */
+  readonly spawned: Promise<void>;
+  private markSpawned: () => void = () => {};
   private process: Supervised | null = null;
   private parser: StreamParser | null = null;
   private readonly log: RunLogBuffer;
@@ -98,8 +110,6 @@ export class LiveRun {
   /** The worktree (path), where the CLI works in it (cwd: the project's folder inside the repository), its branch and base. */
   private workspace: { path: string; cwd: string; branch: string | null; baseCommit: string | null };
   private runDir: string | null = null;
-  /** The task's branch, being made while the CLI starts (a spare worktree, workspace.ts): awaited before the commit. */
-  private branchReady: Promise<void> | null = null;
   /** Usage the stream counts that belongs to earlier runs of a resumed session (Codex), taken off. */
   private usageBase: Usage | null = null;
   /** What earlier processes of this run counted (it was paused, and resumes): added to this one's. */
@@ -131,8 +141,9 @@ export class LiveRun {
     this.carried = { usage: run.usage, turns: run.turns };
     this.workspace = { path: app.root, cwd: app.root, branch: null, baseCommit: null };
     this.heartbeatLater();
+    this.spawned = new Promise((resolve) => (this.markSpawned = resolve));
     this.ended = this.spawn()
-      .then((exit) => this.finish(exit))
+      .then((exit) => (this.markSpawned(), this.finish(exit)))
       .catch((err) => app.log.error('ending a run failed', { runId: run.id, ...errorFields(err) }))
       .finally(() => this.cleanUp());
   }
@@ -158,10 +169,10 @@ export class LiveRun {
     const { app, run, runtime } = this;
     const config = this.ctx.config();
     const fail = (error: string): ProcessExit => ({ code: null, signal: null, reason: 'spawn_failed', error });
-    const task = await getTask(app, run.taskId);
+    // Asked together: each wait is a turn of the event loop, where other work may come first.
+    const [task, command] = await Promise.all([getTask(app, run.taskId), this.ctx.runtimePath(runtime)]);
     if (!task) return fail('the task was removed');
     const driver = driverFor(runtime.kind);
-    const command = await findRuntime(app, runtime);
     if (command.path === null) return fail(command.error);
 
     if (this.ctx.gitRoot) {
@@ -172,9 +183,9 @@ export class LiveRun {
           branch: git.branchName(run.agent, run.taskId),
           baseRef: config.baseRef ?? 'HEAD',
           fromBranch: await this.dependencyBranch(task.dependsOn),
+          spares: this.ctx.spares,
         });
         this.workspace = { path: ws.path, cwd: ws.cwd, branch: ws.branch, baseCommit: ws.baseCommit };
-        this.branchReady = ws.branchReady ?? null;
       } catch (err) {
         return fail(`could not prepare the task's git worktree: ${(err as Error).message}`);
       }
@@ -288,6 +299,7 @@ export class LiveRun {
         app.events.emit('run:started', { runId: run.id, taskId: run.taskId, agent: run.agent, runner: this.ctx.runnerId, pid, branch: this.workspace.branch });
       });
     }
+    this.markSpawned();
     if (this.endedBy) void proc.cancel();
     return proc.exited;
   }
@@ -453,8 +465,9 @@ export class LiveRun {
     let headCommit: string | null = null;
     let diffStat: DiffStat | null = null;
     if (status === 'succeeded' && this.workspace.branch && this.workspace.baseCommit) {
+      // The commit and its diff are one piece of git work, in its turn (dispatches first).
+      const endTurn = await this.ctx.turn();
       try {
-        await this.branchReady;
         const identity = (await getAgent(app.db, run.agent))?.identity ?? null;
         const committed = await git.commitAll({
           path: this.workspace.path,
@@ -468,6 +481,8 @@ export class LiveRun {
       } catch (err) {
         status = 'failed';
         error = `the run ended well but its work could not be committed: ${(err as Error).message}`;
+      } finally {
+        endTurn();
       }
     }
     const summary = state?.summary ? redactValue(state.summary, this.secrets) : null;
@@ -549,6 +564,7 @@ export class LiveRun {
 
   private cleanUp(): void {
     this.done = true;
+    this.markSpawned();
     if (this.heartbeat) this.app.clock.clearTimeout(this.heartbeat);
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.ctx.keys.revoke(this.id);

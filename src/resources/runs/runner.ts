@@ -14,7 +14,10 @@ import { claimTask, dependentsOf, getTask, readyTasksOf, releaseClaim, retryTask
 import { Holds } from './holds.js';
 import type { RunKeys } from './keys.js';
 import { KILL_GRACE_MS, LiveRun, type RunContext } from './live-run.js';
+import { DispatchGate } from './dispatch-gate.js';
+import type { BinaryLookup } from './drivers/detect.js';
 import { dispatchTask, findRuntime, queueRun, type RunnerHandle } from './service.js';
+import { SparePool } from './spares.js';
 import * as store from './store.js';
 import * as git from './workspace.js';
 
@@ -32,10 +35,11 @@ const MB_PER_RUN = 400;
 // runner.offlineAfterSec is gone: its runs are lost and queued again. Wall-clock times (the seam's
 // systemClock), not the daemon's clock: rows are compared across machines and processes (as
 // system/presence.ts does), and one daemon's fake clock in a test cannot silence another process.
-/** A used spare worktree is replaced this soon (the run that took it is spawning meanwhile). */
-const SPARE_AFTER_MS = 20;
 /** Worktrees of done tasks are looked for this often (and at start). */
 const CLEAN_EVERY_MS = 3_600_000;
+/** A runtime's executable, once found, is looked up again after this long. */
+const RUNTIME_KEPT_MS = 60_000;
+const runtimeKey = (runtime: Pick<Runtime, 'kind' | 'command'>): string => `${runtime.kind}\0${runtime.command ?? ''}`;
 /** Queued runs looked at per pass. */
 const PASS_BATCH = 50;
 /**
@@ -64,16 +68,21 @@ export class Runner implements RunnerHandle {
   private wake: unknown = null;
   private presence: NodeJS.Timeout | null = null;
   private cleaner: NodeJS.Timeout | null = null;
-  private spare: NodeJS.Timeout | null = null;
-  /** A spare being made: close() waits for it (a git process must not outlive the daemon's files). */
-  private spareWork: Promise<void> | null = null;
+  /** Spare worktrees (a git project): a new task's worktree is one of them moved into place. */
+  private spares: SparePool | null = null;
+  /** The spares an earlier daemon left being looked at: close() waits for it. */
+  private sparesOpen: Promise<void> | null = null;
+  /** Held while runs are dispatched: the other git work waits (dispatch-gate.ts). */
+  private readonly gate = new DispatchGate();
+  /** The gate held for tasks heard of, until the next pass is over. */
+  private dispatching: (() => void) | null = null;
   private gitRoot: boolean = false;
   private unsubscribe: (() => void) | null = null;
   /** Tasks and agents to look at on the next dispatch pass (coalesced: many events, one pass). */
   private readonly toDispatch = new Set<string>();
   private readonly agentsToSweep = new Set<string>();
-  private readonly available = new Map<string, { ok: boolean; at: number }>();
-  private readonly looking = new Set<string>();
+  private readonly available = new Map<string, { found: BinaryLookup; at: number }>();
+  private readonly looking = new Map<string, Promise<BinaryLookup>>();
 
   /** What each run needs of this runner. */
   private readonly context: RunContext;
@@ -82,7 +91,7 @@ export class Runner implements RunnerHandle {
     private readonly app: App,
     private readonly o: RunnerOptions,
   ) {
-    this.context = { runnerId: o.id, gitRoot: false, url: o.url, keys: o.keys, config: () => this.config };
+    this.context = { runnerId: o.id, gitRoot: false, url: o.url, keys: o.keys, config: () => this.config, spares: null, turn: this.gate.turn, runtimePath: this.runtimePath };
   }
 
   get id(): string {
@@ -121,6 +130,17 @@ export class Runner implements RunnerHandle {
     if (repo.kind !== 'git')
       app.log.warn('the project is not a git repository: agents run in the project folder itself, one at a time (git init to give each task a worktree and a branch)', { reason: repo.reason });
     else if (!repo.head) app.log.warn("the project's git repository has no commit yet: agents run in the project folder itself, one at a time, until it has one");
+    if (this.gitRoot) {
+      this.spares = new SparePool({
+        root: app.root,
+        start: () => this.config.baseRef ?? 'HEAD',
+        max: () => this.capacity(),
+        turn: this.gate.turn,
+        quiet: () => this.gate.quiet(),
+        onError: (err) => app.log.debug('a spare worktree could not be made or used; the next worktree is made by git', errorFields(err)),
+      });
+      this.context.spares = this.spares;
+    }
     await this.recover();
     const runtimes = await this.foundRuntimes();
     if (this.closing) return;
@@ -145,7 +165,7 @@ export class Runner implements RunnerHandle {
         .then(() => this.hear(e.name, e.data))
         .catch((err: unknown) => app.log.error('the runner could not act on an event', { event: e.name, eventId: e.id, ...errorFields(err) }));
     });
-    this.spareSoon();
+    this.sparesOpen = this.spares?.open().catch((err) => app.log.warn('the spare worktrees could not be looked at; worktrees are made by git', errorFields(err))) ?? null;
     // Presence matters to other runners only: a daemon alone on its SQLite state is its only runner.
     if (this.o.shared) await this.presenceTick();
     this.clean();
@@ -170,17 +190,34 @@ export class Runner implements RunnerHandle {
    * for now, and the queue is looked at again once it is known.
    */
   private canRun(runtime: Runtime): boolean {
-    const key = `${runtime.kind}\0${runtime.command ?? ''}`;
-    const known = this.available.get(key);
-    if (known && this.app.clock.now() - known.at < 60_000) return known.ok;
-    if (!this.looking.has(key)) {
-      this.looking.add(key);
-      void findRuntime(this.app, runtime)
-        .then((r) => this.available.set(key, { ok: r.path !== null, at: this.app.clock.now() }))
-        .catch(() => this.available.set(key, { ok: false, at: this.app.clock.now() }))
-        .finally(() => (this.looking.delete(key), this.kick()));
+    const known = this.available.get(runtimeKey(runtime));
+    if (known && this.app.clock.now() - known.at < RUNTIME_KEPT_MS) return known.found.path !== null;
+    void this.lookUp(runtime).finally(() => this.kick());
+    return known ? known.found.path !== null : false;
+  }
+
+  /**
+   * The runtime's executable for a run about to start: a lookup that found it less than a minute
+   * ago, or a new one. (Each lookup is a few file system calls, each a turn of the event loop on
+   * the dispatch's path; one that vanished since fails the spawn, which says so.)
+   */
+  private readonly runtimePath = (runtime: Runtime): Promise<BinaryLookup> => {
+    const known = this.available.get(runtimeKey(runtime));
+    if (known && known.found.path !== null && this.app.clock.now() - known.at < RUNTIME_KEPT_MS) return Promise.resolve(known.found);
+    return this.lookUp(runtime);
+  };
+
+  private lookUp(runtime: Runtime): Promise<BinaryLookup> {
+    const key = runtimeKey(runtime);
+    let p = this.looking.get(key);
+    if (!p) {
+      p = findRuntime(this.app, runtime)
+        .catch((err: unknown): BinaryLookup => ({ path: null, looked: [], error: (err as Error).message }))
+        .then((found) => (this.available.set(key, { found, at: this.app.clock.now() }), found))
+        .finally(() => this.looking.delete(key));
+      this.looking.set(key, p);
     }
-    return known?.ok ?? false;
+    return p;
   }
 
   // --- hearing events: what may have become ready, what may have freed a slot
@@ -234,6 +271,8 @@ export class Runner implements RunnerHandle {
 
   private dispatchSoon(taskId: string): void {
     this.toDispatch.add(taskId);
+    // A task that may become a run: other git work waits until the pass is over (and the runs it starts are spawned).
+    this.dispatching ??= this.gate.hold();
     this.kick();
   }
 
@@ -281,10 +320,14 @@ export class Runner implements RunnerHandle {
       // One pass at a time (each counts the slots it fills): a kick during one queues the next.
       this.passing = this.passing.then(async () => {
         this.passQueued = false;
+        const release = this.dispatching ?? (() => {});
+        this.dispatching = null;
         try {
           await this.pass();
         } catch (err) {
           this.app.log.error('the runner could not look at its queue; trying again at the next event', errorFields(err));
+        } finally {
+          release();
         }
       });
     });
@@ -311,12 +354,26 @@ export class Runner implements RunnerHandle {
     await this.endPauses(holds);
     if (this.config.autoResume) await this.resumePaused(holds);
     const nowText = nowIso(app.clock);
-    for (const run of await store.dueQueued(app.db, nowText, PASS_BATCH)) {
+    const due = await store.dueQueued(app.db, nowText, PASS_BATCH);
+    if (this.spares && due.length) this.spares.expect(await this.startable(due, holds));
+    for (const run of due) {
       if (this.live.size >= this.capacity()) break;
       if (!this.gitRoot && this.live.size > 0) break;
       await this.tryStart(run, holds);
     }
     await this.armWake(nowText, holds);
+  }
+
+  /**
+   * About how many of the queued runs can start soon, each wanting a worktree: per agent up to its
+   * maxConcurrency, in all up to the free slots. The spare worktrees aim at that many.
+   */
+  private async startable(due: store.RunRecord[], holds: Holds): Promise<number> {
+    const perAgent = new Map<string, number>();
+    for (const r of due) perAgent.set(r.agent, (perAgent.get(r.agent) ?? 0) + 1);
+    let n = 0;
+    for (const [name, count] of perAgent) n += Math.min(count, (await holds.agent(name))?.maxConcurrency ?? 1);
+    return Math.min(n, this.capacity() - this.live.size);
   }
 
   /** Providers whose pause came to its end: said once (runner:resumed), whichever runner comes first. */
@@ -401,7 +458,7 @@ export class Runner implements RunnerHandle {
     if (leaseId === null) return;
     const live = new LiveRun(this.app, this.context, run, leaseId, agent!, runtime!);
     this.live.set(run.id, live);
-    this.spareSoon();
+    void live.spawned.finally(this.gate.hold());
     void live.ended.then(() => {
       this.live.delete(run.id);
       this.kick();
@@ -538,26 +595,13 @@ export class Runner implements RunnerHandle {
       if (task && task.status !== 'done') continue;
       const latest = await store.latestRunOfTask(app.db, c.taskId);
       if (latest && (latest.finishedAt === null || Date.parse(latest.finishedAt) > cutoff)) continue;
-      await git.removeWorktree({ root: app.root, path: c.workspace });
+      await git.removeWorktree({ root: app.root, path: c.workspace, turn: this.gate.turn });
       await app.events.write(async () => await store.clearWorkspace(app.db, c.workspace));
       removed++;
     }
     if (removed) app.log.info('removed the worktrees of done tasks (their branches stay)', { worktrees: removed });
+    await this.spares?.shrink();
     return removed;
-  }
-
-  /**
-   * A spare worktree made right after one was used (workspace.ts keepSpare): the next run's
-   * worktree is then a rename and a branch, not a checkout. A run that comes while the spare is
-   * being made waits for it in the repository's queue: never longer than making its own.
-   */
-  private spareSoon(): void {
-    if (!this.gitRoot || this.closing) return;
-    if (this.spare) clearTimeout(this.spare);
-    this.spare = setTimeout(() => {
-      this.spare = null;
-      if (!this.closing) this.spareWork = git.keepSpare(this.app.root).finally(() => (this.spareWork = null));
-    }, SPARE_AFTER_MS).unref();
   }
 
   /** A cancel asked through another daemon (shared state) of a run this one runs. */
@@ -578,8 +622,8 @@ export class Runner implements RunnerHandle {
     if (this.wake) app.clock.clearTimeout(this.wake);
     if (this.presence) clearTimeout(this.presence);
     if (this.cleaner) clearTimeout(this.cleaner);
-    if (this.spare) clearTimeout(this.spare);
-    await this.spareWork;
+    await this.sparesOpen;
+    await this.spares?.close();
     // A pass or an event under way finishes before the runs are ended (it may be starting one).
     await this.passing;
     await this.hearing;

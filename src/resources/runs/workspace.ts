@@ -1,93 +1,23 @@
-import { execFile, spawn } from 'node:child_process';
-import { mkdir as mkdirCb, readdir as readdirCb, readFile as readFileCb, realpath as realpathCb, rename as renameCb, rm as rmCb, stat as statCb, writeFile as writeFileCb } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { spawn } from 'node:child_process';
+import { readdir as readdirCb, readFile as readFileCb, rm as rmCb, stat as statCb } from 'node:fs';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
-import { uuidv4 } from '../../lib/ids.js';
 import { STATE_DIR } from '../../state-dir.js';
+import { GIT_CONFIG, GitError, git, gitEnv, ignoreWorktrees, serial, WORKTREES_DIR, worktreeState, type GitTurn } from './git.js';
 import { utf8Boundary } from './lines.js';
+import type { SparePool } from './spares.js';
 
 // A run's workspace: a git worktree of the project per task, on its own branch, made and read with
-// the git CLI (execFile, never a shell). svc's git calls never touch the project's own working
-// tree or index: they run in the worktree, or ask the repository about refs and worktrees.
-// Calls that change the repository's list of worktrees are serialised per repository in this
-// process (git takes no lock around `worktree add` as a whole); commits and diffs run in a
-// worktree of their own and are not.
-//
-// Every call turns off what a person's git config may add that svc cannot answer or does not
-// want: hooks (a pre-commit hook that lints, or waits for input), commit signing (a pinentry
-// prompt), fsmonitor daemons (one more process per worktree), automatic gc in the background.
+// the git CLI (git.ts) or, for a new worktree from a ready spare, from the repository's files
+// (spares.ts). svc's git calls never touch the project's own working tree or index: they run in
+// the worktree, or ask the repository about refs and worktrees. Calls that change the
+// repository's list of worktrees are serialised per repository in this process (git.ts serial);
+// commits and diffs run in a worktree of their own and are not.
+
+export { GitError, WORKTREES_DIR };
 
 // The callback forms: fs/promises keeps a FileHandle object for each operation until it is collected.
-const [mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile] = [
-  promisify(mkdirCb),
-  promisify(readdirCb),
-  promisify(readFileCb),
-  promisify(realpathCb),
-  promisify(renameCb),
-  promisify(rmCb),
-  promisify(statCb),
-  promisify(writeFileCb),
-];
-
-export const WORKTREES_DIR = 'worktrees';
-
-const GIT_CONFIG = ['core.hooksPath=/dev/null', 'core.fsmonitor=false', 'commit.gpgsign=false', 'gc.auto=0', 'maintenance.auto=false', 'color.ui=false'].flatMap((c) => ['-c', c]);
-
-/** git failed: `stderr` is its own words. */
-export class GitError extends Error {
-  constructor(
-    readonly args: string[],
-    readonly exitCode: number | null,
-    readonly stderr: string,
-  ) {
-    super(`git ${args[0] ?? ''} failed${exitCode === null ? '' : ` (exit ${exitCode})`}: ${stderr.trim() || 'no message'}`);
-  }
-}
-
-let gitEnvCache: NodeJS.ProcessEnv | null = null;
-
-/** The daemon's environment without GIT_* (GIT_DIR or GIT_INDEX_FILE of a hook svc runs under would point git elsewhere). */
-function gitEnv(extra?: Record<string, string>): NodeJS.ProcessEnv {
-  if (!gitEnvCache) {
-    gitEnvCache = { GIT_TERMINAL_PROMPT: '0' };
-    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) gitEnvCache[k] = v;
-    gitEnvCache.GIT_TERMINAL_PROMPT = '0';
-  }
-  return extra ? { ...gitEnvCache, ...extra } : gitEnvCache;
-}
-
-interface GitOptions {
-  input?: string;
-  env?: Record<string, string>;
-  /** Exit codes that are answers, not failures (`diff --quiet` says 1 for "there are changes"). */
-  ok?: number[];
-}
-
-/** Runs git in `cwd`; resolves with its stdout and exit code. */
-function git(cwd: string, args: string[], opts: GitOptions = {}): Promise<{ stdout: string; code: number }> {
-  return new Promise((resolveRun, reject) => {
-    const child = execFile('git', [...GIT_CONFIG, ...args], { cwd, env: gitEnv(opts.env), maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (err, stdout, stderr) => {
-      if (!err) return resolveRun({ stdout, code: 0 });
-      const code = typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : null;
-      if (code !== null && opts.ok?.includes(code)) return resolveRun({ stdout, code });
-      reject(new GitError(args, code, stderr || err.message));
-    });
-    child.stdin?.on('error', () => undefined);
-    child.stdin?.end(opts.input ?? '');
-  });
-}
-
-/** One chain per repository: `fn` runs after the calls queued before it, whatever became of them. */
-const queues = new Map<string, Promise<unknown>>();
-function serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const run = (queues.get(key) ?? Promise.resolve()).then(fn, fn);
-  const tail = run.catch(() => undefined);
-  queues.set(key, tail);
-  void tail.then(() => {
-    if (queues.get(key) === tail) queues.delete(key);
-  });
-  return run;
-}
+const [readdir, readFile, rm, stat] = [promisify(readdirCb), promisify(readFileCb), promisify(rmCb), promisify(statCb)];
 
 // --- naming ---
 
@@ -159,6 +89,8 @@ export interface EnsureWorktreeOptions {
   baseRef: string;
   /** A dependency's branch to start from instead of baseRef. */
   fromBranch?: string | null;
+  /** The runner's spare worktrees (spares.ts): a new worktree is then one of them, moved into place. */
+  spares?: SparePool | null;
 }
 
 export interface Worktree {
@@ -170,11 +102,6 @@ export interface Worktree {
   cwd: string;
   /** false: an existing worktree was reused (a retry, a revision). */
   created: boolean;
-  /**
-   * Made from a spare with no git process before it (fromSpare): the branch is set in the
-   * repository's queue meanwhile, and is there once this resolves. Absent: it is there already.
-   */
-  branchReady?: Promise<void>;
 }
 
 /**
@@ -184,16 +111,20 @@ export interface Worktree {
  */
 export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Worktree> {
   const dir = guardDir(opts.root, opts.dir);
-  // A new worktree from a ready spare takes no git process and waits for none (fromSpare).
-  if ((await worktreeState(dir)).kind === 'absent') {
+  const start = opts.fromBranch ? `refs/heads/${opts.fromBranch}` : opts.baseRef;
+  const made = (prefix: string, baseCommit: string): Worktree => ({ path: dir, branch: opts.branch, baseCommit, cwd: prefix ? join(dir, prefix) : dir, created: true });
+  // The common case, with no git process and no wait: a new branch from the commit a ready spare sits on.
+  if (opts.spares) {
     const prefix = await prefixOf(opts.root);
-    const fast = await fromSpare(opts.root, prefix, dir, opts.branch, opts.fromBranch ? `refs/heads/${opts.fromBranch}` : opts.baseRef);
-    if (fast) return { path: dir, branch: opts.branch, baseCommit: fast.commit, cwd: prefix ? join(dir, prefix) : dir, created: true, branchReady: fast.branchReady };
+    let commit = opts.spares.place(dir, opts.branch, start);
+    // None ready: a spare being made is ready sooner than a worktree made from nothing.
+    const pending = commit ? null : opts.spares.pending();
+    if (pending) commit = await pending.then(() => opts.spares!.place(dir, opts.branch, start));
+    if (commit) return made(prefix, commit);
   }
   return serial(resolve(opts.root), async () => {
     const prefix = await prefixOf(opts.root);
     const cwd = prefix ? join(dir, prefix) : dir;
-    const start = opts.fromBranch ? `refs/heads/${opts.fromBranch}` : opts.baseRef;
     const branchRef = `refs/heads/${opts.branch}`;
     const state = await worktreeState(dir);
     if (state.kind === 'valid') {
@@ -205,24 +136,23 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
       await rm(dir, { recursive: true, force: true });
       await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
     }
+    // A spare made while this call waited in the queue.
+    const commit = opts.spares?.place(dir, opts.branch, start);
+    if (commit) return made(prefix, commit);
     await ignoreWorktrees(opts.root);
     const [branchCommit, startCommit] = await resolveRevs(opts.root, [branchRef, `${start}^{commit}`]);
     if (!startCommit && !branchCommit) throw new GitError(['worktree'], null, `${opts.fromBranch ? `branch ${opts.fromBranch}` : opts.baseRef} is not a commit of the repository at ${opts.root}`);
-    // A new branch from another commit than the spare's: the spare moved by git and switched there.
-    if (!branchCommit) {
-      const spare = await takeSpare(opts.root, true);
-      if (spare) {
-        try {
-          await git(opts.root, ['worktree', 'move', spare, dir]);
-          await git(dir, ['switch', '--quiet', '--no-track', '-c', opts.branch, startCommit!]);
-          return { path: dir, branch: opts.branch, baseCommit: startCommit!, cwd, created: true };
-        } catch {
-          // A spare git would not move or switch: cleared, and the worktree made the usual way.
-          for (const d of [spare, dir]) await git(opts.root, ['worktree', 'remove', '--force', '--force', d], { ok: [128] });
-          await rm(dir, { recursive: true, force: true });
-        } finally {
-          sparesBusy.delete(spare);
-        }
+    // A new branch from another commit than the spares': a spare moved by git and switched there.
+    const spare = branchCommit ? null : (opts.spares?.take(null) ?? null);
+    if (spare) {
+      try {
+        await git(opts.root, ['worktree', 'move', spare.dir, dir]);
+        await git(dir, ['switch', '--quiet', '--no-track', '-c', opts.branch, startCommit!]);
+        return made(prefix, startCommit!);
+      } catch {
+        // A spare git would not move or switch: cleared, and the worktree made the usual way.
+        for (const d of [spare.dir, dir]) await git(opts.root, ['worktree', 'remove', '--force', '--force', d], { ok: [128] });
+        await rm(dir, { recursive: true, force: true });
       }
     }
     const add = branchCommit ? ['worktree', 'add', '--quiet', dir, opts.branch] : ['worktree', 'add', '--quiet', '--no-track', '-b', opts.branch, dir, startCommit!];
@@ -234,141 +164,7 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
       if (cleared.code !== 0) throw err;
       await git(opts.root, add);
     }
-    const baseCommit = branchCommit ? await forkPoint(opts.root, branchRef, start) : startCommit!;
-    return { path: dir, branch: opts.branch, baseCommit, cwd, created: true };
-  });
-}
-
-// --- spare worktrees: made ahead of time, so that a run's worktree is a rename and a branch away ---
-
-/** Spares are folders of .svc/worktrees/ with this prefix (a dot: the cleanup never lists them). */
-const SPARE_PREFIX = '.spare-';
-
-/**
- * A commit read from the repository's files, for the few refs a run starts from (HEAD, a branch):
- * undefined when it cannot be told that way (a worktree or submodule's .git file, reftable, a
- * symbolic ref of another kind, a ref of another shape): the caller asks git instead.
- */
-async function commitOfRef(gitDir: string, ref: string): Promise<string | null | undefined> {
-  const HASH = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
-  if (await exists(join(gitDir, 'reftable'))) return undefined;
-  if (ref === 'HEAD') {
-    const head = (await readFile(join(gitDir, 'HEAD'), 'utf8').catch(() => '')).trim();
-    if (HASH.test(head)) return head;
-    return head.startsWith('ref: refs/heads/') ? commitOfRef(gitDir, head.slice(5)) : undefined;
-  }
-  if (!/^refs\/heads\/[\w./-]+$/.test(ref) || ref.includes('..')) return undefined;
-  const loose = (await readFile(join(gitDir, ref), 'utf8').catch(() => null))?.trim();
-  if (loose !== undefined) return HASH.test(loose) ? loose : undefined;
-  const packed = await readFile(join(gitDir, 'packed-refs'), 'utf8').catch(() => '');
-  for (const line of packed.split('\n')) if (line.endsWith(` ${ref}`) && HASH.test(line.slice(0, line.indexOf(' ')))) return line.slice(0, line.indexOf(' '));
-  return null;
-}
-
-/**
- * The common case made quick (dispatch latency): a new branch from the commit a spare sits on,
- * both told from the repository's files. The spare is moved into place as `git worktree move`
- * does it (the folder renamed, the repository's entry told its new place), with no git process;
- * the branch is made by git in the repository's queue while the CLI starts (it touches no file
- * of the checkout). Null when any of it is not so: the caller makes the worktree with git.
- */
-async function fromSpare(root: string, prefix: string, dir: string, branch: string, start: string): Promise<{ commit: string; branchReady: Promise<void> } | null> {
-  const top = prefix
-    ? resolve(
-        root,
-        ...prefix
-          .split('/')
-          .filter(Boolean)
-          .map(() => '..'),
-      )
-    : root;
-  const gitDir = join(top, '.git');
-  try {
-    if (!(await stat(gitDir)).isDirectory()) return null;
-  } catch {
-    return null;
-  }
-  const [startCommit, branchCommit] = await Promise.all([commitOfRef(gitDir, start), commitOfRef(gitDir, `refs/heads/${branch}`)]);
-  if (!startCommit || branchCommit !== null) return null;
-  const spare = await takeSpare(root, false);
-  if (!spare) return null;
-  try {
-    const link = (await readFile(join(spare, '.git'), 'utf8')).trim();
-    const admin = link.startsWith('gitdir: ') ? link.slice('gitdir: '.length) : '';
-    if (!isAbsolute(admin) || (await readFile(join(admin, 'HEAD'), 'utf8')).trim() !== startCommit) return null;
-    await rename(spare, dir);
-    // Written whole (a git process reading the worktrees meanwhile never sees half of it).
-    await writeFile(join(admin, 'gitdir.svc-tmp'), `${join(dir, '.git')}\n`);
-    await rename(join(admin, 'gitdir.svc-tmp'), join(admin, 'gitdir'));
-  } catch {
-    return null;
-  } finally {
-    sparesBusy.delete(spare);
-  }
-  const branchReady = serial(resolve(root), () => git(dir, ['switch', '--quiet', '--no-track', '-c', branch]).then(() => undefined));
-  return { commit: startCommit, branchReady };
-}
-
-/**
- * Spares of this process in the making (not to be taken, nor taken for broken) or being taken
- * (by one caller only): the fast path runs outside the repository's queue.
- */
-const sparesBusy = new Set<string>();
-
-/**
- * A spare that is a valid worktree, claimed for the caller (release it with sparesBusy.delete when
- * it was not used), or null. `clear`: remove the broken ones a crash left (only inside serial()).
- */
-async function takeSpare(root: string, clear: boolean): Promise<string | null> {
-  const base = join(root, STATE_DIR, WORKTREES_DIR);
-  let names: string[];
-  try {
-    names = (await readdir(base)).filter((n) => n.startsWith(SPARE_PREFIX));
-  } catch {
-    return null;
-  }
-  for (const name of names) {
-    const dir = join(base, name);
-    if (sparesBusy.has(dir)) continue;
-    sparesBusy.add(dir);
-    if ((await worktreeState(dir)).kind === 'valid') return dir;
-    if (clear) {
-      await rm(dir, { recursive: true, force: true });
-      await git(root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
-    }
-    sparesBusy.delete(dir);
-  }
-  return null;
-}
-
-/** How many spares are kept: one ready while the next is made. */
-const SPARES = 2;
-
-/**
- * Keeps SPARES spare worktrees ready (detached at the checked-out commit; a run's branch later
- * starts wherever it must). Made in the repository's queue after what waits there; a new
- * worktree from a ready spare never waits for it (fromSpare). A failure only means the next
- * worktree is made the usual way. Resolves once they are there (or could not be made).
- */
-export function keepSpare(root: string): Promise<void> {
-  return serial(resolve(root), async () => {
-    const base = join(root, STATE_DIR, WORKTREES_DIR);
-    let have = 0;
-    try {
-      have = (await readdir(base)).filter((n) => n.startsWith(SPARE_PREFIX)).length;
-    } catch {
-      // no folder yet: made below
-    }
-    await ignoreWorktrees(root);
-    for (; have < SPARES; have++) {
-      const dir = join(base, `${SPARE_PREFIX}${uuidv4()}`);
-      sparesBusy.add(dir);
-      try {
-        await git(root, ['worktree', 'add', '--quiet', '--detach', dir, 'HEAD']).catch(() => rm(dir, { recursive: true, force: true }));
-      } finally {
-        sparesBusy.delete(dir);
-      }
-    }
+    return made(prefix, branchCommit ? await forkPoint(opts.root, branchRef, start) : startCommit!);
   });
 }
 
@@ -392,43 +188,6 @@ function guardDir(root: string, dir: string): string {
   const rel = relative(base, abs);
   if (!rel || rel.startsWith('..') || isAbsolute(rel) || rel.includes(sep)) throw new Error(`a worktree must be a folder of ${base}, not ${dir}`);
   return abs;
-}
-
-type WorktreeState = { kind: 'absent' } | { kind: 'valid'; branch: string | null } | { kind: 'stale' };
-
-/**
- * What is at `dir`, read from the files git keeps (no git process): its `.git` file names the
- * repository's entry for it, whose `gitdir` names it back.
- */
-async function worktreeState(dir: string): Promise<WorktreeState> {
-  try {
-    await stat(dir);
-  } catch {
-    return { kind: 'absent' };
-  }
-  try {
-    const link = (await readFile(join(dir, '.git'), 'utf8')).trim();
-    if (!link.startsWith('gitdir: ')) return { kind: 'stale' };
-    const admin = resolve(dir, link.slice('gitdir: '.length));
-    const back = (await readFile(join(admin, 'gitdir'), 'utf8')).trim();
-    // Compared as real paths: git may have written the link through a symlinked folder (/tmp on macOS).
-    const [named, own] = await Promise.all([realpath(resolve(admin, back)), realpath(join(dir, '.git'))]);
-    if (named !== own) return { kind: 'stale' };
-    if (await exists(join(admin, 'locked'))) return { kind: 'stale' };
-    const head = (await readFile(join(admin, 'HEAD'), 'utf8')).trim();
-    return { kind: 'valid', branch: head.startsWith('ref: ') ? head.slice(5) : null };
-  } catch {
-    return { kind: 'stale' };
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A reused worktree on another branch (the task went to another agent): the work goes on, on this task's branch. */
@@ -455,27 +214,21 @@ async function forkPoint(cwd: string, rev: string, start: string): Promise<strin
   return commit;
 }
 
-/**
- * The worktrees live inside the project's working tree: a `.gitignore` of `*` in their folder keeps
- * them out of the project's `git status` and `git add -A` (an embedded repository, else).
- */
-async function ignoreWorktrees(root: string): Promise<void> {
-  const file = join(root, STATE_DIR, WORKTREES_DIR, '.gitignore');
-  if (await exists(file)) return;
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  await writeFile(file, '# svc: task worktrees, each a checkout of its own\n*\n');
-}
-
 /** Removes the worktree and its folder; its branch stays (it holds the work). */
-export async function removeWorktree(opts: { root: string; path: string }): Promise<void> {
+export async function removeWorktree(opts: { root: string; path: string; turn?: GitTurn }): Promise<void> {
   const dir = guardDir(opts.root, opts.path);
-  return serial(resolve(opts.root), async () => {
-    const r = await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
-    if (r.code === 0) return;
-    // Not a worktree git knows (or one it will not remove, holding submodules): the folder goes, then its entry.
-    await rm(dir, { recursive: true, force: true });
-    await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
-  });
+  const done = await opts.turn?.();
+  try {
+    await serial(resolve(opts.root), async () => {
+      const r = await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
+      if (r.code === 0) return;
+      // Not a worktree git knows (or one it will not remove, holding submodules): the folder goes, then its entry.
+      await rm(dir, { recursive: true, force: true });
+      await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
+    });
+  } finally {
+    done?.();
+  }
 }
 
 export interface StaleWorktree {
