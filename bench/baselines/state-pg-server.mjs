@@ -27,7 +27,7 @@ const GET_ONE = {
 const INSERT_TASK = {
   name: 'insert_task',
   text: `INSERT INTO tasks (id, title, description, assign_to, mission_id, status, priority, labels, max_retries, side_effects, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
 };
 // src/events/outbox.ts INSERT_EVENT: the event id from the meta counter, whose row lock orders commits.
 const INSERT_EVENT = {
@@ -49,13 +49,14 @@ async function create(b) {
     const id = uuidv7();
     const now = new Date().toISOString();
     const labels = [...new Set(b.labels ?? [])];
-    await c.query({ ...INSERT_TASK, values: [id, b.title, b.description ?? null, null, null, 'pending', b.priority ?? 'normal', JSON.stringify(labels), 3, 0, now, now] });
+    const { rows } = await c.query({ ...INSERT_TASK, values: [id, b.title, b.description ?? null, null, null, 'pending', b.priority ?? 'normal', JSON.stringify(labels), 3, 0, now, now] });
     const data = { taskId: id, title: b.title, status: 'pending', assignTo: null, missionId: null };
     await c.query({ ...INSERT_EVENT, values: ['task:created', JSON.stringify(data), new Date().toISOString()] });
     await c.query(WEBHOOKS);
-    const { rows } = await c.query({ ...GET_ONE, values: [id] });
     // svc names its writer in the payload so that a daemon skips its own notifications.
     await c.query(`NOTIFY svc_events, '${WRITER}'; COMMIT`);
+    // A new task has no dependencies.
+    rows[0].deps = '[]';
     return toTask(rows[0]);
   } catch (err) {
     await c.query('ROLLBACK').catch(() => undefined);

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { monotonic } from '../../lib/clock.js';
 import { ScopedStorage } from '../../lib/scoped-storage.js';
-import { barrier, dropGate, runAfter, settle, type Gated } from '../barrier.js';
+import { barrier, dropGate, gated, runAfter, settle, type Gated } from '../barrier.js';
 import type { DB, RunResult, Stmt } from '../state-db.js';
 import { PgStateError, StateUnavailableError, isStateOutage } from './errors.js';
 import type { OutageReporter } from './outage.js';
@@ -69,6 +69,14 @@ interface Tx extends Gated {
   broken: boolean;
 }
 
+/** What a caller takes of a statement's answer: its rows, its first row, or what it changed. */
+const ROWS = (r: Result): unknown[] => r.rows;
+const FIRST = (r: Result): unknown => r.rows[0];
+const CHANGES = (r: Result): RunResult => {
+  const first = r.rows[0];
+  return { changes: r.rowCount, lastInsertRowid: first && typeof first.id === 'number' ? first.id : 0 };
+};
+
 /** A statement of the PostgreSQL state, called like the SQLite one. */
 class PgStmt implements Stmt {
   constructor(
@@ -77,18 +85,16 @@ class PgStmt implements Stmt {
     private readonly name: string,
   ) {}
 
-  async get(...params: unknown[]): Promise<unknown> {
-    return (await this.db.query(this.text, params, this.name)).rows[0];
+  get(...params: unknown[]): Promise<unknown> {
+    return this.db.query(this.text, params, this.name, FIRST);
   }
 
-  async all(...params: unknown[]): Promise<unknown[]> {
-    return (await this.db.query(this.text, params, this.name)).rows;
+  all(...params: unknown[]): Promise<unknown[]> {
+    return this.db.query(this.text, params, this.name, ROWS);
   }
 
-  async run(...params: unknown[]): Promise<RunResult> {
-    const r = await this.db.query(this.text, params, this.name);
-    const first = r.rows[0];
-    return { changes: r.rowCount, lastInsertRowid: first && typeof first.id === 'number' ? first.id : 0 };
+  run(...params: unknown[]): Promise<RunResult> {
+    return this.db.query(this.text, params, this.name, CHANGES);
   }
 }
 
@@ -163,23 +169,37 @@ export class PgState implements DB {
     tx.notify.set(channel, payload);
   }
 
-  async query(text: string, params: unknown[] | undefined, name?: string): Promise<Result> {
+  /**
+   * One statement: on the caller's transaction's connection, else on a connection of the pool for
+   * it alone. `pick` turns the answer into what the caller takes. The hot path of every store: a
+   * promise of its own and pg's callbacks under it, no chain of async functions (each promise costs
+   * the promise hooks a transaction open anywhere in the daemon turns on; docs/performance.md).
+   */
+  query<R = Result>(text: string, params: unknown[] | undefined, name?: string, pick?: (r: Result) => R): Promise<R> {
     const tx = this.als.getStore();
     if (tx?.open) {
       // After the barrier work started before it (the event log's writes, db/barrier.ts).
-      if (tx.gate) await settle(tx);
-      return this.send(tx.client, text, params, name, tx);
+      if (gated(tx)) return settle(tx).then(() => this.send(tx.client, text, params, name, tx, pick));
+      return this.send(tx.client, text, params, name, tx, pick);
     }
-    const client = await this.acquire();
-    let broken = false;
-    try {
-      return await this.send(client, text, params, name);
-    } catch (err) {
-      broken = isStateOutage(err);
-      throw err;
-    } finally {
-      client.release(broken);
-    }
+    if (this.closed) return Promise.reject(new StateUnavailableError('the state database is closed'));
+    const startedAt = this.opts.outage?.now();
+    return new Promise<R>((resolve, reject) => {
+      this.pool.connect((err, client, release) => {
+        if (err || !client) {
+          const e = this.wrap(err);
+          this.report(e, startedAt);
+          reject(e);
+          return;
+        }
+        this.statement(client, text, params, name, undefined, (e, r) => {
+          // A connection that could not answer is never reused.
+          release(e !== null && isStateOutage(e));
+          if (e) reject(e);
+          else resolve(pick ? pick(r!) : (r as R));
+        });
+      });
+    });
   }
 
   /**
@@ -292,16 +312,28 @@ export class PgState implements DB {
   }
 
   /** A connection from the pool, within the wait bound. */
-  private async acquire(): Promise<pg.PoolClient> {
-    if (this.closed) throw new StateUnavailableError('the state database is closed');
+  private acquire(): Promise<pg.PoolClient> {
+    if (this.closed) return Promise.reject(new StateUnavailableError('the state database is closed'));
     const startedAt = this.opts.outage?.now();
-    try {
-      return await this.pool.connect();
-    } catch (err) {
-      const e = this.wrap(err);
-      this.report(e, startedAt);
-      throw e;
-    }
+    return new Promise((resolve, reject) => {
+      this.pool.connect((err, client) => {
+        if (err || !client) {
+          const e = this.wrap(err);
+          this.report(e, startedAt);
+          reject(e);
+        } else resolve(client);
+      });
+    });
+  }
+
+  /** One statement of a transaction or session (`tx`) on its connection. */
+  private send<R = Result>(client: pg.PoolClient, text: string, params: unknown[] | undefined, name: string | undefined, tx?: Tx, pick?: (r: Result) => R): Promise<R> {
+    return new Promise<R>((resolve, reject) =>
+      this.statement(client, text, params, name, tx, (e, r) => {
+        if (e) reject(e);
+        else resolve(pick ? pick(r!) : (r as R));
+      }),
+    );
   }
 
   /**
@@ -309,27 +341,29 @@ export class PgState implements DB {
    * answering altogether (statement_timeout is the server's own) costs the connection: it is
    * destroyed, and the statement fails with state_unavailable.
    */
-  private async send(client: pg.PoolClient, text: string, params: unknown[] | undefined, name: string | undefined, tx?: Tx): Promise<Result> {
+  private statement(client: pg.PoolClient, text: string, params: unknown[] | undefined, name: string | undefined, tx: Tx | undefined, done: (err: Error | null, r?: Result) => void): void {
     const startedAt = this.opts.outage?.now();
     this.pending++;
     const out: InFlight = { client, since: monotonic(), late: false };
     this.inFlight.add(out);
     this.watch();
-    try {
-      const r = await (params === undefined ? client.query(text) : client.query(name ? { name, text, values: params } : { text, values: params }));
-      this.opts.outage?.succeeded(startedAt);
-      return { rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? 0 };
-    } catch (err) {
-      // Cut by the watchdog: the server did not answer in time.
-      const e = out.late ? new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`) : this.wrap(err);
-      // The connection is suspect (lost, or stuck in a statement the server will not end): never reused.
-      if (isStateOutage(e) && tx) tx.broken = true;
-      this.report(e, startedAt);
-      throw e;
-    } finally {
+    const answered = (err: Error | null, r: pg.QueryResult | undefined) => {
       this.pending--;
       this.inFlight.delete(out);
-    }
+      if (err) {
+        // Cut by the watchdog: the server did not answer in time.
+        const e = out.late ? new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`) : this.wrap(err);
+        // The connection is suspect (lost, or stuck in a statement the server will not end): never reused.
+        if (isStateOutage(e) && tx) tx.broken = true;
+        this.report(e, startedAt);
+        done(e);
+        return;
+      }
+      this.opts.outage?.succeeded(startedAt);
+      done(null, { rows: r!.rows as Record<string, unknown>[], rowCount: r!.rowCount ?? 0 });
+    };
+    if (params === undefined) client.query(text, answered);
+    else client.query(name ? { name, text, values: params } : { text, values: params }, answered);
   }
 
   /**

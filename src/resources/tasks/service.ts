@@ -72,7 +72,7 @@ export async function createTask(app: App, input: TaskInput): Promise<Task> {
     const id = uuidv7();
     let status: TaskState = input.draft ? 'draft' : 'pending';
     for (const hook of hooksOf(app).createHooks) status = (await hook(app, input, status)) ?? status;
-    await store.insertTask(app.db, {
+    const task = await store.insertTask(app.db, {
       id,
       title: input.title,
       description: input.description ?? null,
@@ -85,9 +85,13 @@ export async function createTask(app: App, input: TaskInput): Promise<Task> {
       sideEffects: input.sideEffects ?? false,
       now: nowIso(app.clock),
     });
-    if (dependsOn.length) await store.replaceDependencies(app.db, id, dependsOn); // a new task has none to replace
+    if (dependsOn.length) {
+      await store.replaceDependencies(app.db, id, dependsOn); // a new task has none to replace
+      task.dependsOn = dependsOn; // in the order stored (position)
+    }
     app.events.emit('task:created', { taskId: id, title: input.title, status, assignTo: input.assignTo ?? null, missionId: input.missionId ?? null });
-    return (await store.getTask(app.db, id))!;
+    // The row as inserted: the event's sinks (webhook deliveries, attention) never change a task.
+    return task;
   });
 }
 

@@ -153,12 +153,14 @@ export interface NewTask {
   now: string;
 }
 
-export async function insertTask(db: DB, t: NewTask): Promise<void> {
-  await stmt(
+/** Inserts the task and answers it as stored (RETURNING: no read after the write), with no dependencies yet. */
+export async function insertTask(db: DB, t: NewTask): Promise<Task> {
+  const row = (await stmt(
     db,
     `INSERT INTO tasks (id, title, description, assign_to, mission_id, status, priority, labels, max_retries, side_effects, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(t.id, t.title, t.description, t.assignTo, t.missionId, t.status, t.priority, JSON.stringify(t.labels), t.maxRetries, t.sideEffects ? 1 : 0, t.now, t.now);
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+  ).get(t.id, t.title, t.description, t.assignTo, t.missionId, t.status, t.priority, JSON.stringify(t.labels), t.maxRetries, t.sideEffects ? 1 : 0, t.now, t.now)) as Row;
+  return toTask(row, []);
 }
 
 /** The editable fields (never status), written whole from the merged task. */
