@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -102,7 +103,7 @@ describe('a task assigned to an agent with a runtime', () => {
     events.close();
   });
 
-  it('gives the process its SVC_* variables and a key that works only while it runs', async () => {
+  it('gives the process its SVC_* variables, a key that works only while it runs, and runner.nice', async () => {
     const d = await start({ env: { SVC_VAULT_KEY: 'ab'.repeat(32), SERVICE_API_KEY: 'a-shared-key-of-the-daemon-1234' } });
     await addAgent(d, 'alice', { env: { GREETING: 'hi there' } });
     const keyFile = join(d.root, 'run-key.txt');
@@ -115,6 +116,7 @@ describe('a task assigned to an agent with a runtime', () => {
         '@print-env GREETING',
         '@print-env SVC_VAULT_KEY',
         '@print-env SERVICE_API_KEY',
+        '@print-nice',
         '@comment progress from the agent',
         `@save-key ${keyFile}`,
       ].join('\n'),
@@ -122,7 +124,15 @@ describe('a task assigned to an agent with a runtime', () => {
     const run = await finishedRun(d, t.id);
     expect(run.status).toBe('succeeded');
     const texts = ((await d.api('GET', `/api/v1/runs/${run.id}/log`)).body.data as any[]).filter((i) => i.kind === 'text').map((i) => i.text);
-    expect(texts).toEqual([`SVC_TASK_ID=${t.id}`, 'SVC_AGENT=alice', `SVC_URL=${d.url}`, 'GREETING=hi there', 'SVC_VAULT_KEY=(unset)', 'SERVICE_API_KEY=(unset)']);
+    expect(texts).toEqual([
+      `SVC_TASK_ID=${t.id}`,
+      'SVC_AGENT=alice',
+      `SVC_URL=${d.url}`,
+      'GREETING=hi there',
+      'SVC_VAULT_KEY=(unset)',
+      'SERVICE_API_KEY=(unset)',
+      `nice=${Math.max(10, getPriority())}`,
+    ]);
     const comments = (await d.api('GET', `/api/v1/tasks/${t.id}/comments`)).body.data as any[];
     expect(comments.map((c) => [c.author, c.body])).toEqual([['alice', 'progress from the agent']]);
     const key = readFileSync(keyFile, 'utf8');

@@ -268,6 +268,14 @@ export const ProjectConfigSchema = z.object({
         .max(1024)
         .optional()
         .describe('A prompt template in the repository (relative to the project; {{task.title}}-style placeholders, docs/runs.md), instead of the built-in one.'),
+      nice: z
+        .int()
+        .min(0)
+        .max(19)
+        .default(10)
+        .describe(
+          "The agents' CLIs run at this nice value (Linux and macOS), and so does what they start (builds, tests): the daemon keeps answering the API, its streams and the board while agents keep the cores busy. 0 runs them at the daemon's priority.",
+        ),
       stallTimeoutSec: z.int().min(5).max(86_400).default(300).describe('A run that prints nothing for this long is ended as timed_out.'),
       timeoutSec: z
         .int()

@@ -1,4 +1,5 @@
-import { readFile as readFileCb, readFileSync } from 'node:fs';
+import { readdirSync, readFile as readFileCb, readFileSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { promisify } from 'node:util';
 
 // The callback form: fs/promises keeps a FileHandle object for each read until it is collected.
@@ -60,4 +61,35 @@ export function pidAlive(pid: number): boolean {
   } catch {
     return true; // no /proc (macOS): the signal's answer stands
   }
+}
+
+/**
+ * Gives a process that has just started a lower priority (a higher nice value): its main thread
+ * first, then each thread it has already made. On Linux nice is per thread, and a thread takes its
+ * creator's when it is made, so what the process makes after this (threads, children) has it too.
+ * Never higher than this process's own (a daemon started with nice 15 gives its agents 15).
+ * Best effort: false when the main thread's could not be set (not permitted, gone).
+ */
+export function lowerPriority(pid: number, nice: number): boolean {
+  nice = Math.max(nice, getPriority());
+  try {
+    setPriority(pid, nice);
+  } catch {
+    return false;
+  }
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return true; // no /proc: the main thread's is set
+  }
+  for (const tid of tids) {
+    if (tid === String(pid)) continue;
+    try {
+      setPriority(Number(tid), nice);
+    } catch {
+      // that thread has ended meanwhile
+    }
+  }
+  return true;
 }

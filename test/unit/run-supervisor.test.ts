@@ -1,5 +1,5 @@
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { cutMarker, LineSplitter, utf8Boundary } from '../../src/resources/runs/lines.js';
@@ -360,5 +360,37 @@ describe.runIf(linux)('supervise', () => {
     expect(exit).toEqual({ code: 0, signal: null, reason: 'exited', error: null });
     expect(lines).toBe(8 * 1024);
     expect(w.err.at(-1)).toBe('wrote 8');
+  });
+
+  it.runIf(linux)('runs the process at runner.nice: every thread, those it made before and after, and its children; 0 leaves it at ours', async () => {
+    // A worker thread at once, a child once it is online, a second thread later.
+    const script = `
+      const { Worker } = require('node:worker_threads');
+      const { execFileSync } = require('node:child_process');
+      const keep = () => new Worker('setInterval(() => {}, 1000)', { eval: true });
+      keep().once('online', () => {
+        console.log('child ' + execFileSync('sh', ['-c', 'cut -d" " -f19 /proc/self/stat']).toString().trim());
+        setTimeout(() => keep().once('online', () => console.log('more')), 50);
+      });`;
+    const nices = (pid: number) =>
+      readdirSync(`/proc/${pid}/task`).map((tid) => {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      });
+    const want = Math.max(7, getPriority());
+    const w = run(script, { nice: 7 });
+    expect(await w.line(/^child /)).toBe(`child ${want}`);
+    await w.line('more');
+    expect(nices(w.s.pid!).length).toBeGreaterThan(2);
+    expect(new Set(nices(w.s.pid!))).toEqual(new Set([want]));
+    w.s.cancel();
+    await w.s.exited;
+
+    const plain = run(script, { nice: 0 });
+    expect(await plain.line(/^child /)).toBe(`child ${getPriority()}`);
+    await plain.line('more');
+    expect(new Set(nices(plain.s.pid!))).toEqual(new Set([getPriority()]));
+    plain.s.cancel();
+    await plain.s.exited;
   });
 });

@@ -271,6 +271,7 @@ export class LiveRun {
         cwd: this.workspace.cwd,
         env,
         stdin: invocation.stdin,
+        nice: config.nice,
         stallMs: config.stallTimeoutSec * 1000,
         timeoutMs: config.timeoutSec * 1000,
         killGraceMs: KILL_GRACE_MS,

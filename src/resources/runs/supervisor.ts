@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { stat } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { Clock } from '../../lib/clock.js';
-import { startTimeOf } from '../../lib/proc.js';
+import { lowerPriority, startTimeOf } from '../../lib/proc.js';
 import { groupAlive } from '../../lib/reap.js';
 import { LineSplitter } from './lines.js';
 import type { ProcessExit, SuperviseOptions, Supervised } from './types.js';
@@ -45,6 +45,9 @@ export function supervise(opts: SuperviseOptions, clock: Clock): Supervised {
     for (const s of [child.stdin, child.stdout, child.stderr]) s?.on('error', noop).destroy();
     return failed(new Promise((resolve) => child.once('error', (err) => resolve(spawnFailed(err, opts)))));
   }
+  // Lowered before it starts its work: the daemon (API, SSE, dispatch) stays answerable while
+  // several agents and what they run (builds, tests) keep the cores busy.
+  if (opts.nice) lowerPriority(child.pid, opts.nice);
   return new Run(child, child.pid, opts, clock).handle();
 }
 

@@ -188,6 +188,8 @@ export interface SuperviseOptions {
   killGraceMs: number;
   /** A line longer than this is cut (and said so); the rest of it up to the newline is dropped. */
   maxLineBytes: number;
+  /** The process's nice value (runner.nice): 0 leaves it at the daemon's. */
+  nice?: number;
   /**
    * One line (without its newline). A promise holds the stream's reading until it settles: a slow
    * consumer slows the CLI (full pipe) instead of growing a queue.
