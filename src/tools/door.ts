@@ -3,7 +3,8 @@ import { ExchangeTransport } from './exchange.js';
 
 // The daemon's MCP door, without the MCP SDK: the SDK (its protocol schemas, some 20 MB and a
 // fifth of the daemon's start-up) is loaded with the first POST /mcp (tools/routes.ts imports
-// mcp.ts then), and its Server made and connected to this transport there (mcp.ts serverOf).
+// mcp.ts then), or once the daemon has an agent to run (warm.ts), and its Server made and
+// connected to this transport there (mcp.ts openServer).
 
 /** The daemon's MCP server: one SDK Server, connected to one exchange transport, for every client. */
 export interface McpDoor {

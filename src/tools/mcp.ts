@@ -99,7 +99,8 @@ function callTool(door: Pick<McpDoor, 'app' | 'checkOutputs'>, principal: Princi
  * is loaded with this file, at the first POST /mcp). The transport is wired as connect() returns;
  * its start() does nothing.
  */
-function serverOf(door: McpDoor): void {
+/** Makes the door's SDK Server and connects it, once (the first call, or warm.ts ahead of it). */
+export function openServer(door: McpDoor): void {
   if (door.server) return;
   const { app, checkOutputs } = door;
   const server = new Server({ name: 'svc', title: 'svc task board', version: app.version }, { capabilities: { tools: { listChanged: false } } });
@@ -204,7 +205,7 @@ const isMessage = (m: unknown): m is JSONRPCMessage =>
  * held only notifications or responses, 400/406 for what is not MCP.
  */
 export async function handleMcp(door: McpDoor, principal: Principal | null, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
-  serverOf(door);
+  openServer(door);
   const accept = req.headers.accept ?? '';
   if (!/application\/json|text\/event-stream|\*\/\*/.test(accept)) {
     return send(res, 406, rpcError(-32000, 'Not Acceptable: the client must accept application/json (and text/event-stream).'));
