@@ -1,4 +1,4 @@
-import { readdirSync, readFile as readFileCb, readFileSync } from 'node:fs';
+import { readdirSync, readFile as readFileCb, readFileSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { promisify } from 'node:util';
 
@@ -67,6 +67,10 @@ export function pidAlive(pid: number): boolean {
  * Gives a process that has just started a lower priority (a higher nice value): its main thread
  * first, then each thread it has already made. On Linux nice is per thread, and a thread takes its
  * creator's when it is made, so what the process makes after this (threads, children) has it too.
+ * Where the kernel groups processes by session for scheduling (autogroup, on by default on most
+ * desktop distributions), nice only weighs within a session: a process that leads a session of
+ * its own (spawned detached) gets its session's group the same value, else it would take as much
+ * CPU as the daemon's whole session whatever its nice.
  * Never higher than this process's own (a daemon started with nice 15 gives its agents 15).
  * Best effort: false when the main thread's could not be set (not permitted, gone).
  */
@@ -76,6 +80,12 @@ export function lowerPriority(pid: number, nice: number): boolean {
     setPriority(pid, nice);
   } catch {
     return false;
+  }
+  try {
+    // Only a session leader's group is its own to change (a child in the daemon's session shares the daemon's).
+    if (statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[3] === String(pid)) writeFileSync(`/proc/${pid}/autogroup`, String(nice));
+  } catch {
+    // no autogroup (kernel built without it, or not Linux): nice alone decides
   }
   let tids: string[] = [];
   try {

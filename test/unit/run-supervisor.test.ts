@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
@@ -383,6 +383,8 @@ describe.runIf(linux)('supervise', () => {
     await w.line('more');
     expect(nices(w.s.pid!).length).toBeGreaterThan(2);
     expect(new Set(nices(w.s.pid!))).toEqual(new Set([want]));
+    // Its session's scheduling group too, where the kernel groups by session (autogroup): there nice alone weighs nothing against the daemon.
+    if (existsSync(`/proc/${w.s.pid}/autogroup`)) expect(readFileSync(`/proc/${w.s.pid}/autogroup`, 'utf8')).toMatch(new RegExp(` nice ${want}\\n?$`));
     w.s.cancel();
     await w.s.exited;
 
