@@ -12,10 +12,18 @@ import { dirname, join } from 'node:path';
 // pool and a turn of the event loop, where other work (a finishing run, a request) comes first:
 // measured on a loaded 2-core machine, 2 to 5 ms each at the median (docs/performance.md, Runs).
 
-const HASH = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+/** A commit's (or any object's) full name: SHA-1 or SHA-256. */
+export const HASH = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+
+/** packed-refs indexed: each name's hash, and the names sorted (the refs inside a folder are a range). */
+interface Packed {
+  key: string;
+  hashes: Map<string, string>;
+  sorted: string[];
+}
 
 export class RefFiles {
-  private packed: { key: string; lines: string[] } | null = null;
+  private packed: Packed | null = null;
 
   /**
    * `commonDir`: the repository's own folder (refs, packed-refs); `headDir`: where the checkout's
@@ -33,8 +41,9 @@ export class RefFiles {
   }
 
   /**
-   * The commit of HEAD or of a branch (`refs/heads/…`): null when the branch does not exist,
-   * undefined when the files cannot tell.
+   * The commit of HEAD, of a branch (`refs/heads/…`) or of a branch's short name (`main`, as
+   * runner.baseRef is often written): null when the branch does not exist, undefined when the
+   * files cannot tell (a tag, a name git would read otherwise).
    */
   commitOf(ref: string): string | null | undefined {
     if (ref === 'HEAD') {
@@ -42,13 +51,32 @@ export class RefFiles {
       if (HASH.test(head)) return head;
       return head.startsWith('ref: refs/heads/') ? this.commitOf(head.slice(5)) : undefined;
     }
+    if (!ref.startsWith('refs/')) {
+      const branch = this.branchOf(ref);
+      // No such branch: git would look further (refs/remotes/…), so it is asked.
+      return branch ? (this.commitOf(branch) ?? undefined) : undefined;
+    }
     if (!isBranchRef(ref)) return undefined;
     const loose = read(join(this.commonDir, ref));
     if (loose !== null) return HASH.test(loose.trim()) ? loose.trim() : undefined;
-    const line = this.packedLines().find((l) => l.endsWith(` ${ref}`));
-    if (!line) return null;
-    const hash = line.slice(0, line.indexOf(' '));
+    const hash = this.packedRefs().hashes.get(ref);
+    if (hash === undefined) return null;
     return HASH.test(hash) ? hash : undefined;
+  }
+
+  /**
+   * The branch a short name means to git (`main` → `refs/heads/main`), or null when git would
+   * read it otherwise: git tries `<name>` in the repository's folder, `refs/<name>`,
+   * `refs/tags/<name>` before `refs/heads/<name>` (gitrevisions(7)), and a name of hex digits
+   * may be an abbreviated commit.
+   */
+  private branchOf(name: string): string | null {
+    const branch = `refs/heads/${name}`;
+    if (!isBranchRef(branch) || /^[0-9a-f]{4,}$/.test(name)) return null;
+    const packed = this.packedRefs().hashes;
+    for (const before of [`refs/${name}`, `refs/tags/${name}`]) if (packed.has(before) || existsSync(join(this.commonDir, before))) return null;
+    if (existsSync(join(this.headDir, name)) || existsSync(join(this.commonDir, name))) return null;
+    return branch;
   }
 
   /**
@@ -68,17 +96,17 @@ export class RefFiles {
       }
       if (i < parts.length ? !st.isDirectory() : true) return false;
     }
-    for (const line of this.packedLines()) {
-      const name = line.slice(line.indexOf(' ') + 1);
-      if (name === ref || name.startsWith(`${ref}/`) || ref.startsWith(`${name}/`)) return false;
-    }
-    return true;
+    const { hashes, sorted } = this.packedRefs();
+    // The ref itself or one it would sit in, then one inside it (the first name after `<ref>/`).
+    for (let i = 3; i <= parts.length; i++) if (hashes.has(parts.slice(0, i).join('/'))) return false;
+    const inside = `${ref}/`;
+    return !sorted[lowerBound(sorted, inside)]?.startsWith(inside);
   }
 
   /**
    * Makes branch `ref` at `commit`, as git does: `<ref>.lock` created exclusively (another writer,
    * git or svc, fails it), written, renamed over the ref. Throws when the branch is there already
-   * or its lock is held.
+   * or its lock is held; a lock it created is removed whatever fails.
    */
   createBranch(ref: string, commit: string): void {
     if (!isBranchRef(ref) || !HASH.test(commit)) throw new Error(`not a branch and a commit: ${ref} ${commit}`);
@@ -86,49 +114,60 @@ export class RefFiles {
     mkdirSync(dirname(file), { recursive: true });
     const lock = `${file}.lock`;
     const fd = openSync(lock, 'wx');
+    let open = true;
     try {
       writeSync(fd, `${commit}\n`);
-    } finally {
       closeSync(fd);
-    }
-    try {
+      open = false;
       // Taken meanwhile (the lock was free, the ref made by another just before): left as it is.
       if (!this.free(ref)) throw new Error(`branch ${ref} exists`);
       renameSync(lock, file);
     } catch (err) {
+      if (open) closeSync(fd);
       rmSync(lock, { force: true });
       throw err;
     }
   }
 
-  /** packed-refs' ref lines, read again only when the file changed. */
-  private packedLines(): string[] {
+  /**
+   * packed-refs indexed, read again only when the file changed: once per change its whole
+   * (O(n), a repository of 200,000 refs some 50 ms), then each look-up a Map or a binary search.
+   */
+  private packedRefs(): Packed {
     const file = join(this.commonDir, 'packed-refs');
     let key: string;
     try {
       const st = statSync(file);
       key = `${st.ino}:${st.size}:${st.mtimeMs}`;
     } catch {
-      return [];
+      return NO_PACKED;
     }
-    if (this.packed?.key !== key) this.packed = { key, lines: (read(file) ?? '').split('\n').filter((l) => HASH.test(l.slice(0, l.indexOf(' ')))) };
-    return this.packed.lines;
+    if (this.packed?.key === key) return this.packed;
+    const hashes = new Map<string, string>();
+    for (const line of (read(file) ?? '').split('\n')) {
+      const space = line.indexOf(' ');
+      // Comments (#), peeled tags (^<hash>) and blank lines have no hash before a space.
+      if (space > 0 && HASH.test(line.slice(0, space))) hashes.set(line.slice(space + 1), line.slice(0, space));
+    }
+    this.packed = { key, hashes, sorted: [...hashes.keys()].sort() };
+    return this.packed;
   }
 }
 
-/** A file written whole: a reader (git) sees the old or the new content, never half. */
-export function writeWhole(file: string, content: string): void {
-  const tmp = `${file}.svc-tmp`;
-  const fd = openSync(tmp, 'w');
-  try {
-    writeSync(fd, content);
-  } finally {
-    closeSync(fd);
+const NO_PACKED: Packed = { key: '', hashes: new Map(), sorted: [] };
+
+/** The first index of `sorted` whose name is not before `name`. */
+function lowerBound(sorted: string[], name: string): number {
+  let [lo, hi] = [0, sorted.length];
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < name) lo = mid + 1;
+    else hi = mid;
   }
-  renameSync(tmp, file);
+  return lo;
 }
 
-const isBranchRef = (ref: string): boolean => /^refs\/heads\/[\w./-]+$/.test(ref) && !ref.includes('..') && !ref.endsWith('.lock') && !ref.includes('/.');
+const isBranchRef = (ref: string): boolean => /^refs\/heads\/[\w./-]+$/.test(ref) && !ref.includes('..') && !ref.endsWith('.lock') && !ref.includes('/.') && !ref.endsWith('/');
 
 function read(file: string): string | null {
   try {
