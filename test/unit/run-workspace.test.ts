@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import {
   taskShortId,
   worktreeDir,
 } from '../../src/resources/runs/workspace.js';
+import { writeWhole } from '../../src/lib/files.js';
 import { DispatchGate } from '../../src/resources/runs/dispatch-gate.js';
 import { RefFiles } from '../../src/resources/runs/refs.js';
 import { SparePool, type SparePoolOptions } from '../../src/resources/runs/spares.js';
@@ -411,6 +412,19 @@ describe('refs read and a branch made from the files', () => {
     expect(() => refs.createBranch('refs/heads/svc/coder/def', head)).toThrow(/EEXIST/);
     expect(existsSync(join(root, '.git', 'refs', 'heads', 'svc', 'coder', 'def.lock'))).toBe(true);
     expect(snapshot(root)).toEqual(before);
+  });
+});
+
+describe('a file written whole', () => {
+  it('leaves nothing beside the file when writing fails (a ref or worktree entry git would trip on)', () => {
+    const dir = join(tmp, 'whole');
+    mkdirSync(join(dir, 'HEAD', 'in-the-way'), { recursive: true });
+    expect(() => writeWhole(join(dir, 'HEAD'), 'ref: refs/heads/x\n')).toThrow();
+    expect(readdirSync(dir)).toEqual(['HEAD']);
+    writeWhole(join(dir, 'gitdir'), 'a\n');
+    writeWhole(join(dir, 'gitdir'), 'b\n');
+    expect(readFileSync(join(dir, 'gitdir'), 'utf8')).toBe('b\n');
+    expect(readdirSync(dir).sort()).toEqual(['HEAD', 'gitdir']);
   });
 });
 
