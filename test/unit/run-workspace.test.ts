@@ -309,6 +309,33 @@ describe('spare worktrees', () => {
     fsck(root);
   });
 
+  it('two daemons that took in the same spares: the rename is the claim, the other leaves the spare alone and git makes its worktree', async () => {
+    const root = makeRepo();
+    const first = await pool(root);
+    await first.close();
+    const [keep, drop] = spareDirs(root);
+    g(root, 'worktree', 'remove', '--force', drop!);
+    // Both take in the one spare left; the spares each then makes wait for a dispatch to be over.
+    const gate = new DispatchGate(1000);
+    const release = gate.hold();
+    const mk = () => new SparePool({ root, start: () => 'HEAD', max: () => 2, turn: gate.turn, quiet: () => gate.quiet(), onError: () => {} });
+    const [a, b] = [mk(), mk()];
+    await a.open();
+    await b.open();
+    expect([a.size, b.size]).toEqual([1, 1]);
+    const w1 = await ensureWorktree({ ...opts(root, 1), spares: a });
+    const w2 = await ensureWorktree({ ...opts(root, 2), spares: b });
+    expect(existsSync(keep!)).toBe(false); // w1 is that spare, renamed into place
+    for (const w of [w1, w2]) {
+      expect(g(w.path, 'symbolic-ref', '--short', 'HEAD')).toBe(w.branch);
+      expect(g(w.path, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+    }
+    release();
+    await a.close();
+    await b.close();
+    fsck(root);
+  });
+
   it('entries an earlier svc named `.spare-…` (git fsck refuses them) are renamed at open, the spares and the task worktrees made from them', async () => {
     const root = makeRepo();
     const p = await pool(root);
