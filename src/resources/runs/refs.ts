@@ -15,11 +15,11 @@ import { dirname, join } from 'node:path';
 /** A commit's (or any object's) full name: SHA-1 or SHA-256. */
 export const HASH = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
-/** packed-refs indexed: each name's hash, and the names sorted (the refs inside a folder are a range). */
+/** packed-refs indexed: the names sorted (a name, or the refs inside a folder, found by binary search), and their hashes. */
 interface Packed {
   key: string;
-  hashes: Map<string, string>;
-  sorted: string[];
+  names: string[];
+  hashes: string[];
 }
 
 export class RefFiles {
@@ -59,9 +59,7 @@ export class RefFiles {
     if (!isBranchRef(ref)) return undefined;
     const loose = read(join(this.commonDir, ref));
     if (loose !== null) return HASH.test(loose.trim()) ? loose.trim() : undefined;
-    const hash = this.packedRefs().hashes.get(ref);
-    if (hash === undefined) return null;
-    return HASH.test(hash) ? hash : undefined;
+    return packedHash(this.packedRefs(), ref) ?? null;
   }
 
   /**
@@ -73,8 +71,8 @@ export class RefFiles {
   private branchOf(name: string): string | null {
     const branch = `refs/heads/${name}`;
     if (!isBranchRef(branch) || /^[0-9a-f]{4,}$/.test(name)) return null;
-    const packed = this.packedRefs().hashes;
-    for (const before of [`refs/${name}`, `refs/tags/${name}`]) if (packed.has(before) || existsSync(join(this.commonDir, before))) return null;
+    const packed = this.packedRefs();
+    for (const before of [`refs/${name}`, `refs/tags/${name}`]) if (packedHash(packed, before) || existsSync(join(this.commonDir, before))) return null;
     if (existsSync(join(this.headDir, name)) || existsSync(join(this.commonDir, name))) return null;
     return branch;
   }
@@ -96,11 +94,11 @@ export class RefFiles {
       }
       if (i < parts.length ? !st.isDirectory() : true) return false;
     }
-    const { hashes, sorted } = this.packedRefs();
+    const packed = this.packedRefs();
     // The ref itself or one it would sit in, then one inside it (the first name after `<ref>/`).
-    for (let i = 3; i <= parts.length; i++) if (hashes.has(parts.slice(0, i).join('/'))) return false;
+    for (let i = 3; i <= parts.length; i++) if (packedHash(packed, parts.slice(0, i).join('/'))) return false;
     const inside = `${ref}/`;
-    return !sorted[lowerBound(sorted, inside)]?.startsWith(inside);
+    return !packed.names[lowerBound(packed.names, inside)]?.startsWith(inside);
   }
 
   /**
@@ -131,7 +129,8 @@ export class RefFiles {
 
   /**
    * packed-refs indexed, read again only when the file changed: once per change its whole
-   * (O(n), a repository of 200,000 refs some 50 ms), then each look-up a Map or a binary search.
+   * (O(n): git writes it sorted; a repository of 200,000 refs some 50 ms), then each look-up a
+   * binary search.
    */
   private packedRefs(): Packed {
     const file = join(this.commonDir, 'packed-refs');
@@ -143,18 +142,36 @@ export class RefFiles {
       return NO_PACKED;
     }
     if (this.packed?.key === key) return this.packed;
-    const hashes = new Map<string, string>();
+    let names: string[] = [];
+    let hashes: string[] = [];
+    let inOrder = true;
     for (const line of (read(file) ?? '').split('\n')) {
       const space = line.indexOf(' ');
       // Comments (#), peeled tags (^<hash>) and blank lines have no hash before a space.
-      if (space > 0 && HASH.test(line.slice(0, space))) hashes.set(line.slice(space + 1), line.slice(0, space));
+      if (space !== 40 && space !== 64) continue;
+      const name = line.slice(space + 1);
+      if (inOrder && names.length && names[names.length - 1]! >= name) inOrder = false;
+      names.push(name);
+      hashes.push(line.slice(0, space));
     }
-    this.packed = { key, hashes, sorted: [...hashes.keys()].sort() };
+    // git writes it sorted: sorted here only when it is not.
+    if (!inOrder) {
+      const order = names.map((_, i) => i).sort((a, b) => (names[a]! < names[b]! ? -1 : names[a]! > names[b]! ? 1 : 0));
+      [names, hashes] = [order.map((i) => names[i]!), order.map((i) => hashes[i]!)];
+    }
+    this.packed = { key, names, hashes };
     return this.packed;
   }
 }
 
-const NO_PACKED: Packed = { key: '', hashes: new Map(), sorted: [] };
+const NO_PACKED: Packed = { key: '', names: [], hashes: [] };
+
+/** A packed ref's hash: undefined when it is not there or its hash is not one. */
+function packedHash(packed: Packed, name: string): string | undefined {
+  const i = lowerBound(packed.names, name);
+  const hash = packed.names[i] === name ? packed.hashes[i]! : undefined;
+  return hash !== undefined && HASH.test(hash) ? hash : undefined;
+}
 
 /** The first index of `sorted` whose name is not before `name`. */
 function lowerBound(sorted: string[], name: string): number {
