@@ -440,6 +440,22 @@ describe('refs read and a branch made from the files', () => {
     expect(existsSync(join(root, '.git', 'refs', 'heads', 'svc', 'coder', 'def.lock'))).toBe(true);
     expect(snapshot(root)).toEqual(before);
   });
+
+  it('a packed-refs file out of order (another tool wrote it) is read as well', () => {
+    const root = makeRepo();
+    const head = g(root, 'rev-parse', 'HEAD');
+    const names = ['refs/heads/main', 'refs/heads/zz/one', 'refs/heads/aa', 'refs/heads/mm/x/y', 'refs/tags/main'];
+    writeFileSync(join(root, '.git', 'packed-refs'), `# pack-refs with: peeled\n${names.map((n) => `${head} ${n}`).join('\n')}\n^${head}\n`);
+    rmSync(join(root, '.git', 'refs', 'heads', 'main'));
+    const refs = RefFiles.of(join(root, '.git'), join(root, '.git'))!;
+    expect(refs.commitOf('refs/heads/aa')).toBe(head);
+    expect(refs.commitOf('refs/heads/zz/one')).toBe(head);
+    expect(refs.commitOf('main')).toBeUndefined(); // the tag comes first
+    expect(refs.free('refs/heads/mm')).toBe(false);
+    expect(refs.free('refs/heads/mm/x/y/z')).toBe(false);
+    expect(refs.free('refs/heads/zz')).toBe(false);
+    expect(refs.free('refs/heads/mm/x/z')).toBe(true);
+  });
 });
 
 describe('a file written whole', () => {
