@@ -129,7 +129,7 @@ export class RefFiles {
 
   /**
    * packed-refs indexed, read again only when the file changed: once per change its whole
-   * (O(n): git writes it sorted; a repository of 200,000 refs some 50 ms), then each look-up a
+   * (O(n): git writes it sorted; 200,000 refs some 60 ms), then each look-up a
    * binary search.
    */
   private packedRefs(): Packed {
