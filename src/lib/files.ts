@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 
 /** Creates a private directory (0700), tightening it if it already existed. */
 export function ensurePrivateDir(dir: string): void {
@@ -8,8 +8,22 @@ export function ensurePrivateDir(dir: string): void {
 
 /** Writes a 0600 file atomically: readers see the old content or the new, never half of it. */
 export function writePrivateFile(file: string, content: string): void {
+  writeWhole(file, content, 0o600);
+}
+
+/**
+ * Writes a file atomically (a file beside it, renamed over it): readers (git too) see the old
+ * content or the new, never half. `mode` is set exactly when given, else the umask's default. A
+ * failure leaves no file beside it.
+ */
+export function writeWhole(file: string, content: string, mode?: number): void {
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, content, { mode: 0o600 });
-  chmodSync(tmp, 0o600);
-  renameSync(tmp, file);
+  try {
+    writeFileSync(tmp, content, mode === undefined ? undefined : { mode });
+    if (mode !== undefined) chmodSync(tmp, mode);
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }

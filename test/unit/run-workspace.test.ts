@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,8 +17,10 @@ import {
   taskShortId,
   worktreeDir,
 } from '../../src/resources/runs/workspace.js';
+import { writeWhole } from '../../src/lib/files.js';
+import { DispatchGate } from '../../src/resources/runs/dispatch-gate.js';
 import { RefFiles } from '../../src/resources/runs/refs.js';
-import { SparePool } from '../../src/resources/runs/spares.js';
+import { SparePool, type SparePoolOptions } from '../../src/resources/runs/spares.js';
 
 // Worktrees of real git repositories in temp folders (git 2.39 here). The project's own working
 // tree, index and HEAD are compared before and after: svc must not touch them.
@@ -118,18 +120,27 @@ describe('detectRepo', () => {
 });
 
 /** The runner's pool of spare worktrees, its turns given at once (no dispatch under way), up to `max`. */
-async function pool(root: string, max = 16, errors: unknown[] = []): Promise<SparePool> {
-  const p = new SparePool({ root, start: () => 'HEAD', max: () => max, turn: async () => () => {}, quiet: async () => {}, onError: (e) => errors.push(e) });
+async function pool(root: string, max = 16, errors: unknown[] = [], more: Partial<SparePoolOptions> = {}): Promise<SparePool> {
+  const p = new SparePool({ root, start: () => 'HEAD', max: () => max, turn: async () => () => {}, quiet: async () => {}, onError: (e) => errors.push(e), ...more });
   await p.open();
-  await filled(p);
+  await filled(p, root, more.start?.());
   return p;
 }
 
 /** Waits until the pool holds its target (its refill runs in the background). */
-async function filled(p: SparePool): Promise<void> {
-  for (let i = 0; i < 500 && p.size < p.target(); i++) await (p.pending() ?? new Promise((r) => setImmediate(r)));
+async function filled(p: SparePool, root: string, start = 'HEAD'): Promise<void> {
+  const commit = g(root, 'rev-parse', `${start}^{commit}`);
+  for (let i = 0; i < 500 && p.size < p.target(); i++) await (p.pending(commit) ?? new Promise((r) => setImmediate(r)));
   expect(p.size).toBe(p.target());
 }
+
+/** `git fsck` of the repository: exits 0, and says nothing of the worktrees (an entry git refuses, a HEAD it cannot read). */
+function fsck(root: string): void {
+  expect(g(root, 'fsck', '--no-progress', '--no-dangling')).toBe('');
+}
+
+/** The name of the repository's entry for the worktree at `dir` (.git/worktrees/<name>). */
+const entryOf = (dir: string) => readFileSync(join(dir, '.git'), 'utf8').trim().split('/').pop()!;
 
 const spareDirs = (root: string) =>
   g(root, 'worktree', 'list', '--porcelain')
@@ -143,12 +154,16 @@ describe('spare worktrees', () => {
     const before = snapshot(root);
     const p = await pool(root);
     expect(spareDirs(root)).toHaveLength(2);
-    // The spares git lists are valid worktrees: not prunable, not locked, clean, detached at HEAD.
+    // The spares git lists are valid worktrees: not prunable, not locked, clean, detached at HEAD;
+    // their entries are named as git names them (`git fsck` refuses a name with a leading dot).
     expect(g(root, 'worktree', 'list', '--porcelain')).not.toMatch(/^(prunable|locked)/m);
     for (const d of spareDirs(root)) {
       expect(g(d, 'status', '--porcelain', '--untracked-files=all')).toBe('');
       expect(g(d, 'rev-parse', 'HEAD')).toBe(before.head);
+      expect(entryOf(d)).toMatch(/^spare-[0-9a-f-]{36}$/);
+      expect(g(root, 'rev-parse', `worktrees/${entryOf(d)}/HEAD`)).toBe(before.head);
     }
+    fsck(root);
     const w = await ensureWorktree({ ...opts(root, 4), spares: p });
     expect(w).toEqual({ path: worktreeDir(root, TASK(4)), branch: branchName('coder', TASK(4)), baseCommit: before.head, cwd: worktreeDir(root, TASK(4)), created: true });
     // No later step makes the branch: the process spawned now runs on it.
@@ -163,8 +178,10 @@ describe('spare worktrees', () => {
     writeFileSync(join(w.path, 'new.txt'), 'x\n');
     expect((await commitAll({ path: w.path, author: ID, message: 'm', trailers: {} })).commit).toMatch(/^[0-9a-f]{40}$/);
     expect(g(root, 'log', '-1', '--format=%s', branchName('coder', TASK(4)))).toBe('m');
+    expect(g(root, 'rev-parse', `worktrees/${entryOf(w.path)}/HEAD`)).toBe(g(w.path, 'rev-parse', 'HEAD'));
+    fsck(root);
     // The spare taken is replaced; the spares stay out of the cleanup's list and the project's status.
-    await filled(p);
+    await filled(p, root);
     expect(spareDirs(root)).toHaveLength(2);
     expect(await staleWorktrees({ root, olderThan: Date.now() + 60_000, isDone: () => true })).toEqual([expect.objectContaining({ shortId: TASK(4).slice(-8) })]);
     expect(snapshot(root)).toEqual(before);
@@ -201,7 +218,7 @@ describe('spare worktrees', () => {
     g(other, 'pack-refs', '--all');
     const q = await pool(other);
     await expect(ensureWorktree({ ...opts(other, 2), spares: q })).rejects.toThrow(/git/);
-    await filled(q);
+    await filled(q, other);
     await p.close();
     await q.close();
   });
@@ -217,7 +234,7 @@ describe('spare worktrees', () => {
     expect(p.target()).toBe(4);
     expect(p.take(head)).toBeNull();
     expect(p.target()).toBe(6);
-    await filled(p);
+    await filled(p, root);
     expect(spareDirs(root)).toHaveLength(6);
     // An hour that ran dry keeps it; the next one that did not takes it back to two, extras removed.
     await p.shrink();
@@ -230,7 +247,7 @@ describe('spare worktrees', () => {
     expect(p.target()).toBe(5);
     p.expect(50);
     expect(p.target()).toBe(6);
-    await filled(p);
+    await filled(p, root);
     expect(spareDirs(root)).toHaveLength(6);
     await p.close();
   });
@@ -241,14 +258,15 @@ describe('spare worktrees', () => {
     const old = spareDirs(root);
     g(root, 'commit', '-qm', 'third', '--allow-empty');
     p.refill();
-    await filled(p);
-    // Their removal waits for git's (a real process: up to 5 s on a loaded machine).
-    for (let i = 0; i < 500 && (spareDirs(root).some((d) => old.includes(d)) || old.some((d) => existsSync(d))); i++) await new Promise((r) => setTimeout(r, 10));
+    await filled(p, root);
+    // Replaced, not run dry: the pool stays at two.
+    expect(p.target()).toBe(2);
+    // Their removal is git's (a real process): close() waits for it.
+    await p.close();
     expect(old.filter((d) => existsSync(d))).toEqual([]);
     const now = spareDirs(root);
     expect(now).toHaveLength(2);
     for (const d of now) expect(g(d, 'rev-parse', 'HEAD')).toBe(g(root, 'rev-parse', 'HEAD'));
-    await p.close();
     // The next daemon: one spare broken by a crash, one whole.
     rmSync(join(now[0]!, '.git'));
     const q = await pool(root);
@@ -258,6 +276,127 @@ describe('spare worktrees', () => {
     const w = await ensureWorktree({ ...opts(root, 3), spares: q });
     expect(g(w.path, 'symbolic-ref', '--short', 'HEAD')).toBe(w.branch);
     await q.close();
+  });
+
+  it('a spare a crash interrupted (files half checked out, no index; or locked while made) is never taken in: the agent commits only its work', async () => {
+    const root = makeRepo();
+    for (let i = 0; i < 20; i++) writeFileSync(join(root, `f${i}.txt`), `file ${i}\n`);
+    g(root, 'add', 'f*.txt');
+    g(root, 'commit', '-qm', 'twenty files');
+    const p = await pool(root, 4);
+    await p.close();
+    const [halfReset, locked] = spareDirs(root);
+    // What SIGKILL during the spare's `git reset --hard` leaves: half the files, no index.
+    rmSync(join(root, '.git', 'worktrees', entryOf(halfReset!), 'index'));
+    for (let i = 10; i < 20; i++) rmSync(join(halfReset!, `f${i}.txt`));
+    // What svc leaves when it dies while making one: the entry locked (a dead process's pid).
+    writeFileSync(join(root, '.git', 'worktrees', entryOf(locked!), 'locked'), 'initializing (svc 999999999)\n');
+    // One another daemon is making now (its process lives): left alone.
+    const making = join(root, '.svc', 'worktrees', '.spare-another-daemon');
+    g(root, 'worktree', 'add', '-q', '--detach', making);
+    writeFileSync(join(root, '.git', 'worktrees', entryOf(making), 'locked'), `initializing (svc ${process.ppid})\n`);
+    const q = await pool(root, 4);
+    expect(existsSync(halfReset!)).toBe(false);
+    expect(existsSync(locked!)).toBe(false);
+    expect(existsSync(making)).toBe(true);
+    const w = await ensureWorktree({ ...opts(root, 1), spares: q });
+    expect(g(w.path, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+    writeFileSync(join(w.path, 'agent.txt'), 'work\n');
+    const c = await commitAll({ path: w.path, author: ID, message: 'agent work', trailers: {} });
+    expect(g(root, 'show', '--name-status', '--format=', c.commit!)).toBe('A\tagent.txt');
+    await q.close();
+    g(root, 'worktree', 'remove', '--force', '--force', making);
+    fsck(root);
+  });
+
+  it('two daemons that took in the same spares: the rename is the claim, the other leaves the spare alone and git makes its worktree', async () => {
+    const root = makeRepo();
+    const first = await pool(root);
+    await first.close();
+    const [keep, drop] = spareDirs(root);
+    g(root, 'worktree', 'remove', '--force', drop!);
+    // Both take in the one spare left; the spares each then makes wait for a dispatch to be over.
+    const gate = new DispatchGate(1000);
+    const release = gate.hold();
+    const mk = () => new SparePool({ root, start: () => 'HEAD', max: () => 2, turn: gate.turn, quiet: () => gate.quiet(), onError: () => {} });
+    const [a, b] = [mk(), mk()];
+    await a.open();
+    await b.open();
+    expect([a.size, b.size]).toEqual([1, 1]);
+    const w1 = await ensureWorktree({ ...opts(root, 1), spares: a });
+    const w2 = await ensureWorktree({ ...opts(root, 2), spares: b });
+    expect(existsSync(keep!)).toBe(false); // w1 is that spare, renamed into place
+    for (const w of [w1, w2]) {
+      expect(g(w.path, 'symbolic-ref', '--short', 'HEAD')).toBe(w.branch);
+      expect(g(w.path, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+    }
+    release();
+    await a.close();
+    await b.close();
+    fsck(root);
+  });
+
+  it('entries an earlier svc named `.spare-…` (git fsck refuses them) are renamed at open, the spares and the task worktrees made from them', async () => {
+    const root = makeRepo();
+    const p = await pool(root);
+    const w = await ensureWorktree({ ...opts(root, 1), spares: p });
+    await p.close();
+    // As svc named them before: `.git/worktrees/.spare-<uuid>`, each worktree's .git file pointing there.
+    for (const d of [...spareDirs(root), w.path]) {
+      const name = entryOf(d);
+      renameSync(join(root, '.git', 'worktrees', name), join(root, '.git', 'worktrees', `.${name}`));
+      writeFileSync(join(d, '.git'), `gitdir: ${join(realpathSync(root), '.git', 'worktrees', `.${name}`)}\n`);
+    }
+    expect(() => g(root, 'fsck', '--no-progress')).toThrow(/invalid worktrees\/\.spare-/);
+    const q = await pool(root);
+    fsck(root);
+    for (const d of [...spareDirs(root), w.path]) {
+      expect(entryOf(d)).toMatch(/^spare-/);
+      expect(g(d, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+    }
+    expect(g(w.path, 'symbolic-ref', '--short', 'HEAD')).toBe(w.branch);
+    expect(await ensureWorktree({ ...opts(root, 1), spares: q })).toMatchObject({ created: false, path: w.path });
+    await q.close();
+  });
+
+  it('HEAD moved while a dispatch holds the gate: the spare it waits for is made at once, and the pool does not grow', { timeout: 30_000 }, async () => {
+    const root = makeRepo();
+    // Work that waits for the dispatches waits a minute here: a wait on it would time the test out.
+    const gate = new DispatchGate(60_000);
+    const p = await pool(root, 8, [], { quiet: () => gate.quiet(), turn: gate.turn });
+    g(root, 'commit', '-qm', 'third', '--allow-empty');
+    const release = gate.hold();
+    const w = await ensureWorktree({ ...opts(root, 1), spares: p });
+    expect(w).toMatchObject({ created: true, baseCommit: g(root, 'rev-parse', 'HEAD') });
+    expect(entryOf(w.path)).toMatch(/^spare-/); // a spare, placed
+    release();
+    await filled(p, root);
+    expect(p.target()).toBe(2);
+    await p.close();
+    fsck(root);
+  });
+
+  it('runner.baseRef a short branch name (`main`): placed from a spare with no wait; a tag of that name is what git reads', { timeout: 30_000 }, async () => {
+    const root = makeRepo();
+    const gate = new DispatchGate(60_000);
+    const p = await pool(root, 8, [], { start: () => 'main', quiet: () => gate.quiet(), turn: gate.turn });
+    const head = g(root, 'rev-parse', 'HEAD');
+    // A dispatch under way; one spare taken, its replacement waiting for the dispatch to be over.
+    const release = gate.hold();
+    g(root, 'worktree', 'remove', '--force', p.take(head)!.dir);
+    const w = await ensureWorktree({ ...opts(root, 1), baseRef: 'main', spares: p });
+    expect(w).toMatchObject({ created: true, baseCommit: head });
+    expect(entryOf(w.path)).toMatch(/^spare-/);
+    expect(p.size).toBe(0);
+    release();
+    await filled(p, root, 'main');
+    // A tag `main` comes first for git (gitrevisions(7)): git makes the worktree from it.
+    g(root, 'tag', 'main', 'HEAD~1');
+    const t = await ensureWorktree({ ...opts(root, 2), baseRef: 'main', spares: p });
+    expect(t.baseCommit).toBe(g(root, 'rev-parse', 'HEAD~1'));
+    expect(g(t.path, 'rev-parse', 'HEAD')).toBe(g(root, 'rev-parse', 'HEAD~1'));
+    await p.close();
+    fsck(root);
   });
 });
 
@@ -271,6 +410,10 @@ describe('refs read and a branch made from the files', () => {
     expect(refs.commitOf('refs/heads/main')).toBe(head);
     expect(refs.commitOf('refs/heads/nope')).toBeNull();
     expect(refs.commitOf('refs/tags/v1')).toBeUndefined(); // not a branch: git is asked
+    expect(refs.commitOf('main')).toBe(head); // a branch's short name
+    expect(refs.commitOf('nope')).toBeUndefined(); // git may find it elsewhere (refs/remotes/nope)
+    g(root, 'tag', 'v1');
+    expect(refs.commitOf('v1')).toBeUndefined(); // a tag: git's to read
     g(root, 'branch', 'packed/one', 'HEAD~1');
     g(root, 'pack-refs', '--all');
     expect(refs.commitOf('refs/heads/packed/one')).toBe(g(root, 'rev-parse', 'HEAD~1'));
@@ -279,6 +422,13 @@ describe('refs read and a branch made from the files', () => {
     expect(refs.free('refs/heads/packed/one/two')).toBe(false); // inside a packed branch
     expect(refs.free('refs/heads/packed')).toBe(false); // over one
     expect(refs.free('refs/heads/svc/coder/abc')).toBe(true);
+    expect(refs.free('refs/heads/packed/on')).toBe(true); // a name's beginning is no folder of it
+    expect(refs.free('refs/heads/pack')).toBe(true);
+    // A tag `main` packed comes before the branch for git.
+    g(root, 'tag', 'main', 'HEAD~1');
+    g(root, 'pack-refs', '--all');
+    expect(refs.commitOf('main')).toBeUndefined();
+    g(root, 'tag', '-d', 'main');
 
     refs.createBranch('refs/heads/svc/coder/abc', head);
     expect(g(root, 'rev-parse', 'svc/coder/abc')).toBe(head);
@@ -289,6 +439,35 @@ describe('refs read and a branch made from the files', () => {
     expect(() => refs.createBranch('refs/heads/svc/coder/def', head)).toThrow(/EEXIST/);
     expect(existsSync(join(root, '.git', 'refs', 'heads', 'svc', 'coder', 'def.lock'))).toBe(true);
     expect(snapshot(root)).toEqual(before);
+  });
+
+  it('a packed-refs file out of order (another tool wrote it) is read as well', () => {
+    const root = makeRepo();
+    const head = g(root, 'rev-parse', 'HEAD');
+    const names = ['refs/heads/main', 'refs/heads/zz/one', 'refs/heads/aa', 'refs/heads/mm/x/y', 'refs/tags/main'];
+    writeFileSync(join(root, '.git', 'packed-refs'), `# pack-refs with: peeled\n${names.map((n) => `${head} ${n}`).join('\n')}\n^${head}\n`);
+    rmSync(join(root, '.git', 'refs', 'heads', 'main'));
+    const refs = RefFiles.of(join(root, '.git'), join(root, '.git'))!;
+    expect(refs.commitOf('refs/heads/aa')).toBe(head);
+    expect(refs.commitOf('refs/heads/zz/one')).toBe(head);
+    expect(refs.commitOf('main')).toBeUndefined(); // the tag comes first
+    expect(refs.free('refs/heads/mm')).toBe(false);
+    expect(refs.free('refs/heads/mm/x/y/z')).toBe(false);
+    expect(refs.free('refs/heads/zz')).toBe(false);
+    expect(refs.free('refs/heads/mm/x/z')).toBe(true);
+  });
+});
+
+describe('a file written whole', () => {
+  it('leaves nothing beside the file when writing fails (a ref or worktree entry git would trip on)', () => {
+    const dir = join(tmp, 'whole');
+    mkdirSync(join(dir, 'HEAD', 'in-the-way'), { recursive: true });
+    expect(() => writeWhole(join(dir, 'HEAD'), 'ref: refs/heads/x\n')).toThrow();
+    expect(readdirSync(dir)).toEqual(['HEAD']);
+    writeWhole(join(dir, 'gitdir'), 'a\n');
+    writeWhole(join(dir, 'gitdir'), 'b\n');
+    expect(readFileSync(join(dir, 'gitdir'), 'utf8')).toBe('b\n');
+    expect(readdirSync(dir).sort()).toEqual(['HEAD', 'gitdir']);
   });
 });
 

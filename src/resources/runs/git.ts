@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir as mkdirCb, readFile as readFileCb, realpath as realpathCb, stat as statCb, writeFile as writeFileCb } from 'node:fs';
+import { mkdir as mkdirCb, readFile as readFileCb, realpath as realpathCb, rm as rmCb, stat as statCb, writeFile as writeFileCb } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { STATE_DIR } from '../../state-dir.js';
@@ -82,10 +82,23 @@ export function serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
   return run;
 }
 
+/**
+ * Removes the worktree at `dir`, folder and entry, whatever state it is in: `git worktree remove`
+ * (forced twice: changes and a lock are no reason to keep it), or for a folder git does not know
+ * (or one it will not remove, holding submodules) the folder first, then its entry if any. Callers
+ * run it in serial().
+ */
+export async function removeWorktreeNow(root: string, dir: string): Promise<void> {
+  const r = await git(root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
+  if (r.code === 0) return;
+  await rm(dir, { recursive: true, force: true });
+  await git(root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
+}
+
 // --- a worktree's files
 
 // The callback forms: fs/promises keeps a FileHandle object for each operation until it is collected.
-const [mkdir, readFile, realpath, stat, writeFile] = [promisify(mkdirCb), promisify(readFileCb), promisify(realpathCb), promisify(statCb), promisify(writeFileCb)];
+const [mkdir, readFile, realpath, rm, stat, writeFile] = [promisify(mkdirCb), promisify(readFileCb), promisify(realpathCb), promisify(rmCb), promisify(statCb), promisify(writeFileCb)];
 
 export const WORKTREES_DIR = 'worktrees';
 

@@ -270,6 +270,8 @@ export class Runner implements RunnerHandle {
   }
 
   private dispatchSoon(taskId: string): void {
+    // Closing: no pass will run to release a hold taken now.
+    if (this.closing) return;
     this.toDispatch.add(taskId);
     // A task that may become a run: other git work waits until the pass is over (and the runs it starts are spawned).
     this.dispatching ??= this.gate.hold();

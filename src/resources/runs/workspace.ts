@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { readdir as readdirCb, readFile as readFileCb, rm as rmCb, stat as statCb } from 'node:fs';
+import { readdir as readdirCb, readFile as readFileCb, stat as statCb } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { STATE_DIR } from '../../state-dir.js';
-import { GIT_CONFIG, GitError, git, gitEnv, ignoreWorktrees, serial, WORKTREES_DIR, worktreeState, type GitTurn } from './git.js';
+import { GIT_CONFIG, GitError, git, gitEnv, ignoreWorktrees, removeWorktreeNow, serial, WORKTREES_DIR, worktreeState, type GitTurn } from './git.js';
 import { utf8Boundary } from './lines.js';
 import type { SparePool } from './spares.js';
 
@@ -17,7 +17,7 @@ import type { SparePool } from './spares.js';
 export { GitError, WORKTREES_DIR };
 
 // The callback forms: fs/promises keeps a FileHandle object for each operation until it is collected.
-const [readdir, readFile, rm, stat] = [promisify(readdirCb), promisify(readFileCb), promisify(rmCb), promisify(statCb)];
+const [readdir, readFile, stat] = [promisify(readdirCb), promisify(readFileCb), promisify(statCb)];
 
 // --- naming ---
 
@@ -116,11 +116,12 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
   // The common case, with no git process and no wait: a new branch from the commit a ready spare sits on.
   if (opts.spares) {
     const prefix = await prefixOf(opts.root);
-    let commit = opts.spares.place(dir, opts.branch, start);
-    // None ready: a spare being made is ready sooner than a worktree made from nothing.
-    const pending = commit ? null : opts.spares.pending();
-    if (pending) commit = await pending.then(() => opts.spares!.place(dir, opts.branch, start));
-    if (commit) return made(prefix, commit);
+    let placed = opts.spares.place(dir, opts.branch, start);
+    // None ready at that commit: one being made there (hurried) is ready sooner than a worktree made
+    // from nothing. Any other miss (a tag, the branch exists, a folder there) is git's at once.
+    const pending = placed.kind === 'none-ready' ? opts.spares.pending(placed.commit) : null;
+    if (pending) placed = await pending.then(() => opts.spares!.place(dir, opts.branch, start));
+    if (placed.kind === 'placed') return made(prefix, placed.commit);
   }
   return serial(resolve(opts.root), async () => {
     const prefix = await prefixOf(opts.root);
@@ -131,14 +132,11 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
       if (state.branch !== branchRef) await switchBranch(dir, opts.branch);
       return { path: dir, branch: opts.branch, baseCommit: await forkPoint(opts.root, branchRef, start), cwd, created: false };
     }
-    if (state.kind === 'stale') {
-      // A folder git does not know, or knows as locked (svc never locks: a crash during `worktree add`).
-      await rm(dir, { recursive: true, force: true });
-      await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
-    }
+    // A folder git does not know, or knows as locked (a crash while git or svc made it: `locked` says "initializing").
+    if (state.kind === 'stale') await removeWorktreeNow(opts.root, dir);
     // A spare made while this call waited in the queue.
-    const commit = opts.spares?.place(dir, opts.branch, start);
-    if (commit) return made(prefix, commit);
+    const placed = opts.spares?.place(dir, opts.branch, start);
+    if (placed?.kind === 'placed') return made(prefix, placed.commit);
     await ignoreWorktrees(opts.root);
     const [branchCommit, startCommit] = await resolveRevs(opts.root, [branchRef, `${start}^{commit}`]);
     if (!startCommit && !branchCommit) throw new GitError(['worktree'], null, `${opts.fromBranch ? `branch ${opts.fromBranch}` : opts.baseRef} is not a commit of the repository at ${opts.root}`);
@@ -151,8 +149,7 @@ export async function ensureWorktree(opts: EnsureWorktreeOptions): Promise<Workt
         return made(prefix, startCommit!);
       } catch {
         // A spare git would not move or switch: cleared, and the worktree made the usual way.
-        for (const d of [spare.dir, dir]) await git(opts.root, ['worktree', 'remove', '--force', '--force', d], { ok: [128] });
-        await rm(dir, { recursive: true, force: true });
+        for (const d of [spare.dir, dir]) await removeWorktreeNow(opts.root, d);
       }
     }
     const add = branchCommit ? ['worktree', 'add', '--quiet', dir, opts.branch] : ['worktree', 'add', '--quiet', '--no-track', '-b', opts.branch, dir, startCommit!];
@@ -219,13 +216,7 @@ export async function removeWorktree(opts: { root: string; path: string; turn?: 
   const dir = guardDir(opts.root, opts.path);
   const done = await opts.turn?.();
   try {
-    await serial(resolve(opts.root), async () => {
-      const r = await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
-      if (r.code === 0) return;
-      // Not a worktree git knows (or one it will not remove, holding submodules): the folder goes, then its entry.
-      await rm(dir, { recursive: true, force: true });
-      await git(opts.root, ['worktree', 'remove', '--force', '--force', dir], { ok: [128] });
-    });
+    await serial(resolve(opts.root), () => removeWorktreeNow(opts.root, dir));
   } finally {
     done?.();
   }
