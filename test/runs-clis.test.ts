@@ -18,6 +18,18 @@ const codex = agentCli('codex');
 
 const temp = (prefix: string): string => tempDir(`svc-${prefix}-`);
 
+/**
+ * Claude Code's environment against a scripted model at `baseUrl`, with a config folder of the
+ * test's. It keeps a folder of its own in TMPDIR (claude-<uid>): one of the test's, removed after it.
+ */
+const claudeEnv = (baseUrl: string): Record<string, string> => ({
+  ANTHROPIC_BASE_URL: baseUrl,
+  ANTHROPIC_API_KEY: 'sk-scripted',
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  CLAUDE_CONFIG_DIR: temp('claude-config'),
+  TMPDIR: temp('claude-tmp'),
+});
+
 const daemons: TestDaemon[] = [];
 afterEach(async () => {
   for (const d of daemons.splice(0)) await d.close();
@@ -77,14 +89,7 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, ()
   });
 
   async function claudeAgent(d: TestDaemon, extra: Record<string, unknown> = {}, runtime: Record<string, unknown> = {}): Promise<{ configDir: string }> {
-    // Claude Code keeps a folder of its own in TMPDIR (claude-<uid>): one of the test's, removed after it.
-    const env = {
-      ANTHROPIC_BASE_URL: up.baseUrl,
-      ANTHROPIC_API_KEY: 'sk-scripted',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      CLAUDE_CONFIG_DIR: temp('claude-config'),
-      TMPDIR: temp('claude-tmp'),
-    };
+    const env = claudeEnv(up.baseUrl);
     const r = await d.api('POST', '/api/v1/agents', {
       body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Bash'], runtime: { kind: 'claude', command: claude!.path, env, ...runtime }, ...extra },
     });
@@ -220,13 +225,7 @@ describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} a
 
   /** cody with permissionMode ask, Bash not among its allowedTools: Claude Code asks svc before each command. */
   async function askingAgent(d: TestDaemon) {
-    const env = {
-      ANTHROPIC_BASE_URL: up.baseUrl,
-      ANTHROPIC_API_KEY: 'sk-scripted',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      CLAUDE_CONFIG_DIR: temp('claude-config'),
-      TMPDIR: temp('claude-tmp'),
-    };
+    const env = claudeEnv(up.baseUrl);
     const r = await d.api('POST', '/api/v1/agents', {
       body: { name: 'cody', model: 'anthropic/claude-opus-4-8', allowedTools: ['Read'], runtime: { kind: 'claude', command: claude!.path, env, permissionMode: 'ask' } },
     });
