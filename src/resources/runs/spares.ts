@@ -3,6 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { writeWhole } from '../../lib/files.js';
 import { uuidv4 } from '../../lib/ids.js';
+import { pidAlive } from '../../lib/proc.js';
 import { STATE_DIR } from '../../state-dir.js';
 import { exists, git, ignoreWorktrees, removeWorktreeNow, serial, WORKTREES_DIR, worktreeState, type GitTurn } from './git.js';
 import { HASH, RefFiles } from './refs.js';
@@ -234,8 +235,8 @@ export class SparePool {
   }
 
   /**
-   * Makes spares until the pool holds its target, MAKERS at a time (each `git worktree add` of a
-   * folder of its own: git makes each entry with an exclusive mkdir, so they do not collide), and
+   * Makes spares until the pool holds its target, MAKERS at a time (each a folder and an entry of
+   * its own: makeDirect renames each entry in whole, `git worktree add` runs one at a time), and
    * replaces those at another commit than new branches start from now (HEAD moved).
    */
   refill(): void {
@@ -398,17 +399,16 @@ function writeEntry(dir: string, commonDir: string, name: string, commit: string
  * that lives): left alone, neither taken in nor removed. A dead maker's spare is a crash's.
  */
 function makerAlive(dir: string): boolean {
+  let locked: string;
   try {
     const link = readFileSync(join(dir, '.git'), 'utf8').trim();
     if (!link.startsWith('gitdir: ')) return false;
-    const locked = readFileSync(join(resolve(dir, link.slice('gitdir: '.length)), 'locked'), 'utf8');
-    const pid = locked.startsWith(MAKING) ? Number(/(\d+)\)\s*$/.exec(locked)?.[1]) : NaN;
-    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    locked = readFileSync(join(resolve(dir, link.slice('gitdir: '.length)), 'locked'), 'utf8');
+  } catch {
+    return false; // no entry, or not locked
   }
+  const pid = locked.startsWith(MAKING) ? Number(/(\d+)\)\s*$/.exec(locked)?.[1]) : NaN;
+  return Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && pidAlive(pid);
 }
 
 /**
