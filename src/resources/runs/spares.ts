@@ -29,13 +29,13 @@ import { HASH, RefFiles } from './refs.js';
 const [readdir, rm] = [promisify(readdirCb), promisify(rmCb)];
 
 /** Spares are folders of .svc/worktrees/ with this prefix (a dot: the cleanup never lists them). */
-export const SPARE_PREFIX = '.spare-';
+const SPARE_PREFIX = '.spare-';
 /** ...and their entries in .git/worktrees/ this one (the folder's name as git would sanitise it). */
 const ENTRY_PREFIX = 'spare-';
 /** What a spare's entry holds in `locked` while it is made, as `git worktree add` writes "initializing". */
 const MAKING = 'initializing (svc';
 /** Kept ready at the least: one taken while the next is made. */
-export const MIN_SPARES = 2;
+const MIN_SPARES = 2;
 /** Spares made at once (each a git process, on a machine of a few cores). */
 const MAKERS = 3;
 
