@@ -143,7 +143,9 @@ export class LiveRun {
     this.heartbeatLater();
     this.spawned = new Promise((resolve) => (this.markSpawned = resolve));
     this.ended = this.spawn()
-      .then((exit) => (this.markSpawned(), this.finish(exit)))
+      // Spawned, or never to be (it failed or threw before): the dispatch is over either way.
+      .finally(() => this.markSpawned())
+      .then((exit) => this.finish(exit))
       .catch((err) => app.log.error('ending a run failed', { runId: run.id, ...errorFields(err) }))
       .finally(() => this.cleanUp());
   }
@@ -565,7 +567,6 @@ export class LiveRun {
 
   private cleanUp(): void {
     this.done = true;
-    this.markSpawned();
     if (this.heartbeat) this.app.clock.clearTimeout(this.heartbeat);
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.ctx.keys.revoke(this.id);
