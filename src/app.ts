@@ -72,8 +72,16 @@ export interface ResourceServer {
   wire?(app: App): Close | void | Promise<Close | void>;
   /** Background parts: started in the descriptors' order once all are wired, before the daemon listens; closed in reverse. */
   parts?: readonly Part<ResourceStart>[];
-  /** Runs in each event's transaction, after the event is written (its webhook deliveries, the attention it needs). */
-  sink?(app: App, e: StoredEvent): void | Promise<void>;
+  /**
+   * Runs in each event's transaction, after the event is written (its webhook deliveries, the
+   * attention it needs). `ahead` is what its `readAhead` answered, for a write's first event only.
+   */
+  sink?(app: App, e: StoredEvent, ahead?: unknown): void | Promise<void>;
+  /**
+   * Reads the sink needs, made once per write before its first event takes an id: on PostgreSQL
+   * the event-id counter is held from there to the commit, every other writer waiting (EventLogOptions.readAhead).
+   */
+  readAhead?(app: App): Promise<unknown>;
   /** Retention steps: each deletes at most `batch` rows past their limits and returns how many went. */
   prune?: readonly { name: string; run(app: App, batch: number): number | Promise<number> }[];
   /** The secrets it holds now, for scrubbing foreign text (read at each call, never cached). */

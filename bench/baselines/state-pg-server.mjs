@@ -37,7 +37,8 @@ const INSERT_EVENT = {
       ON CONFLICT (key) DO UPDATE SET value = (CAST(meta.value AS BIGINT) + 1)::text RETURNING CAST(value AS BIGINT) AS id)
     INSERT INTO events (id, name, data, created_at) SELECT id, $1, $2, $3 FROM n RETURNING id`,
 };
-// The webhook fan-out runs in the emitting transaction; with no webhooks it finds none.
+// The webhook fan-out runs in the emitting transaction, its subscriptions read before the event
+// takes the counter (src/events/outbox.ts readAhead); with no webhooks it finds none.
 const WEBHOOKS = { name: 'webhooks', text: 'SELECT id, events FROM webhooks WHERE enabled = 1' };
 
 const WRITER = randomUUID();
@@ -51,8 +52,8 @@ async function create(b) {
     const labels = [...new Set(b.labels ?? [])];
     const { rows } = await c.query({ ...INSERT_TASK, values: [id, b.title, b.description ?? null, null, null, 'pending', b.priority ?? 'normal', JSON.stringify(labels), 3, 0, now, now] });
     const data = { taskId: id, title: b.title, status: 'pending', assignTo: null, missionId: null };
-    await c.query({ ...INSERT_EVENT, values: ['task:created', JSON.stringify(data), new Date().toISOString()] });
     await c.query(WEBHOOKS);
+    await c.query({ ...INSERT_EVENT, values: ['task:created', JSON.stringify(data), new Date().toISOString()] });
     // svc names its writer in the payload so that a daemon skips its own notifications.
     await c.query(`NOTIFY svc_events, '${WRITER}'; COMMIT`);
     // A new task has no dependencies.

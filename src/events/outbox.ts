@@ -23,7 +23,7 @@ export type Listener = (event: StoredEvent) => void;
  * it throws the whole write fails. It may emit: those events follow this one. the daemon gives it
  * to the log when it opens it; events/ knows nothing of who listens.
  */
-export type EmitSink = (event: StoredEvent) => void | Promise<void>;
+export type EmitSink = (event: StoredEvent, ahead?: unknown) => void | Promise<void>;
 
 export interface EventLogOptions {
   /** Where events take their timestamp from (the daemon's clock seam). */
@@ -34,6 +34,13 @@ export interface EventLogOptions {
    * when the log opens rather than registered afterwards, so no write can come before it.
    */
   sink?: EmitSink;
+  /**
+   * Runs once per write(), before its first event takes an id; what it answers reaches the sink
+   * with that first event (later ones get nothing and read for themselves). On PostgreSQL the
+   * write holds the event-id counter from its first event to its commit, and every other writer
+   * waits for it: what the sink reads here (the webhooks' subscriptions) is read outside that wait.
+   */
+  readAhead?: () => Promise<unknown>;
   /** The newest event id already written (lastEventId): listeners hear what comes after it. Default 0 (a new state). */
   lastId?: number;
 }
@@ -102,6 +109,7 @@ export class EventLog {
   private readonly als = new ScopedStorage<Pending>();
   private readonly listeners = new Set<Listener>();
   private readonly sink: EmitSink | undefined;
+  private readonly readAhead: (() => Promise<unknown>) | undefined;
   private readonly clock: Pick<Clock, 'now'>;
   /** The newest id the listeners have heard. */
   private heard: number;
@@ -116,6 +124,7 @@ export class EventLog {
   ) {
     this.clock = opts.clock;
     this.sink = opts.sink;
+    this.readAhead = opts.readAhead;
     this.heard = opts.lastId ?? 0;
   }
 
@@ -201,6 +210,8 @@ export class EventLog {
 
   private async writeQueue(p: Pending): Promise<void> {
     while (p.written < p.events.length) {
+      // Before the counter is taken: nothing of this write holds it yet.
+      const ahead = p.written === 0 && this.sink && this.readAhead ? await this.readAhead() : undefined;
       const e = p.events[p.written]!;
       const info = await stmt(this.db, INSERT_EVENT).run(e.name, JSON.stringify(e.data), e.timestamp);
       e.id = Number(info.lastInsertRowid);
@@ -210,7 +221,7 @@ export class EventLog {
       // after this one, so listeners hear them in that order.
       p.insertAt = p.written;
       try {
-        await this.sink(e);
+        await this.sink(e, ahead);
       } finally {
         p.insertAt = null;
       }

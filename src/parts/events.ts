@@ -12,13 +12,16 @@ export const eventsPart: Part<DaemonContext> = {
   name: 'events',
   start: async (ctx) => {
     const { db, clock } = ctx;
-    const sinks = ctx.resources.flatMap((r) => (r.server.sink ? [r.server.sink] : []));
+    const servers = ctx.resources.map((r) => r.server).filter((s) => s.sink);
+    const aheadOf = servers.map((s) => s.readAhead);
     // `app` exists before anything can write an event (the vault's opening writes none).
     ctx.events = await EventLog.open(db, {
       clock,
-      sink: async (e) => {
-        for (const sink of sinks) await sink(ctx.app, e);
+      sink: async (e, ahead) => {
+        const read = ahead as unknown[] | undefined;
+        for (let i = 0; i < servers.length; i++) await servers[i]!.sink!(ctx.app, e, read?.[i]);
       },
+      readAhead: aheadOf.some(Boolean) ? () => Promise.all(aheadOf.map((f) => f?.(ctx.app))) : undefined,
     });
     ctx.streams = new SseHub(ctx.events, clock, { ...DEFAULT_SSE_LIMITS, ...ctx.opts.sse });
     // A revoked run key ends the event streams opened with it.

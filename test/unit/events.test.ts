@@ -115,6 +115,41 @@ describe('EventLog (outbox)', () => {
     expect((await log.since(3, 10)).map((e) => e.name)).toEqual(['team:removed']);
   });
 
+  it('reads ahead once per write, before its first event takes an id, and gives that read to the sink with the first event only', async () => {
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
+    const reads: number[] = [];
+    const given: [string, unknown][] = [];
+    const log: EventLog = new EventLog(db, {
+      clock: systemClock,
+      // The newest event id when it runs: the write's own first event is not written yet.
+      readAhead: async () => {
+        const id = await log.lastId();
+        reads.push(id);
+        return `read at ${id}`;
+      },
+      sink: (e, ahead) => {
+        given.push([`${e.id} ${e.name}`, ahead]);
+      },
+    });
+    await log.write(async () => {
+      log.emit('team:created', { name: 'a' });
+      log.emit('team:removed', { name: 'a' });
+    });
+    await log.write(async () => {
+      await log.write(async () => log.emit('team:created', { name: 'b' }));
+      log.emit('team:removed', { name: 'b' });
+    });
+    // A write that emits nothing reads nothing.
+    await log.write(async () => undefined);
+    expect(reads).toEqual([0, 2]);
+    expect(given).toEqual([
+      ['1 team:created', 'read at 0'],
+      ['2 team:removed', undefined],
+      ['3 team:created', 'read at 2'],
+      ['4 team:removed', undefined],
+    ]);
+  });
+
   it('never reuses an id after pruning', async () => {
     const { log } = await setup();
     await log.write(async () => log.emit('team:created', { name: 'a' }));

@@ -208,12 +208,22 @@ function matcherOf(compiled: Map<string, Matcher>, patternsJson: string): Matche
 }
 
 /**
+ * The sink's read ahead (this resource's server.ts): the subscriptions, read in the write's
+ * transaction before its first event takes an id, so that on PostgreSQL other daemons' writers do
+ * not wait on this read (docs/webhooks.md, "Which events a webhook receives").
+ */
+export async function subscriptions(app: App): Promise<store.Subscription[]> {
+  return await store.enabledWebhooks(app.db);
+}
+
+/**
  * The EventLog sink (this resource's server.ts): writes one pending delivery per enabled webhook whose
  * patterns match, in the event's own transaction, so an acknowledged change always has its
- * deliveries. webhook:test goes only to the webhook it names.
+ * deliveries. webhook:test goes only to the webhook it names. `ahead`: the subscriptions read
+ * before the write's first event (subscriptions()); later events read them again.
  */
-export async function enqueueDeliveries(app: App, e: StoredEvent): Promise<void> {
-  const hooks = await store.enabledWebhooks(app.db);
+export async function enqueueDeliveries(app: App, e: StoredEvent, ahead?: unknown): Promise<void> {
+  const hooks = (ahead as store.Subscription[] | undefined) ?? (await store.enabledWebhooks(app.db));
   if (!hooks.length) return;
   const target = e.name === 'webhook:test' ? (e.data.webhookId as string) : null;
   const matchers = app.services.get(WEBHOOKS).matchers;

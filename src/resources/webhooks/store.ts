@@ -75,9 +75,15 @@ export async function deleteWebhook(db: DB, id: string): Promise<boolean> {
   return (await stmt(db, 'DELETE FROM webhooks WHERE id = ?').run(id)).changes === 1;
 }
 
-/** The subscriptions: id and patterns of every enabled webhook (a small table, read per event). */
-export async function enabledWebhooks(db: DB): Promise<{ id: string; events: string }[]> {
-  return (await stmt(db, 'SELECT id, events FROM webhooks WHERE enabled = 1').all()) as { id: string; events: string }[];
+/** A subscription: an enabled webhook's id and its patterns (JSON). */
+export interface Subscription {
+  id: string;
+  events: string;
+}
+
+/** The subscriptions: every enabled webhook's (a small table, read per write). */
+export async function enabledWebhooks(db: DB): Promise<Subscription[]> {
+  return (await stmt(db, 'SELECT id, events FROM webhooks WHERE enabled = 1').all()) as Subscription[];
 }
 
 // Secrets
