@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../src/index.js';
-import { WEBHOOKS, type WebhookRuntime } from '../src/resources/webhooks/service.js';
+import { enqueueDeliveries, WEBHOOKS, type WebhookRuntime } from '../src/resources/webhooks/service.js';
 import { FakeClock } from './fake-clock.js';
 import { eventually, startTestDaemon, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
@@ -246,6 +246,30 @@ describe('deliveries', () => {
     await app.events.write(async () => app.events.emit('team:created', { name: 'real' }));
     off();
     expect(await seen).toBe(1);
+  });
+
+  it('go only to webhooks still enabled with the patterns the sink read ahead (another daemon may change them while the event waits for its id)', async () => {
+    const app = d.daemon.app;
+    const [kept, disabled, deleted, changed] = [
+      await hook('http://127.0.0.1:9/kept'),
+      await hook('http://127.0.0.1:9/off'),
+      await hook('http://127.0.0.1:9/gone'),
+      await hook('http://127.0.0.1:9/changed'),
+    ];
+    // What the sink read before the event took its id; then, as another daemon would have, each is changed.
+    const ahead = [kept, disabled, deleted, changed].map((w) => ({ id: w.id, events: '["*"]' }));
+    expect((await d.api('PATCH', `/v1/webhooks/${disabled.id}`, { body: { enabled: false } })).status).toBe(200);
+    expect((await d.api('DELETE', `/v1/webhooks/${deleted.id}`)).status).toBe(200);
+    expect((await d.api('PATCH', `/v1/webhooks/${changed.id}`, { body: { events: ['task:*'] } })).status).toBe(200);
+    const count = async (id: string) => ((await app.db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ?').get(id)) as { n: number }).n;
+    await app.events.write(async () => {
+      const e = app.events.emit('team:created', { name: 'ahead' });
+      await app.events.flush();
+      // The sink, given the stale list for this event (the real one already wrote `kept`'s delivery).
+      await enqueueDeliveries(app, e, ahead);
+    });
+    // kept: the real sink's and the stale call's; the others none (and no foreign-key failure for the deleted one).
+    expect([await count(kept.id), await count(disabled.id), await count(deleted.id), await count(changed.id)]).toEqual([2, 0, 0, 0]);
   });
 
   it('succeed at the first attempt, signed so that verifyWebhook and the standardwebhooks package accept them', async () => {

@@ -234,7 +234,7 @@ export async function enqueueDeliveries(app: App, e: StoredEvent, ahead?: unknow
   for (const h of hooks) {
     if (target !== null ? h.id !== target : !matcherOf(matchers, h.events)(e.name)) continue;
     body ??= JSON.stringify({ event: e.name, data: e.data, timestamp: e.timestamp });
-    await store.insertDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now });
+    if (!(await store.insertEventDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now }, h.events))) continue;
     // The worker looks on the next turn of the event loop, after this transaction has committed
     // (a rolled-back one leaves nothing to find).
     runtime.kick(h.id);

@@ -181,6 +181,23 @@ export async function insertDelivery(db: DB, d: NewDelivery): Promise<void> {
   ).run(d.id, d.webhookId, d.eventId, d.event, d.body, d.dueAt, d.redeliveryOf, d.now, d.now);
 }
 
+/**
+ * An event's delivery, written only while its webhook is enabled with the patterns `patterns`
+ * (JSON, as stored). The sink matched the event against subscriptions it read before the event
+ * took its id; on a shared state, another daemon may have disabled, deleted or changed the webhook
+ * since, and a delivery to it must then not be left waiting (or fail the write on its foreign
+ * key). Whether it was written.
+ */
+export async function insertEventDelivery(db: DB, d: NewDelivery, patterns: string): Promise<boolean> {
+  const r = await stmt(
+    db,
+    `INSERT INTO webhook_deliveries (id, webhook_id, event_id, event, body, status, attempts, next_attempt_at, redelivery_of, created_at, updated_at)
+     SELECT CAST(? AS TEXT), id, CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), 'pending', 0, CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT)
+     FROM webhooks WHERE id = ? AND enabled = 1 AND events = ?`,
+  ).run(d.id, d.eventId, d.event, d.body, d.dueAt, d.redeliveryOf, d.now, d.now, d.webhookId, patterns);
+  return r.changes === 1;
+}
+
 export async function getDelivery(db: DB, webhookId: string, id: string): Promise<(Delivery & { body: string }) | null> {
   const r = (await stmt(db, `SELECT ${DELIVERY_COLUMNS}, body FROM webhook_deliveries WHERE id = ? AND webhook_id = ?`).get(id, webhookId)) as (DeliveryRow & { body: string }) | undefined;
   return r ? { ...toDelivery(r), body: r.body } : null;
