@@ -22,12 +22,24 @@ class SqliteStmt implements Stmt {
     private readonly s: Database.Statement,
   ) {}
 
+  // Outside any transaction (most reads) a statement runs at once: turn() would too, after a
+  // closure made for it on every call.
   get(...params: unknown[]): Promise<unknown> {
-    return this.db.turn(() => this.s.get(...params));
+    if (!this.db.idle) return this.db.turn(() => this.s.get(...params));
+    try {
+      return Promise.resolve(this.s.get(...params));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 
   all(...params: unknown[]): Promise<unknown[]> {
-    return this.db.turn(() => this.s.all(...params));
+    if (!this.db.idle) return this.db.turn(() => this.s.all(...params));
+    try {
+      return Promise.resolve(this.s.all(...params));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 
   run(...params: unknown[]): Promise<RunResult> {
@@ -48,6 +60,11 @@ export class SqliteState implements DB {
   /** Whether a transaction is open or waited for: a test's fake clock waits for quiet before it moves. */
   get busy(): boolean {
     return this.current !== null || this.waiting.length > 0;
+  }
+
+  /** No transaction is open: a statement runs at once, whatever the caller's context (turn()). */
+  get idle(): boolean {
+    return this.current === null;
   }
 
   get inTransaction(): boolean {

@@ -12,6 +12,12 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /**
+   * The line each request ends with, the same text as `info('request', { id, method, path, status, ms })`
+   * written without the fields object and its serialisation (it is the line the daemon writes most).
+   * A logger without it is given that info() call instead.
+   */
+  request?(id: string, method: string, path: string, status: number, ms: number): void;
 }
 
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -48,6 +54,17 @@ function formatLine(time: string, level: Level, msg: string, fields?: Record<str
   return c >= 48 && c <= 57 ? spreadLine(time, level, msg, fields) : `${head},${rest.slice(1)}`;
 }
 
+/** Text JSON writes as it is between quotes: printable ASCII without `"` and `\\`. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+const jsonString = (s: string): string => (PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
+
+/** A request's line: formatLine's text for info('request', { id, method, path, status, ms }). */
+function requestLine(time: string, id: string, method: string, path: string, status: number, ms: number): string {
+  // JSON writes a number that is not finite as null.
+  const n = (v: number) => (Number.isFinite(v) ? String(v) : 'null');
+  return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(id)},"method":${jsonString(method)},"path":${jsonString(path)},"status":${n(status)},"ms":${n(ms)}}`;
+}
+
 /** A line as it always was written. */
 const spreadLine = (time: string, level: Level, msg: string, fields?: Record<string, unknown> | null): string => JSON.stringify({ time, level, msg, ...fields });
 
@@ -60,11 +77,15 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
     if (ORDER[level] < ORDER[min]) return;
     write(formatLine(lineTime(), level, msg, fields) + '\n');
   };
+  const info = ORDER.info >= ORDER[min];
   return {
     debug: (m, f) => emit('debug', m, f),
     info: (m, f) => emit('info', m, f),
     warn: (m, f) => emit('warn', m, f),
     error: (m, f) => emit('error', m, f),
+    request: (id, method, path, status, ms) => {
+      if (info) write(requestLine(lineTime(), id, method, path, status, ms) + '\n');
+    },
   };
 }
 

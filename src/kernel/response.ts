@@ -1,4 +1,5 @@
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
+import type { Conn } from './connections.js';
 
 /**
  * The kernel's response: X-Request-Id goes out first among the headers of every answer, whoever
@@ -11,6 +12,10 @@ import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type Out
 export class KernelResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   /** Set by the server as the request arrives. */
   requestId = '';
+  /** When the request arrived (monotonic ms), for its log line. */
+  startedAt = 0;
+  /** The connection guard's entry for the request's connection, handed back when the response closes. */
+  conn: Conn | undefined = undefined;
   private idWritten = false;
 
   /** Puts X-Request-Id in place before any other header. */

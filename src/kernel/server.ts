@@ -481,8 +481,8 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
     const matched: { route?: AnyRoute<App> } = {};
     try {
       const x = exchange(req, res, requestId, opts.settings(), matched);
-      for (const step of REQUEST_STEPS) {
-        const pending = step.run(x, pipeline);
+      for (let i = 0; i < REQUEST_STEPS.length; i++) {
+        const pending = REQUEST_STEPS[i]!.run(x, pipeline);
         if (pending) await pending;
         if (x.done) return;
       }
@@ -521,29 +521,38 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
   // Read at each new connection, so a project.json reload applies to the next one.
   const maxConnections = () => opts.connections?.maxConnections ?? opts.settings().maxConnections ?? defaultCap;
+  /** A response closed: its connection is free again, and the request's line is written. One function for every response (`this`). */
+  function closed(this: KernelResponse): void {
+    const res = this;
+    const req = res.req;
+    inflight.delete(res);
+    connections.ended(res.conn);
+    const ms = monotonic() - res.startedAt;
+    // The path is logged without its query string: a key pasted into ?apiKey= must not reach the log.
+    const target = req.url ?? '/';
+    const q = target.indexOf('?');
+    const path = q === -1 ? target : target.slice(0, q);
+    // 499 (nginx's "client closed request"): the client went away before the answer was sent.
+    const status = res.writableFinished ? res.statusCode : 499;
+    const tenths = Math.round(ms * 10) / 10;
+    // Behind a declared proxy the peer is the proxy: the line says whom it forwarded.
+    const proxies = opts.settings().trustedProxy;
+    if (!proxies?.length && opts.log.request && req.method !== undefined) {
+      opts.log.request(res.requestId, req.method, path, status, tenths);
+      return;
+    }
+    const fields: Record<string, unknown> = { id: res.requestId, method: req.method, path, status, ms: tenths };
+    if (proxies?.length) fields.client = clientAddress(req, proxies);
+    opts.log.info('request', fields);
+  }
   const onRequest = (req: IncomingMessage, res: KernelResponse): void => {
-    const started = monotonic();
+    res.startedAt = monotonic();
     const requestId = uuidv7();
     // Written first among the answer's headers, whoever writes them (kernel/response.ts).
     res.requestId = requestId;
     inflight.add(res);
-    const conn = connections.started(req);
-    res.on('close', () => {
-      inflight.delete(res);
-      connections.ended(conn);
-      const ms = monotonic() - started;
-      // The path is logged without its query string: a key pasted into ?apiKey= must not reach the log.
-      const target = req.url ?? '/';
-      const q = target.indexOf('?');
-      const path = q === -1 ? target : target.slice(0, q);
-      // 499 (nginx's "client closed request"): the client went away before the answer was sent.
-      const status = res.writableFinished ? res.statusCode : 499;
-      const fields: Record<string, unknown> = { id: requestId, method: req.method, path, status, ms: Math.round(ms * 10) / 10 };
-      // Behind a declared proxy the peer is the proxy: the line says whom it forwarded.
-      const proxies = opts.settings().trustedProxy;
-      if (proxies?.length) fields.client = clientAddress(req, proxies);
-      opts.log.info('request', fields);
-    });
+    res.conn = connections.started(req);
+    res.on('close', closed);
     void handle(req, res, requestId);
   };
   const server = opts.tls

@@ -229,6 +229,37 @@ describe('log lines', () => {
     const { time } = JSON.parse(written) as { time: string };
     expect(written).toBe(JSON.stringify({ time, level: 'info', msg: 'request', ...(fields as object) }) + '\n');
   });
+
+  it("writes a request's line as info('request', fields) does, whatever its path, method and numbers", () => {
+    const both = (id: string, method: string, path: string, status: number, ms: number) => {
+      const out: string[] = [];
+      const log = createLogger((l) => out.push(l));
+      log.request!(id, method, path, status, ms);
+      log.info('request', { id, method, path, status, ms });
+      // The time may have moved on between the two lines.
+      return out.map((l) => l.replace(/^\{"time":"[^"]*"/, ''));
+    };
+    const odd = ['', '/a"b', '/a\\b', '/\n\t\u0000', '/é/日本', '/\u2028\u2029', '/\ud800x', '/\u007f', '/%22', "/'", '/<>{}|^`'];
+    const random = Array.from({ length: 300 }, () => String.fromCharCode(...Array.from({ length: 1 + Math.floor(Math.random() * 12) }, () => Math.floor(Math.random() * 0x3000))));
+    for (const path of [...odd, ...random]) {
+      const [fast, slow] = both('01a21c8d-dad8-7000-8e70-719288e69dbe', 'GET', path, 200, 0.3);
+      expect(fast).toBe(slow);
+    }
+    for (const [method, status, ms] of [
+      ['M"X', 499, Number.NaN],
+      ['DELETE', 0, Number.POSITIVE_INFINITY],
+      ['GET', 200, 12345.6],
+      ['GET', 200, -0],
+      ['GET', 200, 1e21],
+    ] as const) {
+      const [fast, slow] = both('x', method, '/p', status, ms);
+      expect(fast).toBe(slow);
+    }
+    // Below info, neither is written.
+    const out: string[] = [];
+    createLogger((l) => out.push(l), 'warn').request!('x', 'GET', '/', 200, 1);
+    expect(out).toEqual([]);
+  });
 });
 
 describe('uuidv7', () => {

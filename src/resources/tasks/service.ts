@@ -27,10 +27,12 @@ export async function requireTask(app: App, id: string): Promise<Task> {
 }
 
 /** requireTask for a route: on a PostgreSQL state the daemon serves other requests while the read waits. */
-export async function readTask(app: App, id: string): Promise<Task> {
-  const task = await store.readTask(app.db, id);
-  if (!task) throw new AppError('not_found', `Task "${id}" not found.`);
-  return task;
+/** A task for a route, or 404: one step after the statement's promise (the read hot path). */
+export function readTask(app: App, id: string): Promise<Task> {
+  return store.readTask(app.db, id).then((task) => {
+    if (!task) throw new AppError('not_found', `Task "${id}" not found.`);
+    return task;
+  });
 }
 
 const listFilter = (q: TaskListFilter): store.ListFilter => ({ status: q.status, assignTo: q.assignTo, missionId: q.missionId, before: q.cursor, limit: q.limit + 1 });
