@@ -523,25 +523,24 @@ export function createHttpServer<App>(opts: HttpOptions<App>): HttpServer {
   const maxConnections = () => opts.connections?.maxConnections ?? opts.settings().maxConnections ?? defaultCap;
   /** A response closed: its connection is free again, and the request's line is written. One function for every response (`this`). */
   function closed(this: KernelResponse): void {
-    const res = this;
-    const req = res.req;
-    inflight.delete(res);
-    connections.ended(res.conn);
-    const ms = monotonic() - res.startedAt;
+    const req = this.req;
+    inflight.delete(this);
+    connections.ended(this.conn);
+    const ms = monotonic() - this.startedAt;
     // The path is logged without its query string: a key pasted into ?apiKey= must not reach the log.
     const target = req.url ?? '/';
     const q = target.indexOf('?');
     const path = q === -1 ? target : target.slice(0, q);
     // 499 (nginx's "client closed request"): the client went away before the answer was sent.
-    const status = res.writableFinished ? res.statusCode : 499;
+    const status = this.writableFinished ? this.statusCode : 499;
     const tenths = Math.round(ms * 10) / 10;
     // Behind a declared proxy the peer is the proxy: the line says whom it forwarded.
     const proxies = opts.settings().trustedProxy;
     if (!proxies?.length && opts.log.request && req.method !== undefined) {
-      opts.log.request(res.requestId, req.method, path, status, tenths);
+      opts.log.request(this.requestId, req.method, path, status, tenths);
       return;
     }
-    const fields: Record<string, unknown> = { id: res.requestId, method: req.method, path, status, ms: tenths };
+    const fields: Record<string, unknown> = { id: this.requestId, method: req.method, path, status, ms: tenths };
     if (proxies?.length) fields.client = clientAddress(req, proxies);
     opts.log.info('request', fields);
   }
