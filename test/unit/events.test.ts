@@ -129,6 +129,7 @@ describe('EventLog (outbox)', () => {
       },
       sink: (e, ahead) => {
         given.push([`${e.id} ${e.name}`, ahead]);
+        if (e.name === 'team:created' && e.data.name === 'c') log.emit('team:renamed', { oldName: 'c', name: 'c2' });
       },
     });
     await log.write(async () => {
@@ -141,12 +142,28 @@ describe('EventLog (outbox)', () => {
     });
     // A write that emits nothing reads nothing.
     await log.write(async () => undefined);
-    expect(reads).toEqual([0, 2]);
+    // What the sink emits follows the event it was called for, and reads for itself.
+    await log.write(async () => log.emit('team:created', { name: 'c' }));
+    // A first event rolled back with its savepoint: the next one reads again.
+    await log.write(async () => {
+      await log
+        .write(async () => {
+          log.emit('team:created', { name: 'x' });
+          throw new Error('undone');
+        })
+        .catch(() => undefined);
+      log.emit('team:removed', { name: 'y' });
+    });
+    expect(reads).toEqual([0, 2, 4, 6, 6]);
     expect(given).toEqual([
       ['1 team:created', 'read at 0'],
       ['2 team:removed', undefined],
       ['3 team:created', 'read at 2'],
       ['4 team:removed', undefined],
+      ['5 team:created', 'read at 4'],
+      ['6 team:renamed', undefined],
+      ['7 team:created', 'read at 6'],
+      ['7 team:removed', 'read at 6'],
     ]);
   });
 
