@@ -26,8 +26,10 @@ export async function requireTask(app: App, id: string): Promise<Task> {
   return task;
 }
 
-/** requireTask for a route: on a PostgreSQL state the daemon serves other requests while the read waits. */
-/** A task for a route, or 404: one step after the statement's promise (the read hot path). */
+/**
+ * requireTask for a route: on a PostgreSQL state the daemon serves other requests while the read
+ * waits. One step after the statement's promise, no async function around it (the read hot path).
+ */
 export function readTask(app: App, id: string): Promise<Task> {
   return store.readTask(app.db, id).then((task) => {
     if (!task) throw new AppError('not_found', `Task "${id}" not found.`);
