@@ -1,5 +1,4 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 
 export type GrantAction = 'read' | 'write' | 'manage';
 
@@ -57,6 +56,11 @@ export class DigestCache {
     return this.map.get(presented) ?? sha256(presented);
   }
 
+  /** The digest remembered for `presented`, if any. */
+  known(presented: string): Buffer | undefined {
+    return this.map.get(presented);
+  }
+
   remember(presented: string, digest: Buffer): void {
     if (this.map.has(presented)) return;
     if (this.map.size >= this.max) this.map.clear();
@@ -64,9 +68,8 @@ export class DigestCache {
   }
 }
 
-/** Reads `Authorization: Bearer <key>`; a key anywhere else (query string, other schemes) is ignored. */
-export function bearerToken(req: IncomingMessage): string | undefined {
-  const header = req.headers.authorization;
+/** The key of an Authorization header's `Bearer <key>`; a key anywhere else (query string, other schemes) is ignored. */
+function tokenOf(header: string | undefined): string | undefined {
   if (!header) return undefined;
   const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
   return m?.[1];
@@ -108,6 +111,29 @@ export function authenticate(keys: readonly KeyEntry[], presented: string | unde
   const found = keyByDigest(keys, digest);
   if (!found) return null;
   cache?.remember(presented, digest);
+  return principalFor(found);
+}
+
+/**
+ * authenticate() for an Authorization header as sent (`Bearer <key>`): a header whose key matched
+ * before is found whole in the cache, not parsed again (the request path's way). Every key entry
+ * is still compared, in constant time, on every call: a removed key stops matching at once.
+ */
+export function authenticateHeader(keys: readonly KeyEntry[], header: string | undefined, cache: DigestCache): Principal | null {
+  if (!header) return null;
+  let digest = cache.known(header);
+  if (!digest) {
+    const token = tokenOf(header);
+    if (token === undefined) return null;
+    digest = sha256(token);
+  }
+  const found = keyByDigest(keys, digest);
+  if (!found) return null;
+  cache.remember(header, digest);
+  return principalFor(found);
+}
+
+function principalFor(found: KeyEntry): Principal {
   let principal = principals.get(found);
   if (!principal) principals.set(found, (principal = Object.freeze(principalOf(found))));
   return principal;

@@ -55,11 +55,23 @@ export class KernelResponse<Request extends IncomingMessage = IncomingMessage> e
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+function isEmpty(o: Record<string, string>): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
 /**
  * The head of a JSON answer: X-Request-Id first (on a kernel response), the handler's headers, the
  * type and the length, given to node in one object (its quick way when no header was set before).
  */
 export function writeJsonHead(res: ServerResponse, status: number, headers: Record<string, string>, length: number): void {
   const id = res instanceof KernelResponse ? res.takeId() : null;
-  res.writeHead(status, id === null ? { ...headers, 'Content-Type': JSON_TYPE, 'Content-Length': length } : { 'X-Request-Id': id, ...headers, 'Content-Type': JSON_TYPE, 'Content-Length': length });
+  if (id === null) {
+    res.writeHead(status, { ...headers, 'Content-Type': JSON_TYPE, 'Content-Length': length });
+  } else if (isEmpty(headers)) {
+    // Most answers carry no header of the handler's: their head is one literal object.
+    res.writeHead(status, { 'X-Request-Id': id, 'Content-Type': JSON_TYPE, 'Content-Length': length });
+  } else {
+    res.writeHead(status, { 'X-Request-Id': id, ...headers, 'Content-Type': JSON_TYPE, 'Content-Length': length });
+  }
 }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:https';
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
-import { authenticate, bearerToken, DigestCache, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
+import { authenticateHeader, DigestCache, FailureLimiter, type KeyEntry, type Principal } from './auth.js';
 import { hasNoBody, NO_BODY, readJsonBody } from './body.js';
 import { connectionCapFor, DEFAULT_CONNECTION_LIMITS, guardConnections, readFileLimit, type ConnectionLimits, type ConnectionStats } from './connections.js';
 import { AppError, ERRORS, toErrorResponse, type ErrorDetail } from './errors.js';
@@ -295,7 +295,7 @@ const auth: RequestStep = {
   run(x, { opts, limiter, digests }) {
     const { req, route, settings } = x;
     if (route.auth === 'public') return;
-    const principal = authenticate(opts.keys(), bearerToken(req), digests);
+    const principal = authenticateHeader(opts.keys(), req.headers.authorization, digests);
     const decide = (session: CookieSession | null | undefined): void => {
       let who = principal;
       if (session) {
@@ -377,7 +377,7 @@ const validateStep: RequestStep = {
     const given = search === '' ? {} : queryObject(search);
     if (holdsNul(x.pathParams)) nulDetails('params', x.pathParams, nuls);
     if (search !== '') nulDetails('query', given, nuls);
-    nuls.push(...x.bodyNuls);
+    if (x.bodyNuls.length) nuls.push(...x.bodyNuls);
     x.params = validate(route.params, x.pathParams, 'params', details);
     if (route.query) x.query = validate(route.query, given, 'query', details);
     else if (search !== '') for (const name of new Set(queryParams(search).keys())) details.push({ path: `query.${name}`, message: 'Unknown query parameter; this endpoint takes none.' });
@@ -410,6 +410,7 @@ const handleStep: RequestStep = {
       req: x.req,
       res: x.res,
       setHeader: (n, v) => {
+        if (x.headers === NO_HEADERS) x.headers = {};
         x.headers[n] = v;
       },
       setStatus: (s) => {
@@ -442,6 +443,9 @@ const write: RequestStep = {
   },
 };
 
+/** What a handler set in its answer's head until it sets something (most set nothing): one object for all, never written. */
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 /** A request before its first step; every field is there from the start (one object shape for every request). */
 function exchange<App>(req: IncomingMessage, res: ServerResponse, requestId: string, settings: HttpSettings, matched: { route?: AnyRoute<App> }): Exchange<App> {
   return {
@@ -462,7 +466,7 @@ function exchange<App>(req: IncomingMessage, res: ServerResponse, requestId: str
     query: undefined,
     body: undefined,
     status: 200,
-    headers: {},
+    headers: NO_HEADERS,
     result: undefined,
   };
 }

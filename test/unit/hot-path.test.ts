@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { STATE_MIGRATIONS } from '../../src/state-schema.js';
 import { openDatabase } from '../../src/db/open.js';
-import { authenticate, DigestCache, sha256, type KeyEntry } from '../../src/kernel/auth.js';
+import { authenticate, authenticateHeader, DigestCache, sha256, type KeyEntry } from '../../src/kernel/auth.js';
 import { getTask, insertTask, replaceDependencies } from '../../src/resources/tasks/store.js';
 
 describe('task read', () => {
@@ -35,6 +35,29 @@ describe('DigestCache', () => {
     expect(spy.mock.calls.map((c) => c[0])).toEqual(['key-b-0123456789', 'key-b-0123456789']);
     expect((cache as unknown as { map: Map<string, Buffer> }).map.has('wrong-key-000000')).toBe(false);
     expect((cache as unknown as { map: Map<string, Buffer> }).map.get('key-b-0123456789')).toEqual(sha256('key-b-0123456789'));
+  });
+
+  it('by the whole Authorization header: the same answers as parsing it, only matching headers remembered', () => {
+    const cache = new DigestCache(8);
+    const headers = [
+      'Bearer key-a-0123456789',
+      'bearer key-b-0123456789',
+      'BEARER   key-a-0123456789  ',
+      'Bearer key-a-0123456789 extra',
+      'Basic key-a-0123456789',
+      'key-a-0123456789',
+      'Bearer ',
+      'Bearer wrong-key-000000',
+      '',
+    ];
+    const parsed = (h: string) => /^Bearer[ ]+(\S+)\s*$/i.exec(h)?.[1];
+    for (let round = 0; round < 2; round++) {
+      for (const h of headers) expect(authenticateHeader(keys, h, cache)?.name ?? null, h).toBe(authenticate(keys, parsed(h))?.name ?? null);
+    }
+    expect(authenticateHeader(keys, undefined, cache)).toBeNull();
+    expect([...(cache as unknown as { map: Map<string, Buffer> }).map.keys()].sort()).toEqual(['BEARER   key-a-0123456789  ', 'Bearer key-a-0123456789', 'bearer key-b-0123456789']);
+    // Remembered, and removed from the keys: it no longer matches.
+    expect(authenticateHeader(keys.slice(1), 'Bearer key-a-0123456789', cache)).toBeNull();
   });
 
   it('stays bounded, and a removed key stops matching even while remembered', () => {
