@@ -31,7 +31,7 @@ export class LogFile {
   private fd: number;
   private size: number;
   private readonly ownsFd: boolean;
-  private queue: string[] = [];
+  private queue: Buffer[] = [];
   private queuedBytes = 0;
   private dropped = 0;
   private writing = false;
@@ -61,15 +61,16 @@ export class LogFile {
     }
   }
 
-  /** Queues whole lines; they reach the file in order, in the background. */
-  write(text: string): void {
+  /** Queues whole lines (text, or its UTF-8, which is kept as it is: never change it after); they reach the file in order, in the background. */
+  write(lines: string | Buffer): void {
     if (this.closed) return;
-    if (this.queuedBytes + text.length > this.opts.maxQueuedBytes) {
+    const bytes = typeof lines === 'string' ? Buffer.from(lines, 'utf8') : lines;
+    if (this.queuedBytes + bytes.length > this.opts.maxQueuedBytes) {
       this.dropped++;
       return;
     }
-    this.queue.push(text);
-    this.queuedBytes += text.length;
+    this.queue.push(bytes);
+    this.queuedBytes += bytes.length;
     if (!this.writing) this.next();
   }
 
@@ -106,14 +107,14 @@ export class LogFile {
   }
 
   private take(): Buffer {
-    let text = this.queue.join('');
+    const parts = this.queue;
     this.queue = [];
     this.queuedBytes = 0;
     if (this.dropped) {
-      text += JSON.stringify({ time: nowIso(systemClock), level: 'warn', msg: 'log lines dropped: the disk did not keep up', count: this.dropped }) + '\n';
+      parts.push(Buffer.from(JSON.stringify({ time: nowIso(systemClock), level: 'warn', msg: 'log lines dropped: the disk did not keep up', count: this.dropped }) + '\n', 'utf8'));
       this.dropped = 0;
     }
-    return Buffer.from(text, 'utf8');
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
   }
 
   private next(): void {

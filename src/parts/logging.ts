@@ -26,7 +26,7 @@ export const loggingPart: Part<DaemonContext> = {
     const stdout = opts.log || opts.console ? null : new LogFile({ fd: 1 }, { ...DEFAULT_LOG_FILE, maxQueuedBytes: 1024 * 1024 });
     const lines = logFile
       ? lineBuffer((chunk) => {
-          if (opts.console) opts.console(chunk);
+          if (opts.console) opts.console(chunk.toString('utf8'));
           else stdout!.write(chunk);
           logFile.write(chunk);
         })

@@ -127,7 +127,7 @@ describe('lineBuffer', () => {
   it('hands lines on joined after the delay, whole and in order; flush() at once and leaves no timer', () => {
     vi.useFakeTimers();
     const chunks: string[] = [];
-    const buf = lineBuffer((c) => chunks.push(c), { delayMs: 25 });
+    const buf = lineBuffer((c) => chunks.push(c.toString('utf8')), { delayMs: 25 });
     buf.push('a\n');
     buf.push('b\n');
     vi.advanceTimersByTime(24);
@@ -143,11 +143,29 @@ describe('lineBuffer', () => {
   it('hands lines on early once maxBytes wait', () => {
     vi.useFakeTimers();
     const chunks: string[] = [];
-    const buf = lineBuffer((c) => chunks.push(c), { delayMs: 1000, maxBytes: 10 });
+    const buf = lineBuffer((c) => chunks.push(c.toString('utf8')), { delayMs: 1000, maxBytes: 10 });
     buf.push('12345\n');
     expect(chunks).toEqual([]);
     buf.push('67890\n');
     expect(chunks).toEqual(['12345\n67890\n']);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('hands on UTF-8, whole lines in order, a line longer than a batch too, and never changes a chunk it handed on', () => {
+    vi.useFakeTimers();
+    const chunks: Buffer[] = [];
+    const buf = lineBuffer((c) => chunks.push(c), { delayMs: 1000, maxBytes: 64 });
+    const lines = ['é日本\n', 'a'.repeat(40) + '\n', '\u{1F600}\n', 'x'.repeat(20_000) + '\n', 'tail\n'];
+    for (const l of lines) buf.push(l);
+    buf.flush();
+    const copies = chunks.map((c) => Buffer.from(c));
+    // More lines after: the chunks handed on stay as they were.
+    for (let i = 0; i < 100; i++) buf.push(`later ${i}\n`);
+    buf.flush();
+    expect(chunks.slice(0, copies.length)).toEqual(copies);
+    expect(Buffer.concat(chunks).toString('utf8')).toBe(lines.join('') + Array.from({ length: 100 }, (_, i) => `later ${i}\n`).join(''));
+    // Each chunk ends at a line's end.
+    for (const c of chunks) expect(c.at(-1)).toBe(0x0a);
     expect(vi.getTimerCount()).toBe(0);
   });
 });
