@@ -77,7 +77,7 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
     if (ORDER[level] < ORDER[min]) return;
     write(formatLine(lineTime(), level, msg, fields) + '\n');
   };
-  const info = ORDER.info >= ORDER[min];
+  const info = !(ORDER.info < ORDER[min]);
   return {
     debug: (m, f) => emit('debug', m, f),
     info: (m, f) => emit('info', m, f),
@@ -98,29 +98,38 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
  * leaves no timer.
  */
 export function lineBuffer(write: (chunk: Buffer) => void, { delayMs = 25, maxBytes = 64 * 1024 }: { delayMs?: number; maxBytes?: number } = {}): { push(line: string): void; flush(): void } {
-  // Room for a batch and the line that completes it; a longer line gets a buffer of its own size.
+  // One buffer takes batch after batch until the next line may not fit: a chunk handed on is a view
+  // of it, never written again, and the chunks a stalled target still holds share their buffers
+  // (a buffer per batch would have held its whole size for each one-line batch of a quiet daemon).
   const room = Math.max(2 * maxBytes, 4096);
   let buf: Buffer | null = null;
+  /** The waiting lines are buf[start, used). */
+  let start = 0;
   let used = 0;
   let timer: NodeJS.Timeout | null = null;
   const flush = () => {
     if (timer) clearTimeout(timer);
     timer = null;
-    if (!buf || !used) return;
-    const chunk = buf.subarray(0, used);
-    // Handed on as it is (the targets keep it until written): the next lines go to a new buffer.
-    buf = null;
-    used = 0;
+    if (!buf || used === start) return;
+    const chunk = buf.subarray(start, used);
+    start = used;
     write(chunk);
   };
   return {
     push(line) {
       // At most three bytes of UTF-8 for each UTF-16 unit.
       const most = line.length * 3;
-      if (buf && used + most > buf.length) flush();
-      buf ??= Buffer.allocUnsafe(Math.max(room, most));
+      if (buf && used + most > buf.length) {
+        flush();
+        buf = null;
+      }
+      if (!buf) {
+        // A line longer than the room gets a buffer of its own size.
+        buf = Buffer.allocUnsafe(Math.max(room, most));
+        start = used = 0;
+      }
       used += buf.write(line, used);
-      if (used >= maxBytes) flush();
+      if (used - start >= maxBytes) flush();
       else timer ??= setTimeout(flush, delayMs);
     },
     flush,

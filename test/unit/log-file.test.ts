@@ -168,4 +168,26 @@ describe('lineBuffer', () => {
     for (const c of chunks) expect(c.at(-1)).toBe(0x0a);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('makes room for a line by its UTF-8 size, not its length: a wide line after a nearly full batch is whole', () => {
+    const chunks: Buffer[] = [];
+    const buf = lineBuffer((c) => chunks.push(c), { delayMs: 1000, maxBytes: 4096 });
+    const lines = [`${'a'.repeat(4094)}\n`, `${'日'.repeat(2000)}\n`, 'b\n'];
+    for (const l of lines) buf.push(l);
+    buf.flush();
+    expect(Buffer.concat(chunks).toString('utf8')).toBe(lines.join(''));
+  });
+
+  it("a quiet daemon's one-line batches share one buffer (what a stalled target holds stays near what it queued)", () => {
+    vi.useFakeTimers();
+    const chunks: Buffer[] = [];
+    const buf = lineBuffer((c) => chunks.push(c), { delayMs: 25 });
+    for (let i = 0; i < 50; i++) {
+      buf.push(`line ${i}\n`);
+      vi.advanceTimersByTime(25);
+    }
+    expect(chunks).toHaveLength(50);
+    expect(new Set(chunks.map((c) => c.buffer)).size).toBe(1);
+    expect(chunks.map((c) => c.toString('utf8'))).toEqual(Array.from({ length: 50 }, (_, i) => `line ${i}\n`));
+  });
 });
