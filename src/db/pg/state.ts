@@ -182,24 +182,16 @@ export class PgState implements DB {
       if (gated(tx)) return settle(tx).then(() => this.send(tx.client, text, params, name, tx, pick));
       return this.send(tx.client, text, params, name, tx, pick);
     }
-    if (this.closed) return Promise.reject(new StateUnavailableError('the state database is closed'));
-    const startedAt = this.opts.outage?.now();
-    return new Promise<R>((resolve, reject) => {
-      this.pool.connect((err, client, release) => {
-        if (err || !client) {
-          const e = this.wrap(err);
-          this.report(e, startedAt);
-          reject(e);
-          return;
-        }
+    return new Promise<R>((resolve, reject) =>
+      this.connect(reject, (client) =>
         this.statement(client, text, params, name, undefined, (e, r) => {
           // A connection that could not answer is never reused.
-          release(e !== null && isStateOutage(e));
+          client.release(e !== null && isStateOutage(e));
           if (e) reject(e);
           else resolve(pick ? pick(r!) : (r as R));
-        });
-      });
-    });
+        }),
+      ),
+    );
   }
 
   /**
@@ -313,16 +305,23 @@ export class PgState implements DB {
 
   /** A connection from the pool, within the wait bound. */
   private acquire(): Promise<pg.PoolClient> {
-    if (this.closed) return Promise.reject(new StateUnavailableError('the state database is closed'));
+    return new Promise((resolve, reject) => this.connect(reject, resolve));
+  }
+
+  /**
+   * A connection from the pool, within the wait bound, handed to `then`; `fail` is told why not
+   * (the pool closed, the server unreachable: reported to the outage log). Callbacks, not a
+   * promise: the statement path of query() takes a connection for each statement.
+   */
+  private connect(fail: (err: Error) => void, then: (client: pg.PoolClient) => void): void {
+    if (this.closed) return fail(new StateUnavailableError('the state database is closed'));
     const startedAt = this.opts.outage?.now();
-    return new Promise((resolve, reject) => {
-      this.pool.connect((err, client) => {
-        if (err || !client) {
-          const e = this.wrap(err);
-          this.report(e, startedAt);
-          reject(e);
-        } else resolve(client);
-      });
+    this.pool.connect((err, client) => {
+      if (err || !client) {
+        const e = this.wrap(err);
+        this.report(e, startedAt);
+        fail(e);
+      } else then(client);
     });
   }
 
