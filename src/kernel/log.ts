@@ -58,11 +58,12 @@ function formatLine(time: string, level: Level, msg: string, fields?: Record<str
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 const jsonString = (s: string): string => (PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
 
+/** A number as JSON writes it (one that is not finite as null). */
+const jsonNumber = (v: number): string => (Number.isFinite(v) ? String(v) : 'null');
+
 /** A request's line: formatLine's text for info('request', { id, method, path, status, ms }). */
 function requestLine(time: string, id: string, method: string, path: string, status: number, ms: number): string {
-  // JSON writes a number that is not finite as null.
-  const n = (v: number) => (Number.isFinite(v) ? String(v) : 'null');
-  return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(id)},"method":${jsonString(method)},"path":${jsonString(path)},"status":${n(status)},"ms":${n(ms)}}`;
+  return `{"time":"${time}","level":"info","msg":"request","id":${jsonString(id)},"method":${jsonString(method)},"path":${jsonString(path)},"status":${jsonNumber(status)},"ms":${jsonNumber(ms)}}`;
 }
 
 /** A line as it always was written. */
@@ -77,7 +78,8 @@ export function createLogger(write: (line: string) => void, min: Level = 'info')
     if (ORDER[level] < ORDER[min]) return;
     write(formatLine(lineTime(), level, msg, fields) + '\n');
   };
-  const info = !(ORDER.info < ORDER[min]);
+  // emit()'s test for an info line, made once.
+  const info = ORDER.info >= ORDER[min];
   return {
     debug: (m, f) => emit('debug', m, f),
     info: (m, f) => emit('info', m, f),

@@ -33,7 +33,6 @@ export function gitEnv(extra?: Record<string, string>): NodeJS.ProcessEnv {
   if (!gitEnvCache) {
     gitEnvCache = { GIT_TERMINAL_PROMPT: '0' };
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) gitEnvCache[k] = v;
-    gitEnvCache.GIT_TERMINAL_PROMPT = '0';
   }
   return extra ? { ...gitEnvCache, ...extra } : gitEnvCache;
 }
