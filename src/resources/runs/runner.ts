@@ -6,7 +6,6 @@ import { errorFields } from '../../kernel/log.js';
 import { systemClock } from '../../lib/clock.js';
 import { reapRecorded } from '../../lib/reap.js';
 import { nowIso } from '../../lib/time.js';
-import type { Runtime } from '../agents/runtime.js';
 import { listAgents } from '../agents/service.js';
 import { noteSpend } from '../budgets/service.js';
 import { endPause } from '../providers/service.js';
@@ -15,8 +14,8 @@ import { Holds } from './holds.js';
 import type { RunKeys } from './keys.js';
 import { KILL_GRACE_MS, LiveRun, type RunContext } from './live-run.js';
 import { DispatchGate } from './dispatch-gate.js';
-import type { BinaryLookup } from './drivers/detect.js';
 import { dispatchTask, findRuntime, queueRun, type RunnerHandle } from './service.js';
+import { RuntimeLookups } from './runtime-lookups.js';
 import { SparePool } from './spares.js';
 import * as store from './store.js';
 import * as git from './workspace.js';
@@ -37,9 +36,6 @@ const MB_PER_RUN = 400;
 // system/presence.ts does), and one daemon's fake clock in a test cannot silence another process.
 /** Worktrees of done tasks are looked for this often (and at start). */
 const CLEAN_EVERY_MS = 3_600_000;
-/** A runtime's executable, once found, is looked up again after this long. */
-const RUNTIME_KEPT_MS = 60_000;
-const runtimeKey = (runtime: Pick<Runtime, 'kind' | 'command'>): string => `${runtime.kind}\0${runtime.command ?? ''}`;
 /** Queued runs looked at per pass. */
 const PASS_BATCH = 50;
 /**
@@ -81,8 +77,8 @@ export class Runner implements RunnerHandle {
   /** Tasks and agents to look at on the next dispatch pass (coalesced: many events, one pass). */
   private readonly toDispatch = new Set<string>();
   private readonly agentsToSweep = new Set<string>();
-  private readonly available = new Map<string, { found: BinaryLookup; at: number }>();
-  private readonly looking = new Map<string, Promise<BinaryLookup>>();
+  /** Where the runtimes' executables were last found (runtime-lookups.ts). */
+  private readonly runtimes: RuntimeLookups;
 
   /** What each run needs of this runner. */
   private readonly context: RunContext;
@@ -91,7 +87,8 @@ export class Runner implements RunnerHandle {
     private readonly app: App,
     private readonly o: RunnerOptions,
   ) {
-    this.context = { runnerId: o.id, gitRoot: false, url: o.url, keys: o.keys, config: () => this.config, spares: null, turn: this.gate.turn, runtimePath: this.runtimePath };
+    this.runtimes = new RuntimeLookups(app, () => this.kick());
+    this.context = { runnerId: o.id, gitRoot: false, url: o.url, keys: o.keys, config: () => this.config, spares: null, turn: this.gate.turn, runtimePath: this.runtimes.path };
   }
 
   get id(): string {
@@ -182,42 +179,6 @@ export class Runner implements RunnerHandle {
       if (r.path !== null) out.push({ kind, path: r.path, version: null });
     }
     return [...out, { kind: 'command', path: '', version: null }];
-  }
-
-  /**
-   * Whether this daemon can run `runtime` (its executable is here), as last looked up: lookups are
-   * asynchronous and kept a minute, so the queue's pass never waits on the disk. Unknown yet: false
-   * for now, and the queue is looked at again once it is known.
-   */
-  private canRun(runtime: Runtime): boolean {
-    const known = this.available.get(runtimeKey(runtime));
-    if (known && this.app.clock.now() - known.at < RUNTIME_KEPT_MS) return known.found.path !== null;
-    void this.lookUp(runtime).finally(() => this.kick());
-    return known ? known.found.path !== null : false;
-  }
-
-  /**
-   * The runtime's executable for a run about to start: a lookup that found it less than a minute
-   * ago, or a new one. (Each lookup is a few file system calls, each a turn of the event loop on
-   * the dispatch's path; one that vanished since fails the spawn, which says so.)
-   */
-  private readonly runtimePath = (runtime: Runtime): Promise<BinaryLookup> => {
-    const known = this.available.get(runtimeKey(runtime));
-    if (known && known.found.path !== null && this.app.clock.now() - known.at < RUNTIME_KEPT_MS) return Promise.resolve(known.found);
-    return this.lookUp(runtime);
-  };
-
-  private lookUp(runtime: Runtime): Promise<BinaryLookup> {
-    const key = runtimeKey(runtime);
-    let p = this.looking.get(key);
-    if (!p) {
-      p = findRuntime(this.app, runtime)
-        .catch((err: unknown): BinaryLookup => ({ path: null, looked: [], error: (err as Error).message }))
-        .then((found) => (this.available.set(key, { found, at: this.app.clock.now() }), found))
-        .finally(() => this.looking.delete(key));
-      this.looking.set(key, p);
-    }
-    return p;
   }
 
   // --- hearing events: what may have become ready, what may have freed a slot
@@ -422,7 +383,7 @@ export class Runner implements RunnerHandle {
     const runtime = agent?.runtime ?? null;
     if (runtime?.runners?.length && !runtime.runners.some((l) => this.config.labels.includes(l))) return;
     // On a shared state a runner without the agent's CLI leaves its runs to one that has it.
-    if (runtime && this.o.shared && !this.canRun(runtime)) return;
+    if (runtime && this.o.shared && !this.runtimes.canRun(runtime)) return;
     // Its provider paused by a usage limit, or a budget of its scope spent: it waits (the wake timer knows until when).
     if (runtime && (await holds.blocking(run.agent))) return;
     let leaseId: string | null = null;
