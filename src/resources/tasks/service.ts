@@ -31,7 +31,7 @@ export async function requireTask(app: App, id: string): Promise<Task> {
  * waits. One step after the statement's promise, no async function around it (the read hot path).
  */
 export function readTask(app: App, id: string): Promise<Task> {
-  return store.readTask(app.db, id).then((task) => {
+  return store.getTask(app.db, id).then((task) => {
     if (!task) throw new AppError('not_found', `Task "${id}" not found.`);
     return task;
   });

@@ -78,17 +78,14 @@ const GET_ONE = {
 };
 
 type OneRow = Row & { deps: string };
-const oneTask = (r: OneRow | undefined): Task | null => (r ? toTask(r, JSON.parse(r.deps) as string[]) : null);
+const oneTask = (row: unknown): Task | null => {
+  const r = row as OneRow | undefined;
+  return r ? toTask(r, JSON.parse(r.deps) as string[]) : null;
+};
 
-export async function getTask(db: DB, id: string): Promise<Task | null> {
-  return oneTask((await stmt(db, GET_ONE).get(id)) as OneRow | undefined);
-}
-
-const firstTask = (rows: unknown[]): Task | null => oneTask(rows[0] as OneRow | undefined);
-
-/** getTask for a route: the statement's promise and one step after it, no async function around it (the read hot path). */
-export function readTask(db: DB, id: string): Promise<Task | null> {
-  return stmt(db, GET_ONE).all(id).then(firstTask);
+/** A task, or null: the statement's promise and one step after it, no async function around it (the read hot path). */
+export function getTask(db: DB, id: string): Promise<Task | null> {
+  return stmt(db, GET_ONE).get(id).then(oneTask);
 }
 
 export interface ListFilter {
