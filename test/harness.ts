@@ -179,7 +179,6 @@ export function rawRequest(
   });
 }
 
-/** Polls `check` until it returns true (for things that happen asynchronously, like a config reload). */
 /**
  * Waits for `check` to hold, trying every 20 ms; a check that throws counts as not yet (a page
  * element not there). The error names `what` and the last exception, so a failure says what it waited for.
