@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pgDdl, toPostgres } from '../../src/db/pg/translate.js';
+import { literal, pgDdl, toPostgres } from '../../src/db/pg/translate.js';
 
 describe('toPostgres', () => {
   it.each([
@@ -32,5 +32,21 @@ describe('pgDdl', () => {
 
   it('changes only whole upper-case type words', () => {
     expect(pgDdl('CREATE TABLE t (text TEXT, integers INTEGER, context TEXT)')).toBe('CREATE TABLE t (text TEXT COLLATE "C", integers BIGINT, context TEXT COLLATE "C")');
+  });
+});
+
+describe('literal', () => {
+  it.each([
+    { name: 'plain text in quotes', value: 'hello', pg: "'hello'" },
+    { name: 'a quote doubled', value: "it's", pg: "'it''s'" },
+    { name: 'a backslash: the E form, backslashes doubled (the same with standard_conforming_strings on or off)', value: 'a\\b', pg: "E'a\\\\b'" },
+    { name: 'a quote and a backslash together', value: "\\'", pg: "E'\\\\'''" },
+    { name: 'placeholders and comment marks as they are', value: '$1 ? -- /*', pg: "'$1 ? -- /*'" },
+    { name: 'unicode as it is', value: 'ü 🎉', pg: "'ü 🎉'" },
+  ])('$name', ({ value, pg }) => {
+    expect(literal(value)).toBe(pg);
+  });
+  it('refuses a NUL, which PostgreSQL text cannot hold', () => {
+    expect(() => literal('a\0b')).toThrow(/NUL/);
   });
 });

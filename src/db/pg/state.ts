@@ -67,6 +67,19 @@ interface Tx extends Gated {
   notify: Map<string, string>;
   /** The connection broke under it: it goes back to the pool destroyed. */
   broken: boolean;
+  /** What goes out with its COMMIT, in the same round trip (beforeCommit). */
+  final: FinalStatement | null;
+}
+
+/**
+ * A statement sent with a transaction's COMMIT, in one round trip: asked for its text once the
+ * transaction's barrier work is over (null: nothing to send), and given its rows once it committed.
+ * Its values are literals in the text (db/pg/translate.ts `literal`): a simple query of several
+ * statements takes no parameters.
+ */
+export interface FinalStatement {
+  text(): string | null;
+  took(rows: Record<string, unknown>[]): void;
 }
 
 /** What a caller takes of a statement's answer: its rows, its first row, or what it changed. */
@@ -161,6 +174,18 @@ export class PgState implements DB {
     await this.query(sql, undefined);
   }
 
+  /**
+   * The current transaction's COMMIT goes out with `final`'s statement before it, in one round trip
+   * (the event log's last events: the counter row they lock is then held only while the server
+   * runs them and commits). One per transaction.
+   */
+  beforeCommit(final: FinalStatement): void {
+    const tx = this.als.getStore();
+    if (!tx?.open || tx.depth === 0) throw new Error('beforeCommit outside a transaction');
+    if (tx.final && tx.final !== final) throw new Error('a transaction has one final statement');
+    tx.final = final;
+  }
+
   /** The current transaction's commit notifies `channel` (LISTEN/NOTIFY: heard only if it commits). */
   notifyAtCommit(channel: string, payload: string): void {
     const tx = this.als.getStore();
@@ -204,15 +229,17 @@ export class PgState implements DB {
     // In a session, on its connection.
     const pinned = cur?.open ? cur.client : null;
     const client = pinned ?? (await this.acquire());
-    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [] };
+    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [], final: null };
     this.pending++;
     try {
       await this.send(client, 'BEGIN', undefined, undefined, tx);
       const result = await this.als.run(tx, fn);
       await settle(tx);
+      const last = tx.final?.text() ?? null;
       const notices = [...tx.notify].map(([c, p]) => `NOTIFY ${c}, '${p}'; `).join('');
       tx.open = false;
-      await this.send(client, `${notices}COMMIT`, undefined, undefined, tx);
+      const rows = await this.send(client, `${last === null ? '' : `${last}; `}${notices}COMMIT`, undefined, undefined, tx, ROWS);
+      if (last !== null) tx.final!.took(rows as Record<string, unknown>[]);
       runAfter(tx);
       return result;
     } catch (err) {
@@ -237,7 +264,7 @@ export class PgState implements DB {
   async session<T>(fn: () => Promise<T>): Promise<T> {
     if (this.inTransaction) throw new Error('a session inside a transaction');
     const client = await this.acquire();
-    const s: Tx = { client, depth: 0, open: true, notify: new Map(), broken: false, gate: null, after: [] };
+    const s: Tx = { client, depth: 0, open: true, notify: new Map(), broken: false, gate: null, after: [], final: null };
     try {
       return await this.als.run(s, fn);
     } finally {
@@ -272,7 +299,7 @@ export class PgState implements DB {
   async snapshot<T>(fn: () => Promise<T>): Promise<T> {
     if (this.inTransaction) throw new Error('snapshot inside a transaction');
     const client = await this.acquire();
-    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [] };
+    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [], final: null };
     try {
       await this.send(client, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', undefined, undefined, tx);
       return await this.als.run(tx, fn);
@@ -359,7 +386,9 @@ export class PgState implements DB {
         return;
       }
       this.opts.outage?.succeeded(startedAt);
-      done(null, { rows: r!.rows as Record<string, unknown>[], rowCount: r!.rowCount ?? 0 });
+      // Several statements in one text answer one result each: the first is the one asked for.
+      const first = Array.isArray(r) ? (r[0] as pg.QueryResult) : r!;
+      done(null, { rows: first.rows as Record<string, unknown>[], rowCount: first.rowCount ?? 0 });
     };
     if (params === undefined) client.query(text, answered);
     else client.query(name ? { name, text, values: params } : { text, values: params }, answered);

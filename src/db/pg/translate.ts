@@ -72,3 +72,14 @@ export function pgDdl(sql: string): string {
     .replace(/\bTEXT\b/g, 'TEXT COLLATE "C"')
     .replace(/\)\s*WITHOUT ROWID/g, ')');
 }
+
+/**
+ * A string as a PostgreSQL literal, for text sent without parameters (a statement that goes out
+ * with the COMMIT). Quotes doubled; with a backslash, the E'' form with backslashes doubled, which
+ * reads the same whatever standard_conforming_strings says. A NUL cannot be in PostgreSQL text.
+ */
+export function literal(s: string): string {
+  if (s.includes('\0')) throw new Error('a PostgreSQL text value cannot hold a NUL character');
+  const quoted = s.replaceAll("'", "''");
+  return s.includes('\\') ? `E'${quoted.replaceAll('\\', '\\\\')}'` : `'${quoted}'`;
+}
