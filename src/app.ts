@@ -82,6 +82,12 @@ export interface ResourceServer {
    * the event-id counter is held from there to the commit, every other writer waiting (EventLogOptions.readAhead).
    */
   readAhead?(app: App): Promise<unknown>;
+  /**
+   * Whether the sink would do nothing at all for `e` (no row, no event), given what its readAhead
+   * answered. Only when every sink says so may a write's events go with its COMMIT on PostgreSQL
+   * (EventLogOptions.quiet); a sink without it is never taken to be quiet.
+   */
+  quiet?(app: App, e: StoredEvent, ahead?: unknown): boolean;
   /** Retention steps: each deletes at most `batch` rows past their limits and returns how many went. */
   prune?: readonly { name: string; run(app: App, batch: number): number | Promise<number> }[];
   /** The secrets it holds now, for scrubbing foreign text (read at each call, never cached). */

@@ -29,14 +29,12 @@ const INSERT_TASK = {
   text: `INSERT INTO tasks (id, title, description, assign_to, mission_id, status, priority, labels, max_retries, side_effects, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
 };
-// src/events/outbox.ts INSERT_EVENT: the event id from the meta counter, whose row lock orders commits.
-const INSERT_EVENT = {
-  name: 'insert_event',
-  text: `WITH n AS (
+// src/events/outbox.ts insertEventsAtCommit: the event id from the meta counter, whose row lock
+// orders commits; sent with the COMMIT when no sink has anything to do for the event.
+const insertEventAtCommit = (c, name, data, at) => `WITH n AS (
       INSERT INTO meta (key, value) VALUES ('lastEventId', '1')
-      ON CONFLICT (key) DO UPDATE SET value = (CAST(meta.value AS BIGINT) + 1)::text RETURNING CAST(value AS BIGINT) AS id)
-    INSERT INTO events (id, name, data, created_at) SELECT id, $1, $2, $3 FROM n RETURNING id`,
-};
+      ON CONFLICT (key) DO UPDATE SET value = (CAST(meta.value AS BIGINT) + 1)::text RETURNING CAST(value AS BIGINT) AS last)
+    INSERT INTO events (id, name, data, created_at) SELECT n.last - 1 + v.ord, v.name, v.data, v.at FROM n, (VALUES (1, ${c.escapeLiteral(name)}, ${c.escapeLiteral(data)}, ${c.escapeLiteral(at)})) AS v(ord, name, data, at) RETURNING id`;
 // The webhook fan-out runs in the emitting transaction, its subscriptions read before the event
 // takes the counter (src/events/outbox.ts readAhead); with no webhooks it finds none.
 const WEBHOOKS = { name: 'webhooks', text: 'SELECT id, events FROM webhooks WHERE enabled = 1' };
@@ -52,10 +50,11 @@ async function create(b) {
     const labels = [...new Set(b.labels ?? [])];
     const { rows } = await c.query({ ...INSERT_TASK, values: [id, b.title, b.description ?? null, null, null, 'pending', b.priority ?? 'normal', JSON.stringify(labels), 3, 0, now, now] });
     const data = { taskId: id, title: b.title, status: 'pending', assignTo: null, missionId: null };
+    // No webhook receives it, so the event goes with the COMMIT, its values literals in the text.
     await c.query(WEBHOOKS);
-    await c.query({ ...INSERT_EVENT, values: ['task:created', JSON.stringify(data), new Date().toISOString()] });
+    const at = new Date().toISOString();
     // svc names its writer in the payload so that a daemon skips its own notifications.
-    await c.query(`NOTIFY svc_events, '${WRITER}'; COMMIT`);
+    await c.query(`${insertEventAtCommit(c, 'task:created', JSON.stringify(data), at)}; NOTIFY svc_events, '${WRITER}'; COMMIT`);
     // A new task has no dependencies.
     rows[0].deps = '[]';
     return toTask(rows[0]);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { isPostgres, stmt, type DB, type Sql } from '../db/open.js';
 import { PgStateError } from '../db/pg/errors.js';
+import type { FinalStatement } from '../db/pg/state.js';
+import { literal } from '../db/pg/translate.js';
 import { lastEventId } from '../db/transfer.js';
 import type { Clock } from '../lib/clock.js';
 import { ScopedStorage } from '../lib/scoped-storage.js';
@@ -41,6 +43,12 @@ export interface EventLogOptions {
    * waits for it: what the sink reads here (the webhooks' subscriptions) is read outside that wait.
    */
   readAhead?: () => Promise<unknown>;
+  /**
+   * Whether the sink would do nothing at all for `event`, given what readAhead answered: no row to
+   * write, nothing to emit. On PostgreSQL a write whose events are all such waits to write them
+   * until its COMMIT and sends them with it, in one round trip.
+   */
+  quiet?: (event: StoredEvent, ahead: unknown) => boolean;
   /** The newest event id already written (lastEventId): listeners hear what comes after it. Default 0 (a new state). */
   lastId?: number;
 }
@@ -56,6 +64,10 @@ interface Pending {
   writing: boolean;
   /** False once the write is over: a callback scheduled inside it and run later is outside it. */
   open: boolean;
+  /** What readAhead answered, until the first event is written with it. */
+  ahead: { value: unknown } | null;
+  /** Its events are written as they come (flush(), a savepoint), never kept for the COMMIT. */
+  force: boolean;
 }
 
 interface Row {
@@ -82,6 +94,16 @@ const INSERT_EVENT: Sql = {
       ON CONFLICT (key) DO UPDATE SET value = (CAST(meta.value AS BIGINT) + 1)::text RETURNING CAST(value AS BIGINT) AS id)
     INSERT INTO events (id, name, data, created_at) SELECT id, $1, $2, $3 FROM n RETURNING id`,
 };
+
+/**
+ * `count` events written with the COMMIT (PostgreSQL): their ids taken from the counter at once,
+ * in the order of the VALUES, whose literals follow.
+ */
+const insertEventsAtCommit = (count: number, values: string): string =>
+  `WITH n AS (
+      INSERT INTO meta (key, value) VALUES ('lastEventId', '${count}')
+      ON CONFLICT (key) DO UPDATE SET value = (CAST(meta.value AS BIGINT) + ${count})::text RETURNING CAST(value AS BIGINT) AS last)
+    INSERT INTO events (id, name, data, created_at) SELECT n.last - ${count} + v.ord, v.name, v.data, v.at FROM n, (VALUES ${values}) AS v(ord, name, data, at) RETURNING id`;
 
 /** The PostgreSQL channel on which a daemon tells the others it committed events. */
 export const EVENTS_CHANNEL = 'svc_events';
@@ -110,6 +132,8 @@ export class EventLog {
   private readonly listeners = new Set<Listener>();
   private readonly sink: EmitSink | undefined;
   private readonly readAhead: (() => Promise<unknown>) | undefined;
+  /** Set on PostgreSQL only: SQLite has no round trip to save. */
+  private readonly quiet: ((event: StoredEvent, ahead: unknown) => boolean) | undefined;
   private readonly clock: Pick<Clock, 'now'>;
   /** The newest id the listeners have heard. */
   private heard: number;
@@ -125,6 +149,7 @@ export class EventLog {
     this.clock = opts.clock;
     this.sink = opts.sink;
     this.readAhead = opts.readAhead;
+    this.quiet = isPostgres(db) && opts.sink && opts.readAhead ? opts.quiet : undefined;
     this.heard = opts.lastId ?? 0;
   }
 
@@ -144,8 +169,16 @@ export class EventLog {
       const mark = outer.events.length;
       try {
         // A savepoint, over once its events are written: a sink that fails on them fails this
-        // write (which the caller may catch), not the outer one.
-        return await this.db.transaction(fn);
+        // write (which the caller may catch), not the outer one. So none waits for the COMMIT.
+        return await this.db.transaction(
+          this.quiet
+            ? async () => {
+                const r = await fn();
+                await this.flush();
+                return r;
+              }
+            : fn,
+        );
       } catch (err) {
         // Events of a rolled-back savepoint must not be published.
         outer.events.length = mark;
@@ -165,12 +198,20 @@ export class EventLog {
   }
 
   private async writeOnce<T>(fn: () => Promise<T>): Promise<T> {
-    const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false };
+    const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false, ahead: null, force: false };
     let result: T;
     try {
       result = await this.db.transaction(async () =>
         this.als.run(p, async () => {
           const r = await fn();
+          if (this.quiet && p.written < p.events.length) {
+            // The writing under way first (it reads the subscriptions ahead). What is still
+            // unwritten then goes with the COMMIT only if every sink is quiet for it; an event
+            // emitted as the writing ended, a moment too late for it, is written now.
+            await this.db.barrier(async () => undefined);
+            while (p.written < p.events.length && !this.keptForCommit(p)) await this.flush();
+            if (p.written < p.events.length && isPostgres(this.db)) this.db.beforeCommit(this.atCommit(p));
+          }
           // The other daemons on the shared state hear of the commit (only if it commits).
           if (p.events.length && isPostgres(this.db)) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
           // Right after the commit, before another can begin on SQLite: listeners hear in commit order.
@@ -195,8 +236,44 @@ export class EventLog {
   async flush(): Promise<void> {
     const p = this.als.getStore();
     if (!p?.open) throw new Error('flush outside a write() transaction');
-    // Queued after the writes under way: over when they are.
-    await this.db.barrier(async () => undefined);
+    // Nothing of this write waits for its COMMIT from now on.
+    p.force = true;
+    do {
+      // Events kept for the COMMIT by a writing that ended before this call are written now.
+      if (!p.writing && p.written < p.events.length) {
+        p.writing = true;
+        void this.db.barrier(() => this.writePending(p));
+      }
+      // Queued after the writes under way: over when they are (sinks included).
+      await this.db.barrier(async () => undefined);
+    } while (p.written < p.events.length);
+  }
+
+  /** The unwritten events of `p` may wait for its COMMIT: none written yet, and every sink quiet for each. */
+  private keptForCommit(p: Pending): boolean {
+    const quiet = this.quiet;
+    if (!quiet || p.force || p.written !== 0 || !p.ahead) return false;
+    const ahead = p.ahead.value;
+    return p.events.every((e) => quiet(e, ahead));
+  }
+
+  /** The events `p` kept for its COMMIT, as the statement that goes with it; their ids once it committed. */
+  private atCommit(p: Pending): FinalStatement {
+    let kept: StoredEvent[] = [];
+    return {
+      text: () => {
+        kept = p.events.slice(p.written);
+        if (!kept.length) return null;
+        const values = kept.map((e, i) => `(${i + 1}, ${literal(e.name)}, ${literal(JSON.stringify(e.data))}, ${literal(e.timestamp)})`).join(', ');
+        return insertEventsAtCommit(kept.length, values);
+      },
+      took: (rows) => {
+        const ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+        // Committed either way; without their ids the listeners catch up from the table (committed()).
+        if (ids.length === kept.length) kept.forEach((e, i) => (e.id = ids[i]!));
+        p.written += kept.length;
+      },
+    };
   }
 
   /** Writes the queue, in order, until it is empty (what is emitted meanwhile included). */
@@ -210,8 +287,15 @@ export class EventLog {
 
   private async writeQueue(p: Pending): Promise<void> {
     while (p.written < p.events.length) {
-      // Before the counter is taken: nothing of this write holds it yet.
-      const ahead = p.written === 0 && this.sink && this.readAhead ? await this.readAhead() : undefined;
+      let ahead: unknown;
+      if (p.written === 0 && this.sink && this.readAhead) {
+        // Before the counter is taken: nothing of this write holds it yet.
+        p.ahead ??= { value: await this.readAhead() };
+        if (this.keptForCommit(p)) return;
+        ahead = p.ahead.value;
+        // Read again for a first event that follows one a savepoint rolled back.
+        p.ahead = null;
+      }
       const e = p.events[p.written]!;
       const info = await stmt(this.db, INSERT_EVENT).run(e.name, JSON.stringify(e.data), e.timestamp);
       e.id = Number(info.lastInsertRowid);

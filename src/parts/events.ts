@@ -14,6 +14,7 @@ export const eventsPart: Part<DaemonContext> = {
     const { db, clock } = ctx;
     const servers = ctx.resources.map((r) => r.server).filter((s) => s.sink);
     const aheadOf = servers.map((s) => s.readAhead);
+    const quietOf = servers.map((s) => s.quiet);
     // `app` exists before anything can write an event (the vault's opening writes none).
     ctx.events = await EventLog.open(db, {
       clock,
@@ -22,6 +23,12 @@ export const eventsPart: Part<DaemonContext> = {
         for (let i = 0; i < servers.length; i++) await servers[i]!.sink!(ctx.app, e, read?.[i]);
       },
       readAhead: aheadOf.some(Boolean) ? () => Promise.all(aheadOf.map((f) => f?.(ctx.app))) : undefined,
+      quiet: quietOf.every(Boolean)
+        ? (e, ahead) => {
+            const read = ahead as unknown[] | undefined;
+            return quietOf.every((q, i) => q!(ctx.app, e, read?.[i]));
+          }
+        : undefined,
     });
     ctx.streams = new SseHub(ctx.events, clock, { ...DEFAULT_SSE_LIMITS, ...ctx.opts.sse });
     // A revoked run key ends the event streams opened with it.

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { attentionOf, type TaskLookup } from '../../src/resources/notify/attention.js';
+import { attentionOf, needsNobody, type TaskLookup } from '../../src/resources/notify/attention.js';
+import type { App } from '../../src/app.js';
+import type { StoredEvent } from '../../src/events/outbox.js';
 import { noteOf } from '../../src/resources/notify/command.js';
 import { commandLine, defaultNotifier, notifierCommand } from '../../src/cli/desktop.js';
 
@@ -152,5 +154,21 @@ describe('noteOf', () => {
     expect(noteOf(delivery({ event: 'webhook:test', data: {} }), 'http://h')).toMatchObject({ title: 'svc notify works' });
     expect(noteOf(delivery({ event: 'task:created', data: {} }), 'http://h')).toBeNull();
     expect(noteOf(delivery('not json'), 'http://h')).toBeNull();
+  });
+});
+
+describe('needsNobody (the event log may send the event with its COMMIT)', () => {
+  const app = {} as App;
+  const ev = (name: string, data: Record<string, unknown>) => ({ id: 0, name, data, timestamp: '' }) as StoredEvent;
+  it('is false for every event that can need a person, whatever its task turns out to be', () => {
+    expect(needsNobody(app, ev('approval:requested', { approvalId: 'a', title: 't' }))).toBe(false);
+    expect(needsNobody(app, ev('task:transition', { taskId: TASK, from: 'in_progress', to: 'failed' }))).toBe(false);
+    expect(needsNobody(app, ev('budget:exceeded', { agent: 'alice' }))).toBe(false);
+    expect(needsNobody(app, ev('runner:paused', { provider: 'anthropic' }))).toBe(false);
+  });
+  it('is true for the others', () => {
+    expect(needsNobody(app, ev('task:created', { taskId: TASK, title: 't', status: 'pending', assignTo: null, missionId: null }))).toBe(true);
+    expect(needsNobody(app, ev('task:transition', { taskId: TASK, from: 'in_progress', to: 'review' }))).toBe(true);
+    expect(needsNobody(app, ev('attention:needed', { reason: 'failed' }))).toBe(true);
   });
 });

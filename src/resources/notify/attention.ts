@@ -126,6 +126,17 @@ export function attentionOf(e: Pick<StoredEvent, 'id' | 'data'> & { name: string
   return null;
 }
 
+/** A task with no retries left: what makes a failure need a person. */
+const SPENT: ReturnType<TaskLookup> = { title: '', retries: 0, maxRetries: 0, assignTo: null, result: null };
+
+/**
+ * raiseAttention has nothing to do for `e` (the event log's quiet, notify's server.ts): no
+ * attention:needed follows it even if the task it names had no retries left.
+ */
+export function needsNobody(_app: App, e: StoredEvent): boolean {
+  return attentionOf(e, () => SPENT) === null;
+}
+
 /** The event log's sink calls this for every event it writes, inside that event's transaction. */
 export async function raiseAttention(app: App, e: StoredEvent): Promise<void> {
   // The one task a failure concerns, read here in the event's transaction, as the move left it.

@@ -1,7 +1,7 @@
 import { serviceKey, type ResourceServer } from '../../app.js';
 import { webhookRoutes } from './routes.js';
 import { DeliveryDetailOut, DeliveryOut, RecoverOut, RotateOut, WebhookCreated, WebhookOut } from './schema.js';
-import { enqueueDeliveries, pruneDeliveries, subscriptions, webhookSecrets, WEBHOOKS } from './service.js';
+import { enqueueDeliveries, noDeliveries, pruneDeliveries, subscriptions, webhookSecrets, WEBHOOKS } from './service.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
 
 /** The worker's seams a test passes to startDaemon (a resolver, a jitter source); provided by the daemon. */
@@ -29,6 +29,7 @@ export const server: ResourceServer = {
   parts: [{ name: 'webhook deliveries', start: ({ app }) => app.services.get(WORKER).start() }],
   sink: enqueueDeliveries,
   readAhead: subscriptions,
+  quiet: noDeliveries,
   prune: [{ name: 'webhook deliveries', run: pruneDeliveries }],
   secrets: webhookSecrets,
 };

@@ -216,6 +216,28 @@ export async function subscriptions(app: App): Promise<store.Subscription[]> {
   return await store.enabledWebhooks(app.db);
 }
 
+/** Which subscriptions get a delivery of `e`: webhook:test goes to the webhook it names, anything else to those whose patterns match. */
+function receiverOf(app: App, e: StoredEvent): (h: store.Subscription) => boolean {
+  if (e.name === 'webhook:test') {
+    const target = e.data.webhookId;
+    return (h) => h.id === target;
+  }
+  const matchers = app.services.get(WEBHOOKS).matchers;
+  return (h) => matcherOf(matchers, h.events)(e.name);
+}
+
+/**
+ * The sink has nothing to do for `e` (this resource's server.ts): none of the subscriptions read
+ * ahead receives it. Without them (not read) it cannot say so.
+ */
+export function noDeliveries(app: App, e: StoredEvent, ahead?: unknown): boolean {
+  const hooks = ahead as store.Subscription[] | undefined;
+  if (!hooks) return false;
+  if (!hooks.length) return true;
+  const receives = receiverOf(app, e);
+  return !hooks.some(receives);
+}
+
 /**
  * The EventLog sink (this resource's server.ts): writes one pending delivery per enabled webhook whose
  * patterns match, in the event's own transaction, so an acknowledged change always has its
@@ -225,14 +247,13 @@ export async function subscriptions(app: App): Promise<store.Subscription[]> {
 export async function enqueueDeliveries(app: App, e: StoredEvent, ahead?: unknown): Promise<void> {
   const hooks = (ahead as store.Subscription[] | undefined) ?? (await store.enabledWebhooks(app.db));
   if (!hooks.length) return;
-  const target = e.name === 'webhook:test' ? (e.data.webhookId as string) : null;
-  const matchers = app.services.get(WEBHOOKS).matchers;
+  const receives = receiverOf(app, e);
   let body: string | undefined;
   const now = nowIso(app.clock);
   const due = app.clock.now();
   const runtime = app.services.get(WEBHOOKS);
   for (const h of hooks) {
-    if (target !== null ? h.id !== target : !matcherOf(matchers, h.events)(e.name)) continue;
+    if (!receives(h)) continue;
     body ??= JSON.stringify({ event: e.name, data: e.data, timestamp: e.timestamp });
     if (!(await store.insertEventDelivery(app.db, { id: uuidv7(), webhookId: h.id, eventId: e.id, event: e.name, body, redeliveryOf: null, dueAt: due, now }, h.events))) continue;
     // The worker looks on the next turn of the event loop, after this transaction has committed

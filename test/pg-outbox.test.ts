@@ -1,0 +1,165 @@
+import pg from 'pg';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { openPostgresState } from '../src/db/open.js';
+import type { PgState } from '../src/db/pg/state.js';
+import { EventLog, type StoredEvent } from '../src/events/outbox.js';
+import { systemClock } from '../src/lib/clock.js';
+import { STATE_MIGRATIONS } from '../src/state-schema.js';
+import { freshStateDatabase } from './state-pg.js';
+
+// The event log on PostgreSQL (src/events/outbox.ts): events no sink has anything to do for are
+// sent with the write's COMMIT, in one round trip, so the event-id counter row is locked only
+// while the server runs them; any other event is written the moment it is emitted, as before.
+// "Locked" is seen from another session: SELECT ... FOR UPDATE NOWAIT on the counter row.
+
+const noPg = inject('pgUrl') === '';
+const cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+});
+
+interface Setup {
+  db: PgState;
+  log: EventLog;
+  heard: StoredEvent[];
+  sunk: { name: string; id: number; ahead: unknown }[];
+  /** True when another session can take the counter row now. */
+  counterFree(): Promise<boolean>;
+  other: pg.Client;
+}
+
+/** A state database with its schema, a log whose sink is quiet for the names in `quietFor`, and another session. */
+async function setup(o: { quietFor?: string[]; statementTimeoutMs?: number; beforeOpen?: (c: pg.Client) => Promise<void> } = {}): Promise<Setup> {
+  const url = await freshStateDatabase();
+  const other = new pg.Client(url);
+  await other.connect();
+  cleanup.push(() => other.end());
+  await o.beforeOpen?.(other);
+  const db = await openPostgresState({ url, statementTimeoutMs: o.statementTimeoutMs ?? 5_000 }, STATE_MIGRATIONS);
+  cleanup.push(() => db.close());
+  const quietFor = new Set(o.quietFor ?? []);
+  const sunk: Setup['sunk'] = [];
+  const log = new EventLog(db, {
+    clock: systemClock,
+    readAhead: async () => 'read ahead',
+    sink: (e, ahead) => void sunk.push({ name: e.name, id: e.id, ahead }),
+    quiet: (e, ahead) => ahead === 'read ahead' && quietFor.has(e.name),
+  });
+  const heard: StoredEvent[] = [];
+  log.subscribe((e) => heard.push(e));
+  // The counter row exists from the first event on.
+  await log.write(async () => void log.emit('team:created', { name: 'first' }));
+  heard.length = 0;
+  sunk.length = 0;
+  const counterFree = async () => {
+    await other.query('BEGIN');
+    try {
+      await other.query("SELECT value FROM meta WHERE key = 'lastEventId' FOR UPDATE NOWAIT");
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code === '55P03') return false;
+      throw err;
+    } finally {
+      await other.query('ROLLBACK');
+    }
+  };
+  return { db, log, heard, sunk, counterFree, other };
+}
+
+describe.skipIf(noPg)('the event log on PostgreSQL', () => {
+  it('sends events no sink has anything to do for with the COMMIT: the counter stays free until then, and the sink is not called', async () => {
+    const { db, log, heard, sunk, counterFree } = await setup({ quietFor: ['team:created', 'team:renamed'] });
+    const events = await log.write(async () => {
+      const a = log.emit('team:created', { name: 'a' });
+      // A statement after the emit: the event is not in the way of it, and holds nothing yet.
+      await db.prepare('SELECT 1 AS one').get();
+      const b = log.emit('team:renamed', { name: 'b', oldName: 'a' });
+      await db.prepare('SELECT 1 AS one').get();
+      expect(await counterFree()).toBe(true);
+      expect([a.id, b.id]).toEqual([0, 0]);
+      return [a, b];
+    });
+    expect(sunk).toEqual([]);
+    // Their ids once committed, in the order emitted, right after the first write's.
+    expect(events.map((e) => e.id)).toEqual([2, 3]);
+    expect(heard.map((e) => [e.id, e.name])).toEqual([
+      [2, 'team:created'],
+      [3, 'team:renamed'],
+    ]);
+    expect((await log.since(1, 10)).map((e) => [e.id, e.name, e.data])).toEqual([
+      [2, 'team:created', { name: 'a' }],
+      [3, 'team:renamed', { name: 'b', oldName: 'a' }],
+    ]);
+    expect(await log.lastId()).toBe(3);
+  });
+
+  it('writes an event a sink has work for at once, the counter held until the commit, the sink given its id and what was read ahead', async () => {
+    const { log, sunk, counterFree } = await setup({ quietFor: [] });
+    await log.write(async () => {
+      log.emit('team:created', { name: 'a' });
+      await log.flush();
+      expect(await counterFree()).toBe(false);
+    });
+    expect(sunk).toEqual([{ name: 'team:created', id: 2, ahead: 'read ahead' }]);
+    expect(await counterFree()).toBe(true);
+  });
+
+  it('a quiet event, then one with sink work: both written when the second comes, in order, the sink called for each', async () => {
+    const { db, log, heard, sunk } = await setup({ quietFor: ['team:created'] });
+    await log.write(async () => {
+      log.emit('team:created', { name: 'a' });
+      await db.prepare('SELECT 1 AS one').get();
+      log.emit('team:renamed', { name: 'b', oldName: 'a' });
+    });
+    expect(sunk).toEqual([
+      { name: 'team:created', id: 2, ahead: 'read ahead' },
+      { name: 'team:renamed', id: 3, ahead: undefined },
+    ]);
+    expect(heard.map((e) => [e.id, e.name])).toEqual([
+      [2, 'team:created'],
+      [3, 'team:renamed'],
+    ]);
+  });
+
+  it('flush() and a nested write give their events ids before they return (never with the COMMIT)', async () => {
+    const { log, counterFree, heard } = await setup({ quietFor: ['team:created', 'team:renamed'] });
+    await log.write(async () => {
+      const e = log.emit('team:created', { name: 'a' });
+      await log.flush();
+      expect(e.id).toBe(2);
+      expect(await counterFree()).toBe(false);
+    });
+    await log.write(async () => {
+      // A savepoint's events are written before it ends, so a sink failing on them fails it alone.
+      await log.write(async () => void log.emit('team:renamed', { name: 'b', oldName: 'a' }));
+      expect(await counterFree()).toBe(false);
+    });
+    expect(heard.map((e) => e.id)).toEqual([2, 3]);
+  });
+
+  it('values go as literals, intact whatever they hold, with standard_conforming_strings on or off', async () => {
+    const nasty = `it's a "test" \\ \\\\ $1 ? '; DROP TABLE events; -- ü 🎉 \u0001 \\' E'x'`;
+    for (const scs of ['on', 'off']) {
+      const { log, heard } = await setup({
+        quietFor: ['team:created'],
+        beforeOpen: async (c) => void (await c.query(`ALTER DATABASE ${c.database} SET standard_conforming_strings = ${scs}`)),
+      });
+      await log.write(async () => void log.emit('team:created', { name: nasty }));
+      expect(heard.at(-1)!.data).toEqual({ name: nasty });
+      expect((await log.since(1, 10))[0]!.data).toEqual({ name: nasty });
+    }
+  });
+
+  it('a COMMIT that cannot take the counter in time fails the whole write: nothing kept, nothing heard, and the next write goes through', async () => {
+    const { log, heard, other } = await setup({ quietFor: ['team:created'], statementTimeoutMs: 300 });
+    await other.query('BEGIN');
+    await other.query("SELECT value FROM meta WHERE key = 'lastEventId' FOR UPDATE");
+    const err = await log.write(async () => void log.emit('team:created', { name: 'a' })).catch((e: unknown) => e);
+    await other.query('ROLLBACK');
+    expect(err).toBeInstanceOf(Error);
+    expect(heard).toEqual([]);
+    expect(await log.since(1, 10)).toEqual([]);
+    await log.write(async () => void log.emit('team:created', { name: 'b' }));
+    expect(heard.map((e) => [e.id, e.data])).toEqual([[2, { name: 'b' }]]);
+  });
+});
