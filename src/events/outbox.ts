@@ -85,7 +85,8 @@ const toEvent = (r: Row): StoredEvent => ({ id: r.id, name: r.name as EventName,
  * until the transaction ends: transactions that write events take their ids, and commit, one
  * after another, in id order. Services emit after their changes, so only that tail of a
  * transaction (its events, the sink's rows, the commit) waits on other daemons' writes; everything
- * before it runs side by side (docs/events.md, "Event ids").
+ * before it runs side by side (docs/deploy.md, "Events"). When no sink has work for the events,
+ * the tail is one statement sent with the COMMIT (insertEventsAtCommit).
  */
 const INSERT_EVENT: Sql = {
   sqlite: 'INSERT INTO events (name, data, created_at) VALUES (?, ?, ?)',
@@ -119,7 +120,9 @@ const CATCH_UP_BATCH = 1_000;
  * transaction; listeners (the SSE streams) hear of the events only after that transaction has
  * committed, so nobody is told of a change that was rolled back. emit() writes the event at once,
  * as the service goes on; what the service does next in the transaction waits for that write
- * (a barrier, db/barrier.ts), so it sees the event and what the sink wrote for it.
+ * (a barrier, db/barrier.ts), so it sees the event and what the sink wrote for it. On PostgreSQL,
+ * events for which every sink is quiet wait instead and go with the COMMIT, in one round trip.
+ * flush() gives them their ids sooner.
  *
  * Listeners hear every event in id order, once: this log's own right after their commit when
  * nothing precedes them unheard, the rest (and any gap: another transaction of this daemon that
