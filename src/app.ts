@@ -78,8 +78,9 @@ export interface ResourceServer {
    */
   sink?(app: App, e: StoredEvent, ahead?: unknown): void | Promise<void>;
   /**
-   * Reads the sink needs, made once per write before its first event takes an id: on PostgreSQL
-   * the event-id counter is held from there to the commit, every other writer waiting (EventLogOptions.readAhead).
+   * Reads the sink needs, made once per write before its first event takes an id (on PostgreSQL
+   * the event-id counter is then held until the commit, every other writer waiting), and what
+   * `quiet` decides with (EventLogOptions.readAhead).
    */
   readAhead?(app: App): Promise<unknown>;
   /**

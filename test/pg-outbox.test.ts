@@ -29,7 +29,15 @@ interface Setup {
 }
 
 /** A state database with its schema, a log whose sink is quiet for the names in `quietFor`, and another session. */
-async function setup(o: { quietFor?: string[]; statementTimeoutMs?: number; beforeOpen?: (c: pg.Client) => Promise<void> } = {}): Promise<Setup> {
+async function setup(
+  o: {
+    quietFor?: string[];
+    statementTimeoutMs?: number;
+    beforeOpen?: (c: pg.Client) => Promise<void>;
+    readAhead?: (db: PgState) => Promise<unknown>;
+    quiet?: (e: StoredEvent, ahead: unknown) => boolean;
+  } = {},
+): Promise<Setup> {
   const url = await freshStateDatabase();
   const other = new pg.Client(url);
   await other.connect();
@@ -41,9 +49,9 @@ async function setup(o: { quietFor?: string[]; statementTimeoutMs?: number; befo
   const sunk: Setup['sunk'] = [];
   const log = new EventLog(db, {
     clock: systemClock,
-    readAhead: async () => 'read ahead',
+    readAhead: o.readAhead ? () => o.readAhead!(db) : async () => 'read ahead',
     sink: (e, ahead) => void sunk.push({ name: e.name, id: e.id, ahead }),
-    quiet: (e, ahead) => ahead === 'read ahead' && quietFor.has(e.name),
+    quiet: o.quiet ?? ((e, ahead) => ahead === 'read ahead' && quietFor.has(e.name)),
   });
   const heard: StoredEvent[] = [];
   log.subscribe((e) => heard.push(e));
@@ -161,5 +169,70 @@ describe.skipIf(noPg)('the event log on PostgreSQL', () => {
     expect(await log.since(1, 10)).toEqual([]);
     await log.write(async () => void log.emit('team:created', { name: 'b' }));
     expect(heard.map((e) => [e.id, e.data])).toEqual([[2, { name: 'b' }]]);
+  });
+
+  // Found in review: events kept for the COMMIT and then written inside a savepoint that rolled
+  // back were lost, and their ids given again. A savepoint now begins after them.
+  it.each([
+    ['flushes', true],
+    ['emits an event the sink has work for', false],
+  ])('events kept for the COMMIT, then a nested write that %s and fails: the kept ones stay, ids run on', async (_what, flushes) => {
+    const { log, heard } = await setup({ quietFor: flushes ? ['team:created', 'team:renamed'] : ['team:created'] });
+    await log.write(async () => {
+      log.emit('team:created', { name: 'A' });
+      await log
+        .write(async () => {
+          log.emit('team:renamed', { name: 'B', oldName: 'A' });
+          if (flushes) await log.flush();
+          throw new Error('refused');
+        })
+        .catch(() => undefined);
+    });
+    await log.write(async () => void log.emit('team:created', { name: 'C' }));
+    const stored = (await log.since(1, 10)).map((e) => [e.id, e.data.name]);
+    expect(stored).toEqual([
+      [2, 'A'],
+      [3, 'C'],
+    ]);
+    expect(heard.map((e) => [e.id, e.data.name])).toEqual(stored);
+  });
+
+  it("events kept for the COMMIT, then a savepoint of the caller's own that writes and rolls back: the kept ones stay", async () => {
+    const { db, log, heard } = await setup({ quietFor: ['team:created'] });
+    await log.write(async () => {
+      log.emit('team:created', { name: 'A' });
+      await db
+        .transaction(async () => {
+          await log.write(async () => void log.emit('team:renamed', { name: 'B', oldName: 'A' }));
+          throw new Error('refused');
+        })
+        .catch(() => undefined);
+    });
+    await log.write(async () => void log.emit('team:created', { name: 'C' }));
+    expect((await log.since(1, 10)).map((e) => [e.id, e.data.name])).toEqual([
+      [2, 'A'],
+      [3, 'C'],
+    ]);
+    expect(heard.map((e) => e.id)).toEqual([2, 3]);
+  });
+
+  it('what a rolled-back savepoint read ahead does not decide the events after it', async () => {
+    const read = async (db: PgState) => ((await db.prepare("SELECT value FROM meta WHERE key = 'probe'").get()) as { value: string } | undefined)?.value ?? null;
+    const { db, log, sunk } = await setup({ readAhead: read, quiet: (_e, ahead) => ahead !== 'on' });
+    await db.prepare("INSERT INTO meta (key, value) VALUES ('probe', 'on')").run();
+    sunk.length = 0;
+    await log.write(async () => {
+      await log
+        .write(async () => {
+          await db.prepare("UPDATE meta SET value = 'off' WHERE key = 'probe'").run();
+          log.emit('team:renamed', { name: 'B', oldName: 'A' });
+          await db.prepare('SELECT 1 AS one').get();
+          throw new Error('refused');
+        })
+        .catch(() => undefined);
+      log.emit('team:created', { name: 'C' });
+    });
+    // The probe is 'on' again: the sink has work for C.
+    expect(sunk.map((x) => [x.name, x.ahead])).toEqual([['team:created', 'on']]);
   });
 });

@@ -38,9 +38,10 @@ export interface EventLogOptions {
   sink?: EmitSink;
   /**
    * Runs once per write(), before its first event takes an id; what it answers reaches the sink
-   * with that first event (later ones get nothing and read for themselves). On PostgreSQL the
-   * write holds the event-id counter from its first event to its commit, and every other writer
-   * waits for it: what the sink reads here (the webhooks' subscriptions) is read outside that wait.
+   * with that first event (later ones get nothing and read for themselves), and `quiet` with every
+   * event kept for the COMMIT. On PostgreSQL the write holds the event-id counter from its first
+   * written event to its commit, and every other writer waits for it: what the sink reads here
+   * (the webhooks' subscriptions) is read outside that wait.
    */
   readAhead?: () => Promise<unknown>;
   /**
@@ -66,8 +67,12 @@ interface Pending {
   open: boolean;
   /** What readAhead answered, until the first event is written with it. */
   ahead: { value: unknown } | null;
-  /** Its events are written as they come (flush(), a savepoint), never kept for the COMMIT. */
+  /** Its events are written as they come (flush(), a write inside another transaction), never kept for the COMMIT. */
   force: boolean;
+  /** How many of `events`, from the first, every sink is known to be quiet for (with `ahead`). */
+  checked: number;
+  /** The statement that sends the kept events with the COMMIT, once some were kept. */
+  final: FinalStatement | null;
 }
 
 interface Row {
@@ -183,9 +188,12 @@ export class EventLog {
             : fn,
         );
       } catch (err) {
-        // Events of a rolled-back savepoint must not be published.
+        // Events of a rolled-back savepoint must not be published (those before it were written
+        // before it began: PgState.savepoint), nor what it read ahead be trusted.
         outer.events.length = mark;
         outer.written = Math.min(outer.written, mark);
+        outer.checked = Math.min(outer.checked, mark);
+        outer.ahead = null;
         throw err;
       }
     }
@@ -201,7 +209,8 @@ export class EventLog {
   }
 
   private async writeOnce<T>(fn: () => Promise<T>): Promise<T> {
-    const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false, ahead: null, force: false };
+    // Inside a transaction of the caller's own, this write is a savepoint: nothing of it waits for a COMMIT it does not own.
+    const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false, ahead: null, force: this.db.inTransaction, checked: 0, final: null };
     let result: T;
     try {
       result = await this.db.transaction(async () =>
@@ -212,8 +221,8 @@ export class EventLog {
             // unwritten then goes with the COMMIT only if every sink is quiet for it; an event
             // emitted as the writing ended, a moment too late for it, is written now.
             await this.db.barrier(async () => undefined);
-            while (p.written < p.events.length && !this.keptForCommit(p)) await this.flush();
-            if (p.written < p.events.length && isPostgres(this.db)) this.db.beforeCommit(this.atCommit(p));
+            while (p.written < p.events.length && !this.keptForCommit(p)) await this.writeKept(p);
+            if (p.written < p.events.length) this.keep(p);
           }
           // The other daemons on the shared state hear of the commit (only if it commits).
           if (p.events.length && isPostgres(this.db)) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
@@ -239,7 +248,11 @@ export class EventLog {
   async flush(): Promise<void> {
     const p = this.als.getStore();
     if (!p?.open) throw new Error('flush outside a write() transaction');
-    // Nothing of this write waits for its COMMIT from now on.
+    await this.writeKept(p);
+  }
+
+  /** Writes what `p` emitted so far, events kept for the COMMIT included; nothing of it is kept from now on. */
+  private async writeKept(p: Pending): Promise<void> {
     p.force = true;
     do {
       // Events kept for the COMMIT by a writing that ended before this call are written now.
@@ -257,13 +270,23 @@ export class EventLog {
     const quiet = this.quiet;
     if (!quiet || p.force || p.written !== 0 || !p.ahead) return false;
     const ahead = p.ahead.value;
-    return p.events.every((e) => quiet(e, ahead));
+    for (; p.checked < p.events.length; p.checked++) if (!quiet(p.events[p.checked]!, ahead)) return false;
+    return true;
+  }
+
+  /** `p` keeps its unwritten events for the COMMIT: its transaction sends them with it (PostgreSQL only). */
+  private keep(p: Pending): void {
+    if (p.final || !isPostgres(this.db)) return;
+    p.final = this.atCommit(p);
+    this.db.beforeCommit(p.final);
   }
 
   /** The events `p` kept for its COMMIT, as the statement that goes with it; their ids once it committed. */
   private atCommit(p: Pending): FinalStatement {
     let kept: StoredEvent[] = [];
     return {
+      // A savepoint must not hold events emitted before it: were it rolled back, they would be gone.
+      beforeSavepoint: () => this.writeKept(p),
       text: () => {
         kept = p.events.slice(p.written);
         if (!kept.length) return null;
@@ -294,7 +317,10 @@ export class EventLog {
       if (p.written === 0 && this.sink && this.readAhead) {
         // Before the counter is taken: nothing of this write holds it yet.
         p.ahead ??= { value: await this.readAhead() };
-        if (this.keptForCommit(p)) return;
+        if (this.keptForCommit(p)) {
+          this.keep(p);
+          return;
+        }
         ahead = p.ahead.value;
         // Read again for a first event that follows one a savepoint rolled back.
         p.ahead = null;

@@ -80,6 +80,8 @@ interface Tx extends Gated {
 export interface FinalStatement {
   text(): string | null;
   took(rows: Record<string, unknown>[]): void;
+  /** Before a savepoint begins: what the statement would send is sent now instead (a rolled-back savepoint would take it along). */
+  beforeSavepoint(): Promise<void>;
 }
 
 /** What a caller takes of a statement's answer: its rows, its first row, or what it changed. */
@@ -135,6 +137,9 @@ export class PgState implements DB {
       connectionTimeoutMillis: Math.max(CONNECT_TIMEOUT_MS, this.waitMs),
       idleTimeoutMillis: 30_000,
       keepAlive: true,
+      // Statements sent with the COMMIT carry their values as literals (translate.ts literal): in
+      // UTF-8, no multibyte character can end in a byte that reads as a quote or a backslash.
+      client_encoding: 'UTF8',
       types,
     });
     // An idle connection that breaks (the server restarted) must never be an unhandled 'error': the pool drops it.
@@ -275,6 +280,7 @@ export class PgState implements DB {
 
   private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
     await settle(tx);
+    await tx.final?.beforeSavepoint();
     const sp = `sp${tx.depth}`;
     await this.send(tx.client, `SAVEPOINT ${sp}`, undefined, undefined, tx);
     tx.depth++;
