@@ -36,6 +36,7 @@ async function setup(
     beforeOpen?: (c: pg.Client) => Promise<void>;
     readAhead?: (db: PgState) => Promise<unknown>;
     quiet?: (e: StoredEvent, ahead: unknown) => boolean;
+    sink?: (db: PgState, e: StoredEvent, log: EventLog) => Promise<void>;
   } = {},
 ): Promise<Setup> {
   const url = await freshStateDatabase();
@@ -50,7 +51,10 @@ async function setup(
   const log = new EventLog(db, {
     clock: systemClock,
     readAhead: o.readAhead ? () => o.readAhead!(db) : async () => 'read ahead',
-    sink: (e, ahead) => void sunk.push({ name: e.name, id: e.id, ahead }),
+    sink: async (e, ahead) => {
+      sunk.push({ name: e.name, id: e.id, ahead });
+      await o.sink?.(db, e, log);
+    },
     quiet: o.quiet ?? ((e, ahead) => ahead === 'read ahead' && quietFor.has(e.name)),
   });
   const heard: StoredEvent[] = [];
@@ -234,5 +238,27 @@ describe.skipIf(noPg)('the event log on PostgreSQL', () => {
     });
     // The probe is 'on' again: the sink has work for C.
     expect(sunk.map((x) => [x.name, x.ahead])).toEqual([['team:created', 'on']]);
+  });
+
+  it.each([
+    ['a savepoint of its own', (db: PgState) => db.transaction(async () => void (await db.prepare('SELECT 1 AS one').get()))],
+    ['a nested write', (db: PgState, log: EventLog) => log.write(async () => void (await db.prepare('SELECT 1 AS one').get()))],
+  ])('a sink that opens %s, after events were kept for the COMMIT, does not wait for itself', async (_what, open) => {
+    const { log, heard } = await setup({
+      quietFor: ['team:created'],
+      sink: async (db, e, log) => {
+        if (e.name === 'team:renamed') await open(db, log);
+      },
+    });
+    await log.write(async () => {
+      log.emit('team:created', { name: 'B' });
+      // Kept: the writing has read ahead and stopped.
+      await new Promise((r) => setTimeout(r, 20));
+      log.emit('team:renamed', { name: 'C', oldName: 'B' });
+    });
+    expect(heard.map((e) => [e.id, e.name])).toEqual([
+      [2, 'team:created'],
+      [3, 'team:renamed'],
+    ]);
   });
 });

@@ -31,6 +31,11 @@ export function gated(tx: Gated): Promise<void> | null {
   return tx.gate !== null && inside.getStore() !== tx ? tx.gate : null;
 }
 
+/** The caller is barrier work of `tx` (what it waits for would wait for it). */
+export function inBarrier(tx: Gated): boolean {
+  return inside.getStore() === tx;
+}
+
 /** Waits until `tx` has no barrier work left (the caller's own excepted); rejects with the work's failure. */
 export async function settle(tx: Gated): Promise<void> {
   for (let g = gated(tx); g; g = gated(tx)) await g;

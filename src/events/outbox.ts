@@ -254,6 +254,9 @@ export class EventLog {
   /** Writes what `p` emitted so far, events kept for the COMMIT included; nothing of it is kept from now on. */
   private async writeKept(p: Pending): Promise<void> {
     p.force = true;
+    // From inside the writing itself (a sink's nested write): it writes what is queued before it
+    // ends, and waiting for it here would wait for ourselves.
+    if (isPostgres(this.db) && this.db.inBarrier) return;
     do {
       // Events kept for the COMMIT by a writing that ended before this call are written now.
       if (!p.writing && p.written < p.events.length) {

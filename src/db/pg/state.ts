@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { monotonic } from '../../lib/clock.js';
 import { ScopedStorage } from '../../lib/scoped-storage.js';
-import { barrier, dropGate, gated, runAfter, settle, type Gated } from '../barrier.js';
+import { barrier, dropGate, gated, inBarrier, runAfter, settle, type Gated } from '../barrier.js';
 import type { DB, RunResult, Stmt } from '../state-db.js';
 import { PgStateError, StateUnavailableError, isStateOutage } from './errors.js';
 import type { OutageReporter } from './outage.js';
@@ -157,6 +157,12 @@ export class PgState implements DB {
     return this.pending > 0;
   }
 
+  /** The caller is barrier work of the transaction open in its async context (db/barrier.ts). */
+  get inBarrier(): boolean {
+    const tx = this.als.getStore();
+    return tx !== undefined && inBarrier(tx);
+  }
+
   /** A transaction of this state is open in the calling async context. */
   get inTransaction(): boolean {
     const tx = this.als.getStore();
@@ -280,7 +286,9 @@ export class PgState implements DB {
 
   private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
     await settle(tx);
-    await tx.final?.beforeSavepoint();
+    // Not from inside barrier work (a sink's savepoint): that work is the writing, and has written
+    // every event before the one it is called for.
+    if (tx.final && !inBarrier(tx)) await tx.final.beforeSavepoint();
     const sp = `sp${tx.depth}`;
     await this.send(tx.client, `SAVEPOINT ${sp}`, undefined, undefined, tx);
     tx.depth++;
