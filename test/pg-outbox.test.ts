@@ -201,23 +201,70 @@ describe.skipIf(noPg)('the event log on PostgreSQL', () => {
     expect(heard.map((e) => [e.id, e.data.name])).toEqual(stored);
   });
 
-  it("events kept for the COMMIT, then a savepoint of the caller's own that writes and rolls back: the kept ones stay", async () => {
+  it("events kept for the COMMIT, then a savepoint of the caller's own that flushes and rolls back: the kept ones stay", async () => {
     const { db, log, heard } = await setup({ quietFor: ['team:created'] });
     await log.write(async () => {
       log.emit('team:created', { name: 'A' });
       await db
         .transaction(async () => {
-          await log.write(async () => void log.emit('team:renamed', { name: 'B', oldName: 'A' }));
+          await log.flush();
           throw new Error('refused');
         })
         .catch(() => undefined);
     });
     await log.write(async () => void log.emit('team:created', { name: 'C' }));
-    expect((await log.since(1, 10)).map((e) => [e.id, e.data.name])).toEqual([
+    const stored = (await log.since(1, 10)).map((e) => [e.id, e.data.name]);
+    expect(stored).toEqual([
       [2, 'A'],
       [3, 'C'],
     ]);
-    expect(heard.map((e) => e.id)).toEqual([2, 3]);
+    expect(heard.map((e) => [e.id, e.data.name])).toEqual(stored);
+  });
+
+  it("a write inside a transaction of the caller's own keeps nothing: its COMMIT is not its own", async () => {
+    const { db, log, heard, counterFree } = await setup({ quietFor: ['team:created'] });
+    await db.transaction(async () => {
+      await log.write(async () => void log.emit('team:created', { name: 'A' }));
+      expect(await counterFree()).toBe(false);
+    });
+    expect(heard.map((e) => [e.id, e.data.name])).toEqual([[2, 'A']]);
+  });
+
+  it("a sink's nested write that rolls back takes its own events only, not the write's next one", async () => {
+    const { log, heard } = await setup({
+      quietFor: [],
+      sink: async (_db, e, log) => {
+        if (e.name !== 'team:renamed') return;
+        await log
+          .write(async () => {
+            log.emit('agent:created', { name: 'x' });
+            throw new Error('refused');
+          })
+          .catch(() => undefined);
+      },
+    });
+    await log.write(async () => {
+      log.emit('team:renamed', { name: 'B', oldName: 'A' });
+      log.emit('team:created', { name: 'C' });
+    });
+    const stored = (await log.since(1, 10)).map((e) => [e.id, e.name]);
+    expect(stored).toEqual([
+      [2, 'team:renamed'],
+      [3, 'team:created'],
+    ]);
+    expect(heard.map((e) => [e.id, e.name])).toEqual(stored);
+  });
+
+  it('flush() from a sink is refused: it would wait for the writing it is part of', async () => {
+    let refused: unknown;
+    const { log } = await setup({
+      quietFor: [],
+      sink: async (_db, _e, log) => {
+        refused = await log.flush().catch((e: unknown) => e);
+      },
+    });
+    await log.write(async () => void log.emit('team:created', { name: 'A' }));
+    expect(String(refused)).toMatch(/flush from a sink/);
   });
 
   it('what a rolled-back savepoint read ahead does not decide the events after it', async () => {
@@ -244,16 +291,16 @@ describe.skipIf(noPg)('the event log on PostgreSQL', () => {
     ['a savepoint of its own', (db: PgState) => db.transaction(async () => void (await db.prepare('SELECT 1 AS one').get()))],
     ['a nested write', (db: PgState, log: EventLog) => log.write(async () => void (await db.prepare('SELECT 1 AS one').get()))],
   ])('a sink that opens %s, after events were kept for the COMMIT, does not wait for itself', async (_what, open) => {
-    const { log, heard } = await setup({
+    const { db, log, heard } = await setup({
       quietFor: ['team:created'],
-      sink: async (db, e, log) => {
-        if (e.name === 'team:renamed') await open(db, log);
+      sink: async (state, e, log) => {
+        if (e.name === 'team:renamed') await open(state, log);
       },
     });
     await log.write(async () => {
       log.emit('team:created', { name: 'B' });
-      // Kept: the writing has read ahead and stopped.
-      await new Promise((r) => setTimeout(r, 20));
+      // A statement waits for the writing: it has read ahead and kept B.
+      await db.prepare('SELECT 1 AS one').get();
       log.emit('team:renamed', { name: 'C', oldName: 'B' });
     });
     expect(heard.map((e) => [e.id, e.name])).toEqual([

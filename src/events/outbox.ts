@@ -174,7 +174,9 @@ export class EventLog {
   async write<T>(fn: () => Promise<T>): Promise<T> {
     const outer = this.als.getStore();
     if (outer?.open && this.db.inTransaction) {
-      const mark = outer.events.length;
+      const before = outer.events.length;
+      // Where its events go: after the event a sink is called for (insertAt), else at the end.
+      const at = outer.insertAt ?? before;
       try {
         // A savepoint, over once its events are written: a sink that fails on them fails this
         // write (which the caller may catch), not the outer one. So none waits for the COMMIT.
@@ -182,7 +184,7 @@ export class EventLog {
           this.quiet
             ? async () => {
                 const r = await fn();
-                await this.flush();
+                await this.writeKept(outer);
                 return r;
               }
             : fn,
@@ -190,9 +192,10 @@ export class EventLog {
       } catch (err) {
         // Events of a rolled-back savepoint must not be published (those before it were written
         // before it began: PgState.savepoint), nor what it read ahead be trusted.
-        outer.events.length = mark;
-        outer.written = Math.min(outer.written, mark);
-        outer.checked = Math.min(outer.checked, mark);
+        outer.events.splice(at, outer.events.length - before);
+        if (outer.insertAt !== null) outer.insertAt = at;
+        outer.written = Math.min(outer.written, at);
+        outer.checked = Math.min(outer.checked, at);
         outer.ahead = null;
         throw err;
       }
@@ -248,13 +251,14 @@ export class EventLog {
   async flush(): Promise<void> {
     const p = this.als.getStore();
     if (!p?.open) throw new Error('flush outside a write() transaction');
+    if (isPostgres(this.db) && this.db.inBarrier) throw new Error("flush from a sink: it would wait for the event log's writing it is part of");
     await this.writeKept(p);
   }
 
   /** Writes what `p` emitted so far, events kept for the COMMIT included; nothing of it is kept from now on. */
   private async writeKept(p: Pending): Promise<void> {
     p.force = true;
-    // From inside the writing itself (a sink's nested write): it writes what is queued before it
+    // From inside the writing itself (a sink's savepoint or nested write): it writes what is queued before it
     // ends, and waiting for it here would wait for ourselves.
     if (isPostgres(this.db) && this.db.inBarrier) return;
     do {

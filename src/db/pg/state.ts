@@ -286,9 +286,7 @@ export class PgState implements DB {
 
   private async savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
     await settle(tx);
-    // Not from inside barrier work (a sink's savepoint): that work is the writing, and has written
-    // every event before the one it is called for.
-    if (tx.final && !inBarrier(tx)) await tx.final.beforeSavepoint();
+    await tx.final?.beforeSavepoint();
     const sp = `sp${tx.depth}`;
     await this.send(tx.client, `SAVEPOINT ${sp}`, undefined, undefined, tx);
     tx.depth++;
