@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from './fake-clock.js';
-import { startTestDaemon, type TestDaemon } from './harness.js';
+import { startTestDaemon, until, type TestDaemon } from './harness.js';
 import { runCase, type ApiCase } from './scenarios.js';
 
 // Timeouts run on this clock: a test moves it past an expiry and reads the outcome, no sleeps.
@@ -626,7 +626,9 @@ describe('timeouts across a restart', () => {
       const laterTask = await taskIn(first, 'review');
       const soon = await request(first, { taskId: soonTask.id, timeoutSeconds: 60, timeoutAction: 'approve' });
       const later = await request(first, { taskId: laterTask.id, timeoutSeconds: 3600 });
-      expect(time.nextAt).toBe(Date.parse(soon.expiresAt));
+      // Armed once the daemon has heard the requests and read what waits: after the commit, so
+      // on PostgreSQL a read of its own that may still be under way when the answer arrives.
+      await until('the timer armed for the first expiry', async () => time.nextAt === Date.parse(soon.expiresAt));
       await first.close();
       // A closed daemon leaves no timer: nothing is left to fire while it is down.
       expect(time.pending).toBe(0);
