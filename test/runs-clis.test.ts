@@ -79,7 +79,11 @@ async function task(d: TestDaemon, title: string, agent: string, maxRetries = 0)
 
 const logOf = async (d: TestDaemon, runId: string) => (await d.api('GET', `/api/v1/runs/${runId}/log?limit=1000`)).body.data as any[];
 
-describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, () => {
+// Each test starts real agent CLIs (a Node program of 200 MB, or a native one) several times and
+// waits for their runs (runOf: 30 s each): on a loaded machine that is more than the default 30 s.
+const AGENT_CLI_TEST_MS = 90_000;
+
+describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, { timeout: AGENT_CLI_TEST_MS }, () => {
   let up: A.ScriptedAnthropic;
   beforeAll(async () => {
     up = await A.startScriptedAnthropic();
@@ -214,7 +218,7 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, ()
   });
 });
 
-describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} as svc approvals (permissionMode ask)`, () => {
+describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} as svc approvals (permissionMode ask)`, { timeout: AGENT_CLI_TEST_MS }, () => {
   let up: A.ScriptedAnthropic;
   beforeAll(async () => {
     up = await A.startScriptedAnthropic();
@@ -343,7 +347,7 @@ describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} a
   });
 });
 
-describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, () => {
+describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, { timeout: AGENT_CLI_TEST_MS }, () => {
   let up: R.ScriptedResponses;
   beforeAll(async () => {
     up = await R.startScriptedResponses();
