@@ -5,7 +5,6 @@
 // A pool of as many connections as svc's state has (POOL_SIZE), each statement awaited on the
 // event loop as svc awaits it, and no lock but the event id counter's row, as in svc: the
 // comparison is of what svc adds around the same statements. Prints {"port":N} when listening.
-import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { bearer, send, taskInput, toTask } from './respond.mjs';
 import pg from 'pg';
@@ -39,8 +38,6 @@ const insertEventAtCommit = (c, name, data, at) => `WITH n AS (
 // takes the counter (src/events/outbox.ts readAhead); with no webhooks it finds none.
 const WEBHOOKS = { name: 'webhooks', text: 'SELECT id, events FROM webhooks WHERE enabled = 1' };
 
-const WRITER = randomUUID();
-
 async function create(b) {
   const c = await db.connect();
   try {
@@ -53,8 +50,8 @@ async function create(b) {
     // No webhook receives it, so the event goes with the COMMIT, its values literals in the text.
     await c.query(WEBHOOKS);
     const at = new Date().toISOString();
-    // svc names its writer in the payload so that a daemon skips its own notifications.
-    await c.query(`${insertEventAtCommit(c, 'task:created', JSON.stringify(data), at)}; NOTIFY svc_events, '${WRITER}'; COMMIT`);
+    // No NOTIFY: a daemon alone on its state does not notify (src/events/fan-out.ts).
+    await c.query(`${insertEventAtCommit(c, 'task:created', JSON.stringify(data), at)}; COMMIT`);
     // A new task has no dependencies.
     rows[0].deps = '[]';
     return toTask(rows[0]);

@@ -1,4 +1,4 @@
-import { listen } from '../db/pg/listen.js';
+import { LISTEN_APPLICATION, listen } from '../db/pg/listen.js';
 import type { OutageReporter } from '../db/pg/outage.js';
 import { guarded, type Logger } from '../kernel/log.js';
 import { EVENTS_CHANNEL, type EventLog } from './outbox.js';
@@ -6,9 +6,29 @@ import { EVENTS_CHANNEL, type EventLog } from './outbox.js';
 // Other daemons' events, on a state they share (PostgreSQL): the server notifies each commit that
 // wrote some, and a poll every second covers a notification lost with a connection. Either way the
 // log reads the table from the last id it published, so every stream hears every event once, in id order.
+//
+// A daemon alone does not notify: the server would wake its own listening session for each commit,
+// to be told what it already published (about a tenth of PostgreSQL's work for a write). So:
+// - a daemon's listening connection, once it holds, says "hello" on the channel and looks in
+//   pg_stat_activity for another daemon's; none there, its commits stop notifying;
+// - a daemon that hears another's hello notifies from then on and, once its commits that did not
+//   notify have ended, answers "here"; whoever hears "here" reads the log, and finds them;
+// - while its commits notify, a daemon looks again every PEERS_CHECK_MS for the others' going;
+// - while its own listening connection is lost, it notifies (it can neither look nor hear a hello).
+// A look that began before a hello came must not turn the notifications off: it may not have seen
+// the newcomer's session. Daemons of a version without hellos listen as 'svc events' too, so they are found.
 
 /** Other daemons' events are looked for at least this often (notifications come sooner). */
 export const SHARED_POLL_MS = 1_000;
+
+/** While its commits notify, a daemon looks this often whether another still listens. */
+export const PEERS_CHECK_MS = 5_000;
+
+const HELLO = 'hello:';
+const HERE = 'here:';
+
+/** Whether another daemon's listening session is on this database (run on this daemon's own). */
+const OTHERS = 'SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()) AS others';
 
 export interface FanOutOptions {
   /** The shared state's URL. */
@@ -21,6 +41,8 @@ export interface FanOutOptions {
   onNotice?: (message: string) => void;
   /** The backup poll's period (default SHARED_POLL_MS); 0 turns it off, leaving LISTEN/NOTIFY alone (tests of that path). */
   pollMs?: number;
+  /** How often a daemon whose commits notify looks for the others' going (default PEERS_CHECK_MS). */
+  peersCheckMs?: number;
 }
 
 export function startFanOut(o: FanOutOptions): { close(): Promise<void> } {
@@ -35,13 +57,48 @@ export function startFanOut(o: FanOutOptions): { close(): Promise<void> } {
       catchUp();
     });
   };
-  // A notification names the log that committed: this daemon's own were published at commit.
-  const feed = listen(o.url, EVENTS_CHANNEL, (writer) => writer !== o.events.writer && soon(), { outage: o.outage, onNotice: o.onNotice });
+  const writer = o.events.writer;
+  /** Hellos heard from other daemons. */
+  let hellos = 0;
+  const say = (word: string) => feed.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, word + writer]);
+  // Another daemon listens: this one's commits notify, and it is told to read once those that did not have ended.
+  const welcome = guarded(o.log, 'answering another daemon', async () => {
+    await o.events.notifyCommits(true);
+    if (!stopped) await say(HERE);
+  });
+  const look = guarded(o.log, 'looking for other daemons', async () => {
+    const seen = hellos;
+    const rows = await feed.query(OTHERS, [LISTEN_APPLICATION]);
+    if (!rows || stopped) return;
+    if (rows[0]?.others === true) {
+      if (!o.events.notifies) welcome();
+    } else if (seen === hellos) await o.events.notifyCommits(false);
+  });
+  const heard = (payload?: string) => {
+    if (payload === undefined) {
+      // Listening (again): what was committed meanwhile is read, and the others learn of this daemon.
+      soon();
+      void say(HELLO).then(look);
+    } else if (payload.startsWith(HELLO)) {
+      if (payload.slice(HELLO.length) === writer) return;
+      hellos++;
+      welcome();
+    } else if (payload.startsWith(HERE)) {
+      if (payload.slice(HERE.length) !== writer) soon();
+    } else if (payload !== writer) soon(); // a commit's: this daemon's own were published at commit
+  };
+  const feed = listen(o.url, EVENTS_CHANNEL, heard, {
+    outage: o.outage,
+    onNotice: o.onNotice,
+    onLost: () => void o.events.notifyCommits(true),
+  });
   const poll = o.pollMs === 0 ? undefined : setInterval(catchUp, o.pollMs ?? SHARED_POLL_MS);
+  const peers = setInterval(() => o.events.notifies && look(), o.peersCheckMs ?? PEERS_CHECK_MS);
   return {
     close: () => {
       stopped = true;
       clearInterval(poll);
+      clearInterval(peers);
       return feed.close();
     },
   };

@@ -149,6 +149,14 @@ export class EventLog {
   private again = false;
   /** Names this log's commits in their notifications, so the daemon does not re-read its own. */
   readonly writer = randomUUID();
+  /**
+   * Whether this log's commits notify the other daemons. On from the start, so that nobody is missed
+   * before the fan-out knows; it turns it off while no other daemon listens (events/fan-out.ts):
+   * each notification would wake the server's session of this daemon's own LISTEN, for nothing.
+   */
+  private notifying = true;
+  /** Commits decided without a notification that have not ended yet. */
+  private readonly unnotified = new Set<Promise<void>>();
 
   constructor(
     private readonly db: DB,
@@ -215,6 +223,7 @@ export class EventLog {
     // Inside a transaction of the caller's own, this write is a savepoint: nothing of it waits for a COMMIT it does not own.
     const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false, ahead: null, force: this.db.inTransaction, checked: 0, final: null };
     let result: T;
+    let silent = null as (() => void) | null;
     try {
       result = await this.db.transaction(async () =>
         this.als.run(p, async () => {
@@ -228,7 +237,10 @@ export class EventLog {
             if (p.written < p.events.length) this.keep(p);
           }
           // The other daemons on the shared state hear of the commit (only if it commits).
-          if (p.events.length && isPostgres(this.db)) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
+          if (p.events.length && isPostgres(this.db)) {
+            if (this.notifying) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
+            else silent = this.silently();
+          }
           // Right after the commit, before another can begin on SQLite: listeners hear in commit order.
           this.db.afterCommit(() => {
             p.open = false;
@@ -239,8 +251,35 @@ export class EventLog {
       );
     } finally {
       p.open = false;
+      silent?.();
     }
     return result;
+  }
+
+  /** Counts the current write among the commits without a notification until the returned function is called (when it ends). */
+  private silently(): () => void {
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    this.unnotified.add(ended);
+    return () => {
+      this.unnotified.delete(ended);
+      end();
+    };
+  }
+
+  /** Whether this log's commits notify the other daemons now. */
+  get notifies(): boolean {
+    return this.notifying;
+  }
+
+  /**
+   * Turns the notifications of this log's commits on (another daemon listens) or off (none does).
+   * Turning them on resolves once every commit decided without one has ended: whatever the other
+   * daemons read after that sees those commits.
+   */
+  async notifyCommits(on: boolean): Promise<void> {
+    this.notifying = on;
+    if (on) while (this.unnotified.size) await Promise.all(this.unnotified);
   }
 
   /**

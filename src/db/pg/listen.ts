@@ -8,7 +8,12 @@ import type { OutageReporter } from './outage.js';
 
 const RETRY_MS = 1_000;
 
+/** The listening connections' application_name: how a daemon finds the others' in pg_stat_activity. */
+export const LISTEN_APPLICATION = 'svc events';
+
 export interface Listening {
+  /** A statement on the listening connection (its session is the one listening); null while there is none. */
+  query(text: string, values?: unknown[]): Promise<Record<string, unknown>[] | null>;
   close(): Promise<void>;
 }
 
@@ -17,10 +22,14 @@ export interface ListenOptions {
   outage?: OutageReporter;
   /** The server's notices on this connection (logged at debug). */
   onNotice?: (message: string) => void;
+  /** Told when the connection is lost or cannot be made (then onNotify once LISTEN holds again). */
+  onLost?: () => void;
 }
 
 export function listen(url: string, channel: string, onNotify: (payload?: string) => void, opts: ListenOptions = {}): Listening {
   let client: pg.Client | null = null;
+  /** `client` once LISTEN holds on it. */
+  let listening: pg.Client | null = null;
   let timer: NodeJS.Timeout | null = null;
   let closed = false;
 
@@ -29,6 +38,8 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
     opts.outage?.failed(err, startedAt);
     const c = client;
     client = null;
+    listening = null;
+    opts.onLost?.();
     c?.end().catch(() => undefined);
     timer = setTimeout(() => {
       timer = null;
@@ -39,7 +50,7 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
 
   async function connect(): Promise<void> {
     const startedAt = opts.outage?.now();
-    const c = new pg.Client({ connectionString: url, application_name: 'svc events', keepAlive: true });
+    const c = new pg.Client({ connectionString: url, application_name: LISTEN_APPLICATION, keepAlive: true });
     client = c;
     // For the client's whole life: a connection lost between notifications is an outage, never an
     // unhandled 'error'. A client already given up on (its end comes late) retries nothing.
@@ -53,6 +64,7 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
       await c.query(`LISTEN ${channel}`);
       if (closed) await c.end();
       else {
+        listening = c;
         opts.outage?.succeeded(startedAt);
         onNotify();
       }
@@ -63,8 +75,18 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
 
   void connect();
   return {
+    async query(text, values) {
+      const c = listening;
+      if (!c) return null;
+      // A lost connection is retried by its own 'error' and 'end' handlers; here it is only no answer.
+      return await c.query(text, values).then(
+        (r) => r.rows as Record<string, unknown>[],
+        () => null,
+      );
+    },
     async close() {
       closed = true;
+      listening = null;
       if (timer) clearTimeout(timer);
       const c = client;
       client = null;

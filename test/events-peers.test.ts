@@ -1,0 +1,165 @@
+import pg from 'pg';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { openPostgresState } from '../src/db/open.js';
+import type { PgState } from '../src/db/pg/state.js';
+import { startFanOut } from '../src/events/fan-out.js';
+import { EVENTS_CHANNEL, EventLog, type StoredEvent } from '../src/events/outbox.js';
+import { createLogger } from '../src/kernel/log.js';
+import { systemClock } from '../src/lib/clock.js';
+import { STATE_MIGRATIONS } from '../src/state-schema.js';
+import { until } from './harness.js';
+import { freshStateDatabase } from './state-pg.js';
+
+// Daemons on one PostgreSQL state notify their commits only while another daemon listens
+// (src/events/fan-out.ts): a daemon alone would have the server wake its own listening session at
+// every commit for nothing. Each "daemon" here is what the fan-out works with: a state, an event
+// log and the fan-out itself, the backup poll off, so a notification is the only way an event
+// crosses. A client of the test's own listens on the channel too (not as 'svc events', so no daemon
+// counts it) and sees what is notified; a notification of its own, once heard, tells that whatever
+// was notified before it has arrived (the server delivers them in commit order).
+
+const noPg = inject('pgUrl') === '';
+const cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+});
+
+interface Daemon {
+  db: PgState;
+  log: EventLog;
+  heard: StoredEvent[];
+  errors: string[];
+  close(): Promise<void>;
+  write(name: string): Promise<void>;
+}
+
+async function daemon(url: string, peersCheckMs = 100): Promise<Daemon> {
+  const db = await openPostgresState({ url, statementTimeoutMs: 5_000 }, STATE_MIGRATIONS);
+  const log = await EventLog.open(db, { clock: systemClock });
+  const heard: StoredEvent[] = [];
+  log.subscribe((e) => heard.push(e));
+  const errors: string[] = [];
+  const fanOut = startFanOut({ url, events: log, log: createLogger((l) => errors.push(l), 'error'), pollMs: 0, peersCheckMs });
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await fanOut.close();
+    await db.close();
+  };
+  cleanup.push(close);
+  return { db, log, heard, errors, close, write: (name) => log.write(async () => void log.emit('team:created', { name })) };
+}
+
+/** The test's own listener: every payload on the channel, in order. */
+async function watch(url: string) {
+  const c = new pg.Client({ connectionString: url, application_name: 'events-peers test' });
+  await c.connect();
+  cleanup.push(() => c.end());
+  const payloads: string[] = [];
+  c.on('notification', (n) => payloads.push(n.payload ?? ''));
+  await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+  let n = 0;
+  return {
+    payloads,
+    client: c,
+    /** What was notified up to now (the server delivers in commit order: all of it is in once the mark is). */
+    async upToNow(): Promise<string[]> {
+      const mark = `mark:${++n}`;
+      await c.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, mark]);
+      await until(`the test's mark ${mark}`, async () => payloads.includes(mark));
+      return payloads.slice(0, payloads.indexOf(mark));
+    },
+  };
+}
+
+const names = (d: Daemon) => d.heard.map((e) => (e.data as { name: string }).name);
+
+describe.skipIf(noPg)('which commits notify the other daemons', () => {
+  it('a daemon alone stops notifying once it has looked for others: its commits wake no session, its own listeners still hear them', async () => {
+    const url = await freshStateDatabase();
+    const w = await watch(url);
+    const a = await daemon(url);
+    // On from the start: nobody is missed before the daemon knows.
+    expect(a.log.notifies).toBe(true);
+    await until('A to find itself alone', async () => !a.log.notifies);
+    await a.write('alone');
+    expect(names(a)).toEqual(['alone']);
+    const seen = await w.upToNow();
+    expect(seen).toContain(`hello:${a.log.writer}`);
+    expect(seen).not.toContain(a.log.writer);
+    expect(a.errors).toEqual([]);
+  });
+
+  it("a newcomer's hello turns the notifications back on: the newcomer hears each commit from then on", async () => {
+    const url = await freshStateDatabase();
+    const w = await watch(url);
+    const a = await daemon(url);
+    await until('A to find itself alone', async () => !a.log.notifies);
+    const b = await daemon(url);
+    await until("A to hear B's hello", async () => a.log.notifies);
+    await a.write('after hello');
+    await until('B to hear the write', async () => names(b).includes('after hello'));
+    // B found A when it looked, so B's commits notify too, and A hears them.
+    await until('B to look', async () => (await w.upToNow()).includes(`hello:${b.log.writer}`));
+    expect(b.log.notifies).toBe(true);
+    await b.write('from b');
+    await until('A to hear B', async () => names(a).includes('from b'));
+    expect((await w.upToNow()).filter((p) => p === a.log.writer || p === b.log.writer)).toEqual([a.log.writer, b.log.writer]);
+    expect([...a.errors, ...b.errors]).toEqual([]);
+  });
+
+  it("a commit that did not notify and is still under way when a hello comes is read by the newcomer once it ends: the 'here' waits for it", async () => {
+    const url = await freshStateDatabase();
+    const w = await watch(url);
+    const a = await daemon(url);
+    await a.write('first'); // the counter row exists
+    await until('A to find itself alone', async () => !a.log.notifies);
+    // The test holds the event counter: A's next write decides not to notify, then waits on it.
+    const holder = new pg.Client(url);
+    await holder.connect();
+    cleanup.push(() => holder.end());
+    await holder.query('BEGIN');
+    await holder.query("SELECT value FROM meta WHERE key = 'lastEventId' FOR UPDATE");
+    const writing = a.write('held');
+    await until("A's write to wait on the counter", async () => {
+      const r = await a.db.prepare("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'svc state' AND wait_event_type = 'Lock'").get();
+      return Number((r as { n: number }).n) > 0;
+    });
+    const b = await daemon(url);
+    await until("A to hear B's hello", async () => a.log.notifies);
+    // A answers only once the write that did not notify has ended.
+    const before = await w.upToNow();
+    expect(before).toContain(`hello:${b.log.writer}`);
+    expect(before).not.toContain(`here:${a.log.writer}`);
+    expect(names(b)).toEqual([]);
+    await holder.query('COMMIT');
+    await writing;
+    // Nothing notifies that commit, and B's poll is off: only the 'here' that follows it makes B read it.
+    await until('B to hear the held write', async () => names(b).includes('held'));
+    const after = (await w.upToNow()).slice(before.length + 1);
+    expect(after).toEqual([`here:${a.log.writer}`]);
+    expect(names(b)).toEqual(['held']);
+  });
+
+  it('the one left turns its notifications off at its next look once the other has gone', async () => {
+    const url = await freshStateDatabase();
+    const a = await daemon(url);
+    const b = await daemon(url);
+    await until('both to look', async () => a.log.notifies && b.log.notifies);
+    await b.close();
+    await until('A to find itself alone again', async () => !a.log.notifies);
+  });
+
+  it('a daemon whose listening connection is lost notifies until it listens and looks again', async () => {
+    const url = await freshStateDatabase();
+    const w = await watch(url);
+    const a = await daemon(url);
+    await until('A to find itself alone', async () => !a.log.notifies);
+    await w.client.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc events'");
+    await until('A to notify while it cannot look', async () => a.log.notifies);
+    // Its connection is made again after a second; it says hello again and looks.
+    await until('A to listen again', async () => (await w.upToNow()).filter((p) => p === `hello:${a.log.writer}`).length === 2);
+    await until('A to find itself alone again', async () => !a.log.notifies);
+  });
+});
