@@ -27,6 +27,8 @@ afterEach(async () => {
 interface Daemon {
   db: PgState;
   log: EventLog;
+  /** Looks in pg_stat_activity that were answered. */
+  looks(): number;
   heard: StoredEvent[];
   errors: string[];
   close(): Promise<void>;
@@ -48,7 +50,7 @@ async function daemon(url: string, peersCheckMs = 100): Promise<Daemon> {
     await db.close();
   };
   cleanup.push(close);
-  return { db, log, heard, errors, close, write: (name) => log.write(async () => void log.emit('team:created', { name })) };
+  return { db, log, heard, errors, close, looks: fanOut.looks, write: (name) => log.write(async () => void log.emit('team:created', { name })) };
 }
 
 /** The test's own listener: every payload on the channel, in order. */
@@ -101,7 +103,7 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
     await a.write('after hello');
     await until('B to hear the write', async () => names(b).includes('after hello'));
     // B found A when it looked, so B's commits notify too, and A hears them.
-    await until('B to look', async () => (await w.upToNow()).includes(`hello:${b.log.writer}`));
+    await until('B to look', async () => b.looks() > 0);
     expect(b.log.notifies).toBe(true);
     await b.write('from b');
     await until('A to hear B', async () => names(a).includes('from b'));
@@ -123,7 +125,7 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
     await holder.query("SELECT value FROM meta WHERE key = 'lastEventId' FOR UPDATE");
     const writing = a.write('held');
     await until("A's write to wait on the counter", async () => {
-      const r = await a.db.prepare("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'svc state' AND wait_event_type = 'Lock'").get();
+      const r = await a.db.prepare("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc state' AND wait_event_type = 'Lock'").get();
       return Number((r as { n: number }).n) > 0;
     });
     const b = await daemon(url);
@@ -145,10 +147,78 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
   it('the one left turns its notifications off at its next look once the other has gone', async () => {
     const url = await freshStateDatabase();
     const a = await daemon(url);
+    await until('A to find itself alone', async () => !a.log.notifies);
     const b = await daemon(url);
-    await until('both to look', async () => a.log.notifies && b.log.notifies);
+    await until("A to hear B's hello", async () => a.log.notifies);
     await b.close();
     await until('A to find itself alone again', async () => !a.log.notifies);
+  });
+
+  it('a daemon that does not notify still looks, and finds a daemon that says no hello (an older version)', async () => {
+    const url = await freshStateDatabase();
+    const w = await watch(url);
+    const a = await daemon(url);
+    await until('A to find itself alone', async () => !a.log.notifies);
+    const old = new pg.Client({ connectionString: url, application_name: 'svc events' });
+    await old.connect();
+    cleanup.push(() => old.end());
+    await old.query(`LISTEN ${EVENTS_CHANNEL}`);
+    await until('A to find the older daemon', async () => a.log.notifies);
+    // And tells it to read what it wrote without notifying.
+    await until("A's 'here'", async () => (await w.upToNow()).includes(`here:${a.log.writer}`));
+  });
+
+  it("a write inside a transaction of the caller's own notifies even when alone: its end is a savepoint, before the commit", async () => {
+    const url = await freshStateDatabase();
+    const w = await watch(url);
+    const a = await daemon(url);
+    await until('A to find itself alone', async () => !a.log.notifies);
+    await a.db.transaction(async () => {
+      await a.write('inside');
+      await a.db.prepare('SELECT 1 AS one').get();
+    });
+    expect(await w.upToNow()).toContain(a.log.writer);
+  });
+
+  it('an application_name in the state URL does not hide a daemon from the others', async () => {
+    const url = new URL(await freshStateDatabase());
+    url.searchParams.set('application_name', 'mine');
+    const w = await watch(url.toString());
+    const a = await daemon(url.toString());
+    await until('A to listen', async () => (await w.upToNow()).includes(`hello:${a.log.writer}`));
+    const r = await w.client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc events'");
+    expect(r.rows[0].n).toBe(1);
+  });
+
+  it('a daemon whose listening connection comes back says hello only once its commits that did not notify have ended', async () => {
+    const url = await freshStateDatabase();
+    const w = await watch(url);
+    const a = await daemon(url);
+    await a.write('first'); // the counter row exists
+    await until('A to find itself alone', async () => !a.log.notifies);
+    const holder = new pg.Client(url);
+    await holder.connect();
+    cleanup.push(() => holder.end());
+    await holder.query('BEGIN');
+    await holder.query("SELECT value FROM meta WHERE key = 'lastEventId' FOR UPDATE");
+    const writing = a.write('held');
+    await until("A's write to wait on the counter", async () => {
+      const r = await w.client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc state' AND wait_event_type = 'Lock'");
+      return r.rows[0].n > 0;
+    });
+    const gone = (await w.client.query("SELECT pg_terminate_backend(pid), pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc events'")).rows[0].pid;
+    await until('A to listen again', async () => {
+      const r = await w.client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc events' AND state = 'idle' AND pid <> $1", [gone]);
+      return r.rows[0].n > 0;
+    });
+    // Listening again, but its hello waits for the held write: a reader told now would not find it.
+    // (Without that wait the hello follows the LISTEN within milliseconds; this gives it 300.)
+    await new Promise((r) => setTimeout(r, 300));
+    const hellos = async () => (await w.upToNow()).filter((p) => p === `hello:${a.log.writer}`).length;
+    expect(await hellos()).toBe(1);
+    await holder.query('COMMIT');
+    await writing;
+    await until('the second hello', async () => (await hellos()) === 2);
   });
 
   it('a daemon whose listening connection is lost notifies until it listens and looks again', async () => {

@@ -9,14 +9,16 @@ import { EVENTS_CHANNEL, type EventLog } from './outbox.js';
 //
 // A daemon alone does not notify: the server would wake its own listening session for each commit,
 // to be told what it already published (about a tenth of PostgreSQL's work for a write). So:
-// - a daemon's listening connection, once it holds, says "hello" on the channel and looks in
-//   pg_stat_activity for another daemon's; none there, its commits stop notifying;
-// - a daemon that hears another's hello notifies from then on and, once its commits that did not
-//   notify have ended, answers "here"; whoever hears "here" reads the log, and finds them;
-// - while its commits notify, a daemon looks again every PEERS_CHECK_MS for the others' going;
-// - while its own listening connection is lost, it notifies (it can neither look nor hear a hello).
+// - each daemon looks in pg_stat_activity every PEERS_CHECK_MS for another daemon's listening
+//   session; none there, its commits stop notifying (on from the start: nobody is missed before);
+// - a daemon whose listening connection holds (again) waits until its commits that did not notify
+//   have ended, then says "hello" on the channel: whoever hears it reads the log (and finds them);
+// - a daemon that hears another's hello notifies from then on and, once its own commits that did not
+//   notify have ended, answers "here": whoever hears that reads the log, and finds them;
+// - while its listening connection is lost, a daemon notifies (it can neither look nor hear), and it
+//   says "here" once more as it closes.
 // A look that began before a hello came must not turn the notifications off: it may not have seen
-// the newcomer's session. Daemons of a version without hellos listen as 'svc events' too, so they are found.
+// the newcomer's session. Daemons of a version without hellos listen as 'svc events' too: a look finds them.
 
 /** Other daemons' events are looked for at least this often (notifications come sooner). */
 export const SHARED_POLL_MS = 1_000;
@@ -45,7 +47,7 @@ export interface FanOutOptions {
   peersCheckMs?: number;
 }
 
-export function startFanOut(o: FanOutOptions): { close(): Promise<void> } {
+export function startFanOut(o: FanOutOptions): { looks(): number; close(): Promise<void> } {
   let stopped = false;
   const catchUp = guarded(o.log, "reading other daemons' events", () => (stopped ? undefined : o.events.catchUp()));
   let queued = false;
@@ -60,27 +62,36 @@ export function startFanOut(o: FanOutOptions): { close(): Promise<void> } {
   const writer = o.events.writer;
   /** Hellos heard from other daemons. */
   let hellos = 0;
+  let looked = 0;
   const say = (word: string) => feed.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, word + writer]);
-  // Another daemon listens: this one's commits notify, and it is told to read once those that did not have ended.
-  const welcome = guarded(o.log, 'answering another daemon', async () => {
+  /** Once this daemon's commits that did not notify have ended (new ones notify), the others are told to read. */
+  const tell = async (word: string) => {
     await o.events.notifyCommits(true);
-    if (!stopped) await say(HERE);
-  });
+    await say(word);
+  };
+  const welcome = guarded(o.log, 'answering another daemon', () => tell(HERE));
   const look = guarded(o.log, 'looking for other daemons', async () => {
     const seen = hellos;
     const rows = await feed.query(OTHERS, [LISTEN_APPLICATION]);
     if (!rows || stopped) return;
+    looked++;
     if (rows[0]?.others === true) {
       if (!o.events.notifies) welcome();
     } else if (seen === hellos) await o.events.notifyCommits(false);
   });
+  const announce = guarded(o.log, 'telling other daemons of this one', async () => {
+    await tell(HELLO);
+    look();
+  });
   const heard = (payload?: string) => {
+    if (stopped) return;
     if (payload === undefined) {
       // Listening (again): what was committed meanwhile is read, and the others learn of this daemon.
       soon();
-      void say(HELLO).then(look);
+      announce();
     } else if (payload.startsWith(HELLO)) {
       if (payload.slice(HELLO.length) === writer) return;
+      soon();
       hellos++;
       welcome();
     } else if (payload.startsWith(HERE)) {
@@ -93,13 +104,17 @@ export function startFanOut(o: FanOutOptions): { close(): Promise<void> } {
     onLost: () => void o.events.notifyCommits(true),
   });
   const poll = o.pollMs === 0 ? undefined : setInterval(catchUp, o.pollMs ?? SHARED_POLL_MS);
-  const peers = setInterval(() => o.events.notifies && look(), o.peersCheckMs ?? PEERS_CHECK_MS);
+  const peers = setInterval(look, o.peersCheckMs ?? PEERS_CHECK_MS);
   return {
-    close: () => {
+    /** Looks that were answered (tests wait for one). */
+    looks: () => looked,
+    close: async () => {
       stopped = true;
       clearInterval(poll);
       clearInterval(peers);
-      return feed.close();
+      // Its last commits that did not notify are read by the others.
+      await tell(HERE).catch((err: unknown) => o.log.debug('could not tell other daemons of the last commits', { error: String(err) }));
+      await feed.close();
     },
   };
 }

@@ -224,6 +224,7 @@ export class EventLog {
     const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false, ahead: null, force: this.db.inTransaction, checked: 0, final: null };
     let result: T;
     let silent = null as (() => void) | null;
+    const inOwn = p.force;
     try {
       result = await this.db.transaction(async () =>
         this.als.run(p, async () => {
@@ -238,7 +239,8 @@ export class EventLog {
           }
           // The other daemons on the shared state hear of the commit (only if it commits).
           if (p.events.length && isPostgres(this.db)) {
-            if (this.notifying) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
+            // Inside a transaction of the caller's own, this write ends at a savepoint, before the commit that shows it.
+            if (this.notifying || inOwn) this.db.notifyAtCommit(EVENTS_CHANNEL, this.writer);
             else silent = this.silently();
           }
           // Right after the commit, before another can begin on SQLite: listeners hear in commit order.

@@ -11,8 +11,15 @@ const RETRY_MS = 1_000;
 /** The listening connections' application_name: how a daemon finds the others' in pg_stat_activity. */
 export const LISTEN_APPLICATION = 'svc events';
 
+/** A statement on the listening connection unanswered this long means the connection is gone (half-open): it is made again. */
+export const QUERY_WAIT_MS = 5_000;
+
 export interface Listening {
-  /** A statement on the listening connection (its session is the one listening); null while there is none. */
+  /**
+   * A statement on the listening connection (its session is the one listening): its rows, or null
+   * when there is no connection or it was lost meanwhile (then made again: onLost, onNotify). A
+   * statement the server refuses throws.
+   */
   query(text: string, values?: unknown[]): Promise<Record<string, unknown>[] | null>;
   close(): Promise<void>;
 }
@@ -27,6 +34,8 @@ export interface ListenOptions {
 }
 
 export function listen(url: string, channel: string, onNotify: (payload?: string) => void, opts: ListenOptions = {}): Listening {
+  // pg lets the URL's application_name win over the option, and the daemons find each other by it.
+  const named = withoutApplicationName(url);
   let client: pg.Client | null = null;
   /** `client` once LISTEN holds on it. */
   let listening: pg.Client | null = null;
@@ -50,7 +59,7 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
 
   async function connect(): Promise<void> {
     const startedAt = opts.outage?.now();
-    const c = new pg.Client({ connectionString: url, application_name: LISTEN_APPLICATION, keepAlive: true });
+    const c = new pg.Client({ connectionString: named, application_name: LISTEN_APPLICATION, keepAlive: true });
     client = c;
     // For the client's whole life: a connection lost between notifications is an outage, never an
     // unhandled 'error'. A client already given up on (its end comes late) retries nothing.
@@ -78,11 +87,20 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
     async query(text, values) {
       const c = listening;
       if (!c) return null;
-      // A lost connection is retried by its own 'error' and 'end' handlers; here it is only no answer.
-      return await c.query(text, values).then(
-        (r) => r.rows as Record<string, unknown>[],
-        () => null,
-      );
+      let late = false;
+      const wait = setTimeout(() => {
+        late = true;
+        cut(c);
+      }, QUERY_WAIT_MS);
+      try {
+        return (await c.query(text, values)).rows as Record<string, unknown>[];
+      } catch (err) {
+        // A lost connection is retried by its own 'error' and 'end' handlers: here it is only no answer.
+        if (late || listening !== c) return null;
+        throw err;
+      } finally {
+        clearTimeout(wait);
+      }
     },
     async close() {
       closed = true;
@@ -92,9 +110,26 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
       client = null;
       if (!c) return;
       // A connection gone silent never answers the goodbye: a second at most, then cut.
-      const cut = setTimeout(() => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy(), 1_000);
+      const goodbye = setTimeout(() => cut(c), 1_000);
       await c.end().catch(() => undefined);
-      clearTimeout(cut);
+      clearTimeout(goodbye);
     },
   };
+}
+
+/** Ends a connection that will not answer: its 'error' or 'end' follows (and, while listening, a retry). */
+function cut(c: pg.Client): void {
+  (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+/** `url` without an application_name parameter (an unparseable one as it is: pg will say what is wrong with it). */
+function withoutApplicationName(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.searchParams.has('application_name')) return url;
+    u.searchParams.delete('application_name');
+    return u.toString();
+  } catch {
+    return url;
+  }
 }
