@@ -155,8 +155,11 @@ export class EventLog {
    * each notification would wake the server's session of this daemon's own LISTEN, for nothing.
    */
   private notifying = true;
-  /** Commits decided without a notification that have not ended yet. */
-  private readonly unnotified = new Set<Promise<void>>();
+  /** Commits decided without a notification that have not ended yet, by number (no promise each: they are every write of a daemon alone). */
+  private readonly unnotified = new Set<number>();
+  private silentCount = 0;
+  /** notifyCommits(true) calls waiting for the silent commits numbered up to `upTo` to end. */
+  private drains: { upTo: number; done: () => void }[] = [];
 
   constructor(
     private readonly db: DB,
@@ -260,13 +263,21 @@ export class EventLog {
 
   /** Counts the current write among the commits without a notification until the returned function is called (when it ends). */
   private silently(): () => void {
-    let end!: () => void;
-    const ended = new Promise<void>((resolve) => (end = resolve));
-    this.unnotified.add(ended);
+    const n = ++this.silentCount;
+    this.unnotified.add(n);
     return () => {
-      this.unnotified.delete(ended);
-      end();
+      this.unnotified.delete(n);
+      if (this.drains.length) this.drained();
     };
+  }
+
+  /** Ends the waits whose silent commits have all ended. */
+  private drained(): void {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const n of this.unnotified) oldest = Math.min(oldest, n);
+    const still = this.drains.filter((d) => d.upTo >= oldest);
+    for (const d of this.drains) if (d.upTo < oldest) d.done();
+    this.drains = still;
   }
 
   /** Whether this log's commits notify the other daemons now. */
@@ -281,7 +292,11 @@ export class EventLog {
    */
   async notifyCommits(on: boolean): Promise<void> {
     this.notifying = on;
-    if (on) while (this.unnotified.size) await Promise.all(this.unnotified);
+    if (!on || !this.unnotified.size) return;
+    // The silent commits decided so far: those decided later (were it turned off again meanwhile) are not waited for.
+    await new Promise<void>((done) => {
+      this.drains.push({ upTo: this.silentCount, done });
+    });
   }
 
   /**
