@@ -26,6 +26,9 @@ export const SHARED_POLL_MS = 1_000;
 /** While its commits notify, a daemon looks this often whether another still listens. */
 export const PEERS_CHECK_MS = 5_000;
 
+/** How long a closing daemon waits to tell the others of its last commits. */
+const CLOSE_TELL_MS = 1_000;
+
 const HELLO = 'hello:';
 const HERE = 'here:';
 
@@ -112,8 +115,12 @@ export function startFanOut(o: FanOutOptions): { looks(): number; close(): Promi
       stopped = true;
       clearInterval(poll);
       clearInterval(peers);
-      // Its last commits that did not notify are read by the others.
-      await tell(HERE).catch((err: unknown) => o.log.debug('could not tell other daemons of the last commits', { error: String(err) }));
+      // Its last commits that did not notify are read by the others: at once, or by their poll
+      // (a commit stuck on a server that stopped answering must not hold the shutdown up).
+      let timer: NodeJS.Timeout | undefined;
+      const told = tell(HERE).catch((err: unknown) => o.log.debug('could not tell other daemons of the last commits', { error: String(err) }));
+      await Promise.race([told, new Promise<void>((r) => (timer = setTimeout(r, CLOSE_TELL_MS)))]);
+      clearTimeout(timer);
       await feed.close();
     },
   };
