@@ -77,6 +77,26 @@ async function watch(url: string) {
 
 const names = (d: Daemon) => d.heard.map((e) => (e.data as { name: string }).name);
 
+/**
+ * A alone and not notifying, writing "held" while the test holds the event counter: the write has
+ * decided not to notify and waits on the counter until `release()`.
+ */
+async function heldSilentWrite(url: string, a: Daemon, w: Awaited<ReturnType<typeof watch>>) {
+  await a.write('first'); // the counter row exists
+  await until('A to find itself alone', async () => !a.log.notifies);
+  const holder = new pg.Client(url);
+  await holder.connect();
+  cleanup.push(() => holder.end());
+  await holder.query('BEGIN');
+  await holder.query("SELECT value FROM meta WHERE key = 'lastEventId' FOR UPDATE");
+  const writing = a.write('held');
+  await until("A's write to wait on the counter", async () => {
+    const r = await w.client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc state' AND wait_event_type = 'Lock'");
+    return r.rows[0].n > 0;
+  });
+  return { writing, release: async () => void (await holder.query('COMMIT')) };
+}
+
 describe.skipIf(noPg)('which commits notify the other daemons', () => {
   it('a daemon alone stops notifying once it has looked for others: its commits wake no session, its own listeners still hear them', async () => {
     const url = await freshStateDatabase();
@@ -115,19 +135,7 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
     const url = await freshStateDatabase();
     const w = await watch(url);
     const a = await daemon(url);
-    await a.write('first'); // the counter row exists
-    await until('A to find itself alone', async () => !a.log.notifies);
-    // The test holds the event counter: A's next write decides not to notify, then waits on it.
-    const holder = new pg.Client(url);
-    await holder.connect();
-    cleanup.push(() => holder.end());
-    await holder.query('BEGIN');
-    await holder.query("SELECT value FROM meta WHERE key = 'lastEventId' FOR UPDATE");
-    const writing = a.write('held');
-    await until("A's write to wait on the counter", async () => {
-      const r = await a.db.prepare("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc state' AND wait_event_type = 'Lock'").get();
-      return Number((r as { n: number }).n) > 0;
-    });
+    const { release, writing } = await heldSilentWrite(url, a, w);
     const b = await daemon(url);
     await until("A to hear B's hello", async () => a.log.notifies);
     // A answers only once the write that did not notify has ended.
@@ -135,7 +143,7 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
     expect(before).toContain(`hello:${b.log.writer}`);
     expect(before).not.toContain(`here:${a.log.writer}`);
     expect(names(b)).toEqual([]);
-    await holder.query('COMMIT');
+    await release();
     await writing;
     // Nothing notifies that commit, and B's poll is off: only the 'here' that follows it makes B read it.
     await until('B to hear the held write', async () => names(b).includes('held'));
@@ -194,18 +202,7 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
     const url = await freshStateDatabase();
     const w = await watch(url);
     const a = await daemon(url);
-    await a.write('first'); // the counter row exists
-    await until('A to find itself alone', async () => !a.log.notifies);
-    const holder = new pg.Client(url);
-    await holder.connect();
-    cleanup.push(() => holder.end());
-    await holder.query('BEGIN');
-    await holder.query("SELECT value FROM meta WHERE key = 'lastEventId' FOR UPDATE");
-    const writing = a.write('held');
-    await until("A's write to wait on the counter", async () => {
-      const r = await w.client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc state' AND wait_event_type = 'Lock'");
-      return r.rows[0].n > 0;
-    });
+    const { release, writing } = await heldSilentWrite(url, a, w);
     const gone = (await w.client.query("SELECT pg_terminate_backend(pid), pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc events'")).rows[0].pid;
     await until('A to listen again', async () => {
       const r = await w.client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc events' AND state = 'idle' AND pid <> $1", [gone]);
@@ -216,7 +213,7 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
     await new Promise((r) => setTimeout(r, 300));
     const hellos = async () => (await w.upToNow()).filter((p) => p === `hello:${a.log.writer}`).length;
     expect(await hellos()).toBe(1);
-    await holder.query('COMMIT');
+    await release();
     await writing;
     await until('the second hello', async () => (await hellos()) === 2);
   });
