@@ -16,7 +16,8 @@ import { freshStateDatabase } from './state-pg.js';
 // log and the fan-out itself, the backup poll off, so a notification is the only way an event
 // crosses. A client of the test's own listens on the channel too (not as 'svc events', so no daemon
 // counts it) and sees what is notified; a notification of its own, once heard, tells that whatever
-// was notified before it has arrived (the server delivers them in commit order).
+// was notified before it has arrived (the server delivers them to a session in commit order, its
+// channels together).
 
 const noPg = inject('pgUrl') === '';
 const cleanup: (() => Promise<void>)[] = [];
@@ -35,8 +36,13 @@ interface Daemon {
   write(name: string): Promise<void>;
 }
 
+/**
+ * A daemon looking for others every `peersCheckMs` (and once as it starts listening): a long one
+ * leaves a hello as the only thing that turns its notifications on. A write held on the counter by
+ * the test waits under the statement timeout: 30 s, far above what a loaded machine takes.
+ */
 async function daemon(url: string, peersCheckMs = 100): Promise<Daemon> {
-  const db = await openPostgresState({ url, statementTimeoutMs: 5_000 }, STATE_MIGRATIONS);
+  const db = await openPostgresState({ url, statementTimeoutMs: 30_000 }, STATE_MIGRATIONS);
   const log = await EventLog.open(db, { clock: systemClock });
   const heard: StoredEvent[] = [];
   log.subscribe((e) => heard.push(e));
@@ -53,6 +59,8 @@ async function daemon(url: string, peersCheckMs = 100): Promise<Daemon> {
   return { db, log, heard, errors, close, looks: fanOut.looks, write: (name) => log.write(async () => void log.emit('team:created', { name })) };
 }
 
+const MARKS = 'events_peers_test_marks';
+
 /** The test's own listener: every payload on the channel, in order. */
 async function watch(url: string) {
   const c = new pg.Client({ connectionString: url, application_name: 'events-peers test' });
@@ -61,6 +69,8 @@ async function watch(url: string) {
   const payloads: string[] = [];
   c.on('notification', (n) => payloads.push(n.payload ?? ''));
   await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+  // Its marks go on a channel of their own, which no daemon hears (it would take one for a commit and read the log).
+  await c.query(`LISTEN ${MARKS}`);
   let n = 0;
   return {
     payloads,
@@ -68,7 +78,7 @@ async function watch(url: string) {
     /** What was notified up to now (the server delivers in commit order: all of it is in once the mark is). */
     async upToNow(): Promise<string[]> {
       const mark = `mark:${++n}`;
-      await c.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, mark]);
+      await c.query('SELECT pg_notify($1, $2)', [MARKS, mark]);
       await until(`the test's mark ${mark}`, async () => payloads.includes(mark));
       return payloads.slice(0, payloads.indexOf(mark));
     },
@@ -116,7 +126,8 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
   it("a newcomer's hello turns the notifications back on: the newcomer hears each commit from then on", async () => {
     const url = await freshStateDatabase();
     const w = await watch(url);
-    const a = await daemon(url);
+    // A looks only as it starts: its next look would find B too.
+    const a = await daemon(url, 600_000);
     await until('A to find itself alone', async () => !a.log.notifies);
     const b = await daemon(url);
     await until("A to hear B's hello", async () => a.log.notifies);
@@ -134,7 +145,7 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
   it("a commit that did not notify and is still under way when a hello comes is read by the newcomer once it ends: the 'here' waits for it", async () => {
     const url = await freshStateDatabase();
     const w = await watch(url);
-    const a = await daemon(url);
+    const a = await daemon(url, 600_000);
     const { release, writing } = await heldSilentWrite(url, a, w);
     const b = await daemon(url);
     await until("A to hear B's hello", async () => a.log.notifies);
@@ -160,6 +171,31 @@ describe.skipIf(noPg)('which commits notify the other daemons', () => {
     await until("A to hear B's hello", async () => a.log.notifies);
     await b.close();
     await until('A to find itself alone again', async () => !a.log.notifies);
+  });
+
+  it("a hello makes those who hear it read the log: the newcomer's commits that did not notify are found", async () => {
+    const url = await freshStateDatabase();
+    const b = await daemon(url);
+    const w = await watch(url);
+    // A writer that does not notify (as a daemon whose connection came back, before its hello).
+    const db = await openPostgresState({ url, statementTimeoutMs: 30_000 }, STATE_MIGRATIONS);
+    cleanup.push(() => db.close());
+    const silent = await EventLog.open(db, { clock: systemClock });
+    await silent.notifyCommits(false);
+    await silent.write(async () => void silent.emit('team:created', { name: 'unnotified' }));
+    expect(await w.upToNow()).not.toContain(silent.writer);
+    expect(names(b)).toEqual([]);
+    await w.client.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, `hello:${silent.writer}`]);
+    await until('B to read the log', async () => names(b).includes('unnotified'));
+  });
+
+  it("a closing daemon says 'here', so the others read what it wrote without notifying", async () => {
+    const url = await freshStateDatabase();
+    const w = await watch(url);
+    const a = await daemon(url);
+    await until('A to find itself alone', async () => !a.log.notifies);
+    await a.close();
+    expect(await w.upToNow()).toContain(`here:${a.log.writer}`);
   });
 
   it('a daemon that does not notify still looks, and finds a daemon that says no hello (an older version)', async () => {

@@ -59,7 +59,8 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
 
   async function connect(): Promise<void> {
     const startedAt = opts.outage?.now();
-    const c = new pg.Client({ connectionString: named, application_name: LISTEN_APPLICATION, keepAlive: true });
+    // A server that stops answering mid-connect must not leave the daemon never listening again.
+    const c = new pg.Client({ connectionString: named, application_name: LISTEN_APPLICATION, keepAlive: true, connectionTimeoutMillis: QUERY_WAIT_MS });
     client = c;
     // For the client's whole life: a connection lost between notifications is an outage, never an
     // unhandled 'error'. A client already given up on (its end comes late) retries nothing.
