@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { openPostgresState } from '../src/db/open.js';
+import { listen } from '../src/db/pg/listen.js';
 import type { PgState } from '../src/db/pg/state.js';
 import { startFanOut } from '../src/events/fan-out.js';
 import { EVENTS_CHANNEL, EventLog, type StoredEvent } from '../src/events/outbox.js';
@@ -106,6 +107,31 @@ async function heldSilentWrite(url: string, a: Daemon, w: Awaited<ReturnType<typ
   });
   return { writing, release: async () => void (await holder.query('COMMIT')) };
 }
+
+describe.skipIf(noPg)("the listening connection's statements", () => {
+  it('one whose connection the server ends meanwhile (as it does when stopping) answers null, not an error: the outage is reported once, elsewhere', async () => {
+    const url = await freshStateDatabase();
+    const admin = new pg.Client(url);
+    await admin.connect();
+    cleanup.push(() => admin.end());
+    const lost: string[] = [];
+    const feed = listen(url, EVENTS_CHANNEL, () => undefined, { onLost: () => lost.push('lost') });
+    cleanup.push(() => feed.close());
+    await until('the connection to listen', async () => (await feed.query('SELECT 1 AS one')) !== null);
+    const sleeping = feed.query('SELECT pg_sleep(30)');
+    await until('the statement to run', async () => {
+      const r = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'SELECT pg_sleep(30)' AND state = 'active'");
+      return r.rows[0].n === 1;
+    });
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc events'");
+    expect(await sleeping).toBeNull();
+    await until('the loss to be told', async () => lost.length > 0);
+    expect(lost).toEqual(['lost']);
+    // A statement the server refuses is an error, said as one.
+    await until('the connection to listen again', async () => (await feed.query('SELECT 1 AS one')) !== null);
+    await expect(feed.query('SELECT * FROM no_such_table')).rejects.toThrow(/no_such_table/);
+  });
+});
 
 describe.skipIf(noPg)('which commits notify the other daemons', () => {
   it('a daemon alone stops notifying once it has looked for others: its commits wake no session, its own listeners still hear them', async () => {

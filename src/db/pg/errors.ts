@@ -21,8 +21,13 @@ export class PgStateError extends Error implements StateOutageMark {
 
   /** No answer, the server down or restarting, the connection lost, too slow: not the statement's fault. */
   get stateOutage(): boolean {
-    return this.code === undefined || OUTAGE_CODES.has(this.code) || /^(08|57P|53)/.test(this.code) || /^E[A-Z]+$/.test(this.code);
+    return isOutageCode(this.code);
   }
+}
+
+/** Whether an error with this code (SQLSTATE, or Node's `ECONNRESET`...; none: no answer) is the server's, not the statement's. */
+export function isOutageCode(code: string | undefined): boolean {
+  return code === undefined || OUTAGE_CODES.has(code) || /^(08|57P|53)/.test(code) || /^E[A-Z]+$/.test(code);
 }
 
 /** No answer in time (the connection is being replaced), or the state is closed. */

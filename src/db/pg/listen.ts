@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { isOutageCode } from './errors.js';
 import type { OutageReporter } from './outage.js';
 
 // LISTEN on one channel of a shared PostgreSQL state, on a connection of its own (the bridge's is
@@ -96,8 +97,9 @@ export function listen(url: string, channel: string, onNotify: (payload?: string
       try {
         return (await c.query(text, values)).rows as Record<string, unknown>[];
       } catch (err) {
-        // A lost connection is retried by its own 'error' and 'end' handlers: here it is only no answer.
-        if (late || listening !== c) return null;
+        // A lost connection (the server stopping ends it first with 57P01) is retried by its own
+        // 'error' and 'end' handlers, and reported as an outage: here it is only no answer.
+        if (late || listening !== c || isOutageCode((err as { code?: string }).code)) return null;
         throw err;
       } finally {
         clearTimeout(wait);
