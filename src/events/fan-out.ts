@@ -23,7 +23,7 @@ import { EVENTS_CHANNEL, type EventLog } from './outbox.js';
 /** Other daemons' events are looked for at least this often (notifications come sooner). */
 export const SHARED_POLL_MS = 1_000;
 
-/** While its commits notify, a daemon looks this often whether another still listens. */
+/** A daemon looks this often whether another daemon listens (and at once when its own listening connection holds). */
 export const PEERS_CHECK_MS = 5_000;
 
 /** How long a closing daemon waits to tell the others of its last commits. */
@@ -46,7 +46,7 @@ export interface FanOutOptions {
   onNotice?: (message: string) => void;
   /** The backup poll's period (default SHARED_POLL_MS); 0 turns it off, leaving LISTEN/NOTIFY alone (tests of that path). */
   pollMs?: number;
-  /** How often a daemon whose commits notify looks for the others' going (default PEERS_CHECK_MS). */
+  /** How often the daemon looks for other daemons' listening sessions (default PEERS_CHECK_MS). */
   peersCheckMs?: number;
 }
 
