@@ -1,4 +1,4 @@
-import { barrier, dropGate, gated, runAfter, settle, type Gated } from './barrier.js';
+import { barrier, dropGate, gated, inBarrier, runAfter, settle, type Gated } from './barrier.js';
 import type Database from './sqlite.js';
 import type { DB, RunResult, Stmt } from './state-db.js';
 import { ScopedStorage } from '../lib/scoped-storage.js';
@@ -69,6 +69,11 @@ export class SqliteState implements DB {
 
   get inTransaction(): boolean {
     return this.current !== null && this.als.getStore() === this.current;
+  }
+
+  get inBarrier(): boolean {
+    const tx = this.als.getStore();
+    return tx !== undefined && tx === this.current && inBarrier(tx);
   }
 
   detach<T>(fn: () => T): T {

@@ -39,6 +39,8 @@ export interface DB {
   close(): Promise<void>;
   /** A transaction of this state is open in the calling async context. */
   readonly inTransaction: boolean;
+  /** The caller is barrier work of the transaction open in its async context (what it waits for would wait for it). */
+  readonly inBarrier: boolean;
   /**
    * Runs `fn` outside the caller's transaction: what it schedules (a timer, an immediate) runs in
    * no transaction, even while the caller's is still open (a worker woken by a write must not

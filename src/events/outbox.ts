@@ -224,10 +224,10 @@ export class EventLog {
 
   private async writeOnce<T>(fn: () => Promise<T>): Promise<T> {
     // Inside a transaction of the caller's own, this write is a savepoint: nothing of it waits for a COMMIT it does not own.
-    const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false, ahead: null, force: this.db.inTransaction, checked: 0, final: null };
+    const inOwn = this.db.inTransaction;
+    const p: Pending = { events: [], written: 0, insertAt: null, open: true, writing: false, ahead: null, force: inOwn, checked: 0, final: null };
     let result: T;
     let silent = null as (() => void) | null;
-    const inOwn = p.force;
     try {
       result = await this.db.transaction(async () =>
         this.als.run(p, async () => {
@@ -307,7 +307,7 @@ export class EventLog {
   async flush(): Promise<void> {
     const p = this.als.getStore();
     if (!p?.open) throw new Error('flush outside a write() transaction');
-    if (isPostgres(this.db) && this.db.inBarrier) throw new Error("flush from a sink: it would wait for the event log's writing it is part of");
+    if (this.db.inBarrier) throw new Error("flush from a sink: it would wait for the event log's writing it is part of");
     await this.writeKept(p);
   }
 
@@ -316,7 +316,7 @@ export class EventLog {
     p.force = true;
     // From inside the writing itself (a sink's savepoint or nested write): it writes what is queued before it
     // ends, and waiting for it here would wait for ourselves.
-    if (isPostgres(this.db) && this.db.inBarrier) return;
+    if (this.db.inBarrier) return;
     do {
       // Events kept for the COMMIT by a writing that ended before this call are written now.
       if (!p.writing && p.written < p.events.length) {

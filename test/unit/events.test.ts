@@ -115,6 +115,22 @@ describe('EventLog (outbox)', () => {
     expect((await log.since(3, 10)).map((e) => e.name)).toEqual(['team:removed']);
   });
 
+  it('refuses flush() from a sink on SQLite too: it would wait for the writing it is part of (it hung)', async () => {
+    const db = await openDatabase(':memory:', STATE_MIGRATIONS);
+    let refused: unknown = null;
+    const log: EventLog = new EventLog(db, {
+      clock: systemClock,
+      sink: async () => {
+        refused = await log.flush().then(
+          () => null,
+          (err: unknown) => err,
+        );
+      },
+    });
+    await log.write(async () => void log.emit('team:created', { name: 'A' }));
+    expect(String(refused)).toMatch(/flush from a sink/);
+  });
+
   it('reads ahead once per write, before its first event takes an id, and gives that read to the sink with the first event only', async () => {
     const db = await openDatabase(':memory:', STATE_MIGRATIONS);
     const reads: number[] = [];

@@ -157,7 +157,6 @@ export class PgState implements DB {
     return this.pending > 0;
   }
 
-  /** The caller is barrier work of the transaction open in its async context (db/barrier.ts). */
   get inBarrier(): boolean {
     const tx = this.als.getStore();
     return tx !== undefined && inBarrier(tx);
