@@ -7,6 +7,7 @@ import { createLogger } from '../src/kernel/log.js';
 import { readLocalKey } from '../src/state-dir.js';
 import { recordEmitted } from './event-coverage.js';
 import { FakeClock } from './fake-clock.js';
+import { inTestHome } from './home-guard.js';
 import { stateEnv } from './state-pg.js';
 import { tempDir } from './temp.js';
 
@@ -52,11 +53,25 @@ export function gitProject(config: Record<string, unknown> = {}, files: Record<s
   return root;
 }
 
+/** The run's home and XDG dirs, as vitest.config.ts gives every test worker (test/home-guard.ts). */
+const HOME_VARS = ['HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'] as const;
+
 /**
  * A test daemon's whole environment (startDaemon's `env` replaces process.env): no OS keychain,
- * and the vault's key file in the project, never in the user's ~/.config/svc.
+ * the vault's key file in the project, never in the user's ~/.config/svc, and the run's home. The
+ * agent CLIs a daemon starts inherit it: without a HOME they fell back to the user's real one and
+ * ran its shell start-up files (a ~/.bashrc running `pyenv rehash`, whose lock a killed run left
+ * behind, made every later Bash tool call wait a minute).
  */
-export const daemonEnv = (root: string, more: Record<string, string> = {}): NodeJS.ProcessEnv => ({ SVC_KEYCHAIN: 'off', SVC_CONFIG_DIR: join(root, '.user-config'), ...more });
+export const daemonEnv = (root: string, more: Record<string, string> = {}): NodeJS.ProcessEnv => {
+  const home: Record<string, string> = {};
+  for (const name of HOME_VARS) {
+    const value = process.env[name];
+    if (value === undefined || !inTestHome(value)) throw new Error(`${name} is not this test run's home (${value}): run the tests with vitest (vitest.config.ts sets it)`);
+    home[name] = value;
+  }
+  return { SVC_KEYCHAIN: 'off', ...home, SVC_CONFIG_DIR: join(root, '.user-config'), ...more };
+};
 
 /** The real daemon, in this process, on 127.0.0.1 port 0, in a fresh temp project. */
 export async function startTestDaemon(
@@ -194,6 +209,23 @@ export async function until(what: string, check: () => Promise<boolean>, timeout
     }
     if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}${last ? ` (${String(last)})` : ''}`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * `p` within `ms`, else an error whose first line names `what` (CI prints only that line of a
+ * failure) and which ends with the daemon's last log lines: a step that would only run into the
+ * test's timeout says where it stopped instead.
+ */
+export async function within<T>(what: string, p: Promise<T>, ms: number, logs: string[] = []): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms\n${logs.slice(-30).join('\n')}`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

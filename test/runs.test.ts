@@ -121,6 +121,7 @@ describe('a task assigned to an agent with a runtime', () => {
         '@print-env GREETING',
         '@print-env SVC_VAULT_KEY',
         '@print-env SERVICE_API_KEY',
+        '@print-env HOME',
         '@print-nice',
         '@comment progress from the agent',
         `@save-key ${keyFile}`,
@@ -136,6 +137,8 @@ describe('a task assigned to an agent with a runtime', () => {
       'GREETING=hi there',
       'SVC_VAULT_KEY=(unset)',
       'SERVICE_API_KEY=(unset)',
+      // The daemon's HOME, here the test run's own: an agent CLI without one falls back to the user's real home.
+      `HOME=${process.env.HOME}`,
       `nice=${Math.max(10, getPriority())}`,
     ]);
     const comments = (await d.api('GET', `/api/v1/tasks/${t.id}/comments`)).body.data as any[];
