@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import pgDriver from 'pg';
 import { afterAll, expect, inject, it } from 'vitest';
-import { startTestDaemon, until, type TestDaemon } from './harness.js';
+import { startTestDaemon, until, within, type TestDaemon } from './harness.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
 import { freshStateDatabase } from './state-pg.js';
 
@@ -17,22 +17,32 @@ afterAll(async () => {
   pg?.stop();
 });
 
-it.skipIf(noPg)('PostgreSQL stopped under the daemon: 503 unavailable, then served again once it is back', async () => {
+it.skipIf(noPg)('PostgreSQL stopped under the daemon: 503 unavailable, then served again once it is back', { timeout: 60_000 }, async () => {
   // A server of its own: this test stops it.
   const started = await startTestPostgres();
   if ('skip' in started) throw new Error(started.skip);
   pg = started;
   d = await startTestDaemon({ env: { SVC_STATE_URL: pg.url, SVC_VAULT_KEY: randomBytes(32).toString('base64') } });
-  expect((await d.api('POST', '/api/v1/agents', { body: { name: 'ana' } })).status).toBe(201);
-  pg.halt();
-  const down = await d.api('GET', '/api/v1/agents/ana');
+  const daemon = d;
+  // Each step bounded well inside the test's time, its failure naming it: CI shows a failure's first line only.
+  const taken: string[] = [];
+  const step = <T>(what: string, p: Promise<T>) => within(`${what} (after ${taken.join(', ') || 'nothing'})`, p, 15_000, daemon.logs);
+  /** pg_ctl, which blocks this process (and the daemon in it) until the server has stopped or started. */
+  const timed = (what: string, f: () => void) => {
+    const t0 = Date.now();
+    f();
+    taken.push(`${what} in ${Date.now() - t0} ms`);
+  };
+  expect((await step('the first write', daemon.api('POST', '/api/v1/agents', { body: { name: 'ana' } }))).status).toBe(201);
+  timed('stopping PostgreSQL', () => pg!.halt());
+  const down = await step('a read while it is down', daemon.api('GET', '/api/v1/agents/ana'));
   expect(down.status).toBe(503);
   expect(down.body).toMatchObject({ ok: false, code: 'unavailable' });
   expect(down.headers.get('retry-after')).toBe('1');
-  expect((await d.api('GET', '/healthz', { key: null })).status).toBe(200);
-  pg.start();
-  expect((await d.api('GET', '/api/v1/agents/ana')).status).toBe(200);
-  expect((await d.api('POST', '/api/v1/agents', { body: { name: 'bob' } })).status).toBe(201);
+  expect((await step('/healthz while it is down', daemon.api('GET', '/healthz', { key: null }))).status).toBe(200);
+  timed('starting it', () => pg!.start());
+  expect((await step('a read once it is back', daemon.api('GET', '/api/v1/agents/ana'))).status).toBe(200);
+  expect((await step('a write once it is back', daemon.api('POST', '/api/v1/agents', { body: { name: 'bob' } }))).status).toBe(201);
 });
 
 /**
@@ -54,7 +64,9 @@ relay.listen(0, '127.0.0.1', () => process.stdout.write(relay.address().port + '
 process.stdin.on('data', () => { for (const [c, up] of held.splice(0)) (c.unpipe(), up.unpipe()); process.stdout.write('frozen\\n'); });
 `;
 
-it.skipIf(noPg)('a connection that hangs (the peer answers nothing): 503 after the wait, then a new connection serves', async () => {
+// Up to a read per frozen connection of the pool (6), each 503 only after the wait (2.8 s), and the
+// background's own 2.8 s: some 20 s by design, which a loaded machine stretches past the default 30 s.
+it.skipIf(noPg)('a connection that hangs (the peer answers nothing): 503 after the wait, then a new connection serves', { timeout: 60_000 }, async () => {
   const target = new URL(await freshStateDatabase());
   const relay = spawn(process.execPath, ['-e', RELAY, target.port], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
