@@ -18,31 +18,33 @@ afterAll(async () => {
 });
 
 it.skipIf(noPg)('PostgreSQL stopped under the daemon: 503 unavailable, then served again once it is back', { timeout: 60_000 }, async () => {
-  // A server of its own: this test stops it.
-  const started = await startTestPostgres();
-  if ('skip' in started) throw new Error(started.skip);
-  pg = started;
-  d = await startTestDaemon({ env: { SVC_STATE_URL: pg.url, SVC_VAULT_KEY: randomBytes(32).toString('base64') } });
-  const daemon = d;
-  // Each step bounded well inside the test's time, its failure naming it: CI shows a failure's first line only.
+  // Each step is timed and bounded well inside the test's time, a failure naming it and the steps
+  // before it with their times: CI prints a failure's first line only.
   const taken: string[] = [];
-  const step = <T>(what: string, p: Promise<T>) => within(`${what} (after ${taken.join(', ') || 'nothing'})`, p, 15_000, daemon.logs);
-  /** pg_ctl, which blocks this process (and the daemon in it) until the server has stopped or started. */
-  const timed = (what: string, f: () => void) => {
+  /** The daemon's, once it runs: a failure ends with their last lines. */
+  let logs: string[] = [];
+  const step = async <T>(what: string, p: () => Promise<T>): Promise<T> => {
     const t0 = Date.now();
-    f();
+    const r = await within(`${what} (after ${taken.join(', ') || 'nothing'})`, p(), 15_000, logs);
     taken.push(`${what} in ${Date.now() - t0} ms`);
+    return r;
   };
-  expect((await step('the first write', daemon.api('POST', '/api/v1/agents', { body: { name: 'ana' } }))).status).toBe(201);
-  timed('stopping PostgreSQL', () => pg!.halt());
-  const down = await step('a read while it is down', daemon.api('GET', '/api/v1/agents/ana'));
+  // A server of its own: this test stops it (pg_ctl blocks this process, and the daemon in it, until it has stopped or started).
+  const started = await step('a PostgreSQL of its own', startTestPostgres);
+  if ('skip' in started) throw new Error(started.skip);
+  const server = (pg = started);
+  const daemon = (d = await step('starting the daemon', () => startTestDaemon({ env: { SVC_STATE_URL: server.url, SVC_VAULT_KEY: randomBytes(32).toString('base64') } })));
+  logs = daemon.logs;
+  expect((await step('the first write', () => daemon.api('POST', '/api/v1/agents', { body: { name: 'ana' } }))).status).toBe(201);
+  await step('stopping PostgreSQL', async () => server.halt());
+  const down = await step('a read while it is down', () => daemon.api('GET', '/api/v1/agents/ana'));
   expect(down.status).toBe(503);
   expect(down.body).toMatchObject({ ok: false, code: 'unavailable' });
   expect(down.headers.get('retry-after')).toBe('1');
-  expect((await step('/healthz while it is down', daemon.api('GET', '/healthz', { key: null }))).status).toBe(200);
-  timed('starting it', () => pg!.start());
-  expect((await step('a read once it is back', daemon.api('GET', '/api/v1/agents/ana'))).status).toBe(200);
-  expect((await step('a write once it is back', daemon.api('POST', '/api/v1/agents', { body: { name: 'bob' } }))).status).toBe(201);
+  expect((await step('/healthz while it is down', () => daemon.api('GET', '/healthz', { key: null }))).status).toBe(200);
+  await step('starting it again', async () => server.start());
+  expect((await step('a read once it is back', () => daemon.api('GET', '/api/v1/agents/ana'))).status).toBe(200);
+  expect((await step('a write once it is back', () => daemon.api('POST', '/api/v1/agents', { body: { name: 'bob' } }))).status).toBe(201);
 });
 
 /**
