@@ -34,6 +34,8 @@ export interface FakeUpstream {
   url: string;
   requests: Recorded[];
   script(...answers: Scripted[]): void;
+  /** Drops the answers not yet given: what a failed test left cannot answer the next test's requests. */
+  forget(): void;
   close(): Promise<void>;
 }
 
@@ -149,6 +151,7 @@ export async function startFakeUpstream(opts: { scripted?: (method: string, path
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     script: (...answers) => queue.push(...answers),
+    forget: () => void queue.splice(0),
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

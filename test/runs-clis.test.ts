@@ -91,6 +91,8 @@ describe.skipIf(!claude)(`the runner driving Claude Code ${claude?.version}`, { 
   afterAll(async () => {
     await up?.close();
   });
+  // Turns a failed test left unanswered must not answer the next test's CLI: one failure stays one.
+  afterEach(() => up?.forget());
 
   async function claudeAgent(d: TestDaemon, extra: Record<string, unknown> = {}, runtime: Record<string, unknown> = {}): Promise<{ configDir: string }> {
     const env = claudeEnv(up.baseUrl);
@@ -226,6 +228,8 @@ describe.skipIf(!claude)(`permission prompts of Claude Code ${claude?.version} a
   afterAll(async () => {
     await up?.close();
   });
+  // Turns a failed test left unanswered must not answer the next test's CLI: one failure stays one.
+  afterEach(() => up?.forget());
 
   /** cody with permissionMode ask, Bash not among its allowedTools: Claude Code asks svc before each command. */
   async function askingAgent(d: TestDaemon) {
@@ -355,6 +359,8 @@ describe.skipIf(!codex)(`the runner driving Codex ${codex?.version}`, { timeout:
   afterAll(async () => {
     await up?.close();
   });
+  // Turns a failed test left unanswered must not answer the next test's CLI: one failure stays one.
+  afterEach(() => up?.forget());
 
   async function codexAgent(d: TestDaemon, runtime: Record<string, unknown> = {}, home = temp('codex-home')) {
     const r = await d.api('POST', '/api/v1/agents', {

@@ -75,6 +75,8 @@ export interface ScriptedAnthropic {
   /** The POST /v1/messages requests, in order (body: the Messages request). */
   requests: Recorded[];
   script(...turns: AnthropicTurn[]): void;
+  /** Drops the turns not yet answered (FakeUpstream.forget). */
+  forget(): void;
   close(): Promise<void>;
 }
 
@@ -84,6 +86,7 @@ export async function startScriptedAnthropic(): Promise<ScriptedAnthropic> {
     baseUrl: up.url.replace(/\/v1$/, ''),
     requests: up.requests,
     script: (...turns) => up.script(...turns.map(answer)),
+    forget: () => up.forget(),
     close: () => up.close(),
   };
 }

@@ -70,12 +70,14 @@ export interface ScriptedResponses {
   /** The POST /v1/responses requests, in order (body: the Responses request). */
   requests: Recorded[];
   script(...turns: ResponsesTurn[]): void;
+  /** Drops the turns not yet answered (FakeUpstream.forget). */
+  forget(): void;
   close(): Promise<void>;
 }
 
 export async function startScriptedResponses(): Promise<ScriptedResponses> {
   const up = await startFakeUpstream({ scripted: (method, path) => method === 'POST' && path.startsWith('/v1/responses') });
-  return { url: up.url, requests: up.requests, script: (...turns) => up.script(...turns.map(answer)), close: () => up.close() };
+  return { url: up.url, requests: up.requests, script: (...turns) => up.script(...turns.map(answer)), forget: () => up.forget(), close: () => up.close() };
 }
 
 /** Codex's `-c` options that make `url` its model provider (for runtime.args), the key read from env `keyVar`. */
