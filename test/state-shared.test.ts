@@ -87,6 +87,10 @@ describe.skipIf(noPg)('three daemons, one PostgreSQL state', () => {
   });
 
   it("every daemon's stream carries every daemon's events in one order, and replay works against any daemon", async () => {
+    // A stream starts after what its daemon has heard: the streams start together once every daemon
+    // has heard the events before them (a daemon whose own commit followed one it had not heard yet
+    // hears both a moment after its answer; CI once opened its stream in between).
+    await everyoneHeard();
     const streams = await Promise.all(ds.map((d) => collect(d.url, { key: d.key, filter: 'task:created' })));
     try {
       const made = await Promise.all(Array.from({ length: 30 }, (_, i) => post(ds[i % 3]!, '/api/v1/tasks', { title: `t${i}` })));
