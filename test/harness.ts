@@ -7,7 +7,7 @@ import { createLogger } from '../src/kernel/log.js';
 import { readLocalKey } from '../src/state-dir.js';
 import { recordEmitted } from './event-coverage.js';
 import { FakeClock } from './fake-clock.js';
-import { inTestHome } from './home-guard.js';
+import { homeEnv, inTestHome } from './home-guard.js';
 import { stateEnv } from './state-pg.js';
 import { tempDir } from './temp.js';
 
@@ -53,24 +53,18 @@ export function gitProject(config: Record<string, unknown> = {}, files: Record<s
   return root;
 }
 
-/** The run's home and XDG dirs, as vitest.config.ts gives every test worker (test/home-guard.ts). */
-const HOME_VARS = ['HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'] as const;
-
 /**
  * A test daemon's whole environment (startDaemon's `env` replaces process.env): no OS keychain,
- * the vault's key file in the project, never in the user's ~/.config/svc, and the run's home. The
- * agent CLIs a daemon starts inherit it: without a HOME they fell back to the user's real one and
- * ran its shell start-up files (a ~/.bashrc running `pyenv rehash`, whose lock a killed run left
- * behind, made every later Bash tool call wait a minute).
+ * the vault's key file in the project, never in the user's ~/.config/svc, and the run's home and
+ * XDG dirs (homeEnv, as vitest.config.ts gives every test worker). The agent CLIs a daemon starts
+ * inherit it: without a HOME they fell back to the user's real one and ran its shell start-up files
+ * (a ~/.bashrc running `pyenv rehash`, whose lock a killed run left behind, made every later Bash
+ * tool call wait a minute).
  */
 export const daemonEnv = (root: string, more: Record<string, string> = {}): NodeJS.ProcessEnv => {
-  const home: Record<string, string> = {};
-  for (const name of HOME_VARS) {
-    const value = process.env[name];
-    if (value === undefined || !inTestHome(value)) throw new Error(`${name} is not this test run's home (${value}): run the tests with vitest (vitest.config.ts sets it)`);
-    home[name] = value;
-  }
-  return { SVC_KEYCHAIN: 'off', ...home, SVC_CONFIG_DIR: join(root, '.user-config'), ...more };
+  const home = process.env.HOME;
+  if (home === undefined || !inTestHome(home)) throw new Error(`HOME is not this test run's home (${home}): run the tests with vitest (vitest.config.ts sets it)`);
+  return { SVC_KEYCHAIN: 'off', ...homeEnv(home), SVC_CONFIG_DIR: join(root, '.user-config'), ...more };
 };
 
 /** The real daemon, in this process, on 127.0.0.1 port 0, in a fresh temp project. */
