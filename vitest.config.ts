@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import { homeEnv, testHome, testTmp } from './test/home-guard.js';
 
 /**
@@ -30,6 +30,23 @@ export const STATE_PG_SUITES = [
   'test/fuzz.test.ts',
 ];
 
+/**
+ * The files that start the real, pinned agent CLIs (test/agent-clis.ts) run after everything else,
+ * two at a time. Claude Code is a 245 MB program that takes about 1 s of CPU a run, but spread over
+ * many short steps (its own start-up, git, rg, ps, a shell snapshot, the MCP handshake, each model
+ * turn), and each step waits for a core. Alone a run takes about 1 s; sharing two cores with three
+ * other forks (browsers, PostgreSQL, the install proof) it took 15 s here and over 30 s on CI, so
+ * the tests' 30 s bound on a run measured the machine's load rather than svc.
+ */
+export const AGENT_CLI_SUITES = [
+  'test/runs-clis.test.ts',
+  'test/run-drivers.test.ts',
+  'test/runs-crash.test.ts',
+  'test/runs-cli.test.ts',
+  'test/codex-cli.test.ts',
+  'test/cli-completion-doctor.test.ts',
+];
+
 const env = { NO_COLOR: '1', SVC_KEYCHAIN: 'off', ...homeEnv(testHome()), TMPDIR: testTmp() };
 
 export default defineConfig({
@@ -49,7 +66,8 @@ export default defineConfig({
     // on anything a test left in it).
     env,
     projects: [
-      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
+      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...AGENT_CLI_SUITES] } },
+      { extends: true, test: { name: 'agent-clis', include: AGENT_CLI_SUITES, maxWorkers: 2, sequence: { groupOrder: 1 } } },
       { extends: true, test: { name: 'state-pg', include: STATE_PG_SUITES, env: { ...env, SVC_TEST_STATE: 'postgres' } } },
     ],
   },

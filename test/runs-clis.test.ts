@@ -46,15 +46,29 @@ const ENDED = ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'];
 
 async function runOf(d: TestDaemon, taskId: string, attempt: number, statuses = ENDED, timeoutMs = 30_000): Promise<any> {
   let run: any;
-  await until(
-    `run ${attempt} of task ${taskId} to be ${statuses.join('|')}`,
-    async () => {
-      run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
-      return statuses.includes(run?.status);
-    },
-    timeoutMs,
-  );
+  try {
+    await until(
+      `run ${attempt} of task ${taskId} to be ${statuses.join('|')}`,
+      async () => {
+        run = (await runsOf(d, taskId)).find((r) => r.attempt === attempt);
+        return statuses.includes(run?.status);
+      },
+      timeoutMs,
+    );
+  } catch (e) {
+    // CI prints a failure's first line only: it says how far the run got, not just that it is late.
+    throw new Error(`${(e as Error).message}: ${await whereRunIs(d, run)}`);
+  }
   return run;
+}
+
+/** Where a run stands, in a line: its status, when it started, and its log's last items with their times. */
+async function whereRunIs(d: TestDaemon, run: any): Promise<string> {
+  if (!run) return 'no such run yet';
+  const since = (at: string | undefined) => (at ? `${((Date.now() - Date.parse(at)) / 1000).toFixed(1)} s ago` : 'never');
+  const log = await logOf(d, run.id).catch(() => []);
+  const last = log.slice(-3).map((l) => `${l.kind}${l.tool ? ` ${l.tool}` : ''} ${since(l.at)}`);
+  return `it is ${run.status}, created ${since(run.createdAt)}, started ${since(run.startedAt)}; ${log.length} log items${last.length ? `, the last: ${last.join(', ')}` : ''}`;
 }
 
 /**
