@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { openPostgresState } from '../src/db/open.js';
-import { PgStateError, StateUnavailableError } from '../src/db/pg/errors.js';
+import { isStateOutage, PgStateError, StateUnavailableError } from '../src/db/pg/errors.js';
 import { PgState } from '../src/db/pg/state.js';
 import { freshStateDatabase } from './state-pg.js';
 
@@ -114,6 +114,41 @@ describe.skipIf(noPg)('the PostgreSQL state', () => {
     expect(await db.prepare('SELECT 2 AS two').get()).toEqual({ two: 2 });
     // The abandoned connection is gone: the row it locked is free again.
     expect((await db.transaction(() => db.prepare('UPDATE t SET n = 1 WHERE id = ?').run('locked'))).changes).toBe(1);
+  });
+
+  it('a transaction whose daemon stalls between two statements lets go of its locks after the wait bound, and fails as an outage when it resumes', async () => {
+    const db = await stateDb({ statementTimeoutMs: 5_000, waitMs: 600 });
+    await db.prepare('INSERT INTO t (id, n) VALUES (?, ?)').run('row', 1);
+    let resume!: () => void;
+    const stalled = new Promise<void>((r) => (resume = r));
+    let updated!: () => void;
+    const holding = new Promise<void>((r) => (updated = r));
+    // Stands in for a daemon suspended (SIGSTOP, a closed lid) after its UPDATE and before its COMMIT.
+    const frozen = db.transaction(async () => {
+      await db.prepare('UPDATE t SET n = 2 WHERE id = ?').run('row');
+      updated();
+      await stalled;
+      await db.prepare('SELECT 1 AS one').get();
+    });
+    const other = new pg.Client({ connectionString: db.opts.url, statement_timeout: 5_000 });
+    await other.connect();
+    try {
+      await holding;
+      const t0 = performance.now();
+      // Without the server's bound this waits for the stalled transaction's COMMIT, that is forever.
+      expect((await other.query("UPDATE t SET n = 3 WHERE id = 'row'")).rowCount).toBe(1);
+      expect(performance.now() - t0).toBeLessThan(3_000);
+      resume();
+      const err = await frozen.catch((e: unknown) => e);
+      expect(isStateOutage(err), String(err)).toBe(true);
+      // A statement of its own that meets the server's ending (rather than the closed connection) is one too.
+      expect(new PgStateError('terminating connection due to idle-in-transaction timeout', '25P03').stateOutage).toBe(true);
+      // Its UPDATE was never kept, and the pool serves again on a new connection.
+      expect(await db.prepare('SELECT n FROM t WHERE id = ?').get('row')).toEqual({ n: 3 });
+    } finally {
+      resume();
+      await other.end();
+    }
   });
 
   it("a statement past statement_timeout fails as an outage (503), not as the request's fault", async () => {

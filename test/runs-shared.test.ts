@@ -21,7 +21,7 @@ const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', impor
 /** Runners say they are alive every 250 ms and one silent for 4 s is gone (5 s and 30 s by default). */
 const PRESENCE = { heartbeatSec: 0.25, offlineAfterSec: 4 };
 
-const gitProject = (config: { runner?: Record<string, unknown> } = {}): string => repoProject({ ...config, runner: { ...PRESENCE, ...config.runner } });
+const gitProject = (config: { runner?: Record<string, unknown>; state?: Record<string, unknown> } = {}): string => repoProject({ ...config, runner: { ...PRESENCE, ...config.runner } });
 
 describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
   const clock = new FakeClock(Date.now());
@@ -112,7 +112,8 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
 
   it('takes over the runs of a runner that stops answering, and the runner ends its copies when it comes back', async () => {
     // A fourth daemon in a process of its own: frozen with SIGSTOP, its presence stops. Its label is the only one the agent `edge` may run on, so its run starts there.
-    const root = gitProject({ runner: { labels: ['edge'] } });
+    // Frozen inside a transaction, it holds its runner's row until the server ends its session: 5.5 s (its wait bound) with this statement timeout.
+    const root = gitProject({ runner: { labels: ['edge'] }, state: { statementTimeoutMs: 3_000 } });
     const other = await serve(root, ['--port', '0'], env);
     const key = readLocalKey(root)!;
     const call = async (method: string, path: string, body?: unknown) =>
@@ -138,7 +139,9 @@ describe.skipIf(noPg)('runners on one PostgreSQL state', () => {
         'the run lost and started again elsewhere',
         async () => {
           runs = (await ds[0]!.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data;
-          return runs.length === 2 && runs[0].status === 'running';
+          if (runs.length === 2 && runs[0].status === 'running') return true;
+          // What the wait saw last goes into its failure.
+          throw new Error(`runs: ${runs.map((r) => `${r.status} on ${r.runner === otherId ? 'the fourth' : r.runner}`).join(', ')}`);
         },
         20_000,
       );

@@ -152,7 +152,14 @@ export const ProjectConfigSchema = z.object({
         .describe(
           "With provider postgres: a file holding the vault's master key (64 hexadecimal characters, or 32 bytes in base64), relative to the project, used when $SVC_VAULT_KEY is not set (in the environment or envFile). Every daemon on one database needs the same key; the OS keychain is never used for it.",
         ),
-      statementTimeoutMs: z.int().min(100).max(600_000).default(10_000).describe('With provider postgres: a state statement running longer fails (503 unavailable).'),
+      statementTimeoutMs: z
+        .int()
+        .min(100)
+        .max(600_000)
+        .default(10_000)
+        .describe(
+          'With provider postgres: a state statement running longer fails (503 unavailable), and a transaction of the daemon left idle 2.5 s longer than this (the daemon suspended) is ended by the server, which frees its locks.',
+        ),
       driver: z
         .enum(['auto', 'libpq', 'pg'])
         .optional()

@@ -5,8 +5,11 @@ import { isStateOutage, type StateOutageMark } from '../../kernel/errors.js';
 // server down or restarting, the connection lost) is the server's, and the request may be tried
 // again. The kernel reads the `stateOutage` mark (kernel/errors.ts), so it needs nothing from here.
 
-/** A statement stopped by statement_timeout (57014), a lock not had in time (55P03): the server was too slow, not the request wrong. */
-const OUTAGE_CODES = new Set(['57014', '55P03']);
+/**
+ * A statement stopped by statement_timeout (57014), a lock not had in time (55P03), a session the
+ * server ended for sitting idle in a transaction (25P03: this daemon was stalled): not the request's fault.
+ */
+const OUTAGE_CODES = new Set(['57014', '55P03', '25P03']);
 
 /** A PostgreSQL error, with its SQLSTATE (`23505` unique violation, `40P01` deadlock...). */
 export class PgStateError extends Error implements StateOutageMark {

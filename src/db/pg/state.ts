@@ -133,6 +133,11 @@ export class PgState implements DB {
       max: opts.pool ?? POOL_SIZE,
       application_name: 'svc state',
       statement_timeout: opts.statementTimeoutMs,
+      // A daemon that stops between two statements of a transaction (suspended, a laptop's lid
+      // closed, SIGSTOP) would hold its row locks until TCP gave up, hours later: its runner's row
+      // among them, so no other daemon could take its runs over. The server ends such a session
+      // after the same bound the daemon gives a server that stops answering.
+      idle_in_transaction_session_timeout: this.waitMs,
       // Waiting for a free connection is bounded too: past it the request answers 503.
       connectionTimeoutMillis: Math.max(CONNECT_TIMEOUT_MS, this.waitMs),
       idleTimeoutMillis: 30_000,
