@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import pgDriver from 'pg';
 import { afterAll, expect, inject, it } from 'vitest';
-import { startTestDaemon, until, within, type TestDaemon } from './harness.js';
+import { FakeClock } from './fake-clock.js';
+import { gitProject, startTestDaemon, until, within, type TestDaemon } from './harness.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
 import { freshStateDatabase } from './state-pg.js';
 
@@ -45,6 +47,43 @@ it.skipIf(noPg)('PostgreSQL stopped under the daemon: 503 unavailable, then serv
   await step('starting it again', async () => server.start());
   expect((await step('a read once it is back', () => daemon.api('GET', '/api/v1/agents/ana'))).status).toBe(200);
   expect((await step('a write once it is back', () => daemon.api('POST', '/api/v1/agents', { body: { name: 'bob' } }))).status).toBe(201);
+});
+
+const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', import.meta.url));
+
+it.skipIf(noPg)('a run that falls due while PostgreSQL is down starts once it is back, with no event to wake the runner', { timeout: 60_000 }, async () => {
+  const started = await startTestPostgres();
+  if ('skip' in started) throw new Error(started.skip);
+  const server = started;
+  const clock = new FakeClock(Date.now());
+  const h = await startTestDaemon({ root: gitProject(), clock, env: { SVC_STATE_URL: server.url, SVC_VAULT_KEY: randomBytes(32).toString('base64'), PATH: process.env.PATH! } });
+  const runs = async (taskId: string) => (await h.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data as any[];
+  try {
+    expect((await h.api('POST', '/api/v1/agents', { body: { name: 'ana', runtime: { kind: 'command', command: FAKE_AGENT } } })).status).toBe(201);
+    const t = await h.api('POST', '/api/v1/tasks', { body: { title: 'fails once', description: '@exit 3', assignTo: 'ana', maxRetries: 1 } });
+    const taskId = t.body.data.id as string;
+    await until('the retry to be queued', async () => (await runs(taskId))[0]?.attempt === 2, 15_000);
+    server.halt();
+    // The retry falls due: the runner's wake timer runs a pass, which cannot reach the state.
+    await clock.pass(10_100);
+    await until('the pass to fail', async () => h.logs.some((l) => l.includes('could not look at its queue')), 15_000);
+    server.start();
+    // Nothing is written meanwhile, so no event asks for a pass: the runner tries again by itself.
+    let last: any;
+    await until(
+      'the retry to run once PostgreSQL is back',
+      async () => {
+        last = (await runs(taskId))[0];
+        return last?.attempt === 2 && last.status === 'failed';
+      },
+      15_000,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}: it is ${last?.status}\n${h.logs.slice(-20).join('\n')}`);
+    });
+  } finally {
+    await h.close();
+    server.stop();
+  }
 });
 
 /**

@@ -1,7 +1,7 @@
 import { hostname, totalmem } from 'node:os';
 import type { App } from '../../app.js';
 import { lockKey } from '../../db/open.js';
-import { AppError } from '../../kernel/errors.js';
+import { AppError, isStateOutage } from '../../kernel/errors.js';
 import { errorFields } from '../../kernel/log.js';
 import { systemClock } from '../../lib/clock.js';
 import { reapRecorded } from '../../lib/reap.js';
@@ -38,6 +38,9 @@ const MB_PER_RUN = 400;
 const CLEAN_EVERY_MS = 3_600_000;
 /** Queued runs looked at per pass. */
 const PASS_BATCH = 50;
+/** A pass that failed (the state unreachable) is tried again after this, doubled each time up to RETRY_MAX_MS. */
+const RETRY_MIN_MS = 1_000;
+const RETRY_MAX_MS = 30_000;
 /**
  * The wake timer is set this far ahead at most, and the pass it runs sets the next: a budget's
  * month is longer than a timer can wait (2^31 ms), and a clock moved meanwhile is caught up.
@@ -62,6 +65,9 @@ export class Runner implements RunnerHandle {
   private closing = false;
   private passQueued = false;
   private wake: unknown = null;
+  /** The next try of a pass that failed, and how long it waits (0: the last pass went through). */
+  private retry: NodeJS.Timeout | null = null;
+  private retryMs = 0;
   private presence: NodeJS.Timeout | null = null;
   private cleaner: NodeJS.Timeout | null = null;
   /** Spare worktrees (a git project): a new task's worktree is one of them moved into place. */
@@ -287,8 +293,16 @@ export class Runner implements RunnerHandle {
         this.dispatching = null;
         try {
           await this.pass();
+          this.retryMs = 0;
         } catch (err) {
-          this.app.log.error('the runner could not look at its queue; trying again at the next event', errorFields(err));
+          // What it had yet to look at stays for the next pass, which no event may ask for (a quiet
+          // daemon, a wake timer that already fired): so it is tried again on a timer of its own.
+          this.retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, this.retryMs * 2));
+          const why = { ...errorFields(err), retryInMs: this.retryMs };
+          // An outage is said once by the state's outage log; anything else is a fault of its own.
+          if (isStateOutage(err)) this.app.log.debug('the runner could not look at its queue; trying again', why);
+          else this.app.log.error('the runner could not look at its queue; trying again', why);
+          if (!this.retry && !this.closing) this.retry = setTimeout(() => ((this.retry = null), this.kick()), this.retryMs).unref();
         } finally {
           release();
         }
@@ -299,18 +313,19 @@ export class Runner implements RunnerHandle {
   private async pass(): Promise<void> {
     const { app } = this;
     if (this.closing) return;
+    // Each is let go of once looked at: a pass that fails leaves the rest to the next.
     for (const agent of this.agentsToSweep) {
-      this.agentsToSweep.delete(agent);
       for (const id of await readyTasksOf(app, agent, 200)) this.toDispatch.add(id);
+      this.agentsToSweep.delete(agent);
     }
     for (const id of this.toDispatch) {
-      this.toDispatch.delete(id);
       try {
         await dispatchTask(app, id);
       } catch (err) {
-        if (!(err instanceof AppError)) throw err;
+        if (!(err instanceof AppError) || isStateOutage(err)) throw err;
         app.log.warn('a ready task could not be queued', { taskId: id, error: err.message });
       }
+      this.toDispatch.delete(id);
     }
     if (!this.config.enabled) return;
     const holds = await Holds.read(app);
@@ -583,6 +598,7 @@ export class Runner implements RunnerHandle {
     await this.started;
     this.unsubscribe?.();
     if (this.wake) app.clock.clearTimeout(this.wake);
+    if (this.retry) clearTimeout(this.retry);
     if (this.presence) clearTimeout(this.presence);
     if (this.cleaner) clearTimeout(this.cleaner);
     await this.sparesOpen;
