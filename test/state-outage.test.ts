@@ -86,6 +86,30 @@ it.skipIf(noPg)('a run that falls due while PostgreSQL is down starts once it is
   }
 });
 
+it.skipIf(noPg)('a task heard of while its run cannot be written is queued once it can, with no event to wake the runner', { timeout: 60_000 }, async () => {
+  const url = await freshStateDatabase();
+  const h = await startTestDaemon({
+    root: gitProject({ state: { statementTimeoutMs: 300 } }),
+    env: { SVC_STATE_URL: url, SVC_VAULT_KEY: randomBytes(32).toString('base64'), PATH: process.env.PATH! },
+  });
+  // Another session keeps every run from being written (a server too slow for them): reads go on.
+  const other = new pgDriver.Client(url);
+  await other.connect();
+  try {
+    expect((await h.api('POST', '/api/v1/agents', { body: { name: 'ana', runtime: { kind: 'command', command: FAKE_AGENT } } })).status).toBe(201);
+    await other.query('BEGIN; LOCK TABLE runs IN SHARE MODE');
+    const t = await h.api('POST', '/api/v1/tasks', { body: { title: 'heard in the outage', description: 'nothing to do', assignTo: 'ana' } });
+    expect(t.status).toBe(201);
+    await until('the pass to fail', async () => h.logs.some((l) => l.includes('could not look at its queue')), 15_000);
+    await other.query('ROLLBACK');
+    const taskId = t.body.data.id as string;
+    await until('its run to succeed', async () => (await h.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data[0]?.status === 'succeeded', 15_000);
+  } finally {
+    await other.end();
+    await h.close();
+  }
+});
+
 /**
  * A TCP relay to `port` in a child process (the daemon's thread blocks on its state's answers, so
  * a relay in this process would never relay them). "freeze" on its stdin makes every connection it
