@@ -313,20 +313,10 @@ export class Runner implements RunnerHandle {
   private async pass(): Promise<void> {
     const { app } = this;
     if (this.closing) return;
-    // Each is let go of once looked at: a pass that fails leaves the rest to the next.
-    for (const agent of this.agentsToSweep) {
+    await this.lookAt(this.agentsToSweep, 'agent', async (agent) => {
       for (const id of await readyTasksOf(app, agent, 200)) this.toDispatch.add(id);
-      this.agentsToSweep.delete(agent);
-    }
-    for (const id of this.toDispatch) {
-      try {
-        await dispatchTask(app, id);
-      } catch (err) {
-        if (!(err instanceof AppError) || isStateOutage(err)) throw err;
-        app.log.warn('a ready task could not be queued', { taskId: id, error: err.message });
-      }
-      this.toDispatch.delete(id);
-    }
+    });
+    await this.lookAt(this.toDispatch, 'taskId', (id) => dispatchTask(app, id));
     if (!this.config.enabled) return;
     const holds = await Holds.read(app);
     await this.endPauses(holds);
@@ -340,6 +330,23 @@ export class Runner implements RunnerHandle {
       await this.tryStart(run, holds);
     }
     await this.armWake(nowText, holds);
+  }
+
+  /**
+   * `fn` for each of `keys`, each let go of once done. An outage ends the pass with the rest kept
+   * for the next; any other failure is said and let go of, so that one cannot hold the queue up.
+   */
+  private async lookAt(keys: Set<string>, field: string, fn: (key: string) => Promise<unknown>): Promise<void> {
+    for (const key of keys) {
+      try {
+        await fn(key);
+      } catch (err) {
+        if (isStateOutage(err)) throw err;
+        if (err instanceof AppError) this.app.log.warn('a ready task could not be queued', { [field]: key, error: err.message });
+        else this.app.log.error('a ready task could not be queued', { [field]: key, ...errorFields(err) });
+      }
+      keys.delete(key);
+    }
   }
 
   /**
