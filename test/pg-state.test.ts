@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
+import { migrate } from '../src/db/migrate.js';
 import { openPostgresState } from '../src/db/open.js';
 import { isStateOutage, PgStateError, StateUnavailableError } from '../src/db/pg/errors.js';
 import { PgState } from '../src/db/pg/state.js';
@@ -149,6 +150,24 @@ describe.skipIf(noPg)('the PostgreSQL state', () => {
       resume();
       await other.end();
     }
+  });
+
+  it("a migration's statements may run past the state's statement timeout and wait bound, and its connection goes back with the state's own", async () => {
+    const db = await stateDb({ statementTimeoutMs: 200, waitMs: 500 });
+    // Longer than both: a request's statement would be stopped by the server, then cut by the daemon.
+    const slow = 'SELECT pg_sleep(0.8)';
+    expect(await migrate(db, [{ version: 1, name: 'slow', sql: slow, postgres: slow }], 'test')).toBe(1);
+    expect(await db.prepare('SELECT version FROM schema_migrations').all()).toEqual([{ version: 1 }]);
+    // Every connection of the pool (the migration's among them) has the state's timeout again.
+    const all = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        db
+          .prepare(slow)
+          .get()
+          .catch((e: unknown) => e),
+      ),
+    );
+    for (const e of all) expect(e).toMatchObject({ code: '57014' });
   });
 
   it("a statement past statement_timeout fails as an outage (503), not as the request's fault", async () => {

@@ -158,7 +158,7 @@ export const ProjectConfigSchema = z.object({
         .max(600_000)
         .default(10_000)
         .describe(
-          'With provider postgres: a state statement running longer fails (503 unavailable), and a transaction of the daemon left idle 2.5 s longer than this (the daemon suspended) is ended by the server, which frees its locks.',
+          'With provider postgres: a state statement running longer fails (503 unavailable), and a transaction of the daemon left idle 2.5 s longer than this (the daemon suspended) is ended by the server, which frees its locks. Migrations at start have 60 s a statement, or this if longer.',
         ),
       driver: z
         .enum(['auto', 'libpq', 'pg'])

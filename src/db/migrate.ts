@@ -21,6 +21,11 @@ export const SCHEMA_WRITER_KEY = 'schema.svcVersion';
 const MIGRATE_LOCK = 0x73766302;
 /** How long a daemon waits for another's migration before it gives up starting. */
 const MIGRATE_WAIT_MS = 120_000;
+/**
+ * A migration's statement may run this long (or the state's statement timeout, if longer): it is
+ * not a request, and one cut short (an index built on a big table) would stop the daemon's start.
+ */
+const MIGRATE_STATEMENT_MS = 60_000;
 
 /**
  * Takes MIGRATE_LOCK, trying every 100 ms: a blocking pg_advisory_lock would be cut short by the
@@ -44,14 +49,17 @@ async function waitForLock(db: PgState): Promise<void> {
 export async function migrate(db: DB, migrations: readonly Migration[], svcVersion = packageVersion()): Promise<number> {
   if (isPostgres(db)) {
     // The lock is a session's: taken, used and let go on one connection of the pool.
-    return db.session(async () => {
-      await waitForLock(db);
-      try {
-        return await migrateHeld(db, migrations, svcVersion);
-      } finally {
-        await db.exec(`SELECT pg_advisory_unlock(${MIGRATE_LOCK})`);
-      }
-    });
+    return db.session(
+      async () => {
+        await waitForLock(db);
+        try {
+          return await migrateHeld(db, migrations, svcVersion);
+        } finally {
+          await db.exec(`SELECT pg_advisory_unlock(${MIGRATE_LOCK})`);
+        }
+      },
+      { statementTimeoutMs: Math.max(MIGRATE_STATEMENT_MS, db.opts.statementTimeoutMs) },
+    );
   }
   return migrateHeld(db, migrations, svcVersion);
 }

@@ -48,11 +48,16 @@ type Result = { rows: Record<string, unknown>[]; rowCount: number };
 /** A statement out on a connection. */
 interface InFlight {
   client: pg.PoolClient;
-  /** When it was sent (monotonic ms). */
-  since: number;
+  /** When it fails for want of an answer (monotonic ms). */
+  due: number;
+  /** How long it was given (ms). */
+  wait: number;
   /** The watchdog cut its connection: it failed for want of an answer. */
   late: boolean;
 }
+
+/** A statement's answer is waited for this much longer than the server's statement_timeout (a connection's set-up, the round trip). */
+const PAST_TIMEOUT_MS = 2_500;
 
 /** How often the watchdog looks at the statements out: a statement fails at most this long past its wait bound. */
 const WATCH_MS = 250;
@@ -69,6 +74,8 @@ interface Tx extends Gated {
   broken: boolean;
   /** What goes out with its COMMIT, in the same round trip (beforeCommit). */
   final: FinalStatement | null;
+  /** Its statements' wait bound, when not the state's (a session given a statement timeout of its own). */
+  waitMs?: number;
 }
 
 /**
@@ -127,7 +134,7 @@ export class PgState implements DB {
   private watchdog: NodeJS.Timeout | null = null;
 
   constructor(readonly opts: PgStateOptions) {
-    this.waitMs = opts.waitMs ?? opts.statementTimeoutMs + 2_500;
+    this.waitMs = opts.waitMs ?? opts.statementTimeoutMs + PAST_TIMEOUT_MS;
     this.pool = new pg.Pool({
       connectionString: opts.url,
       max: opts.pool ?? POOL_SIZE,
@@ -244,7 +251,7 @@ export class PgState implements DB {
     // In a session, on its connection.
     const pinned = cur?.open ? cur.client : null;
     const client = pinned ?? (await this.acquire());
-    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [], final: null };
+    const tx: Tx = { client, depth: 1, open: true, notify: new Map(), broken: false, gate: null, after: [], final: null, waitMs: pinned ? cur!.waitMs : undefined };
     this.pending++;
     try {
       await this.send(client, 'BEGIN', undefined, undefined, tx);
@@ -274,16 +281,25 @@ export class PgState implements DB {
 
   /**
    * Runs `fn` with one connection of the pool for all its statements (and transactions): what a
-   * session-level advisory lock needs, taken, used and let go on the same connection.
+   * session-level advisory lock needs, taken, used and let go on the same connection. With
+   * `statementTimeoutMs`, its statements have that long instead of the state's (a migration).
    */
-  async session<T>(fn: () => Promise<T>): Promise<T> {
+  async session<T>(fn: () => Promise<T>, o: { statementTimeoutMs?: number } = {}): Promise<T> {
     if (this.inTransaction) throw new Error('a session inside a transaction');
+    const timeout = o.statementTimeoutMs;
+    if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0)) throw new Error('a statement timeout is a positive integer of milliseconds');
     const client = await this.acquire();
     const s: Tx = { client, depth: 0, open: true, notify: new Map(), broken: false, gate: null, after: [], final: null };
     try {
+      if (timeout !== undefined) {
+        s.waitMs = Math.max(this.waitMs, timeout + PAST_TIMEOUT_MS);
+        await this.send(client, `SET statement_timeout = ${timeout}`, undefined, undefined, s);
+      }
       return await this.als.run(s, fn);
     } finally {
       s.open = false;
+      // The connection goes back to the pool with the state's own timeout.
+      if (timeout !== undefined && !s.broken) await this.send(client, 'RESET statement_timeout', undefined, undefined, s).catch(() => (s.broken = true));
       client.release(s.broken);
     }
   }
@@ -386,7 +402,8 @@ export class PgState implements DB {
   private statement(client: pg.PoolClient, text: string, params: unknown[] | undefined, name: string | undefined, tx: Tx | undefined, done: (err: Error | null, r?: Result) => void): void {
     const startedAt = this.opts.outage?.now();
     this.pending++;
-    const out: InFlight = { client, since: monotonic(), late: false };
+    const wait = tx?.waitMs ?? this.waitMs;
+    const out: InFlight = { client, due: monotonic() + wait, wait, late: false };
     this.inFlight.add(out);
     this.watch();
     const answered = (err: Error | null, r: pg.QueryResult | undefined) => {
@@ -394,7 +411,7 @@ export class PgState implements DB {
       this.inFlight.delete(out);
       if (err) {
         // Cut by the watchdog: the server did not answer in time.
-        const e = out.late ? new StateUnavailableError(`the state database did not answer within ${(this.waitMs / 1000).toFixed(1)} s`) : this.wrap(err);
+        const e = out.late ? new StateUnavailableError(`the state database did not answer within ${(out.wait / 1000).toFixed(1)} s`) : this.wrap(err);
         // The connection is suspect (lost, or stuck in a statement the server will not end): never reused.
         if (isStateOutage(e) && tx) tx.broken = true;
         this.report(e, startedAt);
@@ -419,9 +436,9 @@ export class PgState implements DB {
     if (this.watchdog || this.closed) return;
     this.watchdog = setInterval(
       () => {
-        const due = monotonic() - this.waitMs;
+        const now = monotonic();
         for (const out of this.inFlight) {
-          if (out.since > due || out.late) continue;
+          if (out.due > now || out.late) continue;
           out.late = true;
           (out.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
         }
