@@ -46,6 +46,17 @@ export async function apiOk(d: TestDaemon, method: string, path: string, body?: 
 }
 
 /** A fresh context signed in through the one-time link, as a person would be; its page's errors are collected. */
+/**
+ * Cancels every run still waiting or working: a test that fails midway must not leave one that holds
+ * its agent's slot (maxConcurrency 1), or the next tests, waiting for their own runs, fail behind it.
+ */
+export async function cancelLiveRuns(d: TestDaemon | undefined): Promise<void> {
+  if (!d) return;
+  for (const status of ['queued', 'starting', 'running', 'paused']) {
+    for (const r of await apiOk(d, 'GET', `/api/v1/runs?status=${status}&limit=200`)) await d.api('POST', `/api/v1/runs/${r.id}/cancel`);
+  }
+}
+
 export async function signIn(browser: Browser, d: TestDaemon, opts: { readOnly?: boolean; viewport?: { width: number; height: number }; bypassCSP?: boolean; timezoneId?: string } = {}) {
   const ctx = await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 800 }, bypassCSP: opts.bypassCSP, timezoneId: opts.timezoneId });
   const p = await ctx.newPage();

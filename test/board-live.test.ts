@@ -2,13 +2,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { formatTokens } from '../src/lib/human.js';
 import { formatLogItem } from '../src/resources/runs/log-lines.js';
 import { lastAction, shareState } from '../web/src/run-words.js';
 import type { LogItem } from '../web/src/types.js';
 import { clockTime, waitText } from '../web/src/waits.js';
-import { apiOk, axeProblems, contains, count, haveChromium, launchBrowser, shot, signIn, text, textOf, visible } from './board-browser.js';
+import { apiOk, cancelLiveRuns, axeProblems, contains, count, haveChromium, launchBrowser, shot, signIn, text, textOf, visible } from './board-browser.js';
 import { gitProject, startTestDaemon, until, type TestDaemon } from './harness.js';
 
 // The board shows runs live (issue 32): a card's live run with its turns, tokens and last action,
@@ -120,6 +120,7 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
     browser = await launchBrowser();
     page = (await signIn(browser, d, { timezoneId: ZONE })).p;
   });
+  afterEach(() => cancelLiveRuns(d));
   afterAll(async () => {
     await browser?.close();
     await d?.close();
@@ -136,7 +137,12 @@ describe.skipIf(!haveChromium)('runs live on the board in Chromium', () => {
     const live = card.locator('.card-run');
     await contains(live.locator('.run-live'), 'running', 10_000);
     await contains(live.locator('.run-live'), 'fay');
-    const box = () => card.evaluate((el) => JSON.stringify([el.getBoundingClientRect().height, el.querySelector('.card-run')!.getBoundingClientRect().height]));
+    // Found and measured in one task of the page: a redraw between finding the card and measuring it would measure a detached one (0 × 0).
+    const box = () =>
+      page.evaluate((tid) => {
+        const el = document.querySelector(`.card[data-task="${tid}"]`)!;
+        return JSON.stringify([el.getBoundingClientRect().height, el.querySelector('.card-run')!.getBoundingClientRect().height]);
+      }, t.id);
     const before = await box();
     // The page notes each state of the card's run lines, when it was drawn, and what it fetched.
     await page.evaluate((tid) => {

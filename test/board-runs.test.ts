@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TEXT_MAX } from '../src/resources/runs/run-log.js';
 import { parseDiff } from '../web/src/diff.js';
 import { LogTail, wasCut } from '../web/src/log-tail.js';
 import type { LogItem } from '../web/src/types.js';
-import { apiOk, attr, axeProblems, contains, count, haveChromium, launchBrowser, shot, signIn, text, textOf, visible } from './board-browser.js';
+import { apiOk, cancelLiveRuns, attr, axeProblems, contains, count, haveChromium, launchBrowser, shot, signIn, text, textOf, visible } from './board-browser.js';
 import { makeProject, startTestDaemon, until, type TestDaemon } from './harness.js';
 
 // Runs on the board: a task's card shows its live run, a task's page its runs and "Run now", a
@@ -179,6 +179,7 @@ describe.skipIf(!haveChromium)('runs on the board in Chromium', () => {
     browser = await launchBrowser();
     page = (await signIn(browser, d)).p;
   });
+  afterEach(() => cancelLiveRuns(d));
   afterAll(async () => {
     await browser?.close();
     await d?.close();
