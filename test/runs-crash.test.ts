@@ -61,7 +61,11 @@ describe('a daemon killed while a run works', () => {
     const root = gitProject();
     // Silent (@hang): a CLI that writes after its daemon died would end on the broken pipe by itself.
     const r = await crashAndRecover(root, { name: 'alice', runtime: { kind: 'command', command: FAKE_AGENT } }, '@hang', async (url, key, taskId) => {
-      await until('the run to work', async () => (await runs(url, key, taskId))[0]?.status === 'running');
+      // Once it has written its first line: killed before that, it would write it to a broken pipe and end by itself.
+      await until('the CLI to say it started', async () => {
+        const run = (await runs(url, key, taskId))[0];
+        return run?.status === 'running' && JSON.stringify((await api(url, key, 'GET', `/api/v1/runs/${run.id}/log`)).body.data).includes('fake agent in');
+      });
       return (await runs(url, key, taskId))[0].pid;
     });
     try {
