@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { expect } from 'vitest';
+import { LIVE_STATUSES } from '../src/resources/runs/schema.js';
 import { until, type TestDaemon } from './harness.js';
 
 // The board in Debian's Chromium, for the board's test files (one browser per file): the
@@ -52,7 +53,7 @@ export async function apiOk(d: TestDaemon, method: string, path: string, body?: 
  */
 export async function cancelLiveRuns(d: TestDaemon | undefined): Promise<void> {
   if (!d) return;
-  for (const status of ['queued', 'starting', 'running', 'paused']) {
+  for (const status of LIVE_STATUSES) {
     for (const r of await apiOk(d, 'GET', `/api/v1/runs?status=${status}&limit=200`)) await d.api('POST', `/api/v1/runs/${r.id}/cancel`);
   }
 }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { relativeTime } from '../src/lib/human.js';
 import { tempDir } from './temp.js';
 import { agentCli } from './agent-clis.js';
 import { FakeClock } from './fake-clock.js';
@@ -65,7 +66,7 @@ async function runOf(d: TestDaemon, taskId: string, attempt: number, statuses = 
 /** Where a run stands, in a line: its status, when it started, and its log's last items with their times. */
 async function whereRunIs(d: TestDaemon, run: any): Promise<string> {
   if (!run) return 'no such run yet';
-  const since = (at: string | undefined) => (at ? `${((Date.now() - Date.parse(at)) / 1000).toFixed(1)} s ago` : 'never');
+  const since = (at: string | null | undefined) => relativeTime(at) ?? 'never';
   const log = await logOf(d, run.id).catch(() => []);
   const last = log.slice(-3).map((l) => `${l.kind}${l.tool ? ` ${l.tool}` : ''} ${since(l.at)}`);
   return `it is ${run.status}, created ${since(run.createdAt)}, started ${since(run.startedAt)}; ${log.length} log items${last.length ? `, the last: ${last.join(', ')}` : ''}`;

@@ -52,9 +52,8 @@ it.skipIf(noPg)('PostgreSQL stopped under the daemon: 503 unavailable, then serv
 const FAKE_AGENT = fileURLToPath(new URL('./fixtures/runs/fake-agent.mjs', import.meta.url));
 
 it.skipIf(noPg)('a run that falls due while PostgreSQL is down starts once it is back, with no event to wake the runner', { timeout: 60_000 }, async () => {
-  const started = await startTestPostgres();
-  if ('skip' in started) throw new Error(started.skip);
-  const server = started;
+  const server = await startTestPostgres();
+  if ('skip' in server) throw new Error(server.skip);
   const clock = new FakeClock(Date.now());
   const h = await startTestDaemon({ root: gitProject(), clock, env: { SVC_STATE_URL: server.url, SVC_VAULT_KEY: randomBytes(32).toString('base64'), PATH: process.env.PATH! } });
   const runs = async (taskId: string) => (await h.api('GET', `/api/v1/runs?taskId=${taskId}`)).body.data as any[];
